@@ -1,0 +1,36 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "loadstate",
+    products: [
+        // libloadstate.so: the C ABI described by include/loadstate.h.
+        .library(name: "loadstate", type: .dynamic, targets: ["LoadstateC"]),
+        // The native Swift API.
+        .library(name: "Loadstate", targets: ["Loadstate"]),
+    ],
+    targets: [
+        .systemLibrary(name: "CLibUV", path: "Sources/CLibUV"),
+        .systemLibrary(name: "CLoadstateABI", path: "Sources/CLoadstateABI"),
+        .target(
+            name: "Loadstate",
+            dependencies: ["CLibUV"],
+            path: "Sources/Loadstate"
+        ),
+        .target(
+            name: "LoadstateC",
+            dependencies: ["Loadstate", "CLoadstateABI"],
+            path: "Sources/LoadstateC",
+            exclude: ["exports.map"],
+            linkerSettings: [
+                // Export lds_* and nothing else from libloadstate.so.
+                .unsafeFlags(["-Xlinker", "--version-script=Sources/LoadstateC/exports.map"]),
+            ]
+        ),
+        .testTarget(
+            name: "LoadstateTests",
+            dependencies: ["Loadstate"],
+            path: "Tests/LoadstateTests"
+        ),
+    ]
+)

@@ -1,0 +1,26 @@
+/// What the code doing a job reports about it. Operations are queued in the
+/// job's inbox by any thread and applied on the loop thread in order.
+public enum JobOperation<Value> {
+    /// A partial value; the job goes on.
+    case yield(Value)
+    /// Units done and units in all (0 = unknown).
+    case progress(done: UInt64, total: UInt64)
+    /// The job ends with a final value.
+    case succeed(Value)
+    /// The job ends keeping its last yielded value.
+    case finish
+    /// The job ends with an error. `retryable: false` skips any retries left.
+    case fail(LoadError, retryable: Bool)
+    /// The job cancels itself: the cell returns to its state before the load.
+    case cancelSelf
+    /// The job resets its cell to absent.
+    case resetSelf
+
+    /// Whether the operation ends the job.
+    public var isTerminal: Bool {
+        switch self {
+        case .yield, .progress: return false
+        default: return true
+        }
+    }
+}

@@ -1,0 +1,42 @@
+/// How one load runs.
+public struct LoadOptions: Sendable, Equatable {
+    /// Keep the current state visible while loading (flagged refreshing).
+    public var silent: Bool
+    /// Cancel the job and fail with `ResultCode.timedOut` after this many ms; 0 for none.
+    public var timeoutMs: UInt32
+    /// Delays between interrupt events.
+    public var interruptsMs: [UInt32]
+    /// Extra attempts after a failure.
+    public var retries: UInt32
+    /// Back-off before the first retry.
+    public var retryBaseMs: UInt32
+    /// Upper bound of any back-off.
+    public var retryMaxMs: UInt32
+
+    public init(silent: Bool = false, timeoutMs: UInt32 = 0, interruptsMs: [UInt32] = [],
+                retries: UInt32 = 0, retryBaseMs: UInt32 = 100, retryMaxMs: UInt32 = 30_000) {
+        self.silent = silent
+        self.timeoutMs = timeoutMs
+        self.interruptsMs = interruptsMs
+        self.retries = retries
+        self.retryBaseMs = retryBaseMs
+        self.retryMaxMs = retryMaxMs
+    }
+}
+
+/// Everything needed to start, and restart, a load.
+public struct LoadSpec<Value, Request> {
+    public var loader: Loader<Value, Request>
+    public var request: Request
+    /// Process cells: the kind of the run.
+    public var kind: Int32
+    public var options: LoadOptions
+
+    public init(loader: Loader<Value, Request>, request: Request, kind: Int32 = 0,
+                options: LoadOptions = LoadOptions()) {
+        self.loader = loader
+        self.request = request
+        self.kind = kind
+        self.options = options
+    }
+}

@@ -1,0 +1,52 @@
+/// Something that performs jobs: a host callback, a Swift closure, a file
+/// read. Subclasses override `start`.
+///
+/// Lifecycle: created, inserted in the runtime's table, used by any number
+/// of loads; `retire` (on the loop) removes it from use; `released` runs on
+/// the loop once it is retired and its last job has ended.
+open class Loader<Value, Request>: Handle, @unchecked Sendable {
+    // Loop thread only.
+    private var activeJobs = 0
+    private var retired = false
+    private var isReleased = false
+
+    public override init(id: UInt64) {
+        super.init(id: id)
+    }
+
+    /// Begins the work of `job`. Runs on the loop thread; must not block.
+    /// The work reports back through `Runtime.submit` from any thread.
+    open func start(_ job: Job<Value, Request>, runtime: Runtime) {
+        fatalError("Loader.start must be overridden")
+    }
+
+    /// Runs once, on the loop thread, after the loader is retired and its
+    /// last job has ended (or when the runtime closes).
+    open func released(runtime: Runtime) {}
+
+    func jobStarted() {
+        activeJobs += 1
+    }
+
+    func jobEnded(runtime: Runtime) {
+        activeJobs -= 1
+        releaseIfIdle(runtime: runtime)
+    }
+
+    /// Takes the loader out of use; it is released when its jobs are done.
+    public func retire(runtime: Runtime) {
+        retired = true
+        releaseIfIdle(runtime: runtime)
+    }
+
+    /// Releases the loader now, whatever its jobs do (runtime shutdown).
+    func releaseNow(runtime: Runtime) {
+        guard !isReleased else { return }
+        isReleased = true
+        released(runtime: runtime)
+    }
+
+    private func releaseIfIdle(runtime: Runtime) {
+        if retired && activeJobs == 0 { releaseNow(runtime: runtime) }
+    }
+}

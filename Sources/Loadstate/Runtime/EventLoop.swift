@@ -1,0 +1,122 @@
+import CLibUV
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One libuv loop (never the default loop) running on one dedicated thread.
+///
+/// Lifecycle: `init` creates the loop and starts the thread; `execute` runs
+/// closures on the loop thread from any thread; `stop` runs a last closure
+/// there, closes every handle and joins the thread. After `stop` returns the
+/// loop is gone and `execute` does nothing.
+///
+/// Work sent with `execute` (and Swift jobs sent to the loop as a
+/// `SerialExecutor`) is queued and the loop is woken with `uv_async_send`;
+/// since sends coalesce, each wake-up drains the whole queue, including
+/// work queued while draining.
+public final class EventLoop: @unchecked Sendable {
+    /// The libuv loop. Use it on the loop thread only.
+    public let loop: UnsafeMutablePointer<uv_loop_t>
+    private let wakeup: UnsafeMutablePointer<uv_async_t>
+    private let queue = WorkQueue()
+    private var thread = pthread_t()
+    private var running = true
+    private var finalWork: (() -> Void)?
+
+    /// Creates the loop and starts its thread.
+    public init() throws(ResultCode) {
+        loop = .allocate(capacity: 1)
+        wakeup = .allocate(capacity: 1)
+        guard uv_loop_init(loop) == 0 else {
+            loop.deallocate()
+            wakeup.deallocate()
+            throw .outOfMemory
+        }
+        wakeup.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+        uv_async_init(loop, wakeup) { handle in
+            let me = Unmanaged<EventLoop>.fromOpaque(handle!.pointee.data).takeUnretainedValue()
+            me.drain()
+        }
+        let box = Unmanaged.passRetained(self).toOpaque()
+        let rc = pthread_create(&thread, nil, { arg in
+            let me = Unmanaged<EventLoop>.fromOpaque(arg!).takeRetainedValue()
+            me.run()
+            return nil
+        }, box)
+        guard rc == 0 else {
+            Unmanaged<EventLoop>.fromOpaque(box).release()
+            uv_close(UnsafeMutableRawPointer(wakeup).assumingMemoryBound(to: uv_handle_t.self), nil)
+            uv_run(loop, UV_RUN_DEFAULT)
+            uv_loop_close(loop)
+            loop.deallocate()
+            wakeup.deallocate()
+            throw .outOfMemory
+        }
+    }
+
+    /// Whether the calling thread is the loop thread.
+    public var isLoopThread: Bool {
+        pthread_equal(pthread_self(), thread) != 0
+    }
+
+    /// Runs `body` on the loop thread, after the work queued before it.
+    /// Never runs it synchronously, even when called on the loop thread.
+    public func execute(_ body: @escaping () -> Void) {
+        if queue.push(.command(body)) {
+            uv_async_send(wakeup)
+        }
+    }
+
+    /// Runs `last` on the loop thread, then closes every handle on the loop
+    /// and joins the thread. Must not be called on the loop thread.
+    public func stop(last: @escaping () -> Void) {
+        precondition(!isLoopThread, "EventLoop.stop on its own thread")
+        execute { [self] in
+            last()
+            running = false
+            uv_walk(loop, { handle, _ in
+                if uv_is_closing(handle) == 0 { uv_close(handle, nil) }
+            }, nil)
+        }
+        pthread_join(thread, nil)
+        uv_loop_close(loop)
+        loop.deallocate()
+        wakeup.deallocate()
+    }
+
+    private func run() {
+        uv_run(loop, UV_RUN_DEFAULT)
+    }
+
+    private func drain() {
+        while running {
+            let batch = queue.takeAll()
+            if batch.isEmpty { return }
+            for item in batch {
+                switch item {
+                case .command(let body):
+                    body()
+                case .job(let job):
+                    job.runSynchronously(on: asUnownedSerialExecutor())
+                }
+            }
+            queue.recycle(batch)
+        }
+    }
+}
+
+extension EventLoop: SerialExecutor {
+    public func enqueue(_ job: consuming ExecutorJob) {
+        if queue.push(.job(UnownedJob(job))) {
+            uv_async_send(wakeup)
+        }
+    }
+
+    public func asUnownedSerialExecutor() -> UnownedSerialExecutor {
+        UnownedSerialExecutor(ordinary: self)
+    }
+
+    public func checkIsolated() {
+        precondition(isLoopThread, "not on the loadstate loop thread")
+    }
+}

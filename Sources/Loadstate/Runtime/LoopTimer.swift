@@ -1,0 +1,49 @@
+import CLibUV
+
+/// A one-shot `uv_timer_t` on the runtime's loop.
+///
+/// Lifecycle: created and used on the loop thread only; `start` arms it
+/// (re-arming replaces the previous action), `stop` disarms it, `close`
+/// releases the libuv handle (its memory is freed in the close callback).
+/// A closed timer must not be used again.
+final class LoopTimer {
+    private let handle: UnsafeMutablePointer<uv_timer_t>
+    private var action: (() -> Void)?
+    private var closed = false
+
+    init(loop: UnsafeMutablePointer<uv_loop_t>) {
+        handle = .allocate(capacity: 1)
+        uv_timer_init(loop, handle)
+        handle.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+    }
+
+    /// Runs `action` once, `ms` milliseconds from now.
+    func start(after ms: UInt64, _ action: @escaping () -> Void) {
+        guard !closed else { return }
+        self.action = action
+        uv_timer_start(handle, { h in
+            let me = Unmanaged<LoopTimer>.fromOpaque(h!.pointee.data).takeUnretainedValue()
+            let action = me.action
+            me.action = nil
+            action?()
+        }, ms, 0)
+    }
+
+    func stop() {
+        guard !closed else { return }
+        action = nil
+        uv_timer_stop(handle)
+    }
+
+    func close() {
+        guard !closed else { return }
+        closed = true
+        action = nil
+        let raw = UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_handle_t.self)
+        if uv_is_closing(raw) == 0 {
+            uv_close(raw) { h in
+                UnsafeMutableRawPointer(h!).assumingMemoryBound(to: uv_timer_t.self).deallocate()
+            }
+        }
+    }
+}

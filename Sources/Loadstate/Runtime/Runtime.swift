@@ -1,0 +1,124 @@
+import Synchronization
+
+/// A loadstate runtime: one event loop on its own thread, the table of its
+/// cells, loaders and jobs, and the delivery of host callbacks.
+///
+/// Lifecycle: `init` starts the loop; any thread may use the runtime;
+/// `close` cancels every job, releases every loader, stops the loop and
+/// joins its thread. Work that arrives after `close` began is refused with
+/// `ResultCode.closed` by the callers that check `isClosed`.
+public final class Runtime: @unchecked Sendable {
+    public let loop: EventLoop
+    public let delivery: Delivery
+    public let table = HandleTable()
+    private let closed = Atomic<Bool>(false)
+
+    public init(delivery mode: DeliveryMode = .loop) throws(ResultCode) {
+        delivery = try Delivery(mode: mode)
+        loop = try EventLoop()
+    }
+
+    public var isClosed: Bool { closed.load(ordering: .acquiring) }
+
+    /// Whether the calling thread is where host callbacks run right now:
+    /// the loop thread in loop mode, a thread inside `dispatch` in poll mode.
+    public var isDeliveryThread: Bool {
+        delivery.mode == .loop ? loop.isLoopThread : delivery.isDispatchThread
+    }
+
+    /// Runs a host callback on the delivery thread. Call on the loop thread.
+    public func deliver(_ kind: Delivery.Kind, _ body: @escaping () -> Void) {
+        if delivery.mode == .loop {
+            body()
+        } else {
+            delivery.post(kind, body)
+        }
+    }
+
+    /// Cancels every job (cancel callbacks run), releases every loader and
+    /// stops the loop. Returns `.wrongState` on the loop thread or inside a
+    /// dispatch, `.closed` when already closed.
+    public func close() -> ResultCode {
+        if loop.isLoopThread || delivery.isDispatchThread { return .wrongState }
+        guard closed.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else {
+            return .closed
+        }
+        loop.stop { [self] in
+            let residents = table.all().compactMap { $0 as? RuntimeResident }
+            // Cells first: their jobs end, then the loaders can be released.
+            for resident in residents where !(resident is LoaderMarker) {
+                resident.shutdown(runtime: self)
+            }
+            for resident in residents where resident is LoaderMarker {
+                resident.shutdown(runtime: self)
+            }
+            table.withLock { $0.handles.removeAll() }
+        }
+        delivery.drainCleanups()
+        return .ok
+    }
+
+    // MARK: - Jobs (any thread)
+
+    /// Queues an operation of a running job. Returns `.cancelled` when the
+    /// job no longer runs, `.notFound` when `id` never named such a job.
+    public func submit<Value, Request>(_ op: JobOperation<Value>, job id: UInt64,
+                                       of type: Job<Value, Request>.Type) -> ResultCode {
+        var scheduled: Job<Value, Request>?
+        let rc = table.withLock { storage -> ResultCode in
+            guard let handle = storage.handles[id] else {
+                return table.wasIssued(id, as: .job) ? .cancelled : .notFound
+            }
+            guard let job = handle as? Job<Value, Request> else { return .notFound }
+            guard job.phase == .running else { return .cancelled }
+            if op.isTerminal {
+                job.phase = .ending
+                storage.handles[id] = nil
+            }
+            job.inbox.append(op)
+            if !job.drainScheduled {
+                job.drainScheduled = true
+                scheduled = job
+            }
+            return .ok
+        }
+        if let job = scheduled {
+            loop.execute { job.cell?.settle(job) }
+        }
+        return rc
+    }
+
+    /// Registers a callback for when the job is cancelled.
+    public func onCancel<Value, Request>(job id: UInt64, of type: Job<Value, Request>.Type,
+                                         _ hook: @escaping () -> Void) -> ResultCode {
+        table.withLock { storage -> ResultCode in
+            guard let handle = storage.handles[id] else {
+                return table.wasIssued(id, as: .job) ? .cancelled : .notFound
+            }
+            guard let job = handle as? Job<Value, Request>, job.phase == .running else {
+                return handle is Job<Value, Request> ? .cancelled : .notFound
+            }
+            job.cancelHooks.append(hook)
+            return .ok
+        }
+    }
+
+    /// Whether a job should stop: true once it no longer runs.
+    public func isJobCancelled<Value, Request>(_ id: UInt64, of type: Job<Value, Request>.Type) -> Result<Bool, ResultCode> {
+        table.withLock { storage in
+            if let job = storage.handles[id] as? Job<Value, Request> {
+                return .success(job.phase != .running)
+            }
+            return table.wasIssued(id, as: .job) ? .success(true) : .failure(.notFound)
+        }
+    }
+
+    /// Whether the job is still running (for host callbacks queued earlier).
+    public func isRunning<Value, Request>(_ job: Job<Value, Request>) -> Bool {
+        table.withLock { _ in job.phase == .running }
+    }
+}
+
+/// Marks loaders among the table's residents, for shutdown order.
+protocol LoaderMarker {}
+extension Loader: LoaderMarker {}

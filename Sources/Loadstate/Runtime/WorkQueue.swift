@@ -1,0 +1,49 @@
+/// Work waiting for the loop thread: commands from any thread and Swift
+/// concurrency jobs for the loop's serial executor.
+enum WorkItem {
+    case command(() -> Void)
+    case job(UnownedJob)
+}
+
+/// A multi-producer, single-consumer queue of work items.
+///
+/// `push` reports whether the consumer must be woken: only the first push
+/// after the consumer found the queue empty does, so wake-ups coalesce.
+final class WorkQueue: @unchecked Sendable {
+    private struct State {
+        var items: [WorkItem] = []
+        var wakePending = false
+    }
+
+    private let state = Locked(State())
+    /// Consumer-only: the array handed back on each take, to keep its capacity.
+    private var spare: [WorkItem] = []
+
+    /// Appends an item; returns true when the consumer must be woken.
+    func push(_ item: WorkItem) -> Bool {
+        state.withLock { s in
+            s.items.append(item)
+            if s.wakePending { return false }
+            s.wakePending = true
+            return true
+        }
+    }
+
+    /// Consumer: takes every queued item. When there are none, the next push
+    /// wakes the consumer again.
+    func takeAll() -> [WorkItem] {
+        var batch = spare
+        spare = []
+        batch.removeAll(keepingCapacity: true)
+        state.withLock { s in
+            swap(&s.items, &batch)
+            if batch.isEmpty { s.wakePending = false }
+        }
+        return batch
+    }
+
+    /// Consumer: gives back a processed batch so its storage is reused.
+    func recycle(_ batch: [WorkItem]) {
+        spare = batch
+    }
+}

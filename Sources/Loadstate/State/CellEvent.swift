@@ -1,0 +1,28 @@
+/// What happened to a cell.
+public enum EventType: UInt32, Sendable {
+    /// The state changed, or a silent load began over it.
+    case state = 1
+    /// The running job reported progress.
+    case progress = 2
+    /// A load runs longer than one of its interrupt delays.
+    case interrupt = 3
+}
+
+/// One event of one cell, in the order the cell produced them.
+public struct CellEvent<Value, Request> {
+    public var type: EventType
+    public var cell: UInt64
+    /// 1 for the cell's first event, +1 for each one after it.
+    public var seq: UInt64
+    /// The cell's state after the event.
+    public var state: CellState<Value, Request>
+    /// The state was restored because a load was cancelled.
+    public var isCancelled: Bool
+    /// Interrupt events: milliseconds since the load began, measured.
+    public var elapsedMs: UInt64
+    /// Progress events: units done and units in all (0 = unknown).
+    public var progressDone: UInt64
+    public var progressTotal: UInt64
+}
+
+extension CellEvent: Sendable where Value: Sendable, Request: Sendable {}

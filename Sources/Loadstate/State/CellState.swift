@@ -1,0 +1,28 @@
+/// The state of a cell: its status plus what goes with it.
+///
+/// `value` is set only when the status is `.loaded`; `error` only when it is
+/// `.error`. `request` is the request of the load this state belongs to.
+public struct CellState<Value, Request> {
+    public var status: Status
+    /// Process cells: the kind of the current or last run.
+    public var kind: Int32
+    public var value: Value?
+    public var error: LoadError?
+    public var request: Request?
+    /// The value was yielded by a job that still runs.
+    public var isPartial: Bool
+    /// A silent load or refresh runs over this state.
+    public var isRefreshing: Bool
+    /// Which attempt produced this state (1 for the first try); 0 when no load did.
+    public var attempt: UInt32
+    /// Wall-clock milliseconds at which the value or error was produced.
+    public var updatedAt: UInt64
+
+    /// The state of a new cell.
+    public static func initial(at time: UInt64) -> CellState {
+        CellState(status: .absent, kind: 0, value: nil, error: nil, request: nil,
+                  isPartial: false, isRefreshing: false, attempt: 0, updatedAt: time)
+    }
+}
+
+extension CellState: Sendable where Value: Sendable, Request: Sendable {}

@@ -1,0 +1,35 @@
+import CLoadstateABI
+import Loadstate
+
+/// Values and requests of the C API are byte strings.
+typealias Bytes = [UInt8]
+typealias ByteCell = Cell<Bytes, Bytes>
+typealias ByteJob = Job<Bytes, Bytes>
+typealias ByteLoader = Loader<Bytes, Bytes>
+
+/// LDS_VALUE_MAX: the largest value, request or message accepted.
+let valueMax = 256 << 20
+
+/// Copies a caller's buffer. NULL is accepted only with length 0.
+func copyBytes(_ pointer: UnsafeRawPointer?, _ length: Int) -> Result<Bytes, ResultCode> {
+    if length == 0 { return .success([]) }
+    guard let pointer else { return .failure(.invalidArgument) }
+    guard length <= valueMax else { return .failure(.tooBig) }
+    return .success(Bytes(UnsafeRawBufferPointer(start: pointer, count: length)))
+}
+
+/// Copies a caller's message; NULL gives nil.
+func copyMessage(_ message: UnsafePointer<CChar>?) -> Result<String?, ResultCode> {
+    guard let message else { return .success(nil) }
+    let length = strnlen(message, valueMax + 1)
+    guard length <= valueMax else { return .failure(.tooBig) }
+    return .success(String(cString: message))
+}
+
+/// One byte that an empty value's pointer can point to, so that a loaded
+/// empty value is told apart from no value.
+nonisolated(unsafe) let emptyByte = UnsafeMutableRawPointer.allocate(byteCount: 1, alignment: 1)
+
+#if canImport(Glibc)
+import Glibc
+#endif

@@ -1,0 +1,147 @@
+import CLoadstateABI
+import Loadstate
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The C status of a core status, by flavor.
+func cStatus(_ status: Status, _ flavor: CellFlavor) -> Int32 {
+    switch (status, flavor) {
+    case (.absent, .loadable): return LDS_ABSENT
+    case (.loading, .loadable): return LDS_LOADING
+    case (.loaded, .loadable): return LDS_LOADED
+    case (.error, .loadable): return LDS_ERROR
+    case (.absent, .process): return LDS_IDLE
+    case (.loading, .process): return LDS_RUNNING
+    case (.loaded, .process): return LDS_FINISHED
+    case (.error, .process): return LDS_FAILED
+    }
+}
+
+func cFlags(_ event: CellEvent<Bytes, Bytes>) -> UInt32 {
+    var flags: UInt32 = 0
+    if event.state.isRefreshing { flags |= UInt32(LDS_FLAG_REFRESHING) }
+    if event.state.isPartial { flags |= UInt32(LDS_FLAG_PARTIAL) }
+    if event.isCancelled { flags |= UInt32(LDS_FLAG_CANCELLED) }
+    return flags
+}
+
+/// Calls `body` with an `lds_event` whose pointers are valid during the call.
+func withCEvent(_ event: CellEvent<Bytes, Bytes>, flavor: CellFlavor, _ body: (UnsafePointer<lds_event>) -> Void) {
+    let state = event.state
+    var c = lds_event()
+    c.type = event.type.rawValue
+    c.cell = event.cell
+    c.seq = event.seq
+    c.status = cStatus(state.status, flavor)
+    c.kind = state.kind
+    c.flags = cFlags(event)
+    c.attempt = state.attempt
+    c.elapsed_ms = event.elapsedMs
+    c.progress_done = event.progressDone
+    c.progress_total = event.progressTotal
+    c.updated_at_ms = state.updatedAt
+    if let error = state.error {
+        c.error_domain = error.domain.rawValue
+        c.error_code = error.code
+    }
+    withBytes(state.value) { value, valueLength in
+        withBytes(state.request) { request, requestLength in
+            withOptionalCString(state.error?.message) { message in
+                c.value = value
+                c.value_len = valueLength
+                c.request = request
+                c.request_len = requestLength
+                c.error_message = message
+                withUnsafePointer(to: &c) { body($0) }
+            }
+        }
+    }
+}
+
+private func withBytes(_ bytes: Bytes?, _ body: (UnsafeRawPointer?, Int) -> Void) {
+    guard let bytes else { return body(nil, 0) }
+    if bytes.isEmpty { return body(UnsafeRawPointer(emptyByte), 0) }
+    bytes.withUnsafeBytes { body($0.baseAddress, $0.count) }
+}
+
+private func withOptionalCString(_ string: String?, _ body: (UnsafePointer<CChar>?) -> Void) {
+    guard let string else { return body(nil) }
+    string.withCString { body($0) }
+}
+
+/// Copies an event into a snapshot the caller owns.
+func fillSnapshot(_ out: UnsafeMutablePointer<lds_snapshot>, from event: CellEvent<Bytes, Bytes>,
+                  flavor: CellFlavor) -> ResultCode {
+    var snap = lds_snapshot()
+    let state = event.state
+    snap.type = event.type.rawValue
+    snap.cell = event.cell
+    snap.seq = event.seq
+    snap.status = cStatus(state.status, flavor)
+    snap.kind = state.kind
+    snap.flags = cFlags(event)
+    snap.attempt = state.attempt
+    snap.elapsed_ms = event.elapsedMs
+    snap.progress_done = event.progressDone
+    snap.progress_total = event.progressTotal
+    snap.updated_at_ms = state.updatedAt
+    if let value = state.value {
+        guard let copy = mallocCopy(value) else { return .outOfMemory }
+        snap.value = copy
+        snap.value_len = value.count
+    }
+    if let request = state.request {
+        guard let copy = mallocCopy(request) else {
+            free(snap.value)
+            return .outOfMemory
+        }
+        snap.request = copy
+        snap.request_len = request.count
+    }
+    if let error = state.error {
+        snap.error_domain = error.domain.rawValue
+        snap.error_code = error.code
+        if let message = error.message {
+            guard let copy = strdup(message) else {
+                free(snap.value)
+                free(snap.request)
+                return .outOfMemory
+            }
+            snap.error_message = copy
+        }
+    }
+    out.pointee = snap
+    return .ok
+}
+
+/// A malloc'd copy (at least one byte, so an empty value is not NULL).
+private func mallocCopy(_ bytes: Bytes) -> UnsafeMutableRawPointer? {
+    guard let memory = malloc(max(bytes.count, 1)) else { return nil }
+    bytes.withUnsafeBytes { source in
+        if let base = source.baseAddress { memcpy(memory, base, source.count) }
+    }
+    return memory
+}
+
+/// The observer of a C cell: turns core events into `lds_event` calls on
+/// the delivery thread, skipping them once the cell is freed.
+func makeObserver(callback: lds_event_fn, userData: UnsafeMutableRawPointer?, flavor: CellFlavor,
+                  runtime: Runtime, cell: CellRef) -> (CellEvent<Bytes, Bytes>) -> Void {
+    if runtime.delivery.mode == .loop {
+        return { event in
+            withCEvent(event, flavor: flavor) { callback($0, userData) }
+        }
+    }
+    return { event in
+        runtime.delivery.post(.notification) {
+            guard let cell = cell.cell, !cell.isFreed else { return }
+            withCEvent(event, flavor: flavor) { callback($0, userData) }
+        }
+    }
+}
+
+/// A weak reference to a cell, for callbacks queued in POLL mode.
+final class CellRef: @unchecked Sendable {
+    weak var cell: ByteCell?
+}

@@ -1,0 +1,159 @@
+import CLoadstateABI
+import Loadstate
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Finds a live cell of the given flavor.
+@inline(__always)
+func withCell(_ rt: OpaquePointer?, _ id: UInt64, _ flavor: CellFlavor,
+              _ body: (Runtime, ByteCell) -> Int32) -> Int32 {
+    withRuntime(rt) { runtime in
+        guard let cell = runtime.table.lookup(id, as: ByteCell.self), cell.flavor == flavor else {
+            return LDS_ENOENT
+        }
+        return body(runtime, cell)
+    }
+}
+
+func newCell(_ rt: OpaquePointer?, _ flavor: CellFlavor, _ onEvent: lds_event_fn?,
+             _ userData: UnsafeMutableRawPointer?, _ out: UnsafeMutablePointer<UInt64>?) -> Int32 {
+    guard let onEvent, let out else { return rt == nil ? LDS_EINVAL : LDS_EINVAL }
+    return withRuntime(rt) { runtime in
+        let id = runtime.table.makeID(flavor == .loadable ? .loadable : .process)
+        let ref = CellRef()
+        let observer = makeObserver(callback: onEvent, userData: userData, flavor: flavor, runtime: runtime, cell: ref)
+        let cell = ByteCell(id: id, flavor: flavor, runtime: runtime, observer: observer)
+        ref.cell = cell
+        runtime.table.insert(cell)
+        out.pointee = id
+        return LDS_OK
+    }
+}
+
+func freeCell(_ rt: OpaquePointer?, _ id: UInt64, _ flavor: CellFlavor) -> Int32 {
+    withRuntime(rt) { runtime in
+        let removed = runtime.table.withLock { storage -> ByteCell? in
+            guard let cell = storage.handles[id] as? ByteCell, cell.flavor == flavor else { return nil }
+            storage.handles[id] = nil
+            return cell
+        }
+        guard let cell = removed else { return LDS_ENOENT }
+        cell.markFreed()
+        runtime.loop.execute { cell.free() }
+        return LDS_OK
+    }
+}
+
+func startLoad(_ rt: OpaquePointer?, _ id: UInt64, _ flavor: CellFlavor, _ kind: Int32, _ loaderID: UInt64,
+               _ request: UnsafeRawPointer?, _ requestLength: Int, _ opts: UnsafePointer<lds_load_options>?) -> Int32 {
+    withCell(rt, id, flavor) { runtime, cell in
+        let options: LoadOptions
+        switch LoadOptions.from(opts) {
+        case .success(let o): options = o
+        case .failure(let code): return code.rawValue
+        }
+        let bytes: Bytes
+        switch copyBytes(request, requestLength) {
+        case .success(let b): bytes = b
+        case .failure(let code): return code.rawValue
+        }
+        guard let loader = runtime.table.lookup(loaderID, as: ByteLoader.self) else { return LDS_ENOENT }
+        let spec = LoadSpec(loader: loader, request: bytes, kind: kind, options: options)
+        cell.rememberedSpec = spec
+        runtime.loop.execute { cell.load(spec) }
+        return LDS_OK
+    }
+}
+
+@_cdecl("lds_loadable_new")
+public func ldsLoadableNew(_ rt: OpaquePointer?, _ onEvent: lds_event_fn?, _ userData: UnsafeMutableRawPointer?,
+                           _ out: UnsafeMutablePointer<UInt64>?) -> Int32 {
+    newCell(rt, .loadable, onEvent, userData, out)
+}
+
+@_cdecl("lds_loadable_free")
+public func ldsLoadableFree(_ rt: OpaquePointer?, _ cell: UInt64) -> Int32 {
+    freeCell(rt, cell, .loadable)
+}
+
+@_cdecl("lds_loadable_load")
+public func ldsLoadableLoad(_ rt: OpaquePointer?, _ cell: UInt64, _ loader: UInt64,
+                            _ request: UnsafeRawPointer?, _ requestLength: Int,
+                            _ opts: UnsafePointer<lds_load_options>?) -> Int32 {
+    startLoad(rt, cell, .loadable, 0, loader, request, requestLength, opts)
+}
+
+@_cdecl("lds_loadable_refresh")
+public func ldsLoadableRefresh(_ rt: OpaquePointer?, _ id: UInt64) -> Int32 {
+    withCell(rt, id, .loadable) { runtime, cell in
+        guard var spec = cell.rememberedSpec else { return LDS_ESTATE }
+        guard runtime.table.lookup(spec.loader.id, as: ByteLoader.self) != nil else { return LDS_ENOENT }
+        spec.options.silent = true
+        runtime.loop.execute { cell.load(spec) }
+        return LDS_OK
+    }
+}
+
+@_cdecl("lds_loadable_cancel")
+public func ldsLoadableCancel(_ rt: OpaquePointer?, _ id: UInt64) -> Int32 {
+    withCell(rt, id, .loadable) { runtime, cell in
+        runtime.loop.execute { cell.cancel() }
+        return LDS_OK
+    }
+}
+
+@_cdecl("lds_loadable_reset")
+public func ldsLoadableReset(_ rt: OpaquePointer?, _ id: UInt64) -> Int32 {
+    withCell(rt, id, .loadable) { runtime, cell in
+        runtime.loop.execute { cell.reset() }
+        return LDS_OK
+    }
+}
+
+@_cdecl("lds_loadable_set_loaded")
+public func ldsLoadableSetLoaded(_ rt: OpaquePointer?, _ id: UInt64, _ value: UnsafeRawPointer?, _ length: Int) -> Int32 {
+    withCell(rt, id, .loadable) { runtime, cell in
+        switch copyBytes(value, length) {
+        case .success(let bytes):
+            runtime.loop.execute { cell.setLoaded(bytes) }
+            return LDS_OK
+        case .failure(let code):
+            return code.rawValue
+        }
+    }
+}
+
+@_cdecl("lds_loadable_set_error")
+public func ldsLoadableSetError(_ rt: OpaquePointer?, _ id: UInt64, _ code: Int32,
+                                _ message: UnsafePointer<CChar>?) -> Int32 {
+    withCell(rt, id, .loadable) { runtime, cell in
+        switch copyMessage(message) {
+        case .success(let text):
+            let error = LoadError(domain: .host, code: code, message: text)
+            runtime.loop.execute { cell.setError(error) }
+            return LDS_OK
+        case .failure(let rc):
+            return rc.rawValue
+        }
+    }
+}
+
+@_cdecl("lds_loadable_get")
+public func ldsLoadableGet(_ rt: OpaquePointer?, _ id: UInt64, _ out: UnsafeMutablePointer<lds_snapshot>?) -> Int32 {
+    guard let out else { return LDS_EINVAL }
+    out.pointee = lds_snapshot()
+    return withCell(rt, id, .loadable) { runtime, cell in
+        let event = cell.latestEvent
+        return fillSnapshot(out, from: event, flavor: .loadable).rawValue
+    }
+}
+
+@_cdecl("lds_snapshot_clear")
+public func ldsSnapshotClear(_ snap: UnsafeMutablePointer<lds_snapshot>?) {
+    guard let snap else { return }
+    free(snap.pointee.value)
+    free(snap.pointee.request)
+    free(snap.pointee.error_message)
+    snap.pointee = lds_snapshot()
+}

@@ -1,0 +1,579 @@
+/*
+ * loadstate.h — the C interface of loadstate, a loading-state runtime.
+ *
+ * This header is the reference manual. A host never needs the Swift
+ * sources to use the library.
+ *
+ * OVERVIEW
+ *
+ *   A runtime (lds_runtime) owns one libuv event loop on one dedicated
+ *   thread. Cells hold a loading state; loaders do the work of a load;
+ *   a job is one run of a loader on behalf of a cell.
+ *
+ *     loadable cell:  absent -> loading -> loaded | error
+ *     process cell:   idle -> running(kind) -> finished(kind) | failed(kind)
+ *
+ *   Every state change is reported to the cell's callback as an lds_event.
+ *
+ * THREADING (applies to every function below unless it says otherwise)
+ *
+ *   - Every function is safe to call from any thread, including from
+ *     inside a callback. It validates its arguments, queues the work for
+ *     the loop thread and returns; it never waits for the loop. The one
+ *     exception is lds_runtime_free, which joins the loop thread.
+ *   - Every host callback (cell events, loader start, job cancel
+ *     notifications, loader free_data) runs on the runtime's delivery
+ *     thread: the loop thread in LDS_DELIVER_LOOP mode, or the thread that
+ *     calls lds_runtime_dispatch in LDS_DELIVER_POLL mode.
+ *   - Callbacks for one cell arrive in order, each transition exactly once,
+ *     with seq increasing by one per event.
+ *   - No callback runs synchronously inside the call that caused it.
+ *   - A call that returns an error causes no callback.
+ *   - After lds_runtime_free returns, no callback runs.
+ *
+ * OWNERSHIP
+ *
+ *   Values, requests and messages passed in are copied; the caller keeps
+ *   ownership of its buffers. Pointers handed out in an lds_event are valid
+ *   only during the callback. An lds_snapshot owns its copies until
+ *   lds_snapshot_clear.
+ *
+ * ERRORS
+ *
+ *   Functions return LDS_OK (0) on success and a negative LDS_E* code on
+ *   failure; lds_strerror(code) describes it. No function aborts the
+ *   process on bad input.
+ *
+ * IDS
+ *
+ *   Cells, loaders and jobs are named by lds_id values: never 0, never
+ *   reused within a runtime. An id that was freed, that never existed, or
+ *   that names an object of another kind (a loader id given as a cell)
+ *   yields LDS_ENOENT.
+ */
+#ifndef LOADSTATE_H
+#define LOADSTATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------ */
+/* Version                                                             */
+/* ------------------------------------------------------------------ */
+
+#define LDS_VERSION_MAJOR 0
+#define LDS_VERSION_MINOR 1
+#define LDS_VERSION_PATCH 0
+/* The version this header describes, as (major << 16) | (minor << 8) | patch. */
+#define LDS_VERSION ((LDS_VERSION_MAJOR << 16) | (LDS_VERSION_MINOR << 8) | LDS_VERSION_PATCH)
+
+/* ------------------------------------------------------------------ */
+/* Return codes                                                        */
+/* ------------------------------------------------------------------ */
+
+#define LDS_OK          0
+#define LDS_EINVAL     (-1)  /* an argument is invalid: NULL pointer, bad size field, unknown flag */
+#define LDS_ENOENT     (-2)  /* no object of that kind has this id (never created, freed, or another kind) */
+#define LDS_ESTATE     (-3)  /* the call is not allowed in the current state */
+#define LDS_ECANCELED  (-4)  /* the job no longer runs: cancelled, superseded, timed out or already completed */
+#define LDS_ETIMEDOUT  (-5)  /* a load took longer than its timeout (seen as an error code in events) */
+#define LDS_ENOMEM     (-6)  /* out of memory or of an operating-system resource */
+#define LDS_ECLOSED    (-7)  /* the runtime is being freed or has been freed */
+#define LDS_ETOOBIG    (-8)  /* a value, request or message is larger than LDS_VALUE_MAX */
+#define LDS_EIO        (-9)  /* an operating-system call failed */
+
+/* The largest value, request or message, in bytes, the library accepts (256 MiB). */
+#define LDS_VALUE_MAX ((size_t)256 * 1024 * 1024)
+
+/* ------------------------------------------------------------------ */
+/* Constants                                                           */
+/* ------------------------------------------------------------------ */
+
+/* Statuses of a loadable cell. */
+#define LDS_ABSENT    0
+#define LDS_LOADING   1
+#define LDS_LOADED    2
+#define LDS_ERROR     3
+/* Statuses of a process cell. */
+#define LDS_IDLE      4
+#define LDS_RUNNING   5
+#define LDS_FINISHED  6
+#define LDS_FAILED    7
+
+/* Event types. */
+#define LDS_EVENT_STATE      1  /* the state changed (or a refresh began: LDS_FLAG_REFRESHING) */
+#define LDS_EVENT_PROGRESS   2  /* the running job reported progress; the state is unchanged */
+#define LDS_EVENT_INTERRUPT  3  /* a load runs longer than one of its interrupt delays */
+
+/* Event flags. */
+#define LDS_FLAG_REFRESHING  (1u << 0)  /* a silent load or refresh is running over this state */
+#define LDS_FLAG_PARTIAL     (1u << 1)  /* the value is a partial one yielded by a running job */
+#define LDS_FLAG_STALE       (1u << 2)  /* the value came from a cache and is older than its fresh time */
+#define LDS_FLAG_FROM_CACHE  (1u << 3)  /* the value came from a cache */
+#define LDS_FLAG_CANCELLED   (1u << 4)  /* this state was restored because a load was cancelled */
+
+/* Load flags (lds_load_options.flags). */
+#define LDS_LOAD_SILENT      (1u << 0)  /* keep the current state while loading; emit REFRESHING */
+
+/* Delivery modes (lds_runtime_options.delivery). */
+#define LDS_DELIVER_LOOP  0  /* callbacks run on the loop thread (default) */
+#define LDS_DELIVER_POLL  1  /* callbacks are queued and run by lds_runtime_dispatch */
+
+/* Error domains (lds_event.error_domain). 0 means no error. */
+#define LDS_DOMAIN_LOADSTATE 1  /* the library itself; error_code is an LDS_E* code */
+#define LDS_DOMAIN_HOST      2  /* reported by the host with lds_job_fail or lds_loadable_set_error */
+#define LDS_DOMAIN_OS        3  /* an operating-system error; error_code is an errno value */
+#define LDS_DOMAIN_HTTP      4  /* an HTTP status outside 2xx; error_code is the status */
+#define LDS_DOMAIN_EXIT      5  /* a child process exited non-zero; error_code is its status */
+
+/* ------------------------------------------------------------------ */
+/* Types                                                               */
+/* ------------------------------------------------------------------ */
+
+typedef uint64_t lds_id;
+typedef struct lds_runtime lds_runtime;
+
+/*
+ * An event, passed to a cell's callback. Every pointer in it is valid only
+ * during the call; copy what you keep.
+ *
+ *   type            LDS_EVENT_STATE, LDS_EVENT_PROGRESS or LDS_EVENT_INTERRUPT
+ *   cell            the cell the event is for
+ *   seq             1 for the cell's first event, +1 for every event after it
+ *   status          the cell's status after the event
+ *   kind            process cells: the kind of the current or last run; 0 for loadable cells
+ *   flags           LDS_FLAG_* bits
+ *   value           LDS_LOADED only: the value (NULL with value_len 0 otherwise;
+ *                   a loaded empty value has a non-NULL pointer and length 0)
+ *   request         the request of the load this state belongs to, or NULL
+ *   error_domain    LDS_ERROR / LDS_FAILED only: LDS_DOMAIN_*; 0 otherwise
+ *   error_code      the error's code in its domain
+ *   error_message   the error's message (may be NULL)
+ *   attempt         1 for the first try of the load, 2 for the first retry, ...; 0 when no load is involved
+ *   elapsed_ms      INTERRUPT: milliseconds since the load began, measured
+ *   progress_done   PROGRESS: units done
+ *   progress_total  PROGRESS: units in all, 0 when unknown
+ *   updated_at_ms   wall-clock time (ms since the Unix epoch) at which this
+ *                   status's value or error was produced
+ */
+typedef struct lds_event {
+  uint32_t type;
+  lds_id cell;
+  uint64_t seq;
+  int32_t status;
+  int32_t kind;
+  uint32_t flags;
+  const void *value;
+  size_t value_len;
+  const void *request;
+  size_t request_len;
+  int32_t error_domain;
+  int32_t error_code;
+  const char *error_message;
+  uint32_t attempt;
+  uint64_t elapsed_ms;
+  uint64_t progress_done;
+  uint64_t progress_total;
+  uint64_t updated_at_ms;
+} lds_event;
+
+/*
+ * The callback a cell reports its events to. Runs on the delivery thread.
+ * It may call any lds_* function except lds_runtime_free.
+ */
+typedef void (*lds_event_fn)(const lds_event *event, void *user_data);
+
+/*
+ * A copy of a cell's latest event, owned by the caller: the same fields as
+ * lds_event, with value, request and error_message allocated by the
+ * library. Release them with lds_snapshot_clear.
+ */
+typedef struct lds_snapshot {
+  uint32_t type;
+  lds_id cell;
+  uint64_t seq;
+  int32_t status;
+  int32_t kind;
+  uint32_t flags;
+  void *value;
+  size_t value_len;
+  void *request;
+  size_t request_len;
+  int32_t error_domain;
+  int32_t error_code;
+  char *error_message;
+  uint32_t attempt;
+  uint64_t elapsed_ms;
+  uint64_t progress_done;
+  uint64_t progress_total;
+  uint64_t updated_at_ms;
+} lds_snapshot;
+
+/* Options for lds_runtime_new. Initialize with LDS_RUNTIME_OPTIONS_INIT. */
+typedef struct lds_runtime_options {
+  uint32_t size;      /* sizeof(lds_runtime_options), set by the INIT macro */
+  uint32_t delivery;  /* LDS_DELIVER_LOOP (default) or LDS_DELIVER_POLL */
+} lds_runtime_options;
+
+#define LDS_RUNTIME_OPTIONS_INIT { (uint32_t)sizeof(lds_runtime_options), 0 }
+
+/* Options for a load or a run. Initialize with LDS_LOAD_OPTIONS_INIT. */
+typedef struct lds_load_options {
+  uint32_t size;                  /* sizeof(lds_load_options), set by the INIT macro */
+  uint32_t flags;                 /* LDS_LOAD_SILENT */
+  uint32_t timeout_ms;            /* 0: none. On expiry the job is cancelled and the
+                                     cell becomes an error LDS_ETIMEDOUT (domain LOADSTATE) */
+  const uint32_t *interrupts_ms;  /* delays between LDS_EVENT_INTERRUPT events (copied) */
+  size_t interrupt_count;         /* number of delays; at most 64 */
+  uint32_t retries;               /* extra attempts after a failure */
+  uint32_t retry_base_ms;         /* back-off before the first retry (default 100 when 0) */
+  uint32_t retry_max_ms;          /* upper bound of any back-off (default 30000 when 0) */
+} lds_load_options;
+
+#define LDS_LOAD_OPTIONS_INIT { (uint32_t)sizeof(lds_load_options), 0, 0, NULL, 0, 0, 0, 0 }
+
+/*
+ * A host loader's start function. Runs on the delivery thread when a job
+ * begins. The request is valid only during the call (copy it to use it
+ * later). The host does the work anywhere (this thread, a worker thread,
+ * another event loop) and ends the job with lds_job_succeed, lds_job_finish,
+ * lds_job_fail, lds_job_cancel_self or lds_job_reset_self, which may be
+ * called from inside this function or later from any thread.
+ */
+typedef void (*lds_loader_fn)(lds_runtime *rt, lds_id job,
+                              const void *request, size_t request_len,
+                              void *loader_data);
+
+/* ------------------------------------------------------------------ */
+/* Library                                                             */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A static, human-readable message for a return code (or an error_code in
+ * the LOADSTATE domain). Unknown codes give "unknown error". Never NULL.
+ * Any thread.
+ */
+const char *lds_strerror(int code);
+
+/*
+ * The library's version as (major << 16) | (minor << 8) | patch; compare
+ * with LDS_VERSION to detect a header/library mismatch. Any thread.
+ */
+uint32_t lds_version(void);
+
+/* ------------------------------------------------------------------ */
+/* Runtime                                                             */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Creates a runtime: a new libuv loop on a new thread.
+ *
+ *   opts  may be NULL for defaults; otherwise opts->size must be at least
+ *         the size of the first version of the struct (8 bytes).
+ *   out   receives the runtime; unchanged on failure.
+ *
+ * Returns LDS_OK; LDS_EINVAL (out NULL, bad size, unknown delivery mode);
+ * LDS_ENOMEM / LDS_EIO if the loop or thread cannot be created.
+ */
+int lds_runtime_new(const lds_runtime_options *opts, lds_runtime **out);
+
+/*
+ * Frees a runtime: cancels every running job (their lds_job_on_cancel
+ * callbacks run), calls every loader's free_data, drops undelivered cell
+ * events, closes every libuv handle and joins the loop thread. After it
+ * returns no callback runs, and every id of the runtime is invalid.
+ *
+ * In LOOP mode the cancel callbacks and free_data run on the loop thread;
+ * in POLL mode they run on the calling thread before this returns. Calls
+ * made on the runtime while it is being freed, or later from threads the
+ * host has not yet stopped, return LDS_ECLOSED (the handle's memory stays
+ * valid for that purpose).
+ *
+ * Must not be called from a callback: returns LDS_ESTATE there.
+ * Returns LDS_OK; LDS_EINVAL (rt NULL); LDS_ECLOSED (already freed).
+ */
+int lds_runtime_free(lds_runtime *rt);
+
+/*
+ * POLL mode: a file descriptor that is readable while callbacks are
+ * pending. Watch it for readability (poll, epoll, asyncio add_reader) and
+ * then call lds_runtime_dispatch. Do not read, write or close it; it stays
+ * open until lds_runtime_free.
+ *
+ * Returns the descriptor (>= 0); LDS_EINVAL (rt NULL); LDS_ESTATE in LOOP mode.
+ */
+int lds_runtime_fd(lds_runtime *rt);
+
+/*
+ * POLL mode: runs pending callbacks on the calling thread, in order, at most
+ * max_events of them (all pending ones when max_events <= 0). Never waits:
+ * with nothing pending it returns 0 at once. Call it from one thread at a
+ * time; a concurrent or nested call (from inside a callback) returns
+ * LDS_ESTATE.
+ *
+ * Returns the number of callbacks run (>= 0); LDS_EINVAL (rt NULL);
+ * LDS_ESTATE (LOOP mode, concurrent or nested call); LDS_ECLOSED.
+ */
+int lds_runtime_dispatch(lds_runtime *rt, int max_events);
+
+/* ------------------------------------------------------------------ */
+/* Loadable cells                                                      */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Creates a loadable cell in the absent state. on_event receives every
+ * event of the cell, with user_data, on the delivery thread; the library
+ * does not own user_data. No event is sent for the initial state.
+ *
+ * Returns LDS_OK; LDS_EINVAL (rt, on_event or out NULL); LDS_ECLOSED.
+ */
+int lds_loadable_new(lds_runtime *rt, lds_event_fn on_event, void *user_data, lds_id *out);
+
+/*
+ * Frees a cell. A running job is cancelled (its cancel callbacks run). No
+ * event for the cell starts after this returns; when called on the delivery
+ * thread (for instance from the cell's own callback) no further callback of
+ * the cell runs at all, so user_data may be released right away.
+ *
+ * Returns LDS_OK; LDS_EINVAL (rt NULL); LDS_ENOENT (unknown or already freed id);
+ * LDS_ECLOSED.
+ */
+int lds_loadable_free(lds_runtime *rt, lds_id cell);
+
+/*
+ * Loads: cancels the cell's running job, emits LDS_LOADING carrying the
+ * request (or, with LDS_LOAD_SILENT, the current state flagged
+ * LDS_FLAG_REFRESHING), and starts a job of the loader with a copy of the
+ * request. On success the cell becomes LDS_LOADED, on failure LDS_ERROR.
+ *
+ *   request  may be NULL when request_len is 0; copied.
+ *   opts     may be NULL for defaults.
+ *
+ * The cell remembers the loader, request and options for lds_loadable_refresh.
+ *
+ * Returns LDS_OK; LDS_EINVAL (rt NULL, request NULL with a length, bad
+ * options); LDS_ENOENT (cell or loader unknown); LDS_ETOOBIG (request over
+ * LDS_VALUE_MAX); LDS_ENOMEM; LDS_ECLOSED.
+ */
+int lds_loadable_load(lds_runtime *rt, lds_id cell, lds_id loader,
+                      const void *request, size_t request_len,
+                      const lds_load_options *opts);
+
+/*
+ * Reloads the last request (same loader and options) silently: the current
+ * state stays visible, flagged LDS_FLAG_REFRESHING, and is replaced when the
+ * job ends. Works after a failure, a cancel or a reset.
+ *
+ * Returns LDS_OK; LDS_EINVAL; LDS_ENOENT (cell unknown, or its last loader
+ * was freed); LDS_ESTATE (the cell was never loaded); LDS_ECLOSED.
+ */
+int lds_loadable_refresh(lds_runtime *rt, lds_id cell);
+
+/*
+ * Cancels the running job, if any: its cancel callbacks run, and the cell
+ * returns to the state it had before the load began, emitted with
+ * LDS_FLAG_CANCELLED. Without a running job nothing happens.
+ *
+ * Returns LDS_OK; LDS_EINVAL; LDS_ENOENT; LDS_ECLOSED.
+ */
+int lds_loadable_cancel(lds_runtime *rt, lds_id cell);
+
+/*
+ * Cancels the running job, if any, and makes the cell absent. Emits an
+ * event unless the cell was already absent with no job running. The last
+ * request stays remembered for lds_loadable_refresh.
+ *
+ * Returns LDS_OK; LDS_EINVAL; LDS_ENOENT; LDS_ECLOSED.
+ */
+int lds_loadable_reset(lds_runtime *rt, lds_id cell);
+
+/*
+ * Cancels the running job, if any, and sets the cell to LDS_LOADED with a
+ * copy of value (NULL allowed when len is 0).
+ *
+ * Returns LDS_OK; LDS_EINVAL; LDS_ENOENT; LDS_ETOOBIG; LDS_ENOMEM; LDS_ECLOSED.
+ */
+int lds_loadable_set_loaded(lds_runtime *rt, lds_id cell, const void *value, size_t len);
+
+/*
+ * Cancels the running job, if any, and sets the cell to LDS_ERROR with the
+ * given code in LDS_DOMAIN_HOST and a copy of message (may be NULL).
+ *
+ * Returns LDS_OK; LDS_EINVAL; LDS_ENOENT; LDS_ETOOBIG (message over
+ * LDS_VALUE_MAX); LDS_ECLOSED.
+ */
+int lds_loadable_set_error(lds_runtime *rt, lds_id cell, int32_t code, const char *message);
+
+/*
+ * Copies the cell's latest event into *out (fields as in lds_event, with
+ * owned copies). Before the first event the snapshot shows the initial
+ * state with seq 0 and type LDS_EVENT_STATE. In POLL mode the snapshot may
+ * be ahead of the events dispatched so far; compare seq.
+ *
+ * On success the caller must call lds_snapshot_clear(out). On failure *out
+ * is zeroed (clearing it is harmless).
+ *
+ * Returns LDS_OK; LDS_EINVAL (rt or out NULL); LDS_ENOENT; LDS_ENOMEM; LDS_ECLOSED.
+ */
+int lds_loadable_get(lds_runtime *rt, lds_id cell, lds_snapshot *out);
+
+/*
+ * Releases what a snapshot owns and zeroes it. NULL and a zeroed snapshot
+ * are accepted; clearing twice is harmless. Any thread.
+ */
+void lds_snapshot_clear(lds_snapshot *snap);
+
+/* ------------------------------------------------------------------ */
+/* Host loaders and jobs                                               */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Creates a loader whose jobs are started by calling start(rt, job,
+ * request, request_len, loader_data) on the delivery thread. free_data
+ * (may be NULL) is called once with loader_data, on the delivery thread,
+ * after the loader is freed and its last job has ended, or during
+ * lds_runtime_free.
+ *
+ * Returns LDS_OK; LDS_EINVAL (rt, start or out NULL); LDS_ECLOSED.
+ */
+int lds_loader_new(lds_runtime *rt, lds_loader_fn start, void *loader_data,
+                   void (*free_data)(void *), lds_id *out);
+
+/*
+ * Frees a loader: new loads with it return LDS_ENOENT; its running jobs go
+ * on and may complete; free_data runs when the last of them has ended.
+ *
+ * Returns LDS_OK; LDS_EINVAL; LDS_ENOENT (unknown or already freed); LDS_ECLOSED.
+ */
+int lds_loader_free(lds_runtime *rt, lds_id loader);
+
+/*
+ * The job functions below may be called from any thread, from inside the
+ * start function or later. They return LDS_ECANCELED when the job no longer
+ * runs (cancelled, superseded, timed out, its cell freed, or already ended)
+ * and change nothing then; LDS_ENOENT for an id that was never a job.
+ * A call that returned LDS_OK takes effect in order with the job's other
+ * calls, before any later cancel of the job.
+ */
+
+/*
+ * Yields a partial value: the cell becomes LDS_LOADED with
+ * LDS_FLAG_PARTIAL (process cells ignore values). The job goes on.
+ * value may be NULL when len is 0; copied.
+ *
+ * Returns LDS_OK; LDS_EINVAL; LDS_ENOENT; LDS_ECANCELED; LDS_ETOOBIG; LDS_ECLOSED.
+ */
+int lds_job_yield(lds_runtime *rt, lds_id job, const void *value, size_t len);
+
+/*
+ * Ends the job with a final value: the cell becomes LDS_LOADED
+ * (process cells: LDS_FINISHED).
+ *
+ * Returns LDS_OK; LDS_EINVAL; LDS_ENOENT; LDS_ECANCELED; LDS_ETOOBIG; LDS_ECLOSED.
+ */
+int lds_job_succeed(lds_runtime *rt, lds_id job, const void *value, size_t len);
+
+/*
+ * Ends the job keeping the last yielded value: the cell becomes LDS_LOADED
+ * without LDS_FLAG_PARTIAL. If the job yielded nothing, the cell returns
+ * to the state it had before the load (without LDS_FLAG_CANCELLED).
+ * Process cells become LDS_FINISHED.
+ *
+ * Returns LDS_OK; LDS_EINVAL; LDS_ENOENT; LDS_ECANCELED; LDS_ECLOSED.
+ */
+int lds_job_finish(lds_runtime *rt, lds_id job);
+
+/*
+ * Ends the job with an error: the cell becomes LDS_ERROR (process cells:
+ * LDS_FAILED) in LDS_DOMAIN_HOST with the code and a copy of message
+ * (may be NULL).
+ *
+ * Returns LDS_OK; LDS_EINVAL; LDS_ENOENT; LDS_ECANCELED; LDS_ETOOBIG; LDS_ECLOSED.
+ */
+int lds_job_fail(lds_runtime *rt, lds_id job, int32_t code, const char *message);
+
+/*
+ * Reports progress: the cell gets an LDS_EVENT_PROGRESS event with the
+ * current status and progress_done / progress_total (0 = unknown).
+ *
+ * Returns LDS_OK; LDS_EINVAL; LDS_ENOENT; LDS_ECANCELED; LDS_ECLOSED.
+ */
+int lds_job_progress(lds_runtime *rt, lds_id job, uint64_t done, uint64_t total);
+
+/*
+ * Cancels the job from inside, like a cancel from outside: the cell
+ * returns to the state it had before the load, flagged LDS_FLAG_CANCELLED.
+ * The job's cancel callbacks run.
+ *
+ * Returns LDS_OK; LDS_EINVAL; LDS_ENOENT; LDS_ECANCELED; LDS_ECLOSED.
+ */
+int lds_job_cancel_self(lds_runtime *rt, lds_id job);
+
+/*
+ * Resets the cell from inside the job: the job ends (its cancel callbacks
+ * run) and the cell becomes absent (process cells: idle).
+ *
+ * Returns LDS_OK; LDS_EINVAL; LDS_ENOENT; LDS_ECANCELED; LDS_ECLOSED.
+ */
+int lds_job_reset_self(lds_runtime *rt, lds_id job);
+
+/*
+ * Whether the host should stop working on the job: 1 when it no longer
+ * runs (cancelled, superseded, timed out, its cell freed, or already
+ * ended), 0 while it runs.
+ *
+ * Returns 1 or 0; LDS_EINVAL (rt NULL); LDS_ENOENT (never a job); LDS_ECLOSED.
+ */
+int lds_job_is_cancelled(lds_runtime *rt, lds_id job);
+
+/*
+ * Registers fn(job, data) to be called once, on the delivery thread, when
+ * the job is cancelled from outside or from inside, superseded, timed out,
+ * or when its cell or the runtime is freed. It is not called when the job
+ * ends by succeed, finish or fail. Several callbacks may be registered;
+ * they run in the order of registration.
+ *
+ * Returns LDS_OK; LDS_EINVAL (rt or fn NULL); LDS_ENOENT; LDS_ECANCELED
+ * (the job no longer runs: fn will not be called); LDS_ECLOSED.
+ */
+int lds_job_on_cancel(lds_runtime *rt, lds_id job,
+                      void (*fn)(lds_id job, void *data), void *data);
+
+/* ------------------------------------------------------------------ */
+/* Process cells                                                       */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A process cell runs jobs whose values are ignored:
+ *   idle -> running(kind) -> finished(kind) | failed(kind, error)
+ * kind is any host integer naming what runs (0 for a single-purpose
+ * process); it is reported in lds_event.kind. The functions mirror the
+ * loadable ones, with the same return codes.
+ */
+int lds_process_new(lds_runtime *rt, lds_event_fn on_event, void *user_data, lds_id *out);
+int lds_process_free(lds_runtime *rt, lds_id cell);
+
+/*
+ * Runs a job of the loader as process `kind`: cancels the cell's running
+ * job, emits LDS_RUNNING(kind) (or, with LDS_LOAD_SILENT, the current state
+ * flagged LDS_FLAG_REFRESHING), then LDS_FINISHED(kind) or LDS_FAILED(kind).
+ */
+int lds_process_run(lds_runtime *rt, lds_id cell, int32_t kind, lds_id loader,
+                    const void *request, size_t request_len,
+                    const lds_load_options *opts);
+
+/* Cancels the running job; the cell returns to its previous state, flagged LDS_FLAG_CANCELLED. */
+int lds_process_cancel(lds_runtime *rt, lds_id cell);
+
+/* Cancels the running job and makes the cell idle. */
+int lds_process_reset(lds_runtime *rt, lds_id cell);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LOADSTATE_H */

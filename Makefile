@@ -1,20 +1,23 @@
 # loadstate — build, test, demo, dist, bench.
+SHELL := /bin/bash
 # `make demo` and `make test` install what they need on a fresh Debian machine.
+#
+# Each area keeps its rules in mk/<area>.mk; this file holds the shared
+# variables and the top-level targets.
 
 SWIFT      ?= swift
 CC         ?= cc
 BUILD      := .build/debug
 LIB        := $(BUILD)/libloadstate.so
-CFLAGS     += -std=c11 -Wall -Wextra -Werror -O1 -g -Iinclude -D_GNU_SOURCE
-LDLIBS_C   := -L$(BUILD) -lloadstate -Wl,-rpath,$(abspath $(BUILD)) -lpthread
 OUT        := build
+CFLAGS     += -std=c11 -Wall -Wextra -Werror -O1 -g -Iinclude -D_GNU_SOURCE -pthread
+LDLIBS_C   := -L$(BUILD) -lloadstate -Wl,-rpath,$(abspath $(BUILD)) -lpthread
 
-.PHONY: all deps lib release dist demo test test-swift test-c test-valgrind test-tsan \
-        test-python test-rust bench clean
+.PHONY: all deps lib test test-swift demo dist bench clean
 
 all: lib
 
-# Debian packages the build needs; installed only when missing.
+# Debian packages the build and tests need; installed only when missing.
 DEB_PACKAGES := libuv1-dev valgrind
 deps:
 	@missing=""; for p in $(DEB_PACKAGES); do \
@@ -25,8 +28,19 @@ deps:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
 	fi
 
+# The debug libloadstate.so used by the tests.
 lib: deps
 	$(SWIFT) build --product loadstate
 
+test-swift: deps
+	$(SWIFT) test 2>&1 | tail -n 40; exit $${PIPESTATUS[0]}
+
+# Every test suite; each area's rules add themselves to TEST_TARGETS.
+TEST_TARGETS := test-swift
+include $(wildcard mk/*.mk)
+
+test: $(TEST_TARGETS)
+	@echo "make test: all suites passed"
+
 clean:
-	rm -rf .build $(OUT)
+	rm -rf .build .build-* $(OUT) dist

@@ -490,11 +490,24 @@ int lds_job_finish(lds_runtime *rt, lds_id job);
 /*
  * Ends the job with an error: the cell becomes LDS_ERROR (process cells:
  * LDS_FAILED) in LDS_DOMAIN_HOST with the code and a copy of message
- * (may be NULL).
+ * (may be NULL). When the load has retries left (lds_load_options.retries)
+ * the failure is not shown: the cell stays LDS_LOADING and, after a
+ * back-off, the loader starts a new job for the next attempt, announced by
+ * a STATE event whose attempt is one higher. Use lds_job_fail_final for a
+ * failure that retrying cannot fix.
  *
  * Returns LDS_OK; LDS_EINVAL; LDS_ENOENT; LDS_ECANCELED; LDS_ETOOBIG; LDS_ECLOSED.
  */
 int lds_job_fail(lds_runtime *rt, lds_id job, int32_t code, const char *message);
+
+/*
+ * Like lds_job_fail, for a failure that is not worth retrying (a bad
+ * request, a missing resource): the cell becomes LDS_ERROR at once even
+ * when the load has retries left.
+ *
+ * Returns LDS_OK; LDS_EINVAL; LDS_ENOENT; LDS_ECANCELED; LDS_ETOOBIG; LDS_ECLOSED.
+ */
+int lds_job_fail_final(lds_runtime *rt, lds_id job, int32_t code, const char *message);
 
 /*
  * Reports progress: the cell gets an LDS_EVENT_PROGRESS event with the

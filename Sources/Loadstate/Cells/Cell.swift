@@ -28,6 +28,7 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
         var job: Job<Value, Request>?
         var nextInterrupt: Int
         var interruptDueMs: UInt64
+        var serial: UInt64
     }
 
     public let flavor: CellFlavor
@@ -43,6 +44,7 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     // Loop thread only.
     public private(set) var state: CellState<Value, Request>
     private var seq: UInt64 = 0
+    private var loads: UInt64 = 0
     private var session: Session?
     private var timeoutTimer: LoopTimer?
     private var interruptTimer: LoopTimer?
@@ -56,7 +58,8 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
         self.observer = observer
         let initial = CellState<Value, Request>.initial(at: Clock.wallMs())
         state = initial
-        published = CellEvent(type: .state, cell: id, seq: 0, state: initial, isCancelled: false,
+        published = CellEvent(type: .state, cell: id, seq: 0, load: 0, state: initial, stateChanged: true,
+                              isCancelled: false,
                               elapsedMs: 0, progressDone: 0, progressTotal: 0)
         super.init(id: id)
     }
@@ -91,16 +94,18 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     public func load(_ spec: LoadSpec<Value, Request>) {
         guard !isFreed else { return }
         let restore = abandonSession() ?? state
+        loads += 1
         session = Session(spec: spec, restore: restore, startedAtNs: uv_hrtime(), attempt: 1, job: nil,
-                          nextInterrupt: 0, interruptDueMs: 0)
+                          nextInterrupt: 0, interruptDueMs: 0, serial: loads)
         if spec.options.silent {
             state.isRefreshing = true
             state.attempt = 1
+            emit(.state, changed: false)
         } else {
             state = CellState(status: .loading, kind: spec.kind, value: nil, error: nil, request: spec.request,
                               isPartial: false, isRefreshing: false, attempt: 1, updatedAt: Clock.wallMs())
+            emit(.state)
         }
-        emit(.state)
         armTimers(spec.options)
         startAttempt()
     }
@@ -137,6 +142,20 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
         abandonSession()
         state = CellState(status: .error, kind: state.kind, value: nil, error: error, request: nil,
                           isPartial: false, isRefreshing: false, attempt: 0, updatedAt: Clock.wallMs())
+        emit(.state)
+    }
+
+    /// Fails the load numbered `serial` (see `CellEvent.load`) if it still
+    /// runs: its job is cancelled and the cell shows `error`.
+    public func failLoad(_ serial: UInt64, with error: LoadError) {
+        guard !isFreed, let s = session, s.serial == serial else { return }
+        if let job = s.job {
+            cancelJob(job)
+            guard session?.serial == serial else { return }
+        }
+        endSession()
+        state = CellState(status: .error, kind: s.spec.kind, value: nil, error: error, request: s.spec.request,
+                          isPartial: false, isRefreshing: false, attempt: s.attempt, updatedAt: Clock.wallMs())
         emit(.state)
     }
 
@@ -343,16 +362,8 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     }
 
     private func timedOut() {
-        guard let s = session, !isFreed else { return }
-        if let job = s.job {
-            cancelJob(job)
-            guard session != nil else { return }
-        }
-        endSession()
-        state = CellState(status: .error, kind: s.spec.kind, value: nil, error: LoadError(.timedOut),
-                          request: s.spec.request, isPartial: false, isRefreshing: false,
-                          attempt: s.attempt, updatedAt: Clock.wallMs())
-        emit(.state)
+        guard let s = session else { return }
+        failLoad(s.serial, with: LoadError(.timedOut, underlying: TimeoutError()))
     }
 
     private func scheduleRetry() {
@@ -370,16 +381,20 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     private func retry() {
         guard let s = session, s.job == nil, !isFreed else { return }
         state.attempt = s.attempt
-        emit(.state)
+        emit(.state, changed: !s.spec.options.silent)
         startAttempt()
     }
 
+    /// The number of the load under way (see `CellEvent.load`), if any.
+    public var currentLoad: UInt64? { session?.serial }
+
     // MARK: - Events
 
-    private func emit(_ type: EventType, cancelled: Bool = false, elapsedMs: UInt64 = 0,
+    private func emit(_ type: EventType, changed: Bool = true, cancelled: Bool = false, elapsedMs: UInt64 = 0,
                       progress: (UInt64, UInt64) = (0, 0)) {
         seq += 1
-        let event = CellEvent(type: type, cell: id, seq: seq, state: state, isCancelled: cancelled,
+        let event = CellEvent(type: type, cell: id, seq: seq, load: session?.serial ?? 0, state: state,
+                              stateChanged: changed && type == .state, isCancelled: cancelled,
                               elapsedMs: elapsedMs, progressDone: progress.0, progressTotal: progress.1)
         runtime.table.withLock { _ in published = event }
         if !isFreed { observer(event) }

@@ -14,8 +14,14 @@ public struct CellEvent<Value, Request> {
     public var cell: UInt64
     /// 1 for the cell's first event, +1 for each one after it.
     public var seq: UInt64
+    /// The load under way when the event was emitted (1 for the cell's
+    /// first load, +1 for each one after it); 0 when none was.
+    public var load: UInt64
     /// The cell's state after the event.
     public var state: CellState<Value, Request>
+    /// False for events that only announce activity over an unchanged
+    /// state: a silent load beginning, a retry of a silent load.
+    public var stateChanged: Bool
     /// The state was restored because a load was cancelled.
     public var isCancelled: Bool
     /// Interrupt events: milliseconds since the load began, measured.

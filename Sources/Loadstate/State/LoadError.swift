@@ -1,18 +1,31 @@
 /// The error a failed load carries: a domain, a code in that domain and an
-/// optional message.
-public struct LoadError: Error, Sendable, Equatable {
+/// optional message. Errors thrown by Swift loaders keep the thrown value
+/// in `underlying`.
+public struct LoadError: Error, Sendable, Equatable, CustomStringConvertible {
     public var domain: ErrorDomain
     public var code: Int32
     public var message: String?
+    /// The Swift error this one stands for, when a Swift loader threw it.
+    public var underlying: (any Error)?
 
-    public init(domain: ErrorDomain, code: Int32, message: String? = nil) {
+    public init(domain: ErrorDomain, code: Int32, message: String? = nil, underlying: (any Error)? = nil) {
         self.domain = domain
         self.code = code
         self.message = message
+        self.underlying = underlying
     }
 
     /// An error in the loadstate domain for one of the library's codes.
-    public init(_ code: ResultCode, message: String? = nil) {
-        self.init(domain: .loadstate, code: code.rawValue, message: message ?? code.message)
+    public init(_ code: ResultCode, message: String? = nil, underlying: (any Error)? = nil) {
+        self.init(domain: .loadstate, code: code.rawValue, message: message ?? code.message, underlying: underlying)
+    }
+
+    /// Domain, code and message are compared; `underlying` is not.
+    public static func == (a: LoadError, b: LoadError) -> Bool {
+        a.domain == b.domain && a.code == b.code && a.message == b.message
+    }
+
+    public var description: String {
+        "\(domain) error \(code)" + (message.map { ": \($0)" } ?? "")
     }
 }

@@ -1,0 +1,89 @@
+/// The state of something that loads: nothing yet, loading, an error, or a value.
+public enum LoadableState<Value> {
+    case absent
+    case loading
+    case error(any Error)
+    case loaded(Value)
+
+    public var isAbsent: Bool {
+        if case .absent = self { return true }
+        return false
+    }
+
+    public var isLoading: Bool {
+        if case .loading = self { return true }
+        return false
+    }
+
+    public var isError: Bool {
+        if case .error = self { return true }
+        return false
+    }
+
+    public var isLoaded: Bool {
+        if case .loaded = self { return true }
+        return false
+    }
+
+    /// The value, when loaded.
+    public var data: Value? {
+        if case .loaded(let value) = self { return value }
+        return nil
+    }
+
+    /// The error, when failed.
+    public var error: (any Error)? {
+        if case .error(let error) = self { return error }
+        return nil
+    }
+
+    public mutating func setAbsent() { self = .absent }
+    public mutating func setLoading() { self = .loading }
+    public mutating func setError(_ error: any Error) { self = .error(error) }
+    public mutating func setValue(_ value: Value) { self = .loaded(value) }
+
+    /// The same state with the value transformed.
+    public func map<T>(_ transform: (Value) throws -> T) rethrows -> LoadableState<T> {
+        switch self {
+        case .absent: return .absent
+        case .loading: return .loading
+        case .error(let error): return .error(error)
+        case .loaded(let value): return .loaded(try transform(value))
+        }
+    }
+
+    /// The same state with the value transformed; a nil result is `.absent`.
+    public func compactMap<T>(_ transform: (Value) throws -> T?) rethrows -> LoadableState<T> {
+        switch self {
+        case .absent: return .absent
+        case .loading: return .loading
+        case .error(let error): return .error(error)
+        case .loaded(let value): return try transform(value).map { .loaded($0) } ?? .absent
+        }
+    }
+}
+
+extension LoadableState: Sendable where Value: Sendable {}
+
+extension LoadableState: Equatable where Value: Equatable {
+    /// Errors are equal when their descriptions are.
+    public static func == (a: LoadableState, b: LoadableState) -> Bool {
+        switch (a, b) {
+        case (.absent, .absent), (.loading, .loading): return true
+        case (.error(let x), .error(let y)): return String(describing: x) == String(describing: y)
+        case (.loaded(let x), .loaded(let y)): return x == y
+        default: return false
+        }
+    }
+}
+
+extension LoadableState: CustomStringConvertible {
+    public var description: String {
+        switch self {
+        case .absent: return "absent"
+        case .loading: return "loading"
+        case .error(let error): return "error(\(error))"
+        case .loaded(let value): return "loaded(\(value))"
+        }
+    }
+}

@@ -1,0 +1,90 @@
+/// The state of a process (logging in, saving, deleting): idle, running a
+/// kind of process, failed, or finished.
+public enum ProcessState<ProcessKind> {
+    case idle
+    case running(ProcessKind)
+    case failed(process: ProcessKind, error: any Error)
+    case finished(ProcessKind)
+
+    public var isIdle: Bool {
+        if case .idle = self { return true }
+        return false
+    }
+
+    public var isRunning: Bool {
+        if case .running = self { return true }
+        return false
+    }
+
+    public var hasFailed: Bool {
+        if case .failed = self { return true }
+        return false
+    }
+
+    public var hasFinished: Bool {
+        if case .finished = self { return true }
+        return false
+    }
+
+    /// The kind of process running, failed or finished.
+    public var process: ProcessKind? {
+        switch self {
+        case .idle: return nil
+        case .running(let kind), .finished(let kind), .failed(let kind, _): return kind
+        }
+    }
+
+    /// The error, when failed.
+    public var error: (any Error)? {
+        if case .failed(_, let error) = self { return error }
+        return nil
+    }
+
+    public mutating func setIdle() { self = .idle }
+    public mutating func start(_ process: ProcessKind) { self = .running(process) }
+    public mutating func finish(_ process: ProcessKind) { self = .finished(process) }
+    public mutating func fail(_ process: ProcessKind, error: any Error) { self = .failed(process: process, error: error) }
+}
+
+extension ProcessState where ProcessKind: Equatable {
+    public func isRunning(_ process: ProcessKind) -> Bool {
+        if case .running(let kind) = self { return kind == process }
+        return false
+    }
+
+    public func hasFailed(_ process: ProcessKind) -> Bool {
+        if case .failed(let kind, _) = self { return kind == process }
+        return false
+    }
+
+    public func hasFinished(_ process: ProcessKind) -> Bool {
+        if case .finished(let kind) = self { return kind == process }
+        return false
+    }
+}
+
+extension ProcessState: Sendable where ProcessKind: Sendable {}
+
+extension ProcessState: Equatable where ProcessKind: Equatable {
+    /// Errors are equal when their descriptions are.
+    public static func == (a: ProcessState, b: ProcessState) -> Bool {
+        switch (a, b) {
+        case (.idle, .idle): return true
+        case (.running(let x), .running(let y)), (.finished(let x), .finished(let y)): return x == y
+        case (.failed(let x, let e), .failed(let y, let f)):
+            return x == y && String(describing: e) == String(describing: f)
+        default: return false
+        }
+    }
+}
+
+extension ProcessState: CustomStringConvertible {
+    public var description: String {
+        switch self {
+        case .idle: return "idle"
+        case .running(let kind): return "running(\(kind))"
+        case .failed(let kind, let error): return "failed(\(kind), \(error))"
+        case .finished(let kind): return "finished(\(kind))"
+        }
+    }
+}

@@ -1,0 +1,112 @@
+import Testing
+@testable import Loadstate
+
+/// An actor whose executor is a runtime's loop.
+actor LoopBound {
+    let loop: EventLoop
+    nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
+
+    init(loop: EventLoop) {
+        self.loop = loop
+    }
+
+    func onLoopThread() -> Bool {
+        loop.isLoopThread
+    }
+}
+
+@Suite(.timeLimit(.minutes(1)))
+struct RuntimeTests {
+    @Test func theLoopIsASerialExecutorForActors() async throws {
+        let runtime = try Runtime()
+        defer { _ = runtime.close() }
+        let actor = LoopBound(loop: runtime.loop)
+        #expect(await actor.onLoopThread())
+        #expect(!runtime.loop.isLoopThread)
+    }
+
+    @Test func commandsRunInOrderOnTheLoopThreadAndNeverInline() async throws {
+        let runtime = try Runtime()
+        defer { _ = runtime.close() }
+        let seen = Locked<[Int]>([])
+        let onLoop = Locked(true)
+        for i in 0..<1000 {
+            runtime.loop.execute {
+                if !runtime.loop.isLoopThread { onLoop.withLock { $0 = false } }
+                seen.withLock { $0.append(i) }
+            }
+        }
+        await withCheckedContinuation { done in
+            runtime.loop.execute {
+                var ranInline = true
+                runtime.loop.execute { ranInline = false }
+                // Work queued from the loop thread runs after this command, not inside it.
+                #expect(ranInline)
+                done.resume()
+            }
+        }
+        #expect(seen.withLock { $0 } == Array(0..<1000))
+        #expect(onLoop.withLock { $0 })
+    }
+
+    @Test func workQueueWakesOnlyOnceUntilDrained() {
+        let queue = WorkQueue()
+        #expect(queue.push(.command {}))
+        #expect(!queue.push(.command {}))
+        #expect(queue.takeAll().count == 2)
+        #expect(queue.takeAll().isEmpty)
+        #expect(queue.push(.command {}))
+    }
+
+    @Test func pollDeliveryRunsCallbacksOnTheDispatchingThread() throws {
+        let delivery = try Delivery(mode: .poll)
+        #expect(delivery.fd >= 0)
+        let ran = Locked<[Int]>([])
+        delivery.post(.notification) { ran.withLock { $0.append(1) } }
+        delivery.post(.cleanup) { ran.withLock { $0.append(2) } }
+        delivery.post(.notification) { ran.withLock { $0.append(3) } }
+        #expect(try delivery.dispatch(max: 2) == 2)
+        #expect(ran.withLock { $0 } == [1, 2])
+        #expect(try delivery.dispatch(max: 0) == 1)
+        #expect(try delivery.dispatch(max: 0) == 0)
+        #expect(ran.withLock { $0 } == [1, 2, 3])
+    }
+
+    @Test func closingDropsNotificationsButRunsCleanups() throws {
+        let delivery = try Delivery(mode: .poll)
+        let ran = Locked<[String]>([])
+        delivery.post(.notification) { ran.withLock { $0.append("event") } }
+        delivery.post(.cleanup) { ran.withLock { $0.append("cleanup") } }
+        delivery.drainCleanups()
+        #expect(ran.withLock { $0 } == ["cleanup"])
+    }
+
+    @Test func dispatchInLoopModeIsAWrongState() throws {
+        let delivery = try Delivery(mode: .loop)
+        #expect(throws: ResultCode.wrongState) { try delivery.dispatch(max: 0) }
+    }
+
+    @Test func closeCancelsRunningJobsAndReleasesLoaders() async throws {
+        let f = try CoreFixture()
+        f.load("q")
+        _ = await f.log.next()
+        let job = await f.loader.nextJob()
+        let hooked = Locked(false)
+        _ = f.runtime.onCancel(job: job, of: Job<String, String>.self) { hooked.withLock { $0 = true } }
+        #expect(f.runtime.close() == .ok)
+        #expect(hooked.withLock { $0 })
+        #expect(f.runtime.close() == .closed)
+        #expect(f.submit(.succeed("late"), job) != .ok)
+    }
+
+    @Test func idsCarryTheirKindAndAreNeverReused() throws {
+        let table = HandleTable()
+        let a = table.makeID(.loadable)
+        let b = table.makeID(.job)
+        #expect(a != b && a != 0 && b != 0)
+        #expect(Handle.kind(of: a) == .loadable)
+        #expect(Handle.kind(of: b) == .job)
+        #expect(table.wasIssued(b, as: .job))
+        #expect(!table.wasIssued(a, as: .job))
+    }
+}

@@ -1,0 +1,164 @@
+@testable import Loadstate
+
+/// Collects a core cell's events and hands them out one by one.
+final class EventLog<Value: Sendable, Request: Sendable>: @unchecked Sendable {
+    typealias Event = CellEvent<Value, Request>
+    private let continuation: AsyncStream<Event>.Continuation
+    private var iterator: AsyncStream<Event>.Iterator
+
+    init() {
+        let (stream, continuation) = AsyncStream<Event>.makeStream()
+        self.continuation = continuation
+        iterator = stream.makeAsyncIterator()
+    }
+
+    /// The observer to give the cell.
+    var observer: (Event) -> Void {
+        { [continuation] in continuation.yield($0) }
+    }
+
+    /// The next event.
+    func next() async -> Event {
+        guard let event = await iterator.next() else { fatalError("event stream ended") }
+        return event
+    }
+
+    /// The next `n` events.
+    func next(_ n: Int) async -> [Event] {
+        var events: [Event] = []
+        for _ in 0..<n { events.append(await next()) }
+        return events
+    }
+}
+
+/// A loader the test drives by hand: it records the jobs it is given.
+final class ManualLoader: Loader<String, String>, @unchecked Sendable {
+    private let starts: AsyncStream<UInt64>.Continuation
+    private var iterator: AsyncStream<UInt64>.Iterator
+    var onStart: (@Sendable (UInt64, Runtime) -> Void)?
+
+    init(runtime: Runtime) {
+        let (stream, continuation) = AsyncStream<UInt64>.makeStream()
+        starts = continuation
+        iterator = stream.makeAsyncIterator()
+        super.init(id: runtime.table.makeID(.loader))
+        runtime.table.insert(self)
+    }
+
+    override func start(_ job: Job<String, String>, runtime: Runtime) {
+        starts.yield(job.id)
+        onStart?(job.id, runtime)
+    }
+
+    /// The id of the next job started.
+    func nextJob() async -> UInt64 {
+        guard let id = await iterator.next() else { fatalError("loader stream ended") }
+        return id
+    }
+}
+
+/// A core cell of strings on its own runtime, with a manual loader.
+struct CoreFixture {
+    let runtime: Runtime
+    let cell: Cell<String, String>
+    let log = EventLog<String, String>()
+    let loader: ManualLoader
+
+    init(flavor: CellFlavor = .loadable, delivery: DeliveryMode = .loop) throws {
+        runtime = try Runtime(delivery: delivery)
+        loader = ManualLoader(runtime: runtime)
+        cell = Cell(id: runtime.table.makeID(.loadable), flavor: flavor, runtime: runtime, observer: log.observer)
+        runtime.table.insert(cell)
+    }
+
+    func load(_ request: String, silent: Bool = false, options: LoadOptions = LoadOptions()) {
+        var options = options
+        options.silent = silent
+        let spec = LoadSpec(loader: loader as Loader<String, String>, request: request, options: options)
+        cell.rememberedSpec = spec
+        let cell = self.cell
+        runtime.loop.execute { cell.load(spec) }
+    }
+
+    func refresh() {
+        guard var spec = cell.rememberedSpec else { return }
+        spec.options.silent = true
+        let cell = self.cell
+        runtime.loop.execute { cell.load(spec) }
+    }
+
+    func onLoop(_ body: @escaping (Cell<String, String>) -> Void) {
+        let cell = self.cell
+        runtime.loop.execute { body(cell) }
+    }
+
+    @discardableResult
+    func submit(_ op: JobOperation<String>, _ job: UInt64) -> ResultCode {
+        runtime.submit(op, job: job, of: Job<String, String>.self)
+    }
+
+    func close() {
+        _ = runtime.close()
+    }
+}
+
+/// Runs `body` from a synchronous context, so that overloads that start a
+/// task (rather than awaiting in the caller) are chosen.
+func startTask(_ body: () -> Void) {
+    body()
+}
+
+/// A gate a loader can wait on until the test opens it.
+final class Gate: @unchecked Sendable {
+    private let state = Locked<(open: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+
+    func wait() async {
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            let resumeNow = state.withLock { s -> Bool in
+                if s.open { return true }
+                s.waiters.append(c)
+                return false
+            }
+            if resumeNow { c.resume() }
+        }
+    }
+
+    func open() {
+        let waiters = state.withLock { s -> [CheckedContinuation<Void, Never>] in
+            s.open = true
+            defer { s.waiters = [] }
+            return s.waiters
+        }
+        for w in waiters { w.resume() }
+    }
+}
+
+/// Collects the states of a Swift cell's stream.
+final class StateRecorder<State: Sendable>: @unchecked Sendable {
+    private var iterator: AsyncStream<State>.Iterator
+    private(set) var history: [State] = []
+
+    init(_ stream: AsyncStream<State>) {
+        iterator = stream.makeAsyncIterator()
+    }
+
+    /// Reads states until one satisfies `done`; returns the whole history.
+    @discardableResult
+    func until(_ done: (State) -> Bool) async -> [State] {
+        while let state = await iterator.next() {
+            history.append(state)
+            if done(state) { break }
+        }
+        return history
+    }
+
+    /// Reads exactly `n` more states.
+    @discardableResult
+    func take(_ n: Int) async -> [State] {
+        for _ in 0..<n {
+            guard let state = await iterator.next() else { break }
+            history.append(state)
+        }
+        return history
+    }
+}

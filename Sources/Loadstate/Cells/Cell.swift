@@ -350,14 +350,25 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
         s.interruptDueMs += UInt64(s.spec.options.interruptsMs[s.nextInterrupt])
         s.nextInterrupt += 1
         session = s
-        let elapsed = (uv_hrtime() - s.startedAtNs) / 1_000_000
-        let wait = s.interruptDueMs > elapsed ? s.interruptDueMs - elapsed : 0
+        armInterruptTimer(due: s.interruptDueMs, startedAtNs: s.startedAtNs)
+    }
+
+    private func armInterruptTimer(due: UInt64, startedAtNs: UInt64) {
+        let elapsedNs = uv_hrtime() - startedAtNs
+        let dueNs = due * 1_000_000
+        let wait = dueNs > elapsedNs ? (dueNs - elapsedNs + 999_999) / 1_000_000 : 0
         timer(&interruptTimer).start(after: wait) { [unowned self] in interrupted() }
     }
 
     private func interrupted() {
         guard let s = session, !isFreed else { return }
-        emit(.interrupt, elapsedMs: (uv_hrtime() - s.startedAtNs) / 1_000_000)
+        let elapsedNs = uv_hrtime() - s.startedAtNs
+        // libuv timers have millisecond granularity: never report early.
+        if elapsedNs < s.interruptDueMs * 1_000_000 {
+            armInterruptTimer(due: s.interruptDueMs, startedAtNs: s.startedAtNs)
+            return
+        }
+        emit(.interrupt, elapsedMs: elapsedNs / 1_000_000)
         armNextInterrupt()
     }
 

@@ -8,19 +8,23 @@ import CLibUV
 /// A closed timer must not be used again.
 final class LoopTimer {
     private let handle: UnsafeMutablePointer<uv_timer_t>
+    private let loop: UnsafeMutablePointer<uv_loop_t>
     private var action: (() -> Void)?
     private var closed = false
 
     init(loop: UnsafeMutablePointer<uv_loop_t>) {
+        self.loop = loop
         handle = .allocate(capacity: 1)
         uv_timer_init(loop, handle)
         handle.pointee.data = Unmanaged.passUnretained(self).toOpaque()
     }
 
-    /// Runs `action` once, `ms` milliseconds from now.
+    /// Runs `action` once, `ms` milliseconds from now (measured from now,
+    /// not from the loop's cached time).
     func start(after ms: UInt64, _ action: @escaping () -> Void) {
         guard !closed else { return }
         self.action = action
+        uv_update_time(loop)
         uv_timer_start(handle, { h in
             let me = Unmanaged<LoopTimer>.fromOpaque(h!.pointee.data).takeUnretainedValue()
             let action = me.action

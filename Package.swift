@@ -27,6 +27,12 @@ let package = Package(
                 .unsafeFlags(["-Xlinker", "--version-script=Sources/LoadstateC/exports.map"]),
             ]
         ),
+        // The Swift example of the README; built with the tests.
+        .executableTarget(
+            name: "LoadstateExample",
+            dependencies: ["Loadstate"],
+            path: "examples/swift"
+        ),
         .testTarget(
             name: "LoadstateTests",
             dependencies: ["Loadstate"],

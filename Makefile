@@ -13,7 +13,7 @@ OUT        := build
 CFLAGS     += -std=c11 -Wall -Wextra -Werror -O1 -g -Iinclude -D_GNU_SOURCE -pthread
 LDLIBS_C   := -L$(BUILD) -lloadstate -Wl,-rpath,$(abspath $(BUILD)) -lpthread
 
-.PHONY: all deps lib test test-swift demo dist bench clean
+.PHONY: all deps lib test test-swift readme-check demo dist bench clean
 
 all: lib
 
@@ -32,8 +32,14 @@ deps:
 lib: deps
 	$(SWIFT) build --product loadstate
 
-test-swift: deps
-	$(SWIFT) test 2>&1 | tail -n 40; exit $${PIPESTATUS[0]}
+test-swift: deps readme-check
+	$(SWIFT) test 2>&1 | grep -v '^✔ Test [a-zA-Z]' | tail -n 30; exit $${PIPESTATUS[0]}
+	$(SWIFT) run LoadstateExample
+
+# The README's C example is examples/hello.c, word for word.
+readme-check:
+	@awk '/^```c$$/{on=1;next} /^```$$/{if(on){exit}} on' README.md | diff -u examples/hello.c - \
+	  && echo "README C example matches examples/hello.c"
 
 # Every test suite; each area's rules add themselves to TEST_TARGETS.
 TEST_TARGETS := test-swift

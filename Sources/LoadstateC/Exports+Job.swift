@@ -33,20 +33,20 @@ public func ldsJobFinish(_ rt: OpaquePointer?, _ job: UInt64) -> Int32 {
 
 @_cdecl("lds_job_fail")
 public func ldsJobFail(_ rt: OpaquePointer?, _ job: UInt64, _ code: Int32, _ message: UnsafePointer<CChar>?) -> Int32 {
-    fail(rt, job, code, message, retryable: true)
+    fail(rt, job, code, message, retry: .allowed)
 }
 
 @_cdecl("lds_job_fail_final")
 public func ldsJobFailFinal(_ rt: OpaquePointer?, _ job: UInt64, _ code: Int32, _ message: UnsafePointer<CChar>?) -> Int32 {
-    fail(rt, job, code, message, retryable: false)
+    fail(rt, job, code, message, retry: .never)
 }
 
 private func fail(_ rt: OpaquePointer?, _ job: UInt64, _ code: Int32, _ message: UnsafePointer<CChar>?,
-                  retryable: Bool) -> Int32 {
+                  retry: RetryAdvice) -> Int32 {
     guard rt != nil else { return LDS_EINVAL }
     switch copyMessage(message) {
     case .success(let text):
-        return submit(rt, job, .fail(LoadError(domain: .host, code: code, message: text), retryable: retryable))
+        return submit(rt, job, .fail(LoadError(domain: .host, code: code, message: text), retry: retry))
     case .failure(let rc):
         return rc.rawValue
     }

@@ -29,7 +29,7 @@ struct CoreSemanticsTests {
         f.load("q")
         _ = await f.log.next()
         let job = await f.loader.nextJob()
-        f.submit(.fail(LoadError(domain: .host, code: 7, message: "nope"), retryable: true), job)
+        f.submit(.fail(LoadError(domain: .host, code: 7, message: "nope"), retry: .allowed), job)
         let event = await f.log.next()
         #expect(event.state.status == .error)
         #expect(event.state.error == LoadError(domain: .host, code: 7, message: "nope"))
@@ -76,7 +76,7 @@ struct CoreSemanticsTests {
         defer { f.close() }
         f.load("q")
         _ = await f.log.next()
-        f.submit(.fail(LoadError(domain: .host, code: 1), retryable: true), await f.loader.nextJob())
+        f.submit(.fail(LoadError(domain: .host, code: 1), retry: .allowed), await f.loader.nextJob())
         #expect(await f.log.next().state.status == .error)
         f.refresh()
         _ = await f.log.next()
@@ -310,12 +310,12 @@ struct CoreSemanticsTests {
         defer { f.close() }
         f.load("q", options: LoadOptions(retries: 2, retryBaseMs: 1, retryMaxMs: 2))
         #expect(await f.log.next().state.attempt == 1)
-        f.submit(.fail(LoadError(domain: .host, code: 1), retryable: true), await f.loader.nextJob())
+        f.submit(.fail(LoadError(domain: .host, code: 1), retry: .allowed), await f.loader.nextJob())
         let retry1 = await f.log.next()
         #expect(retry1.state.status == .loading && retry1.state.attempt == 2)
-        f.submit(.fail(LoadError(domain: .host, code: 1), retryable: true), await f.loader.nextJob())
+        f.submit(.fail(LoadError(domain: .host, code: 1), retry: .allowed), await f.loader.nextJob())
         #expect(await f.log.next().state.attempt == 3)
-        f.submit(.fail(LoadError(domain: .host, code: 9), retryable: true), await f.loader.nextJob())
+        f.submit(.fail(LoadError(domain: .host, code: 9), retry: .allowed), await f.loader.nextJob())
         let failed = await f.log.next()
         #expect(failed.state.status == .error && failed.state.attempt == 3 && failed.state.error?.code == 9)
     }
@@ -325,7 +325,7 @@ struct CoreSemanticsTests {
         defer { f.close() }
         f.load("q", options: LoadOptions(retries: 5, retryBaseMs: 1))
         _ = await f.log.next()
-        f.submit(.fail(LoadError(domain: .host, code: 4), retryable: false), await f.loader.nextJob())
+        f.submit(.fail(LoadError(domain: .host, code: 4), retry: .never), await f.loader.nextJob())
         let event = await f.log.next()
         #expect(event.state.status == .error && event.state.attempt == 1)
     }

@@ -302,10 +302,14 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
                 state.isRefreshing = false
             }
             emit(.state)
-        case .fail(let error, let retryable):
+        case .fail(let error, let retry):
             endJob(job, runHooks: false)
-            if retryable && s.attempt <= s.spec.options.retries {
-                scheduleRetry()
+            if retry != .never && s.attempt <= s.spec.options.retries {
+                if case .after(let ms) = retry {
+                    scheduleRetry(afterMs: ms)
+                } else {
+                    scheduleRetry(afterMs: nil)
+                }
                 return
             }
             endSession()
@@ -377,12 +381,20 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
         failLoad(s.serial, with: LoadError(.timedOut, underlying: TimeoutError()))
     }
 
-    private func scheduleRetry() {
+    /// Waits before the next attempt: `afterMs` when the failure said how
+    /// long, otherwise a random time up to base × 2^(attempt-1) ("full
+    /// jitter"); never more than the maximum back-off.
+    private func scheduleRetry(afterMs: UInt64?) {
         guard var s = session else { return }
         let options = s.spec.options
-        let exponent = min(s.attempt - 1, 31)
-        let ceiling = min(UInt64(options.retryBaseMs) << UInt64(exponent), UInt64(options.retryMaxMs))
-        let delay = ceiling == 0 ? 0 : UInt64.random(in: 0...ceiling, using: &rng)
+        let delay: UInt64
+        if let afterMs {
+            delay = min(afterMs, UInt64(options.retryMaxMs))
+        } else {
+            let exponent = min(s.attempt - 1, 31)
+            let ceiling = min(UInt64(options.retryBaseMs) << UInt64(exponent), UInt64(options.retryMaxMs))
+            delay = ceiling == 0 ? 0 : UInt64.random(in: 0...ceiling, using: &rng)
+        }
         s.attempt += 1
         s.job = nil
         session = s

@@ -9,8 +9,9 @@ public enum JobOperation<Value> {
     case succeed(Value)
     /// The job ends keeping its last yielded value.
     case finish
-    /// The job ends with an error. `retryable: false` skips any retries left.
-    case fail(LoadError, retryable: Bool)
+    /// The job ends with an error; `retry` says whether the load's retries
+    /// left may be used.
+    case fail(LoadError, retry: RetryAdvice)
     /// The job cancels itself: the cell returns to its state before the load.
     case cancelSelf
     /// The job resets its cell to absent.
@@ -23,4 +24,15 @@ public enum JobOperation<Value> {
         default: return true
         }
     }
+}
+
+/// Whether a failure is worth retrying, according to the code that failed.
+public enum RetryAdvice: Sendable, Equatable {
+    /// Retry after the load's usual back-off, if retries are left.
+    case allowed
+    /// Do not retry: the failure is final.
+    case never
+    /// Retry after this many milliseconds (an HTTP `Retry-After`), capped
+    /// by the load's maximum back-off.
+    case after(ms: UInt64)
 }

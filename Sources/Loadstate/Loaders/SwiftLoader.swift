@@ -70,7 +70,7 @@ public final class SwiftLoader<Value: Sendable, Request: Sendable>: Loader<Value
             ending = .cancelSelf
         } catch {
             ending = .fail(LoadError(domain: .host, code: 0, message: String(describing: error), underlying: error),
-                           retryable: true)
+                           retry: .allowed)
         }
         context.end(ending)
     }

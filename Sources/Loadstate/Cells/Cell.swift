@@ -225,7 +225,7 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
             }
             if cancelled {
                 detach(job)
-                for hook in hooks { runtime.deliver(.cleanup, hook) }
+                runCancelHooks(job, hooks)
                 return
             }
             if ops.isEmpty { return }
@@ -252,8 +252,18 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
         }
         detach(job)
         if runHooks {
-            for hook in hooks { runtime.deliver(.cleanup, hook) }
+            runCancelHooks(job, hooks)
+        } else {
+            job.onLoopCancel = nil
         }
+    }
+
+    private func runCancelHooks(_ job: Job<Value, Request>, _ hooks: [() -> Void]) {
+        if let hook = job.onLoopCancel {
+            job.onLoopCancel = nil
+            hook()
+        }
+        for hook in hooks { runtime.deliver(.cleanup, hook) }
     }
 
     private func endSession() {

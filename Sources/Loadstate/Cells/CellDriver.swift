@@ -103,9 +103,9 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
                 loader.abandonInlineCaller()
             }
         }
-        guard let (context, jobID) = started else { return }
-        let (cancelled, signal) = AsyncStream<Void>.makeStream()
-        _ = runtime.onCancel(job: jobID, of: Job<Value, Request>.self) { signal.finish() }
+        guard let started else { return }
+        let context = started.context
+        let cancelled = started.cancelled
         await withTaskCancellationHandler {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { await SwiftLoader<Value, Request>.perform(body, context) }
@@ -116,7 +116,6 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
         } onCancel: {
             context.end(.cancelSelf)
         }
-        signal.finish()
         await settled()
     }
 

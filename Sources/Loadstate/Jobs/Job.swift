@@ -25,6 +25,11 @@ public final class Job<Value, Request>: Handle, @unchecked Sendable {
     public let attempt: UInt32
     /// Whether the job yielded a value.
     var yielded = false
+    /// Called on the loop thread, once, when the job is cancelled (from
+    /// outside or inside, superseded, timed out, its cell or runtime
+    /// freed); not when it ends by succeed, finish or fail. For loaders
+    /// that work on the loop itself; hosts use `Runtime.onCancel`.
+    public var onLoopCancel: (() -> Void)?
 
     init(id: UInt64, cell: Cell<Value, Request>, loader: Loader<Value, Request>,
          request: Request, attempt: UInt32) {

@@ -13,8 +13,15 @@ public final class SwiftLoader<Value: Sendable, Request: Sendable>: Loader<Value
     public typealias Body = @Sendable (JobContext<Value>) async throws -> Value?
 
     let body: Body
+    /// What the caller of an inline load receives: the job's context and a
+    /// stream that ends when the job is cancelled.
+    struct InlineStart: Sendable {
+        let context: JobContext<Value>
+        let cancelled: AsyncStream<Void>
+    }
+
     /// Loop thread only: the caller of an inline load, waiting for its job.
-    var inlineCaller: CheckedContinuation<(JobContext<Value>, UInt64)?, Never>?
+    var inlineCaller: CheckedContinuation<InlineStart?, Never>?
 
     public init(id: UInt64, body: @escaping Body) {
         self.body = body
@@ -25,12 +32,14 @@ public final class SwiftLoader<Value: Sendable, Request: Sendable>: Loader<Value
         let context = Self.context(for: job.id, runtime: runtime)
         if let caller = inlineCaller {
             inlineCaller = nil
-            caller.resume(returning: (context, job.id))
+            let (cancelled, signal) = AsyncStream<Void>.makeStream()
+            job.onLoopCancel = { signal.finish() }
+            caller.resume(returning: InlineStart(context: context, cancelled: cancelled))
             return
         }
         let body = self.body
         let task = Task { await Self.perform(body, context) }
-        _ = runtime.onCancel(job: job.id, of: Job<Value, Request>.self) { task.cancel() }
+        job.onLoopCancel = { task.cancel() }
     }
 
     /// Hands nil to an inline caller whose load never started a job.

@@ -11,10 +11,11 @@ let package = Package(
     ],
     targets: [
         .systemLibrary(name: "CLibUV", path: "Sources/CLibUV"),
+        .systemLibrary(name: "CCurl", path: "Sources/CCurl"),
         .systemLibrary(name: "CLoadstateABI", path: "Sources/CLoadstateABI"),
         .target(
             name: "Loadstate",
-            dependencies: ["CLibUV"],
+            dependencies: ["CLibUV", "CCurl"],
             path: "Sources/Loadstate"
         ),
         .target(

@@ -557,6 +557,174 @@ int lds_job_on_cancel(lds_runtime *rt, lds_id job,
                       void (*fn)(lds_id job, void *data), void *data);
 
 /* ------------------------------------------------------------------ */
+/* Built-in loaders: files, commands, HTTP                             */
+/* ------------------------------------------------------------------ */
+
+/*
+ * These loaders work on the runtime's own loop: the host needs no thread.
+ * They are freed with lds_loader_free like host loaders. Their requests
+ * are byte strings: a path, or a structure encoded by the *_encode
+ * functions below (the encodings are stable and documented, so bindings
+ * may also write them directly). Buffers returned by the encoders are
+ * released with lds_free.
+ */
+
+/* Releases a buffer the library allocated for the caller. NULL is accepted. */
+void lds_free(void *ptr);
+
+/* ---- file ---- */
+
+typedef struct lds_file_options {
+  uint32_t size;        /* LDS_FILE_OPTIONS_INIT */
+  uint32_t chunk_size;  /* bytes per read; 0: 256 KiB */
+  uint64_t max_size;    /* largest file accepted; 0: LDS_VALUE_MAX */
+} lds_file_options;
+
+#define LDS_FILE_OPTIONS_INIT { (uint32_t)sizeof(lds_file_options), 0, 0 }
+
+/*
+ * Creates a file loader. The request is a path (bytes, no NUL); the value
+ * is the file's contents. PROGRESS events count bytes read (total from
+ * fstat). Failures: a missing or unreadable file is an error in
+ * LDS_DOMAIN_OS with the errno as code and "open PATH: reason" as message;
+ * a file over max_size is LDS_ETOOBIG (domain LOADSTATE). Cancelling stops
+ * between two reads and closes the file.
+ *
+ * opts may be NULL. Returns LDS_OK; LDS_EINVAL; LDS_ECLOSED.
+ */
+int lds_file_loader_new(lds_runtime *rt, const lds_file_options *opts, lds_id *out);
+
+/* ---- exec ---- */
+
+#define LDS_EXEC_STREAM_LINES (1u << 0)  /* yield stdout so far at each newline */
+
+typedef struct lds_exec_options {
+  uint32_t size;           /* LDS_EXEC_OPTIONS_INIT */
+  uint32_t flags;          /* LDS_EXEC_STREAM_LINES */
+  uint32_t kill_grace_ms;  /* SIGTERM to SIGKILL on cancel; 0: 2000 */
+  uint64_t max_output;     /* most stdout accepted; 0: LDS_VALUE_MAX */
+} lds_exec_options;
+
+#define LDS_EXEC_OPTIONS_INIT { (uint32_t)sizeof(lds_exec_options), 0, 0, 0 }
+
+/*
+ * What an exec job runs. argv is NULL-terminated, argv[0] the program
+ * (searched in PATH); env is a NULL-terminated "NAME=value" list or NULL to
+ * inherit the runtime's environment; cwd is a directory or NULL.
+ */
+typedef struct lds_exec_request {
+  uint32_t size;             /* LDS_EXEC_REQUEST_INIT */
+  const char *const *argv;
+  const char *const *env;
+  const char *cwd;
+} lds_exec_request;
+
+#define LDS_EXEC_REQUEST_INIT { (uint32_t)sizeof(lds_exec_request), NULL, NULL, NULL }
+
+/*
+ * Encodes an exec request into a new buffer (*out, *out_len) to pass to
+ * lds_loadable_load; free it with lds_free. The encoding: "LDX1", then
+ * argv as a list, env as a list (or absent), cwd as a field (or absent);
+ * a list is a u32 count of fields, a field a u32 length and its bytes,
+ * 0xFFFFFFFF marks absent; all integers little-endian.
+ *
+ * Returns LDS_OK; LDS_EINVAL (NULL pointers, empty argv, bad size); LDS_ENOMEM.
+ */
+int lds_exec_request_encode(const lds_exec_request *req, void **out, size_t *out_len);
+
+/*
+ * Creates an exec loader: each job spawns the command (uv_spawn, in a new
+ * process group, stdin from /dev/null). The value is its stdout. A
+ * non-zero exit is an error in LDS_DOMAIN_EXIT with the exit status as
+ * code (128 + N when killed by signal N) and the last 4 KiB of stderr as
+ * message; a program that cannot be started is an error in LDS_DOMAIN_OS.
+ * Output over max_output kills the command: LDS_ETOOBIG. Cancelling sends
+ * SIGTERM to the process group, then SIGKILL after kill_grace_ms; every
+ * child is reaped. At lds_runtime_free running commands get SIGKILL.
+ *
+ * opts may be NULL. Returns LDS_OK; LDS_EINVAL; LDS_ECLOSED.
+ */
+int lds_exec_loader_new(lds_runtime *rt, const lds_exec_options *opts, lds_id *out);
+
+/* ---- http ---- */
+
+#define LDS_HTTP_INSECURE      (1u << 0)  /* skip TLS certificate and host verification */
+#define LDS_HTTP_NO_REDIRECTS  (1u << 1)  /* do not follow redirects */
+
+typedef struct lds_http_options {
+  uint32_t size;             /* LDS_HTTP_OPTIONS_INIT */
+  uint32_t max_connections;  /* 0: libcurl's default */
+  const char *user_agent;    /* NULL: "loadstate/<version>" */
+} lds_http_options;
+
+#define LDS_HTTP_OPTIONS_INIT { (uint32_t)sizeof(lds_http_options), 0, NULL }
+
+typedef struct lds_http_request {
+  uint32_t size;                /* LDS_HTTP_REQUEST_INIT */
+  const char *method;           /* NULL: "GET" */
+  const char *url;              /* http:// or https:// only */
+  const char *const *headers;   /* "Name: value" lines, header_count of them */
+  size_t header_count;
+  const void *body;             /* may be NULL when body_len is 0 */
+  size_t body_len;
+  uint32_t timeout_ms;          /* whole transfer; 0: none (the load's timeout_ms still applies) */
+  uint32_t max_redirects;       /* 0: 5. Redirects go only between http and https */
+  uint64_t max_body;            /* largest body accepted; 0: LDS_VALUE_MAX */
+  uint32_t flags;               /* LDS_HTTP_INSECURE, LDS_HTTP_NO_REDIRECTS */
+} lds_http_request;
+
+#define LDS_HTTP_REQUEST_INIT { (uint32_t)sizeof(lds_http_request), NULL, NULL, NULL, 0, NULL, 0, 0, 0, 0, 0 }
+
+/*
+ * Encodes an HTTP request into a new buffer for lds_loadable_load; free it
+ * with lds_free. The encoding: "LDH1", method, url (fields), headers
+ * (list), body (field), u32 timeout_ms, u64 max_body, u32 max_redirects,
+ * u32 flags (bit 0: insecure) — fields and lists as for exec requests.
+ *
+ * Returns LDS_OK; LDS_EINVAL (NULL pointers, no url, a header with CR/LF,
+ * bad size); LDS_ETOOBIG; LDS_ENOMEM.
+ */
+int lds_http_request_encode(const lds_http_request *req, void **out, size_t *out_len);
+
+/*
+ * A decoded response; its pointers point into the value it was decoded
+ * from (valid as long as that value is).
+ */
+typedef struct lds_http_response {
+  int32_t status;        /* the final response's status */
+  const char *headers;   /* its header lines, "Name: value\r\n" each; not NUL-terminated */
+  size_t headers_len;
+  const void *body;
+  size_t body_len;
+} lds_http_response;
+
+/*
+ * Decodes the value of an http job ("LDR1", i32 status, headers as a
+ * field, then the body to the end).
+ *
+ * Returns LDS_OK; LDS_EINVAL (NULL pointers, not an encoded response).
+ */
+int lds_http_response_decode(const void *value, size_t len, lds_http_response *out);
+
+/*
+ * Creates an HTTP loader: libcurl's multi interface driven by the
+ * runtime's libuv loop. The value of a job is an encoded response (see
+ * lds_http_response_decode). Only http and https are allowed, also for
+ * redirects; TLS verification is on unless the request sets
+ * LDS_HTTP_INSECURE. PROGRESS events count body bytes. A status outside
+ * 2xx is an error in LDS_DOMAIN_HTTP with the status as code; with
+ * retries, 5xx, 408 and 429 are retried, after Retry-After seconds when
+ * the server sends that header (other statuses are final). A body over
+ * max_body is LDS_ETOOBIG; a transfer timeout LDS_ETIMEDOUT; a refused
+ * scheme or bad URL LDS_EINVAL (domain LOADSTATE); a connection failure an
+ * error in LDS_DOMAIN_OS with its errno. Cancelling aborts the transfer at
+ * once and closes its socket.
+ *
+ * opts may be NULL. Returns LDS_OK; LDS_EINVAL; LDS_ENOMEM; LDS_ECLOSED.
+ */
+int lds_http_loader_new(lds_runtime *rt, const lds_http_options *opts, lds_id *out);
+
+/* ------------------------------------------------------------------ */
 /* Process cells                                                       */
 /* ------------------------------------------------------------------ */
 

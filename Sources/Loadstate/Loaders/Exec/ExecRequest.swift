@@ -1,0 +1,49 @@
+/// What the exec loader runs: an argument vector, an optional
+/// environment (nil inherits the runtime's) and an optional working
+/// directory. Encoded as a byte-string request:
+///
+///     "LDX1"  list argv  list env (or absent)  field cwd (or absent)
+///
+/// where a list is a u32 count of fields and a field is a u32 length and
+/// its bytes, little-endian; 0xFFFFFFFF marks an absent list or field.
+public struct ExecRequest: Sendable, Equatable {
+    public var argv: [String]
+    public var environment: [String]?
+    public var directory: String?
+
+    public init(argv: [String], environment: [String]? = nil, directory: String? = nil) {
+        self.argv = argv
+        self.environment = environment
+        self.directory = directory
+    }
+
+    static let magic = "LDX1"
+
+    public func encoded() -> [UInt8] {
+        var w = WireWriter(magic: Self.magic)
+        w.list(argv.map { Array($0.utf8) })
+        w.list(environment.map { $0.map { Array($0.utf8) } })
+        w.field(directory.map { Array($0.utf8) })
+        return w.bytes
+    }
+
+    /// Nil when the bytes are not a well-formed request with a program.
+    public init?(decoding bytes: [UInt8]) {
+        guard var r = WireReader(bytes, magic: Self.magic),
+              let argv = r.list(), let argvList = argv, !argvList.isEmpty,
+              let env = r.list(), let dir = r.field() else { return nil }
+        let strings = { (items: [[UInt8]]) -> [String]? in
+            items.contains { $0.contains(0) } ? nil : items.map { String(decoding: $0, as: UTF8.self) }
+        }
+        guard let args = strings(argvList) else { return nil }
+        self.argv = args
+        if let env {
+            guard let vars = strings(env) else { return nil }
+            environment = vars
+        }
+        if let dir {
+            guard !dir.contains(0) else { return nil }
+            directory = String(decoding: dir, as: UTF8.self)
+        }
+    }
+}

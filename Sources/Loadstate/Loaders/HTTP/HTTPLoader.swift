@@ -1,0 +1,61 @@
+import CCurl
+
+/// Fetches URLs with libcurl's multi interface on the runtime's own loop.
+/// The request is an encoded `HTTPRequest`; the value an encoded
+/// `HTTPResponse` (status, headers, body).
+///
+/// Only http and https are allowed, for the request and for redirects;
+/// TLS verification is on unless the request turns it off. A status
+/// outside 2xx fails in the http domain with the status as code (5xx, 408
+/// and 429 may be retried, after `Retry-After` when given); transport
+/// failures fail in the os domain (errno) or the loadstate domain.
+/// Cancelling aborts the transfer at once and closes its socket.
+public final class HTTPLoader: Loader<[UInt8], [UInt8]>, @unchecked Sendable {
+    public struct Options: Sendable {
+        /// The most connections open at once; 0 for curl's default.
+        public var maxConnections: Int
+        public var userAgent: String
+
+        public init(maxConnections: Int = 0, userAgent: String = "loadstate/0.1") {
+            self.maxConnections = maxConnections
+            self.userAgent = userAgent
+        }
+    }
+
+    public let options: Options
+    // Loop thread only.
+    private var multi: CurlMulti?
+
+    public init(id: UInt64, options: Options = Options()) {
+        self.options = options
+        super.init(id: id)
+    }
+
+    public override func start(_ job: Job<[UInt8], [UInt8]>, runtime: Runtime) {
+        func fail(_ error: LoadError) {
+            _ = runtime.submit(.fail(error, retry: .never), job: job.id, of: Job<[UInt8], [UInt8]>.self)
+        }
+        guard let request = HTTPRequest(decoding: job.request) else {
+            return fail(LoadError(.invalidArgument, message: "not an encoded http request"))
+        }
+        let scheme = request.url.prefix { $0 != ":" }.lowercased()
+        guard scheme == "http" || scheme == "https" else {
+            return fail(LoadError(.invalidArgument, message: "only http and https are allowed: \(request.url)"))
+        }
+        if multi == nil {
+            multi = CurlMulti(loop: runtime.loop.loop, maxConnections: options.maxConnections)
+        }
+        guard let multi,
+              let transfer = HTTPTransfer(job: job, runtime: runtime, request: request, userAgent: options.userAgent)
+        else {
+            return fail(LoadError(.outOfMemory, message: "cannot set up libcurl"))
+        }
+        job.onLoopCancel = { [unowned multi] in multi.remove(transfer) }
+        multi.add(transfer)
+    }
+
+    public override func released(runtime: Runtime) {
+        multi?.close()
+        multi = nil
+    }
+}

@@ -1,0 +1,130 @@
+/// What the http loader fetches. Encoded as a byte-string request:
+///
+///     "LDH1"  field method  field url  list headers  field body
+///             u32 timeout_ms  u64 max_body  u32 max_redirects  u32 flags
+///
+/// (fields and lists as in `ExecRequest`; integers little-endian).
+public struct HTTPRequest: Sendable, Equatable {
+    public var method: String
+    public var url: String
+    /// "Name: value" lines.
+    public var headers: [String]
+    public var body: [UInt8]
+    /// 0: no limit of the request's own (the load's timeout still applies).
+    public var timeoutMs: UInt32
+    /// The largest body accepted; 0 means the library's maximum value size.
+    public var maxBody: UInt64
+    /// Redirects followed (between http and https only).
+    public var maxRedirects: UInt32
+    /// Skip TLS certificate and host verification.
+    public var insecure: Bool
+
+    public init(method: String = "GET", url: String, headers: [String] = [], body: [UInt8] = [],
+                timeoutMs: UInt32 = 0, maxBody: UInt64 = 0, maxRedirects: UInt32 = 5, insecure: Bool = false) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+        self.timeoutMs = timeoutMs
+        self.maxBody = maxBody
+        self.maxRedirects = maxRedirects
+        self.insecure = insecure
+    }
+
+    static let magic = "LDH1"
+    /// Flag bit: skip TLS verification.
+    public static let insecureFlag: UInt32 = 1
+
+    public func encoded() -> [UInt8] {
+        var w = WireWriter(magic: Self.magic)
+        w.field(Array(method.utf8))
+        w.field(Array(url.utf8))
+        w.list(headers.map { Array($0.utf8) })
+        w.field(body)
+        w.u32(timeoutMs)
+        w.u64(maxBody)
+        w.u32(maxRedirects)
+        w.u32(insecure ? Self.insecureFlag : 0)
+        return w.bytes
+    }
+
+    /// Nil when the bytes are not a well-formed request.
+    public init?(decoding bytes: [UInt8]) {
+        guard var r = WireReader(bytes, magic: Self.magic),
+              let method = r.field(), let url = r.field() ?? nil,
+              let headers = r.list(), let body = r.field(),
+              let timeout = r.u32(), let maxBody = r.u64(), let redirects = r.u32(), let flags = r.u32()
+        else { return nil }
+        let text = { (b: [UInt8]) -> String? in b.contains(0) ? nil : String(decoding: b, as: UTF8.self) }
+        guard let urlText = text(url) else { return nil }
+        self.url = urlText
+        self.method = method.flatMap(text) ?? "GET"
+        var lines: [String] = []
+        for h in headers ?? [] {
+            guard let line = text(h), !line.contains("\r"), !line.contains("\n") else { return nil }
+            lines.append(line)
+        }
+        self.headers = lines
+        self.body = body ?? []
+        timeoutMs = timeout
+        self.maxBody = maxBody
+        maxRedirects = redirects
+        insecure = flags & Self.insecureFlag != 0
+    }
+}
+
+/// What the http loader produces: the final response's status, its header
+/// lines and its body. Encoded as the loaded value:
+///
+///     "LDR1"  i32 status  field headers  then the body to the end
+public struct HTTPResponse: Sendable, Equatable {
+    public var status: Int32
+    /// The raw header lines of the final response, CRLF-separated.
+    public var headers: [UInt8]
+    public var body: [UInt8]
+
+    public init(status: Int32, headers: [UInt8], body: [UInt8]) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    static let magic = "LDR1"
+
+    public func encoded() -> [UInt8] {
+        var w = WireWriter(magic: Self.magic)
+        w.i32(status)
+        w.field(headers)
+        w.rest(body)
+        return w.bytes
+    }
+
+    public init?(decoding bytes: [UInt8]) {
+        guard var r = WireReader(bytes, magic: Self.magic), let status = r.i32(), let headers = r.field() ?? nil
+        else { return nil }
+        self.status = status
+        self.headers = headers
+        body = Array(r.rest)
+    }
+
+    /// The value of the first header with this name (case-insensitive).
+    public func header(_ name: String) -> String? {
+        let text = String(decoding: headers, as: UTF8.self)
+        for line in text.split(separator: "\r\n", omittingEmptySubsequences: true) {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            if line[..<colon].lowercased() == name.lowercased() {
+                return line[line.index(after: colon)...].trimmingWhitespace()
+            }
+        }
+        return nil
+    }
+}
+
+extension Substring {
+    func trimmingWhitespace() -> String {
+        var s = self[...]
+        while let f = s.first, f == " " || f == "\t" { s = s.dropFirst() }
+        while let l = s.last, l == " " || l == "\t" || l == "\r" || l == "\n" { s = s.dropLast() }
+        return String(s)
+    }
+}

@@ -1,0 +1,180 @@
+import CCurl
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One HTTP request of one job: a curl easy handle, the response as it
+/// arrives, and how the job ends. Lives on the loop thread; retained from
+/// `start` until `release`.
+final class HTTPTransfer {
+    let easy: UnsafeMutableRawPointer
+    private let job: Job<[UInt8], [UInt8]>
+    private let runtime: Runtime
+    private let request: HTTPRequest
+    private let maxBody: UInt64
+    private var headerList: UnsafeMutablePointer<curl_slist>?
+    private var headers: [UInt8] = []
+    private var body: [UInt8] = []
+    private var tooBig = false
+    private var reported: (UInt64, UInt64) = (UInt64.max, 0)
+    private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
+    private var keepAlive: Unmanaged<HTTPTransfer>?
+
+    init?(job: Job<[UInt8], [UInt8]>, runtime: Runtime, request: HTTPRequest, userAgent: String) {
+        guard let easy = curl_easy_init() else { return nil }
+        self.easy = easy
+        self.job = job
+        self.runtime = runtime
+        self.request = request
+        maxBody = request.maxBody == 0 ? 256 << 20 : request.maxBody
+        errorBuffer.initialize(to: 0)
+        keepAlive = Unmanaged.passRetained(self)
+        configure(userAgent: userAgent)
+    }
+
+    deinit {
+        curl_easy_cleanup(easy)
+        curl_slist_free_all(headerList)
+        errorBuffer.deallocate()
+    }
+
+    /// Drops the reference taken at creation; called once by the multi.
+    func release() {
+        keepAlive?.release()
+        keepAlive = nil
+    }
+
+    private func configure(userAgent: String) {
+        let me = keepAlive!.toOpaque()
+        lds_easy_setopt_str(easy, CURLOPT_URL, request.url)
+        lds_easy_setopt_str(easy, CURLOPT_PROTOCOLS_STR, "http,https")
+        lds_easy_setopt_str(easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
+        lds_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, request.maxRedirects > 0 ? 1 : 0)
+        lds_easy_setopt_long(easy, CURLOPT_MAXREDIRS, Int(request.maxRedirects))
+        lds_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
+        lds_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, request.insecure ? 0 : 1)
+        lds_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, request.insecure ? 0 : 2)
+        lds_easy_setopt_str(easy, CURLOPT_USERAGENT, userAgent)
+        if request.timeoutMs > 0 {
+            lds_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, Int(request.timeoutMs))
+        }
+        let method = request.method.uppercased()
+        if method == "HEAD" {
+            lds_easy_setopt_long(easy, CURLOPT_NOBODY, 1)
+        } else if method != "GET" {
+            lds_easy_setopt_str(easy, CURLOPT_CUSTOMREQUEST, method)
+        }
+        if !request.body.isEmpty || method == "POST" || method == "PUT" || method == "PATCH" {
+            lds_easy_setopt_off(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(request.body.count))
+            request.body.withUnsafeBytes { raw in
+                let base = raw.baseAddress ?? UnsafeRawPointer(("" as StaticString).utf8Start)
+                lds_easy_setopt_ptr(easy, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: base))
+            }
+        }
+        for line in request.headers {
+            headerList = curl_slist_append(headerList, line)
+        }
+        if let headerList { lds_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headerList) }
+        lds_easy_setopt_ptr(easy, CURLOPT_ERRORBUFFER, errorBuffer)
+        lds_easy_setopt_ptr(easy, CURLOPT_PRIVATE, me)
+        lds_easy_setopt_write(easy) { data, size, count, userp in
+            Unmanaged<HTTPTransfer>.fromOpaque(userp!).takeUnretainedValue().received(data, size * count)
+        }
+        lds_easy_setopt_ptr(easy, CURLOPT_WRITEDATA, me)
+        lds_easy_setopt_header(easy) { data, size, count, userp in
+            Unmanaged<HTTPTransfer>.fromOpaque(userp!).takeUnretainedValue().receivedHeader(data, size * count)
+        }
+        lds_easy_setopt_ptr(easy, CURLOPT_HEADERDATA, me)
+        lds_easy_setopt_long(easy, CURLOPT_NOPROGRESS, 0)
+        lds_easy_setopt_xferinfo(easy) { userp, total, now, _, _ in
+            Unmanaged<HTTPTransfer>.fromOpaque(userp!).takeUnretainedValue().progressed(now, total)
+            return 0
+        }
+        lds_easy_setopt_ptr(easy, CURLOPT_XFERINFODATA, me)
+    }
+
+    // MARK: - curl callbacks (no curl calls in here)
+
+    private func received(_ data: UnsafeMutablePointer<CChar>?, _ length: Int) -> Int {
+        guard let data else { return length }
+        if UInt64(body.count + length) > maxBody {
+            tooBig = true
+            return 0
+        }
+        body.append(contentsOf: UnsafeRawBufferPointer(start: data, count: length))
+        return length
+    }
+
+    private func receivedHeader(_ data: UnsafeMutablePointer<CChar>?, _ length: Int) -> Int {
+        guard let data else { return length }
+        let line = UnsafeRawBufferPointer(start: data, count: length)
+        if line.starts(with: Array("HTTP/".utf8)) {
+            // A new response (after a redirect or a 100 Continue): start over.
+            headers = []
+            body = []
+        } else if length > 2 {
+            headers.append(contentsOf: line)
+        }
+        return length
+    }
+
+    private func progressed(_ now: curl_off_t, _ total: curl_off_t) {
+        let done = UInt64(max(now, 0))
+        let all = UInt64(max(total, 0))
+        guard (done, all) != reported, done > 0 || all > 0 else { return }
+        reported = (done, all)
+        submit(.progress(done: done, total: all))
+    }
+
+    // MARK: - Completion
+
+    /// Reports how the transfer ended.
+    func complete(_ result: CURLcode) {
+        submit(outcome(result))
+    }
+
+    private func outcome(_ result: CURLcode) -> JobOperation<[UInt8]> {
+        if result == CURLE_OK {
+            var status = 0
+            lds_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
+            let response = HTTPResponse(status: Int32(status), headers: headers, body: body)
+            if (200..<300).contains(status) {
+                return .succeed(response.encoded())
+            }
+            let error = LoadError(domain: .http, code: Int32(status), message: "HTTP \(status) from \(request.url)")
+            return .fail(error, retry: retryAdvice(status: status, response: response))
+        }
+        let detail = String(cString: errorBuffer)
+        let reason = detail.isEmpty ? String(cString: curl_easy_strerror(result)) : detail
+        let message = "\(reason) (\(request.url))"
+        switch result {
+        case CURLE_WRITE_ERROR where tooBig:
+            return .fail(LoadError(.tooBig, message: "body over \(maxBody) bytes (\(request.url))"), retry: .never)
+        case CURLE_OPERATION_TIMEDOUT:
+            return .fail(LoadError(.timedOut, message: message), retry: .allowed)
+        case CURLE_UNSUPPORTED_PROTOCOL, CURLE_URL_MALFORMAT, CURLE_TOO_MANY_REDIRECTS:
+            return .fail(LoadError(.invalidArgument, message: message), retry: .never)
+        default:
+            var osErrno = 0
+            lds_easy_getinfo_long(easy, CURLINFO_OS_ERRNO, &osErrno)
+            if osErrno != 0 {
+                return .fail(LoadError(domain: .os, code: Int32(osErrno), message: message), retry: .allowed)
+            }
+            return .fail(LoadError(.io, message: message), retry: .allowed)
+        }
+    }
+
+    /// 5xx, 408 and 429 are worth retrying, after `Retry-After` seconds
+    /// when the server says so; other statuses are final.
+    private func retryAdvice(status: Int, response: HTTPResponse) -> RetryAdvice {
+        guard status >= 500 || status == 408 || status == 429 else { return .never }
+        if let value = response.header("Retry-After"), let seconds = UInt64(value) {
+            return .after(ms: seconds * 1000)
+        }
+        return .allowed
+    }
+
+    private func submit(_ op: JobOperation<[UInt8]>) {
+        runtime.submit(op, job: job.id, of: Job<[UInt8], [UInt8]>.self)
+    }
+}

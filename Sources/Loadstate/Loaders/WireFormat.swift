@@ -1,0 +1,89 @@
+/// Little-endian, length-prefixed fields: how structured requests and
+/// responses travel as byte strings. A field is a u32 length then the
+/// bytes; `absent` (0xFFFFFFFF) marks a field left out.
+struct WireWriter {
+    private(set) var bytes: [UInt8] = []
+
+    init(magic: String) {
+        bytes.append(contentsOf: Array(magic.utf8))
+    }
+
+    mutating func u32(_ v: UInt32) {
+        withUnsafeBytes(of: v.littleEndian) { bytes.append(contentsOf: $0) }
+    }
+
+    mutating func i32(_ v: Int32) { u32(UInt32(bitPattern: v)) }
+
+    mutating func u64(_ v: UInt64) {
+        withUnsafeBytes(of: v.littleEndian) { bytes.append(contentsOf: $0) }
+    }
+
+    mutating func field<C: Collection<UInt8>>(_ data: C?) {
+        guard let data else { return u32(WireReader.absent) }
+        u32(UInt32(data.count))
+        bytes.append(contentsOf: data)
+    }
+
+    mutating func list(_ items: [[UInt8]]?) {
+        guard let items else { return u32(WireReader.absent) }
+        u32(UInt32(items.count))
+        for item in items { field(item) }
+    }
+
+    mutating func rest<C: Collection<UInt8>>(_ data: C) {
+        bytes.append(contentsOf: data)
+    }
+}
+
+/// Reads what a `WireWriter` wrote; every read fails cleanly on short input.
+struct WireReader {
+    static let absent: UInt32 = 0xFFFF_FFFF
+    private let bytes: [UInt8]
+    private(set) var offset = 0
+
+    /// Nil when the bytes do not start with `magic`.
+    init?(_ bytes: [UInt8], magic: String) {
+        let m = Array(magic.utf8)
+        guard bytes.count >= m.count, Array(bytes[0..<m.count]) == m else { return nil }
+        self.bytes = bytes
+        offset = m.count
+    }
+
+    mutating func u32() -> UInt32? {
+        guard bytes.count - offset >= 4 else { return nil }
+        var v: UInt32 = 0
+        for i in 0..<4 { v |= UInt32(bytes[offset + i]) << (8 * UInt32(i)) }
+        offset += 4
+        return v
+    }
+
+    mutating func i32() -> Int32? { u32().map { Int32(bitPattern: $0) } }
+
+    mutating func u64() -> UInt64? {
+        guard let lo = u32(), let hi = u32() else { return nil }
+        return UInt64(hi) << 32 | UInt64(lo)
+    }
+
+    /// A field: `.some(nil)` when marked absent, nil when malformed.
+    mutating func field() -> [UInt8]?? {
+        guard let n = u32() else { return nil }
+        if n == Self.absent { return .some(nil) }
+        guard bytes.count - offset >= Int(n) else { return nil }
+        defer { offset += Int(n) }
+        return .some(Array(bytes[offset..<(offset + Int(n))]))
+    }
+
+    mutating func list() -> [[UInt8]]?? {
+        guard let n = u32() else { return nil }
+        if n == Self.absent { return .some(nil) }
+        var items: [[UInt8]] = []
+        for _ in 0..<n {
+            guard let item = field(), let present = item else { return nil }
+            items.append(present)
+        }
+        return .some(items)
+    }
+
+    /// Everything after the fields read so far.
+    var rest: ArraySlice<UInt8> { bytes[offset...] }
+}

@@ -1,0 +1,163 @@
+import CLoadstateABI
+import Loadstate
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Reads an options struct whose first field is its size: nil pointer
+/// gives nil, a size smaller than `minimum` is invalid.
+private func options<T>(_ pointer: UnsafePointer<T>?, minimum: Int, size: (T) -> UInt32) -> Result<T?, ResultCode> {
+    guard let pointer else { return .success(nil) }
+    guard Int(size(pointer.pointee)) >= minimum else { return .failure(.invalidArgument) }
+    return .success(pointer.pointee)
+}
+
+/// Registers a built-in loader made by `make`.
+private func newLoader(_ rt: OpaquePointer?, _ out: UnsafeMutablePointer<UInt64>?,
+                       _ make: (UInt64) -> ByteLoader) -> Int32 {
+    guard let out else { return LDS_EINVAL }
+    return withRuntime(rt) { runtime in
+        let loader = make(runtime.table.makeID(.loader))
+        runtime.table.insert(loader)
+        out.pointee = loader.id
+        return LDS_OK
+    }
+}
+
+/// Hands an encoded buffer to the caller, malloc'd.
+private func giveBuffer(_ bytes: [UInt8], _ out: UnsafeMutablePointer<UnsafeMutableRawPointer?>,
+                        _ outLength: UnsafeMutablePointer<Int>) -> Int32 {
+    guard let memory = malloc(max(bytes.count, 1)) else { return LDS_ENOMEM }
+    bytes.withUnsafeBytes { memcpy(memory, $0.baseAddress!, $0.count) }
+    out.pointee = memory
+    outLength.pointee = bytes.count
+    return LDS_OK
+}
+
+/// A NULL-terminated C string array as Swift strings; nil for NULL.
+private func strings(_ list: UnsafePointer<UnsafePointer<CChar>?>?) -> [String]? {
+    guard let list else { return nil }
+    var result: [String] = []
+    var i = 0
+    while let item = list[i] {
+        result.append(String(cString: item))
+        i += 1
+    }
+    return result
+}
+
+@_cdecl("lds_free")
+public func ldsFree(_ pointer: UnsafeMutableRawPointer?) {
+    free(pointer)
+}
+
+@_cdecl("lds_file_loader_new")
+public func ldsFileLoaderNew(_ rt: OpaquePointer?, _ opts: UnsafePointer<lds_file_options>?,
+                             _ out: UnsafeMutablePointer<UInt64>?) -> Int32 {
+    var o = FileLoader.Options()
+    switch options(opts, minimum: MemoryLayout<lds_file_options>.size, size: { $0.size }) {
+    case .failure(let code): return code.rawValue
+    case .success(let c):
+        if let c {
+            if c.chunk_size > 0 { o.chunkSize = Int(c.chunk_size) }
+            if c.max_size > 0 { o.maxSize = c.max_size }
+        }
+    }
+    return newLoader(rt, out) { FileLoader(id: $0, options: o) }
+}
+
+@_cdecl("lds_exec_loader_new")
+public func ldsExecLoaderNew(_ rt: OpaquePointer?, _ opts: UnsafePointer<lds_exec_options>?,
+                             _ out: UnsafeMutablePointer<UInt64>?) -> Int32 {
+    var o = ExecLoader.Options()
+    switch options(opts, minimum: MemoryLayout<lds_exec_options>.size, size: { $0.size }) {
+    case .failure(let code): return code.rawValue
+    case .success(let c):
+        if let c {
+            guard c.flags & ~UInt32(LDS_EXEC_STREAM_LINES) == 0 else { return LDS_EINVAL }
+            o.streamLines = c.flags & UInt32(LDS_EXEC_STREAM_LINES) != 0
+            if c.kill_grace_ms > 0 { o.killGraceMs = UInt64(c.kill_grace_ms) }
+            if c.max_output > 0 { o.maxOutput = Int(clamping: c.max_output) }
+        }
+    }
+    return newLoader(rt, out) { ExecLoader(id: $0, options: o) }
+}
+
+@_cdecl("lds_exec_request_encode")
+public func ldsExecRequestEncode(_ req: UnsafePointer<lds_exec_request>?,
+                                 _ out: UnsafeMutablePointer<UnsafeMutableRawPointer?>?,
+                                 _ outLength: UnsafeMutablePointer<Int>?) -> Int32 {
+    guard let req, let out, let outLength else { return LDS_EINVAL }
+    let c = req.pointee
+    guard Int(c.size) >= MemoryLayout<lds_exec_request>.size,
+          let argv = strings(c.argv), !argv.isEmpty else { return LDS_EINVAL }
+    let request = ExecRequest(argv: argv, environment: strings(c.env), directory: c.cwd.map { String(cString: $0) })
+    return giveBuffer(request.encoded(), out, outLength)
+}
+
+@_cdecl("lds_http_loader_new")
+public func ldsHttpLoaderNew(_ rt: OpaquePointer?, _ opts: UnsafePointer<lds_http_options>?,
+                             _ out: UnsafeMutablePointer<UInt64>?) -> Int32 {
+    var o = HTTPLoader.Options()
+    o.userAgent = "loadstate/\(LDS_VERSION_MAJOR).\(LDS_VERSION_MINOR).\(LDS_VERSION_PATCH)"
+    switch options(opts, minimum: MemoryLayout<lds_http_options>.size, size: { $0.size }) {
+    case .failure(let code): return code.rawValue
+    case .success(let c):
+        if let c {
+            o.maxConnections = Int(c.max_connections)
+            if let agent = c.user_agent { o.userAgent = String(cString: agent) }
+        }
+    }
+    return newLoader(rt, out) { HTTPLoader(id: $0, options: o) }
+}
+
+@_cdecl("lds_http_request_encode")
+public func ldsHttpRequestEncode(_ req: UnsafePointer<lds_http_request>?,
+                                 _ out: UnsafeMutablePointer<UnsafeMutableRawPointer?>?,
+                                 _ outLength: UnsafeMutablePointer<Int>?) -> Int32 {
+    guard let req, let out, let outLength else { return LDS_EINVAL }
+    let c = req.pointee
+    guard Int(c.size) >= MemoryLayout<lds_http_request>.size, let url = c.url else { return LDS_EINVAL }
+    let known = UInt32(LDS_HTTP_INSECURE) | UInt32(LDS_HTTP_NO_REDIRECTS)
+    guard c.flags & ~known == 0 else { return LDS_EINVAL }
+    var headers: [String] = []
+    if c.header_count > 0 {
+        guard let list = c.headers else { return LDS_EINVAL }
+        for i in 0..<c.header_count {
+            guard let line = list[i] else { return LDS_EINVAL }
+            let text = String(cString: line)
+            guard !text.contains("\r"), !text.contains("\n") else { return LDS_EINVAL }
+            headers.append(text)
+        }
+    }
+    let body: Bytes
+    switch copyBytes(c.body, c.body_len) {
+    case .success(let b): body = b
+    case .failure(let code): return code.rawValue
+    }
+    let noRedirects = c.flags & UInt32(LDS_HTTP_NO_REDIRECTS) != 0
+    let request = HTTPRequest(method: c.method.map { String(cString: $0) } ?? "GET", url: String(cString: url),
+                              headers: headers, body: body, timeoutMs: c.timeout_ms, maxBody: c.max_body,
+                              maxRedirects: noRedirects ? 0 : (c.max_redirects == 0 ? 5 : c.max_redirects),
+                              insecure: c.flags & UInt32(LDS_HTTP_INSECURE) != 0)
+    return giveBuffer(request.encoded(), out, outLength)
+}
+
+@_cdecl("lds_http_response_decode")
+public func ldsHttpResponseDecode(_ value: UnsafeRawPointer?, _ length: Int,
+                                  _ out: UnsafeMutablePointer<lds_http_response>?) -> Int32 {
+    guard let value, let out, length >= 12 else { return LDS_EINVAL }
+    let bytes = UnsafeRawBufferPointer(start: value, count: length)
+    guard let response = HTTPResponse(decoding: Array(bytes)) else { return LDS_EINVAL }
+    // Point into the caller's buffer: the header field starts after magic,
+    // status and its length; the body takes the rest.
+    let headersStart = 12
+    var r = lds_http_response()
+    r.status = response.status
+    r.headers = value.advanced(by: headersStart).assumingMemoryBound(to: CChar.self)
+    r.headers_len = response.headers.count
+    r.body = value.advanced(by: headersStart + response.headers.count)
+    r.body_len = response.body.count
+    out.pointee = r
+    return LDS_OK
+}

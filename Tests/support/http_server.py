@@ -1,0 +1,111 @@
+"""A local HTTP server for the loader tests and benchmarks.
+
+Listens on 127.0.0.1 on a free port, prints the port on its first line of
+stdout, and serves until stdin closes (so it never outlives its parent).
+
+Routes:
+  /bytes/N            200 with N bytes (b"x" * N), Content-Length set
+  /chunked/N/K        200 with N chunks of K bytes, chunked encoding
+  /slow/MS            200 after MS milliseconds (stops early when the client leaves)
+  /status/CODE        that status with a short body
+  /reset              closes the connection without a response
+  /redirect?to=URL    302 to URL
+  /retry-after/S/KEY  503 with Retry-After: S for the first call with KEY, then 200
+  /echo               200 echoing the method, headers and body
+"""
+import socket
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlparse
+
+calls = {}
+calls_lock = threading.Lock()
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def send_body(self, code, body, headers=()):
+        self.send_response(code)
+        for name, value in headers:
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):
+        url = urlparse(self.path)
+        parts = [p for p in url.path.split("/") if p]
+        route = parts[0] if parts else ""
+        if route == "bytes":
+            self.send_body(200, b"x" * int(parts[1]))
+        elif route == "chunked":
+            count, size = int(parts[1]), int(parts[2])
+            self.send_response(200)
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for _ in range(count):
+                self.wfile.write(b"%x\r\n%s\r\n" % (size, b"c" * size))
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+        elif route == "slow":
+            deadline = time.monotonic() + int(parts[1]) / 1000
+            self.connection.settimeout(0.01)
+            while time.monotonic() < deadline:
+                try:
+                    if self.connection.recv(1, socket.MSG_PEEK) == b"":
+                        return  # the client went away
+                except socket.timeout:
+                    pass
+                except OSError:
+                    return
+            self.connection.settimeout(None)
+            self.send_body(200, b"slow")
+        elif route == "status":
+            code = int(parts[1])
+            self.send_body(code, b"status %d" % code)
+        elif route == "reset":
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+            self.connection.close()
+            self.close_connection = True
+        elif route == "redirect":
+            target = parse_qs(url.query)["to"][0]
+            self.send_body(302, b"", [("Location", target)])
+        elif route == "retry-after":
+            seconds, key = parts[1], parts[2]
+            with calls_lock:
+                n = calls.get(key, 0) + 1
+                calls[key] = n
+            if n == 1:
+                self.send_body(503, b"busy", [("Retry-After", seconds)])
+            else:
+                self.send_body(200, b"ok after %d" % n)
+        else:
+            self.send_body(404, b"no such route")
+
+    def do_POST(self):
+        length = int(self.headers.get("Content-Length", "0"))
+        body = self.rfile.read(length)
+        lines = [f"{self.command} {self.path}"] + [f"{k}: {v}" for k, v in self.headers.items()]
+        self.send_body(200, ("\n".join(lines) + "\n\n").encode() + body)
+
+    do_PUT = do_POST
+
+
+def main():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    server.request_queue_size = 1024
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    print(server.server_address[1], flush=True)
+    sys.stdin.read()
+    server.shutdown()
+
+
+if __name__ == "__main__":
+    main()

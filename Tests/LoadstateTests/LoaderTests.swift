@@ -1,0 +1,312 @@
+import Testing
+@testable import Loadstate
+#if canImport(Glibc)
+import Glibc
+#endif
+
+typealias Bytes = [UInt8]
+
+/// A byte cell on its own runtime, with one built-in loader.
+struct LoaderFixture {
+    let runtime: Runtime
+    let loader: Loader<Bytes, Bytes>
+
+    init(_ make: (UInt64) -> Loader<Bytes, Bytes>) throws {
+        runtime = try Runtime()
+        loader = make(runtime.table.makeID(.loader))
+        runtime.table.insert(loader)
+    }
+
+    func cell() -> (Cell<Bytes, Bytes>, EventLog<Bytes, Bytes>) {
+        let log = EventLog<Bytes, Bytes>()
+        let cell = Cell<Bytes, Bytes>(id: runtime.table.makeID(.loadable), flavor: .loadable, runtime: runtime,
+                                      observer: log.observer)
+        runtime.table.insert(cell)
+        return (cell, log)
+    }
+
+    func load(_ cell: Cell<Bytes, Bytes>, _ request: Bytes, options: LoadOptions = LoadOptions()) {
+        let spec = LoadSpec(loader: loader, request: request, options: options)
+        runtime.loop.execute { cell.load(spec) }
+    }
+
+    /// Loads and returns the events up to the final state (progress and
+    /// partial values included).
+    func run(_ request: Bytes, options: LoadOptions = LoadOptions()) async -> [CellEvent<Bytes, Bytes>] {
+        let (cell, log) = self.cell()
+        load(cell, request, options: options)
+        return await log.untilSettled()
+    }
+
+    func close() { _ = runtime.close() }
+}
+
+extension EventLog where Value == Bytes {
+    /// Events until a state event that is neither loading nor partial.
+    func untilSettled() async -> [Event] {
+        var events: [Event] = []
+        while true {
+            let e = await next()
+            events.append(e)
+            if e.type == .state && e.state.status != .loading && !e.state.isPartial && !e.state.isRefreshing {
+                return events
+            }
+        }
+    }
+}
+
+private func http(_ path: String, timeoutMs: UInt32 = 0) -> Bytes {
+    HTTPRequest(url: TestServer.shared.url(path), timeoutMs: timeoutMs).encoded()
+}
+
+private func response(_ events: [CellEvent<Bytes, Bytes>]) -> HTTPResponse? {
+    events.last?.state.value.flatMap { HTTPResponse(decoding: $0) }
+}
+
+@Suite(.timeLimit(.minutes(2)))
+struct HTTPLoaderTests {
+    let f: LoaderFixture
+
+    init() throws {
+        f = try LoaderFixture { HTTPLoader(id: $0) }
+    }
+
+    @Test func largeBodyArrivesWithProgress() async {
+        defer { f.close() }
+        let events = await f.run(http("/bytes/5000000"))
+        let r = response(events)
+        #expect(r?.status == 200)
+        #expect(r?.body.count == 5_000_000)
+        #expect(r?.header("content-length") == "5000000")
+        let progress = events.filter { $0.type == .progress }
+        #expect(!progress.isEmpty)
+        #expect(progress.last?.progressDone == 5_000_000)
+    }
+
+    @Test func chunkedStreamingIsReassembled() async {
+        defer { f.close() }
+        let r = response(await f.run(http("/chunked/50/1000")))
+        #expect(r?.status == 200)
+        #expect(r?.body == Bytes(repeating: UInt8(ascii: "c"), count: 50_000))
+    }
+
+    @Test func slowResponseCancelledMidway() async {
+        defer { f.close() }
+        let (cell, log) = f.cell()
+        f.load(cell, http("/slow/20000"))
+        #expect(await log.next().state.status == .loading)
+        f.runtime.loop.execute { cell.cancel() }
+        let cancelled = await log.next()
+        #expect(cancelled.isCancelled)
+        #expect(cancelled.state.status == .absent)
+        f.load(cell, http("/bytes/10"))
+        #expect(response(await log.untilSettled())?.body.count == 10)
+    }
+
+    @Test func statusesOutside2xxAreHTTPErrors() async {
+        defer { f.close() }
+        for code: Int32 in [404, 500] {
+            let last = await f.run(http("/status/\(code)")).last!
+            #expect(last.state.status == .error)
+            #expect(last.state.error?.domain == .http)
+            #expect(last.state.error?.code == code)
+        }
+    }
+
+    @Test func aConnectionResetIsATransportError() async {
+        defer { f.close() }
+        let error = await f.run(http("/reset")).last?.state.error
+        #expect(error != nil)
+        #expect(error?.domain != .http)
+    }
+
+    @Test func aRedirectToFileIsRefused() async {
+        defer { f.close() }
+        let error = await f.run(http("/redirect?to=file:///etc/passwd")).last?.state.error
+        #expect(error?.domain == .loadstate)
+        #expect(error?.code == ResultCode.invalidArgument.rawValue)
+    }
+
+    @Test func aRedirectBetweenHTTPURLsIsFollowed() async {
+        defer { f.close() }
+        let target = TestServer.shared.url("/bytes/3")
+        let r = response(await f.run(http("/redirect?to=\(target)")))
+        #expect(r?.status == 200)
+        #expect(r?.body.count == 3)
+    }
+
+    @Test func onlyHTTPAndHTTPSAreAllowed() async {
+        defer { f.close() }
+        let error = await f.run(HTTPRequest(url: "file:///etc/passwd").encoded()).last?.state.error
+        #expect(error?.code == ResultCode.invalidArgument.rawValue)
+    }
+
+    @Test func aRequestTimeoutFailsWithTimedOut() async {
+        defer { f.close() }
+        let error = await f.run(http("/slow/10000", timeoutMs: 100)).last?.state.error
+        #expect(error?.domain == .loadstate)
+        #expect(error?.code == ResultCode.timedOut.rawValue)
+    }
+
+    @Test func retryAfterSetsTheBackOff() async {
+        defer { f.close() }
+        let key = "k\(UInt64.random(in: 0...UInt64.max))"
+        let options = LoadOptions(retries: 2, retryBaseMs: 1, retryMaxMs: 10_000)
+        let started = Clock.monotonicMs()
+        let events = await f.run(http("/retry-after/1/\(key)"), options: options)
+        let elapsed = Clock.monotonicMs() - started
+        let states = events.filter { $0.type == .state }
+        #expect(states.map(\.state.attempt) == [1, 2, 2])
+        #expect(String(decoding: response(events)?.body ?? [], as: UTF8.self) == "ok after 2")
+        // The server asked for one second; the loader waited at least that.
+        #expect(elapsed >= 1000)
+    }
+
+    @Test func fiveHundredConcurrentRequests() async {
+        defer { f.close() }
+        var cells: [(Cell<Bytes, Bytes>, EventLog<Bytes, Bytes>)] = []
+        for _ in 0..<500 {
+            let c = f.cell()
+            f.load(c.0, http("/bytes/1000"))
+            cells.append(c)
+        }
+        var loaded = 0
+        for (_, log) in cells where response(await log.untilSettled())?.body.count == 1000 {
+            loaded += 1
+        }
+        #expect(loaded == 500)
+    }
+
+    @Test func postSendsTheBodyAndHeaders() async {
+        defer { f.close() }
+        let request = HTTPRequest(method: "POST", url: TestServer.shared.url("/echo"), headers: ["X-Test: yes"],
+                                  body: Array("payload".utf8))
+        let text = String(decoding: response(await f.run(request.encoded()))?.body ?? [], as: UTF8.self)
+        #expect(text.hasPrefix("POST /echo"))
+        #expect(text.contains("X-Test: yes"))
+        #expect(text.hasSuffix("payload"))
+    }
+
+    @Test func aBodyOverTheLimitIsTooBig() async {
+        defer { f.close() }
+        let request = HTTPRequest(url: TestServer.shared.url("/bytes/100000"), maxBody: 1000)
+        #expect(await f.run(request.encoded()).last?.state.error?.code == ResultCode.tooBig.rawValue)
+    }
+}
+
+private func exec(_ argv: String...) -> Bytes {
+    ExecRequest(argv: argv).encoded()
+}
+
+@Suite(.timeLimit(.minutes(2)))
+struct ExecLoaderTests {
+    @Test func aCommandThatSucceedsGivesItsStdout() async throws {
+        let f = try LoaderFixture { ExecLoader(id: $0) }
+        defer { f.close() }
+        let last = await f.run(exec("sh", "-c", "echo hello; echo noise >&2")).last!
+        #expect(last.state.value == Array("hello\n".utf8))
+    }
+
+    @Test func aCommandThatFailsGivesItsStatusAndStderr() async throws {
+        let f = try LoaderFixture { ExecLoader(id: $0) }
+        defer { f.close() }
+        let error = await f.run(exec("sh", "-c", "echo broken >&2; exit 3")).last?.state.error
+        #expect(error?.domain == .exit)
+        #expect(error?.code == 3)
+        #expect(error?.message == "broken\n")
+    }
+
+    @Test func aMissingProgramIsAnOSError() async throws {
+        let f = try LoaderFixture { ExecLoader(id: $0) }
+        defer { f.close() }
+        let error = await f.run(exec("/nonexistent/program")).last?.state.error
+        #expect(error?.domain == .os)
+        #expect(error?.code == ENOENT)
+    }
+
+    @Test func linesStreamAsPartialValues() async throws {
+        let f = try LoaderFixture { ExecLoader(id: $0, options: .init(streamLines: true)) }
+        defer { f.close() }
+        let events = await f.run(exec("sh", "-c", "echo a; sleep 0.05; echo b"))
+        let partials = events.filter { $0.state.isPartial }.compactMap(\.state.value)
+        #expect(partials.first == Array("a\n".utf8))
+        #expect(events.last?.state.value == Array("a\nb\n".utf8))
+    }
+
+    @Test func fiftyMegabytesOfOutput() async throws {
+        let f = try LoaderFixture { ExecLoader(id: $0) }
+        defer { f.close() }
+        let last = await f.run(exec("head", "-c", "52428800", "/dev/zero")).last!
+        #expect(last.state.value?.count == 52_428_800)
+    }
+
+    @Test func aCommandIgnoringSIGTERMIsKilledAfterTheGracePeriod() async throws {
+        let f = try LoaderFixture { ExecLoader(id: $0, options: .init(streamLines: true, killGraceMs: 50)) }
+        defer { f.close() }
+        let (cell, log) = f.cell()
+        f.load(cell, exec("sh", "-c", "trap '' TERM; echo $$; while true; do sleep 0.01; done"))
+        _ = await log.next()
+        let pidLine = await log.next()
+        let pid = pid_t(String(decoding: pidLine.state.value ?? [], as: UTF8.self).split(separator: "\n")[0]) ?? 0
+        #expect(pid > 0)
+        f.runtime.loop.execute { cell.cancel() }
+        #expect(await log.next().isCancelled)
+        // The process group is killed and reaped: the pid disappears.
+        let deadline = Clock.monotonicMs() + 10_000
+        while kill(pid, 0) == 0 && Clock.monotonicMs() < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(kill(pid, 0) == -1 && errno == ESRCH)
+    }
+}
+
+@Suite(.timeLimit(.minutes(1)))
+struct FileLoaderTests {
+    private func temporaryFile(_ contents: Bytes) -> String {
+        var template = Array("/tmp/loadstate-test-XXXXXX".utf8CString)
+        let fd = mkstemp(&template)
+        contents.withUnsafeBytes { _ = write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+        return String(cString: template)
+    }
+
+    @Test func aFileIsReadWithProgressInBytes() async throws {
+        let f = try LoaderFixture { FileLoader(id: $0, options: .init(chunkSize: 4096)) }
+        defer { f.close() }
+        let contents = Bytes((0..<100_000).map { UInt8($0 % 251) })
+        let path = temporaryFile(contents)
+        defer { unlink(path) }
+        let events = await f.run(Array(path.utf8))
+        #expect(events.last?.state.value == contents)
+        let progress = events.filter { $0.type == .progress }
+        #expect(progress.count > 10)
+        #expect(progress.allSatisfy { $0.progressTotal == 100_000 })
+        #expect(progress.last?.progressDone == 100_000)
+    }
+
+    @Test func aMissingFileIsAnOSErrorNamingThePath() async throws {
+        let f = try LoaderFixture { FileLoader(id: $0) }
+        defer { f.close() }
+        let error = await f.run(Array("/nonexistent/file".utf8)).last?.state.error
+        #expect(error?.domain == .os)
+        #expect(error?.code == ENOENT)
+        #expect(error?.message?.contains("/nonexistent/file") == true)
+    }
+
+    @Test func aDirectoryCannotBeRead() async throws {
+        let f = try LoaderFixture { FileLoader(id: $0) }
+        defer { f.close() }
+        let error = await f.run(Array("/tmp".utf8)).last?.state.error
+        #expect(error?.domain == .os)
+        #expect(error?.code == EISDIR)
+    }
+
+    @Test func aFileOverTheLimitIsTooBig() async throws {
+        let f = try LoaderFixture { FileLoader(id: $0, options: .init(maxSize: 10)) }
+        defer { f.close() }
+        let path = temporaryFile(Bytes(repeating: 1, count: 100))
+        defer { unlink(path) }
+        let error = await f.run(Array(path.utf8)).last?.state.error
+        #expect(error?.code == ResultCode.tooBig.rawValue)
+    }
+}

@@ -1,0 +1,52 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The local HTTP server of `Tests/support/http_server.py`, started once
+/// for the loader tests. It stops when the test process exits (its stdin
+/// closes).
+final class TestServer: @unchecked Sendable {
+    static let shared = TestServer()
+
+    let port: Int
+    private let stdinWrite: Int32
+
+    private init() {
+        var toChild: [Int32] = [0, 0]
+        var fromChild: [Int32] = [0, 0]
+        pipe(&toChild)
+        pipe(&fromChild)
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        posix_spawn_file_actions_adddup2(&actions, toChild[0], 0)
+        posix_spawn_file_actions_adddup2(&actions, fromChild[1], 1)
+        posix_spawn_file_actions_addclose(&actions, toChild[1])
+        posix_spawn_file_actions_addclose(&actions, fromChild[0])
+        let script = TestServer.repositoryRoot + "/Tests/support/http_server.py"
+        let argv: [UnsafeMutablePointer<CChar>?] = [strdup("python3"), strdup(script), nil]
+        var pid: pid_t = 0
+        let rc = posix_spawnp(&pid, "python3", &actions, nil, argv, environ)
+        precondition(rc == 0, "cannot start the test server")
+        for a in argv { free(a) }
+        close(toChild[0])
+        close(fromChild[1])
+        stdinWrite = toChild[1]
+        var line: [UInt8] = []
+        var byte: UInt8 = 0
+        while read(fromChild[0], &byte, 1) == 1, byte != 10 { line.append(byte) }
+        close(fromChild[0])
+        port = Int(String(decoding: line, as: UTF8.self)) ?? 0
+        precondition(port > 0, "the test server gave no port")
+    }
+
+    func url(_ path: String) -> String {
+        "http://127.0.0.1:\(port)\(path)"
+    }
+
+    /// The repository root, from this file's path.
+    static var repositoryRoot: String {
+        var parts = #filePath.split(separator: "/", omittingEmptySubsequences: false)
+        parts.removeLast(3)
+        return parts.joined(separator: "/")
+    }
+}

@@ -1,0 +1,611 @@
+/* harness.c — the runner and the fixtures declared in harness.h. */
+#include "harness.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------------ */
+/* Registration and the runner                                         */
+/* ------------------------------------------------------------------ */
+
+#define MAX_TESTS 512
+
+static struct {
+  const char *name;
+  test_fn fn;
+} tests[MAX_TESTS];
+static size_t test_total;
+
+static const char *current_test = "(none)";
+static atomic_int failures;
+static atomic_int reported;
+
+void test_register(const char *name, test_fn fn) {
+  if (test_total == MAX_TESTS) {
+    fprintf(stderr, "harness: too many tests\n");
+    abort();
+  }
+  tests[test_total].name = name;
+  tests[test_total].fn = fn;
+  test_total++;
+}
+
+bool test_slow(void) {
+  const char *v = getenv("LDS_TEST_SLOW");
+  return v != NULL && *v != '\0' && strcmp(v, "0") != 0;
+}
+
+static bool env_flag(const char *name) {
+  const char *v = getenv(name);
+  return v != NULL && *v != '\0' && strcmp(v, "0") != 0;
+}
+
+static unsigned test_timeout_s(void) { return test_slow() ? 600 : 60; }
+
+static bool selected(const char *name, int argc, char **argv) {
+  if (argc <= 1) return true;
+  for (int i = 1; i < argc; i++)
+    if (strstr(name, argv[i]) != NULL) return true;
+  return false;
+}
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
+}
+
+static void on_alarm(int sig) {
+  (void)sig;
+  static const char prefix[] = "FAIL: timed out in ";
+  if (write(2, prefix, sizeof prefix - 1) < 0 ||
+      write(2, current_test, strlen(current_test)) < 0 || write(2, "\n", 1) < 0) {
+    _exit(3);
+  }
+  _exit(3);
+}
+
+/* Runs one test in this process; true when it passed. */
+static bool run_here(size_t i) {
+  current_test = tests[i].name;
+  atomic_store(&failures, 0);
+  atomic_store(&reported, 0);
+  signal(SIGALRM, on_alarm);
+  alarm(test_timeout_s());
+  tests[i].fn();
+  alarm(0);
+  return atomic_load(&failures) == 0;
+}
+
+/* Runs one test in a child process; true when it passed. */
+static bool run_forked(size_t i, char *why, size_t why_len) {
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = fork();
+  if (pid < 0) {
+    snprintf(why, why_len, "fork: %s", strerror(errno));
+    return false;
+  }
+  if (pid == 0) {
+    bool ok = run_here(i);
+    fflush(stdout);
+    fflush(stderr);
+    exit(ok ? 0 : 1);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) {
+      snprintf(why, why_len, "waitpid: %s", strerror(errno));
+      return false;
+    }
+  }
+  if (WIFEXITED(status)) {
+    int code = WEXITSTATUS(status);
+    if (code == 0) return true;
+    if (code == 1) snprintf(why, why_len, "checks failed");
+    else if (code == 3) snprintf(why, why_len, "timed out");
+    else snprintf(why, why_len, "exit status %d", code);
+    return false;
+  }
+  if (WIFSIGNALED(status)) {
+    snprintf(why, why_len, "killed by signal %d (%s)", WTERMSIG(status),
+             strsignal(WTERMSIG(status)));
+    return false;
+  }
+  snprintf(why, why_len, "unexpected wait status %d", status);
+  return false;
+}
+
+int main(int argc, char **argv) {
+  if (argc > 1 && strcmp(argv[1], "--list") == 0) {
+    for (size_t i = 0; i < test_total; i++) printf("%s\n", tests[i].name);
+    return 0;
+  }
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  bool fork_each = !env_flag("LDS_TEST_NOFORK");
+  int passed = 0, failed = 0;
+  for (size_t i = 0; i < test_total; i++) {
+    if (!selected(tests[i].name, argc, argv)) continue;
+    char why[160] = "checks failed";
+    double start = now_ms();
+    bool ok = fork_each ? run_forked(i, why, sizeof why) : run_here(i);
+    double took = now_ms() - start;
+    if (ok) {
+      passed++;
+      printf("ok   %-64s %8.1f ms\n", tests[i].name, took);
+    } else {
+      failed++;
+      printf("FAIL %-64s %8.1f ms  %s\n", tests[i].name, took, why);
+    }
+  }
+  printf("%d passed, %d failed\n", passed, failed);
+  return failed == 0 ? 0 : 1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Checks                                                              */
+/* ------------------------------------------------------------------ */
+
+_Thread_local int harness_in_call;
+
+void check_fail(const char *file, int line, const char *fmt, ...) {
+  atomic_fetch_add(&failures, 1);
+  if (atomic_fetch_add(&reported, 1) >= 40) return;
+  char message[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(message, sizeof message, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "  %s: %s:%d: %s\n", current_test, file, line, message);
+}
+
+void callback_enter(const char *what) {
+  if (harness_in_call > 0)
+    check_fail(__FILE__, __LINE__, "a %s callback ran inside the library call that caused it", what);
+}
+
+void check_str(const char *file, int line, const char *expr, const char *got,
+               const char *want) {
+  if (got == NULL && want == NULL) return;
+  if (got == NULL || want == NULL || strcmp(got, want) != 0)
+    check_fail(file, line, "%s is \"%s\", expected \"%s\"", expr,
+               got ? got : "(null)", want ? want : "(null)");
+}
+
+void check_bytes(const char *file, int line, const char *expr, const void *ptr,
+                 size_t len, const char *want) {
+  size_t want_len = strlen(want);
+  if (ptr == NULL) {
+    check_fail(file, line, "%s is NULL, expected \"%s\"", expr, want);
+  } else if (len != want_len || memcmp(ptr, want, len) != 0) {
+    check_fail(file, line, "%s is \"%.*s\" (%zu bytes), expected \"%s\"", expr,
+               (int)(len > 64 ? 64 : len), (const char *)ptr, len, want);
+  }
+}
+
+/* ------------------------------------------------------------------ */
+/* Waiting                                                             */
+/* ------------------------------------------------------------------ */
+
+/* Recursive, so that accessors may be called inside WAIT_FOR conditions. */
+static pthread_mutex_t lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+static pthread_cond_t cond;
+static pthread_once_t cond_once = PTHREAD_ONCE_INIT;
+
+static void cond_setup(void) {
+  pthread_condattr_t attr;
+  pthread_condattr_init(&attr);
+  pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+  pthread_cond_init(&cond, &attr);
+  pthread_condattr_destroy(&attr);
+}
+
+void harness_lock(void) {
+  pthread_once(&cond_once, cond_setup);
+  pthread_mutex_lock(&lock);
+}
+
+void harness_unlock(void) { pthread_mutex_unlock(&lock); }
+
+void harness_notify(void) { pthread_cond_broadcast(&cond); }
+
+struct timespec harness_deadline(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  ts.tv_sec += test_slow() ? 120 : 10;
+  return ts;
+}
+
+bool harness_past(const struct timespec *deadline) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return now.tv_sec > deadline->tv_sec ||
+         (now.tv_sec == deadline->tv_sec && now.tv_nsec >= deadline->tv_nsec);
+}
+
+bool harness_wait(const struct timespec *deadline) {
+  int rc = pthread_cond_timedwait(&cond, &lock, deadline);
+  return rc != ETIMEDOUT || !harness_past(deadline);
+}
+
+bool poll_dispatch(lds_runtime *rt, const struct timespec *deadline) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  long long left = (long long)(deadline->tv_sec - now.tv_sec) * 1000 +
+                   (deadline->tv_nsec - now.tv_nsec) / 1000000;
+  if (left <= 0) return false;
+  int fd = lds_runtime_fd(rt);
+  if (fd < 0) {
+    check_fail(__FILE__, __LINE__, "lds_runtime_fd returned %d", fd);
+    return false;
+  }
+  struct pollfd p = {.fd = fd, .events = POLLIN};
+  int n = poll(&p, 1, (int)(left > 1000 ? 1000 : left));
+  if (n < 0 && errno != EINTR) {
+    check_fail(__FILE__, __LINE__, "poll: %s", strerror(errno));
+    return false;
+  }
+  int ran = lds_runtime_dispatch(rt, 0);
+  if (ran < 0) {
+    check_fail(__FILE__, __LINE__, "lds_runtime_dispatch returned %d", ran);
+    return false;
+  }
+  return true;
+}
+
+/* ------------------------------------------------------------------ */
+/* Runtimes                                                            */
+/* ------------------------------------------------------------------ */
+
+lds_runtime *rt_new(uint32_t delivery) {
+  lds_runtime_options opts = LDS_RUNTIME_OPTIONS_INIT;
+  opts.delivery = delivery;
+  lds_runtime *rt = NULL;
+  CHECK_RC(lds_runtime_new(&opts, &rt), LDS_OK);
+  if (rt == NULL) {
+    fprintf(stderr, "  %s: cannot create a runtime\n", current_test);
+    exit(2);
+  }
+  return rt;
+}
+
+void rt_free(lds_runtime *rt) {
+  int rc = lds_runtime_free(rt);
+  if (rc != LDS_OK) check_fail(__FILE__, __LINE__, "lds_runtime_free returned %d", rc);
+}
+
+/* ------------------------------------------------------------------ */
+/* Recorder                                                            */
+/* ------------------------------------------------------------------ */
+
+static void *copy_or_null(const void *p, size_t len) {
+  if (p == NULL) return NULL;
+  void *copy = malloc(len ? len : 1);
+  if (copy == NULL) abort();
+  memcpy(copy, p, len);
+  return copy;
+}
+
+void rec_init(recorder *rec, lds_runtime *rt) {
+  memset(rec, 0, sizeof *rec);
+  rec->rt = rt;
+}
+
+void rec_destroy(recorder *rec) {
+  harness_lock();
+  for (size_t i = 0; i < rec->count; i++) {
+    rec_event *e = rec->events[i];
+    free((void *)e->ev.value);
+    free((void *)e->ev.request);
+    free((void *)e->ev.error_message);
+    free(e);
+  }
+  free(rec->events);
+  rec->events = NULL;
+  rec->count = rec->capacity = 0;
+  harness_unlock();
+}
+
+void rec_on_event(const lds_event *event, void *user_data) {
+  callback_enter("cell event");
+  recorder *rec = user_data;
+  rec_event *e = malloc(sizeof *e);
+  if (e == NULL) abort();
+  e->ev = *event;
+  e->ev.value = copy_or_null(event->value, event->value_len);
+  e->ev.request = copy_or_null(event->request, event->request_len);
+  e->ev.error_message = event->error_message ? strdup(event->error_message) : NULL;
+  e->thread = pthread_self();
+  harness_lock();
+  if (rec->closed)
+    check_fail(__FILE__, __LINE__, "event seq %llu of cell %llu after its recorder was closed",
+               (unsigned long long)event->seq, (unsigned long long)event->cell);
+  if (event->seq != rec->last_seq + 1)
+    check_fail(__FILE__, __LINE__, "cell %llu: event seq %llu after seq %llu",
+               (unsigned long long)event->cell, (unsigned long long)event->seq,
+               (unsigned long long)rec->last_seq);
+  rec->last_seq = event->seq;
+  if (rec->count == rec->capacity) {
+    rec->capacity = rec->capacity ? rec->capacity * 2 : 16;
+    rec->events = realloc(rec->events, rec->capacity * sizeof *rec->events);
+    if (rec->events == NULL) abort();
+  }
+  rec->events[rec->count++] = e;
+  harness_notify();
+  harness_unlock();
+  if (rec->action != NULL) rec->action(rec, event);
+}
+
+size_t rec_count(recorder *rec) {
+  harness_lock();
+  size_t n = rec->count;
+  harness_unlock();
+  return n;
+}
+
+const lds_event *rec_at(recorder *rec, size_t i) {
+  harness_lock();
+  const lds_event *e = i < rec->count ? &rec->events[i]->ev : NULL;
+  harness_unlock();
+  return e;
+}
+
+pthread_t rec_thread(recorder *rec, size_t i) {
+  harness_lock();
+  pthread_t t = i < rec->count ? rec->events[i]->thread : (pthread_t)0;
+  harness_unlock();
+  return t;
+}
+
+const lds_event *rec_last(recorder *rec) {
+  harness_lock();
+  const lds_event *e = rec->count ? &rec->events[rec->count - 1]->ev : NULL;
+  harness_unlock();
+  return e;
+}
+
+void rec_close(recorder *rec) {
+  harness_lock();
+  rec->closed = true;
+  harness_unlock();
+}
+
+lds_id cell_new(lds_runtime *rt, recorder *rec) {
+  lds_id id = 0;
+  CHECK_RC(lds_loadable_new(rt, rec_on_event, rec, &id), LDS_OK);
+  CHECK(id != 0);
+  return id;
+}
+
+lds_id process_new(lds_runtime *rt, recorder *rec) {
+  lds_id id = 0;
+  CHECK_RC(lds_process_new(rt, rec_on_event, rec, &id), LDS_OK);
+  CHECK(id != 0);
+  return id;
+}
+
+void check_state(const char *file, int line, const lds_event *e, uint64_t seq,
+                 int32_t status, uint32_t flags) {
+  if (e == NULL) {
+    check_fail(file, line, "no event (expected seq %llu)", (unsigned long long)seq);
+    return;
+  }
+  if (e->type != LDS_EVENT_STATE) check_fail(file, line, "event type %u, expected STATE", e->type);
+  if (e->seq != seq)
+    check_fail(file, line, "seq %llu, expected %llu", (unsigned long long)e->seq,
+               (unsigned long long)seq);
+  if (e->status != status) check_fail(file, line, "status %d, expected %d", e->status, status);
+  if (e->flags != flags) check_fail(file, line, "flags 0x%x, expected 0x%x", e->flags, flags);
+  if (e->updated_at_ms == 0) check_fail(file, line, "updated_at_ms is 0");
+  if (e->status != LDS_LOADED && (e->value != NULL || e->value_len != 0))
+    check_fail(file, line, "status %d carries a value", e->status);
+  if (e->status != LDS_ERROR && e->status != LDS_FAILED &&
+      (e->error_domain != 0 || e->error_message != NULL))
+    check_fail(file, line, "status %d carries an error (domain %d)", e->status, e->error_domain);
+}
+
+/* ------------------------------------------------------------------ */
+/* Host loader                                                         */
+/* ------------------------------------------------------------------ */
+
+static void host_start(lds_runtime *rt, lds_id job, const void *request, size_t request_len,
+                       void *loader_data) {
+  callback_enter("loader start");
+  host *h = loader_data;
+  if (rt != h->rt) check_fail(__FILE__, __LINE__, "loader start got another runtime");
+  if (job == 0) check_fail(__FILE__, __LINE__, "loader start got job id 0");
+  harness_lock();
+  if (h->closed) check_fail(__FILE__, __LINE__, "loader start after the loader was closed");
+  if (h->starts == h->capacity) {
+    h->capacity = h->capacity ? h->capacity * 2 : 16;
+    h->jobs = realloc(h->jobs, h->capacity * sizeof *h->jobs);
+    if (h->jobs == NULL) abort();
+  }
+  host_job *j = &h->jobs[h->starts++];
+  j->job = job;
+  j->request = copy_or_null(request, request_len);
+  j->request_len = request_len;
+  j->request_null = request == NULL;
+  j->thread = pthread_self();
+  host_start_fn on_start = h->on_start;
+  harness_notify();
+  harness_unlock();
+  if (on_start != NULL) on_start(h, job, request, request_len);
+  harness_lock();
+  h->started++;
+  harness_notify();
+  harness_unlock();
+}
+
+static void host_free_data(void *data) {
+  callback_enter("loader free_data");
+  host *h = data;
+  harness_lock();
+  h->free_data_calls++;
+  h->free_data_thread = pthread_self();
+  harness_notify();
+  harness_unlock();
+}
+
+lds_id host_new(lds_runtime *rt, host *h, host_start_fn on_start) {
+  memset(h, 0, sizeof *h);
+  h->rt = rt;
+  h->on_start = on_start;
+  CHECK_RC(lds_loader_new(rt, host_start, h, host_free_data, &h->id), LDS_OK);
+  CHECK(h->id != 0);
+  return h->id;
+}
+
+void host_destroy(host *h) {
+  harness_lock();
+  for (size_t i = 0; i < h->starts; i++) free(h->jobs[i].request);
+  free(h->jobs);
+  h->jobs = NULL;
+  h->starts = h->capacity = 0;
+  harness_unlock();
+}
+
+void host_set_start(host *h, host_start_fn on_start) {
+  harness_lock();
+  h->on_start = on_start;
+  harness_unlock();
+}
+
+lds_id host_job_at(host *h, size_t i) {
+  harness_lock();
+  lds_id job = i < h->starts ? h->jobs[i].job : 0;
+  harness_unlock();
+  return job;
+}
+
+const host_job *host_job_info(host *h, size_t i) {
+  harness_lock();
+  const host_job *j = i < h->starts ? &h->jobs[i] : NULL;
+  harness_unlock();
+  return j;
+}
+
+void host_succeed_echo(host *h, lds_id job, const void *request, size_t len) {
+  CHECK_RC(lds_job_succeed(h->rt, job, request, len), LDS_OK);
+}
+
+void host_fail(host *h, lds_id job, const void *request, size_t len) {
+  (void)request;
+  (void)len;
+  CHECK_RC(lds_job_fail(h->rt, job, 1, "failed"), LDS_OK);
+}
+
+/* ------------------------------------------------------------------ */
+/* Cancel-hook log                                                     */
+/* ------------------------------------------------------------------ */
+
+static void hook_run(lds_id job, void *data) {
+  callback_enter("cancel hook");
+  hook_slot *slot = data;
+  hook_log *log = slot->log;
+  harness_lock();
+  if (log->count == HOOK_LOG_MAX) {
+    check_fail(__FILE__, __LINE__, "hook log full");
+  } else {
+    hook_entry *e = &log->entries[log->count++];
+    e->job = job;
+    e->tag = slot->tag;
+    e->thread = pthread_self();
+  }
+  harness_notify();
+  harness_unlock();
+}
+
+int hook_add(lds_runtime *rt, lds_id job, hook_log *log, int tag) {
+  harness_lock();
+  if (log->registered == HOOK_LOG_MAX) {
+    harness_unlock();
+    check_fail(__FILE__, __LINE__, "hook log full");
+    return LDS_ENOMEM;
+  }
+  hook_slot *slot = &log->slots[log->registered++];
+  slot->log = log;
+  slot->tag = tag;
+  harness_unlock();
+  return lds_job_on_cancel(rt, job, hook_run, slot);
+}
+
+size_t hook_count(hook_log *log, lds_id job) {
+  size_t n = 0;
+  harness_lock();
+  for (size_t i = 0; i < log->count; i++)
+    if (log->entries[i].job == job) n++;
+  harness_unlock();
+  return n;
+}
+
+/* ------------------------------------------------------------------ */
+/* Fixture                                                             */
+/* ------------------------------------------------------------------ */
+
+void fixture_init(fixture *f, uint32_t delivery, host_start_fn on_start) {
+  memset(f, 0, sizeof *f);
+  f->rt = rt_new(delivery);
+  rec_init(&f->rec, f->rt);
+  f->cell = cell_new(f->rt, &f->rec);
+  f->loader = host_new(f->rt, &f->h, on_start);
+}
+
+void fixture_finish(fixture *f) {
+  rt_free(f->rt);
+  harness_lock();
+  if (f->h.free_data_calls != 1)
+    check_fail(__FILE__, __LINE__, "free_data ran %d times by the end of lds_runtime_free",
+               f->h.free_data_calls);
+  f->rec.closed = true;
+  f->h.closed = true;
+  harness_unlock();
+  rec_destroy(&f->rec);
+  host_destroy(&f->h);
+}
+
+int fx_load(fixture *f, const char *request, const lds_load_options *opts) {
+  return lds_loadable_load(f->rt, f->cell, f->loader, request, strlen(request), opts);
+}
+
+int fx_set_loaded(fixture *f, const char *value) {
+  return lds_loadable_set_loaded(f->rt, f->cell, value, strlen(value));
+}
+
+int fx_succeed(fixture *f, lds_id job, const char *value) {
+  return lds_job_succeed(f->rt, job, value, strlen(value));
+}
+
+int fx_yield(fixture *f, lds_id job, const char *value) {
+  return lds_job_yield(f->rt, job, value, strlen(value));
+}
+
+/* ------------------------------------------------------------------ */
+/* Helpers                                                             */
+/* ------------------------------------------------------------------ */
+
+pthread_t thread_start(void *(*fn)(void *), void *arg) {
+  pthread_t t;
+  int rc = pthread_create(&t, NULL, fn, arg);
+  if (rc != 0) {
+    fprintf(stderr, "  %s: pthread_create: %s\n", current_test, strerror(rc));
+    exit(2);
+  }
+  return t;
+}
+
+void thread_join(pthread_t thread) { pthread_join(thread, NULL); }
+
+uint64_t wall_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}

@@ -279,11 +279,14 @@ struct CoreSemanticsTests {
     @Test func timeoutCancelsTheJobAndShowsTimedOut() async throws {
         let f = try CoreFixture()
         defer { f.close() }
+        let hooked = Locked(false)
+        // Registered as the job starts, before the timer can fire.
+        f.loader.onStart = { job, runtime in
+            _ = runtime.onCancel(job: job, of: Job<String, String>.self) { hooked.withLock { $0 = true } }
+        }
         f.load("q", options: LoadOptions(timeoutMs: 20))
         _ = await f.log.next()
-        let job = await f.loader.nextJob()
-        let hooked = Locked(false)
-        _ = f.runtime.onCancel(job: job, of: Job<String, String>.self) { hooked.withLock { $0 = true } }
+        _ = await f.loader.nextJob()
         let event = await f.log.next()
         #expect(event.state.status == .error)
         #expect(event.state.error == LoadError(.timedOut))

@@ -127,21 +127,17 @@ private func mallocCopy(_ bytes: Bytes) -> UnsafeMutableRawPointer? {
 /// The observer of a C cell: turns core events into `lds_event` calls on
 /// the delivery thread, skipping them once the cell is freed.
 func makeObserver(callback: lds_event_fn, userData: UnsafeMutableRawPointer?, flavor: CellFlavor,
-                  runtime: Runtime, cell: CellRef) -> (CellEvent<Bytes, Bytes>) -> Void {
+                  runtime: Runtime) -> (ByteCell, CellEvent<Bytes, Bytes>) -> Void {
     if runtime.delivery.mode == .loop {
-        return { event in
+        return { _, event in
             withCEvent(event, flavor: flavor) { callback($0, userData) }
         }
     }
-    return { event in
-        runtime.delivery.post(.notification) {
-            guard let cell = cell.cell, !cell.isFreed else { return }
+    let delivery = runtime.delivery
+    return { cell, event in
+        delivery.post(.notification) {
+            guard !cell.isFreed else { return }
             withCEvent(event, flavor: flavor) { callback($0, userData) }
         }
     }
-}
-
-/// A weak reference to a cell, for callbacks queued in POLL mode.
-final class CellRef: @unchecked Sendable {
-    weak var cell: ByteCell?
 }

@@ -21,10 +21,8 @@ func newCell(_ rt: OpaquePointer?, _ flavor: CellFlavor, _ onEvent: lds_event_fn
     guard let onEvent, let out else { return rt == nil ? LDS_EINVAL : LDS_EINVAL }
     return withRuntime(rt) { runtime in
         let id = runtime.table.makeID(flavor == .loadable ? .loadable : .process)
-        let ref = CellRef()
-        let observer = makeObserver(callback: onEvent, userData: userData, flavor: flavor, runtime: runtime, cell: ref)
+        let observer = makeObserver(callback: onEvent, userData: userData, flavor: flavor, runtime: runtime)
         let cell = ByteCell(id: id, flavor: flavor, runtime: runtime, observer: observer)
-        ref.cell = cell
         runtime.table.insert(cell)
         out.pointee = id
         return LDS_OK

@@ -13,8 +13,8 @@ final class EventLog<Value: Sendable, Request: Sendable>: @unchecked Sendable {
     }
 
     /// The observer to give the cell.
-    var observer: (Event) -> Void {
-        { [continuation] in continuation.yield($0) }
+    var observer: (Cell<Value, Request>, Event) -> Void {
+        { [continuation] _, event in continuation.yield(event) }
     }
 
     /// The next event.

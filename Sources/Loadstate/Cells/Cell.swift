@@ -11,7 +11,7 @@ protocol RuntimeResident: AnyObject {
 /// Lifecycle: created on any thread and inserted in the runtime's table;
 /// its operations run on the loop thread (`load`, `cancel`, `reset`,
 /// `setLoaded`, `setError`, `free`); it reports every event to `observer`
-/// on the loop thread. `markFreed` (any thread) stops all later events at
+/// on the loop thread, with itself (so observers need not keep the cell). `markFreed` (any thread) stops all later events at
 /// once; `free` (loop) then cancels the running job.
 ///
 /// One load is a *session*: its spec, the state to restore if it is
@@ -33,7 +33,7 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
 
     public let flavor: CellFlavor
     unowned(unsafe) let runtime: Runtime
-    private let observer: (CellEvent<Value, Request>) -> Void
+    private let observer: (Cell, CellEvent<Value, Request>) -> Void
     private let freed = Atomic<Bool>(false)
 
     // Guarded by the table lock.
@@ -52,7 +52,7 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     private var rng = SystemRandomNumberGenerator()
 
     public init(id: UInt64, flavor: CellFlavor, runtime: Runtime,
-                observer: @escaping (CellEvent<Value, Request>) -> Void) {
+                observer: @escaping (Cell, CellEvent<Value, Request>) -> Void) {
         self.flavor = flavor
         self.runtime = runtime
         self.observer = observer
@@ -388,6 +388,14 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
 
     private func timedOut() {
         guard let s = session else { return }
+        // libuv timers have millisecond granularity: never time out early.
+        let elapsedNs = uv_hrtime() - s.startedAtNs
+        let dueNs = UInt64(s.spec.options.timeoutMs) * 1_000_000
+        if elapsedNs < dueNs {
+            let wait = (dueNs - elapsedNs + 999_999) / 1_000_000
+            timer(&timeoutTimer).start(after: wait) { [unowned self] in timedOut() }
+            return
+        }
         failLoad(s.serial, with: LoadError(.timedOut, underlying: TimeoutError()))
     }
 
@@ -430,7 +438,7 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
                               stateChanged: changed && type == .state, isCancelled: cancelled,
                               elapsedMs: elapsedMs, progressDone: progress.0, progressTotal: progress.1)
         runtime.table.withLock { _ in published = event }
-        if !isFreed { observer(event) }
+        if !isFreed { observer(self, event) }
     }
 }
 

@@ -37,7 +37,7 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
         self.changing = changing
         mirror = Locked(Mirror(state: initial))
         core = Cell(id: runtime.table.makeID(flavor == .loadable ? .loadable : .process), flavor: flavor,
-                    runtime: runtime, observer: { relay.driver?.receive($0) })
+                    runtime: runtime, observer: { _, event in relay.driver?.receive(event) })
         relay.driver = self
         runtime.table.insert(core)
     }

@@ -34,7 +34,6 @@ final class WorkQueue: @unchecked Sendable {
     func takeAll() -> [WorkItem] {
         var batch = spare
         spare = []
-        batch.removeAll(keepingCapacity: true)
         state.withLock { s in
             swap(&s.items, &batch)
             if batch.isEmpty { s.wakePending = false }
@@ -43,7 +42,10 @@ final class WorkQueue: @unchecked Sendable {
     }
 
     /// Consumer: gives back a processed batch so its storage is reused.
+    /// The items are released now, not when the storage is next used.
     func recycle(_ batch: [WorkItem]) {
-        spare = batch
+        var emptied = batch
+        emptied.removeAll(keepingCapacity: true)
+        spare = emptied
     }
 }

@@ -1,0 +1,505 @@
+/*
+ * loads.c — throughput and latency of loads through a host loader, next to
+ * a raw libuv baseline, and the memory held by loads in flight.
+ *
+ *   usage: loads [loads] [cells] [rounds] [in_flight]
+ *          defaults: 200000 1024 5 100000
+ *
+ * 1. In flight: `in_flight` cells each start one load whose loader never
+ *    completes; VmRSS is read before the cells are created and once every
+ *    load has reached LOADING and its loader start has run.
+ *
+ * 2. Throughput, LDS_DELIVER_LOOP mode. The main thread issues `loads`
+ *    lds_loadable_load calls over `cells` cells used round-robin; a cell is
+ *    reused only after its previous load reached LOADED, so at most `cells`
+ *    loads are in flight. The loader's start function calls lds_job_succeed
+ *    inside the callback. Each load yields two cell events (LOADING,
+ *    LOADED) and one loader start callback. Latency is the time from the
+ *    lds_loadable_load call to the cell's LOADING event (the request
+ *    carries the load's index).
+ *
+ *    "timeout" repeats the run with lds_load_options.timeout_ms = 60000,
+ *    which never fires.
+ *
+ * 3. Baseline: the same number of messages through a mutex-protected queue,
+ *    woken with uv_async_send (only when the consumer is not already woken;
+ *    each wake-up drains the whole queue) and handed to a callback on a
+ *    libuv loop thread, with the same window of `cells` slots. One message
+ *    stands for one load.
+ *
+ * Every variant runs `rounds` times, interleaved; the summary gives medians.
+ */
+#include <loadstate.h>
+#include <uv.h>
+
+#include <malloc.h>
+#include <sys/resource.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void die(const char *what, int rc) {
+  fprintf(stderr, "loads: %s failed: %d (%s)\n", what, rc, rc < 0 ? lds_strerror(rc) : "");
+  exit(1);
+}
+
+#define CHECK(call)                   \
+  do {                                \
+    int rc_ = (call);                 \
+    if (rc_ != LDS_OK) die(#call, rc_); \
+  } while (0)
+
+static long rss_kib(void) {
+  FILE *f = fopen("/proc/self/status", "r");
+  char line[256];
+  long kib = -1;
+  if (!f) return -1;
+  while (fgets(line, sizeof line, f))
+    if (sscanf(line, "VmRSS: %ld kB", &kib) == 1) break;
+  fclose(f);
+  return kib;
+}
+
+/* ------------------------------------------------------------------ */
+/* Shared by every run: load indices, start times, latencies, window   */
+/* ------------------------------------------------------------------ */
+
+typedef struct slot {
+  lds_id cell;
+  uint64_t seq;       /* last event seq seen (delivery thread only) */
+  atomic_int busy;    /* a load on this slot has not reached LOADED yet */
+  char pad[64 - sizeof(lds_id) - sizeof(uint64_t) - sizeof(atomic_int)];
+} slot;
+
+static struct {
+  size_t loads, cells;
+  slot *slots;
+  uint64_t *started;  /* lds_loadable_load time per load */
+  uint64_t *latency;  /* LOADING time - started */
+  /* Delivery-thread counters. */
+  uint64_t events, starts, done, bad;
+  /* Completion and window hand-off. */
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  _Atomic(slot *) producer_waiting; /* the slot the producer sleeps on, or NULL */
+  atomic_bool finished;
+} B = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+
+/* Producer: waits until slot s is free, then marks it busy. */
+static void acquire_slot(slot *s) {
+  if (atomic_load(&s->busy)) {
+    for (int spin = 0; spin < 200 && atomic_load(&s->busy); spin++) __builtin_ia32_pause();
+    if (atomic_load(&s->busy)) {
+      pthread_mutex_lock(&B.mu);
+      atomic_store(&B.producer_waiting, s);
+      while (atomic_load(&s->busy)) pthread_cond_wait(&B.cv, &B.mu);
+      atomic_store(&B.producer_waiting, NULL);
+      pthread_mutex_unlock(&B.mu);
+    }
+  }
+  atomic_store(&s->busy, 1);
+}
+
+/* Consumer: frees slot s; counts the load; wakes the producer or main when needed. */
+static void release_slot(slot *s) {
+  atomic_store(&s->busy, 0);
+  bool last = ++B.done == B.loads;
+  if (last) atomic_store(&B.finished, true);
+  if (last || atomic_load(&B.producer_waiting) == s) {
+    pthread_mutex_lock(&B.mu);
+    pthread_cond_broadcast(&B.cv);
+    pthread_mutex_unlock(&B.mu);
+  }
+}
+
+static void wait_finished(void) {
+  pthread_mutex_lock(&B.mu);
+  while (!atomic_load(&B.finished)) pthread_cond_wait(&B.cv, &B.mu);
+  pthread_mutex_unlock(&B.mu);
+}
+
+static void reset_run(void) {
+  B.events = B.starts = B.done = B.bad = 0;
+  atomic_store(&B.finished, false);
+  for (size_t i = 0; i < B.cells; i++) {
+    atomic_store(&B.slots[i].busy, 0);
+    B.slots[i].seq = 0;
+  }
+}
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+typedef struct result {
+  double seconds;
+  double p50_us, p99_us;
+  double cpu_us; /* CPU time of the whole process (every thread) per load */
+} result;
+
+static double cpu_seconds(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+static result finish_result(uint64_t t0, uint64_t t1, double cpu0) {
+  result r = {.seconds = (double)(t1 - t0) / 1e9, .cpu_us = (cpu_seconds() - cpu0) * 1e6 / (double)B.loads};
+  qsort(B.latency, B.loads, sizeof *B.latency, cmp_u64);
+  r.p50_us = (double)B.latency[B.loads / 2] / 1e3;
+  r.p99_us = (double)B.latency[(B.loads * 99) / 100] / 1e3;
+  return r;
+}
+
+/* ------------------------------------------------------------------ */
+/* loadstate                                                           */
+/* ------------------------------------------------------------------ */
+
+static void start_succeed(lds_runtime *rt, lds_id job, const void *request, size_t len, void *data) {
+  (void)data;
+  B.starts++;
+  int rc = lds_job_succeed(rt, job, request, len);
+  if (rc != LDS_OK) die("lds_job_succeed", rc);
+}
+
+static void on_event(const lds_event *e, void *user_data) {
+  slot *s = user_data;
+  B.events++;
+  if (e->seq != s->seq + 1 || e->request_len != sizeof(uint64_t)) B.bad++;
+  s->seq = e->seq;
+  uint64_t index;
+  memcpy(&index, e->request, sizeof index);
+  if (e->type != LDS_EVENT_STATE || index >= B.loads) {
+    B.bad++;
+    return;
+  }
+  if (e->status == LDS_LOADING) {
+    B.latency[index] = now_ns() - B.started[index];
+  } else if (e->status == LDS_LOADED) {
+    release_slot(s);
+  } else {
+    B.bad++;
+  }
+}
+
+static result run_loadstate(uint32_t timeout_ms) {
+  lds_runtime *rt;
+  lds_id loader;
+  CHECK(lds_runtime_new(NULL, &rt));
+  CHECK(lds_loader_new(rt, start_succeed, NULL, NULL, &loader));
+  for (size_t i = 0; i < B.cells; i++) CHECK(lds_loadable_new(rt, on_event, &B.slots[i], &B.slots[i].cell));
+  reset_run();
+  lds_load_options opts = LDS_LOAD_OPTIONS_INIT;
+  opts.timeout_ms = timeout_ms;
+
+  double cpu0 = cpu_seconds();
+  uint64_t t0 = now_ns();
+  for (uint64_t i = 0; i < B.loads; i++) {
+    slot *s = &B.slots[i % B.cells];
+    acquire_slot(s);
+    B.started[i] = now_ns();
+    int rc = lds_loadable_load(rt, s->cell, loader, &i, sizeof i, timeout_ms ? &opts : NULL);
+    if (rc != LDS_OK) die("lds_loadable_load", rc);
+  }
+  wait_finished();
+  uint64_t t1 = now_ns();
+  result res = finish_result(t0, t1, cpu0);
+
+  CHECK(lds_runtime_free(rt));
+  if (B.events != 2 * B.loads || B.starts != B.loads || B.bad) {
+    fprintf(stderr, "loads: wrong events: %llu events, %llu starts, %llu bad for %zu loads\n",
+            (unsigned long long)B.events, (unsigned long long)B.starts, (unsigned long long)B.bad, B.loads);
+    exit(1);
+  }
+  return res;
+}
+
+/* ------------------------------------------------------------------ */
+/* Baseline: mutex-protected queue + uv_async_send + callback          */
+/* ------------------------------------------------------------------ */
+
+static struct {
+  uv_loop_t loop;
+  uv_async_t async;
+  pthread_mutex_t mu;
+  uint64_t *items, *spare;
+  size_t count, cap, spare_cap;
+  bool wake_pending, stop;
+} Q = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+/* The consumer's callback for one message: the counterpart of a cell event. */
+static void deliver(uint64_t index) {
+  B.events++;
+  B.latency[index] = now_ns() - B.started[index];
+  release_slot(&B.slots[index % B.cells]);
+}
+
+static void on_async(uv_async_t *handle) {
+  for (;;) {
+    pthread_mutex_lock(&Q.mu);
+    if (Q.count == 0) {
+      Q.wake_pending = false;
+      bool stop = Q.stop;
+      pthread_mutex_unlock(&Q.mu);
+      if (stop) uv_close((uv_handle_t *)handle, NULL);
+      return;
+    }
+    uint64_t *batch = Q.items;
+    size_t n = Q.count, cap = Q.cap;
+    Q.items = Q.spare;
+    Q.cap = Q.spare_cap;
+    Q.count = 0;
+    pthread_mutex_unlock(&Q.mu);
+    for (size_t i = 0; i < n; i++) deliver(batch[i]);
+    Q.spare = batch; /* only this thread swaps the spare back in, under the next lock */
+    Q.spare_cap = cap;
+  }
+}
+
+static void push(uint64_t value) {
+  pthread_mutex_lock(&Q.mu);
+  if (Q.count == Q.cap) {
+    Q.cap = Q.cap ? Q.cap * 2 : 1024;
+    Q.items = realloc(Q.items, Q.cap * sizeof *Q.items);
+    if (!Q.items) die("realloc", 0);
+  }
+  Q.items[Q.count++] = value;
+  bool wake = !Q.wake_pending;
+  Q.wake_pending = true;
+  pthread_mutex_unlock(&Q.mu);
+  if (wake) uv_async_send(&Q.async);
+}
+
+static void *loop_thread(void *arg) {
+  (void)arg;
+  uv_run(&Q.loop, UV_RUN_DEFAULT);
+  return NULL;
+}
+
+static result run_baseline(void) {
+  pthread_t thread;
+  if (uv_loop_init(&Q.loop) != 0 || uv_async_init(&Q.loop, &Q.async, on_async) != 0) die("libuv init", 0);
+  Q.stop = false;
+  if (pthread_create(&thread, NULL, loop_thread, NULL) != 0) die("pthread_create", 0);
+  reset_run();
+
+  double cpu0 = cpu_seconds();
+  uint64_t t0 = now_ns();
+  for (uint64_t i = 0; i < B.loads; i++) {
+    acquire_slot(&B.slots[i % B.cells]);
+    B.started[i] = now_ns();
+    push(i);
+  }
+  wait_finished();
+  uint64_t t1 = now_ns();
+  result res = finish_result(t0, t1, cpu0);
+
+  pthread_mutex_lock(&Q.mu);
+  Q.stop = true;
+  Q.wake_pending = true;
+  pthread_mutex_unlock(&Q.mu);
+  uv_async_send(&Q.async);
+  pthread_join(thread, NULL);
+  uv_loop_close(&Q.loop);
+  if (B.events != B.loads) die("baseline message count", 0);
+  return res;
+}
+
+/* ------------------------------------------------------------------ */
+/* Loads in flight                                                     */
+/* ------------------------------------------------------------------ */
+
+/* Delivery thread: every load reached LOADING and every loader start ran. */
+static void check_all_started(void) {
+  if (B.starts == B.loads && B.events == B.loads) {
+    pthread_mutex_lock(&B.mu);
+    atomic_store(&B.finished, true);
+    pthread_cond_broadcast(&B.cv);
+    pthread_mutex_unlock(&B.mu);
+  }
+}
+
+static void start_never(lds_runtime *rt, lds_id job, const void *request, size_t len, void *data) {
+  (void)rt, (void)job, (void)request, (void)len, (void)data;
+  B.starts++;
+  check_all_started();
+}
+
+static void on_loading(const lds_event *e, void *user_data) {
+  (void)user_data;
+  if (e->status != LDS_LOADING) B.bad++;
+  B.events++;
+  check_all_started();
+}
+
+static void in_flight(size_t n) {
+  long before = rss_kib();
+  lds_runtime *rt;
+  lds_id loader;
+  lds_id *cells = malloc(n * sizeof *cells);
+  if (!cells) die("malloc", 0);
+  CHECK(lds_runtime_new(NULL, &rt));
+  CHECK(lds_loader_new(rt, start_never, NULL, NULL, &loader));
+  size_t saved = B.loads;
+  B.loads = n; /* read by check_all_started */
+  reset_run();
+  for (size_t i = 0; i < n; i++) CHECK(lds_loadable_new(rt, on_loading, NULL, &cells[i]));
+  long with_cells = rss_kib();
+  uint64_t t0 = now_ns();
+  for (size_t i = 0; i < n; i++) CHECK(lds_loadable_load(rt, cells[i], loader, "x", 1, NULL));
+  wait_finished();
+  uint64_t t1 = now_ns();
+  long after = rss_kib();
+  uint64_t t2 = now_ns();
+  CHECK(lds_runtime_free(rt));
+  uint64_t t3 = now_ns();
+  long freed = rss_kib();
+  malloc_trim(0);
+  long trimmed = rss_kib();
+  if (B.bad) die("in-flight events", 0);
+  B.loads = saved;
+  free(cells);
+
+  double bytes = (double)after * 1024.0;
+  printf("in flight: %zu cells, one load each whose loader never completes; all LOADING after %.0f ms\n", n,
+         (double)(t1 - t0) / 1e6);
+  printf("  VmRSS: before %.1f MiB | %zu cells created %.1f MiB | all loads in flight %.1f MiB = %.1f MB\n",
+         (double)before / 1024.0, n, (double)with_cells / 1024.0, (double)after / 1024.0, bytes / 1e6);
+  printf("  per cell %.0f bytes, per load in flight %.0f bytes\n", (double)(with_cells - before) * 1024.0 / (double)n,
+         (double)(after - with_cells) * 1024.0 / (double)n);
+  printf("  lds_runtime_free with %zu jobs running: %.0f ms; VmRSS after it %.1f MiB, after malloc_trim %.1f MiB\n", n,
+         (double)(t3 - t2) / 1e6, (double)freed / 1024.0, (double)trimmed / 1024.0);
+  printf("  target < 100 MB RSS with 100k in flight: %s (%.1f MB, %.1f MiB)\n", bytes < 100e6 ? "met" : "MISSED",
+         bytes / 1e6, (double)after / 1024.0);
+}
+
+/* ------------------------------------------------------------------ */
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static void print_machine(void) {
+  char model[256] = "?", line[512];
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  if (f) {
+    while (fgets(line, sizeof line, f))
+      if (sscanf(line, "model name : %255[^\n]", model) == 1) break;
+    fclose(f);
+  }
+  time_t t = time(NULL);
+  char date[64];
+  strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&t));
+  printf("# %s, %ld cpus (%s), libloadstate %u.%u.%u, libuv %s\n", date, sysconf(_SC_NPROCESSORS_ONLN), model,
+         lds_version() >> 16, (lds_version() >> 8) & 0xff, lds_version() & 0xff, uv_version_string());
+}
+
+int main(int argc, char **argv) {
+  long loads = argc > 1 ? atol(argv[1]) : 200000;
+  long cells = argc > 2 ? atol(argv[2]) : 1024;
+  long rounds = argc > 3 ? atol(argv[3]) : 5;
+  long flight = argc > 4 ? atol(argv[4]) : 100000;
+  if (loads < 1 || cells < 1 || rounds < 1 || rounds > 99 || flight < 1) {
+    fprintf(stderr, "usage: %s [loads] [cells] [rounds] [in_flight]\n", argv[0]);
+    return 2;
+  }
+  if (cells > loads) cells = loads;
+  B.loads = (size_t)loads;
+  B.cells = (size_t)cells;
+  B.slots = aligned_alloc(64, B.cells * sizeof *B.slots);
+  B.started = calloc(B.loads, sizeof *B.started);
+  B.latency = calloc(B.loads, sizeof *B.latency);
+  if (!B.slots || !B.started || !B.latency) die("malloc", 0);
+  memset(B.slots, 0, B.cells * sizeof *B.slots);
+
+  printf("# command: make bench BENCH_ARGS=\"%ld %ld %ld %ld\"   (runs: build/loads %ld %ld %ld %ld)\n", loads, cells,
+         rounds, flight, loads, cells, rounds, flight);
+  print_machine();
+  printf("# loads through a host loader that succeeds inside its start callback, LOOP delivery;\n"
+         "# %ld cells round-robin (at most %ld loads in flight); events = cell events "
+         "(LOADING + LOADED, 2 per load);\n# callbacks = events + loader starts (3 per load); "
+         "latency = lds_loadable_load -> LOADING event.\n\n",
+         cells, cells);
+
+  in_flight((size_t)flight);
+  printf("\n");
+
+  enum { BASE, PLAIN, TIMEOUT, KINDS };
+  static const char *const names[KINDS] = {"libuv baseline", "loadstate", "loadstate+timeout"};
+  double rate[KINDS][100], p50[KINDS][100], p99[KINDS][100], cpu[KINDS][100];
+  printf("%-18s %5s %10s %10s %11s %8s %8s %11s\n", "run", "round", "loads/s", "events/s", "callbacks/s", "p50 us",
+         "p99 us", "cpu us/load");
+  for (int r = 0; r < rounds; r++) {
+    for (int k = 0; k < KINDS; k++) {
+      result res = k == BASE ? run_baseline() : run_loadstate(k == TIMEOUT ? 60000 : 0);
+      double lps = (double)loads / res.seconds;
+      rate[k][r] = lps;
+      p50[k][r] = res.p50_us;
+      p99[k][r] = res.p99_us;
+      cpu[k][r] = res.cpu_us;
+      /* The baseline's message is its one event and one callback. */
+      printf("%-18s %5d %10.0f %10.0f %11.0f %8.0f %8.0f %11.2f\n", names[k], r + 1, lps, k == BASE ? lps : 2 * lps,
+             k == BASE ? lps : 3 * lps, res.p50_us, res.p99_us, res.cpu_us);
+      fflush(stdout);
+    }
+  }
+
+  double m[KINDS], m50[KINDS], m99[KINDS], mcpu[KINDS];
+  for (int k = 0; k < KINDS; k++) {
+    m[k] = median(rate[k], (int)rounds);
+    m50[k] = median(p50[k], (int)rounds);
+    m99[k] = median(p99[k], (int)rounds);
+    mcpu[k] = median(cpu[k], (int)rounds);
+  }
+  printf("\nmedian of %ld rounds, %ld loads each:\n", rounds, loads);
+  for (int k = 0; k < KINDS; k++)
+    printf("  %-18s %9.0f loads/s %9.0f events/s  p50 %6.0f us  p99 %6.0f us  cpu %5.2f us/load\n", names[k], m[k],
+           k == BASE ? m[k] : 2 * m[k], m50[k], m99[k], mcpu[k]);
+  double ratio = m[BASE] / m[PLAIN];
+  printf("  baseline/loadstate: %.1fx the throughput, %.1fx less CPU per load\n", ratio, mcpu[PLAIN] / mcpu[BASE]);
+  printf("  timeout/plain: %.2f of the throughput, %.2fx the CPU per load\n", m[TIMEOUT] / m[PLAIN],
+         mcpu[TIMEOUT] / mcpu[PLAIN]);
+  /* Latency without queueing: one load in flight at a time. */
+  size_t saved_loads = B.loads, saved_cells = B.cells;
+  B.loads = B.loads < 20000 ? B.loads : 20000;
+  B.cells = 1;
+  result lone_base = run_baseline(), lone = run_loadstate(0);
+  B.loads = saved_loads;
+  B.cells = saved_cells;
+  printf("\none load in flight at a time (%zu loads, 1 cell): load -> LOADING latency\n",
+         saved_loads < 20000 ? saved_loads : (size_t)20000);
+  printf("  %-18s p50 %6.1f us  p99 %6.1f us\n", names[BASE], lone_base.p50_us, lone_base.p99_us);
+  printf("  %-18s p50 %6.1f us  p99 %6.1f us\n", names[PLAIN], lone.p50_us, lone.p99_us);
+
+  printf("targets:\n");
+  printf("  >= 300000 loads/s:                  %s (%.0f)\n", m[PLAIN] >= 300000 ? "met" : "MISSED", m[PLAIN]);
+  printf("  >= 900000 events/s (cell events):   %s (%.0f; %.0f callbacks/s with loader starts)\n",
+         2 * m[PLAIN] >= 900000 ? "met" : "MISSED", 2 * m[PLAIN], 3 * m[PLAIN]);
+  printf("  within 3x of the libuv baseline:    %s (%.1fx)\n", ratio <= 3 ? "met" : "MISSED", ratio);
+
+  free(B.slots);
+  free(B.started);
+  free(B.latency);
+  free(Q.items);
+  free(Q.spare);
+  return 0;
+}

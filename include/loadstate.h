@@ -354,6 +354,9 @@ int lds_loadable_free(lds_runtime *rt, lds_id cell);
  *   opts     may be NULL for defaults.
  *
  * The cell remembers the loader, request and options for lds_loadable_refresh.
+ * If the loader is freed after this call returns but before the load
+ * begins on the loop, no job starts and the cell becomes LDS_ERROR with
+ * LDS_ENOENT (domain LOADSTATE).
  *
  * Returns LDS_OK; LDS_EINVAL (rt NULL, request NULL with a length, bad
  * options); LDS_ENOENT (cell or loader unknown); LDS_ETOOBIG (request over

@@ -58,7 +58,7 @@ func startLoad(_ rt: OpaquePointer?, _ id: UInt64, _ flavor: CellFlavor, _ kind:
         }
         guard let loader = runtime.table.lookup(loaderID, as: ByteLoader.self) else { return LDS_ENOENT }
         let spec = LoadSpec(loader: loader, request: bytes, kind: kind, options: options)
-        cell.rememberedSpec = spec
+        cell.noteLoadRequested(loader: loaderID)
         runtime.loop.execute { cell.load(spec) }
         return LDS_OK
     }
@@ -85,10 +85,9 @@ public func ldsLoadableLoad(_ rt: OpaquePointer?, _ cell: UInt64, _ loader: UInt
 @_cdecl("lds_loadable_refresh")
 public func ldsLoadableRefresh(_ rt: OpaquePointer?, _ id: UInt64) -> Int32 {
     withCell(rt, id, .loadable) { runtime, cell in
-        guard var spec = cell.rememberedSpec else { return LDS_ESTATE }
-        guard runtime.table.lookup(spec.loader.id, as: ByteLoader.self) != nil else { return LDS_ENOENT }
-        spec.options.silent = true
-        runtime.loop.execute { cell.load(spec) }
+        guard let loaderID = cell.refreshLoaderID else { return LDS_ESTATE }
+        guard runtime.table.lookup(loaderID, as: ByteLoader.self) != nil else { return LDS_ENOENT }
+        runtime.loop.execute { cell.refresh() }
         return LDS_OK
     }
 }

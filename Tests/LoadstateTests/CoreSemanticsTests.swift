@@ -255,6 +255,19 @@ struct CoreSemanticsTests {
         #expect(f.cell.latestEvent.seq == 1)
     }
 
+    @Test func aLoadWhoseLoaderWasFreedMeanwhileFailsWithoutStartingAJob() async throws {
+        let f = try CoreFixture()
+        defer { f.close() }
+        let loader = f.loader
+        let runtime = f.runtime
+        f.onLoop { _ in loader.retire(runtime: runtime) }
+        f.load("q")
+        let events = await f.log.next(2)
+        #expect(events[0].state.status == .loading)
+        #expect(events[1].state.status == .error)
+        #expect(events[1].state.error?.code == ResultCode.notFound.rawValue)
+    }
+
     @Test func jobIdsThatNeverExistedAreNotFound() throws {
         let f = try CoreFixture()
         defer { f.close() }

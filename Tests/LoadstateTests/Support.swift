@@ -75,16 +75,14 @@ struct CoreFixture {
         var options = options
         options.silent = silent
         let spec = LoadSpec(loader: loader as Loader<String, String>, request: request, options: options)
-        cell.rememberedSpec = spec
+        cell.noteLoadRequested(loader: loader.id)
         let cell = self.cell
         runtime.loop.execute { cell.load(spec) }
     }
 
     func refresh() {
-        guard var spec = cell.rememberedSpec else { return }
-        spec.options.silent = true
         let cell = self.cell
-        runtime.loop.execute { cell.load(spec) }
+        runtime.loop.execute { cell.refresh() }
     }
 
     func onLoop(_ body: @escaping (Cell<String, String>) -> Void) {

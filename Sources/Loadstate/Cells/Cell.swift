@@ -14,20 +14,21 @@ protocol RuntimeResident: AnyObject {
 /// on the loop thread, with itself (so observers need not keep the cell). `markFreed` (any thread) stops all later events at
 /// once; `free` (loop) then cancels the running job.
 ///
-/// One load is a *session*: its spec, the state to restore if it is
-/// cancelled, its timers, and the job of its current attempt (nil during a
-/// retry back-off).
+/// One load is a *session*: the state to restore if it is cancelled, when
+/// it began, and the job of its current attempt (nil during a retry
+/// back-off). Its spec is `lastSpec`, which `refresh` reloads.
+///
+/// The cell's state is kept once, in `published` (the latest event): the
+/// loop thread writes it under the table lock with each event, and reads
+/// it without the lock (it is the only writer).
 public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     struct Session {
-        var spec: LoadSpec<Value, Request>
         /// The state before the load (or before the first of a chain of
         /// superseding loads), restored by a cancel.
         var restore: CellState<Value, Request>
         var startedAtNs: UInt64
         var attempt: UInt32
         var job: Job<Value, Request>?
-        var nextInterrupt: Int
-        var interruptDueMs: UInt64
         var serial: UInt64
     }
 
@@ -36,19 +37,18 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     private let observer: (Cell, CellEvent<Value, Request>) -> Void
     private let freed = Atomic<Bool>(false)
 
-    // Guarded by the table lock.
-    var published: CellEvent<Value, Request>
-    /// The last load's spec, for refresh; set when the load is called.
-    var lastSpec: LoadSpec<Value, Request>?
+    // Written on the loop thread under the table lock.
+    private var published: CellEvent<Value, Request>
+    // Guarded by the table lock: what callers on other threads check.
+    private var loadRequested = false
+    private var lastLoaderID: UInt64 = 0
 
     // Loop thread only.
-    public private(set) var state: CellState<Value, Request>
-    private var seq: UInt64 = 0
     private var loads: UInt64 = 0
     private var session: Session?
-    private var timeoutTimer: LoopTimer?
-    private var interruptTimer: LoopTimer?
-    private var retryTimer: LoopTimer?
+    /// The spec of the last load started: the running one, or what `refresh` reloads.
+    private var lastSpec: LoadSpec<Value, Request>?
+    private var timers: LoadTimers?
     private var rng = SystemRandomNumberGenerator()
 
     public init(id: UInt64, flavor: CellFlavor, runtime: Runtime,
@@ -56,11 +56,9 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
         self.flavor = flavor
         self.runtime = runtime
         self.observer = observer
-        let initial = CellState<Value, Request>.initial(at: Clock.wallMs())
-        state = initial
-        published = CellEvent(type: .state, cell: id, seq: 0, load: 0, state: initial, stateChanged: true,
-                              isCancelled: false,
-                              elapsedMs: 0, progressDone: 0, progressTotal: 0)
+        published = CellEvent(type: .state, cell: id, seq: 0, load: 0,
+                              state: .initial(at: Clock.wallMs()), stateChanged: true,
+                              isCancelled: false, elapsedMs: 0, progressDone: 0, progressTotal: 0)
         super.init(id: id)
     }
 
@@ -78,10 +76,22 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
         runtime.table.withLock { _ in published }
     }
 
-    /// The spec `refresh` reloads; any thread.
-    public var rememberedSpec: LoadSpec<Value, Request>? {
-        get { runtime.table.withLock { _ in lastSpec } }
-        set { runtime.table.withLock { _ in lastSpec = newValue } }
+    /// The current state. Loop thread only (elsewhere use `latestEvent`).
+    public var state: CellState<Value, Request> { published.state }
+
+    /// Any thread: records that a load with this loader was asked for, so
+    /// that `refresh` can be accepted or refused at once.
+    public func noteLoadRequested(loader: UInt64) {
+        runtime.table.withLock { _ in
+            loadRequested = true
+            lastLoaderID = loader
+        }
+    }
+
+    /// Any thread: the loader `refresh` would use, or nil if no load was
+    /// ever asked for.
+    public var refreshLoaderID: UInt64? {
+        runtime.table.withLock { _ in loadRequested ? lastLoaderID : nil }
     }
 
     /// Whether a load (a job or a retry back-off) is under way.
@@ -95,27 +105,33 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
         guard !isFreed else { return }
         let restore = abandonSession() ?? state
         loads += 1
-        session = Session(spec: spec, restore: restore, startedAtNs: uv_hrtime(), attempt: 1, job: nil,
-                          nextInterrupt: 0, interruptDueMs: 0, serial: loads)
+        lastSpec = spec
+        session = Session(restore: restore, startedAtNs: uv_hrtime(), attempt: 1, job: nil, serial: loads)
         if spec.options.silent {
-            state.isRefreshing = true
-            state.attempt = 1
-            emit(.state, changed: false)
+            var next = state
+            next.isRefreshing = true
+            next.attempt = 1
+            emit(.state, next, changed: false)
         } else {
-            state = CellState(status: .loading, kind: spec.kind, value: nil, error: nil, request: spec.request,
-                              isPartial: false, isRefreshing: false, attempt: 1, updatedAt: Clock.wallMs())
-            emit(.state)
+            emit(.state, CellState(status: .loading, kind: spec.kind, value: nil, error: nil, request: spec.request,
+                                   isPartial: false, isRefreshing: false, attempt: 1, updatedAt: Clock.wallMs()))
         }
         armTimers(spec.options)
         startAttempt()
     }
 
+    /// Reloads the last load's spec silently; nothing when there was none.
+    public func refresh() {
+        guard var spec = lastSpec else { return }
+        spec.options.silent = true
+        load(spec)
+    }
+
     /// Cancels the running load: the state before it comes back, flagged cancelled.
     public func cancel() {
-        guard !isFreed, let restore = abandonSession() else { return }
-        state = restore
-        state.isRefreshing = false
-        emit(.state, cancelled: true)
+        guard !isFreed, var restore = abandonSession() else { return }
+        restore.isRefreshing = false
+        emit(.state, restore, cancelled: true)
     }
 
     /// Cancels the running load and makes the cell absent.
@@ -123,51 +139,44 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
         guard !isFreed else { return }
         let hadSession = abandonSession() != nil
         if !hadSession && state.status == .absent && !state.isRefreshing { return }
-        state = .initial(at: Clock.wallMs())
-        emit(.state)
+        emit(.state, .initial(at: Clock.wallMs()))
     }
 
     /// Cancels the running load and sets a value.
     public func setLoaded(_ value: Value) {
         guard !isFreed else { return }
         abandonSession()
-        state = CellState(status: .loaded, kind: 0, value: value, error: nil, request: nil,
-                          isPartial: false, isRefreshing: false, attempt: 0, updatedAt: Clock.wallMs())
-        emit(.state)
+        emit(.state, CellState(status: .loaded, kind: 0, value: value, error: nil, request: nil,
+                               isPartial: false, isRefreshing: false, attempt: 0, updatedAt: Clock.wallMs()))
     }
 
     /// Cancels the running load and sets an error.
     public func setError(_ error: LoadError) {
         guard !isFreed else { return }
         abandonSession()
-        state = CellState(status: .error, kind: state.kind, value: nil, error: error, request: nil,
-                          isPartial: false, isRefreshing: false, attempt: 0, updatedAt: Clock.wallMs())
-        emit(.state)
+        emit(.state, CellState(status: .error, kind: state.kind, value: nil, error: error, request: nil,
+                               isPartial: false, isRefreshing: false, attempt: 0, updatedAt: Clock.wallMs()))
     }
 
     /// Fails the load numbered `serial` (see `CellEvent.load`) if it still
     /// runs: its job is cancelled and the cell shows `error`.
     public func failLoad(_ serial: UInt64, with error: LoadError) {
-        guard !isFreed, let s = session, s.serial == serial else { return }
+        guard !isFreed, let s = session, s.serial == serial, let spec = lastSpec else { return }
         if let job = s.job {
             cancelJob(job)
             guard session?.serial == serial else { return }
         }
         endSession()
-        state = CellState(status: .error, kind: s.spec.kind, value: nil, error: error, request: s.spec.request,
-                          isPartial: false, isRefreshing: false, attempt: s.attempt, updatedAt: Clock.wallMs())
-        emit(.state)
+        emit(.state, CellState(status: .error, kind: spec.kind, value: nil, error: error, request: spec.request,
+                               isPartial: false, isRefreshing: false, attempt: s.attempt,
+                               updatedAt: Clock.wallMs()))
     }
 
     /// Ends the cell: cancels its job, closes its timers. Call `markFreed` first.
     public func free() {
         abandonSession()
-        timeoutTimer?.close()
-        interruptTimer?.close()
-        retryTimer?.close()
-        timeoutTimer = nil
-        interruptTimer = nil
-        retryTimer = nil
+        timers?.close()
+        timers = nil
     }
 
     /// Applies the operations queued in the job's inbox.
@@ -184,13 +193,22 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     // MARK: - Sessions and jobs
 
     private func startAttempt() {
-        guard let s = session else { return }
-        let job = Job(id: runtime.table.makeID(.job), cell: self, loader: s.spec.loader,
-                      request: s.spec.request, attempt: s.attempt)
+        guard let s = session, let spec = lastSpec else { return }
+        guard !spec.loader.isRetired else {
+            // The loader was freed after the load was asked for: no job can start.
+            endSession()
+            emit(.state, CellState(status: .error, kind: spec.kind, value: nil,
+                                   error: LoadError(.notFound, message: "the loader was freed"),
+                                   request: spec.request, isPartial: false, isRefreshing: false,
+                                   attempt: s.attempt, updatedAt: Clock.wallMs()))
+            return
+        }
+        let job = Job(id: runtime.table.makeID(.job), cell: self, loader: spec.loader,
+                      request: spec.request, attempt: s.attempt)
         runtime.table.insert(job)
         session!.job = job
-        s.spec.loader.jobStarted()
-        s.spec.loader.start(job, runtime: runtime)
+        spec.loader.jobStarted()
+        spec.loader.start(job, runtime: runtime)
     }
 
     /// Ends the current session without an event: first applies what its
@@ -268,53 +286,47 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
 
     private func endSession() {
         session = nil
-        timeoutTimer?.stop()
-        interruptTimer?.stop()
-        retryTimer?.stop()
+        timers?.stop()
     }
 
     private func apply(_ op: JobOperation<Value>, from job: Job<Value, Request>) {
-        guard let s = session, s.job === job, !isFreed else { return }
-        let request = s.spec.request
+        guard let s = session, s.job === job, !isFreed, let spec = lastSpec else { return }
+        let request = spec.request
+        func settled(_ status: Status, value: Value? = nil, error: LoadError? = nil) -> CellState<Value, Request> {
+            CellState(status: status, kind: spec.kind, value: value, error: error, request: request,
+                      isPartial: false, isRefreshing: false, attempt: s.attempt, updatedAt: Clock.wallMs())
+        }
         switch op {
         case .yield(let value):
             job.yielded = true
             guard flavor == .loadable else { return }
-            state.status = .loaded
-            state.value = value
-            state.error = nil
-            state.request = request
-            state.isPartial = true
-            state.attempt = s.attempt
-            state.updatedAt = Clock.wallMs()
-            emit(.state)
+            var next = settled(.loaded, value: value)
+            next.isPartial = true
+            next.isRefreshing = state.isRefreshing
+            emit(.state, next)
         case .progress(let done, let total):
             emit(.progress, progress: (done, total))
         case .succeed(let value):
             endJob(job, runHooks: false)
             endSession()
-            state = CellState(status: .loaded, kind: s.spec.kind, value: flavor == .loadable ? value : nil,
-                              error: nil, request: request, isPartial: false, isRefreshing: false,
-                              attempt: s.attempt, updatedAt: Clock.wallMs())
-            emit(.state)
+            emit(.state, settled(.loaded, value: flavor == .loadable ? value : nil))
         case .finish:
             endJob(job, runHooks: false)
             endSession()
+            var next: CellState<Value, Request>
             if flavor == .process {
-                state = CellState(status: .loaded, kind: s.spec.kind, value: nil, error: nil, request: request,
-                                  isPartial: false, isRefreshing: false, attempt: s.attempt,
-                                  updatedAt: Clock.wallMs())
+                next = settled(.loaded)
             } else if job.yielded {
-                state.isPartial = false
-                state.isRefreshing = false
+                next = state
+                next.isPartial = false
             } else {
-                state = s.restore
-                state.isRefreshing = false
+                next = s.restore
             }
-            emit(.state)
+            next.isRefreshing = false
+            emit(.state, next)
         case .fail(let error, let retry):
             endJob(job, runHooks: false)
-            if retry != .never && s.attempt <= s.spec.options.retries {
+            if retry != .never && s.attempt <= spec.options.retries {
                 if case .after(let ms) = retry {
                     scheduleRetry(afterMs: ms)
                 } else {
@@ -323,36 +335,35 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
                 return
             }
             endSession()
-            state = CellState(status: .error, kind: s.spec.kind, value: nil, error: error, request: request,
-                              isPartial: false, isRefreshing: false, attempt: s.attempt,
-                              updatedAt: Clock.wallMs())
-            emit(.state)
+            emit(.state, settled(.error, error: error))
         case .cancelSelf:
             endJob(job, runHooks: true)
             endSession()
-            state = s.restore
-            state.isRefreshing = false
-            emit(.state, cancelled: true)
+            var restore = s.restore
+            restore.isRefreshing = false
+            emit(.state, restore, cancelled: true)
         case .resetSelf:
             endJob(job, runHooks: true)
             endSession()
-            state = .initial(at: Clock.wallMs())
-            emit(.state)
+            emit(.state, .initial(at: Clock.wallMs()))
         }
     }
 
     // MARK: - Timers
 
-    private func timer(_ slot: inout LoopTimer?) -> LoopTimer {
-        if let t = slot { return t }
-        let t = LoopTimer(loop: runtime.loop.loop)
-        slot = t
+    private func loadTimers() -> LoadTimers {
+        if let t = timers { return t }
+        let t = LoadTimers()
+        timers = t
         return t
     }
 
     private func armTimers(_ options: LoadOptions) {
         if options.timeoutMs > 0 {
-            timer(&timeoutTimer).start(after: UInt64(options.timeoutMs)) { [unowned self] in timedOut() }
+            let t = loadTimers()
+            t.make(&t.timeout, loop: runtime.loop).start(after: UInt64(options.timeoutMs)) { [unowned self] in
+                timedOut()
+            }
         }
         if !options.interruptsMs.isEmpty {
             armNextInterrupt()
@@ -360,26 +371,28 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     }
 
     private func armNextInterrupt() {
-        guard var s = session, s.nextInterrupt < s.spec.options.interruptsMs.count else { return }
-        s.interruptDueMs += UInt64(s.spec.options.interruptsMs[s.nextInterrupt])
-        s.nextInterrupt += 1
-        session = s
-        armInterruptTimer(due: s.interruptDueMs, startedAtNs: s.startedAtNs)
+        guard let s = session, let delays = lastSpec?.options.interruptsMs else { return }
+        let t = loadTimers()
+        guard t.nextInterrupt < delays.count else { return }
+        t.interruptDueMs += UInt64(delays[t.nextInterrupt])
+        t.nextInterrupt += 1
+        armInterruptTimer(due: t.interruptDueMs, startedAtNs: s.startedAtNs)
     }
 
     private func armInterruptTimer(due: UInt64, startedAtNs: UInt64) {
         let elapsedNs = uv_hrtime() - startedAtNs
         let dueNs = due * 1_000_000
         let wait = dueNs > elapsedNs ? (dueNs - elapsedNs + 999_999) / 1_000_000 : 0
-        timer(&interruptTimer).start(after: wait) { [unowned self] in interrupted() }
+        let t = loadTimers()
+        t.make(&t.interrupt, loop: runtime.loop).start(after: wait) { [unowned self] in interrupted() }
     }
 
     private func interrupted() {
-        guard let s = session, !isFreed else { return }
+        guard let s = session, let t = timers, !isFreed else { return }
         let elapsedNs = uv_hrtime() - s.startedAtNs
         // libuv timers have millisecond granularity: never report early.
-        if elapsedNs < s.interruptDueMs * 1_000_000 {
-            armInterruptTimer(due: s.interruptDueMs, startedAtNs: s.startedAtNs)
+        if elapsedNs < t.interruptDueMs * 1_000_000 {
+            armInterruptTimer(due: t.interruptDueMs, startedAtNs: s.startedAtNs)
             return
         }
         emit(.interrupt, elapsedMs: elapsedNs / 1_000_000)
@@ -387,13 +400,15 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     }
 
     private func timedOut() {
-        guard let s = session else { return }
+        guard let s = session, let timeoutMs = lastSpec?.options.timeoutMs else { return }
         // libuv timers have millisecond granularity: never time out early.
         let elapsedNs = uv_hrtime() - s.startedAtNs
-        let dueNs = UInt64(s.spec.options.timeoutMs) * 1_000_000
+        let dueNs = UInt64(timeoutMs) * 1_000_000
         if elapsedNs < dueNs {
-            let wait = (dueNs - elapsedNs + 999_999) / 1_000_000
-            timer(&timeoutTimer).start(after: wait) { [unowned self] in timedOut() }
+            let t = loadTimers()
+            t.make(&t.timeout, loop: runtime.loop).start(after: (dueNs - elapsedNs + 999_999) / 1_000_000) {
+                [unowned self] in timedOut()
+            }
             return
         }
         failLoad(s.serial, with: LoadError(.timedOut, underlying: TimeoutError()))
@@ -403,8 +418,7 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     /// long, otherwise a random time up to base × 2^(attempt-1) ("full
     /// jitter"); never more than the maximum back-off.
     private func scheduleRetry(afterMs: UInt64?) {
-        guard var s = session else { return }
-        let options = s.spec.options
+        guard var s = session, let options = lastSpec?.options else { return }
         let delay: UInt64
         if let afterMs {
             delay = min(afterMs, UInt64(options.retryMaxMs))
@@ -416,13 +430,15 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
         s.attempt += 1
         s.job = nil
         session = s
-        timer(&retryTimer).start(after: delay) { [unowned self] in retry() }
+        let t = loadTimers()
+        t.make(&t.retry, loop: runtime.loop).start(after: delay) { [unowned self] in retry() }
     }
 
     private func retry() {
-        guard let s = session, s.job == nil, !isFreed else { return }
-        state.attempt = s.attempt
-        emit(.state, changed: !s.spec.options.silent)
+        guard let s = session, s.job == nil, !isFreed, let spec = lastSpec else { return }
+        var next = state
+        next.attempt = s.attempt
+        emit(.state, next, changed: !spec.options.silent)
         startAttempt()
     }
 
@@ -431,12 +447,13 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
 
     // MARK: - Events
 
-    private func emit(_ type: EventType, changed: Bool = true, cancelled: Bool = false, elapsedMs: UInt64 = 0,
-                      progress: (UInt64, UInt64) = (0, 0)) {
-        seq += 1
-        let event = CellEvent(type: type, cell: id, seq: seq, load: session?.serial ?? 0, state: state,
-                              stateChanged: changed && type == .state, isCancelled: cancelled,
-                              elapsedMs: elapsedMs, progressDone: progress.0, progressTotal: progress.1)
+    /// Emits an event; with `newState`, the cell takes that state first.
+    private func emit(_ type: EventType, _ newState: CellState<Value, Request>? = nil, changed: Bool = true,
+                      cancelled: Bool = false, elapsedMs: UInt64 = 0, progress: (UInt64, UInt64) = (0, 0)) {
+        let event = CellEvent(type: type, cell: id, seq: published.seq + 1, load: session?.serial ?? 0,
+                              state: newState ?? published.state, stateChanged: changed && type == .state,
+                              isCancelled: cancelled, elapsedMs: elapsedMs, progressDone: progress.0,
+                              progressTotal: progress.1)
         runtime.table.withLock { _ in published = event }
         if !isFreed { observer(self, event) }
     }

@@ -122,9 +122,12 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
     /// Reloads the last load silently. Returns false if there was none.
     @discardableResult
     func refresh() -> Bool {
-        guard var spec = core.rememberedSpec else { return false }
-        spec.options.silent = true
-        runtime.loop.execute { [self] in begin(spec, lastHandler) }
+        guard core.refreshLoaderID != nil else { return false }
+        runtime.loop.execute { [self] in
+            let handler = lastHandler
+            core.refresh()
+            remember(handler)
+        }
         return true
     }
 
@@ -144,14 +147,19 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
                           body: @escaping SwiftLoader<Value, Request>.Body) -> LoadSpec<Value, Request> {
         let loader = SwiftLoader<Value, Request>(id: runtime.table.makeID(.loader), body: body)
         let spec = LoadSpec(loader: loader, request: request, kind: kind, options: settings.options)
-        core.rememberedSpec = spec
+        core.noteLoadRequested(loader: loader.id)
         return spec
     }
 
     /// Loop: starts the load and remembers its interrupt handler.
     private func begin(_ spec: LoadSpec<Value, Request>, _ onInterrupt: InterruptHandler?) {
-        lastHandler = onInterrupt
         core.load(spec)
+        remember(onInterrupt)
+    }
+
+    /// Loop: keeps the interrupt handler of the load just started.
+    private func remember(_ onInterrupt: InterruptHandler?) {
+        lastHandler = onInterrupt
         if let onInterrupt, let load = core.currentLoad {
             interrupt = (load, onInterrupt)
         } else {

@@ -33,6 +33,9 @@ open class Loader<Value, Request>: Handle, @unchecked Sendable {
         releaseIfIdle(runtime: runtime)
     }
 
+    /// Whether the loader was taken out of use. Loop thread only.
+    public var isRetired: Bool { retired }
+
     /// Takes the loader out of use; it is released when its jobs are done.
     public func retire(runtime: Runtime) {
         retired = true

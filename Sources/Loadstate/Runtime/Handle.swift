@@ -5,6 +5,7 @@ public enum HandleKind: UInt64, Sendable {
     case process = 2
     case loader = 3
     case job = 4
+    case cache = 5
 }
 
 /// An object of a runtime that hosts name by id.

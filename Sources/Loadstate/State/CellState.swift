@@ -7,7 +7,6 @@ public struct CellState<Value, Request> {
     /// Process cells: the kind of the current or last run.
     public var kind: Int32
     public var value: Value?
-    public var error: LoadError?
     public var request: Request?
     /// The value was yielded by a job that still runs.
     public var isPartial: Bool
@@ -17,11 +16,40 @@ public struct CellState<Value, Request> {
     public var attempt: UInt32
     /// Wall-clock milliseconds at which the value or error was produced.
     public var updatedAt: UInt64
+    // Errors are rare: boxed, so that every state stays small.
+    private var errorBox: ErrorBox?
+
+    public var error: LoadError? {
+        get { errorBox?.error }
+        set { errorBox = newValue.map(ErrorBox.init) }
+    }
+
+    public init(status: Status, kind: Int32, value: Value?, error: LoadError?, request: Request?,
+                isPartial: Bool, isRefreshing: Bool, attempt: UInt32, updatedAt: UInt64) {
+        self.status = status
+        self.kind = kind
+        self.value = value
+        self.request = request
+        self.isPartial = isPartial
+        self.isRefreshing = isRefreshing
+        self.attempt = attempt
+        self.updatedAt = updatedAt
+        errorBox = error.map(ErrorBox.init)
+    }
 
     /// The state of a new cell.
     public static func initial(at time: UInt64) -> CellState {
         CellState(status: .absent, kind: 0, value: nil, error: nil, request: nil,
                   isPartial: false, isRefreshing: false, attempt: 0, updatedAt: time)
+    }
+}
+
+/// An immutable box around an error, shared by the copies of a state.
+final class ErrorBox: Sendable {
+    let error: LoadError
+
+    init(_ error: LoadError) {
+        self.error = error
     }
 }
 

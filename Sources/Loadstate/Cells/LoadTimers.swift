@@ -1,0 +1,37 @@
+/// The timers of a cell's loads, made the first time a load needs one:
+/// loads without timeout, interrupts or retries carry none of this.
+final class LoadTimers {
+    var timeout: LoopTimer?
+    var interrupt: LoopTimer?
+    var retry: LoopTimer?
+    /// Index of the next interrupt delay of the current load.
+    var nextInterrupt = 0
+    /// When the next interrupt is due, in ms since the load began.
+    var interruptDueMs: UInt64 = 0
+
+    func make(_ slot: inout LoopTimer?, loop: EventLoop) -> LoopTimer {
+        if let t = slot { return t }
+        let t = LoopTimer(loop: loop.loop)
+        slot = t
+        return t
+    }
+
+    /// Stops every timer (a load ended).
+    func stop() {
+        timeout?.stop()
+        interrupt?.stop()
+        retry?.stop()
+        nextInterrupt = 0
+        interruptDueMs = 0
+    }
+
+    /// Releases every timer (the cell is freed).
+    func close() {
+        timeout?.close()
+        interrupt?.close()
+        retry?.close()
+        timeout = nil
+        interrupt = nil
+        retry = nil
+    }
+}

@@ -62,6 +62,7 @@ public final class Runtime: @unchecked Sendable {
 
     /// Queues an operation of a running job. Returns `.cancelled` when the
     /// job no longer runs, `.notFound` when `id` never named such a job.
+    @discardableResult
     public func submit<Value, Request>(_ op: JobOperation<Value>, job id: UInt64,
                                        of type: Job<Value, Request>.Type) -> ResultCode {
         var scheduled: Job<Value, Request>?

@@ -11,7 +11,7 @@ DIST_LIB     := $(DIST)/libloadstate.so
 # -static-stdlib links the Swift runtime into the library; cross-module
 # optimization lets the C layer use the core's generic cells specialized for
 # byte strings (about 1.8x the load throughput of the build without it).
-DIST_SWIFTFLAGS := -Xswiftc -static-stdlib -Xswiftc -cross-module-optimization
+DIST_SWIFTFLAGS := -Xswiftc -static-stdlib -Xswiftc -cross-module-optimization -Xswiftc -enforce-exclusivity=unchecked
 BENCH_ARGS   ?=
 BENCH_CFLAGS := -std=c11 -Wall -Wextra -Werror -O2 -g -Iinclude -D_GNU_SOURCE -pthread
 

@@ -118,6 +118,7 @@ extern "C" {
 
 /* Load flags (lds_load_options.flags). */
 #define LDS_LOAD_SILENT      (1u << 0)  /* keep the current state while loading; emit REFRESHING */
+#define LDS_LOAD_SHARE       (1u << 1)  /* share one job with the running loads of the same loader and key */
 
 /* Delivery modes (lds_runtime_options.delivery). */
 #define LDS_DELIVER_LOOP  0  /* callbacks run on the loop thread (default) */
@@ -352,6 +353,12 @@ int lds_loadable_free(lds_runtime *rt, lds_id cell);
  *
  *   request  may be NULL when request_len is 0; copied.
  *   opts     may be NULL for defaults.
+ *
+ * With LDS_LOAD_SHARE, a load whose loader and key (the request bytes)
+ * match a job that is still running waits for that job instead of starting
+ * one: the loader runs once, every waiting cell gets the same events, and
+ * the job is cancelled only when every cell waiting for it has left it
+ * (cancel, reset, set_*, a new load, free).
  *
  * The cell remembers the loader, request and options for lds_loadable_refresh.
  * If the loader is freed after this call returns but before the load
@@ -726,6 +733,188 @@ int lds_http_response_decode(const void *value, size_t len, lds_http_response *o
  * opts may be NULL. Returns LDS_OK; LDS_EINVAL; LDS_ENOMEM; LDS_ECLOSED.
  */
 int lds_http_loader_new(lds_runtime *rt, const lds_http_options *opts, lds_id *out);
+
+/* ------------------------------------------------------------------ */
+/* Caches                                                              */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A cache maps byte-string keys to byte-string values. Two stores exist:
+ *
+ *   memory      named, held in memory, shared by any number of cells
+ *   persistent  one SQLite file that outlives the process
+ *
+ * Both are bounded: when a put takes a cache over a bound, least recently
+ * used entries (by get or put) are evicted until it is within bounds
+ * again. The bytes of a cache are the lengths of its keys plus its values.
+ * An entry larger than the byte bound is not kept (and an older entry
+ * under its key is dropped). An entry may have a time to live (ttl_ms): a
+ * get after it has passed drops the entry and reports a miss.
+ *
+ * Every entry records the wall-clock time at which it was stored, and a
+ * stale flag (set when the entries under a key prefix are invalidated,
+ * cleared by the next put of the key); whether a value is fresh enough to
+ * show is the caller's decision.
+ *
+ * Lifecycle: lds_memory_cache_new / lds_persistent_cache_new, then any
+ * number of gets and puts, then lds_cache_free (or lds_runtime_free, which
+ * frees every cache still open). Caches are named by lds_id like cells.
+ *
+ * Threads: unlike the cell functions, the cache functions below do their
+ * work on the calling thread, under the cache's lock, and return when it is
+ * done; they never wait for the loop. They may be called from any thread,
+ * including from callbacks.
+ */
+
+/* Options for lds_memory_cache_new. Initialize with LDS_MEMORY_CACHE_OPTIONS_INIT. */
+typedef struct lds_memory_cache_options {
+  uint32_t size;         /* sizeof(lds_memory_cache_options), set by the INIT macro */
+  const char *name;      /* the cache's name (copied); NULL: "" */
+  uint64_t max_entries;  /* most entries held; 0: 10000 */
+  uint64_t max_bytes;    /* most bytes (keys and values) held; 0: 64 MiB */
+  uint64_t ttl_ms;       /* time to live of every entry; 0: entries do not expire */
+} lds_memory_cache_options;
+
+#define LDS_MEMORY_CACHE_OPTIONS_INIT { (uint32_t)sizeof(lds_memory_cache_options), NULL, 0, 0, 0 }
+
+/* Persistent cache flags (lds_persistent_cache_options.flags). */
+#define LDS_CACHE_REPLACE_DAMAGED  (1u << 0)  /* delete and recreate a file that is not a cache of this version */
+
+/* Options for lds_persistent_cache_new. Initialize with LDS_PERSISTENT_CACHE_OPTIONS_INIT. */
+typedef struct lds_persistent_cache_options {
+  uint32_t size;       /* sizeof(lds_persistent_cache_options), set by the INIT macro */
+  uint32_t flags;      /* LDS_CACHE_REPLACE_DAMAGED */
+  const char *path;    /* the file (required); created with mode 0600 when missing */
+  uint64_t max_bytes;  /* most bytes (keys and values) held; 0: 256 MiB */
+  uint64_t ttl_ms;     /* time to live of every entry; 0: entries do not expire */
+} lds_persistent_cache_options;
+
+#define LDS_PERSISTENT_CACHE_OPTIONS_INIT { (uint32_t)sizeof(lds_persistent_cache_options), 0, NULL, 0, 0 }
+
+/*
+ * An entry found by lds_cache_get, owned by the caller: value is a copy
+ * allocated by the library (non-NULL even for an empty value). Release it
+ * with lds_cache_value_clear.
+ */
+typedef struct lds_cache_value {
+  void *value;
+  size_t value_len;
+  uint64_t stored_at_ms;   /* wall-clock time (ms since the Unix epoch) of the put that stored it */
+  uint64_t expires_at_ms;  /* wall-clock time at which it expires; 0: never */
+  uint32_t stale;          /* 1 when its key prefix was invalidated since that put, else 0 */
+} lds_cache_value;
+
+/*
+ * A cache's counters since it was opened (for a persistent cache: since
+ * this process opened the file), and what it holds now.
+ */
+typedef struct lds_cache_statistics {
+  uint64_t hits;         /* gets that found a live entry */
+  uint64_t misses;       /* gets that found nothing or an expired entry */
+  uint64_t evictions;    /* entries dropped to stay within the bounds (and puts too large to keep) */
+  uint64_t expirations;  /* entries dropped because their time to live had passed */
+  uint64_t entries;      /* entries held now */
+  uint64_t bytes;        /* bytes of keys and values held now */
+} lds_cache_statistics;
+
+/*
+ * Creates an empty memory cache.
+ *
+ *   opts  may be NULL for defaults; otherwise opts->size must be at least
+ *         sizeof(lds_memory_cache_options).
+ *   out   receives the cache's id; unchanged on failure.
+ *
+ * Returns LDS_OK; LDS_EINVAL (rt or out NULL, bad size); LDS_ECLOSED.
+ */
+int lds_memory_cache_new(lds_runtime *rt, const lds_memory_cache_options *opts, lds_id *out);
+
+/*
+ * Opens the persistent cache in the file opts->path, creating the file
+ * with mode 0600 (its -wal and -shm companions get the same mode) when it
+ * does not exist. Entries stored earlier, by this process or another one,
+ * are served again.
+ *
+ * Durability: the file is an SQLite database in WAL mode with
+ * synchronous=NORMAL; every put, remove or clear is one transaction. Once
+ * a call returned, its change survives the process being killed at any
+ * moment, and the file always opens intact afterwards. An operating-system
+ * crash or power loss may lose the last changes, never the file.
+ *
+ * A file that is not an SQLite database, or is a database but not a cache
+ * of this library's schema version, is left alone and gives LDS_EIO,
+ * unless opts->flags has LDS_CACHE_REPLACE_DAMAGED: then it is deleted
+ * and created anew, empty.
+ *
+ * Returns LDS_OK; LDS_EINVAL (rt, opts, opts->path or out NULL, bad size,
+ * unknown flag); LDS_EIO (the file cannot be opened or created, or is
+ * damaged); LDS_ENOMEM; LDS_ECLOSED.
+ */
+int lds_persistent_cache_new(lds_runtime *rt, const lds_persistent_cache_options *opts, lds_id *out);
+
+/*
+ * Frees a cache: a memory cache drops its entries; a persistent cache
+ * closes its file (the entries stay in it). Calls already running on other
+ * threads finish first; later calls with the id return LDS_ENOENT.
+ *
+ * Returns LDS_OK; LDS_EINVAL (rt NULL); LDS_ENOENT (not a cache, or already
+ * freed); LDS_ECLOSED.
+ */
+int lds_cache_free(lds_runtime *rt, lds_id cache);
+
+/*
+ * Stores a copy of value under a copy of key, stamped with the current
+ * wall-clock time, not stale, with the cache's time to live; replaces any
+ * entry under the key. Then evicts least recently used entries until the
+ * cache is within its bounds. key and value may be NULL when their length
+ * is 0.
+ *
+ * Returns LDS_OK; LDS_EINVAL (rt NULL, a NULL pointer with a length);
+ * LDS_ENOENT; LDS_ETOOBIG (key or value over LDS_VALUE_MAX); LDS_EIO (the
+ * file could not be written: nothing changed); LDS_ENOMEM; LDS_ECLOSED.
+ */
+int lds_cache_put(lds_runtime *rt, lds_id cache, const void *key, size_t key_len,
+                  const void *value, size_t value_len);
+
+/*
+ * Looks key up. When an entry is found, fills *out with a copy of it, makes
+ * it the most recently used, and returns 1; the caller must then call
+ * lds_cache_value_clear(out). On a miss (no entry, or an expired one, which
+ * is dropped) and on failure, *out is zeroed.
+ *
+ * Returns 1 (found); 0 (missing); LDS_EINVAL (rt or out NULL, key NULL with
+ * a length); LDS_ENOENT (no such cache: not a miss); LDS_ETOOBIG; LDS_EIO;
+ * LDS_ENOMEM; LDS_ECLOSED.
+ */
+int lds_cache_get(lds_runtime *rt, lds_id cache, const void *key, size_t key_len,
+                  lds_cache_value *out);
+
+/*
+ * Releases the value an lds_cache_value owns and zeroes it. NULL and a
+ * zeroed value are accepted; clearing twice is harmless. Any thread.
+ */
+void lds_cache_value_clear(lds_cache_value *value);
+
+/*
+ * Drops the entry under key.
+ *
+ * Returns 1 (an entry was dropped); 0 (there was none); LDS_EINVAL;
+ * LDS_ENOENT (no such cache); LDS_ETOOBIG; LDS_EIO; LDS_ECLOSED.
+ */
+int lds_cache_remove(lds_runtime *rt, lds_id cache, const void *key, size_t key_len);
+
+/*
+ * Drops every entry. The counters of lds_cache_stats are kept.
+ *
+ * Returns LDS_OK; LDS_EINVAL; LDS_ENOENT; LDS_EIO; LDS_ECLOSED.
+ */
+int lds_cache_clear(lds_runtime *rt, lds_id cache);
+
+/*
+ * Copies the cache's counters into *out (zeroed on failure).
+ *
+ * Returns LDS_OK; LDS_EINVAL (rt or out NULL); LDS_ENOENT; LDS_EIO; LDS_ECLOSED.
+ */
+int lds_cache_stats(lds_runtime *rt, lds_id cache, lds_cache_statistics *out);
 
 /* ------------------------------------------------------------------ */
 /* Process cells                                                       */

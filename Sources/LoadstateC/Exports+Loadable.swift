@@ -46,9 +46,9 @@ func freeCell(_ rt: OpaquePointer?, _ id: UInt64, _ flavor: CellFlavor) -> Int32
 func startLoad(_ rt: OpaquePointer?, _ id: UInt64, _ flavor: CellFlavor, _ kind: Int32, _ loaderID: UInt64,
                _ request: UnsafeRawPointer?, _ requestLength: Int, _ opts: UnsafePointer<lds_load_options>?) -> Int32 {
     withCell(rt, id, flavor) { runtime, cell in
-        let options: LoadOptions
+        let parsed: LoadOptions
         switch LoadOptions.from(opts) {
-        case .success(let o): options = o
+        case .success(let o): parsed = o
         case .failure(let code): return code.rawValue
         }
         let bytes: Bytes
@@ -57,6 +57,10 @@ func startLoad(_ rt: OpaquePointer?, _ id: UInt64, _ flavor: CellFlavor, _ kind:
         case .failure(let code): return code.rawValue
         }
         guard let loader = runtime.table.lookup(loaderID, as: ByteLoader.self) else { return LDS_ENOENT }
+        var options = parsed
+        if let opts, opts.pointee.flags & UInt32(LDS_LOAD_SHARE) != 0 {
+            options.shareKey = bytes
+        }
         let spec = LoadSpec(loader: loader, request: bytes, kind: kind, options: options)
         cell.noteLoadRequested(loader: loaderID)
         runtime.loop.execute { cell.load(spec) }

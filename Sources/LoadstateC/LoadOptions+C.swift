@@ -12,12 +12,8 @@ extension LoadOptions {
         guard let pointer else { return .success(options) }
         let c = pointer.pointee
         let size = Int(c.size)
-        func has<T>(_ field: KeyPath<lds_load_options, T>) -> Bool {
-            guard let offset = MemoryLayout<lds_load_options>.offset(of: field) else { return false }
-            return size >= offset + MemoryLayout<T>.size
-        }
         guard size >= MemoryLayout<lds_load_options>.size else { return .failure(.invalidArgument) }
-        let knownFlags = UInt32(LDS_LOAD_SILENT)
+        let knownFlags = UInt32(LDS_LOAD_SILENT) | UInt32(LDS_LOAD_SHARE)
         guard c.flags & ~knownFlags == 0 else { return .failure(.invalidArgument) }
         options.silent = c.flags & UInt32(LDS_LOAD_SILENT) != 0
         options.timeoutMs = c.timeout_ms
@@ -31,7 +27,6 @@ extension LoadOptions {
         if c.retry_base_ms > 0 { options.retryBaseMs = c.retry_base_ms }
         if c.retry_max_ms > 0 { options.retryMaxMs = c.retry_max_ms }
         if options.retryBaseMs > options.retryMaxMs { options.retryBaseMs = options.retryMaxMs }
-        _ = has(\.retry_max_ms)
         return .success(options)
     }
 }

@@ -45,7 +45,13 @@ final class ManualLoader: Loader<String, String>, @unchecked Sendable {
         runtime.table.insert(self)
     }
 
+    private let started = Locked(0)
+
+    /// How many jobs were started.
+    var startedJobs: Int { started.withLock { $0 } }
+
     override func start(_ job: Job<String, String>, runtime: Runtime) {
+        started.withLock { $0 += 1 }
         starts.yield(job.id)
         onStart?(job.id, runtime)
     }

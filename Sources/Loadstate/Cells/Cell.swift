@@ -163,7 +163,7 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     public func failLoad(_ serial: UInt64, with error: LoadError) {
         guard !isFreed, let s = session, s.serial == serial, let spec = lastSpec else { return }
         if let job = s.job {
-            cancelJob(job)
+            job.leave(self)
             guard session?.serial == serial else { return }
         }
         endSession()
@@ -179,17 +179,6 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
         timers = nil
     }
 
-    /// Applies the operations queued in the job's inbox.
-    func settle(_ job: Job<Value, Request>) {
-        let ops = runtime.table.withLock { _ -> [JobOperation<Value>] in
-            let ops = job.inbox
-            job.inbox = []
-            job.drainScheduled = false
-            return ops
-        }
-        for op in ops { apply(op, from: job) }
-    }
-
     // MARK: - Sessions and jobs
 
     private func startAttempt() {
@@ -203,85 +192,34 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
                                    attempt: s.attempt, updatedAt: Clock.wallMs()))
             return
         }
-        let job = Job(id: runtime.table.makeID(.job), cell: self, loader: spec.loader,
-                      request: spec.request, attempt: s.attempt)
+        let shareKey = spec.options.shareKey.map { ShareKey(loader: spec.loader.id, key: $0) }
+        if let shareKey, let running = runtime.sharedJob(shareKey, of: Job<Value, Request>.self) {
+            // Another load with this key runs: wait for its job.
+            running.waiters.append(self)
+            session!.job = running
+            return
+        }
+        let job = Job(id: runtime.table.makeID(.job), runtime: runtime, cell: self, loader: spec.loader,
+                      request: spec.request, attempt: s.attempt, shareKey: shareKey)
         runtime.table.insert(job)
+        if let shareKey { runtime.share(shareKey, job: job) }
         session!.job = job
         spec.loader.jobStarted()
         spec.loader.start(job, runtime: runtime)
     }
 
     /// Ends the current session without an event: first applies what its
-    /// job already reported, then cancels the job if it still runs. Returns
-    /// the state to restore if a session was still under way.
+    /// job already reported, then leaves the job (cancelling it if no
+    /// other cell waits for it). Returns the state to restore if a session
+    /// was still under way.
     @discardableResult
     private func abandonSession() -> CellState<Value, Request>? {
         if let job = session?.job {
-            cancelJob(job)
+            job.leave(self)
         }
         guard let s = session else { return nil }
         endSession()
         return s.restore
-    }
-
-    /// Cancels a job unless an operation it already reported ends it;
-    /// operations accepted before the cancel are applied first.
-    private func cancelJob(_ job: Job<Value, Request>) {
-        while true {
-            let (ops, hooks, cancelled) = runtime.table.withLock { storage -> ([JobOperation<Value>], [() -> Void], Bool) in
-                if job.inbox.isEmpty {
-                    guard job.phase == .running else { return ([], [], false) }
-                    job.phase = .ended
-                    storage.handles[job.id] = nil
-                    let hooks = job.cancelHooks
-                    job.cancelHooks = []
-                    return ([], hooks, true)
-                }
-                let ops = job.inbox
-                job.inbox = []
-                return (ops, [], false)
-            }
-            if cancelled {
-                detach(job)
-                runCancelHooks(job, hooks)
-                return
-            }
-            if ops.isEmpty { return }
-            for op in ops { apply(op, from: job) }
-            if session?.job !== job { return }
-        }
-    }
-
-    /// Forgets a job that ended, whatever the reason.
-    private func detach(_ job: Job<Value, Request>) {
-        guard job.cell != nil else { return }
-        job.cell = nil
-        if session?.job === job { session!.job = nil }
-        job.loader.jobEnded(runtime: runtime)
-    }
-
-    /// Ends a job that reported a terminal operation (already out of the table).
-    private func endJob(_ job: Job<Value, Request>, runHooks: Bool) {
-        let hooks = runtime.table.withLock { _ -> [() -> Void] in
-            job.phase = .ended
-            let hooks = job.cancelHooks
-            job.cancelHooks = []
-            return hooks
-        }
-        detach(job)
-        if runHooks {
-            runCancelHooks(job, hooks)
-        } else {
-            job.onLoopCancel = nil
-        }
-    }
-
-    private func runCancelHooks(_ job: Job<Value, Request>, _ hooks: [() -> Void]) {
-        if let hook = job.onLoopCancel {
-            job.onLoopCancel = nil
-            hook()
-        }
-        for hook in hooks { runtime.deliver(.cleanup, hook) }
     }
 
     private func endSession() {
@@ -289,8 +227,10 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
         timers?.stop()
     }
 
-    private func apply(_ op: JobOperation<Value>, from job: Job<Value, Request>) {
+    /// Applies an operation of the job this cell waits for (called by the job).
+    func apply(_ op: JobOperation<Value>, from job: Job<Value, Request>) {
         guard let s = session, s.job === job, !isFreed, let spec = lastSpec else { return }
+        if op.isTerminal { session!.job = nil }
         let request = spec.request
         func settled(_ status: Status, value: Value? = nil, error: LoadError? = nil) -> CellState<Value, Request> {
             CellState(status: status, kind: spec.kind, value: value, error: error, request: request,
@@ -298,7 +238,6 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
         }
         switch op {
         case .yield(let value):
-            job.yielded = true
             guard flavor == .loadable else { return }
             var next = settled(.loaded, value: value)
             next.isPartial = true
@@ -307,11 +246,9 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
         case .progress(let done, let total):
             emit(.progress, progress: (done, total))
         case .succeed(let value):
-            endJob(job, runHooks: false)
             endSession()
             emit(.state, settled(.loaded, value: flavor == .loadable ? value : nil))
         case .finish:
-            endJob(job, runHooks: false)
             endSession()
             var next: CellState<Value, Request>
             if flavor == .process {
@@ -325,7 +262,6 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
             next.isRefreshing = false
             emit(.state, next)
         case .fail(let error, let retry):
-            endJob(job, runHooks: false)
             if retry != .never && s.attempt <= spec.options.retries {
                 if case .after(let ms) = retry {
                     scheduleRetry(afterMs: ms)
@@ -337,13 +273,11 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
             endSession()
             emit(.state, settled(.error, error: error))
         case .cancelSelf:
-            endJob(job, runHooks: true)
             endSession()
             var restore = s.restore
             restore.isRefreshing = false
             emit(.state, restore, cancelled: true)
         case .resetSelf:
-            endJob(job, runHooks: true)
             endSession()
             emit(.state, .initial(at: Clock.wallMs()))
         }

@@ -1,12 +1,15 @@
-/// One run of a loader on behalf of a cell.
+/// One run of a loader, on behalf of one or more cells (loads that share a
+/// key share a job).
 ///
 /// Lifecycle: created on the loop thread by a load and inserted in the
 /// handle table; `running` until a terminal operation is accepted
-/// (`ending`), or until the cell cancels it; then removed from the table
-/// (`ended`). Operations from any thread go through `Runtime.submit`, which
-/// checks the phase and appends to the inbox under the table lock; the loop
-/// applies the inbox in order. A cancel first applies what the inbox holds,
-/// so every operation that was accepted takes effect before the cancel.
+/// (`ending`) or it is cancelled; then out of the table (`ended`).
+/// Operations from any thread go through `Runtime.submit`, which checks
+/// the phase and appends to the inbox under the table lock; the loop
+/// applies the inbox in order to every waiting cell (`settle`). A cell that
+/// leaves first applies what the inbox holds, so every operation that was
+/// accepted takes effect before the leave; the job is cancelled only when
+/// its last waiting cell leaves.
 public final class Job<Value, Request>: Handle, @unchecked Sendable {
     public enum Phase { case running, ending, ended }
 
@@ -17,26 +20,120 @@ public final class Job<Value, Request>: Handle, @unchecked Sendable {
     var cancelHooks: [() -> Void] = []
 
     // Loop thread only.
-    /// The cell the job works for; nil once the job ended.
-    var cell: Cell<Value, Request>?
+    unowned(unsafe) let runtime: Runtime
+    /// The cells waiting for this job, in the order they joined.
+    var waiters: [Cell<Value, Request>]
     public let loader: Loader<Value, Request>
     public let request: Request
     /// 1 for the first try, 2 for the first retry, ...
     public let attempt: UInt32
+    /// The key loads share this job by, if any.
+    let shareKey: ShareKey?
     /// Whether the job yielded a value.
     var yielded = false
+    private var finished = false
     /// Called on the loop thread, once, when the job is cancelled (from
-    /// outside or inside, superseded, timed out, its cell or runtime
+    /// outside or inside, superseded, timed out, its cells or runtime
     /// freed); not when it ends by succeed, finish or fail. For loaders
     /// that work on the loop itself; hosts use `Runtime.onCancel`.
     public var onLoopCancel: (() -> Void)?
 
-    init(id: UInt64, cell: Cell<Value, Request>, loader: Loader<Value, Request>,
-         request: Request, attempt: UInt32) {
-        self.cell = cell
+    init(id: UInt64, runtime: Runtime, cell: Cell<Value, Request>, loader: Loader<Value, Request>,
+         request: Request, attempt: UInt32, shareKey: ShareKey?) {
+        self.runtime = runtime
+        waiters = [cell]
         self.loader = loader
         self.request = request
         self.attempt = attempt
+        self.shareKey = shareKey
         super.init(id: id)
+    }
+
+    /// Loop: applies the operations queued in the inbox to every waiting cell.
+    func settle() {
+        let ops = runtime.table.withLock { _ -> [JobOperation<Value>] in
+            let ops = inbox
+            inbox = []
+            drainScheduled = false
+            return ops
+        }
+        for op in ops { deliver(op) }
+    }
+
+    private func deliver(_ op: JobOperation<Value>) {
+        guard !finished else { return }
+        if case .yield = op { yielded = true }
+        let cells = waiters
+        if op.isTerminal {
+            let hooks = runtime.table.withLock { _ -> [() -> Void] in
+                phase = .ended
+                defer { cancelHooks = [] }
+                return cancelHooks
+            }
+            waiters = []
+            finish()
+            switch op {
+            case .cancelSelf, .resetSelf: runCancelHooks(hooks)
+            default: onLoopCancel = nil
+            }
+        }
+        for cell in cells { cell.apply(op, from: self) }
+    }
+
+    /// Loop: `cell` stops waiting. Operations accepted before are applied
+    /// first (they may end the job); the last cell to leave cancels it.
+    func leave(_ cell: Cell<Value, Request>) {
+        while !finished, waiters.contains(where: { $0 === cell }) {
+            settle()
+            guard !finished, let index = waiters.firstIndex(where: { $0 === cell }) else { return }
+            if waiters.count > 1 {
+                waiters.remove(at: index)
+                return
+            }
+            let hooks = runtime.table.withLock { storage -> [() -> Void]? in
+                guard inbox.isEmpty, phase == .running else { return nil }
+                phase = .ended
+                storage.handles[id] = nil
+                defer { cancelHooks = [] }
+                return cancelHooks
+            }
+            if let hooks {
+                waiters = []
+                finish()
+                runCancelHooks(hooks)
+                return
+            }
+            // An operation arrived meanwhile: apply it, then try again.
+        }
+    }
+
+    /// The job ended: it no longer takes cells, and its loader may be released.
+    private func finish() {
+        finished = true
+        if let shareKey { runtime.unshare(shareKey, job: self) }
+        loader.jobEnded(runtime: runtime)
+    }
+
+    private func runCancelHooks(_ hooks: [() -> Void]) {
+        if let hook = onLoopCancel {
+            onLoopCancel = nil
+            hook()
+        }
+        for hook in hooks { runtime.deliver(.cleanup, hook) }
+    }
+
+    /// Loop: whether a new load with the same key may wait for this job.
+    var acceptsWaiters: Bool { !finished }
+}
+
+/// What loads share a job by: the loader and a key (the cache key, or the
+/// request when there is none).
+public struct ShareKey: Hashable, Sendable {
+    public let loader: UInt64
+    public let key: [UInt8]
+
+    public init(loader: UInt64, key: [UInt8]) {
+        self.loader = loader
+        self.key = key
     }
 }

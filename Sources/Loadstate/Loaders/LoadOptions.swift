@@ -12,15 +12,19 @@ public struct LoadOptions: Sendable, Equatable {
     public var retryBaseMs: UInt32
     /// Upper bound of any back-off.
     public var retryMaxMs: UInt32
+    /// Loads of the same loader with the same share key wait for one job.
+    public var shareKey: [UInt8]?
 
     public init(silent: Bool = false, timeoutMs: UInt32 = 0, interruptsMs: [UInt32] = [],
-                retries: UInt32 = 0, retryBaseMs: UInt32 = 100, retryMaxMs: UInt32 = 30_000) {
+                retries: UInt32 = 0, retryBaseMs: UInt32 = 100, retryMaxMs: UInt32 = 30_000,
+                shareKey: [UInt8]? = nil) {
         self.silent = silent
         self.timeoutMs = timeoutMs
         self.interruptsMs = interruptsMs
         self.retries = retries
         self.retryBaseMs = retryBaseMs
         self.retryMaxMs = retryMaxMs
+        self.shareKey = shareKey
     }
 }
 

@@ -12,6 +12,8 @@ public final class Runtime: @unchecked Sendable {
     public let delivery: Delivery
     public let table = HandleTable()
     private let closed = Atomic<Bool>(false)
+    /// Loop thread only: the running jobs that loads may share, by key.
+    private var shared: [ShareKey: Handle] = [:]
 
     public init(delivery mode: DeliveryMode = .loop) throws(ResultCode) {
         delivery = try Delivery(mode: mode)
@@ -84,9 +86,25 @@ public final class Runtime: @unchecked Sendable {
             return .ok
         }
         if let job = scheduled {
-            loop.execute { job.cell?.settle(job) }
+            loop.execute { job.settle() }
         }
         return rc
+    }
+
+    // MARK: - Shared jobs (loop thread)
+
+    /// The running job loads with this key share, if any.
+    func sharedJob<Value, Request>(_ key: ShareKey, of type: Job<Value, Request>.Type) -> Job<Value, Request>? {
+        guard let job = shared[key] as? Job<Value, Request>, job.acceptsWaiters else { return nil }
+        return job
+    }
+
+    func share<Value, Request>(_ key: ShareKey, job: Job<Value, Request>) {
+        shared[key] = job
+    }
+
+    func unshare<Value, Request>(_ key: ShareKey, job: Job<Value, Request>) {
+        if shared[key] === job { shared[key] = nil }
     }
 
     /// Registers a callback for when the job is cancelled.

@@ -1,0 +1,34 @@
+/// What a cache holds under a key: a value and when it was stored.
+///
+/// Whether an entry is fresh enough to show is decided by its user from
+/// `storedAtMs`; the cache itself only drops entries whose time to live
+/// has passed (`expiresAtMs`).
+public struct CacheEntry: Sendable, Equatable {
+    public var value: [UInt8]
+    /// Wall-clock time (ms since the Unix epoch) of the put that stored it.
+    public var storedAtMs: UInt64
+    /// Wall-clock time at which the entry expires; 0: never.
+    public var expiresAtMs: UInt64
+    /// Set by `markStale(prefix:)`; a later put of the key clears it.
+    public var isStale: Bool
+
+    public init(value: [UInt8], storedAtMs: UInt64, expiresAtMs: UInt64 = 0, isStale: Bool = false) {
+        self.value = value
+        self.storedAtMs = storedAtMs
+        self.expiresAtMs = expiresAtMs
+        self.isStale = isStale
+    }
+
+    /// Whether the entry's time to live has passed at `nowMs`.
+    public func isExpired(at nowMs: UInt64) -> Bool {
+        expiresAtMs != 0 && nowMs >= expiresAtMs
+    }
+
+    /// The expiry time of an entry stored at `nowMs` with a time to live
+    /// of `ttlMs` (0: never expires).
+    static func expiry(storedAt nowMs: UInt64, ttlMs: UInt64) -> UInt64 {
+        guard ttlMs != 0 else { return 0 }
+        let (sum, overflow) = nowMs.addingReportingOverflow(ttlMs)
+        return overflow ? .max : sum
+    }
+}

@@ -1,0 +1,51 @@
+/// What cells use a cache through: a map from byte-string keys to entries,
+/// bounded, with a time to live. `MemoryCache` and `PersistentCache`
+/// conform; both are safe to use from any thread (each operation runs on
+/// the calling thread under the cache's lock).
+///
+/// Lifecycle: created open, inserted in a runtime's table as a handle of
+/// kind `.cache`; `close` (or the runtime's close) releases what it holds.
+/// A closed memory cache is empty and keeps nothing; a closed persistent
+/// cache throws `ResultCode.closed`.
+public protocol CacheStore: AnyObject, Sendable {
+    /// The memory cache's name, or the persistent cache's file path.
+    var name: String { get }
+
+    /// The live entry under `key`, refreshed as most recently used; nil on
+    /// a miss. An expired entry is dropped and counts as a miss.
+    func get(_ key: [UInt8]) throws(CacheError) -> CacheEntry?
+
+    /// Stores `value` under `key`, stamped with the current time and not
+    /// stale, then evicts least recently used entries until the cache is
+    /// within its bounds. `ttlMs`: nil for the cache's default, 0 for no
+    /// expiry. An entry larger than the byte bound is not kept (and any
+    /// older entry under the key is dropped).
+    func put(_ key: [UInt8], _ value: [UInt8], ttlMs: UInt64?) throws(CacheError)
+
+    /// Drops the entry under `key`; whether there was one.
+    @discardableResult
+    func remove(_ key: [UInt8]) throws(CacheError) -> Bool
+
+    /// Drops every entry (the counters stay).
+    func clear() throws(CacheError)
+
+    func stats() throws(CacheError) -> CacheStats
+
+    /// Marks every entry whose key begins with `prefix` stale; how many.
+    @discardableResult
+    func markStale(prefix: [UInt8]) throws(CacheError) -> Int
+
+    /// Drops every entry whose key begins with `prefix`; how many.
+    @discardableResult
+    func removeAll(prefix: [UInt8]) throws(CacheError) -> Int
+
+    /// Releases the cache's memory or file. Idempotent.
+    func close()
+}
+
+extension CacheStore {
+    /// Stores with the cache's default time to live.
+    public func put(_ key: [UInt8], _ value: [UInt8]) throws(CacheError) {
+        try put(key, value, ttlMs: nil)
+    }
+}

@@ -1,0 +1,140 @@
+/// A named in-memory cache shared by any number of cells: least recently
+/// used entries are evicted to stay within a count and a byte bound, and
+/// entries expire after a time to live.
+///
+/// Lifecycle: `init`, then used from any thread (each operation takes the
+/// cache's lock, O(1) for one key); `close` (or the runtime's close) drops
+/// every entry, and the closed cache keeps nothing that is put into it.
+public final class MemoryCache: Handle, CacheStore, @unchecked Sendable {
+    public struct Options: Sendable {
+        /// Most entries held (at least 1).
+        public var maxEntries = 10_000
+        /// Most bytes of keys and values held.
+        public var maxBytes = 64 << 20
+        /// Default time to live of an entry, in ms; 0: entries do not expire.
+        public var ttlMs: UInt64 = 0
+
+        public init(maxEntries: Int = 10_000, maxBytes: Int = 64 << 20, ttlMs: UInt64 = 0) {
+            self.maxEntries = maxEntries
+            self.maxBytes = maxBytes
+            self.ttlMs = ttlMs
+        }
+    }
+
+    private struct State {
+        var table = LRUTable()
+        var stats = CacheStats()
+        var isClosed = false
+    }
+
+    public let name: String
+    public let options: Options
+    private let now: @Sendable () -> UInt64
+    private let state = Locked(State())
+
+    /// `now` gives wall-clock milliseconds; tests inject their own clock.
+    public init(id: UInt64, name: String, options: Options = Options(),
+                now: @escaping @Sendable () -> UInt64 = Clock.wallMs) {
+        self.name = name
+        var options = options
+        options.maxEntries = max(options.maxEntries, 1)
+        self.options = options
+        self.now = now
+        super.init(id: id)
+    }
+
+    public func get(_ key: [UInt8]) -> CacheEntry? {
+        let key = CacheKey(key)
+        let nowMs = now()
+        return state.withLock { s in
+            guard let entry = s.table.touch(key) else {
+                s.stats.misses += 1
+                return nil
+            }
+            if entry.isExpired(at: nowMs) {
+                s.table.remove(key)
+                s.stats.expirations += 1
+                s.stats.misses += 1
+                return nil
+            }
+            s.stats.hits += 1
+            return entry
+        }
+    }
+
+    public func put(_ key: [UInt8], _ value: [UInt8], ttlMs: UInt64?) {
+        let nowMs = now()
+        let entry = CacheEntry(value: value, storedAtMs: nowMs,
+                               expiresAtMs: CacheEntry.expiry(storedAt: nowMs, ttlMs: ttlMs ?? options.ttlMs))
+        let key = CacheKey(key)
+        let tooBig = key.bytes.count + value.count > options.maxBytes
+        state.withLock { s in
+            guard !s.isClosed else { return }
+            if tooBig {
+                s.table.remove(key)
+                s.stats.evictions += 1
+                return
+            }
+            s.table.set(key, entry)
+            while s.table.count > options.maxEntries || s.table.bytes > options.maxBytes {
+                guard s.table.removeLeastRecent() else { break }
+                s.stats.evictions += 1
+            }
+        }
+    }
+
+    @discardableResult
+    public func remove(_ key: [UInt8]) -> Bool {
+        let key = CacheKey(key)
+        return state.withLock { $0.table.remove(key) }
+    }
+
+    public func clear() {
+        state.withLock { $0.table.removeAll() }
+    }
+
+    public func stats() -> CacheStats {
+        state.withLock { s in
+            var stats = s.stats
+            stats.entries = UInt64(s.table.count)
+            stats.bytes = UInt64(s.table.bytes)
+            return stats
+        }
+    }
+
+    @discardableResult
+    public func markStale(prefix: [UInt8]) -> Int {
+        state.withLock { s in
+            let keys = s.table.keys(withPrefix: prefix)
+            for key in keys { s.table.markStale(key) }
+            return keys.count
+        }
+    }
+
+    @discardableResult
+    public func removeAll(prefix: [UInt8]) -> Int {
+        state.withLock { s in
+            let keys = s.table.keys(withPrefix: prefix)
+            for key in keys { s.table.remove(key) }
+            return keys.count
+        }
+    }
+
+    public func close() {
+        state.withLock { s in
+            s.isClosed = true
+            s.table.removeAll()
+        }
+    }
+
+    /// The keys from most to least recently used.
+    func keysByRecency() -> [[UInt8]] {
+        state.withLock { $0.table.keysByRecency() }
+    }
+}
+
+extension MemoryCache: RuntimeResident {
+    func shutdown(runtime: Runtime) {
+        close()
+    }
+}

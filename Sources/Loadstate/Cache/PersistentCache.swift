@@ -1,0 +1,194 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A cache kept in one SQLite file, which outlives the process: bounded
+/// in bytes with least-recently-used eviction, entries with a time to live.
+///
+/// Durability: the file is in WAL mode with `synchronous = NORMAL`, and
+/// every write is one transaction. A put that returned is in the WAL (in
+/// the operating system's page cache) and survives the process being
+/// killed at any moment; the database always opens intact. Only an
+/// operating-system crash or power loss can lose the last writes (never
+/// corrupt the file): `FULL` would fsync every commit to cover that, at a
+/// cost a cache does not need.
+///
+/// Recency: a get does not write. It records the access in memory, and the
+/// recorded accesses are written with the next put (before it evicts), by
+/// `close`, or every `accessFlushThreshold` distinct keys. An access
+/// recorded when the process is killed is lost: only the eviction order
+/// suffers.
+///
+/// Lifecycle: `init` opens (and creates, with mode 0600) the file or
+/// throws; every operation runs on the calling thread under the cache's
+/// lock; `close` (or the runtime's close) writes the recorded accesses and
+/// closes the file; after it, operations throw `ResultCode.closed`.
+public final class PersistentCache: Handle, CacheStore, @unchecked Sendable {
+    public struct Options: Sendable {
+        /// Most bytes of keys and values held.
+        public var maxBytes: Int
+        /// Default time to live of an entry, in ms; 0: entries do not expire.
+        public var ttlMs: UInt64
+        /// Whether a file that is not a cache of this version is deleted and
+        /// created anew (otherwise opening it throws `ResultCode.io`).
+        public var replaceDamaged: Bool
+
+        public init(maxBytes: Int = 256 << 20, ttlMs: UInt64 = 0, replaceDamaged: Bool = false) {
+            self.maxBytes = maxBytes
+            self.ttlMs = ttlMs
+            self.replaceDamaged = replaceDamaged
+        }
+    }
+
+    /// `PRAGMA user_version` of the files this library writes.
+    public static var schemaVersion: Int64 { PersistentCacheSchema.version }
+
+    /// Distinct keys read before their accesses are written.
+    static let accessFlushThreshold = 1024
+
+    public let path: String
+    public var name: String { path }
+    public let options: Options
+    private let now: @Sendable () -> UInt64
+    /// nil once closed.
+    private let store: Locked<PersistentStore?>
+
+    /// Opens the cache file at `path`, creating it (mode 0600) if missing.
+    /// Throws `ResultCode.io` when the file cannot be opened, or is not a
+    /// cache of this schema version and `replaceDamaged` is false; the
+    /// message names the file. `now` gives wall-clock milliseconds.
+    public init(id: UInt64, path: String, options: Options = Options(),
+                now: @escaping @Sendable () -> UInt64 = Clock.wallMs) throws(CacheError) {
+        self.path = path
+        self.options = options
+        self.now = now
+        store = Locked(try Self.open(path: path, replaceDamaged: options.replaceDamaged))
+        super.init(id: id)
+    }
+
+    private static func open(path: String, replaceDamaged: Bool) throws(CacheError) -> PersistentStore {
+        do throws(CacheOpenFailure) {
+            return try PersistentStore(path: path)
+        } catch {
+            guard case .damaged = error, replaceDamaged else { throw error.error(path: path) }
+        }
+        for suffix in ["", "-wal", "-shm", "-journal"] {
+            unlink(path + suffix)
+        }
+        do throws(CacheOpenFailure) {
+            return try PersistentStore(path: path)
+        } catch {
+            throw error.error(path: path)
+        }
+    }
+
+    public func get(_ key: [UInt8]) throws(CacheError) -> CacheEntry? {
+        let nowMs = now()
+        return try withStore("get") { s throws(SQLiteError) in
+            guard let entry = try s.entry(key) else {
+                s.stats.misses += 1
+                return nil
+            }
+            if entry.isExpired(at: nowMs) {
+                try s.write { () throws(SQLiteError) in try s.delete(key) }
+                s.stats.expirations += 1
+                s.stats.misses += 1
+                return nil
+            }
+            try s.recordAccess(key)
+            s.stats.hits += 1
+            return entry
+        }
+    }
+
+    public func put(_ key: [UInt8], _ value: [UInt8], ttlMs: UInt64?) throws(CacheError) {
+        let nowMs = now()
+        let expires = CacheEntry.expiry(storedAt: nowMs, ttlMs: ttlMs ?? options.ttlMs)
+        let size = key.count + value.count
+        let maxBytes = options.maxBytes
+        try withStore("put") { s throws(SQLiteError) in
+            if size > maxBytes {
+                try s.write { () throws(SQLiteError) in try s.delete(key) }
+                s.stats.evictions += 1
+                return
+            }
+            let evicted = try s.write { () throws(SQLiteError) -> Int in
+                try s.flushAccesses()
+                try s.upsert(key, value, size: size, storedAt: nowMs, expiresAt: expires)
+                return try s.evict(toBytes: maxBytes)
+            }
+            s.stats.evictions += UInt64(evicted)
+        }
+    }
+
+    @discardableResult
+    public func remove(_ key: [UInt8]) throws(CacheError) -> Bool {
+        try withStore("remove") { s throws(SQLiteError) in
+            try s.write { () throws(SQLiteError) in try s.delete(key) } > 0
+        }
+    }
+
+    public func clear() throws(CacheError) {
+        try withStore("clear") { s throws(SQLiteError) in
+            try s.write { () throws(SQLiteError) in try s.deleteAll() }
+        }
+    }
+
+    public func stats() throws(CacheError) -> CacheStats {
+        try withStore("stats") { s throws(SQLiteError) in
+            var stats = s.stats
+            (stats.entries, stats.bytes) = try s.totals()
+            return stats
+        }
+    }
+
+    @discardableResult
+    public func markStale(prefix: [UInt8]) throws(CacheError) -> Int {
+        try withStore("mark stale") { s throws(SQLiteError) in
+            try s.write { () throws(SQLiteError) in try s.markStale(prefix: prefix) }
+        }
+    }
+
+    @discardableResult
+    public func removeAll(prefix: [UInt8]) throws(CacheError) -> Int {
+        try withStore("remove prefix") { s throws(SQLiteError) in
+            try s.write { () throws(SQLiteError) in try s.delete(prefix: prefix) }
+        }
+    }
+
+    public func close() {
+        store.withLock { s in
+            s?.close()
+            s = nil
+        }
+    }
+
+    /// `PRAGMA integrity_check`: "ok" for a sound file.
+    func integrityCheck() throws(CacheError) -> String {
+        try withStore("integrity check") { s throws(SQLiteError) in
+            try s.integrityCheck()
+        }
+    }
+
+    /// Runs `body` on the open store under the lock; SQLite failures become
+    /// `CacheError`s naming the file and the operation.
+    private func withStore<R>(_ operation: String,
+                              _ body: (PersistentStore) throws(SQLiteError) -> R) throws(CacheError) -> R {
+        let result = store.withLock { s -> Result<R, CacheError> in
+            guard let s else { return .failure(CacheError(.closed, "cache file \(path) is closed")) }
+            do throws(SQLiteError) {
+                return .success(try body(s))
+            } catch {
+                return .failure(CacheError(ResultCode(sqlite: error.code),
+                                           "cache file \(path): \(operation): \(error.message)"))
+            }
+        }
+        return try result.get()
+    }
+}
+
+extension PersistentCache: RuntimeResident {
+    func shutdown(runtime: Runtime) {
+        close()
+    }
+}

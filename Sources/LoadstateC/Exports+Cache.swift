@@ -1,0 +1,181 @@
+import CLoadstateABI
+import Loadstate
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Finds a live cache of either store.
+@inline(__always)
+private func withCache(_ rt: OpaquePointer?, _ id: UInt64, _ body: (any CacheStore) -> Int32) -> Int32 {
+    withRuntime(rt) { runtime in
+        guard let handle = runtime.table.lookup(id, as: Handle.self) else { return LDS_ENOENT }
+        if let cache = handle as? MemoryCache { return body(cache) }
+        if let cache = handle as? PersistentCache { return body(cache) }
+        return LDS_ENOENT
+    }
+}
+
+/// The return code of a failed cache operation. A cache closed under the
+/// caller by `lds_cache_free` on another thread no longer has an id.
+private func code(_ error: CacheError) -> Int32 {
+    error.code == .closed ? LDS_ENOENT : error.code.rawValue
+}
+
+private func registerCache(_ runtime: Runtime, _ cache: Handle, _ out: UnsafeMutablePointer<UInt64>) -> Int32 {
+    runtime.table.insert(cache)
+    out.pointee = cache.id
+    return LDS_OK
+}
+
+@_cdecl("lds_memory_cache_new")
+public func ldsMemoryCacheNew(_ rt: OpaquePointer?, _ opts: UnsafePointer<lds_memory_cache_options>?,
+                              _ out: UnsafeMutablePointer<UInt64>?) -> Int32 {
+    guard let out else { return LDS_EINVAL }
+    var options = MemoryCache.Options()
+    var name = ""
+    if let opts {
+        let c = opts.pointee
+        guard Int(c.size) >= MemoryLayout<lds_memory_cache_options>.size else { return LDS_EINVAL }
+        if let n = c.name { name = String(cString: n) }
+        if c.max_entries > 0 { options.maxEntries = Int(clamping: c.max_entries) }
+        if c.max_bytes > 0 { options.maxBytes = Int(clamping: c.max_bytes) }
+        options.ttlMs = c.ttl_ms
+    }
+    return withRuntime(rt) { runtime in
+        let cache = MemoryCache(id: runtime.table.makeID(.cache), name: name, options: options)
+        return registerCache(runtime, cache, out)
+    }
+}
+
+@_cdecl("lds_persistent_cache_new")
+public func ldsPersistentCacheNew(_ rt: OpaquePointer?, _ opts: UnsafePointer<lds_persistent_cache_options>?,
+                                  _ out: UnsafeMutablePointer<UInt64>?) -> Int32 {
+    guard let opts, let out else { return LDS_EINVAL }
+    let c = opts.pointee
+    guard Int(c.size) >= MemoryLayout<lds_persistent_cache_options>.size, let path = c.path,
+          c.flags & ~UInt32(LDS_CACHE_REPLACE_DAMAGED) == 0 else { return LDS_EINVAL }
+    var options = PersistentCache.Options()
+    if c.max_bytes > 0 { options.maxBytes = Int(clamping: c.max_bytes) }
+    options.ttlMs = c.ttl_ms
+    options.replaceDamaged = c.flags & UInt32(LDS_CACHE_REPLACE_DAMAGED) != 0
+    let file = String(cString: path)
+    return withRuntime(rt) { runtime in
+        do throws(CacheError) {
+            let cache = try PersistentCache(id: runtime.table.makeID(.cache), path: file, options: options)
+            return registerCache(runtime, cache, out)
+        } catch {
+            return error.code.rawValue
+        }
+    }
+}
+
+@_cdecl("lds_cache_free")
+public func ldsCacheFree(_ rt: OpaquePointer?, _ id: UInt64) -> Int32 {
+    withRuntime(rt) { runtime in
+        let removed = runtime.table.withLock { storage -> (any CacheStore)? in
+            guard let cache = storage.handles[id] as? any CacheStore else { return nil }
+            storage.handles[id] = nil
+            return cache
+        }
+        guard let cache = removed else { return LDS_ENOENT }
+        cache.close()
+        return LDS_OK
+    }
+}
+
+@_cdecl("lds_cache_put")
+public func ldsCachePut(_ rt: OpaquePointer?, _ id: UInt64, _ key: UnsafeRawPointer?, _ keyLength: Int,
+                        _ value: UnsafeRawPointer?, _ valueLength: Int) -> Int32 {
+    withCache(rt, id) { cache in
+        let k: Bytes, v: Bytes
+        switch (copyBytes(key, keyLength), copyBytes(value, valueLength)) {
+        case (.failure(let rc), _), (_, .failure(let rc)): return rc.rawValue
+        case (.success(let a), .success(let b)): (k, v) = (a, b)
+        }
+        do throws(CacheError) {
+            try cache.put(k, v)
+            return LDS_OK
+        } catch {
+            return code(error)
+        }
+    }
+}
+
+@_cdecl("lds_cache_get")
+public func ldsCacheGet(_ rt: OpaquePointer?, _ id: UInt64, _ key: UnsafeRawPointer?, _ keyLength: Int,
+                        _ out: UnsafeMutablePointer<lds_cache_value>?) -> Int32 {
+    guard let out else { return LDS_EINVAL }
+    out.pointee = lds_cache_value()
+    return withCache(rt, id) { cache in
+        let k: Bytes
+        switch copyBytes(key, keyLength) {
+        case .success(let b): k = b
+        case .failure(let rc): return rc.rawValue
+        }
+        let found: CacheEntry?
+        do throws(CacheError) {
+            found = try cache.get(k)
+        } catch {
+            return code(error)
+        }
+        guard let entry = found else { return 0 }
+        guard let memory = malloc(max(entry.value.count, 1)) else { return LDS_ENOMEM }
+        entry.value.withUnsafeBytes { bytes in
+            if let base = bytes.baseAddress { memcpy(memory, base, bytes.count) }
+        }
+        out.pointee = lds_cache_value(value: memory, value_len: entry.value.count, stored_at_ms: entry.storedAtMs,
+                                      expires_at_ms: entry.expiresAtMs, stale: entry.isStale ? 1 : 0)
+        return 1
+    }
+}
+
+@_cdecl("lds_cache_value_clear")
+public func ldsCacheValueClear(_ value: UnsafeMutablePointer<lds_cache_value>?) {
+    guard let value else { return }
+    free(value.pointee.value)
+    value.pointee = lds_cache_value()
+}
+
+@_cdecl("lds_cache_remove")
+public func ldsCacheRemove(_ rt: OpaquePointer?, _ id: UInt64, _ key: UnsafeRawPointer?, _ keyLength: Int) -> Int32 {
+    withCache(rt, id) { cache in
+        let k: Bytes
+        switch copyBytes(key, keyLength) {
+        case .success(let b): k = b
+        case .failure(let rc): return rc.rawValue
+        }
+        do throws(CacheError) {
+            return try cache.remove(k) ? 1 : 0
+        } catch {
+            return code(error)
+        }
+    }
+}
+
+@_cdecl("lds_cache_clear")
+public func ldsCacheClear(_ rt: OpaquePointer?, _ id: UInt64) -> Int32 {
+    withCache(rt, id) { cache in
+        do throws(CacheError) {
+            try cache.clear()
+            return LDS_OK
+        } catch {
+            return code(error)
+        }
+    }
+}
+
+@_cdecl("lds_cache_stats")
+public func ldsCacheStats(_ rt: OpaquePointer?, _ id: UInt64, _ out: UnsafeMutablePointer<lds_cache_statistics>?) -> Int32 {
+    guard let out else { return LDS_EINVAL }
+    out.pointee = lds_cache_statistics()
+    return withCache(rt, id) { cache in
+        do throws(CacheError) {
+            let s = try cache.stats()
+            out.pointee = lds_cache_statistics(hits: s.hits, misses: s.misses, evictions: s.evictions,
+                                               expirations: s.expirations, entries: s.entries, bytes: s.bytes)
+            return LDS_OK
+        } catch {
+            return code(error)
+        }
+    }
+}

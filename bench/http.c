@@ -62,7 +62,9 @@ static double run_loadstate(const char *url, int concurrent, int rounds, int *er
   lds_runtime *rt;
   lds_runtime_new(NULL, &rt);
   lds_id loader;
-  lds_http_loader_new(rt, NULL, &loader);
+  lds_http_options options = LDS_HTTP_OPTIONS_INIT;
+  options.proxy = ""; /* the server is local: never through a proxy */
+  lds_http_loader_new(rt, &options, &loader);
   lds_id *cells = calloc((size_t)concurrent, sizeof *cells);
   for (int i = 0; i < concurrent; i++) lds_loadable_new(rt, on_event, NULL, &cells[i]);
   lds_http_request req = LDS_HTTP_REQUEST_INIT;
@@ -103,6 +105,7 @@ static double run_plain(const char *url, int concurrent, int rounds, int *errors
     curl_easy_setopt(easy[i], CURLOPT_URL, url);
     curl_easy_setopt(easy[i], CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(easy[i], CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(easy[i], CURLOPT_PROXY, "");
     curl_easy_setopt(easy[i], CURLOPT_WRITEFUNCTION, sink);
     curl_easy_setopt(easy[i], CURLOPT_WRITEDATA, &received[i]);
   }

@@ -12,6 +12,16 @@
  *   weather  a load, then a refresh: the old value stays visible, flagged
  *            REFRESHING, until the new one replaces it
  *
+ * Two more cells use the built-in loaders, which need no host thread:
+ *
+ *   download the http loader fetches a few hundred KB from a server the
+ *            demo runs itself on 127.0.0.1 (an ephemeral port); the server
+ *            sends the body in chunks with short pauses, so the PROGRESS
+ *            events (bytes of a known Content-Length) move a bar
+ *   command  the exec loader runs a shell loop that prints a line every
+ *            0.1 s; with LDS_EXEC_STREAM_LINES each line shows up as a
+ *            partial value before the final one
+ *
  * On a terminal the cells are redrawn in place; otherwise (pipes, CI) every
  * event is printed on its own line. Pass --plain to force the latter.
  *
@@ -19,12 +29,16 @@
  * state it should have, if events arrived out of order, or if a call
  * returned an unexpected code.
  *
- * Synchronisation uses one mutex and condition variable; the workers sleep
- * only to pretend they are doing work.
+ * Synchronisation uses one mutex and condition variable; the workers and
+ * the HTTP server pause only to pretend they are doing work.
  */
 #include <loadstate.h>
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -32,6 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -42,22 +57,26 @@
 /* What the screen shows                                               */
 /* ------------------------------------------------------------------ */
 
-enum { CATALOG, FEED, REPORT, PROFILE, WEATHER, CELLS };
+enum { CATALOG, FEED, REPORT, PROFILE, WEATHER, DOWNLOAD, COMMAND, CELLS };
 
-static const char *const cell_names[CELLS] = {"catalog", "feed", "report", "profile", "weather"};
+/* The cells before DOWNLOAD load through the host loader. */
+#define HOST_CELLS DOWNLOAD
+
+static const char *const cell_names[CELLS] = {"catalog", "feed",     "report", "profile",
+                                              "weather", "download", "command"};
 
 /* Milestones: the states each cell must reach. */
 enum {
   SEEN_PRESET = 1 << 0,     /* report: the value set before its load */
   SEEN_LOADING = 1 << 1,    /* LOADING carrying the request */
   SEEN_PROGRESS = 1 << 2,   /* at least one PROGRESS event */
-  SEEN_PARTIAL = 1 << 3,    /* feed: several partial values, each longer */
-  SEEN_LOADED = 1 << 4,     /* the final value, no flags */
+  SEEN_PARTIAL = 1 << 3,    /* feed: several partial values, each longer; command: at least one */
+  SEEN_LOADED = 1 << 4,     /* the final value, no flags (download: status 200, the whole body) */
   SEEN_CANCELLED = 1 << 5,  /* report: the earlier value back, flagged CANCELLED */
   SEEN_ERROR = 1 << 6,      /* profile: host error 503 with its message */
   SEEN_REFRESHING = 1 << 7, /* weather: old value flagged REFRESHING */
   SEEN_REFRESHED = 1 << 8,  /* weather: the new value after the refresh */
-  SEEN_FULL = 1 << 9,       /* catalog/report: progress reached a given point */
+  SEEN_FULL = 1 << 9,       /* catalog/report/download: progress reached a given point */
 };
 
 static const unsigned expected[CELLS] = {
@@ -66,6 +85,8 @@ static const unsigned expected[CELLS] = {
     [REPORT] = SEEN_PRESET | SEEN_LOADING | SEEN_PROGRESS | SEEN_FULL | SEEN_CANCELLED,
     [PROFILE] = SEEN_LOADING | SEEN_PROGRESS | SEEN_ERROR,
     [WEATHER] = SEEN_LOADING | SEEN_LOADED | SEEN_REFRESHING | SEEN_PROGRESS | SEEN_REFRESHED,
+    [DOWNLOAD] = SEEN_LOADING | SEEN_PROGRESS | SEEN_FULL | SEEN_LOADED,
+    [COMMAND] = SEEN_LOADING | SEEN_PARTIAL | SEEN_LOADED,
 };
 
 static const char *const milestone_names[] = {
@@ -86,6 +107,17 @@ static const char *const milestone_names[] = {
 #define REPORT_CANCEL_AT 6
 #define PROFILE_STEPS 8
 #define WEATHER_STEPS 10
+
+/* The download: a body of HTTP_BODY_SIZE bytes sent in HTTP_CHUNK-byte
+   pieces, HTTP_PAUSE_MS apart. */
+#define HTTP_PATH "/payload"
+#define HTTP_BODY_SIZE ((size_t)384 * 1024)
+#define HTTP_CHUNK ((size_t)24 * 1024)
+#define HTTP_PAUSE_MS 60
+
+/* The command and the output it must produce. */
+#define EXEC_SCRIPT "for i in 1 2 3 4 5; do echo step $i; sleep 0.1; done"
+#define EXEC_OUTPUT "step 1\nstep 2\nstep 3\nstep 4\nstep 5\n"
 
 typedef struct view {
   int index;
@@ -171,6 +203,47 @@ static void copy_text(char *dst, size_t cap, const void *src, size_t len) {
   dst[len] = 0;
 }
 
+/* Byte i of the download's body (the server and the check share it). */
+static unsigned char body_byte(size_t i) { return (unsigned char)('a' + (i + i / 1024) % 26); }
+
+/* Whether a decoded download is the one the server sent. */
+static bool body_is_whole(const lds_http_response *r) {
+  if (r->status != 200 || r->body_len != HTTP_BODY_SIZE) return false;
+  const unsigned char *b = r->body;
+  for (size_t i = 0; i < r->body_len; i++)
+    if (b[i] != body_byte(i)) return false;
+  return true;
+}
+
+/* The text shown for a cell's value. */
+static void value_text(const view *v, const lds_event *e, char *out, size_t cap) {
+  if (!e->value) {
+    out[0] = 0;
+  } else if (v->index == DOWNLOAD) {
+    lds_http_response r;
+    if (lds_http_response_decode(e->value, e->value_len, &r) == LDS_OK)
+      snprintf(out, cap, "HTTP %d, %zu-byte body", (int)r.status, r.body_len);
+    else
+      snprintf(out, cap, "(%zu bytes, not an HTTP response)", e->value_len);
+  } else if (v->index == COMMAND) {
+    /* Lines joined with " | ", without the last newline. */
+    const char *p = e->value;
+    size_t len = e->value_len, n = 0;
+    if (len && p[len - 1] == '\n') len--;
+    for (size_t i = 0; i < len && n + 4 < cap; i++) {
+      if (p[i] == '\n') {
+        memcpy(out + n, " | ", 3);
+        n += 3;
+      } else {
+        out[n++] = p[i];
+      }
+    }
+    out[n] = 0;
+  } else {
+    copy_text(out, cap, e->value, e->value_len);
+  }
+}
+
 static void flags_text(uint32_t flags, char *out, size_t cap) {
   out[0] = 0;
   if (flags & LDS_FLAG_REFRESHING) strncat(out, " +REFRESHING", cap - strlen(out) - 1);
@@ -250,6 +323,40 @@ static void note_state(view *v, const lds_event *e) {
         problem_locked("weather: new value without REFRESHING first");
     }
     break;
+  case DOWNLOAD:
+    if (e->status == LDS_LOADED) {
+      lds_http_response r = {0};
+      int rc = lds_http_response_decode(e->value, e->value_len, &r);
+      if (rc == LDS_OK && e->flags == 0 && body_is_whole(&r))
+        v->seen |= SEEN_LOADED;
+      else
+        problem_locked("download: decode %d, flags %#x, status %d, %zu-byte body (want 200, %zu bytes)", rc,
+                       e->flags, (int)r.status, r.body_len, HTTP_BODY_SIZE);
+    } else if (e->status == LDS_ERROR) {
+      problem_locked("download: error domain %d code %d: %s", e->error_domain, e->error_code,
+                     e->error_message ? e->error_message : "(null)");
+    }
+    break;
+  case COMMAND:
+    if (e->status == LDS_LOADED && partial) {
+      /* Whole lines so far: a longer prefix of the output each time. */
+      if (e->value_len <= v->last_partial_len || e->value_len > strlen(EXEC_OUTPUT) ||
+          memcmp(e->value, EXEC_OUTPUT, e->value_len) != 0 || ((const char *)e->value)[e->value_len - 1] != '\n')
+        problem_locked("command: unexpected partial value \"%s\"", v->value);
+      v->last_partial_len = e->value_len;
+      v->partials++;
+      v->seen |= SEEN_PARTIAL;
+    }
+    if (e->status == LDS_LOADED && e->flags == 0) {
+      if (e->value_len == strlen(EXEC_OUTPUT) && memcmp(e->value, EXEC_OUTPUT, e->value_len) == 0)
+        v->seen |= SEEN_LOADED;
+      else
+        problem_locked("command: final value \"%s\"", v->value);
+    }
+    if (e->status == LDS_ERROR)
+      problem_locked("command: error domain %d code %d: %s", e->error_domain, e->error_code,
+                     e->error_message ? e->error_message : "(null)");
+    break;
   }
 }
 
@@ -269,9 +376,16 @@ static void on_event(const lds_event *e, void *user_data) {
     if ((v->index == CATALOG && e->progress_done == CATALOG_STEPS) ||
         (v->index == REPORT && e->progress_done >= REPORT_CANCEL_AT))
       v->seen |= SEEN_FULL;
+    if (v->index == DOWNLOAD) {
+      /* Bytes of the body, out of the Content-Length once it is known. */
+      if ((e->progress_total && e->progress_total != HTTP_BODY_SIZE) || e->progress_done > HTTP_BODY_SIZE)
+        problem_locked("download: progress %llu/%llu, body is %zu bytes", (unsigned long long)e->progress_done,
+                       (unsigned long long)e->progress_total, HTTP_BODY_SIZE);
+      if (e->progress_done == HTTP_BODY_SIZE && e->progress_total == HTTP_BODY_SIZE) v->seen |= SEEN_FULL;
+    }
   } else if (e->type == LDS_EVENT_STATE) {
     v->flags = e->flags;
-    copy_text(v->value, sizeof v->value, e->value, e->value_len);
+    value_text(v, e, v->value, sizeof v->value);
     v->error_code = e->error_code;
     copy_text(v->error, sizeof v->error, e->error_message, e->error_message ? strlen(e->error_message) : 0);
     bool starts = e->status == LDS_LOADING || ((e->flags & LDS_FLAG_REFRESHING) && !(e->flags & LDS_FLAG_PARTIAL));
@@ -557,6 +671,122 @@ static void *worker_main(void *arg) {
 }
 
 /* ------------------------------------------------------------------ */
+/* A small HTTP server on 127.0.0.1 for the download                   */
+/* ------------------------------------------------------------------ */
+
+typedef struct server {
+  int fd;          /* listening socket */
+  int stop[2];     /* a pipe: writing to stop[1] makes the thread return */
+  uint16_t port;
+  unsigned served; /* bodies sent in full */
+  pthread_t thread;
+} server;
+
+/* Waits until fd is readable or the server is told to stop; ms < 0: no limit.
+   Returns 1 readable, 0 time out, -1 stop (or a poll failure). */
+static int server_wait(server *s, int fd, int ms) {
+  struct pollfd fds[2] = {{.fd = s->stop[0], .events = POLLIN}, {.fd = fd, .events = POLLIN}};
+  int n;
+  do n = poll(fds, fd >= 0 ? 2 : 1, ms);
+  while (n < 0 && errno == EINTR);
+  if (n < 0 || fds[0].revents) return -1;
+  return n > 0 ? 1 : 0;
+}
+
+static bool send_all(int fd, const void *data, size_t len) {
+  const char *p = data;
+  while (len) {
+    ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    p += n;
+    len -= (size_t)n;
+  }
+  return true;
+}
+
+/* Answers one request on conn: the body for GET HTTP_PATH, 404 otherwise. */
+static void serve(server *s, int conn) {
+  char req[2048] = "";
+  size_t len = 0;
+  while (len < sizeof req - 1 && !strstr(req, "\r\n\r\n")) {
+    if (server_wait(s, conn, 5000) != 1) return;
+    ssize_t n = recv(conn, req + len, sizeof req - 1 - len, 0);
+    if (n <= 0) return;
+    len += (size_t)n;
+    req[len] = 0;
+  }
+  char head[160];
+  if (strncmp(req, "GET " HTTP_PATH " ", strlen("GET " HTTP_PATH " ")) != 0) {
+    problem("server: unexpected request \"%.40s\"", req);
+    snprintf(head, sizeof head, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    send_all(conn, head, strlen(head));
+    return;
+  }
+  snprintf(head, sizeof head,
+           "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n",
+           HTTP_BODY_SIZE);
+  if (!send_all(conn, head, strlen(head))) return;
+  static unsigned char chunk[HTTP_CHUNK]; /* only the server thread uses it */
+  for (size_t at = 0; at < HTTP_BODY_SIZE; at += HTTP_CHUNK) {
+    if (at && server_wait(s, -1, HTTP_PAUSE_MS) < 0) return;
+    size_t n = HTTP_BODY_SIZE - at < HTTP_CHUNK ? HTTP_BODY_SIZE - at : HTTP_CHUNK;
+    for (size_t i = 0; i < n; i++) chunk[i] = body_byte(at + i);
+    if (!send_all(conn, chunk, n)) return;
+  }
+  pthread_mutex_lock(&app.mu);
+  s->served++;
+  pthread_mutex_unlock(&app.mu);
+}
+
+static void *server_main(void *arg) {
+  server *s = arg;
+  while (server_wait(s, s->fd, -1) == 1) {
+    int conn = accept(s->fd, NULL, NULL);
+    if (conn < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      problem("server: accept: %s", strerror(errno));
+      break;
+    }
+    serve(s, conn);
+    close(conn);
+  }
+  return NULL;
+}
+
+/* Listens on 127.0.0.1 with a port the system picks and starts the thread. */
+static bool server_start(server *s) {
+  s->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (s->fd < 0) return false;
+  struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = 0, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t addr_len = sizeof addr;
+  if (bind(s->fd, (struct sockaddr *)&addr, sizeof addr) != 0 || listen(s->fd, 4) != 0 ||
+      getsockname(s->fd, (struct sockaddr *)&addr, &addr_len) != 0 || pipe2(s->stop, O_CLOEXEC) != 0) {
+    close(s->fd);
+    return false;
+  }
+  s->port = ntohs(addr.sin_port);
+  if (pthread_create(&s->thread, NULL, server_main, s) != 0) {
+    close(s->fd);
+    close(s->stop[0]);
+    close(s->stop[1]);
+    return false;
+  }
+  return true;
+}
+
+/* Stops the thread, joins it and closes the sockets. */
+static void server_stop(server *s) {
+  char byte = 0;
+  while (write(s->stop[1], &byte, 1) < 0 && errno == EINTR) {
+  }
+  pthread_join(s->thread, NULL);
+  close(s->fd);
+  close(s->stop[0]);
+  close(s->stop[1]);
+}
+
+/* ------------------------------------------------------------------ */
 /* Main                                                                */
 /* ------------------------------------------------------------------ */
 
@@ -597,7 +827,37 @@ int main(int argc, char **argv) {
     pthread_mutex_unlock(&app.mu);
   }
 
-  if (!app.tty) printf("loadstate demo: %d cells, %d worker threads\n", CELLS, WORKERS);
+  /* The built-in loaders and what they load. */
+  server srv = {0};
+  if (!server_start(&srv)) {
+    fprintf(stderr, "demo: cannot start the HTTP server on 127.0.0.1: %s\n", strerror(errno));
+    return 1;
+  }
+  char url[64];
+  snprintf(url, sizeof url, "http://127.0.0.1:%u" HTTP_PATH, (unsigned)srv.port);
+  lds_id http_loader = 0, exec_loader = 0;
+  /* The server is local: no proxy from the environment may stand in between. */
+  lds_http_options http_options = LDS_HTTP_OPTIONS_INIT;
+  http_options.proxy = "";
+  check_rc("lds_http_loader_new", lds_http_loader_new(rt, &http_options, &http_loader), LDS_OK);
+  lds_exec_options exec_opts = LDS_EXEC_OPTIONS_INIT;
+  exec_opts.flags = LDS_EXEC_STREAM_LINES;
+  check_rc("lds_exec_loader_new", lds_exec_loader_new(rt, &exec_opts, &exec_loader), LDS_OK);
+
+  void *http_req = NULL, *exec_req = NULL;
+  size_t http_req_len = 0, exec_req_len = 0;
+  lds_http_request hr = LDS_HTTP_REQUEST_INIT;
+  hr.url = url;
+  hr.timeout_ms = 10000;
+  check_rc("lds_http_request_encode", lds_http_request_encode(&hr, &http_req, &http_req_len), LDS_OK);
+  static const char *const exec_argv[] = {"sh", "-c", EXEC_SCRIPT, NULL};
+  lds_exec_request er = LDS_EXEC_REQUEST_INIT;
+  er.argv = exec_argv;
+  check_rc("lds_exec_request_encode", lds_exec_request_encode(&er, &exec_req, &exec_req_len), LDS_OK);
+
+  if (!app.tty)
+    printf("loadstate demo: %d cells, %d worker threads, HTTP server on 127.0.0.1:%u\n", CELLS, WORKERS,
+           (unsigned)srv.port);
 
   /* The report already shows a value, which a cancelled reload must bring back. */
   action("set report to an earlier value");
@@ -606,11 +866,20 @@ int main(int argc, char **argv) {
   wait_until(report_preset, "the report's earlier value");
 
   action("load catalog, feed, report, profile, weather");
-  for (int i = 0; i < CELLS; i++) {
+  for (int i = 0; i < HOST_CELLS; i++) {
     const char *request = cell_names[i];
     check_rc("lds_loadable_load", lds_loadable_load(rt, app.views[i].id, loader, request, strlen(request), NULL),
              LDS_OK);
   }
+  action("download GET %s", url);
+  check_rc("lds_loadable_load (http)",
+           lds_loadable_load(rt, app.views[DOWNLOAD].id, http_loader, http_req, http_req_len, NULL), LDS_OK);
+  action("command sh -c '%s'", EXEC_SCRIPT);
+  check_rc("lds_loadable_load (exec)",
+           lds_loadable_load(rt, app.views[COMMAND].id, exec_loader, exec_req, exec_req_len, NULL), LDS_OK);
+  /* The loads copied their requests. */
+  lds_free(http_req);
+  lds_free(exec_req);
 
   if (wait_until(report_halfway, "the report's progress")) {
     action("cancel report");
@@ -624,7 +893,10 @@ int main(int argc, char **argv) {
 
   /* Free the loader; its free_data runs once its last job has ended. */
   check_rc("lds_loader_free", lds_loader_free(rt, loader), LDS_OK);
+  check_rc("lds_loader_free (http)", lds_loader_free(rt, http_loader), LDS_OK);
+  check_rc("lds_loader_free (exec)", lds_loader_free(rt, exec_loader), LDS_OK);
   wait_until(loader_released, "the loader's free_data");
+  server_stop(&srv);
 
   pthread_mutex_lock(&p.mu);
   p.quit = true;
@@ -647,6 +919,10 @@ int main(int argc, char **argv) {
   }
   if (!app.report_worker_stopped) {
     fprintf(stderr, "demo: the report's worker never noticed its cancel\n");
+    missing++;
+  }
+  if (srv.served != 1) {
+    fprintf(stderr, "demo: the HTTP server sent the body %u times, expected once\n", srv.served);
     missing++;
   }
   if (missing || app.problems) {

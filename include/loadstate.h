@@ -665,9 +665,12 @@ typedef struct lds_http_options {
   uint32_t size;             /* LDS_HTTP_OPTIONS_INIT */
   uint32_t max_connections;  /* 0: libcurl's default */
   const char *user_agent;    /* NULL: "loadstate/<version>" */
+  const char *proxy;         /* NULL: from the environment (http_proxy, https_proxy,
+                                no_proxy, as curl reads them); "": no proxy at all;
+                                otherwise the proxy's URL */
 } lds_http_options;
 
-#define LDS_HTTP_OPTIONS_INIT { (uint32_t)sizeof(lds_http_options), 0, NULL }
+#define LDS_HTTP_OPTIONS_INIT { (uint32_t)sizeof(lds_http_options), 0, NULL, NULL }
 
 typedef struct lds_http_request {
   uint32_t size;                /* LDS_HTTP_REQUEST_INIT */

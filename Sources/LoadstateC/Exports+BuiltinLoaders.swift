@@ -106,6 +106,7 @@ public func ldsHttpLoaderNew(_ rt: OpaquePointer?, _ opts: UnsafePointer<lds_htt
         if let c {
             o.maxConnections = Int(c.max_connections)
             if let agent = c.user_agent { o.userAgent = String(cString: agent) }
+            if let proxy = c.proxy { o.proxy = String(cString: proxy) }
         }
     }
     return newLoader(rt, out) { HTTPLoader(id: $0, options: o) }

@@ -68,7 +68,8 @@ struct HTTPLoaderTests {
     let f: LoaderFixture
 
     init() throws {
-        f = try LoaderFixture { HTTPLoader(id: $0) }
+        // The server is on 127.0.0.1: never through a proxy from the environment.
+        f = try LoaderFixture { HTTPLoader(id: $0, options: .init(proxy: "")) }
     }
 
     @Test func largeBodyArrivesWithProgress() async {

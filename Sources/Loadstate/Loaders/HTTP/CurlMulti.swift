@@ -16,7 +16,14 @@ final class CurlMulti {
     private let multi: UnsafeMutableRawPointer
     private let timer: LoopTimer
     private var transfers: [UnsafeMutableRawPointer: HTTPTransfer] = [:]
+    /// Poll handles by socket, kept while curl does not watch the socket
+    /// (an idle connection in curl's cache), so that a reused connection
+    /// reuses its handle instead of making and closing one per request.
+    private var polls: [curl_socket_t: SocketPoll] = [:]
     private var closed = false
+
+    /// How many idle connections are kept when no maximum is set.
+    static let idleConnections = 1024
 
     /// libcurl's global set-up, done once per process before any handle.
     static let globalReady: Bool = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK
@@ -38,6 +45,10 @@ final class CurlMulti {
         if maxConnections > 0 {
             lds_multi_setopt_long(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, maxConnections)
         }
+        // Keep idle connections for reuse. curl's default sizes the cache by
+        // the handles currently added, and each transfer's handle leaves as
+        // soon as it is done, so the default would close most of them.
+        lds_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, max(maxConnections, Self.idleConnections))
     }
 
     func add(_ transfer: HTTPTransfer) {
@@ -62,6 +73,8 @@ final class CurlMulti {
         closed = true
         for transfer in Array(transfers.values) { remove(transfer) }
         curl_multi_cleanup(multi)
+        for poll in polls.values { poll.close() }
+        polls = [:]
         timer.close()
     }
 
@@ -69,18 +82,23 @@ final class CurlMulti {
 
     private func watch(_ socket: curl_socket_t, _ what: Int32, _ socketp: UnsafeMutableRawPointer?) {
         if what == CURL_POLL_REMOVE {
-            if let socketp {
-                Unmanaged<SocketPoll>.fromOpaque(socketp).takeUnretainedValue().close()
-                curl_multi_assign(multi, socket, nil)
-            }
+            // curl stops watching the socket before it closes it: stop the
+            // handle (it may serve the socket again) and forget the link.
+            polls[socket]?.stop()
+            if socketp != nil { curl_multi_assign(multi, socket, nil) }
             return
         }
         let poll: SocketPoll
         if let socketp {
             poll = Unmanaged<SocketPoll>.fromOpaque(socketp).takeUnretainedValue()
         } else {
-            guard let created = SocketPoll(loop: loop, socket: socket, owner: self) else { return }
-            poll = created
+            if let idle = polls[socket] {
+                poll = idle
+            } else {
+                guard let created = SocketPoll(loop: loop, socket: socket, owner: self) else { return }
+                poll = created
+                polls[socket] = created
+            }
             curl_multi_assign(multi, socket, Unmanaged.passUnretained(poll).toOpaque())
         }
         var events: Int32 = 0
@@ -150,6 +168,10 @@ private final class SocketPoll {
             if events & Int32(UV_WRITABLE.rawValue) != 0 { flags |= CURL_CSELECT_OUT }
             me.owner.act(me.socket, flags)
         }
+    }
+
+    func stop() {
+        uv_poll_stop(handle)
     }
 
     func close() {

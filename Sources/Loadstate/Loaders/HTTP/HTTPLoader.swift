@@ -15,10 +15,14 @@ public final class HTTPLoader: Loader<[UInt8], [UInt8]>, @unchecked Sendable {
         /// The most connections open at once; 0 for curl's default.
         public var maxConnections: Int
         public var userAgent: String
+        /// The proxy to use: nil follows the environment (`http_proxy`,
+        /// `https_proxy`, `no_proxy`, as curl does); "" uses none.
+        public var proxy: String?
 
-        public init(maxConnections: Int = 0, userAgent: String = "loadstate/0.1") {
+        public init(maxConnections: Int = 0, userAgent: String = "loadstate/0.1", proxy: String? = nil) {
             self.maxConnections = maxConnections
             self.userAgent = userAgent
+            self.proxy = proxy
         }
     }
 
@@ -46,7 +50,7 @@ public final class HTTPLoader: Loader<[UInt8], [UInt8]>, @unchecked Sendable {
             multi = CurlMulti(loop: runtime.loop.loop, maxConnections: options.maxConnections)
         }
         guard let multi,
-              let transfer = HTTPTransfer(job: job, runtime: runtime, request: request, userAgent: options.userAgent)
+              let transfer = HTTPTransfer(job: job, runtime: runtime, request: request, options: options)
         else {
             return fail(LoadError(.outOfMemory, message: "cannot set up libcurl"))
         }

@@ -20,7 +20,7 @@ final class HTTPTransfer {
     private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
     private var keepAlive: Unmanaged<HTTPTransfer>?
 
-    init?(job: Job<[UInt8], [UInt8]>, runtime: Runtime, request: HTTPRequest, userAgent: String) {
+    init?(job: Job<[UInt8], [UInt8]>, runtime: Runtime, request: HTTPRequest, options: HTTPLoader.Options) {
         guard let easy = curl_easy_init() else { return nil }
         self.easy = easy
         self.job = job
@@ -29,7 +29,7 @@ final class HTTPTransfer {
         maxBody = request.maxBody == 0 ? 256 << 20 : request.maxBody
         errorBuffer.initialize(to: 0)
         keepAlive = Unmanaged.passRetained(self)
-        configure(userAgent: userAgent)
+        configure(options)
     }
 
     deinit {
@@ -44,7 +44,7 @@ final class HTTPTransfer {
         keepAlive = nil
     }
 
-    private func configure(userAgent: String) {
+    private func configure(_ options: HTTPLoader.Options) {
         let me = keepAlive!.toOpaque()
         lds_easy_setopt_str(easy, CURLOPT_URL, request.url)
         lds_easy_setopt_str(easy, CURLOPT_PROTOCOLS_STR, "http,https")
@@ -54,7 +54,10 @@ final class HTTPTransfer {
         lds_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
         lds_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, request.insecure ? 0 : 1)
         lds_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, request.insecure ? 0 : 2)
-        lds_easy_setopt_str(easy, CURLOPT_USERAGENT, userAgent)
+        lds_easy_setopt_str(easy, CURLOPT_USERAGENT, options.userAgent)
+        if let proxy = options.proxy {
+            lds_easy_setopt_str(easy, CURLOPT_PROXY, proxy)
+        }
         if request.timeoutMs > 0 {
             lds_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, Int(request.timeoutMs))
         }

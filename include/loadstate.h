@@ -466,8 +466,11 @@ int lds_loader_free(lds_runtime *rt, lds_id loader);
  * start function or later. They return LDS_ECANCELED when the job no longer
  * runs (cancelled, superseded, timed out, its cell freed, or already ended)
  * and change nothing then; LDS_ENOENT for an id that was never a job.
- * A call that returned LDS_OK takes effect in order with the job's other
- * calls, before any later cancel of the job.
+ * A job counts as cancelled from the moment lds_loadable_cancel, _reset,
+ * _load, _refresh, _set_loaded, _set_error or _free (or their process
+ * equivalents) is called on its cell — unless other cells sharing the job
+ * (LDS_LOAD_SHARE) still wait for it. A call that returned LDS_OK takes
+ * effect in order with the job's other calls, before any later cancel.
  */
 
 /*
@@ -606,7 +609,9 @@ int lds_file_loader_new(lds_runtime *rt, const lds_file_options *opts, lds_id *o
 
 /* ---- exec ---- */
 
-#define LDS_EXEC_STREAM_LINES (1u << 0)  /* yield stdout so far at each newline */
+#define LDS_EXEC_STREAM_LINES (1u << 0)  /* when new complete lines arrive, yield stdout up to
+                                             its last newline (lines that arrive together
+                                             come in one partial value) */
 
 typedef struct lds_exec_options {
   uint32_t size;           /* LDS_EXEC_OPTIONS_INIT */
@@ -667,7 +672,7 @@ typedef struct lds_http_options {
   const char *user_agent;    /* NULL: "loadstate/<version>" */
   const char *proxy;         /* NULL: from the environment (http_proxy, https_proxy,
                                 no_proxy, as curl reads them); "": no proxy at all;
-                                otherwise the proxy's URL */
+                                otherwise the proxy's URL. Read only when size covers it. */
 } lds_http_options;
 
 #define LDS_HTTP_OPTIONS_INIT { (uint32_t)sizeof(lds_http_options), 0, NULL, NULL }

@@ -100,13 +100,17 @@ public func ldsHttpLoaderNew(_ rt: OpaquePointer?, _ opts: UnsafePointer<lds_htt
                              _ out: UnsafeMutablePointer<UInt64>?) -> Int32 {
     var o = HTTPLoader.Options()
     o.userAgent = "loadstate/\(LDS_VERSION_MAJOR).\(LDS_VERSION_MINOR).\(LDS_VERSION_PATCH)"
-    switch options(opts, minimum: MemoryLayout<lds_http_options>.size, size: { $0.size }) {
+    // The first version of the struct ended before `proxy`.
+    let proxyOffset = MemoryLayout<lds_http_options>.offset(of: \lds_http_options.proxy)!
+    switch options(opts, minimum: proxyOffset, size: { $0.size }) {
     case .failure(let code): return code.rawValue
     case .success(let c):
         if let c {
             o.maxConnections = Int(c.max_connections)
             if let agent = c.user_agent { o.userAgent = String(cString: agent) }
-            if let proxy = c.proxy { o.proxy = String(cString: proxy) }
+            if Int(c.size) >= MemoryLayout<lds_http_options>.size, let proxy = c.proxy {
+                o.proxy = String(cString: proxy)
+            }
         }
     }
     return newLoader(rt, out) { HTTPLoader(id: $0, options: o) }
@@ -127,7 +131,7 @@ public func ldsHttpRequestEncode(_ req: UnsafePointer<lds_http_request>?,
         for i in 0..<c.header_count {
             guard let line = list[i] else { return LDS_EINVAL }
             let text = String(cString: line)
-            guard !text.contains("\r"), !text.contains("\n") else { return LDS_EINVAL }
+            guard !text.utf8.contains(where: { $0 == 10 || $0 == 13 }) else { return LDS_EINVAL }
             headers.append(text)
         }
     }

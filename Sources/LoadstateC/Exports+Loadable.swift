@@ -37,6 +37,7 @@ func freeCell(_ rt: OpaquePointer?, _ id: UInt64, _ flavor: CellFlavor) -> Int32
             return cell
         }
         guard let cell = removed else { return LDS_ENOENT }
+        cell.requestLeave()
         cell.markFreed()
         runtime.loop.execute { cell.free() }
         return LDS_OK
@@ -63,6 +64,7 @@ func startLoad(_ rt: OpaquePointer?, _ id: UInt64, _ flavor: CellFlavor, _ kind:
         }
         let spec = LoadSpec(loader: loader, request: bytes, kind: kind, options: options)
         cell.noteLoadRequested(loader: loaderID)
+        cell.requestLeave()
         runtime.loop.execute { cell.load(spec) }
         return LDS_OK
     }
@@ -91,6 +93,7 @@ public func ldsLoadableRefresh(_ rt: OpaquePointer?, _ id: UInt64) -> Int32 {
     withCell(rt, id, .loadable) { runtime, cell in
         guard let loaderID = cell.refreshLoaderID else { return LDS_ESTATE }
         guard runtime.table.lookup(loaderID, as: ByteLoader.self) != nil else { return LDS_ENOENT }
+        cell.requestLeave()
         runtime.loop.execute { cell.refresh() }
         return LDS_OK
     }
@@ -99,6 +102,7 @@ public func ldsLoadableRefresh(_ rt: OpaquePointer?, _ id: UInt64) -> Int32 {
 @_cdecl("lds_loadable_cancel")
 public func ldsLoadableCancel(_ rt: OpaquePointer?, _ id: UInt64) -> Int32 {
     withCell(rt, id, .loadable) { runtime, cell in
+        cell.requestLeave()
         runtime.loop.execute { cell.cancel() }
         return LDS_OK
     }
@@ -107,6 +111,7 @@ public func ldsLoadableCancel(_ rt: OpaquePointer?, _ id: UInt64) -> Int32 {
 @_cdecl("lds_loadable_reset")
 public func ldsLoadableReset(_ rt: OpaquePointer?, _ id: UInt64) -> Int32 {
     withCell(rt, id, .loadable) { runtime, cell in
+        cell.requestLeave()
         runtime.loop.execute { cell.reset() }
         return LDS_OK
     }
@@ -117,6 +122,7 @@ public func ldsLoadableSetLoaded(_ rt: OpaquePointer?, _ id: UInt64, _ value: Un
     withCell(rt, id, .loadable) { runtime, cell in
         switch copyBytes(value, length) {
         case .success(let bytes):
+            cell.requestLeave()
             runtime.loop.execute { cell.setLoaded(bytes) }
             return LDS_OK
         case .failure(let code):
@@ -132,6 +138,7 @@ public func ldsLoadableSetError(_ rt: OpaquePointer?, _ id: UInt64, _ code: Int3
         switch copyMessage(message) {
         case .success(let text):
             let error = LoadError(domain: .host, code: code, message: text)
+            cell.requestLeave()
             runtime.loop.execute { cell.setError(error) }
             return LDS_OK
         case .failure(let rc):

@@ -239,6 +239,21 @@ struct CoreSemanticsTests {
         #expect(events[1].state.value == "after")
     }
 
+    @Test func aJobCompletedAfterTheCancelWasCalledIsRefused() async throws {
+        let f = try CoreFixture()
+        defer { f.close() }
+        f.load("q")
+        _ = await f.log.next()
+        let job = await f.loader.nextJob()
+        // What a cancel from another thread does at once, before it is queued.
+        f.cell.requestLeave()
+        #expect(f.submit(.succeed("late"), job) == .cancelled)
+        #expect(f.runtime.isJobCancelled(job, of: Job<String, String>.self) == .success(true))
+        f.onLoop { $0.cancel() }
+        let event = await f.log.next()
+        #expect(event.isCancelled && event.state.status == .absent)
+    }
+
     @Test func freeingACellWithARunningJobCancelsItWithoutEvents() async throws {
         let f = try CoreFixture()
         defer { f.close() }

@@ -62,6 +62,11 @@ public final class MemoryCache: Handle, CacheStore, @unchecked Sendable {
         }
     }
 
+    /// Stores with the cache's default time to live.
+    public func put(_ key: [UInt8], _ value: [UInt8]) {
+        put(key, value, ttlMs: nil)
+    }
+
     public func put(_ key: [UInt8], _ value: [UInt8], ttlMs: UInt64?) {
         let nowMs = now()
         let entry = CacheEntry(value: value, storedAtMs: nowMs,

@@ -42,6 +42,8 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     // Guarded by the table lock: what callers on other threads check.
     private var loadRequested = false
     private var lastLoaderID: UInt64 = 0
+    /// The job the cell waits for, as seen from other threads.
+    private var currentJob: Job<Value, Request>?
 
     // Loop thread only.
     private var loads: UInt64 = 0
@@ -85,6 +87,18 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
         runtime.table.withLock { _ in
             loadRequested = true
             lastLoaderID = loader
+        }
+    }
+
+    /// Any thread, called by every operation that makes the cell leave its
+    /// job (cancel, reset, a new load, set_*, free) before it is queued: a
+    /// job that only this cell waits for takes no more operations from
+    /// then on, so that a job completed after the call is refused.
+    public func requestLeave() {
+        runtime.table.withLock { _ in
+            if let job = currentJob, job.phase == .running, job.waiterCount == 1 {
+                job.phase = .cancelling
+            }
         }
     }
 
@@ -197,11 +211,18 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
             // Another load with this key runs: wait for its job.
             running.waiters.append(self)
             session!.job = running
+            runtime.table.withLock { _ in
+                running.waiterCount += 1
+                currentJob = running
+            }
             return
         }
         let job = Job(id: runtime.table.makeID(.job), runtime: runtime, cell: self, loader: spec.loader,
                       request: spec.request, attempt: s.attempt, shareKey: shareKey)
-        runtime.table.insert(job)
+        runtime.table.withLock { storage in
+            storage.handles[job.id] = job
+            currentJob = job
+        }
         if let shareKey { runtime.share(shareKey, job: job) }
         session!.job = job
         spec.loader.jobStarted()
@@ -222,7 +243,12 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
         return s.restore
     }
 
+    private func forgetJob() {
+        runtime.table.withLock { _ in currentJob = nil }
+    }
+
     private func endSession() {
+        if session?.job != nil { forgetJob() }
         session = nil
         timers?.stop()
     }
@@ -230,7 +256,10 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     /// Applies an operation of the job this cell waits for (called by the job).
     func apply(_ op: JobOperation<Value>, from job: Job<Value, Request>) {
         guard let s = session, s.job === job, !isFreed, let spec = lastSpec else { return }
-        if op.isTerminal { session!.job = nil }
+        if op.isTerminal {
+            session!.job = nil
+            forgetJob()
+        }
         let request = spec.request
         func settled(_ status: Status, value: Value? = nil, error: LoadError? = nil) -> CellState<Value, Request> {
             CellState(status: status, kind: spec.kind, value: value, error: error, request: request,
@@ -364,6 +393,7 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
         s.attempt += 1
         s.job = nil
         session = s
+        forgetJob()
         let t = loadTimers()
         t.make(&t.retry, loop: runtime.loop).start(after: delay) { [unowned self] in retry() }
     }

@@ -43,6 +43,7 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
     }
 
     deinit {
+        core.requestLeave()
         core.markFreed()
         let core = self.core
         runtime.table.withLock { $0.handles[core.id] = nil }
@@ -86,6 +87,7 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
     func load(_ settings: LoadSettings, request: Request, kind: Int32, onInterrupt: InterruptHandler?,
               body: @escaping SwiftLoader<Value, Request>.Body) {
         let spec = makeSpec(settings, request: request, kind: kind, body: body)
+        core.requestLeave()
         runtime.loop.execute { [self] in begin(spec, onInterrupt) }
     }
 
@@ -96,6 +98,7 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
                     body: @escaping SwiftLoader<Value, Request>.Body) async {
         let spec = makeSpec(settings, request: request, kind: kind, body: body)
         guard let loader = spec.loader as? SwiftLoader<Value, Request> else { return }
+        core.requestLeave()
         let started = await withCheckedContinuation { caller in
             runtime.loop.execute { [self] in
                 loader.inlineCaller = caller
@@ -123,6 +126,7 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
     @discardableResult
     func refresh() -> Bool {
         guard core.refreshLoaderID != nil else { return false }
+        core.requestLeave()
         runtime.loop.execute { [self] in
             let handler = lastHandler
             core.refresh()
@@ -131,10 +135,16 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
         return true
     }
 
-    func cancel() { runtime.loop.execute { [core] in core.cancel() } }
-    func reset() { runtime.loop.execute { [core] in core.reset() } }
-    func setLoaded(_ value: Value) { runtime.loop.execute { [core] in core.setLoaded(value) } }
-    func setError(_ error: LoadError) { runtime.loop.execute { [core] in core.setError(error) } }
+    func cancel() { leave { $0.cancel() } }
+    func reset() { leave { $0.reset() } }
+    func setLoaded(_ value: Value) { leave { $0.setLoaded(value) } }
+    func setError(_ error: LoadError) { leave { $0.setError(error) } }
+
+    /// Runs an operation that makes the cell leave its job.
+    private func leave(_ operation: @escaping (Cell<Value, Request>) -> Void) {
+        core.requestLeave()
+        runtime.loop.execute { [core] in operation(core) }
+    }
 
     /// Returns once everything queued for the loop before the call is done.
     func settled() async {

@@ -11,10 +11,15 @@
 /// accepted takes effect before the leave; the job is cancelled only when
 /// its last waiting cell leaves.
 public final class Job<Value, Request>: Handle, @unchecked Sendable {
-    public enum Phase { case running, ending, ended }
+    /// `cancelling`: the only cell waiting for the job asked to leave it (a
+    /// cancel, reset, new load... called but not yet run on the loop); the
+    /// job takes no more operations.
+    public enum Phase { case running, cancelling, ending, ended }
 
     // Guarded by the table lock.
     var phase: Phase = .running
+    /// How many cells wait for the job (as `waiters`, for other threads).
+    var waiterCount = 1
     var inbox: [JobOperation<Value>] = []
     var drainScheduled = false
     var cancelHooks: [() -> Void] = []
@@ -88,10 +93,11 @@ public final class Job<Value, Request>: Handle, @unchecked Sendable {
             guard !finished, let index = waiters.firstIndex(where: { $0 === cell }) else { return }
             if waiters.count > 1 {
                 waiters.remove(at: index)
+                runtime.table.withLock { _ in waiterCount -= 1 }
                 return
             }
             let hooks = runtime.table.withLock { storage -> [() -> Void]? in
-                guard inbox.isEmpty, phase == .running else { return nil }
+                guard inbox.isEmpty, phase == .running || phase == .cancelling else { return nil }
                 phase = .ended
                 storage.handles[id] = nil
                 defer { cancelHooks = [] }

@@ -61,7 +61,7 @@ public struct HTTPRequest: Sendable, Equatable {
         self.method = method.flatMap(text) ?? "GET"
         var lines: [String] = []
         for h in headers ?? [] {
-            guard let line = text(h), !line.contains("\r"), !line.contains("\n") else { return nil }
+            guard let line = text(h), !h.contains(10), !h.contains(13) else { return nil }
             lines.append(line)
         }
         self.headers = lines

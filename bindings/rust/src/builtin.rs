@@ -1,0 +1,427 @@
+//! The library's built-in loaders: files, commands and HTTP. They work on
+//! the runtime's own loop; no host thread is involved.
+
+use std::ffi::{CString, OsStr, c_char, c_void};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::ptr;
+use std::time::Duration;
+
+use crate::error::{Error, Result, check};
+use crate::loader::Loader;
+use crate::runtime::Runtime;
+use crate::sys;
+
+fn c_string(bytes: impl AsRef<[u8]>) -> Result<CString> {
+    CString::new(bytes.as_ref()).map_err(|_| Error::from_code(sys::LDS_EINVAL))
+}
+
+fn millis(duration: Duration) -> u32 {
+    u32::try_from(duration.as_millis()).unwrap_or(u32::MAX)
+}
+
+/// Copies a buffer the library allocated and releases it with `lds_free`.
+///
+/// # Safety
+/// `data` must be a buffer of `len` bytes from an `lds_*_encode` call.
+unsafe fn take_buffer(data: *mut c_void, len: usize) -> Vec<u8> {
+    let bytes = if data.is_null() || len == 0 {
+        Vec::new()
+    } else {
+        // SAFETY: the caller's contract.
+        unsafe { std::slice::from_raw_parts(data.cast::<u8>(), len) }.to_vec()
+    };
+    // SAFETY: the buffer came from the library; NULL is accepted.
+    unsafe { sys::lds_free(data) };
+    bytes
+}
+
+/// A NULL-terminated array of C strings borrowing `strings`.
+fn pointer_array(strings: &[CString]) -> Vec<*const c_char> {
+    strings.iter().map(|s| s.as_ptr()).chain(std::iter::once(ptr::null())).collect()
+}
+
+/// Options of the file loader ([`Runtime::file_loader`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FileOptions {
+    chunk_size: u32,
+    max_size: u64,
+}
+
+impl FileOptions {
+    /// The defaults: 256 KiB reads, files up to [`VALUE_MAX`](crate::VALUE_MAX).
+    pub fn new() -> FileOptions {
+        FileOptions::default()
+    }
+
+    /// Bytes per read (0: the library's default).
+    pub fn chunk_size(mut self, bytes: u32) -> FileOptions {
+        self.chunk_size = bytes;
+        self
+    }
+
+    /// The largest file accepted (0: the library's default); a larger one
+    /// fails with [`ErrorKind::TooBig`](crate::ErrorKind::TooBig)'s code in the loadstate domain.
+    pub fn max_size(mut self, bytes: u64) -> FileOptions {
+        self.max_size = bytes;
+        self
+    }
+}
+
+/// The request of a file load: the path's bytes.
+pub fn file_request(path: &Path) -> &[u8] {
+    path.as_os_str().as_bytes()
+}
+
+/// Options of the exec loader ([`Runtime::exec_loader`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExecOptions {
+    stream_lines: bool,
+    kill_grace_ms: u32,
+    max_output: u64,
+}
+
+impl ExecOptions {
+    /// The defaults: the value is the whole stdout, 2 s between SIGTERM and
+    /// SIGKILL on cancel, output up to [`VALUE_MAX`](crate::VALUE_MAX).
+    pub fn new() -> ExecOptions {
+        ExecOptions::default()
+    }
+
+    /// Yields stdout so far at each newline (`LDS_EXEC_STREAM_LINES`).
+    pub fn stream_lines(mut self, stream: bool) -> ExecOptions {
+        self.stream_lines = stream;
+        self
+    }
+
+    /// Time between SIGTERM and SIGKILL when a job is cancelled (zero: the
+    /// library's default).
+    pub fn kill_grace(mut self, grace: Duration) -> ExecOptions {
+        self.kill_grace_ms = millis(grace);
+        self
+    }
+
+    /// The most stdout accepted (0: the library's default).
+    pub fn max_output(mut self, bytes: u64) -> ExecOptions {
+        self.max_output = bytes;
+        self
+    }
+}
+
+/// What an exec job runs: a program (searched in `PATH`), its arguments,
+/// and optionally its environment and working directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExecRequest {
+    argv: Vec<Vec<u8>>,
+    env: Option<Vec<Vec<u8>>>,
+    cwd: Option<Vec<u8>>,
+}
+
+impl ExecRequest {
+    /// Runs `program` with `args`, inheriting the environment and the
+    /// working directory of the runtime's process.
+    pub fn new<I, S>(program: impl AsRef<OsStr>, args: I) -> ExecRequest
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let mut argv = vec![program.as_ref().as_bytes().to_vec()];
+        argv.extend(args.into_iter().map(|a| a.as_ref().as_bytes().to_vec()));
+        ExecRequest { argv, env: None, cwd: None }
+    }
+
+    /// Replaces the whole environment with these variables.
+    pub fn env<I, K, V>(mut self, vars: I) -> ExecRequest
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: AsRef<OsStr>,
+        V: AsRef<OsStr>,
+    {
+        self.env = Some(
+            vars.into_iter().map(|(k, v)| [k.as_ref().as_bytes(), b"=", v.as_ref().as_bytes()].concat()).collect(),
+        );
+        self
+    }
+
+    /// Runs in this directory.
+    pub fn cwd(mut self, dir: impl AsRef<Path>) -> ExecRequest {
+        self.cwd = Some(dir.as_ref().as_os_str().as_bytes().to_vec());
+        self
+    }
+
+    /// The request bytes to load with an exec loader
+    /// (`lds_exec_request_encode`). Strings holding NUL bytes are refused
+    /// with [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument).
+    pub fn encode(&self) -> Result<Vec<u8>> {
+        let argv: Vec<CString> = self.argv.iter().map(c_string).collect::<Result<_>>()?;
+        let env: Option<Vec<CString>> =
+            self.env.as_ref().map(|env| env.iter().map(c_string).collect::<Result<_>>()).transpose()?;
+        let cwd = self.cwd.as_ref().map(c_string).transpose()?;
+        let argv_ptrs = pointer_array(&argv);
+        let env_ptrs = env.as_deref().map(pointer_array);
+        let request = sys::lds_exec_request {
+            argv: argv_ptrs.as_ptr(),
+            env: env_ptrs.as_ref().map_or(ptr::null(), |p| p.as_ptr()),
+            cwd: cwd.as_ref().map_or(ptr::null(), |c| c.as_ptr()),
+            ..sys::lds_exec_request::INIT
+        };
+        let (mut out, mut len) = (ptr::null_mut(), 0);
+        // SAFETY: every pointer borrows a live local.
+        check(unsafe { sys::lds_exec_request_encode(&request, &mut out, &mut len) })?;
+        // SAFETY: the library returned this buffer.
+        Ok(unsafe { take_buffer(out, len) })
+    }
+}
+
+/// Options of the HTTP loader ([`Runtime::http_loader`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HttpOptions {
+    max_connections: u32,
+    user_agent: Option<String>,
+    proxy: Option<String>,
+}
+
+impl HttpOptions {
+    /// The defaults: libcurl's connection limit, user agent
+    /// `loadstate/<version>`, the proxy the environment names.
+    pub fn new() -> HttpOptions {
+        HttpOptions::default()
+    }
+
+    /// The most connections at once (0: libcurl's default).
+    pub fn max_connections(mut self, n: u32) -> HttpOptions {
+        self.max_connections = n;
+        self
+    }
+
+    /// The `User-Agent` header.
+    pub fn user_agent(mut self, agent: impl Into<String>) -> HttpOptions {
+        self.user_agent = Some(agent.into());
+        self
+    }
+
+    /// Goes through the proxy at this URL, instead of the one the
+    /// environment names (`http_proxy`, `https_proxy`, `no_proxy`).
+    pub fn proxy(mut self, url: impl Into<String>) -> HttpOptions {
+        self.proxy = Some(url.into());
+        self
+    }
+
+    /// Uses no proxy at all, whatever the environment says.
+    pub fn no_proxy(self) -> HttpOptions {
+        self.proxy("")
+    }
+}
+
+/// What an HTTP job fetches.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpRequest {
+    method: Option<String>,
+    url: String,
+    headers: Vec<String>,
+    body: Vec<u8>,
+    timeout_ms: u32,
+    max_redirects: u32,
+    max_body: u64,
+    flags: u32,
+}
+
+impl HttpRequest {
+    /// A GET of `url` (http:// or https:// only).
+    pub fn get(url: impl Into<String>) -> HttpRequest {
+        HttpRequest {
+            method: None,
+            url: url.into(),
+            headers: Vec::new(),
+            body: Vec::new(),
+            timeout_ms: 0,
+            max_redirects: 0,
+            max_body: 0,
+            flags: 0,
+        }
+    }
+
+    /// Uses another method ("POST", "PUT", ...).
+    pub fn method(mut self, method: impl Into<String>) -> HttpRequest {
+        self.method = Some(method.into());
+        self
+    }
+
+    /// Adds a header line.
+    pub fn header(mut self, name: &str, value: &str) -> HttpRequest {
+        self.headers.push(format!("{name}: {value}"));
+        self
+    }
+
+    /// Sends this body.
+    pub fn body(mut self, body: impl Into<Vec<u8>>) -> HttpRequest {
+        self.body = body.into();
+        self
+    }
+
+    /// A limit for the whole transfer (zero: none; the load's own timeout
+    /// still applies).
+    pub fn timeout(mut self, timeout: Duration) -> HttpRequest {
+        self.timeout_ms = millis(timeout);
+        self
+    }
+
+    /// The most redirects followed (0: the library's default, 5).
+    pub fn max_redirects(mut self, n: u32) -> HttpRequest {
+        self.max_redirects = n;
+        self
+    }
+
+    /// The largest body accepted (0: the library's default).
+    pub fn max_body(mut self, bytes: u64) -> HttpRequest {
+        self.max_body = bytes;
+        self
+    }
+
+    /// Skips TLS certificate and host verification (`LDS_HTTP_INSECURE`).
+    pub fn insecure(mut self, insecure: bool) -> HttpRequest {
+        self.set_flag(sys::LDS_HTTP_INSECURE, insecure);
+        self
+    }
+
+    /// Does not follow redirects (`LDS_HTTP_NO_REDIRECTS`).
+    pub fn no_redirects(mut self, no: bool) -> HttpRequest {
+        self.set_flag(sys::LDS_HTTP_NO_REDIRECTS, no);
+        self
+    }
+
+    fn set_flag(&mut self, flag: u32, on: bool) {
+        if on {
+            self.flags |= flag;
+        } else {
+            self.flags &= !flag;
+        }
+    }
+
+    /// The request bytes to load with an HTTP loader
+    /// (`lds_http_request_encode`). Strings holding NUL bytes, and header
+    /// lines the library refuses (CR or LF inside), fail with
+    /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument).
+    pub fn encode(&self) -> Result<Vec<u8>> {
+        let method = self.method.as_ref().map(c_string).transpose()?;
+        let url = c_string(&self.url)?;
+        let headers: Vec<CString> = self.headers.iter().map(c_string).collect::<Result<_>>()?;
+        let header_ptrs: Vec<*const c_char> = headers.iter().map(|h| h.as_ptr()).collect();
+        let request = sys::lds_http_request {
+            method: method.as_ref().map_or(ptr::null(), |m| m.as_ptr()),
+            url: url.as_ptr(),
+            headers: if header_ptrs.is_empty() { ptr::null() } else { header_ptrs.as_ptr() },
+            header_count: header_ptrs.len(),
+            body: if self.body.is_empty() { ptr::null() } else { self.body.as_ptr().cast() },
+            body_len: self.body.len(),
+            timeout_ms: self.timeout_ms,
+            max_redirects: self.max_redirects,
+            max_body: self.max_body,
+            flags: self.flags,
+            ..sys::lds_http_request::INIT
+        };
+        let (mut out, mut len) = (ptr::null_mut(), 0);
+        // SAFETY: every pointer borrows a live local.
+        check(unsafe { sys::lds_http_request_encode(&request, &mut out, &mut len) })?;
+        // SAFETY: the library returned this buffer.
+        Ok(unsafe { take_buffer(out, len) })
+    }
+}
+
+/// The value of an HTTP job, decoded (`lds_http_response_decode`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpResponse {
+    /// The final response's status.
+    pub status: i32,
+    /// Its header lines, `"Name: value\r\n"` each.
+    pub headers: Vec<u8>,
+    /// Its body.
+    pub body: Vec<u8>,
+}
+
+impl HttpResponse {
+    /// Decodes the value of an HTTP job; fails with
+    /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) for
+    /// anything else.
+    pub fn decode(value: &[u8]) -> Result<HttpResponse> {
+        let mut raw =
+            sys::lds_http_response { status: 0, headers: ptr::null(), headers_len: 0, body: ptr::null(), body_len: 0 };
+        // SAFETY: valid buffer and out pointer.
+        check(unsafe { sys::lds_http_response_decode(value.as_ptr().cast(), value.len(), &mut raw) })?;
+        let bytes = |p: *const c_void, len: usize| {
+            if p.is_null() || len == 0 {
+                Vec::new()
+            } else {
+                // SAFETY: the decoded pointers point into `value`.
+                unsafe { std::slice::from_raw_parts(p.cast::<u8>(), len) }.to_vec()
+            }
+        };
+        Ok(HttpResponse {
+            status: raw.status,
+            headers: bytes(raw.headers.cast(), raw.headers_len),
+            body: bytes(raw.body, raw.body_len),
+        })
+    }
+
+    /// The value of the first header called `name` (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<String> {
+        String::from_utf8_lossy(&self.headers).split("\r\n").find_map(|line| {
+            let (key, value) = line.split_once(':')?;
+            key.trim().eq_ignore_ascii_case(name).then(|| value.trim().to_owned())
+        })
+    }
+}
+
+impl Runtime {
+    /// A loader that reads files: the request is a path
+    /// ([`file_request`]), the value the file's contents; progress counts
+    /// bytes. A missing or unreadable file is an error in the OS domain
+    /// with the errno as code.
+    pub fn file_loader(&self, options: &FileOptions) -> Result<Loader> {
+        let raw = sys::lds_file_options {
+            chunk_size: options.chunk_size,
+            max_size: options.max_size,
+            ..sys::lds_file_options::INIT
+        };
+        let mut id = 0;
+        // SAFETY: valid handle, options and out pointer.
+        check(unsafe { sys::lds_file_loader_new(self.as_ptr(), &raw, &mut id) })?;
+        Ok(Loader::built_in(self.shared(), id))
+    }
+
+    /// A loader that runs commands: the request is an encoded
+    /// [`ExecRequest`], the value the command's stdout. A non-zero exit is
+    /// an error in the exit domain with the status as code and the end of
+    /// stderr as message. Cancelling terminates the command.
+    pub fn exec_loader(&self, options: &ExecOptions) -> Result<Loader> {
+        let raw = sys::lds_exec_options {
+            flags: if options.stream_lines { sys::LDS_EXEC_STREAM_LINES } else { 0 },
+            kill_grace_ms: options.kill_grace_ms,
+            max_output: options.max_output,
+            ..sys::lds_exec_options::INIT
+        };
+        let mut id = 0;
+        // SAFETY: valid handle, options and out pointer.
+        check(unsafe { sys::lds_exec_loader_new(self.as_ptr(), &raw, &mut id) })?;
+        Ok(Loader::built_in(self.shared(), id))
+    }
+
+    /// A loader that fetches URLs: the request is an encoded
+    /// [`HttpRequest`], the value an encoded response
+    /// ([`HttpResponse::decode`]). A status outside 2xx is an error in the
+    /// HTTP domain with the status as code.
+    pub fn http_loader(&self, options: &HttpOptions) -> Result<Loader> {
+        let agent = options.user_agent.as_ref().map(c_string).transpose()?;
+        let proxy = options.proxy.as_ref().map(c_string).transpose()?;
+        let raw = sys::lds_http_options {
+            max_connections: options.max_connections,
+            user_agent: agent.as_ref().map_or(ptr::null(), |a| a.as_ptr()),
+            proxy: proxy.as_ref().map_or(ptr::null(), |p| p.as_ptr()),
+            ..sys::lds_http_options::INIT
+        };
+        let mut id = 0;
+        // SAFETY: valid handle, options (borrowing its strings) and out pointer.
+        check(unsafe { sys::lds_http_loader_new(self.as_ptr(), &raw, &mut id) })?;
+        Ok(Loader::built_in(self.shared(), id))
+    }
+}

@@ -1,0 +1,264 @@
+//! Caches: bounded maps from byte-string keys to byte-string values, in
+//! memory or in an SQLite file. Their calls work on the calling thread
+//! under the cache's lock and never wait for the loop.
+
+use std::ffi::CString;
+use std::fmt;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::error::{Error, Result, check};
+use crate::runtime::{Runtime, Shared};
+use crate::sys;
+
+fn millis64(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Options of a memory cache ([`Runtime::memory_cache`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MemoryCacheOptions {
+    name: Option<String>,
+    max_entries: u64,
+    max_bytes: u64,
+    ttl_ms: u64,
+}
+
+impl MemoryCacheOptions {
+    /// The defaults: 10,000 entries, 64 MiB, no expiry.
+    pub fn new() -> MemoryCacheOptions {
+        MemoryCacheOptions::default()
+    }
+
+    /// The cache's name.
+    pub fn name(mut self, name: impl Into<String>) -> MemoryCacheOptions {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// The most entries held (0: the library's default).
+    pub fn max_entries(mut self, n: u64) -> MemoryCacheOptions {
+        self.max_entries = n;
+        self
+    }
+
+    /// The most bytes of keys and values held (0: the library's default).
+    pub fn max_bytes(mut self, bytes: u64) -> MemoryCacheOptions {
+        self.max_bytes = bytes;
+        self
+    }
+
+    /// The time to live of every entry (zero: entries do not expire).
+    pub fn ttl(mut self, ttl: Duration) -> MemoryCacheOptions {
+        self.ttl_ms = millis64(ttl);
+        self
+    }
+}
+
+/// Options of a persistent cache ([`Runtime::persistent_cache`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PersistentCacheOptions {
+    path: PathBuf,
+    replace_damaged: bool,
+    max_bytes: u64,
+    ttl_ms: u64,
+}
+
+impl PersistentCacheOptions {
+    /// A cache in the file `path` (created with mode 0600 when missing),
+    /// 256 MiB, no expiry.
+    pub fn new(path: impl AsRef<Path>) -> PersistentCacheOptions {
+        PersistentCacheOptions { path: path.as_ref().to_owned(), replace_damaged: false, max_bytes: 0, ttl_ms: 0 }
+    }
+
+    /// Deletes and recreates a file that is not a cache of this library's
+    /// version, instead of failing with [`ErrorKind::Io`](crate::ErrorKind::Io).
+    pub fn replace_damaged(mut self, replace: bool) -> PersistentCacheOptions {
+        self.replace_damaged = replace;
+        self
+    }
+
+    /// The most bytes of keys and values held (0: the library's default).
+    pub fn max_bytes(mut self, bytes: u64) -> PersistentCacheOptions {
+        self.max_bytes = bytes;
+        self
+    }
+
+    /// The time to live of every entry (zero: entries do not expire).
+    pub fn ttl(mut self, ttl: Duration) -> PersistentCacheOptions {
+        self.ttl_ms = millis64(ttl);
+        self
+    }
+}
+
+/// An entry found by [`Cache::get`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CacheEntry {
+    /// A copy of the value.
+    pub value: Vec<u8>,
+    /// Wall-clock time (ms since the Unix epoch) of the put that stored it.
+    pub stored_at_ms: u64,
+    /// Wall-clock time at which it expires, if it does.
+    pub expires_at_ms: Option<u64>,
+    /// Whether its key prefix was invalidated since that put.
+    pub stale: bool,
+}
+
+/// A cache's counters since it was opened, and what it holds now.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CacheStats {
+    /// Gets that found a live entry.
+    pub hits: u64,
+    /// Gets that found nothing or an expired entry.
+    pub misses: u64,
+    /// Entries dropped to stay within the bounds (and puts too large to keep).
+    pub evictions: u64,
+    /// Entries dropped because their time to live had passed.
+    pub expirations: u64,
+    /// Entries held now.
+    pub entries: u64,
+    /// Bytes of keys and values held now.
+    pub bytes: u64,
+}
+
+/// A cache of a runtime. Dropping it frees it (a persistent cache closes
+/// its file; its entries stay). Its calls are safe from any thread.
+pub struct Cache {
+    shared: Arc<Shared>,
+    id: u64,
+}
+
+impl Cache {
+    /// The cache's id in its runtime.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Stores a copy of `value` under `key`, replacing any entry, then
+    /// evicts least recently used entries beyond the bounds.
+    pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        // SAFETY: valid handle and buffers.
+        check(unsafe {
+            sys::lds_cache_put(
+                self.shared.raw(),
+                self.id,
+                key.as_ptr().cast(),
+                key.len(),
+                value.as_ptr().cast(),
+                value.len(),
+            )
+        })?;
+        Ok(())
+    }
+
+    /// The entry under `key`, or `None` on a miss (an expired entry is
+    /// dropped and is a miss).
+    pub fn get(&self, key: &[u8]) -> Result<Option<CacheEntry>> {
+        let mut raw = sys::lds_cache_value::zeroed();
+        // SAFETY: valid handle, buffer and out pointer.
+        let rc =
+            check(unsafe { sys::lds_cache_get(self.shared.raw(), self.id, key.as_ptr().cast(), key.len(), &mut raw) })?;
+        if rc == 0 {
+            return Ok(None);
+        }
+        let value = if raw.value.is_null() || raw.value_len == 0 {
+            Vec::new()
+        } else {
+            // SAFETY: a found entry holds `value_len` bytes at `value`.
+            unsafe { std::slice::from_raw_parts(raw.value.cast::<u8>(), raw.value_len) }.to_vec()
+        };
+        let entry = CacheEntry {
+            value,
+            stored_at_ms: raw.stored_at_ms,
+            expires_at_ms: (raw.expires_at_ms != 0).then_some(raw.expires_at_ms),
+            stale: raw.stale != 0,
+        };
+        // SAFETY: releases what the library allocated.
+        unsafe { sys::lds_cache_value_clear(&mut raw) };
+        Ok(Some(entry))
+    }
+
+    /// Drops the entry under `key`; whether there was one.
+    pub fn remove(&self, key: &[u8]) -> Result<bool> {
+        // SAFETY: valid handle and buffer.
+        let rc = check(unsafe { sys::lds_cache_remove(self.shared.raw(), self.id, key.as_ptr().cast(), key.len()) })?;
+        Ok(rc == 1)
+    }
+
+    /// Drops every entry; the counters are kept.
+    pub fn clear(&self) -> Result<()> {
+        // SAFETY: valid handle.
+        check(unsafe { sys::lds_cache_clear(self.shared.raw(), self.id) })?;
+        Ok(())
+    }
+
+    /// The cache's counters.
+    pub fn stats(&self) -> Result<CacheStats> {
+        let mut raw = sys::lds_cache_statistics::default();
+        // SAFETY: valid handle and out pointer.
+        check(unsafe { sys::lds_cache_stats(self.shared.raw(), self.id, &mut raw) })?;
+        Ok(CacheStats {
+            hits: raw.hits,
+            misses: raw.misses,
+            evictions: raw.evictions,
+            expirations: raw.expirations,
+            entries: raw.entries,
+            bytes: raw.bytes,
+        })
+    }
+}
+
+impl Drop for Cache {
+    fn drop(&mut self) {
+        // SAFETY: valid handle. LDS_ECLOSED after the runtime is gone is fine.
+        unsafe { sys::lds_cache_free(self.shared.raw(), self.id) };
+    }
+}
+
+impl fmt::Debug for Cache {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Cache").field("id", &self.id).finish()
+    }
+}
+
+impl Runtime {
+    /// A new, empty memory cache.
+    pub fn memory_cache(&self, options: &MemoryCacheOptions) -> Result<Cache> {
+        let name = options
+            .name
+            .as_ref()
+            .map(|n| CString::new(n.as_bytes()).map_err(|_| Error::from_code(sys::LDS_EINVAL)))
+            .transpose()?;
+        let raw = sys::lds_memory_cache_options {
+            name: name.as_ref().map_or(std::ptr::null(), |n| n.as_ptr()),
+            max_entries: options.max_entries,
+            max_bytes: options.max_bytes,
+            ttl_ms: options.ttl_ms,
+            ..sys::lds_memory_cache_options::INIT
+        };
+        let mut id = 0;
+        // SAFETY: valid handle, options (borrowing `name`) and out pointer.
+        check(unsafe { sys::lds_memory_cache_new(self.as_ptr(), &raw, &mut id) })?;
+        Ok(Cache { shared: Arc::clone(self.shared()), id })
+    }
+
+    /// Opens (or creates) the persistent cache in a file. A file that is
+    /// not a cache fails with [`ErrorKind::Io`](crate::ErrorKind::Io)
+    /// unless [`PersistentCacheOptions::replace_damaged`] is set.
+    pub fn persistent_cache(&self, options: &PersistentCacheOptions) -> Result<Cache> {
+        let path = CString::new(options.path.as_os_str().as_bytes()).map_err(|_| Error::from_code(sys::LDS_EINVAL))?;
+        let raw = sys::lds_persistent_cache_options {
+            flags: if options.replace_damaged { sys::LDS_CACHE_REPLACE_DAMAGED } else { 0 },
+            path: path.as_ptr(),
+            max_bytes: options.max_bytes,
+            ttl_ms: options.ttl_ms,
+            ..sys::lds_persistent_cache_options::INIT
+        };
+        let mut id = 0;
+        // SAFETY: valid handle, options (borrowing `path`) and out pointer.
+        check(unsafe { sys::lds_persistent_cache_new(self.as_ptr(), &raw, &mut id) })?;
+        Ok(Cache { shared: Arc::clone(self.shared()), id })
+    }
+}

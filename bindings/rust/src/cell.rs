@@ -1,0 +1,378 @@
+use std::ffi::{CString, c_void};
+use std::fmt;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::ptr::{self, NonNull};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, Result, check};
+use crate::event::Event;
+use crate::loader::Loader;
+use crate::options::LoadOptions;
+use crate::runtime::Shared;
+use crate::sys;
+
+/// Where a cell's callback sends its events: the `user_data` of the cell.
+pub(crate) struct Sink {
+    tx: Mutex<Option<Sender<Event>>>,
+}
+
+impl Sink {
+    /// Frees a sink made by `Cell::new`.
+    ///
+    /// # Safety
+    /// No callback may use the sink any more, and it is freed only once.
+    pub(crate) unsafe fn free(sink: NonNull<Sink>) {
+        // SAFETY: the sink came from Box::into_raw (caller's contract).
+        drop(unsafe { Box::from_raw(sink.as_ptr()) });
+    }
+
+    pub(crate) fn close(&self) {
+        let sender = self.tx.lock().unwrap_or_else(PoisonError::into_inner).take();
+        drop(sender);
+    }
+}
+
+unsafe extern "C" fn cell_event(event: *const sys::lds_event, user_data: *mut c_void) {
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: user_data is the cell's Sink, alive while callbacks of the
+        // cell can run (see Shared::bury); the event is valid during the call.
+        let (sink, event) = unsafe { (&*user_data.cast::<Sink>(), Event::from_raw(&*event)) };
+        if let Some(tx) = sink.tx.lock().unwrap_or_else(PoisonError::into_inner).as_ref() {
+            // The stream may have been dropped: its events are not wanted.
+            let _ = tx.send(event);
+        }
+    }));
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CellFlavor {
+    Loadable,
+    Process,
+}
+
+/// What loadable and process cells have in common.
+pub(crate) struct Cell {
+    shared: Arc<Shared>,
+    id: u64,
+    flavor: CellFlavor,
+    sink: NonNull<Sink>,
+}
+
+// SAFETY: the sink is only used through `&Sink` (Mutex inside) and freed
+// once, by Drop; the library calls are thread-safe (see Runtime).
+unsafe impl Send for Cell {}
+unsafe impl Sync for Cell {}
+
+impl Cell {
+    pub(crate) fn new(shared: &Arc<Shared>, flavor: CellFlavor) -> Result<(Cell, Events)> {
+        let (tx, rx) = mpsc::channel();
+        let sink = NonNull::from(Box::leak(Box::new(Sink { tx: Mutex::new(Some(tx)) })));
+        let new = match flavor {
+            CellFlavor::Loadable => sys::lds_loadable_new,
+            CellFlavor::Process => sys::lds_process_new,
+        };
+        let mut id = 0;
+        // SAFETY: valid handle; the sink stays alive until Cell's Drop buries it.
+        let rc = unsafe { new(shared.raw(), Some(cell_event), sink.as_ptr().cast(), &mut id) };
+        if rc != sys::LDS_OK {
+            // SAFETY: a failed call causes no callback; the sink is unused.
+            unsafe { Sink::free(sink) };
+            return Err(Error::from_code(rc));
+        }
+        shared.adopt(id, sink);
+        Ok((Cell { shared: Arc::clone(shared), id, flavor, sink }, Events { rx }))
+    }
+
+    fn raw(&self) -> *mut sys::lds_runtime {
+        self.shared.raw()
+    }
+
+    fn cancel(&self) -> Result<()> {
+        let cancel = match self.flavor {
+            CellFlavor::Loadable => sys::lds_loadable_cancel,
+            CellFlavor::Process => sys::lds_process_cancel,
+        };
+        // SAFETY: valid handle.
+        check(unsafe { cancel(self.raw(), self.id) })?;
+        Ok(())
+    }
+
+    fn reset(&self) -> Result<()> {
+        let reset = match self.flavor {
+            CellFlavor::Loadable => sys::lds_loadable_reset,
+            CellFlavor::Process => sys::lds_process_reset,
+        };
+        // SAFETY: valid handle.
+        check(unsafe { reset(self.raw(), self.id) })?;
+        Ok(())
+    }
+}
+
+impl Drop for Cell {
+    fn drop(&mut self) {
+        let free = match self.flavor {
+            CellFlavor::Loadable => sys::lds_loadable_free,
+            CellFlavor::Process => sys::lds_process_free,
+        };
+        // SAFETY: valid handle. After the runtime is gone this returns
+        // LDS_ECLOSED, which is fine.
+        unsafe { free(self.raw(), self.id) };
+        // SAFETY: the sink is alive until buried below.
+        unsafe { self.sink.as_ref() }.close();
+        self.shared.bury(self.id, self.sink);
+    }
+}
+
+fn request_ptr(request: &[u8]) -> *const c_void {
+    if request.is_empty() { ptr::null() } else { request.as_ptr().cast() }
+}
+
+/// A loadable cell: absent → loading → loaded | error.
+///
+/// Its events go to the [`Events`] stream returned with it. Dropping the
+/// cell frees it: a running job is cancelled (its hooks run) and the stream
+/// ends after the events already delivered.
+pub struct Loadable {
+    cell: Cell,
+}
+
+impl Loadable {
+    pub(crate) fn from_cell(cell: Cell) -> Loadable {
+        Loadable { cell }
+    }
+
+    /// The cell's id in its runtime.
+    pub fn id(&self) -> u64 {
+        self.cell.id
+    }
+
+    /// Loads with default options: cancels the running job, shows
+    /// [`Status::Loading`](crate::Status::Loading) carrying `request`, and
+    /// starts a job of `loader`.
+    pub fn load(&self, loader: &Loader, request: &[u8]) -> Result<()> {
+        self.load_with(loader, request, &LoadOptions::new())
+    }
+
+    /// Loads with options (silent, timeout, interrupts, retries).
+    pub fn load_with(&self, loader: &Loader, request: &[u8], options: &LoadOptions) -> Result<()> {
+        let raw = options.to_raw();
+        // SAFETY: valid handle, buffer and options (borrowing `options`).
+        check(unsafe {
+            sys::lds_loadable_load(
+                self.cell.raw(),
+                self.cell.id,
+                loader.id(),
+                request_ptr(request),
+                request.len(),
+                &raw,
+            )
+        })?;
+        Ok(())
+    }
+
+    /// Reloads the last request silently: the current state stays, flagged
+    /// [`Flags::REFRESHING`](crate::Flags::REFRESHING). Fails with
+    /// [`ErrorKind::State`](crate::ErrorKind::State) if the cell was never
+    /// loaded, [`ErrorKind::NotFound`](crate::ErrorKind::NotFound) if the
+    /// last loader was dropped.
+    pub fn refresh(&self) -> Result<()> {
+        // SAFETY: valid handle.
+        check(unsafe { sys::lds_loadable_refresh(self.cell.raw(), self.cell.id) })?;
+        Ok(())
+    }
+
+    /// Cancels the running job, if any: the state before the load comes
+    /// back, flagged [`Flags::CANCELLED`](crate::Flags::CANCELLED).
+    pub fn cancel(&self) -> Result<()> {
+        self.cell.cancel()
+    }
+
+    /// Cancels the running job, if any, and makes the cell absent.
+    pub fn reset(&self) -> Result<()> {
+        self.cell.reset()
+    }
+
+    /// Cancels the running job, if any, and shows `value`.
+    pub fn set_loaded(&self, value: &[u8]) -> Result<()> {
+        // SAFETY: valid handle and buffer.
+        check(unsafe {
+            sys::lds_loadable_set_loaded(self.cell.raw(), self.cell.id, value.as_ptr().cast(), value.len())
+        })?;
+        Ok(())
+    }
+
+    /// Cancels the running job, if any, and shows an error in the host
+    /// domain. A message holding a NUL byte is refused with
+    /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument).
+    pub fn set_error(&self, code: i32, message: Option<&str>) -> Result<()> {
+        let message = message.map(|m| CString::new(m).map_err(|_| Error::from_code(sys::LDS_EINVAL))).transpose()?;
+        let message_ptr = message.as_ref().map_or(ptr::null(), |m| m.as_ptr());
+        // SAFETY: valid handle; NULL or a valid string.
+        check(unsafe { sys::lds_loadable_set_error(self.cell.raw(), self.cell.id, code, message_ptr) })?;
+        Ok(())
+    }
+
+    /// The cell's latest state (seq 0 and absent before the first event).
+    /// It may be ahead of the events received so far; compare `seq`.
+    pub fn get(&self) -> Result<Event> {
+        let mut snapshot = sys::lds_snapshot::zeroed();
+        // SAFETY: valid handle and out pointer.
+        let rc = unsafe { sys::lds_loadable_get(self.cell.raw(), self.cell.id, &mut snapshot) };
+        // SAFETY: on success the snapshot holds the library's copies.
+        let event = (rc == sys::LDS_OK).then(|| unsafe { Event::from_snapshot(&snapshot) });
+        // SAFETY: clearing a filled or zeroed snapshot is allowed.
+        unsafe { sys::lds_snapshot_clear(&mut snapshot) };
+        event.ok_or(Error::from_code(rc))
+    }
+}
+
+impl fmt::Debug for Loadable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Loadable").field("id", &self.cell.id).finish()
+    }
+}
+
+/// A process cell: idle → running(kind) → finished(kind) | failed(kind).
+///
+/// The values of its jobs are ignored. Dropping it behaves as for
+/// [`Loadable`].
+pub struct Process {
+    cell: Cell,
+}
+
+impl Process {
+    pub(crate) fn from_cell(cell: Cell) -> Process {
+        Process { cell }
+    }
+
+    /// The cell's id in its runtime.
+    pub fn id(&self) -> u64 {
+        self.cell.id
+    }
+
+    /// Runs a job of `loader` as process `kind` with default options.
+    pub fn run(&self, kind: i32, loader: &Loader, request: &[u8]) -> Result<()> {
+        self.run_with(kind, loader, request, &LoadOptions::new())
+    }
+
+    /// Runs a job of `loader` as process `kind`: cancels the running job,
+    /// shows [`Status::Running`](crate::Status::Running) (or, silent, the
+    /// current state flagged refreshing), then finished or failed.
+    pub fn run_with(&self, kind: i32, loader: &Loader, request: &[u8], options: &LoadOptions) -> Result<()> {
+        let raw = options.to_raw();
+        // SAFETY: valid handle, buffer and options.
+        check(unsafe {
+            sys::lds_process_run(
+                self.cell.raw(),
+                self.cell.id,
+                kind,
+                loader.id(),
+                request_ptr(request),
+                request.len(),
+                &raw,
+            )
+        })?;
+        Ok(())
+    }
+
+    /// Cancels the running job; the previous state comes back, flagged
+    /// [`Flags::CANCELLED`](crate::Flags::CANCELLED).
+    pub fn cancel(&self) -> Result<()> {
+        self.cell.cancel()
+    }
+
+    /// Cancels the running job and makes the cell idle.
+    pub fn reset(&self) -> Result<()> {
+        self.cell.reset()
+    }
+}
+
+impl fmt::Debug for Process {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Process").field("id", &self.cell.id).finish()
+    }
+}
+
+/// The events of one cell, in order, over an [`mpsc`] channel.
+///
+/// The stream ends ([`recv`](Events::recv) returns `None`) once the cell or
+/// the runtime is dropped and the events delivered before have been read.
+/// In [`Delivery::Poll`](crate::Delivery::Poll) mode events arrive only
+/// while some thread calls [`Runtime::dispatch`](crate::Runtime::dispatch).
+pub struct Events {
+    rx: Receiver<Event>,
+}
+
+impl Events {
+    /// The next event, waiting for it; `None` when the stream has ended.
+    pub fn recv(&self) -> Option<Event> {
+        self.rx.recv().ok()
+    }
+
+    /// The next event, waiting at most `timeout`.
+    pub fn recv_timeout(&self, timeout: Duration) -> std::result::Result<Event, RecvTimeoutError> {
+        self.rx.recv_timeout(timeout)
+    }
+
+    /// The next event if one is there.
+    pub fn try_recv(&self) -> std::result::Result<Event, TryRecvError> {
+        self.rx.try_recv()
+    }
+
+    /// Reads events until one matches `predicate` and returns it; the ones
+    /// before it are dropped. Fails with
+    /// [`RecvTimeoutError::Timeout`] when `timeout` passes first and with
+    /// [`RecvTimeoutError::Disconnected`] when the stream ends first.
+    pub fn wait_until<P>(&self, mut predicate: P, timeout: Duration) -> std::result::Result<Event, RecvTimeoutError>
+    where
+        P: FnMut(&Event) -> bool,
+    {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let event = self.rx.recv_timeout(left)?;
+            if predicate(&event) {
+                return Ok(event);
+            }
+        }
+    }
+
+    /// A blocking iterator over the events, ending with the stream.
+    pub fn iter(&self) -> mpsc::Iter<'_, Event> {
+        self.rx.iter()
+    }
+
+    /// The underlying receiver.
+    pub fn receiver(&self) -> &Receiver<Event> {
+        &self.rx
+    }
+
+    /// The underlying receiver, by value.
+    pub fn into_receiver(self) -> Receiver<Event> {
+        self.rx
+    }
+}
+
+impl IntoIterator for Events {
+    type Item = Event;
+    type IntoIter = mpsc::IntoIter<Event>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.rx.into_iter()
+    }
+}
+
+impl<'a> IntoIterator for &'a Events {
+    type Item = Event;
+    type IntoIter = mpsc::Iter<'a, Event>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.rx.iter()
+    }
+}
+
+impl fmt::Debug for Events {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Events").finish_non_exhaustive()
+    }
+}

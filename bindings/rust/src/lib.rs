@@ -1,0 +1,73 @@
+//! Rust bindings to `libloadstate`, a loading-state runtime.
+//!
+//! A [`Runtime`] owns an event loop on its own thread. Cells hold a loading
+//! state and report every change as an [`Event`] on an [`Events`] stream:
+//!
+//! * [`Loadable`]: absent → loading → loaded | error;
+//! * [`Process`]: idle → running(kind) → finished(kind) | failed(kind).
+//!
+//! A [`Loader`] is a closure that runs once per load as a [`Job`]; the job
+//! is ended from any thread with [`Job::succeed`], [`Job::finish`],
+//! [`Job::fail`], [`Job::fail_final`], [`Job::cancel_self`] or
+//! [`Job::reset_self`]. The library's own loaders read files
+//! ([`Runtime::file_loader`]), run commands ([`Runtime::exec_loader`]) and
+//! fetch URLs ([`Runtime::http_loader`]) on the runtime's loop; [`Cache`]s
+//! hold values in memory or in a file.
+//!
+//! ```
+//! use std::time::Duration;
+//! use loadstate::{Runtime, Status};
+//!
+//! let runtime = Runtime::new()?;
+//! let greeter = runtime.loader(|job| {
+//!     let mut value = b"hello, ".to_vec();
+//!     value.extend_from_slice(job.request());
+//!     job.succeed(&value).unwrap();
+//! })?;
+//! let (cell, events) = runtime.loadable()?;
+//! cell.load(&greeter, b"world")?;
+//! let loaded = events.wait_until(|e| e.status == Status::Loaded, Duration::from_secs(10)).unwrap();
+//! assert_eq!(loaded.value.as_deref(), Some(&b"hello, world"[..]));
+//! # Ok::<(), loadstate::Error>(())
+//! ```
+//!
+//! The raw C declarations are in [`sys`]; the header `include/loadstate.h`
+//! is the reference for the semantics of every call.
+
+#![warn(missing_docs)]
+
+/// The crate's README, whose examples run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
+mod builtin;
+mod cache;
+mod cell;
+mod error;
+mod event;
+mod loader;
+mod options;
+mod runtime;
+pub mod sys;
+
+pub use builtin::{ExecOptions, ExecRequest, FileOptions, HttpOptions, HttpRequest, HttpResponse, file_request};
+pub use cache::{Cache, CacheEntry, CacheStats, MemoryCacheOptions, PersistentCacheOptions};
+pub use cell::{Events, Loadable, Process};
+pub use error::{Error, ErrorKind, Result, strerror};
+pub use event::{ErrorDomain, Event, EventType, Flags, LoadError, Status};
+pub use loader::{Job, Loader, PANIC_ERROR_CODE};
+pub use options::{Delivery, LoadOptions};
+pub use runtime::Runtime;
+pub use std::sync::mpsc::{RecvTimeoutError, TryRecvError};
+
+/// The largest value, request or message, in bytes, the library accepts
+/// (256 MiB); larger ones fail with [`ErrorKind::TooBig`].
+pub const VALUE_MAX: usize = sys::LDS_VALUE_MAX;
+
+/// The version of the loaded library as `(major << 16) | (minor << 8) | patch`.
+/// Compare with [`sys::LDS_VERSION`], the version the crate was written for.
+pub fn version() -> u32 {
+    // SAFETY: no arguments; callable from any thread.
+    unsafe { sys::lds_version() }
+}

@@ -1,0 +1,346 @@
+use std::collections::{HashMap, VecDeque};
+use std::ffi::c_void;
+use std::os::fd::RawFd;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::ptr::{self, NonNull};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::thread;
+
+use crate::cell::{CellFlavor, Events, Loadable, Process, Sink};
+use crate::error::{Error, Result, check};
+use crate::loader::{Job, Loader};
+use crate::options::Delivery;
+use crate::sys;
+
+/// A loadstate runtime: one event loop on its own thread, which owns cells,
+/// loaders and jobs.
+///
+/// # Threading
+///
+/// The header makes every `lds_*` function safe to call from any thread,
+/// including from inside a callback, with one exception: `lds_runtime_free`,
+/// which joins the loop thread and refuses to run inside a callback. So:
+///
+/// * `Runtime`, [`Loadable`], [`Process`], [`Loader`] and [`Job`] are
+///   `Send + Sync`: their methods only call functions of the first kind.
+/// * Dropping the `Runtime` calls `lds_runtime_free`. Drop needs the
+///   `Runtime` by value, so no method of the `Runtime` itself (such as
+///   [`dispatch`](Runtime::dispatch)) can run at the same time. Cells,
+///   loaders and jobs keep working from other threads while it is dropped:
+///   the library keeps the runtime handle's memory valid after the free,
+///   and their calls return [`ErrorKind::Closed`](crate::ErrorKind::Closed).
+///   Those handles also keep the crate's own bookkeeping alive (an `Arc`),
+///   so they may outlive the `Runtime` in any order.
+/// * If the last `Runtime` handle is dropped inside a callback (for instance
+///   by a loader closure that owned an `Arc<Runtime>`), `lds_runtime_free`
+///   would return `LDS_ESTATE`; the free is then handed to a new thread, and
+///   callbacks may still run until that thread has freed the runtime.
+///
+/// Closures given to the crate run on the delivery thread (see
+/// [`Delivery`]); they must be `Send + Sync + 'static` because that thread
+/// is not the caller's.
+///
+/// Dropping the runtime cancels every running job (their
+/// [`Job::on_cancel`] hooks run), drops every loader closure and joins the
+/// loop thread; every [`Events`] stream of the runtime then ends.
+pub struct Runtime {
+    shared: Arc<Shared>,
+}
+
+/// What every handle of one runtime shares.
+pub(crate) struct Shared {
+    raw: NonNull<sys::lds_runtime>,
+    /// A loadable cell whose events free the sinks of dropped cells.
+    janitor: AtomicU64,
+    graveyard: Mutex<Graveyard>,
+    hooks: Mutex<HashMap<u64, VecDeque<CancelHook>>>,
+}
+
+type CancelHook = Box<dyn FnOnce() + Send + 'static>;
+
+#[derive(Default)]
+struct Graveyard {
+    /// Set once `lds_runtime_free` has returned: no callback runs any more.
+    closed: bool,
+    /// Whether a janitor event has been requested and not yet run.
+    scheduled: bool,
+    /// The sinks of live cells, closed when the runtime is freed so that
+    /// their streams end.
+    live: HashMap<u64, SinkPtr>,
+    /// The sinks of freed cells, waiting for the janitor.
+    sinks: Vec<SinkPtr>,
+}
+
+/// A sink whose cell was freed, waiting until no callback can use it.
+struct SinkPtr(NonNull<Sink>);
+
+// SAFETY: a sink is only touched through shared references (its fields
+// are Sync) and freed once; the pointer may move between threads.
+unsafe impl Send for SinkPtr {}
+
+// SAFETY: the header allows every function except lds_runtime_free to be
+// called from any thread at any time, and lds_runtime_free is only called
+// from `Runtime`'s Drop (see the Threading section above). The other fields
+// are Mutex/atomics.
+unsafe impl Send for Shared {}
+unsafe impl Sync for Shared {}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Runtime {
+    /// A runtime whose callbacks run on its loop thread.
+    pub fn new() -> Result<Runtime> {
+        Runtime::with_delivery(Delivery::Loop)
+    }
+
+    /// A runtime with the given delivery mode.
+    pub fn with_delivery(delivery: Delivery) -> Result<Runtime> {
+        let options = sys::lds_runtime_options {
+            delivery: match delivery {
+                Delivery::Loop => sys::LDS_DELIVER_LOOP,
+                Delivery::Poll => sys::LDS_DELIVER_POLL,
+            },
+            ..sys::lds_runtime_options::INIT
+        };
+        let mut raw = ptr::null_mut();
+        // SAFETY: valid options and out pointer.
+        check(unsafe { sys::lds_runtime_new(&options, &mut raw) })?;
+        let raw = NonNull::new(raw).ok_or(Error::from_code(sys::LDS_ENOMEM))?;
+        let shared = Arc::new(Shared {
+            raw,
+            janitor: AtomicU64::new(0),
+            graveyard: Mutex::new(Graveyard::default()),
+            hooks: Mutex::new(HashMap::new()),
+        });
+        let runtime = Runtime { shared };
+        let mut janitor = 0;
+        // SAFETY: the user data is the Shared, which outlives every
+        // callback: the Runtime holds it until lds_runtime_free returns.
+        check(unsafe {
+            sys::lds_loadable_new(
+                raw.as_ptr(),
+                Some(janitor_event),
+                Arc::as_ptr(&runtime.shared).cast_mut().cast(),
+                &mut janitor,
+            )
+        })?;
+        runtime.shared.janitor.store(janitor, Ordering::Release);
+        Ok(runtime)
+    }
+
+    /// The raw handle, for calls through [`sys`](crate::sys). It stays
+    /// valid (calls return `LDS_ECLOSED`) after the runtime is dropped.
+    pub fn as_ptr(&self) -> *mut sys::lds_runtime {
+        self.shared.raw()
+    }
+
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
+    /// A new loadable cell in the absent state, and the stream of its events.
+    pub fn loadable(&self) -> Result<(Loadable, Events)> {
+        let (cell, events) = crate::cell::Cell::new(&self.shared, CellFlavor::Loadable)?;
+        Ok((Loadable::from_cell(cell), events))
+    }
+
+    /// A new process cell in the idle state, and the stream of its events.
+    pub fn process(&self) -> Result<(Process, Events)> {
+        let (cell, events) = crate::cell::Cell::new(&self.shared, CellFlavor::Process)?;
+        Ok((Process::from_cell(cell), events))
+    }
+
+    /// A loader whose jobs run `start` on the delivery thread.
+    ///
+    /// `start` receives the [`Job`]; it may end the job right away or hand
+    /// it to any thread. A panic in `start` is caught and fails the job
+    /// with [`PANIC_ERROR_CODE`](crate::PANIC_ERROR_CODE). The closure is
+    /// dropped exactly once, on the delivery thread, after the loader is
+    /// dropped and its last job has ended, or while the runtime is dropped.
+    pub fn loader<F>(&self, start: F) -> Result<Loader>
+    where
+        F: Fn(Job) + Send + Sync + 'static,
+    {
+        Loader::new(&self.shared, Box::new(start))
+    }
+
+    /// POLL mode: a descriptor that is readable while callbacks are pending.
+    /// Do not read, write or close it.
+    pub fn fd(&self) -> Result<RawFd> {
+        // SAFETY: valid handle.
+        check(unsafe { sys::lds_runtime_fd(self.shared.raw()) })
+    }
+
+    /// POLL mode: runs up to `max_events` pending callbacks (all of them
+    /// when 0) on this thread and returns how many ran. Never waits.
+    ///
+    /// The count includes the crate's own bookkeeping callbacks, so it may
+    /// exceed the number of events the cells' streams receive.
+    pub fn dispatch(&self, max_events: usize) -> Result<usize> {
+        let max = i32::try_from(max_events).unwrap_or(i32::MAX);
+        // SAFETY: valid handle.
+        let ran = check(unsafe { sys::lds_runtime_dispatch(self.shared.raw(), max) })?;
+        Ok(ran as usize)
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        // SAFETY: the handle is valid; see the Threading section.
+        let rc = unsafe { sys::lds_runtime_free(self.shared.raw()) };
+        if rc == sys::LDS_ESTATE {
+            // Dropped inside a callback: free it from a thread that is not
+            // the delivery thread.
+            let shared = Arc::clone(&self.shared);
+            let _ = thread::Builder::new().name("loadstate-free".into()).spawn(move || {
+                // SAFETY: as above.
+                unsafe { sys::lds_runtime_free(shared.raw()) };
+                shared.after_free();
+            });
+        } else {
+            self.shared.after_free();
+        }
+    }
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime").field("raw", &self.shared.raw).finish()
+    }
+}
+
+impl Shared {
+    pub(crate) fn raw(&self) -> *mut sys::lds_runtime {
+        self.raw.as_ptr()
+    }
+
+    /// Releases, once `lds_runtime_free` has returned, what callbacks
+    /// could have used.
+    fn after_free(&self) {
+        let sinks = {
+            let mut graveyard = lock(&self.graveyard);
+            graveyard.closed = true;
+            for sink in graveyard.live.values() {
+                // SAFETY: live sinks are freed only after leaving `live`,
+                // under this lock.
+                unsafe { sink.0.as_ref() }.close();
+            }
+            std::mem::take(&mut graveyard.sinks)
+        };
+        for sink in sinks {
+            // SAFETY: no callback runs after lds_runtime_free returned.
+            unsafe { Sink::free(sink.0) };
+        }
+        let hooks = std::mem::take(&mut *lock(&self.hooks));
+        let _ = catch_unwind(AssertUnwindSafe(move || drop(hooks)));
+    }
+
+    /// Frees the sink of a cell that was just freed, as soon as no callback
+    /// can be using it: at once if the runtime is gone, otherwise from a
+    /// janitor event. Events are delivered one at a time on one thread,
+    /// and no event of the cell starts after its free returned, so when a
+    /// later janitor event runs, no callback of the cell is running.
+    pub(crate) fn bury(&self, cell: u64, sink: NonNull<Sink>) {
+        let schedule = {
+            let mut graveyard = lock(&self.graveyard);
+            graveyard.live.remove(&cell);
+            if graveyard.closed {
+                drop(graveyard);
+                // SAFETY: no callback runs after lds_runtime_free returned.
+                unsafe { Sink::free(sink) };
+                return;
+            }
+            graveyard.sinks.push(SinkPtr(sink));
+            !std::mem::replace(&mut graveyard.scheduled, true)
+        };
+        if schedule {
+            let janitor = self.janitor.load(Ordering::Acquire);
+            // SAFETY: valid handle; a NULL value with length 0 is allowed.
+            let rc = unsafe { sys::lds_loadable_set_loaded(self.raw(), janitor, ptr::null(), 0) };
+            if rc != sys::LDS_OK {
+                // The runtime is closing: `after_free` frees the sinks.
+                lock(&self.graveyard).scheduled = false;
+            }
+        }
+    }
+
+    /// Records the sink of a new cell; closes it at once if the runtime was
+    /// freed since the cell was created.
+    pub(crate) fn adopt(&self, cell: u64, sink: NonNull<Sink>) {
+        let mut graveyard = lock(&self.graveyard);
+        if graveyard.closed {
+            // SAFETY: no callback runs after lds_runtime_free returned.
+            unsafe { sink.as_ref() }.close();
+        }
+        graveyard.live.insert(cell, SinkPtr(sink));
+    }
+
+    fn sweep(&self) {
+        let sinks = {
+            let mut graveyard = lock(&self.graveyard);
+            graveyard.scheduled = false;
+            std::mem::take(&mut graveyard.sinks)
+        };
+        for sink in sinks {
+            // SAFETY: see `bury`.
+            unsafe { Sink::free(sink.0) };
+        }
+    }
+
+    /// Registers a cancel hook for `job`, in order with the job's others.
+    pub(crate) fn add_cancel_hook(&self, job: u64, hook: CancelHook) -> Result<()> {
+        let mut hooks = lock(&self.hooks);
+        hooks.entry(job).or_default().push_back(hook);
+        // The lock is held across the call so that the order of the queue
+        // is the order of registration in the library, which runs hooks in
+        // that order; each run of `run_cancel_hook` pops one.
+        // SAFETY: valid handle; the data is the Shared, alive while any
+        // callback of the runtime can run.
+        let rc = unsafe {
+            sys::lds_job_on_cancel(self.raw(), job, Some(run_cancel_hook), ptr::from_ref(self).cast_mut().cast())
+        };
+        if rc != sys::LDS_OK {
+            let queue = hooks.get_mut(&job).expect("queue inserted above");
+            let hook = queue.pop_back();
+            if queue.is_empty() {
+                hooks.remove(&job);
+            }
+            drop(hooks);
+            drop(hook);
+            return Err(Error::from_code(rc));
+        }
+        Ok(())
+    }
+
+    /// Drops the hooks of a job that ended by succeed, finish or fail: the
+    /// library will not call them.
+    pub(crate) fn forget_cancel_hooks(&self, job: u64) {
+        let removed = lock(&self.hooks).remove(&job);
+        let _ = catch_unwind(AssertUnwindSafe(move || drop(removed)));
+    }
+}
+
+unsafe extern "C" fn janitor_event(_event: *const sys::lds_event, user_data: *mut c_void) {
+    // SAFETY: user_data is the runtime's Shared (see Runtime::with_delivery).
+    let shared = unsafe { &*user_data.cast::<Shared>() };
+    let _ = catch_unwind(AssertUnwindSafe(|| shared.sweep()));
+}
+
+unsafe extern "C" fn run_cancel_hook(job: u64, data: *mut c_void) {
+    // SAFETY: data is the runtime's Shared (see add_cancel_hook).
+    let shared = unsafe { &*data.cast::<Shared>() };
+    let hook = {
+        let mut hooks = lock(&shared.hooks);
+        let hook = hooks.get_mut(&job).and_then(VecDeque::pop_front);
+        if hooks.get(&job).is_some_and(VecDeque::is_empty) {
+            hooks.remove(&job);
+        }
+        hook
+    };
+    if let Some(hook) = hook {
+        let _ = catch_unwind(AssertUnwindSafe(hook));
+    }
+}

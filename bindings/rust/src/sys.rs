@@ -1,0 +1,500 @@
+//! Raw declarations of `include/loadstate.h`.
+//!
+//! Names, types and values follow the header one to one; read the header
+//! for the semantics of each function. Everything here is `unsafe` to call:
+//! the safe API in the crate root is built on top of it. The layout of
+//! every struct is checked against the C compiler by `tests/layout.rs`.
+
+#![allow(non_camel_case_types, missing_docs)]
+
+use std::ffi::{c_char, c_int, c_void};
+
+pub const LDS_VERSION_MAJOR: u32 = 0;
+pub const LDS_VERSION_MINOR: u32 = 1;
+pub const LDS_VERSION_PATCH: u32 = 0;
+/// The version these declarations describe: `(major << 16) | (minor << 8) | patch`.
+pub const LDS_VERSION: u32 = (LDS_VERSION_MAJOR << 16) | (LDS_VERSION_MINOR << 8) | LDS_VERSION_PATCH;
+
+pub const LDS_OK: c_int = 0;
+pub const LDS_EINVAL: c_int = -1;
+pub const LDS_ENOENT: c_int = -2;
+pub const LDS_ESTATE: c_int = -3;
+pub const LDS_ECANCELED: c_int = -4;
+pub const LDS_ETIMEDOUT: c_int = -5;
+pub const LDS_ENOMEM: c_int = -6;
+pub const LDS_ECLOSED: c_int = -7;
+pub const LDS_ETOOBIG: c_int = -8;
+pub const LDS_EIO: c_int = -9;
+
+/// The largest value, request or message, in bytes, the library accepts.
+pub const LDS_VALUE_MAX: usize = 256 * 1024 * 1024;
+
+pub const LDS_ABSENT: i32 = 0;
+pub const LDS_LOADING: i32 = 1;
+pub const LDS_LOADED: i32 = 2;
+pub const LDS_ERROR: i32 = 3;
+pub const LDS_IDLE: i32 = 4;
+pub const LDS_RUNNING: i32 = 5;
+pub const LDS_FINISHED: i32 = 6;
+pub const LDS_FAILED: i32 = 7;
+
+pub const LDS_EVENT_STATE: u32 = 1;
+pub const LDS_EVENT_PROGRESS: u32 = 2;
+pub const LDS_EVENT_INTERRUPT: u32 = 3;
+
+pub const LDS_FLAG_REFRESHING: u32 = 1 << 0;
+pub const LDS_FLAG_PARTIAL: u32 = 1 << 1;
+pub const LDS_FLAG_STALE: u32 = 1 << 2;
+pub const LDS_FLAG_FROM_CACHE: u32 = 1 << 3;
+pub const LDS_FLAG_CANCELLED: u32 = 1 << 4;
+
+pub const LDS_LOAD_SILENT: u32 = 1 << 0;
+pub const LDS_LOAD_SHARE: u32 = 1 << 1;
+
+pub const LDS_DELIVER_LOOP: u32 = 0;
+pub const LDS_DELIVER_POLL: u32 = 1;
+
+pub const LDS_DOMAIN_LOADSTATE: i32 = 1;
+pub const LDS_DOMAIN_HOST: i32 = 2;
+pub const LDS_DOMAIN_OS: i32 = 3;
+pub const LDS_DOMAIN_HTTP: i32 = 4;
+pub const LDS_DOMAIN_EXIT: i32 = 5;
+
+pub type lds_id = u64;
+
+/// The opaque runtime; only ever used behind a pointer.
+#[repr(C)]
+pub struct lds_runtime {
+    _opaque: [u8; 0],
+    _not_send_sync_unpin: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct lds_event {
+    pub r#type: u32,
+    pub cell: lds_id,
+    pub seq: u64,
+    pub status: i32,
+    pub kind: i32,
+    pub flags: u32,
+    pub value: *const c_void,
+    pub value_len: usize,
+    pub request: *const c_void,
+    pub request_len: usize,
+    pub error_domain: i32,
+    pub error_code: i32,
+    pub error_message: *const c_char,
+    pub attempt: u32,
+    pub elapsed_ms: u64,
+    pub progress_done: u64,
+    pub progress_total: u64,
+    pub updated_at_ms: u64,
+}
+
+#[repr(C)]
+#[derive(Debug)]
+pub struct lds_snapshot {
+    pub r#type: u32,
+    pub cell: lds_id,
+    pub seq: u64,
+    pub status: i32,
+    pub kind: i32,
+    pub flags: u32,
+    pub value: *mut c_void,
+    pub value_len: usize,
+    pub request: *mut c_void,
+    pub request_len: usize,
+    pub error_domain: i32,
+    pub error_code: i32,
+    pub error_message: *mut c_char,
+    pub attempt: u32,
+    pub elapsed_ms: u64,
+    pub progress_done: u64,
+    pub progress_total: u64,
+    pub updated_at_ms: u64,
+}
+
+impl lds_snapshot {
+    /// An all-zero snapshot, the state `lds_snapshot_clear` leaves behind.
+    pub const fn zeroed() -> Self {
+        lds_snapshot {
+            r#type: 0,
+            cell: 0,
+            seq: 0,
+            status: 0,
+            kind: 0,
+            flags: 0,
+            value: core::ptr::null_mut(),
+            value_len: 0,
+            request: core::ptr::null_mut(),
+            request_len: 0,
+            error_domain: 0,
+            error_code: 0,
+            error_message: core::ptr::null_mut(),
+            attempt: 0,
+            elapsed_ms: 0,
+            progress_done: 0,
+            progress_total: 0,
+            updated_at_ms: 0,
+        }
+    }
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct lds_runtime_options {
+    pub size: u32,
+    pub delivery: u32,
+}
+
+impl lds_runtime_options {
+    /// The value of `LDS_RUNTIME_OPTIONS_INIT`.
+    pub const INIT: Self =
+        lds_runtime_options { size: core::mem::size_of::<lds_runtime_options>() as u32, delivery: LDS_DELIVER_LOOP };
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct lds_load_options {
+    pub size: u32,
+    pub flags: u32,
+    pub timeout_ms: u32,
+    pub interrupts_ms: *const u32,
+    pub interrupt_count: usize,
+    pub retries: u32,
+    pub retry_base_ms: u32,
+    pub retry_max_ms: u32,
+}
+
+impl lds_load_options {
+    /// The value of `LDS_LOAD_OPTIONS_INIT`.
+    pub const INIT: Self = lds_load_options {
+        size: core::mem::size_of::<lds_load_options>() as u32,
+        flags: 0,
+        timeout_ms: 0,
+        interrupts_ms: core::ptr::null(),
+        interrupt_count: 0,
+        retries: 0,
+        retry_base_ms: 0,
+        retry_max_ms: 0,
+    };
+}
+
+pub const LDS_EXEC_STREAM_LINES: u32 = 1 << 0;
+
+pub const LDS_HTTP_INSECURE: u32 = 1 << 0;
+pub const LDS_HTTP_NO_REDIRECTS: u32 = 1 << 1;
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct lds_file_options {
+    pub size: u32,
+    pub chunk_size: u32,
+    pub max_size: u64,
+}
+
+impl lds_file_options {
+    /// The value of `LDS_FILE_OPTIONS_INIT`.
+    pub const INIT: Self =
+        lds_file_options { size: core::mem::size_of::<lds_file_options>() as u32, chunk_size: 0, max_size: 0 };
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct lds_exec_options {
+    pub size: u32,
+    pub flags: u32,
+    pub kill_grace_ms: u32,
+    pub max_output: u64,
+}
+
+impl lds_exec_options {
+    /// The value of `LDS_EXEC_OPTIONS_INIT`.
+    pub const INIT: Self = lds_exec_options {
+        size: core::mem::size_of::<lds_exec_options>() as u32,
+        flags: 0,
+        kill_grace_ms: 0,
+        max_output: 0,
+    };
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct lds_exec_request {
+    pub size: u32,
+    pub argv: *const *const c_char,
+    pub env: *const *const c_char,
+    pub cwd: *const c_char,
+}
+
+impl lds_exec_request {
+    /// The value of `LDS_EXEC_REQUEST_INIT`.
+    pub const INIT: Self = lds_exec_request {
+        size: core::mem::size_of::<lds_exec_request>() as u32,
+        argv: core::ptr::null(),
+        env: core::ptr::null(),
+        cwd: core::ptr::null(),
+    };
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct lds_http_options {
+    pub size: u32,
+    pub max_connections: u32,
+    pub user_agent: *const c_char,
+    pub proxy: *const c_char,
+}
+
+impl lds_http_options {
+    /// The value of `LDS_HTTP_OPTIONS_INIT`.
+    pub const INIT: Self = lds_http_options {
+        size: core::mem::size_of::<lds_http_options>() as u32,
+        max_connections: 0,
+        user_agent: core::ptr::null(),
+        proxy: core::ptr::null(),
+    };
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct lds_http_request {
+    pub size: u32,
+    pub method: *const c_char,
+    pub url: *const c_char,
+    pub headers: *const *const c_char,
+    pub header_count: usize,
+    pub body: *const c_void,
+    pub body_len: usize,
+    pub timeout_ms: u32,
+    pub max_redirects: u32,
+    pub max_body: u64,
+    pub flags: u32,
+}
+
+impl lds_http_request {
+    /// The value of `LDS_HTTP_REQUEST_INIT`.
+    pub const INIT: Self = lds_http_request {
+        size: core::mem::size_of::<lds_http_request>() as u32,
+        method: core::ptr::null(),
+        url: core::ptr::null(),
+        headers: core::ptr::null(),
+        header_count: 0,
+        body: core::ptr::null(),
+        body_len: 0,
+        timeout_ms: 0,
+        max_redirects: 0,
+        max_body: 0,
+        flags: 0,
+    };
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct lds_http_response {
+    pub status: i32,
+    pub headers: *const c_char,
+    pub headers_len: usize,
+    pub body: *const c_void,
+    pub body_len: usize,
+}
+
+pub const LDS_CACHE_REPLACE_DAMAGED: u32 = 1 << 0;
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct lds_memory_cache_options {
+    pub size: u32,
+    pub name: *const c_char,
+    pub max_entries: u64,
+    pub max_bytes: u64,
+    pub ttl_ms: u64,
+}
+
+impl lds_memory_cache_options {
+    /// The value of `LDS_MEMORY_CACHE_OPTIONS_INIT`.
+    pub const INIT: Self = lds_memory_cache_options {
+        size: core::mem::size_of::<lds_memory_cache_options>() as u32,
+        name: core::ptr::null(),
+        max_entries: 0,
+        max_bytes: 0,
+        ttl_ms: 0,
+    };
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct lds_persistent_cache_options {
+    pub size: u32,
+    pub flags: u32,
+    pub path: *const c_char,
+    pub max_bytes: u64,
+    pub ttl_ms: u64,
+}
+
+impl lds_persistent_cache_options {
+    /// The value of `LDS_PERSISTENT_CACHE_OPTIONS_INIT`.
+    pub const INIT: Self = lds_persistent_cache_options {
+        size: core::mem::size_of::<lds_persistent_cache_options>() as u32,
+        flags: 0,
+        path: core::ptr::null(),
+        max_bytes: 0,
+        ttl_ms: 0,
+    };
+}
+
+#[repr(C)]
+#[derive(Debug)]
+pub struct lds_cache_value {
+    pub value: *mut c_void,
+    pub value_len: usize,
+    pub stored_at_ms: u64,
+    pub expires_at_ms: u64,
+    pub stale: u32,
+}
+
+impl lds_cache_value {
+    /// An all-zero value, the state `lds_cache_value_clear` leaves behind.
+    pub const fn zeroed() -> Self {
+        lds_cache_value { value: core::ptr::null_mut(), value_len: 0, stored_at_ms: 0, expires_at_ms: 0, stale: 0 }
+    }
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct lds_cache_statistics {
+    pub hits: u64,
+    pub misses: u64,
+    pub evictions: u64,
+    pub expirations: u64,
+    pub entries: u64,
+    pub bytes: u64,
+}
+
+pub type lds_event_fn = unsafe extern "C" fn(event: *const lds_event, user_data: *mut c_void);
+
+pub type lds_loader_fn = unsafe extern "C" fn(
+    rt: *mut lds_runtime,
+    job: lds_id,
+    request: *const c_void,
+    request_len: usize,
+    loader_data: *mut c_void,
+);
+
+pub type lds_free_fn = unsafe extern "C" fn(data: *mut c_void);
+
+pub type lds_cancel_fn = unsafe extern "C" fn(job: lds_id, data: *mut c_void);
+
+unsafe extern "C" {
+    pub fn lds_strerror(code: c_int) -> *const c_char;
+    pub fn lds_version() -> u32;
+
+    pub fn lds_runtime_new(opts: *const lds_runtime_options, out: *mut *mut lds_runtime) -> c_int;
+    pub fn lds_runtime_free(rt: *mut lds_runtime) -> c_int;
+    pub fn lds_runtime_fd(rt: *mut lds_runtime) -> c_int;
+    pub fn lds_runtime_dispatch(rt: *mut lds_runtime, max_events: c_int) -> c_int;
+
+    pub fn lds_loadable_new(
+        rt: *mut lds_runtime,
+        on_event: Option<lds_event_fn>,
+        user_data: *mut c_void,
+        out: *mut lds_id,
+    ) -> c_int;
+    pub fn lds_loadable_free(rt: *mut lds_runtime, cell: lds_id) -> c_int;
+    pub fn lds_loadable_load(
+        rt: *mut lds_runtime,
+        cell: lds_id,
+        loader: lds_id,
+        request: *const c_void,
+        request_len: usize,
+        opts: *const lds_load_options,
+    ) -> c_int;
+    pub fn lds_loadable_refresh(rt: *mut lds_runtime, cell: lds_id) -> c_int;
+    pub fn lds_loadable_cancel(rt: *mut lds_runtime, cell: lds_id) -> c_int;
+    pub fn lds_loadable_reset(rt: *mut lds_runtime, cell: lds_id) -> c_int;
+    pub fn lds_loadable_set_loaded(rt: *mut lds_runtime, cell: lds_id, value: *const c_void, len: usize) -> c_int;
+    pub fn lds_loadable_set_error(rt: *mut lds_runtime, cell: lds_id, code: i32, message: *const c_char) -> c_int;
+    pub fn lds_loadable_get(rt: *mut lds_runtime, cell: lds_id, out: *mut lds_snapshot) -> c_int;
+    pub fn lds_snapshot_clear(snap: *mut lds_snapshot);
+
+    pub fn lds_loader_new(
+        rt: *mut lds_runtime,
+        start: Option<lds_loader_fn>,
+        loader_data: *mut c_void,
+        free_data: Option<lds_free_fn>,
+        out: *mut lds_id,
+    ) -> c_int;
+    pub fn lds_loader_free(rt: *mut lds_runtime, loader: lds_id) -> c_int;
+
+    pub fn lds_job_yield(rt: *mut lds_runtime, job: lds_id, value: *const c_void, len: usize) -> c_int;
+    pub fn lds_job_succeed(rt: *mut lds_runtime, job: lds_id, value: *const c_void, len: usize) -> c_int;
+    pub fn lds_job_finish(rt: *mut lds_runtime, job: lds_id) -> c_int;
+    pub fn lds_job_fail(rt: *mut lds_runtime, job: lds_id, code: i32, message: *const c_char) -> c_int;
+    pub fn lds_job_fail_final(rt: *mut lds_runtime, job: lds_id, code: i32, message: *const c_char) -> c_int;
+    pub fn lds_job_progress(rt: *mut lds_runtime, job: lds_id, done: u64, total: u64) -> c_int;
+    pub fn lds_job_cancel_self(rt: *mut lds_runtime, job: lds_id) -> c_int;
+    pub fn lds_job_reset_self(rt: *mut lds_runtime, job: lds_id) -> c_int;
+    pub fn lds_job_is_cancelled(rt: *mut lds_runtime, job: lds_id) -> c_int;
+    pub fn lds_job_on_cancel(
+        rt: *mut lds_runtime,
+        job: lds_id,
+        func: Option<lds_cancel_fn>,
+        data: *mut c_void,
+    ) -> c_int;
+
+    pub fn lds_free(ptr: *mut c_void);
+    pub fn lds_file_loader_new(rt: *mut lds_runtime, opts: *const lds_file_options, out: *mut lds_id) -> c_int;
+    pub fn lds_exec_request_encode(req: *const lds_exec_request, out: *mut *mut c_void, out_len: *mut usize) -> c_int;
+    pub fn lds_exec_loader_new(rt: *mut lds_runtime, opts: *const lds_exec_options, out: *mut lds_id) -> c_int;
+    pub fn lds_http_request_encode(req: *const lds_http_request, out: *mut *mut c_void, out_len: *mut usize) -> c_int;
+    pub fn lds_http_response_decode(value: *const c_void, len: usize, out: *mut lds_http_response) -> c_int;
+    pub fn lds_http_loader_new(rt: *mut lds_runtime, opts: *const lds_http_options, out: *mut lds_id) -> c_int;
+
+    pub fn lds_memory_cache_new(rt: *mut lds_runtime, opts: *const lds_memory_cache_options, out: *mut lds_id)
+    -> c_int;
+    pub fn lds_persistent_cache_new(
+        rt: *mut lds_runtime,
+        opts: *const lds_persistent_cache_options,
+        out: *mut lds_id,
+    ) -> c_int;
+    pub fn lds_cache_free(rt: *mut lds_runtime, cache: lds_id) -> c_int;
+    pub fn lds_cache_put(
+        rt: *mut lds_runtime,
+        cache: lds_id,
+        key: *const c_void,
+        key_len: usize,
+        value: *const c_void,
+        value_len: usize,
+    ) -> c_int;
+    pub fn lds_cache_get(
+        rt: *mut lds_runtime,
+        cache: lds_id,
+        key: *const c_void,
+        key_len: usize,
+        out: *mut lds_cache_value,
+    ) -> c_int;
+    pub fn lds_cache_value_clear(value: *mut lds_cache_value);
+    pub fn lds_cache_remove(rt: *mut lds_runtime, cache: lds_id, key: *const c_void, key_len: usize) -> c_int;
+    pub fn lds_cache_clear(rt: *mut lds_runtime, cache: lds_id) -> c_int;
+    pub fn lds_cache_stats(rt: *mut lds_runtime, cache: lds_id, out: *mut lds_cache_statistics) -> c_int;
+
+    pub fn lds_process_new(
+        rt: *mut lds_runtime,
+        on_event: Option<lds_event_fn>,
+        user_data: *mut c_void,
+        out: *mut lds_id,
+    ) -> c_int;
+    pub fn lds_process_free(rt: *mut lds_runtime, cell: lds_id) -> c_int;
+    pub fn lds_process_run(
+        rt: *mut lds_runtime,
+        cell: lds_id,
+        kind: i32,
+        loader: lds_id,
+        request: *const c_void,
+        request_len: usize,
+        opts: *const lds_load_options,
+    ) -> c_int;
+    pub fn lds_process_cancel(rt: *mut lds_runtime, cell: lds_id) -> c_int;
+    pub fn lds_process_reset(rt: *mut lds_runtime, cell: lds_id) -> c_int;
+}

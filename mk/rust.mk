@@ -1,0 +1,23 @@
+# The Rust binding (bindings/rust): cargo test and the example, run against
+# the debug libloadstate.so.
+#
+#   make test-rust        cargo test (unit, integration and README doc tests), then examples/tour.rs
+#
+# RUST_TEST_ARGS is passed to cargo test, e.g. make test-rust RUST_TEST_ARGS=drop_order
+# The crate has no dependencies, so cargo runs offline. cargo (Rust 1.85 or
+# newer) comes with the machine; Debian's own cargo package is too old for
+# the crate (edition 2024).
+
+RUST_DIR       := bindings/rust
+CARGO          ?= $(shell command -v cargo 2>/dev/null || echo $(HOME)/.cargo/bin/cargo)
+RUST_ENV       := LOADSTATE_LIB_DIR=$(abspath $(BUILD))
+RUST_TEST_ARGS ?=
+
+.PHONY: test-rust
+
+test-rust: lib
+	@command -v $(CARGO) >/dev/null || { echo "test-rust: cargo not found (Rust 1.85 or newer is needed)"; exit 1; }
+	cd $(RUST_DIR) && $(RUST_ENV) $(CARGO) test --offline $(RUST_TEST_ARGS)
+	cd $(RUST_DIR) && $(RUST_ENV) $(CARGO) run --offline --quiet --example tour
+
+TEST_TARGETS += test-rust

@@ -151,7 +151,9 @@ typedef struct lds_runtime lds_runtime;
  *   value           LDS_LOADED only: the value (NULL with value_len 0 otherwise;
  *                   a loaded empty value has a non-NULL pointer and length 0)
  *   request         the request of the load this state belongs to, or NULL
- *   error_domain    LDS_ERROR / LDS_FAILED only: LDS_DOMAIN_*; 0 otherwise
+ *   error_domain    LDS_ERROR / LDS_FAILED: LDS_DOMAIN_*; also set on an LDS_LOADED
+ *                   cached value whose revalidation failed (LDS_POLICY_CACHE_THEN_LOAD);
+ *                   0 otherwise
  *   error_code      the error's code in its domain
  *   error_message   the error's message (may be NULL)
  *   attempt         1 for the first try of the load, 2 for the first retry, ...; 0 when no load is involved
@@ -233,9 +235,42 @@ typedef struct lds_load_options {
   uint32_t retries;               /* extra attempts after a failure */
   uint32_t retry_base_ms;         /* back-off before the first retry (default 100 when 0) */
   uint32_t retry_max_ms;          /* upper bound of any back-off (default 30000 when 0) */
+  /* Caching. A caller whose size ends before these fields gets no cache. */
+  lds_id cache;                   /* a cache (lds_memory_cache_new, lds_persistent_cache_new); 0: none */
+  const void *cache_key;          /* the entry's key (copied); NULL: the request is the key */
+  size_t cache_key_len;
+  uint32_t cache_policy;          /* LDS_POLICY_*; 0 is LDS_POLICY_LOAD_ONLY */
+  uint32_t fresh_ms;              /* cached entries younger than this are fresh; older are stale */
+  uint64_t max_age_ms;            /* cached entries older than this are not used at all; 0: no limit */
 } lds_load_options;
 
-#define LDS_LOAD_OPTIONS_INIT { (uint32_t)sizeof(lds_load_options), 0, 0, NULL, 0, 0, 0, 0 }
+#define LDS_LOAD_OPTIONS_INIT { (uint32_t)sizeof(lds_load_options), 0, 0, NULL, 0, 0, 0, 0, 0, NULL, 0, 0, 0, 0 }
+
+/*
+ * Cache policies (lds_load_options.cache_policy), for loads with a cache:
+ *
+ *   LDS_POLICY_LOAD_ONLY       always load; a successful result is stored.
+ *   LDS_POLICY_CACHE_FIRST     a fresh entry is shown (LOADED, LDS_FLAG_FROM_CACHE)
+ *                              and nothing is loaded; otherwise load and store.
+ *   LDS_POLICY_CACHE_THEN_LOAD an entry (fresh or not) is shown at once, flagged
+ *                              FROM_CACHE (and STALE when not fresh), then a silent
+ *                              load revalidates it: success replaces and stores the
+ *                              value; a failure keeps the cached value (still
+ *                              LDS_LOADED, FROM_CACHE) and reports the error in the
+ *                              event's error fields. Without an entry: a plain load.
+ *   LDS_POLICY_CACHE_ONLY      the entry is shown, or the cell becomes LDS_ERROR with
+ *                              LDS_ENOENT (domain LOADSTATE); nothing is loaded.
+ *
+ * An entry is fresh while younger than fresh_ms and not invalidated
+ * (lds_cache_invalidate); entries older than max_age_ms count as missing.
+ * A cached value's updated_at_ms is the time it was stored. With
+ * LDS_LOAD_SHARE the share key is the cache key; the result of a shared job
+ * is stored once.
+ */
+#define LDS_POLICY_LOAD_ONLY        0
+#define LDS_POLICY_CACHE_FIRST      1
+#define LDS_POLICY_CACHE_THEN_LOAD  2
+#define LDS_POLICY_CACHE_ONLY       3
 
 /*
  * A host loader's start function. Runs on the delivery thread when a job
@@ -923,6 +958,23 @@ int lds_cache_clear(lds_runtime *rt, lds_id cache);
  * Returns LDS_OK; LDS_EINVAL (rt or out NULL); LDS_ENOENT; LDS_EIO; LDS_ECLOSED.
  */
 int lds_cache_stats(lds_runtime *rt, lds_id cache, lds_cache_statistics *out);
+
+/* ------------------------------------------------------------------ */
+/* Invalidation                                                        */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Marks every entry of the cache whose key begins with prefix (prefix_len
+ * bytes; 0 matches every key) stale, then, on the loop, every cell showing
+ * the value of such an entry (loaded through this cache, no load running)
+ * reloads it silently from its loader: its current state is emitted again
+ * flagged LDS_FLAG_STALE | LDS_FLAG_REFRESHING, then replaced when the load
+ * ends. Later cache-first loads of those keys load again.
+ *
+ * Returns LDS_OK; LDS_EINVAL (rt NULL, prefix NULL with a length);
+ * LDS_ENOENT (not a cache); LDS_EIO (a persistent cache's write failed); LDS_ECLOSED.
+ */
+int lds_cache_invalidate(lds_runtime *rt, lds_id cache, const void *prefix, size_t prefix_len);
 
 /* ------------------------------------------------------------------ */
 /* Process cells                                                       */

@@ -23,6 +23,8 @@ func cFlags(_ event: CellEvent<Bytes, Bytes>) -> UInt32 {
     if event.state.isRefreshing { flags |= UInt32(LDS_FLAG_REFRESHING) }
     if event.state.isPartial { flags |= UInt32(LDS_FLAG_PARTIAL) }
     if event.isCancelled { flags |= UInt32(LDS_FLAG_CANCELLED) }
+    if event.state.isFromCache { flags |= UInt32(LDS_FLAG_FROM_CACHE) }
+    if event.state.isStale { flags |= UInt32(LDS_FLAG_STALE) }
     return flags
 }
 

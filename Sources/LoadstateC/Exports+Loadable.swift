@@ -47,9 +47,10 @@ func freeCell(_ rt: OpaquePointer?, _ id: UInt64, _ flavor: CellFlavor) -> Int32
 func startLoad(_ rt: OpaquePointer?, _ id: UInt64, _ flavor: CellFlavor, _ kind: Int32, _ loaderID: UInt64,
                _ request: UnsafeRawPointer?, _ requestLength: Int, _ opts: UnsafePointer<lds_load_options>?) -> Int32 {
     withCell(rt, id, flavor) { runtime, cell in
-        let parsed: LoadOptions
+        var options: LoadOptions
+        let choice: CacheChoice?
         switch LoadOptions.from(opts) {
-        case .success(let o): parsed = o
+        case .success(let parsed): (options, choice) = parsed
         case .failure(let code): return code.rawValue
         }
         let bytes: Bytes
@@ -58,11 +59,18 @@ func startLoad(_ rt: OpaquePointer?, _ id: UInt64, _ flavor: CellFlavor, _ kind:
         case .failure(let code): return code.rawValue
         }
         guard let loader = runtime.table.lookup(loaderID, as: ByteLoader.self) else { return LDS_ENOENT }
-        var options = parsed
-        if let opts, opts.pointee.flags & UInt32(LDS_LOAD_SHARE) != 0 {
-            options.shareKey = bytes
+        var cache: CacheUse<Bytes>?
+        if let choice {
+            guard let store = runtime.table.lookup(choice.id, as: Handle.self) as? any CacheStore else {
+                return LDS_ENOENT
+            }
+            cache = CacheUse(store: store, key: choice.key ?? bytes, policy: choice.policy,
+                             freshMs: choice.freshMs, maxAgeMs: choice.maxAgeMs)
         }
-        let spec = LoadSpec(loader: loader, request: bytes, kind: kind, options: options)
+        if let opts, opts.pointee.flags & UInt32(LDS_LOAD_SHARE) != 0 {
+            options.shareKey = cache?.key ?? bytes
+        }
+        let spec = LoadSpec(loader: loader, request: bytes, kind: kind, options: options, cache: cache)
         cell.noteLoadRequested(loader: loaderID)
         cell.requestLeave()
         runtime.loop.execute { cell.load(spec) }

@@ -4,15 +4,28 @@ import Loadstate
 /// The most interrupt delays one load may have.
 let maxInterrupts = 64
 
+/// The cache a caller's options ask for, before its id is looked up.
+struct CacheChoice {
+    var id: UInt64
+    var key: Bytes?
+    var policy: CachePolicy
+    var freshMs: UInt64
+    var maxAgeMs: UInt64
+}
+
 extension LoadOptions {
-    /// Reads a caller's `lds_load_options`, field by field as far as its
-    /// `size` reaches, so that callers built against an older header work.
-    static func from(_ pointer: UnsafePointer<lds_load_options>?) -> Result<LoadOptions, ResultCode> {
+    /// The size of the first version of `lds_load_options`, which ended
+    /// before the caching fields.
+    static let firstVersionSize = MemoryLayout<lds_load_options>.offset(of: \lds_load_options.cache)!
+
+    /// Reads a caller's `lds_load_options`, the caching fields only when its
+    /// `size` reaches them, so that callers built against an older header work.
+    static func from(_ pointer: UnsafePointer<lds_load_options>?) -> Result<(LoadOptions, CacheChoice?), ResultCode> {
         var options = LoadOptions()
-        guard let pointer else { return .success(options) }
+        guard let pointer else { return .success((options, nil)) }
         let c = pointer.pointee
         let size = Int(c.size)
-        guard size >= MemoryLayout<lds_load_options>.size else { return .failure(.invalidArgument) }
+        guard size >= firstVersionSize else { return .failure(.invalidArgument) }
         let knownFlags = UInt32(LDS_LOAD_SILENT) | UInt32(LDS_LOAD_SHARE)
         guard c.flags & ~knownFlags == 0 else { return .failure(.invalidArgument) }
         options.silent = c.flags & UInt32(LDS_LOAD_SILENT) != 0
@@ -27,6 +40,16 @@ extension LoadOptions {
         if c.retry_base_ms > 0 { options.retryBaseMs = c.retry_base_ms }
         if c.retry_max_ms > 0 { options.retryMaxMs = c.retry_max_ms }
         if options.retryBaseMs > options.retryMaxMs { options.retryBaseMs = options.retryMaxMs }
-        return .success(options)
+        guard size >= MemoryLayout<lds_load_options>.size, c.cache != 0 else { return .success((options, nil)) }
+        guard let policy = CachePolicy(rawValue: c.cache_policy) else { return .failure(.invalidArgument) }
+        var key: Bytes?
+        if c.cache_key != nil || c.cache_key_len > 0 {
+            switch copyBytes(c.cache_key, c.cache_key_len) {
+            case .success(let bytes): key = bytes
+            case .failure(let code): return .failure(code)
+            }
+        }
+        return .success((options, CacheChoice(id: c.cache, key: key, policy: policy, freshMs: UInt64(c.fresh_ms),
+                                              maxAgeMs: c.max_age_ms)))
     }
 }

@@ -1,18 +1,23 @@
-/// A key as a dictionary key: hashed as one run of bytes rather than
-/// element by element.
+/// A key as a dictionary key. Its hash is computed once, over the bytes as
+/// one run, and compared before the bytes: probing a large table then
+/// rarely touches the bytes of keys that do not match.
 struct CacheKey: Hashable, Sendable {
     let bytes: [UInt8]
+    private let digest: Int
 
     init(_ bytes: [UInt8]) {
         self.bytes = bytes
+        var hasher = Hasher()
+        bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+        digest = hasher.finalize()
     }
 
     func hash(into hasher: inout Hasher) {
-        bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+        hasher.combine(digest)
     }
 
     static func == (a: CacheKey, b: CacheKey) -> Bool {
-        a.bytes == b.bytes
+        a.digest == b.digest && a.bytes == b.bytes
     }
 
     func hasPrefix(_ prefix: [UInt8]) -> Bool {

@@ -45,13 +45,12 @@ public final class MemoryCache: Handle, CacheStore, @unchecked Sendable {
 
     public func get(_ key: [UInt8]) -> CacheEntry? {
         let key = CacheKey(key)
-        let nowMs = now()
         return state.withLock { s in
             guard let entry = s.table.touch(key) else {
                 s.stats.misses += 1
                 return nil
             }
-            if entry.isExpired(at: nowMs) {
+            if entry.expiresAtMs != 0 && entry.isExpired(at: now()) {
                 s.table.remove(key)
                 s.stats.expirations += 1
                 s.stats.misses += 1

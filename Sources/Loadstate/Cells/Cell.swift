@@ -116,16 +116,25 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     /// Starts a load: cancels the running one, emits loading (or the
     /// current state flagged refreshing when silent) and starts a job.
     public func load(_ spec: LoadSpec<Value, Request>) {
+        load(spec, markStale: false)
+    }
+
+    /// `markStale`: the shown value was invalidated (flag it while reloading).
+    private func load(_ spec: LoadSpec<Value, Request>, markStale: Bool) {
         guard !isFreed else { return }
         let restore = abandonSession() ?? state
-        loads += 1
         lastSpec = spec
+        if let cache = spec.cache, cache.policy != .loadOnly, serveFromCache(cache, spec: spec) {
+            return
+        }
+        loads += 1
         session = Session(restore: restore, startedAtNs: uv_hrtime(), attempt: 1, job: nil, serial: loads)
-        if spec.options.silent {
+        if lastSpec?.options.silent == true {
             var next = state
             next.isRefreshing = true
             next.attempt = 1
-            emit(.state, next, changed: false)
+            if markStale { next.isStale = true }
+            emit(.state, next, changed: markStale)
         } else {
             emit(.state, CellState(status: .loading, kind: spec.kind, value: nil, error: nil, request: spec.request,
                                    isPartial: false, isRefreshing: false, attempt: 1, updatedAt: Clock.wallMs()))
@@ -134,11 +143,59 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
         startAttempt()
     }
 
+    /// Shows what the cache holds for a load, as its policy says. Returns
+    /// true when that ends the load; false when a job must still run (for
+    /// cache-then-load, as a silent load over the cached value shown here).
+    private func serveFromCache(_ cache: CacheUse<Value>, spec: LoadSpec<Value, Request>) -> Bool {
+        let hit = cache.lookup(at: Clock.wallMs())
+        func cached(_ hit: (value: Value, stale: Bool, storedAt: UInt64)) -> CellState<Value, Request> {
+            var next = CellState(status: .loaded, kind: spec.kind, value: hit.value, error: nil, request: spec.request,
+                                 isPartial: false, isRefreshing: false, attempt: 0, updatedAt: hit.storedAt)
+            next.isFromCache = true
+            next.isStale = hit.stale
+            return next
+        }
+        switch cache.policy {
+        case .loadOnly:
+            return false
+        case .cacheOnly:
+            if let hit {
+                emit(.state, cached(hit))
+            } else {
+                emit(.state, CellState(status: .error, kind: spec.kind, value: nil,
+                                       error: LoadError(.notFound, message: "not in the cache"), request: spec.request,
+                                       isPartial: false, isRefreshing: false, attempt: 0, updatedAt: Clock.wallMs()))
+            }
+            return true
+        case .cacheFirst:
+            guard let hit, !hit.stale else { return false }
+            emit(.state, cached(hit))
+            return true
+        case .cacheThenLoad:
+            guard let hit else { return false }
+            // Shown at once; the load that follows revalidates it silently.
+            emit(.state, cached(hit))
+            lastSpec?.options.silent = true
+            return false
+        }
+    }
+
     /// Reloads the last load's spec silently; nothing when there was none.
     public func refresh() {
         guard var spec = lastSpec else { return }
         spec.options.silent = true
         load(spec)
+    }
+
+    /// Loop: entries of `store` under `prefix` were invalidated. A cell
+    /// showing one of them, with no load running, reloads it silently from
+    /// its loader (not from the cache), its value flagged stale meanwhile.
+    func cacheInvalidated(_ store: AnyObject, prefix: [UInt8]) {
+        guard !isFreed, session == nil, state.status == .loaded, var spec = lastSpec, let cache = spec.cache,
+              cache.store === store, cache.key.starts(with: prefix) else { return }
+        spec.options.silent = true
+        spec.cache?.policy = .loadOnly
+        load(spec, markStale: true)
     }
 
     /// Cancels the running load: the state before it comes back, flagged cancelled.
@@ -218,7 +275,7 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
             return
         }
         let job = Job(id: runtime.table.makeID(.job), runtime: runtime, cell: self, loader: spec.loader,
-                      request: spec.request, attempt: s.attempt, shareKey: shareKey)
+                      request: spec.request, attempt: s.attempt, shareKey: shareKey, cache: spec.cache)
         runtime.table.withLock { storage in
             storage.handles[job.id] = job
             currentJob = job
@@ -300,7 +357,16 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
                 return
             }
             endSession()
-            emit(.state, settled(.error, error: error))
+            if state.isFromCache && state.status == .loaded {
+                // A failed revalidation: the cached value stays, with the error.
+                var next = state
+                next.isRefreshing = false
+                next.error = error
+                next.attempt = s.attempt
+                emit(.state, next)
+            } else {
+                emit(.state, settled(.error, error: error))
+            }
         case .cancelSelf:
             endSession()
             var restore = s.restore
@@ -422,6 +488,13 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
         if !isFreed { observer(self, event) }
     }
 }
+
+/// A cell that may show cached values (any Value and Request).
+protocol CacheViewer: AnyObject {
+    func cacheInvalidated(_ store: AnyObject, prefix: [UInt8])
+}
+
+extension Cell: CacheViewer {}
 
 extension Cell: RuntimeResident {
     func shutdown(runtime: Runtime) {

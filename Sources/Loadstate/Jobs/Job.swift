@@ -34,6 +34,10 @@ public final class Job<Value, Request>: Handle, @unchecked Sendable {
     public let attempt: UInt32
     /// The key loads share this job by, if any.
     let shareKey: ShareKey?
+    /// Where the job's result is stored, if anywhere.
+    let cache: CacheUse<Value>?
+    /// The last value yielded, stored when the job finishes (only with a cache).
+    private var lastYield: Value?
     /// Whether the job yielded a value.
     var yielded = false
     private var finished = false
@@ -44,13 +48,14 @@ public final class Job<Value, Request>: Handle, @unchecked Sendable {
     public var onLoopCancel: (() -> Void)?
 
     init(id: UInt64, runtime: Runtime, cell: Cell<Value, Request>, loader: Loader<Value, Request>,
-         request: Request, attempt: UInt32, shareKey: ShareKey?) {
+         request: Request, attempt: UInt32, shareKey: ShareKey?, cache: CacheUse<Value>?) {
         self.runtime = runtime
         waiters = [cell]
         self.loader = loader
         self.request = request
         self.attempt = attempt
         self.shareKey = shareKey
+        self.cache = cache
         super.init(id: id)
     }
 
@@ -67,6 +72,15 @@ public final class Job<Value, Request>: Handle, @unchecked Sendable {
 
     private func deliver(_ op: JobOperation<Value>) {
         guard !finished else { return }
+        if let cache {
+            // Stored once for all the cells waiting, before they show it.
+            switch op {
+            case .yield(let value): lastYield = value
+            case .succeed(let value): cache.store(value)
+            case .finish: if let lastYield { cache.store(lastYield) }
+            default: break
+            }
+        }
         if case .yield = op { yielded = true }
         let cells = waiters
         if op.isTerminal {

@@ -35,12 +35,15 @@ public struct LoadSpec<Value, Request> {
     /// Process cells: the kind of the run.
     public var kind: Int32
     public var options: LoadOptions
+    /// The cache the load reads and fills, if any.
+    public var cache: CacheUse<Value>?
 
     public init(loader: Loader<Value, Request>, request: Request, kind: Int32 = 0,
-                options: LoadOptions = LoadOptions()) {
+                options: LoadOptions = LoadOptions(), cache: CacheUse<Value>? = nil) {
         self.loader = loader
         self.request = request
         self.kind = kind
         self.options = options
+        self.cache = cache
     }
 }

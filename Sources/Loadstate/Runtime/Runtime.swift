@@ -91,6 +91,19 @@ public final class Runtime: @unchecked Sendable {
         return rc
     }
 
+    // MARK: - Caches
+
+    /// Marks the entries of `store` under `prefix` stale, then (on the loop)
+    /// has every cell showing one of them reload it.
+    public func invalidate(_ store: any CacheStore, prefix: [UInt8]) throws(CacheError) {
+        try store.markStale(prefix: prefix)
+        loop.execute { [self] in
+            for case let viewer as CacheViewer in table.all() {
+                viewer.cacheInvalidated(store, prefix: prefix)
+            }
+        }
+    }
+
     // MARK: - Shared jobs (loop thread)
 
     /// The running job loads with this key share, if any.

@@ -16,6 +16,10 @@ public struct CellState<Value, Request> {
     public var attempt: UInt32
     /// Wall-clock milliseconds at which the value or error was produced.
     public var updatedAt: UInt64
+    /// The value came from a cache.
+    public var isFromCache: Bool = false
+    /// The cached value is older than the load's fresh time, or was invalidated.
+    public var isStale: Bool = false
     // Errors are rare: boxed, so that every state stays small.
     private var errorBox: ErrorBox?
 

@@ -1,0 +1,140 @@
+import Testing
+@testable import Loadstate
+
+/// Loads that read and fill a cache, by policy; invalidation.
+@Suite(.timeLimit(.minutes(1)))
+struct CachePolicyTests {
+    let f: CoreFixture
+    let store: MemoryCache
+
+    init() throws {
+        f = try CoreFixture()
+        store = MemoryCache(id: f.runtime.table.makeID(.cache), name: "test")
+        f.runtime.table.insert(store)
+    }
+
+    private func use(_ policy: CachePolicy, key: String = "k", freshMs: UInt64 = 60_000,
+                     maxAgeMs: UInt64 = 0, in store: (any CacheStore)? = nil) -> CacheUse<String> {
+        CacheUse(store: store ?? self.store, key: Array(key.utf8), policy: policy, freshMs: freshMs,
+                 maxAgeMs: maxAgeMs, encode: { Array($0.utf8) }, decode: { String(decoding: $0, as: UTF8.self) })
+    }
+
+    private func load(_ cache: CacheUse<String>) {
+        let spec = LoadSpec(loader: f.loader as Loader<String, String>, request: "q", cache: cache)
+        f.cell.noteLoadRequested(loader: f.loader.id)
+        f.onLoop { $0.load(spec) }
+    }
+
+    private func cached(_ key: String = "k") -> String? {
+        (try? store.get(Array(key.utf8))).flatMap { $0.map { String(decoding: $0.value, as: UTF8.self) } }
+    }
+
+    @Test func loadOnlyStoresTheResult() async throws {
+        defer { f.close() }
+        load(use(.loadOnly))
+        _ = await f.log.next()
+        f.submit(.succeed("v"), await f.loader.nextJob())
+        #expect(await f.log.next().state.value == "v")
+        #expect(cached() == "v")
+    }
+
+    @Test func cacheFirstServesAFreshEntryWithoutLoading() async throws {
+        defer { f.close() }
+        try store.put(Array("k".utf8), Array("cached".utf8))
+        load(use(.cacheFirst))
+        let event = await f.log.next()
+        #expect(event.state.status == .loaded && event.state.value == "cached")
+        #expect(event.state.isFromCache && !event.state.isStale)
+        await withCheckedContinuation { done in f.runtime.loop.execute { done.resume() } }
+        #expect(f.loader.startedJobs == 0)
+    }
+
+    @Test func cacheFirstLoadsWhenTheEntryIsStale() async throws {
+        defer { f.close() }
+        try store.put(Array("k".utf8), Array("old".utf8))
+        load(use(.cacheFirst, freshMs: 0))
+        #expect(await f.log.next().state.status == .loading)
+        f.submit(.succeed("new"), await f.loader.nextJob())
+        #expect(await f.log.next().state.value == "new")
+        #expect(cached() == "new")
+    }
+
+    @Test func cacheThenLoadShowsTheEntryThenRevalidates() async throws {
+        defer { f.close() }
+        try store.put(Array("k".utf8), Array("old".utf8))
+        load(use(.cacheThenLoad, freshMs: 0))
+        let shown = await f.log.next()
+        #expect(shown.state.value == "old" && shown.state.isFromCache && shown.state.isStale)
+        let refreshing = await f.log.next()
+        #expect(refreshing.state.isRefreshing && refreshing.state.value == "old")
+        f.submit(.succeed("new"), await f.loader.nextJob())
+        let loaded = await f.log.next()
+        #expect(loaded.state.value == "new" && !loaded.state.isFromCache && !loaded.state.isRefreshing)
+        #expect(cached() == "new")
+    }
+
+    @Test func aFailedRevalidationKeepsTheCachedValueAndReportsTheError() async throws {
+        defer { f.close() }
+        try store.put(Array("k".utf8), Array("old".utf8))
+        load(use(.cacheThenLoad))
+        _ = await f.log.next(2)
+        f.submit(.fail(LoadError(domain: .host, code: 503, message: "down"), retry: .allowed),
+                 await f.loader.nextJob())
+        let event = await f.log.next()
+        #expect(event.state.status == .loaded && event.state.value == "old" && event.state.isFromCache)
+        #expect(event.state.error?.code == 503)
+        #expect(cached() == "old")
+    }
+
+    @Test func cacheOnlyServesTheEntryOrFailsWithNotFound() async throws {
+        defer { f.close() }
+        load(use(.cacheOnly))
+        let miss = await f.log.next()
+        #expect(miss.state.status == .error && miss.state.error?.code == ResultCode.notFound.rawValue)
+        try store.put(Array("k".utf8), Array("there".utf8))
+        load(use(.cacheOnly))
+        #expect(await f.log.next().state.value == "there")
+        await withCheckedContinuation { done in f.runtime.loop.execute { done.resume() } }
+        #expect(f.loader.startedJobs == 0)
+    }
+
+    @Test func entriesPastTheMaximumAgeAreNotUsed() async throws {
+        defer { f.close() }
+        // A store whose clock is ten minutes behind: its entries look old.
+        let old = MemoryCache(id: f.runtime.table.makeID(.cache), name: "old", now: { Clock.wallMs() - 600_000 })
+        try old.put(Array("k".utf8), Array("ancient".utf8))
+        load(use(.cacheOnly, maxAgeMs: 60_000, in: old))
+        #expect(await f.log.next().state.status == .error)
+        load(use(.cacheOnly, freshMs: 1000, maxAgeMs: 3_600_000, in: old))
+        let event = await f.log.next()
+        #expect(event.state.value == "ancient" && event.state.isStale)
+    }
+
+    @Test func invalidationMarksEntriesStaleAndCellsShowingThemReload() async throws {
+        defer { f.close() }
+        load(use(.cacheFirst, key: "user/1"))
+        _ = await f.log.next()
+        f.submit(.succeed("v1"), await f.loader.nextJob())
+        #expect(await f.log.next().state.value == "v1")
+        try f.runtime.invalidate(store, prefix: Array("user/".utf8))
+        let stale = await f.log.next()
+        #expect(stale.state.value == "v1" && stale.state.isStale && stale.state.isRefreshing)
+        f.submit(.succeed("v2"), await f.loader.nextJob())
+        let fresh = await f.log.next()
+        #expect(fresh.state.value == "v2" && !fresh.state.isStale)
+        #expect(try store.get(Array("user/1".utf8))?.isStale == false)
+    }
+
+    @Test func invalidatingAnotherPrefixLeavesTheCellAlone() async throws {
+        defer { f.close() }
+        load(use(.loadOnly, key: "user/1"))
+        _ = await f.log.next()
+        f.submit(.succeed("v1"), await f.loader.nextJob())
+        _ = await f.log.next()
+        try f.runtime.invalidate(store, prefix: Array("post/".utf8))
+        await withCheckedContinuation { done in f.runtime.loop.execute { done.resume() } }
+        await withCheckedContinuation { done in f.runtime.loop.execute { done.resume() } }
+        #expect(f.cell.latestEvent.seq == 2)
+        #expect(f.loader.startedJobs == 1)
+    }
+}

@@ -13,9 +13,10 @@ let package = Package(
         .systemLibrary(name: "CLibUV", path: "Sources/CLibUV"),
         .systemLibrary(name: "CCurl", path: "Sources/CCurl"),
         .systemLibrary(name: "CLoadstateABI", path: "Sources/CLoadstateABI"),
+        .systemLibrary(name: "CSQLite", path: "Sources/CSQLite"),
         .target(
             name: "Loadstate",
-            dependencies: ["CLibUV", "CCurl"],
+            dependencies: ["CLibUV", "CCurl", "CSQLite"],
             path: "Sources/Loadstate"
         ),
         .target(

@@ -18,7 +18,7 @@ LDLIBS_C   := -L$(BUILD) -lloadstate -Wl,-rpath,$(abspath $(BUILD)) -lpthread
 all: lib
 
 # Debian packages the build and tests need; installed only when missing.
-DEB_PACKAGES := libuv1-dev libcurl4-openssl-dev valgrind python3
+DEB_PACKAGES := libuv1-dev libcurl4-openssl-dev libsqlite3-dev valgrind python3
 deps:
 	@missing=""; for p in $(DEB_PACKAGES); do \
 	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \

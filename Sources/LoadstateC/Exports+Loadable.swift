@@ -46,7 +46,7 @@ func freeCell(_ rt: OpaquePointer?, _ id: UInt64, _ flavor: CellFlavor) -> Int32
 
 func startLoad(_ rt: OpaquePointer?, _ id: UInt64, _ flavor: CellFlavor, _ kind: Int32, _ loaderID: UInt64,
                _ request: UnsafeRawPointer?, _ requestLength: Int, _ opts: UnsafePointer<lds_load_options>?) -> Int32 {
-    withCell(rt, id, flavor) { runtime, cell in
+    withRuntime(rt) { runtime in
         var options: LoadOptions
         let choice: CacheChoice?
         switch LoadOptions.from(opts) {
@@ -58,21 +58,23 @@ func startLoad(_ rt: OpaquePointer?, _ id: UInt64, _ flavor: CellFlavor, _ kind:
         case .success(let b): bytes = b
         case .failure(let code): return code.rawValue
         }
-        guard let loader = runtime.table.lookup(loaderID, as: ByteLoader.self) else { return LDS_ENOENT }
-        var cache: CacheUse<Bytes>?
-        if let choice {
-            guard let store = runtime.table.lookup(choice.id, as: Handle.self) as? any CacheStore else {
-                return LDS_ENOENT
+        let share = (opts?.pointee.flags ?? 0) & UInt32(LDS_LOAD_SHARE) != 0
+        // One visit to the table: the cell, the loader, the cache, and what
+        // the load records before it is queued.
+        let found = runtime.table.withLock { storage -> (ByteCell, LoadSpec<Bytes, Bytes>)? in
+            guard let cell = storage.handles[id] as? ByteCell, cell.flavor == flavor,
+                  let loader = storage.handles[loaderID] as? ByteLoader else { return nil }
+            var cache: CacheUse<Bytes>?
+            if let choice {
+                guard let store = storage.handles[choice.id] as? any CacheStore else { return nil }
+                cache = CacheUse(store: store, key: choice.key ?? bytes, policy: choice.policy,
+                                 freshMs: choice.freshMs, maxAgeMs: choice.maxAgeMs)
             }
-            cache = CacheUse(store: store, key: choice.key ?? bytes, policy: choice.policy,
-                             freshMs: choice.freshMs, maxAgeMs: choice.maxAgeMs)
+            if share { options.shareKey = cache?.key ?? bytes }
+            cell.prepareLoadLocked(loader: loaderID)
+            return (cell, LoadSpec(loader: loader, request: bytes, kind: kind, options: options, cache: cache))
         }
-        if let opts, opts.pointee.flags & UInt32(LDS_LOAD_SHARE) != 0 {
-            options.shareKey = cache?.key ?? bytes
-        }
-        let spec = LoadSpec(loader: loader, request: bytes, kind: kind, options: options, cache: cache)
-        cell.noteLoadRequested(loader: loaderID)
-        cell.requestLeave()
+        guard let (cell, spec) = found else { return LDS_ENOENT }
         runtime.loop.execute { cell.load(spec) }
         return LDS_OK
     }

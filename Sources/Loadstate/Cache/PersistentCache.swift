@@ -13,11 +13,11 @@ import Glibc
 /// corrupt the file): `FULL` would fsync every commit to cover that, at a
 /// cost a cache does not need.
 ///
-/// Recency: a get does not write. It records the access in memory, and the
-/// recorded accesses are written with the next put (before it evicts), by
-/// `close`, or every `accessFlushThreshold` distinct keys. An access
-/// recorded when the process is killed is lost: only the eviction order
-/// suffers.
+/// Recency: a get does not write. It records the access in memory; an
+/// access is written when its entry reaches the old end of the order during
+/// an eviction (so the order stays exact), and all of them by `close` or
+/// once `Options.pendingAccessLimit` entries have one. Accesses recorded
+/// when the process is killed are lost: only the eviction order suffers.
 ///
 /// Lifecycle: `init` opens (and creates, with mode 0600) the file or
 /// throws; every operation runs on the calling thread under the cache's
@@ -32,19 +32,21 @@ public final class PersistentCache: Handle, CacheStore, @unchecked Sendable {
         /// Whether a file that is not a cache of this version is deleted and
         /// created anew (otherwise opening it throws `ResultCode.io`).
         public var replaceDamaged: Bool
+        /// Entries whose last access may be held in memory (about 40 bytes
+        /// each) before all of them are written in one transaction.
+        public var pendingAccessLimit: Int
 
-        public init(maxBytes: Int = 256 << 20, ttlMs: UInt64 = 0, replaceDamaged: Bool = false) {
+        public init(maxBytes: Int = 256 << 20, ttlMs: UInt64 = 0, replaceDamaged: Bool = false,
+                    pendingAccessLimit: Int = 262_144) {
             self.maxBytes = maxBytes
             self.ttlMs = ttlMs
             self.replaceDamaged = replaceDamaged
+            self.pendingAccessLimit = pendingAccessLimit
         }
     }
 
     /// `PRAGMA user_version` of the files this library writes.
     public static var schemaVersion: Int64 { PersistentCacheSchema.version }
-
-    /// Distinct keys read before their accesses are written.
-    static let accessFlushThreshold = 1024
 
     public let path: String
     public var name: String { path }
@@ -62,21 +64,21 @@ public final class PersistentCache: Handle, CacheStore, @unchecked Sendable {
         self.path = path
         self.options = options
         self.now = now
-        store = Locked(try Self.open(path: path, replaceDamaged: options.replaceDamaged))
+        store = Locked(try Self.open(path: path, options: options))
         super.init(id: id)
     }
 
-    private static func open(path: String, replaceDamaged: Bool) throws(CacheError) -> PersistentStore {
+    private static func open(path: String, options: Options) throws(CacheError) -> PersistentStore {
         do throws(CacheOpenFailure) {
-            return try PersistentStore(path: path)
+            return try PersistentStore(path: path, pendingLimit: options.pendingAccessLimit)
         } catch {
-            guard case .damaged = error, replaceDamaged else { throw error.error(path: path) }
+            guard case .damaged = error, options.replaceDamaged else { throw error.error(path: path) }
         }
         for suffix in ["", "-wal", "-shm", "-journal"] {
             unlink(path + suffix)
         }
         do throws(CacheOpenFailure) {
-            return try PersistentStore(path: path)
+            return try PersistentStore(path: path, pendingLimit: options.pendingAccessLimit)
         } catch {
             throw error.error(path: path)
         }
@@ -85,7 +87,7 @@ public final class PersistentCache: Handle, CacheStore, @unchecked Sendable {
     public func get(_ key: [UInt8]) throws(CacheError) -> CacheEntry? {
         let nowMs = now()
         return try withStore("get") { s throws(SQLiteError) in
-            guard let entry = try s.entry(key) else {
+            guard let (rowid, entry) = try s.entry(key) else {
                 s.stats.misses += 1
                 return nil
             }
@@ -95,7 +97,7 @@ public final class PersistentCache: Handle, CacheStore, @unchecked Sendable {
                 s.stats.misses += 1
                 return nil
             }
-            try s.recordAccess(key)
+            try s.recordAccess(rowid)
             s.stats.hits += 1
             return entry
         }
@@ -113,7 +115,6 @@ public final class PersistentCache: Handle, CacheStore, @unchecked Sendable {
                 return
             }
             let evicted = try s.write { () throws(SQLiteError) -> Int in
-                try s.flushAccesses()
                 try s.upsert(key, value, size: size, storedAt: nowMs, expiresAt: expires)
                 return try s.evict(toBytes: maxBytes)
             }

@@ -5,14 +5,23 @@ import Glibc
 /// An open persistent cache file: its connection, prepared statements,
 /// counters and the accesses not yet written. Not thread-safe:
 /// `PersistentCache` keeps it under its lock.
+///
+/// Recency: every get and put takes the next number of `accessClock`. A
+/// put writes it with the entry; a get only records it in memory, by rowid
+/// (`pendingAccesses`). Eviction walks the rows from the oldest
+/// `last_access`: a row with a recorded access is first moved to its true
+/// place (the access is written), so the order is exact while gets write
+/// nothing until their entry reaches the old end. Every recorded access is
+/// written by `close`, and when `pendingLimit` rows have one.
 final class PersistentStore {
     private let db: SQLiteDatabase
     private let select: SQLiteStatement
     private let upsert: SQLiteStatement
     private let touch: SQLiteStatement
+    private let selectOldest: SQLiteStatement
+    private let deleteRow: SQLiteStatement
     private let deleteKey: SQLiteStatement
     private let deleteEvery: SQLiteStatement
-    private let deleteOldest: SQLiteStatement
     private let deleteFrom: SQLiteStatement
     private let deleteRange: SQLiteStatement
     private let staleFrom: SQLiteStatement
@@ -26,11 +35,13 @@ final class PersistentStore {
     var stats = CacheStats()
     /// The last access number handed out; higher is more recent.
     private var accessClock: Int64
-    /// Accesses recorded by gets and not yet written, by key.
-    private var pendingAccesses: [CacheKey: Int64] = [:]
+    /// Accesses recorded by gets and not yet written: rowid to access.
+    private var pendingAccesses: [Int64: Int64] = [:]
+    private let pendingLimit: Int
 
     /// Opens the file, creating it with mode 0600 when missing.
-    init(path: String) throws(CacheOpenFailure) {
+    init(path: String, pendingLimit: Int) throws(CacheOpenFailure) {
+        self.pendingLimit = max(pendingLimit, 1)
         let fd = Glibc.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
             throw .failed(.io, "open: \(String(cString: strerror(errno)))")
@@ -49,7 +60,7 @@ final class PersistentStore {
             guard mode == ["wal"] else {
                 throw SQLiteError(code: 1, message: "journal mode \(mode.first ?? "unknown") instead of wal")
             }
-            try db.execute("PRAGMA synchronous = NORMAL")
+            try db.execute("PRAGMA synchronous = NORMAL; PRAGMA cache_size = -32768")
         } catch {
             db.close()
             throw CacheOpenFailure(error, "set up")
@@ -61,21 +72,22 @@ final class PersistentStore {
             throw error
         }
         do throws(SQLiteError) {
-            select = try db.prepare("SELECT stored_at, expires_at, stale, value FROM entries WHERE key = ?1")
+            select = try db.prepare("SELECT rowid, stored_at, expires_at, stale, value FROM entries WHERE key = ?1")
             upsert = try db.prepare("""
                 INSERT INTO entries (key, size, stored_at, expires_at, last_access, stale, value)
                 VALUES (?1, ?2, ?3, ?4, ?5, 0, ?6)
                 ON CONFLICT (key) DO UPDATE SET size = excluded.size, stored_at = excluded.stored_at,
                     expires_at = excluded.expires_at, last_access = excluded.last_access, stale = 0,
                     value = excluded.value
+                RETURNING rowid
                 """)
-            touch = try db.prepare("UPDATE entries SET last_access = ?2 WHERE key = ?1")
-            deleteKey = try db.prepare("DELETE FROM entries WHERE key = ?1")
+            touch = try db.prepare("UPDATE entries SET last_access = ?2 WHERE rowid = ?1")
+            selectOldest = try db.prepare("SELECT rowid FROM entries ORDER BY last_access LIMIT 1")
+            deleteRow = try db.prepare("DELETE FROM entries WHERE rowid = ?1")
+            deleteKey = try db.prepare("DELETE FROM entries WHERE key = ?1 RETURNING rowid")
             deleteEvery = try db.prepare("DELETE FROM entries")
-            deleteOldest = try db.prepare(
-                "DELETE FROM entries WHERE rowid = (SELECT rowid FROM entries ORDER BY last_access LIMIT 1)")
-            deleteFrom = try db.prepare("DELETE FROM entries WHERE key >= ?1")
-            deleteRange = try db.prepare("DELETE FROM entries WHERE key >= ?1 AND key < ?2")
+            deleteFrom = try db.prepare("DELETE FROM entries WHERE key >= ?1 RETURNING rowid")
+            deleteRange = try db.prepare("DELETE FROM entries WHERE key >= ?1 AND key < ?2 RETURNING rowid")
             staleFrom = try db.prepare("UPDATE entries SET stale = 1 WHERE key >= ?1")
             staleRange = try db.prepare("UPDATE entries SET stale = 1 WHERE key >= ?1 AND key < ?2")
             readTotals = try db.prepare("SELECT entries, bytes FROM totals")
@@ -97,12 +109,14 @@ final class PersistentStore {
 
     // MARK: - Reads
 
-    func entry(_ key: [UInt8]) throws(SQLiteError) -> CacheEntry? {
+    /// The entry under `key` and its rowid.
+    func entry(_ key: [UInt8]) throws(SQLiteError) -> (rowid: Int64, entry: CacheEntry)? {
         defer { select.reset() }
         try select.bind(1, key)
         guard try select.step() else { return nil }
-        return CacheEntry(value: select.bytes(3), storedAtMs: UInt64(clamping: select.int64(0)),
-                          expiresAtMs: UInt64(clamping: select.int64(1)), isStale: select.int64(2) != 0)
+        let entry = CacheEntry(value: select.bytes(4), storedAtMs: UInt64(clamping: select.int64(1)),
+                               expiresAtMs: UInt64(clamping: select.int64(2)), isStale: select.int64(3) != 0)
+        return (select.int64(0), entry)
     }
 
     func totals() throws(SQLiteError) -> (entries: UInt64, bytes: UInt64) {
@@ -115,17 +129,17 @@ final class PersistentStore {
         try db.texts("PRAGMA integrity_check").joined(separator: "\n")
     }
 
-    /// Records a read of `key` as its most recent access; writes the
-    /// recorded accesses when there are enough of them.
-    func recordAccess(_ key: [UInt8]) throws(SQLiteError) {
+    /// Records a read of the row as its most recent access, in memory;
+    /// writes the recorded accesses when `pendingLimit` rows have one.
+    func recordAccess(_ rowid: Int64) throws(SQLiteError) {
         accessClock += 1
-        pendingAccesses[CacheKey(key)] = accessClock
-        if pendingAccesses.count >= PersistentCache.accessFlushThreshold {
+        pendingAccesses[rowid] = accessClock
+        if pendingAccesses.count >= pendingLimit {
             try write { () throws(SQLiteError) in try flushAccesses() }
         }
     }
 
-    // MARK: - Writes (inside `write`)
+    // MARK: - Writes (call inside `write`)
 
     /// Runs `body` in one IMMEDIATE transaction; rolls back if it throws.
     @discardableResult
@@ -141,17 +155,17 @@ final class PersistentStore {
         }
     }
 
-    /// Writes the recorded accesses. They are forgotten only when the
-    /// transaction commits; a failed one is retried by the next write.
+    /// Writes every recorded access, in rowid order. If the transaction
+    /// then fails they are lost: only the eviction order suffers.
     func flushAccesses() throws(SQLiteError) {
-        for (key, access) in pendingAccesses {
-            try touch.bind(1, key.bytes)
-            try touch.bind(2, access)
-            try touch.run()
+        let accesses = pendingAccesses.sorted { $0.key < $1.key }
+        pendingAccesses = [:]
+        for (rowid, access) in accesses {
+            try setAccess(rowid, access)
         }
-        pendingAccesses.removeAll(keepingCapacity: true)
     }
 
+    /// Stores the entry as the most recent one.
     func upsert(_ key: [UInt8], _ value: [UInt8], size: Int, storedAt: UInt64, expiresAt: UInt64) throws(SQLiteError) {
         accessClock += 1
         try upsert.bind(1, key)
@@ -160,17 +174,26 @@ final class PersistentStore {
         try upsert.bind(4, Int64(clamping: expiresAt))
         try upsert.bind(5, accessClock)
         try upsert.bind(6, value)
-        try upsert.run()
+        for rowid in try rowids(upsert) { pendingAccesses[rowid] = nil }
     }
 
-    /// Deletes least recently used entries until the values and keys take
+    /// Deletes least recently used entries until the keys and values take
     /// at most `maxBytes`; how many.
     func evict(toBytes maxBytes: Int) throws(SQLiteError) -> Int {
         var evicted = 0
         while try totals().bytes > UInt64(maxBytes) {
-            let n = try deleteOldest.run()
-            if n == 0 { break }
-            evicted += n
+            let oldest: Int64?
+            do {
+                defer { selectOldest.reset() }
+                oldest = try selectOldest.step() ? selectOldest.int64(0) : nil
+            }
+            guard let rowid = oldest else { break }
+            if let access = pendingAccesses.removeValue(forKey: rowid) {
+                try setAccess(rowid, access)
+                continue
+            }
+            try deleteRow.bind(1, rowid)
+            evicted += try deleteRow.run()
         }
         return evicted
     }
@@ -178,35 +201,61 @@ final class PersistentStore {
     @discardableResult
     func delete(_ key: [UInt8]) throws(SQLiteError) -> Int {
         try deleteKey.bind(1, key)
-        return try deleteKey.run()
+        return try forget(rowids(deleteKey))
     }
 
     func deleteAll() throws(SQLiteError) {
         try deleteEvery.run()
+        pendingAccesses = [:]
     }
 
     func delete(prefix: [UInt8]) throws(SQLiteError) -> Int {
-        try runPrefixed(prefix, from: deleteFrom, range: deleteRange)
+        let statement = try bindPrefix(prefix, from: deleteFrom, range: deleteRange)
+        return try forget(rowids(statement))
     }
 
     func markStale(prefix: [UInt8]) throws(SQLiteError) -> Int {
-        try runPrefixed(prefix, from: staleFrom, range: staleRange)
+        try bindPrefix(prefix, from: staleFrom, range: staleRange).run()
     }
 
-    /// Runs a statement over the keys that begin with `prefix`, as the
-    /// range [prefix, the next prefix) of the key index.
-    private func runPrefixed(_ prefix: [UInt8], from: SQLiteStatement, range: SQLiteStatement) throws(SQLiteError) -> Int {
+    // MARK: - Helpers
+
+    private func setAccess(_ rowid: Int64, _ access: Int64) throws(SQLiteError) {
+        try touch.bind(1, rowid)
+        try touch.bind(2, access)
+        try touch.run()
+    }
+
+    /// Runs a statement that returns rowids; the rowids.
+    private func rowids(_ statement: SQLiteStatement) throws(SQLiteError) -> [Int64] {
+        defer { statement.reset() }
+        var rowids: [Int64] = []
+        while try statement.step() { rowids.append(statement.int64(0)) }
+        return rowids
+    }
+
+    /// Drops the recorded accesses of deleted rows; how many rows.
+    private func forget(_ rowids: [Int64]) -> Int {
+        for rowid in rowids { pendingAccesses[rowid] = nil }
+        return rowids.count
+    }
+
+    /// Binds the key range [prefix, the next prefix) to the statement that
+    /// fits it, and returns that statement.
+    @discardableResult
+    private func bindPrefix(_ prefix: [UInt8], from: SQLiteStatement,
+                            range: SQLiteStatement) throws(SQLiteError) -> SQLiteStatement {
         guard let end = Self.successor(of: prefix) else {
             try from.bind(1, prefix)
-            return try from.run()
+            return from
         }
         try range.bind(1, prefix)
         try range.bind(2, end)
-        return try range.run()
+        return range
     }
 
     /// The smallest byte string above every string that begins with
-    /// `prefix`; nil when there is none (the prefix is all 0xFF).
+    /// `prefix`; nil when there is none (the prefix is empty or all 0xFF).
     static func successor(of prefix: [UInt8]) -> [UInt8]? {
         var end = prefix
         while let last = end.last {

@@ -95,11 +95,22 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     /// job that only this cell waits for takes no more operations from
     /// then on, so that a job completed after the call is refused.
     public func requestLeave() {
-        runtime.table.withLock { _ in
-            if let job = currentJob, job.phase == .running, job.waiterCount == 1 {
-                job.phase = .cancelling
-            }
+        runtime.table.withLock { _ in requestLeaveLocked() }
+    }
+
+    /// `requestLeave`, with the table lock already held.
+    public func requestLeaveLocked() {
+        if let job = currentJob, job.phase == .running, job.waiterCount == 1 {
+            job.phase = .cancelling
         }
+    }
+
+    /// With the table lock held: what a load asked for on another thread
+    /// records before it is queued (`noteLoadRequested` and `requestLeave`).
+    public func prepareLoadLocked(loader: UInt64) {
+        loadRequested = true
+        lastLoaderID = loader
+        requestLeaveLocked()
     }
 
     /// Any thread: the loader `refresh` would use, or nil if no load was
@@ -304,6 +315,11 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
         runtime.table.withLock { _ in currentJob = nil }
     }
 
+    /// For the job, with the table lock held: the cell no longer waits.
+    func clearCurrentJobLocked() {
+        currentJob = nil
+    }
+
     private func endSession() {
         if session?.job != nil { forgetJob() }
         session = nil
@@ -313,10 +329,7 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     /// Applies an operation of the job this cell waits for (called by the job).
     func apply(_ op: JobOperation<Value>, from job: Job<Value, Request>) {
         guard let s = session, s.job === job, !isFreed, let spec = lastSpec else { return }
-        if op.isTerminal {
-            session!.job = nil
-            forgetJob()
-        }
+        if op.isTerminal { session!.job = nil }
         let request = spec.request
         func settled(_ status: Status, value: Value? = nil, error: LoadError? = nil) -> CellState<Value, Request> {
             CellState(status: status, kind: spec.kind, value: value, error: error, request: request,

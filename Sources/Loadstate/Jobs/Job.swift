@@ -20,14 +20,14 @@ public final class Job<Value, Request>: Handle, @unchecked Sendable {
     var phase: Phase = .running
     /// How many cells wait for the job (as `waiters`, for other threads).
     var waiterCount = 1
-    var inbox: [JobOperation<Value>] = []
+    var inbox = Inbox<JobOperation<Value>>()
     var drainScheduled = false
     var cancelHooks: [() -> Void] = []
 
     // Loop thread only.
     unowned(unsafe) let runtime: Runtime
     /// The cells waiting for this job, in the order they joined.
-    var waiters: [Cell<Value, Request>]
+    var waiters: Waiters<Cell<Value, Request>>
     public let loader: Loader<Value, Request>
     public let request: Request
     /// 1 for the first try, 2 for the first retry, ...
@@ -50,7 +50,7 @@ public final class Job<Value, Request>: Handle, @unchecked Sendable {
     init(id: UInt64, runtime: Runtime, cell: Cell<Value, Request>, loader: Loader<Value, Request>,
          request: Request, attempt: UInt32, shareKey: ShareKey?, cache: CacheUse<Value>?) {
         self.runtime = runtime
-        waiters = [cell]
+        waiters = Waiters(cell)
         self.loader = loader
         self.request = request
         self.attempt = attempt
@@ -61,13 +61,11 @@ public final class Job<Value, Request>: Handle, @unchecked Sendable {
 
     /// Loop: applies the operations queued in the inbox to every waiting cell.
     func settle() {
-        let ops = runtime.table.withLock { _ -> [JobOperation<Value>] in
-            let ops = inbox
-            inbox = []
+        let ops = runtime.table.withLock { _ -> Inbox<JobOperation<Value>> in
             drainScheduled = false
-            return ops
+            return inbox.takeAll()
         }
-        for op in ops { deliver(op) }
+        ops.forEach { deliver($0) }
     }
 
     private func deliver(_ op: JobOperation<Value>) {
@@ -86,27 +84,29 @@ public final class Job<Value, Request>: Handle, @unchecked Sendable {
         if op.isTerminal {
             let hooks = runtime.table.withLock { _ -> [() -> Void] in
                 phase = .ended
+                // The waiting cells no longer wait, as seen from other threads too.
+                cells.forEach { $0.clearCurrentJobLocked() }
                 defer { cancelHooks = [] }
                 return cancelHooks
             }
-            waiters = []
+            waiters.removeAll()
             finish()
             switch op {
             case .cancelSelf, .resetSelf: runCancelHooks(hooks)
             default: onLoopCancel = nil
             }
         }
-        for cell in cells { cell.apply(op, from: self) }
+        cells.forEach { $0.apply(op, from: self) }
     }
 
     /// Loop: `cell` stops waiting. Operations accepted before are applied
     /// first (they may end the job); the last cell to leave cancels it.
     func leave(_ cell: Cell<Value, Request>) {
-        while !finished, waiters.contains(where: { $0 === cell }) {
+        while !finished, waiters.contains(cell) {
             settle()
-            guard !finished, let index = waiters.firstIndex(where: { $0 === cell }) else { return }
+            guard !finished, waiters.contains(cell) else { return }
             if waiters.count > 1 {
-                waiters.remove(at: index)
+                waiters.remove(cell)
                 runtime.table.withLock { _ in waiterCount -= 1 }
                 return
             }
@@ -118,7 +118,7 @@ public final class Job<Value, Request>: Handle, @unchecked Sendable {
                 return cancelHooks
             }
             if let hooks {
-                waiters = []
+                waiters.removeAll()
                 finish()
                 runCancelHooks(hooks)
                 return

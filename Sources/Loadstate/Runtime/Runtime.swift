@@ -86,6 +86,8 @@ public final class Runtime: @unchecked Sendable {
             return .ok
         }
         if let job = scheduled {
+            // A closure made here, where the job's types are known, keeps the
+            // loop's side of the work specialized for them.
             loop.execute { job.settle() }
         }
         return rc

@@ -403,9 +403,7 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     private func armTimers(_ options: LoadOptions) {
         if options.timeoutMs > 0 {
             let t = loadTimers()
-            t.make(&t.timeout, loop: runtime.loop).start(after: UInt64(options.timeoutMs)) { [unowned self] in
-                timedOut()
-            }
+            t.arm(&t.timeout, loop: runtime.loop, after: UInt64(options.timeoutMs)) { [unowned self] in timedOut() }
         }
         if !options.interruptsMs.isEmpty {
             armNextInterrupt()
@@ -426,7 +424,7 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
         let dueNs = due * 1_000_000
         let wait = dueNs > elapsedNs ? (dueNs - elapsedNs + 999_999) / 1_000_000 : 0
         let t = loadTimers()
-        t.make(&t.interrupt, loop: runtime.loop).start(after: wait) { [unowned self] in interrupted() }
+        t.arm(&t.interrupt, loop: runtime.loop, after: wait) { [unowned self] in interrupted() }
     }
 
     private func interrupted() {
@@ -448,7 +446,7 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
         let dueNs = UInt64(timeoutMs) * 1_000_000
         if elapsedNs < dueNs {
             let t = loadTimers()
-            t.make(&t.timeout, loop: runtime.loop).start(after: (dueNs - elapsedNs + 999_999) / 1_000_000) {
+            t.arm(&t.timeout, loop: runtime.loop, after: (dueNs - elapsedNs + 999_999) / 1_000_000) {
                 [unowned self] in timedOut()
             }
             return
@@ -474,7 +472,7 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
         session = s
         forgetJob()
         let t = loadTimers()
-        t.make(&t.retry, loop: runtime.loop).start(after: delay) { [unowned self] in retry() }
+        t.arm(&t.retry, loop: runtime.loop, after: delay) { [unowned self] in retry() }
     }
 
     private func retry() {

@@ -9,11 +9,16 @@ final class LoadTimers {
     /// When the next interrupt is due, in ms since the load began.
     var interruptDueMs: UInt64 = 0
 
-    func make(_ slot: inout LoopTimer?, loop: EventLoop) -> LoopTimer {
-        if let t = slot { return t }
-        let t = LoopTimer(loop: loop.loop)
-        slot = t
-        return t
+    /// Arms the timer in `slot` (made on first use) to run `action` after
+    /// `ms`. The action is set once per timer: re-arming allocates nothing.
+    func arm(_ slot: inout LoopTimer?, loop: EventLoop, after ms: UInt64, _ action: @escaping () -> Void) {
+        if let t = slot {
+            t.restart(after: ms)
+        } else {
+            let t = LoopTimer(loop: loop.loop)
+            slot = t
+            t.start(after: ms, action)
+        }
     }
 
     /// Stops every timer (a load ended).

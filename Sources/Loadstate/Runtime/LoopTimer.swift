@@ -12,7 +12,8 @@ final class LoopTimer {
     private var action: (() -> Void)?
     private var closed = false
 
-    init(loop: UnsafeMutablePointer<uv_loop_t>) {
+    init(loop: UnsafeMutablePointer<uv_loop_t>, action: (() -> Void)? = nil) {
+        self.action = action
         self.loop = loop
         handle = .allocate(capacity: 1)
         uv_timer_init(loop, handle)
@@ -24,18 +25,22 @@ final class LoopTimer {
     func start(after ms: UInt64, _ action: @escaping () -> Void) {
         guard !closed else { return }
         self.action = action
+        restart(after: ms)
+    }
+
+    /// Runs the last action given to `start` once, `ms` milliseconds from
+    /// now; re-arming a timer this way allocates nothing.
+    func restart(after ms: UInt64) {
+        guard !closed else { return }
         uv_update_time(loop)
         uv_timer_start(handle, { h in
-            let me = Unmanaged<LoopTimer>.fromOpaque(h!.pointee.data).takeUnretainedValue()
-            let action = me.action
-            me.action = nil
-            action?()
+            Unmanaged<LoopTimer>.fromOpaque(h!.pointee.data).takeUnretainedValue().action?()
         }, ms, 0)
     }
 
+    /// Disarms the timer; its action is kept for `restart`.
     func stop() {
         guard !closed else { return }
-        action = nil
         uv_timer_stop(handle)
     }
 

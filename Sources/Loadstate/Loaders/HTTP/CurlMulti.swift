@@ -14,7 +14,7 @@ import CLibUV
 final class CurlMulti {
     private let loop: UnsafeMutablePointer<uv_loop_t>
     private let multi: UnsafeMutableRawPointer
-    private let timer: LoopTimer
+    private var timer: LoopTimer!
     private var transfers: [UnsafeMutableRawPointer: HTTPTransfer] = [:]
     /// Poll handles by socket, kept while curl does not watch the socket
     /// (an idle connection in curl's cache), so that a reused connection
@@ -32,8 +32,8 @@ final class CurlMulti {
         guard Self.globalReady, let multi = curl_multi_init() else { return nil }
         self.loop = loop
         self.multi = multi
-        timer = LoopTimer(loop: loop)
         let me = Unmanaged.passUnretained(self).toOpaque()
+        timer = LoopTimer(loop: loop) { [unowned self] in act(CURL_SOCKET_TIMEOUT, 0) }
         lds_multi_setopt_socket(multi, { _, socket, what, userp, socketp in
             Unmanaged<CurlMulti>.fromOpaque(userp!).takeUnretainedValue().watch(socket, what, socketp)
             return 0
@@ -111,7 +111,7 @@ final class CurlMulti {
         if timeoutMs < 0 {
             timer.stop()
         } else {
-            timer.start(after: UInt64(timeoutMs)) { [unowned self] in act(CURL_SOCKET_TIMEOUT, 0) }
+            timer.restart(after: UInt64(timeoutMs))
         }
     }
 

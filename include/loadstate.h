@@ -994,6 +994,7 @@ int lds_process_free(lds_runtime *rt, lds_id cell);
  * Runs a job of the loader as process `kind`: cancels the cell's running
  * job, emits LDS_RUNNING(kind) (or, with LDS_LOAD_SILENT, the current state
  * flagged LDS_FLAG_REFRESHING), then LDS_FINISHED(kind) or LDS_FAILED(kind).
+ * A run has no value to cache: options with a cache give LDS_EINVAL.
  */
 int lds_process_run(lds_runtime *rt, lds_id cell, int32_t kind, lds_id loader,
                     const void *request, size_t request_len,

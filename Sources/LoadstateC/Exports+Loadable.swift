@@ -58,6 +58,8 @@ func startLoad(_ rt: OpaquePointer?, _ id: UInt64, _ flavor: CellFlavor, _ kind:
         case .success(let b): bytes = b
         case .failure(let code): return code.rawValue
         }
+        // Process runs produce no value to cache.
+        if flavor == .process && choice != nil { return LDS_EINVAL }
         let share = (opts?.pointee.flags ?? 0) & UInt32(LDS_LOAD_SHARE) != 0
         // One visit to the table: the cell, the loader, the cache, and what
         // the load records before it is queued.

@@ -466,19 +466,46 @@ struct PersistentCacheTests {
         #expect(try cache.get(b("a")) != nil)
     }
 
-    @Test func gettingManyKeysWritesTheirRecencyInBatches() throws {
+    @Test func getsWriteTheirRecencyOnlyInBatches() throws {
         let dir = TemporaryDirectory()
-        let cache = try persistentCache(dir.file("cache.db"), maxBytes: 1 << 20)
+        let path = dir.file("cache.db")
+        let cache = try PersistentCache(id: anyID, path: path, options: .init(pendingAccessLimit: 100))
         defer { cache.close() }
-        let n = PersistentCache.accessFlushThreshold * 2 + 10
-        for i in 0..<n { try cache.put(b("k\(i)"), b("v")) }
-        for i in stride(from: n - 1, through: 0, by: -1) { #expect(try cache.get(b("k\(i)")) != nil) }
-        // Two full batches of accesses are in the file (a second connection
-        // sees them); the last ten are still in memory.
-        let db = try SQLiteDatabase(path: dir.file("cache.db"))
+        for i in 0..<250 { try cache.put(b("k\(i)"), b("v")) }
+        let db = try SQLiteDatabase(path: path)
         defer { db.close() }
-        let written = try db.scalar("SELECT count(*) FROM entries WHERE last_access > \(n)")
-        #expect(written == Int64(PersistentCache.accessFlushThreshold * 2))
+        let maxAccess = try db.scalar("SELECT max(last_access) FROM entries")
+        for i in 0..<99 { #expect(try cache.get(b("k\(i)")) != nil) }
+        // 99 distinct keys read: nothing written yet.
+        #expect(try db.scalar("SELECT count(*) FROM entries WHERE last_access > \(maxAccess)") == 0)
+        #expect(try cache.get(b("k99")) != nil)
+        #expect(try db.scalar("SELECT count(*) FROM entries WHERE last_access > \(maxAccess)") == 100)
+        for i in 100..<150 { #expect(try cache.get(b("k\(i)")) != nil) }
+        cache.close()
+        #expect(try db.scalar("SELECT count(*) FROM entries WHERE last_access > \(maxAccess)") == 150)
+    }
+
+    @Test func anEvictionWritesTheRecencyOfTheEntriesItPasses() throws {
+        let dir = TemporaryDirectory()
+        let path = dir.file("cache.db")
+        // Ten entries of 10 bytes fit.
+        let cache = try persistentCache(path, maxBytes: 100)
+        defer { cache.close() }
+        for i in 0..<10 { try cache.put(b("k\(i)"), b("12345678")) }
+        for i in [0, 1, 2, 5] { _ = try cache.get(b("k\(i)")) }
+        try cache.put(b("ka"), b("12345678"))
+        // k0, k1 and k2 were read since: k3 is the least recent.
+        #expect(try cache.get(b("k3")) == nil)
+        let db = try SQLiteDatabase(path: path)
+        defer { db.close() }
+        // Passing k0..k2 wrote their accesses; k5's is still in memory.
+        #expect(try db.scalar("SELECT count(*) FROM entries WHERE last_access > 10") == 4)
+        for i in 0..<3 { try cache.put(b("n\(i)"), b("12345678")) }
+        #expect(try cache.get(b("k4")) == nil)
+        #expect(try cache.get(b("k6")) == nil)
+        #expect(try cache.get(b("k7")) == nil)
+        #expect(try cache.get(b("k5")) != nil)
+        #expect(try cache.get(b("k0")) != nil)
     }
 
     @Test func theFileAndItsCompanionsHaveMode0600() throws {

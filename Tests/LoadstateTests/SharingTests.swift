@@ -123,3 +123,46 @@ struct SharingTests {
         #expect(next != job)
     }
 }
+
+/// Leaving a shared job from another thread, before the leave runs on the loop.
+@Suite(.timeLimit(.minutes(1)))
+struct SharedLeaveTests {
+    @Test func aCellJoiningAJobWhoseCellsAllLeftStartsItsOwn() async throws {
+        let c = try SharingTests.Crowd(2)
+        defer { _ = c.runtime.close() }
+        c.load(0, key: "k")
+        let first = await c.loader.nextJob()
+        _ = await c.logs[0].next()
+        // Cell 1's load is queued; then cell 0's cancel is called (its job
+        // now takes nothing more) before the loop runs either.
+        c.cells[1].requestLeave()
+        c.load(1, key: "k")
+        c.cells[0].requestLeave()
+        c.onLoop(0) { $0.cancel() }
+        #expect(c.runtime.submit(.succeed("late"), job: first, of: Job<String, String>.self) == .cancelled)
+        let second = await c.loader.nextJob()
+        #expect(second != first)
+        c.runtime.submit(.succeed("own"), job: second, of: Job<String, String>.self)
+        let events = await c.logs[1].next(2)
+        #expect(events[1].state.value == "own")
+    }
+
+    @Test func aCellThatAskedToLeaveGetsNothingAcceptedAfter() async throws {
+        let c = try SharingTests.Crowd(2)
+        defer { _ = c.runtime.close() }
+        c.load(0, key: "k")
+        c.load(1, key: "k")
+        let job = await c.loader.nextJob()
+        _ = await c.logs[0].next()
+        _ = await c.logs[1].next()
+        await c.drained()
+        c.cells[0].requestLeave()
+        // Cell 1 still waits, so the job goes on and takes the result...
+        #expect(c.runtime.submit(.succeed("v"), job: job, of: Job<String, String>.self) == .ok)
+        c.onLoop(0) { $0.cancel() }
+        // ...which cell 1 shows, while cell 0 shows its cancel.
+        #expect(await c.logs[1].next().state.value == "v")
+        let cancelled = await c.logs[0].next()
+        #expect(cancelled.isCancelled && cancelled.state.status == .absent)
+    }
+}

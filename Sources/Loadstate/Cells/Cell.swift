@@ -44,6 +44,9 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     private var lastLoaderID: UInt64 = 0
     /// The job the cell waits for, as seen from other threads.
     private var currentJob: Job<Value, Request>?
+    /// Set when the cell asked to leave a job other cells also wait for:
+    /// how many of its operations were accepted then (the cell gets no later one).
+    var leaveMark: UInt64?
 
     // Loop thread only.
     private var loads: UInt64 = 0
@@ -100,7 +103,11 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
 
     /// `requestLeave`, with the table lock already held.
     public func requestLeaveLocked() {
-        if let job = currentJob, job.phase == .running, job.waiterCount == 1 {
+        guard let job = currentJob, job.phase == .running, leaveMark == nil else { return }
+        leaveMark = job.accepted
+        job.pendingLeaves += 1
+        if job.pendingLeaves >= job.waiterCount {
+            // Every waiting cell is leaving: the job takes nothing more.
             job.phase = .cancelling
         }
     }
@@ -135,17 +142,24 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
         guard !isFreed else { return }
         let restore = abandonSession() ?? state
         lastSpec = spec
-        if let cache = spec.cache, cache.policy != .loadOnly, serveFromCache(cache, spec: spec) {
-            return
+        var shown = state
+        if let cache = spec.cache, cache.policy != .loadOnly, flavor == .loadable {
+            switch serveFromCache(cache, spec: spec) {
+            case .served: return
+            case .revalidate(let cached):
+                // The cached value is shown while a silent load revalidates it.
+                shown = cached
+                lastSpec?.options.silent = true
+            case .load: break
+            }
         }
         loads += 1
         session = Session(restore: restore, startedAtNs: uv_hrtime(), attempt: 1, job: nil, serial: loads)
         if lastSpec?.options.silent == true {
-            var next = state
-            next.isRefreshing = true
-            next.attempt = 1
-            if markStale { next.isStale = true }
-            emit(.state, next, changed: markStale)
+            shown.isRefreshing = true
+            shown.attempt = 1
+            if markStale { shown.isStale = true }
+            emit(.state, shown, changed: markStale || shown.isFromCache)
         } else {
             emit(.state, CellState(status: .loading, kind: spec.kind, value: nil, error: nil, request: spec.request,
                                    isPartial: false, isRefreshing: false, attempt: 1, updatedAt: Clock.wallMs()))
@@ -154,10 +168,17 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
         startAttempt()
     }
 
-    /// Shows what the cache holds for a load, as its policy says. Returns
-    /// true when that ends the load; false when a job must still run (for
-    /// cache-then-load, as a silent load over the cached value shown here).
-    private func serveFromCache(_ cache: CacheUse<Value>, spec: LoadSpec<Value, Request>) -> Bool {
+    private enum CacheOutcome {
+        /// The cache answered; no job runs.
+        case served
+        /// Show this cached state, then revalidate it.
+        case revalidate(CellState<Value, Request>)
+        /// Load as usual.
+        case load
+    }
+
+    /// Shows what the cache holds for a load, as its policy says.
+    private func serveFromCache(_ cache: CacheUse<Value>, spec: LoadSpec<Value, Request>) -> CacheOutcome {
         let hit = cache.lookup(at: Clock.wallMs())
         func cached(_ hit: (value: Value, stale: Bool, storedAt: UInt64)) -> CellState<Value, Request> {
             var next = CellState(status: .loaded, kind: spec.kind, value: hit.value, error: nil, request: spec.request,
@@ -168,7 +189,7 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
         }
         switch cache.policy {
         case .loadOnly:
-            return false
+            return .load
         case .cacheOnly:
             if let hit {
                 emit(.state, cached(hit))
@@ -177,17 +198,14 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
                                        error: LoadError(.notFound, message: "not in the cache"), request: spec.request,
                                        isPartial: false, isRefreshing: false, attempt: 0, updatedAt: Clock.wallMs()))
             }
-            return true
+            return .served
         case .cacheFirst:
-            guard let hit, !hit.stale else { return false }
+            guard let hit, !hit.stale else { return .load }
             emit(.state, cached(hit))
-            return true
+            return .served
         case .cacheThenLoad:
-            guard let hit else { return false }
-            // Shown at once; the load that follows revalidates it silently.
-            emit(.state, cached(hit))
-            lastSpec?.options.silent = true
-            return false
+            guard let hit else { return .load }
+            return .revalidate(cached(hit))
         }
     }
 
@@ -275,14 +293,17 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
             return
         }
         let shareKey = spec.options.shareKey.map { ShareKey(loader: spec.loader.id, key: $0) }
-        if let shareKey, let running = runtime.sharedJob(shareKey, of: Job<Value, Request>.self) {
+        if let shareKey, let running = runtime.sharedJob(shareKey, of: Job<Value, Request>.self),
+           runtime.table.withLock({ _ -> Bool in
+               // A job whose cells all asked to leave takes no new one.
+               guard running.phase == .running else { return false }
+               running.waiterCount += 1
+               currentJob = running
+               return true
+           }) {
             // Another load with this key runs: wait for its job.
             running.waiters.append(self)
             session!.job = running
-            runtime.table.withLock { _ in
-                running.waiterCount += 1
-                currentJob = running
-            }
             return
         }
         let job = Job(id: runtime.table.makeID(.job), runtime: runtime, cell: self, loader: spec.loader,
@@ -312,12 +333,13 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     }
 
     private func forgetJob() {
-        runtime.table.withLock { _ in currentJob = nil }
+        runtime.table.withLock { _ in clearCurrentJobLocked() }
     }
 
     /// For the job, with the table lock held: the cell no longer waits.
     func clearCurrentJobLocked() {
         currentJob = nil
+        leaveMark = nil
     }
 
     private func endSession() {

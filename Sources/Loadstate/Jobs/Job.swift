@@ -20,6 +20,10 @@ public final class Job<Value, Request>: Handle, @unchecked Sendable {
     var phase: Phase = .running
     /// How many cells wait for the job (as `waiters`, for other threads).
     var waiterCount = 1
+    /// How many of them asked to leave (their leave is not yet run).
+    var pendingLeaves = 0
+    /// How many operations were accepted; they are delivered in this order.
+    var accepted: UInt64 = 0
     var inbox = Inbox<JobOperation<Value>>()
     var drainScheduled = false
     var cancelHooks: [() -> Void] = []
@@ -41,6 +45,8 @@ public final class Job<Value, Request>: Handle, @unchecked Sendable {
     /// Whether the job yielded a value.
     var yielded = false
     private var finished = false
+    /// Loop: how many operations were delivered.
+    private var delivered: UInt64 = 0
     /// Called on the loop thread, once, when the job is cancelled (from
     /// outside or inside, superseded, timed out, its cells or runtime
     /// freed); not when it ends by succeed, finish or fail. For loaders
@@ -61,14 +67,24 @@ public final class Job<Value, Request>: Handle, @unchecked Sendable {
 
     /// Loop: applies the operations queued in the inbox to every waiting cell.
     func settle() {
-        let ops = runtime.table.withLock { _ -> Inbox<JobOperation<Value>> in
+        let (ops, leaving) = runtime.table.withLock { _ -> (Inbox<JobOperation<Value>>, [ObjectIdentifier: UInt64]) in
             drainScheduled = false
-            return inbox.takeAll()
+            // Cells that asked to leave get only what was accepted before.
+            var leaving: [ObjectIdentifier: UInt64] = [:]
+            if pendingLeaves > 0 {
+                waiters.forEach { cell in
+                    if let mark = cell.leaveMark { leaving[ObjectIdentifier(cell)] = mark }
+                }
+            }
+            return (inbox.takeAll(), leaving)
         }
-        ops.forEach { deliver($0) }
+        ops.forEach { op in
+            delivered += 1
+            deliver(op, number: delivered, leaving: leaving)
+        }
     }
 
-    private func deliver(_ op: JobOperation<Value>) {
+    private func deliver(_ op: JobOperation<Value>, number: UInt64, leaving: [ObjectIdentifier: UInt64]) {
         guard !finished else { return }
         if let cache {
             // Stored once for all the cells waiting, before they show it.
@@ -96,7 +112,10 @@ public final class Job<Value, Request>: Handle, @unchecked Sendable {
             default: onLoopCancel = nil
             }
         }
-        cells.forEach { $0.apply(op, from: self) }
+        cells.forEach { cell in
+            if let mark = leaving[ObjectIdentifier(cell)], number > mark { return }
+            cell.apply(op, from: self)
+        }
     }
 
     /// Loop: `cell` stops waiting. Operations accepted before are applied
@@ -107,7 +126,13 @@ public final class Job<Value, Request>: Handle, @unchecked Sendable {
             guard !finished, waiters.contains(cell) else { return }
             if waiters.count > 1 {
                 waiters.remove(cell)
-                runtime.table.withLock { _ in waiterCount -= 1 }
+                runtime.table.withLock { _ in
+                    waiterCount -= 1
+                    if cell.leaveMark != nil {
+                        pendingLeaves -= 1
+                        cell.leaveMark = nil
+                    }
+                }
                 return
             }
             let hooks = runtime.table.withLock { storage -> [() -> Void]? in
@@ -142,7 +167,8 @@ public final class Job<Value, Request>: Handle, @unchecked Sendable {
         for hook in hooks { runtime.deliver(.cleanup, hook) }
     }
 
-    /// Loop: whether a new load with the same key may wait for this job.
+    /// Loop: whether a new load with the same key may wait for this job
+    /// (it must also still be `running`, checked under the table lock).
     var acceptsWaiters: Bool { !finished }
 }
 

@@ -79,6 +79,7 @@ public final class Runtime: @unchecked Sendable {
                 storage.handles[id] = nil
             }
             job.inbox.append(op)
+            job.accepted += 1
             if !job.drainScheduled {
                 job.drainScheduled = true
                 scheduled = job

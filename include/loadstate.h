@@ -252,9 +252,9 @@ typedef struct lds_load_options {
  *   LDS_POLICY_LOAD_ONLY       always load; a successful result is stored.
  *   LDS_POLICY_CACHE_FIRST     a fresh entry is shown (LOADED, LDS_FLAG_FROM_CACHE)
  *                              and nothing is loaded; otherwise load and store.
- *   LDS_POLICY_CACHE_THEN_LOAD an entry (fresh or not) is shown at once, flagged
- *                              FROM_CACHE (and STALE when not fresh), then a silent
- *                              load revalidates it: success replaces and stores the
+ *   LDS_POLICY_CACHE_THEN_LOAD an entry (fresh or not) is shown at once, in one
+ *                              event flagged FROM_CACHE | REFRESHING (and STALE when
+ *                              not fresh), while a silent load revalidates it: success replaces and stores the
  *                              value; a failure keeps the cached value (still
  *                              LDS_LOADED, FROM_CACHE) and reports the error in the
  *                              event's error fields. Without an entry: a plain load.
@@ -390,8 +390,9 @@ int lds_loadable_free(lds_runtime *rt, lds_id cell);
  *   opts     may be NULL for defaults.
  *
  * With LDS_LOAD_SHARE, a load whose loader and key (the request bytes)
- * match a job that is still running waits for that job instead of starting
- * one: the loader runs once, every waiting cell gets the same events, and
+ * match a job that is still running when the load begins on the loop waits
+ * for that job instead of starting one (a job every cell of which has been
+ * asked to leave takes no new cell): the loader runs once, every waiting cell gets the same events, and
  * the job is cancelled only when every cell waiting for it has left it
  * (cancel, reset, set_*, a new load, free).
  *

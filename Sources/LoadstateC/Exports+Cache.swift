@@ -106,27 +106,34 @@ public func ldsCacheGet(_ rt: OpaquePointer?, _ id: UInt64, _ key: UnsafeRawPoin
                         _ out: UnsafeMutablePointer<lds_cache_value>?) -> Int32 {
     guard let out else { return LDS_EINVAL }
     out.pointee = lds_cache_value()
-    return withCache(rt, id) { cache in
-        let k: Bytes
-        switch copyBytes(key, keyLength) {
-        case .success(let b): k = b
-        case .failure(let rc): return rc.rawValue
+    guard key != nil || keyLength == 0 else { return LDS_EINVAL }
+    guard keyLength <= valueMax else { return LDS_ETOOBIG }
+    let k = UnsafeRawBufferPointer(start: keyLength == 0 ? nil : key, count: keyLength)
+    return withRuntime(rt) { runtime in
+        guard let handle = runtime.table.lookup(id, as: Handle.self) else { return LDS_ENOENT }
+        if let cache = handle as? MemoryCache {
+            // Copied under the cache's lock: no allocation for the key.
+            return cache.read(k) { give($0, out) } ?? 0
         }
-        let found: CacheEntry?
+        guard let cache = handle as? PersistentCache else { return LDS_ENOENT }
         do throws(CacheError) {
-            found = try cache.get(k)
+            guard let entry = try cache.get(Bytes(k)) else { return 0 }
+            return give(entry, out)
         } catch {
             return code(error)
         }
-        guard let entry = found else { return 0 }
-        guard let memory = malloc(max(entry.value.count, 1)) else { return LDS_ENOMEM }
-        entry.value.withUnsafeBytes { bytes in
-            if let base = bytes.baseAddress { memcpy(memory, base, bytes.count) }
-        }
-        out.pointee = lds_cache_value(value: memory, value_len: entry.value.count, stored_at_ms: entry.storedAtMs,
-                                      expires_at_ms: entry.expiresAtMs, stale: entry.isStale ? 1 : 0)
-        return 1
     }
+}
+
+/// Hands a copy of an entry to the caller: 1, or LDS_ENOMEM.
+private func give(_ entry: CacheEntry, _ out: UnsafeMutablePointer<lds_cache_value>) -> Int32 {
+    guard let memory = malloc(max(entry.value.count, 1)) else { return LDS_ENOMEM }
+    entry.value.withUnsafeBytes { bytes in
+        if let base = bytes.baseAddress { memcpy(memory, base, bytes.count) }
+    }
+    out.pointee = lds_cache_value(value: memory, value_len: entry.value.count, stored_at_ms: entry.storedAtMs,
+                                  expires_at_ms: entry.expiresAtMs, stale: entry.isStale ? 1 : 0)
+    return 1
 }
 
 @_cdecl("lds_cache_value_clear")

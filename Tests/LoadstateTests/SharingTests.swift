@@ -1,4 +1,7 @@
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 @testable import Loadstate
 
 /// Loads with the same loader and share key wait for one job.
@@ -164,5 +167,34 @@ struct SharedLeaveTests {
         #expect(await c.logs[1].next().state.value == "v")
         let cancelled = await c.logs[0].next()
         #expect(cancelled.isCancelled && cancelled.state.status == .absent)
+    }
+}
+
+@Suite(.timeLimit(.minutes(1)))
+struct SharedResultTests {
+    @Test func aCellJoiningAJobWhoseResultIsAcceptedButNotAppliedGetsIt() async throws {
+        let c = try SharingTests.Crowd(2)
+        defer { _ = c.runtime.close() }
+        let hold = Gate()
+        let held = Gate()
+        // The loop is held while the second load is queued and then the
+        // result accepted: the load runs after the result was accepted, and
+        // before it is applied.
+        c.load(0, key: "k")
+        let job = await c.loader.nextJob()
+        c.runtime.loop.execute {
+            held.open()
+            while !hold.isOpen { sched_yield() }
+        }
+        await held.wait()
+        c.load(1, key: "k")
+        #expect(c.runtime.submit(.succeed("v"), job: job, of: Job<String, String>.self) == .ok)
+        hold.open()
+        for log in c.logs {
+            let events = await log.next(2)
+            #expect(events[1].state.value == "v")
+        }
+        await c.drained()
+        #expect(c.loader.startedJobs == 1)
     }
 }

@@ -127,6 +127,8 @@ final class Gate: @unchecked Sendable {
         }
     }
 
+    var isOpen: Bool { state.withLock { $0.open } }
+
     func open() {
         let waiters = state.withLock { s -> [CheckedContinuation<Void, Never>] in
             s.open = true

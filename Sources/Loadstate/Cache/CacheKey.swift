@@ -1,23 +1,30 @@
-/// A key as a dictionary key. Its hash is computed once, over the bytes as
-/// one run, and compared before the bytes: probing a large table then
-/// rarely touches the bytes of keys that do not match.
-struct CacheKey: Hashable, Sendable {
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A key and its hash, computed once over the bytes as one run.
+struct CacheKey: Sendable {
     let bytes: [UInt8]
-    private let digest: Int
+    let digest: Int
 
     init(_ bytes: [UInt8]) {
         self.bytes = bytes
+        digest = bytes.withUnsafeBytes { Self.digest(of: $0) }
+    }
+
+    /// The hash of a key given as raw bytes (same seed as every other key
+    /// of the process).
+    static func digest(of bytes: UnsafeRawBufferPointer) -> Int {
         var hasher = Hasher()
-        bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
-        digest = hasher.finalize()
+        hasher.combine(bytes: bytes)
+        return hasher.finalize()
     }
 
-    func hash(into hasher: inout Hasher) {
-        hasher.combine(digest)
-    }
-
-    static func == (a: CacheKey, b: CacheKey) -> Bool {
-        a.digest == b.digest && a.bytes == b.bytes
+    /// Whether the key's bytes equal `other`.
+    func matches(_ other: UnsafeRawBufferPointer) -> Bool {
+        guard bytes.count == other.count else { return false }
+        guard let base = other.baseAddress, !bytes.isEmpty else { return true }
+        return bytes.withUnsafeBytes { memcmp($0.baseAddress!, base, bytes.count) == 0 }
     }
 
     func hasPrefix(_ prefix: [UInt8]) -> Bool {

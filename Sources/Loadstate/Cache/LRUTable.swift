@@ -1,7 +1,12 @@
-/// The entries of a memory cache in least-recently-used order: a
-/// dictionary from key to slot, and the slots chained into a doubly linked
-/// list by index (most recent at the head). Every operation on one key is
-/// O(1); freed slots are reused.
+/// The entries of a memory cache in least-recently-used order.
+///
+/// Entries live in `slots`, chained into a doubly linked list by index
+/// (most recent at the head); freed slots are reused. `buckets` is an
+/// open-addressing index over them (linear probing, at most half full,
+/// deletion by backward shift) holding each key's hash next to its slot, so
+/// a lookup reads one bucket and the matching slot. Every operation on one
+/// key is O(1) and takes the key as raw bytes, so a lookup allocates
+/// nothing.
 ///
 /// Not thread-safe: `MemoryCache` keeps it under its lock.
 struct LRUTable {
@@ -12,80 +17,110 @@ struct LRUTable {
         var next: Int32
     }
 
+    private struct Bucket {
+        var digest: Int
+        /// The slot, or `none` when the bucket is empty.
+        var slot: Int32
+    }
+
     private static let none: Int32 = -1
+    private static let freed = Slot(key: CacheKey([]), entry: CacheEntry(value: [], storedAtMs: 0), prev: none, next: none)
 
     private var slots: [Slot] = []
     private var freeSlots: [Int32] = []
-    private var index: [CacheKey: Int32] = [:]
+    private var buckets = [Bucket](repeating: Bucket(digest: 0, slot: none), count: 16)
     private var head = none
     private var tail = none
 
+    /// Entries held.
+    private(set) var count = 0
     /// Bytes of keys and values held.
     private(set) var bytes = 0
-    var count: Int { index.count }
 
-    /// The entry under `key`, moved to the head.
-    mutating func touch(_ key: CacheKey) -> CacheEntry? {
-        guard let i = index[key] else { return nil }
-        moveToHead(i)
-        return slots[Int(i)].entry
+    /// The slot of the entry under `key`, if any.
+    func find(_ key: UnsafeRawBufferPointer, digest: Int) -> Int32? {
+        findBucket(key, digest: digest).map { buckets[$0].slot }
     }
 
-    /// Stores an entry at the head, replacing any entry under the key.
+    func entry(_ slot: Int32) -> CacheEntry {
+        slots[Int(slot)].entry
+    }
+
+    /// Makes the entry the most recently used.
+    mutating func touch(_ slot: Int32) {
+        guard head != slot else { return }
+        unlink(slot)
+        linkAtHead(slot)
+    }
+
+    /// Stores an entry as the most recently used, replacing any entry under the key.
     mutating func set(_ key: CacheKey, _ entry: CacheEntry) {
         let size = key.bytes.count + entry.value.count
-        if let i = index[key] {
-            bytes += size - Self.size(of: slots[Int(i)])
-            slots[Int(i)].entry = entry
-            moveToHead(i)
+        if let slot = key.bytes.withUnsafeBytes({ find($0, digest: key.digest) }) {
+            bytes += size - Self.size(of: slots[Int(slot)])
+            slots[Int(slot)].entry = entry
+            touch(slot)
             return
         }
-        let slot = Slot(key: key, entry: entry, prev: Self.none, next: Self.none)
-        let i: Int32
+        if (count + 1) * 2 > buckets.count { grow() }
+        let record = Slot(key: key, entry: entry, prev: Self.none, next: Self.none)
+        let slot: Int32
         if let reused = freeSlots.popLast() {
-            i = reused
-            slots[Int(i)] = slot
+            slot = reused
+            slots[Int(slot)] = record
         } else {
-            i = Int32(slots.count)
-            slots.append(slot)
+            slot = Int32(slots.count)
+            slots.append(record)
         }
-        index[key] = i
+        insertBucket(digest: key.digest, slot: slot)
+        count += 1
         bytes += size
-        linkAtHead(i)
+        linkAtHead(slot)
     }
 
-    /// Drops the entry under `key`; whether there was one.
-    @discardableResult
-    mutating func remove(_ key: CacheKey) -> Bool {
-        guard let i = index[key] else { return false }
-        release(i)
-        return true
+    /// Drops the entry in `slot`.
+    mutating func remove(_ slot: Int32) {
+        let key = slots[Int(slot)].key
+        if let b = key.bytes.withUnsafeBytes({ findBucket($0, digest: key.digest) }) {
+            deleteBucket(b)
+        }
+        unlink(slot)
+        count -= 1
+        bytes -= Self.size(of: slots[Int(slot)])
+        slots[Int(slot)] = Self.freed
+        freeSlots.append(slot)
     }
 
     /// Drops the least recently used entry; false when empty.
     mutating func removeLeastRecent() -> Bool {
         guard tail != Self.none else { return false }
-        release(tail)
+        remove(tail)
         return true
     }
 
     mutating func removeAll() {
         slots = []
         freeSlots = []
-        index = [:]
+        buckets = [Bucket](repeating: Bucket(digest: 0, slot: Self.none), count: 16)
         head = Self.none
         tail = Self.none
+        count = 0
         bytes = 0
     }
 
-    /// The keys that begin with `prefix` (a scan of every entry).
-    func keys(withPrefix prefix: [UInt8]) -> [CacheKey] {
-        index.keys.filter { $0.hasPrefix(prefix) }
+    /// The slots of the keys that begin with `prefix` (a walk over every entry).
+    func slots(withPrefix prefix: [UInt8]) -> [Int32] {
+        var found: [Int32] = []
+        var i = head
+        while i != Self.none {
+            if slots[Int(i)].key.hasPrefix(prefix) { found.append(i) }
+            i = slots[Int(i)].next
+        }
+        return found
     }
 
-    /// Sets the stale flag of the entry under `key`.
-    mutating func markStale(_ key: CacheKey) {
-        if let i = index[key] { slots[Int(i)].entry.isStale = true }
+    mutating func markStale(_ slot: Int32) {
+        slots[Int(slot)].entry.isStale = true
     }
 
     /// The keys from most to least recently used (for tests).
@@ -99,27 +134,56 @@ struct LRUTable {
         return keys
     }
 
-    // MARK: - List
+    // MARK: - Index
 
     private static func size(of slot: Slot) -> Int {
         slot.key.bytes.count + slot.entry.value.count
     }
 
-    private mutating func release(_ i: Int32) {
-        unlink(i)
-        let slot = slots[Int(i)]
-        index[slot.key] = nil
-        bytes -= Self.size(of: slot)
-        slots[Int(i)] = Slot(key: CacheKey([]), entry: CacheEntry(value: [], storedAtMs: 0),
-                             prev: Self.none, next: Self.none)
-        freeSlots.append(i)
+    private var mask: Int { buckets.count - 1 }
+
+    private func findBucket(_ key: UnsafeRawBufferPointer, digest: Int) -> Int? {
+        var b = digest & mask
+        while true {
+            let bucket = buckets[b]
+            if bucket.slot == Self.none { return nil }
+            if bucket.digest == digest && slots[Int(bucket.slot)].key.matches(key) { return b }
+            b = (b + 1) & mask
+        }
     }
 
-    private mutating func moveToHead(_ i: Int32) {
-        guard head != i else { return }
-        unlink(i)
-        linkAtHead(i)
+    private mutating func insertBucket(digest: Int, slot: Int32) {
+        var b = digest & mask
+        while buckets[b].slot != Self.none { b = (b + 1) & mask }
+        buckets[b] = Bucket(digest: digest, slot: slot)
     }
+
+    /// Empties bucket `b` and moves later buckets of its run back, so that
+    /// every key stays reachable from its home bucket without tombstones.
+    private mutating func deleteBucket(_ b: Int) {
+        var hole = b
+        var next = (b + 1) & mask
+        while buckets[next].slot != Self.none {
+            let home = buckets[next].digest & mask
+            // The entry may fill the hole if its home is not in (hole, next].
+            if (next - home) & mask >= (next - hole) & mask {
+                buckets[hole] = buckets[next]
+                hole = next
+            }
+            next = (next + 1) & mask
+        }
+        buckets[hole] = Bucket(digest: 0, slot: Self.none)
+    }
+
+    private mutating func grow() {
+        let old = buckets
+        buckets = [Bucket](repeating: Bucket(digest: 0, slot: Self.none), count: old.count * 2)
+        for bucket in old where bucket.slot != Self.none {
+            insertBucket(digest: bucket.digest, slot: bucket.slot)
+        }
+    }
+
+    // MARK: - List
 
     private mutating func linkAtHead(_ i: Int32) {
         slots[Int(i)].prev = Self.none

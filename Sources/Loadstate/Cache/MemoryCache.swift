@@ -25,6 +25,14 @@ public final class MemoryCache: Handle, CacheStore, @unchecked Sendable {
         var table = LRUTable()
         var stats = CacheStats()
         var isClosed = false
+
+        /// Drops the entry under `key`; whether there was one.
+        @discardableResult
+        mutating func remove(_ key: CacheKey) -> Bool {
+            guard let slot = key.bytes.withUnsafeBytes({ table.find($0, digest: key.digest) }) else { return false }
+            table.remove(slot)
+            return true
+        }
     }
 
     public let name: String
@@ -44,20 +52,29 @@ public final class MemoryCache: Handle, CacheStore, @unchecked Sendable {
     }
 
     public func get(_ key: [UInt8]) -> CacheEntry? {
-        let key = CacheKey(key)
+        key.withUnsafeBytes { read($0) { $0 } }
+    }
+
+    /// Looks up a key given as raw bytes and passes the live entry to
+    /// `body`, under the cache's lock (keep it short); nil on a miss. Like
+    /// `get`, without allocating.
+    public func read<R>(_ key: UnsafeRawBufferPointer, _ body: (CacheEntry) -> R) -> R? {
+        let digest = CacheKey.digest(of: key)
         return state.withLock { s in
-            guard let entry = s.table.touch(key) else {
+            guard let slot = s.table.find(key, digest: digest) else {
                 s.stats.misses += 1
                 return nil
             }
+            let entry = s.table.entry(slot)
             if entry.expiresAtMs != 0 && entry.isExpired(at: now()) {
-                s.table.remove(key)
+                s.table.remove(slot)
                 s.stats.expirations += 1
                 s.stats.misses += 1
                 return nil
             }
+            s.table.touch(slot)
             s.stats.hits += 1
-            return entry
+            return body(entry)
         }
     }
 
@@ -75,7 +92,7 @@ public final class MemoryCache: Handle, CacheStore, @unchecked Sendable {
         state.withLock { s in
             guard !s.isClosed else { return }
             if tooBig {
-                s.table.remove(key)
+                s.remove(key)
                 s.stats.evictions += 1
                 return
             }
@@ -90,7 +107,7 @@ public final class MemoryCache: Handle, CacheStore, @unchecked Sendable {
     @discardableResult
     public func remove(_ key: [UInt8]) -> Bool {
         let key = CacheKey(key)
-        return state.withLock { $0.table.remove(key) }
+        return state.withLock { $0.remove(key) }
     }
 
     public func clear() {
@@ -109,18 +126,18 @@ public final class MemoryCache: Handle, CacheStore, @unchecked Sendable {
     @discardableResult
     public func markStale(prefix: [UInt8]) -> Int {
         state.withLock { s in
-            let keys = s.table.keys(withPrefix: prefix)
-            for key in keys { s.table.markStale(key) }
-            return keys.count
+            let slots = s.table.slots(withPrefix: prefix)
+            for slot in slots { s.table.markStale(slot) }
+            return slots.count
         }
     }
 
     @discardableResult
     public func removeAll(prefix: [UInt8]) -> Int {
         state.withLock { s in
-            let keys = s.table.keys(withPrefix: prefix)
-            for key in keys { s.table.remove(key) }
-            return keys.count
+            let slots = s.table.slots(withPrefix: prefix)
+            for slot in slots { s.table.remove(slot) }
+            return slots.count
         }
     }
 

@@ -295,8 +295,9 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
         let shareKey = spec.options.shareKey.map { ShareKey(loader: spec.loader.id, key: $0) }
         if let shareKey, let running = runtime.sharedJob(shareKey, of: Job<Value, Request>.self),
            runtime.table.withLock({ _ -> Bool in
-               // A job whose cells all asked to leave takes no new one.
-               guard running.phase == .running else { return false }
+               // A job whose cells all asked to leave takes no new one; a job
+               // whose result is accepted but not yet applied still does.
+               guard running.phase == .running || running.phase == .ending else { return false }
                running.waiterCount += 1
                currentJob = running
                return true

@@ -1,5 +1,6 @@
 //! A short tour: a loader that works on its own thread, a cell that shows
-//! its progress, a refresh over old data, a cancel and a process run.
+//! its progress, a refresh over old data, a cancel, a cached value that is
+//! shown at once and then renewed, and a process run.
 //!
 //! Run with `cargo run --offline --example tour`.
 
@@ -7,7 +8,7 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
 
-use loadstate::{Event, EventType, Flags, Job, LoadOptions, Runtime, Status};
+use loadstate::{CachePolicy, Event, EventType, Flags, Job, LoadOptions, MemoryCacheOptions, Runtime, Status};
 
 const PATIENCE: Duration = Duration::from_secs(10);
 
@@ -91,6 +92,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     cell.cancel()?;
     settled("cancel: the value from before the load comes back")?;
+
+    let cache = runtime.memory_cache(&MemoryCacheOptions::new())?;
+    cache.put(b"greeting", b"hello from the cache")?;
+    let cached = LoadOptions::new().cache(&cache).cache_key("greeting").cache_policy(CachePolicy::CacheThenLoad);
+    cell.load_with(&words, b"hello from the loader", &cached)?;
+    println!("-- cache then load: the cached value at once, then a silent load renews it");
+    loop {
+        let event = events.recv_timeout(PATIENCE)?;
+        println!("   {}", describe(&event));
+        if event.is_settled() && !event.is_from_cache() {
+            break;
+        }
+    }
+    cache.invalidate(b"greet")?;
+    settled("invalidate: the cell showing the entry reloads it, flagged STALE")?;
 
     let (process, process_events) = runtime.process()?;
     let fails = runtime.loader(|job| {

@@ -88,7 +88,10 @@ impl ExecOptions {
         ExecOptions::default()
     }
 
-    /// Yields stdout so far at each newline (`LDS_EXEC_STREAM_LINES`).
+    /// Yields partial values while the command runs
+    /// (`LDS_EXEC_STREAM_LINES`): when new complete lines arrive, stdout up
+    /// to its last newline. Lines that arrive together come in one partial
+    /// value.
     pub fn stream_lines(mut self, stream: bool) -> ExecOptions {
         self.stream_lines = stream;
         self

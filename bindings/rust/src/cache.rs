@@ -1,6 +1,7 @@
 //! Caches: bounded maps from byte-string keys to byte-string values, in
 //! memory or in an SQLite file. Their calls work on the calling thread
-//! under the cache's lock and never wait for the loop.
+//! under the cache's lock and never wait for the loop. Loads use them
+//! through [`LoadOptions::cache`](crate::LoadOptions::cache).
 
 use std::ffi::CString;
 use std::fmt;
@@ -191,6 +192,19 @@ impl Cache {
     pub fn clear(&self) -> Result<()> {
         // SAFETY: valid handle.
         check(unsafe { sys::lds_cache_clear(self.shared.raw(), self.id) })?;
+        Ok(())
+    }
+
+    /// Marks every entry whose key begins with `prefix` stale (an empty
+    /// prefix matches every key). Then, on the loop, every cell showing
+    /// the value of such an entry (loaded through this cache, no load
+    /// running) reloads it silently from its loader: its state comes again
+    /// flagged [`Flags::STALE`](crate::Flags::STALE) and
+    /// [`Flags::REFRESHING`](crate::Flags::REFRESHING), and is replaced
+    /// when the load ends. Later cache-first loads of those keys load again.
+    pub fn invalidate(&self, prefix: &[u8]) -> Result<()> {
+        // SAFETY: valid handle and buffer.
+        check(unsafe { sys::lds_cache_invalidate(self.shared.raw(), self.id, prefix.as_ptr().cast(), prefix.len()) })?;
         Ok(())
     }
 

@@ -155,7 +155,9 @@ impl Loadable {
         self.load_with(loader, request, &LoadOptions::new())
     }
 
-    /// Loads with options (silent, timeout, interrupts, retries).
+    /// Loads with options (silent, shared, timeout, interrupts, retries, cache).
+    /// With a [`CachePolicy`](crate::CachePolicy) that finds what it needs
+    /// in the cache, the cached value is shown without a loading state.
     pub fn load_with(&self, loader: &Loader, request: &[u8], options: &LoadOptions) -> Result<()> {
         let raw = options.to_raw();
         // SAFETY: valid handle, buffer and options (borrowing `options`).

@@ -72,7 +72,8 @@ impl Flags {
     pub const REFRESHING: Flags = Flags(sys::LDS_FLAG_REFRESHING);
     /// The value is a partial one yielded by a running job.
     pub const PARTIAL: Flags = Flags(sys::LDS_FLAG_PARTIAL);
-    /// The value came from a cache and is older than its fresh time.
+    /// The value came from a cache and is older than its fresh time, or
+    /// its entry was invalidated.
     pub const STALE: Flags = Flags(sys::LDS_FLAG_STALE);
     /// The value came from a cache.
     pub const FROM_CACHE: Flags = Flags(sys::LDS_FLAG_FROM_CACHE);
@@ -240,7 +241,10 @@ pub struct Event {
     pub value: Option<Vec<u8>>,
     /// The request of the load this state belongs to, when there is one.
     pub request: Option<Vec<u8>>,
-    /// [`Status::Error`] and [`Status::Failed`] only: the error.
+    /// [`Status::Error`] and [`Status::Failed`]: the error. Also set on a
+    /// [`Status::Loaded`] cached value whose revalidation failed
+    /// ([`CachePolicy::CacheThenLoad`](crate::CachePolicy::CacheThenLoad)):
+    /// the value stays and the error says why it could not be renewed.
     pub error: Option<LoadError>,
     /// 1 for the first try of the load, 2 for the first retry, ...; 0 when
     /// no load is involved.
@@ -256,9 +260,24 @@ impl Event {
         self.event_type == EventType::State
     }
 
+    /// Whether the value came from a cache ([`Flags::FROM_CACHE`]).
+    pub fn is_from_cache(&self) -> bool {
+        self.flags.contains(Flags::FROM_CACHE)
+    }
+
+    /// Whether the cached value is older than its fresh time or was
+    /// invalidated ([`Flags::STALE`]).
+    pub fn is_stale(&self) -> bool {
+        self.flags.contains(Flags::STALE)
+    }
+
     /// Whether this is a state event that ends a load or run: loaded
     /// without the partial flag, error, finished or failed, with no
     /// refresh running. Handy as a [`Events::wait_until`](crate::Events::wait_until) predicate.
+    ///
+    /// Under [`CachePolicy::CacheThenLoad`](crate::CachePolicy::CacheThenLoad)
+    /// the cached value is shown flagged [`Flags::REFRESHING`] while it is
+    /// revalidated, so it is not settled until the revalidation ends.
     pub fn is_settled(&self) -> bool {
         self.is_state()
             && !self.flags.contains(Flags::PARTIAL)

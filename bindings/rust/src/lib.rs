@@ -12,7 +12,8 @@
 //! [`Job::reset_self`]. The library's own loaders read files
 //! ([`Runtime::file_loader`]), run commands ([`Runtime::exec_loader`]) and
 //! fetch URLs ([`Runtime::http_loader`]) on the runtime's loop; [`Cache`]s
-//! hold values in memory or in a file.
+//! hold values in memory or in a file, and loads read and fill them as
+//! their [`CachePolicy`] says.
 //!
 //! ```
 //! use std::time::Duration;
@@ -57,7 +58,7 @@ pub use cell::{Events, Loadable, Process};
 pub use error::{Error, ErrorKind, Result, strerror};
 pub use event::{ErrorDomain, Event, EventType, Flags, LoadError, Status};
 pub use loader::{Job, Loader, PANIC_ERROR_CODE};
-pub use options::{Delivery, LoadOptions};
+pub use options::{CachePolicy, Delivery, LoadOptions};
 pub use runtime::Runtime;
 pub use std::sync::mpsc::{RecvTimeoutError, TryRecvError};
 

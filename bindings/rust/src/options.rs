@@ -1,21 +1,33 @@
 use std::time::Duration;
 
+use crate::cache::Cache;
 use crate::sys;
 
-/// How a load or a run behaves: silent, timeout, interrupts, retries.
+/// How a load or a run behaves: silent, shared, timeout, interrupts,
+/// retries, and the cache it reads and fills.
 ///
 /// ```
 /// use std::time::Duration;
-/// let options = loadstate::LoadOptions::new()
+/// use loadstate::{CachePolicy, LoadOptions, MemoryCacheOptions, Runtime};
+///
+/// let runtime = Runtime::new()?;
+/// let cache = runtime.memory_cache(&MemoryCacheOptions::new())?;
+/// let options = LoadOptions::new()
 ///     .silent(true)
 ///     .timeout(Duration::from_secs(5))
 ///     .interrupts([Duration::from_millis(500), Duration::from_secs(2)])
-///     .retries(3);
+///     .retries(3)
+///     .cache(&cache)
+///     .cache_key("user/42")
+///     .cache_policy(CachePolicy::CacheThenLoad)
+///     .fresh(Duration::from_secs(60))
+///     .max_age(Duration::from_secs(24 * 3600));
 /// # let _ = options;
+/// # Ok::<(), loadstate::Error>(())
 /// ```
 ///
 /// Durations are passed to the library in whole milliseconds (rounded
-/// down, capped at `u32::MAX`).
+/// down, capped at `u32::MAX`, or `u64::MAX` for [`max_age`](LoadOptions::max_age)).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LoadOptions {
     silent: bool,
@@ -25,6 +37,46 @@ pub struct LoadOptions {
     retries: u32,
     retry_base_ms: u32,
     retry_max_ms: u32,
+    cache: u64,
+    cache_key: Option<Vec<u8>>,
+    cache_policy: CachePolicy,
+    fresh_ms: u32,
+    max_age_ms: u64,
+}
+
+/// How a load with a cache uses it (`LDS_POLICY_*`). Whatever the policy,
+/// the value of a successful load is stored under the load's key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum CachePolicy {
+    /// Always load (the default).
+    #[default]
+    LoadOnly,
+    /// A fresh entry is shown, [`Status::Loaded`](crate::Status::Loaded)
+    /// flagged [`Flags::FROM_CACHE`](crate::Flags::FROM_CACHE), and nothing
+    /// is loaded; without one, load.
+    CacheFirst,
+    /// An entry, fresh or not, is shown at once (flagged `FROM_CACHE`, and
+    /// [`Flags::STALE`](crate::Flags::STALE) when not fresh); then a silent
+    /// load revalidates it. A failed revalidation keeps the cached value
+    /// and reports its error in [`Event::error`](crate::Event::error) of a
+    /// loaded event. Without an entry, a plain load.
+    CacheThenLoad,
+    /// Only the cache: the entry is shown, or the cell becomes an error
+    /// with [`ErrorKind::NotFound`](crate::ErrorKind::NotFound)'s code in
+    /// the loadstate domain. Nothing is loaded.
+    CacheOnly,
+}
+
+impl CachePolicy {
+    /// The raw `LDS_POLICY_*` value.
+    pub const fn raw(self) -> u32 {
+        match self {
+            CachePolicy::LoadOnly => sys::LDS_POLICY_LOAD_ONLY,
+            CachePolicy::CacheFirst => sys::LDS_POLICY_CACHE_FIRST,
+            CachePolicy::CacheThenLoad => sys::LDS_POLICY_CACHE_THEN_LOAD,
+            CachePolicy::CacheOnly => sys::LDS_POLICY_CACHE_ONLY,
+        }
+    }
 }
 
 fn millis(duration: Duration) -> u32 {
@@ -44,10 +96,11 @@ impl LoadOptions {
         self
     }
 
-    /// Shares one job with the running loads of the same loader and request
+    /// Shares one job with the running loads of the same loader and key
     /// (`LDS_LOAD_SHARE`): the loader runs once, every waiting cell gets
     /// the same events, and the job is cancelled only when every cell has
-    /// left it.
+    /// left it. The key is the [cache key](LoadOptions::cache_key) when one
+    /// is given, otherwise the request.
     pub fn share(mut self, share: bool) -> LoadOptions {
         self.share = share;
         self
@@ -86,7 +139,41 @@ impl LoadOptions {
         self
     }
 
-    /// The C struct; it borrows the interrupt delays of `self`.
+    /// Reads and fills `cache` as the [policy](LoadOptions::cache_policy)
+    /// says. The options keep the cache's id only: a load whose cache was
+    /// dropped fails with [`ErrorKind::NotFound`](crate::ErrorKind::NotFound).
+    pub fn cache(mut self, cache: &Cache) -> LoadOptions {
+        self.cache = cache.id();
+        self
+    }
+
+    /// The cache entry's key; without one, the request is the key. It is
+    /// also the key loads [share](LoadOptions::share) a job by.
+    pub fn cache_key(mut self, key: impl Into<Vec<u8>>) -> LoadOptions {
+        self.cache_key = Some(key.into());
+        self
+    }
+
+    /// How the load uses its cache ([`CachePolicy::LoadOnly`] by default).
+    pub fn cache_policy(mut self, policy: CachePolicy) -> LoadOptions {
+        self.cache_policy = policy;
+        self
+    }
+
+    /// Cached entries younger than this are fresh, older ones stale. Zero,
+    /// the default, makes every entry stale.
+    pub fn fresh(mut self, fresh: Duration) -> LoadOptions {
+        self.fresh_ms = millis(fresh);
+        self
+    }
+
+    /// Cached entries older than this count as missing (zero: no limit).
+    pub fn max_age(mut self, max_age: Duration) -> LoadOptions {
+        self.max_age_ms = u64::try_from(max_age.as_millis()).unwrap_or(u64::MAX);
+        self
+    }
+
+    /// The C struct; it borrows the interrupt delays and the cache key of `self`.
     pub(crate) fn to_raw(&self) -> sys::lds_load_options {
         sys::lds_load_options {
             flags: if self.silent { sys::LDS_LOAD_SILENT } else { 0 }
@@ -97,6 +184,14 @@ impl LoadOptions {
             retries: self.retries,
             retry_base_ms: self.retry_base_ms,
             retry_max_ms: self.retry_max_ms,
+            cache: self.cache,
+            // A given key, even an empty one, is never NULL: NULL means
+            // "the request is the key".
+            cache_key: self.cache_key.as_ref().map_or(std::ptr::null(), |k| k.as_ptr().cast()),
+            cache_key_len: self.cache_key.as_ref().map_or(0, Vec::len),
+            cache_policy: self.cache_policy.raw(),
+            fresh_ms: self.fresh_ms,
+            max_age_ms: self.max_age_ms,
             ..sys::lds_load_options::INIT
         }
     }
@@ -136,8 +231,41 @@ mod tests {
         assert_eq!(unsafe { std::slice::from_raw_parts(raw.interrupts_ms, 2) }, [10, 1000]);
         assert_eq!((raw.retries, raw.retry_base_ms, raw.retry_max_ms), (2, 5, u32::MAX));
 
+        assert_eq!((raw.cache, raw.cache_policy, raw.fresh_ms, raw.max_age_ms), (0, sys::LDS_POLICY_LOAD_ONLY, 0, 0));
+
         let defaults = LoadOptions::new().to_raw();
         assert_eq!((defaults.flags, defaults.timeout_ms, defaults.interrupt_count), (0, 0, 0));
         assert!(defaults.interrupts_ms.is_null());
+        assert!(defaults.cache_key.is_null());
+        assert_eq!((defaults.cache, defaults.cache_key_len, defaults.cache_policy), (0, 0, 0));
+    }
+
+    #[test]
+    fn cache_options_fill_the_c_struct() {
+        let mut options = LoadOptions::new()
+            .cache_key("key")
+            .cache_policy(CachePolicy::CacheThenLoad)
+            .fresh(Duration::from_secs(2))
+            .max_age(Duration::from_secs(u64::MAX));
+        options.cache = 17;
+        let raw = options.to_raw();
+        assert_eq!((raw.cache, raw.cache_policy), (17, sys::LDS_POLICY_CACHE_THEN_LOAD));
+        // SAFETY: the key lives in `options`.
+        assert_eq!(unsafe { std::slice::from_raw_parts(raw.cache_key.cast::<u8>(), raw.cache_key_len) }, b"key");
+        assert_eq!((raw.fresh_ms, raw.max_age_ms), (2000, u64::MAX));
+
+        let empty_key = LoadOptions::new().cache_key(Vec::new()).to_raw();
+        assert!(!empty_key.cache_key.is_null(), "an empty key is a key, not the request");
+        assert_eq!(empty_key.cache_key_len, 0);
+
+        let policies =
+            [CachePolicy::LoadOnly, CachePolicy::CacheFirst, CachePolicy::CacheThenLoad, CachePolicy::CacheOnly];
+        let raws = [
+            sys::LDS_POLICY_LOAD_ONLY,
+            sys::LDS_POLICY_CACHE_FIRST,
+            sys::LDS_POLICY_CACHE_THEN_LOAD,
+            sys::LDS_POLICY_CACHE_ONLY,
+        ];
+        assert_eq!(policies.map(CachePolicy::raw), raws);
     }
 }

@@ -165,6 +165,12 @@ pub struct lds_load_options {
     pub retries: u32,
     pub retry_base_ms: u32,
     pub retry_max_ms: u32,
+    pub cache: lds_id,
+    pub cache_key: *const c_void,
+    pub cache_key_len: usize,
+    pub cache_policy: u32,
+    pub fresh_ms: u32,
+    pub max_age_ms: u64,
 }
 
 impl lds_load_options {
@@ -178,8 +184,19 @@ impl lds_load_options {
         retries: 0,
         retry_base_ms: 0,
         retry_max_ms: 0,
+        cache: 0,
+        cache_key: core::ptr::null(),
+        cache_key_len: 0,
+        cache_policy: LDS_POLICY_LOAD_ONLY,
+        fresh_ms: 0,
+        max_age_ms: 0,
     };
 }
+
+pub const LDS_POLICY_LOAD_ONLY: u32 = 0;
+pub const LDS_POLICY_CACHE_FIRST: u32 = 1;
+pub const LDS_POLICY_CACHE_THEN_LOAD: u32 = 2;
+pub const LDS_POLICY_CACHE_ONLY: u32 = 3;
 
 pub const LDS_EXEC_STREAM_LINES: u32 = 1 << 0;
 
@@ -478,6 +495,9 @@ unsafe extern "C" {
     pub fn lds_cache_remove(rt: *mut lds_runtime, cache: lds_id, key: *const c_void, key_len: usize) -> c_int;
     pub fn lds_cache_clear(rt: *mut lds_runtime, cache: lds_id) -> c_int;
     pub fn lds_cache_stats(rt: *mut lds_runtime, cache: lds_id, out: *mut lds_cache_statistics) -> c_int;
+
+    pub fn lds_cache_invalidate(rt: *mut lds_runtime, cache: lds_id, prefix: *const c_void, prefix_len: usize)
+    -> c_int;
 
     pub fn lds_process_new(
         rt: *mut lds_runtime,

@@ -37,7 +37,9 @@ int main(void) {
   FIELD(lds_load_options, size); FIELD(lds_load_options, flags); FIELD(lds_load_options, timeout_ms);
   FIELD(lds_load_options, interrupts_ms); FIELD(lds_load_options, interrupt_count);
   FIELD(lds_load_options, retries); FIELD(lds_load_options, retry_base_ms);
-  FIELD(lds_load_options, retry_max_ms);
+  FIELD(lds_load_options, retry_max_ms); FIELD(lds_load_options, cache); FIELD(lds_load_options, cache_key);
+  FIELD(lds_load_options, cache_key_len); FIELD(lds_load_options, cache_policy); FIELD(lds_load_options, fresh_ms);
+  FIELD(lds_load_options, max_age_ms);
   SIZE(lds_id);
   SIZE(lds_file_options);
   FIELD(lds_file_options, size); FIELD(lds_file_options, chunk_size); FIELD(lds_file_options, max_size);
@@ -76,8 +78,10 @@ int main(void) {
   lds_runtime_options ro = LDS_RUNTIME_OPTIONS_INIT;
   printf("init lds_runtime_options %u %u\n", ro.size, ro.delivery);
   lds_load_options lo = LDS_LOAD_OPTIONS_INIT;
-  printf("init lds_load_options %u %u %u %d %zu %u %u %u\n", lo.size, lo.flags, lo.timeout_ms,
-         lo.interrupts_ms != NULL, lo.interrupt_count, lo.retries, lo.retry_base_ms, lo.retry_max_ms);
+  printf("init lds_load_options %u %u %u %d %zu %u %u %u %llu %d %zu %u %u %llu\n", lo.size, lo.flags,
+         lo.timeout_ms, lo.interrupts_ms != NULL, lo.interrupt_count, lo.retries, lo.retry_base_ms,
+         lo.retry_max_ms, U(lo.cache), lo.cache_key != NULL, lo.cache_key_len, lo.cache_policy, lo.fresh_ms,
+         U(lo.max_age_ms));
   lds_file_options fo = LDS_FILE_OPTIONS_INIT;
   printf("init lds_file_options %u %u %llu\n", fo.size, fo.chunk_size, U(fo.max_size));
   lds_exec_options eo = LDS_EXEC_OPTIONS_INIT;
@@ -255,16 +259,6 @@ fn structs_and_constants_match_the_c_header() {
     checker.check("offset lds_runtime_options.size", offset_of!(lds_runtime_options, size));
     checker.check("offset lds_runtime_options.delivery", offset_of!(lds_runtime_options, delivery));
 
-    checker.check("size lds_load_options", size_of::<lds_load_options>());
-    checker.check("align lds_load_options", align_of::<lds_load_options>());
-    checker.check("offset lds_load_options.size", offset_of!(lds_load_options, size));
-    checker.check("offset lds_load_options.flags", offset_of!(lds_load_options, flags));
-    checker.check("offset lds_load_options.timeout_ms", offset_of!(lds_load_options, timeout_ms));
-    checker.check("offset lds_load_options.interrupts_ms", offset_of!(lds_load_options, interrupts_ms));
-    checker.check("offset lds_load_options.interrupt_count", offset_of!(lds_load_options, interrupt_count));
-    checker.check("offset lds_load_options.retries", offset_of!(lds_load_options, retries));
-    checker.check("offset lds_load_options.retry_base_ms", offset_of!(lds_load_options, retry_base_ms));
-    checker.check("offset lds_load_options.retry_max_ms", offset_of!(lds_load_options, retry_max_ms));
     macro_rules! fields {
         ($t:ident: $($f:ident),*) => {{
             let name = stringify!($t);
@@ -273,6 +267,8 @@ fn structs_and_constants_match_the_c_header() {
             $( checker.check(&format!("offset {name}.{}", stringify!($f)), offset_of!($t, $f)); )*
         }};
     }
+    fields!(lds_load_options: size, flags, timeout_ms, interrupts_ms, interrupt_count, retries, retry_base_ms,
+        retry_max_ms, cache, cache_key, cache_key_len, cache_policy, fresh_ms, max_age_ms);
     fields!(lds_file_options: size, chunk_size, max_size);
     fields!(lds_exec_options: size, flags, kill_grace_ms, max_output);
     fields!(lds_exec_request: size, argv, env, cwd);
@@ -322,6 +318,10 @@ fn structs_and_constants_match_the_c_header() {
         LDS_FLAG_CANCELLED,
         LDS_LOAD_SILENT,
         LDS_LOAD_SHARE,
+        LDS_POLICY_LOAD_ONLY,
+        LDS_POLICY_CACHE_FIRST,
+        LDS_POLICY_CACHE_THEN_LOAD,
+        LDS_POLICY_CACHE_ONLY,
         LDS_CACHE_REPLACE_DAMAGED,
         LDS_DELIVER_LOOP,
         LDS_DELIVER_POLL,
@@ -341,7 +341,7 @@ fn structs_and_constants_match_the_c_header() {
     checker.check(
         "init lds_load_options",
         format!(
-            "{} {} {} {} {} {} {} {}",
+            "{} {} {} {} {} {} {} {} {} {} {} {} {} {}",
             lo.size,
             lo.flags,
             lo.timeout_ms,
@@ -349,11 +349,16 @@ fn structs_and_constants_match_the_c_header() {
             lo.interrupt_count,
             lo.retries,
             lo.retry_base_ms,
-            lo.retry_max_ms
+            lo.retry_max_ms,
+            lo.cache,
+            u8::from(!lo.cache_key.is_null()),
+            lo.cache_key_len,
+            lo.cache_policy,
+            lo.fresh_ms,
+            lo.max_age_ms
         ),
     );
 
-    assert!(checker.mismatches.is_empty(), "layout mismatches:\n{}", checker.mismatches.join("\n"));
     let fo = lds_file_options::INIT;
     checker.check("init lds_file_options", format!("{} {} {}", fo.size, fo.chunk_size, fo.max_size));
     let eo = lds_exec_options::INIT;
@@ -400,6 +405,7 @@ fn structs_and_constants_match_the_c_header() {
         format!("{} {} {} {} {}", po.size, po.flags, u8::from(!po.path.is_null()), po.max_bytes, po.ttl_ms),
     );
 
+    assert!(checker.mismatches.is_empty(), "layout mismatches:\n{}", checker.mismatches.join("\n"));
     let unchecked: Vec<&String> = checker.c.keys().filter(|key| !checker.checked.contains(*key)).collect();
     assert!(unchecked.is_empty(), "lines of the probe not compared: {unchecked:?}");
 }

@@ -28,7 +28,9 @@ private func newLoader(_ rt: OpaquePointer?, _ out: UnsafeMutablePointer<UInt64>
 private func giveBuffer(_ bytes: [UInt8], _ out: UnsafeMutablePointer<UnsafeMutableRawPointer?>,
                         _ outLength: UnsafeMutablePointer<Int>) -> Int32 {
     guard let memory = malloc(max(bytes.count, 1)) else { return LDS_ENOMEM }
-    bytes.withUnsafeBytes { memcpy(memory, $0.baseAddress!, $0.count) }
+    bytes.withUnsafeBytes { source in
+        if let base = source.baseAddress { _ = memcpy(memory, base, source.count) }
+    }
     out.pointee = memory
     outLength.pointee = bytes.count
     return LDS_OK

@@ -26,7 +26,7 @@ struct CachePolicyTests {
     }
 
     private func cached(_ key: String = "k") -> String? {
-        (try? store.get(Array(key.utf8))).flatMap { $0.map { String(decoding: $0.value, as: UTF8.self) } }
+        store.get(Array(key.utf8)).map { String(decoding: $0.value, as: UTF8.self) }
     }
 
     @Test func loadOnlyStoresTheResult() async throws {
@@ -40,7 +40,7 @@ struct CachePolicyTests {
 
     @Test func cacheFirstServesAFreshEntryWithoutLoading() async throws {
         defer { f.close() }
-        try store.put(Array("k".utf8), Array("cached".utf8))
+        store.put(Array("k".utf8), Array("cached".utf8))
         load(use(.cacheFirst))
         let event = await f.log.next()
         #expect(event.state.status == .loaded && event.state.value == "cached")
@@ -51,7 +51,7 @@ struct CachePolicyTests {
 
     @Test func cacheFirstLoadsWhenTheEntryIsStale() async throws {
         defer { f.close() }
-        try store.put(Array("k".utf8), Array("old".utf8))
+        store.put(Array("k".utf8), Array("old".utf8))
         load(use(.cacheFirst, freshMs: 0))
         #expect(await f.log.next().state.status == .loading)
         f.submit(.succeed("new"), await f.loader.nextJob())
@@ -61,7 +61,7 @@ struct CachePolicyTests {
 
     @Test func cacheThenLoadShowsTheEntryThenRevalidates() async throws {
         defer { f.close() }
-        try store.put(Array("k".utf8), Array("old".utf8))
+        store.put(Array("k".utf8), Array("old".utf8))
         load(use(.cacheThenLoad, freshMs: 0))
         // One event: the cached value, flagged, while the revalidation runs.
         let shown = await f.log.next()
@@ -75,7 +75,7 @@ struct CachePolicyTests {
 
     @Test func aFailedRevalidationKeepsTheCachedValueAndReportsTheError() async throws {
         defer { f.close() }
-        try store.put(Array("k".utf8), Array("old".utf8))
+        store.put(Array("k".utf8), Array("old".utf8))
         load(use(.cacheThenLoad))
         _ = await f.log.next()
         f.submit(.fail(LoadError(domain: .host, code: 503, message: "down"), retry: .allowed),
@@ -91,7 +91,7 @@ struct CachePolicyTests {
         load(use(.cacheOnly))
         let miss = await f.log.next()
         #expect(miss.state.status == .error && miss.state.error?.code == ResultCode.notFound.rawValue)
-        try store.put(Array("k".utf8), Array("there".utf8))
+        store.put(Array("k".utf8), Array("there".utf8))
         load(use(.cacheOnly))
         #expect(await f.log.next().state.value == "there")
         await withCheckedContinuation { done in f.runtime.loop.execute { done.resume() } }
@@ -102,7 +102,7 @@ struct CachePolicyTests {
         defer { f.close() }
         // A store whose clock is ten minutes behind: its entries look old.
         let old = MemoryCache(id: f.runtime.table.makeID(.cache), name: "old", now: { Clock.wallMs() - 600_000 })
-        try old.put(Array("k".utf8), Array("ancient".utf8))
+        old.put(Array("k".utf8), Array("ancient".utf8))
         load(use(.cacheOnly, maxAgeMs: 60_000, in: old))
         #expect(await f.log.next().state.status == .error)
         load(use(.cacheOnly, freshMs: 1000, maxAgeMs: 3_600_000, in: old))
@@ -122,7 +122,7 @@ struct CachePolicyTests {
         f.submit(.succeed("v2"), await f.loader.nextJob())
         let fresh = await f.log.next()
         #expect(fresh.state.value == "v2" && !fresh.state.isStale)
-        #expect(try store.get(Array("user/1".utf8))?.isStale == false)
+        #expect(store.get(Array("user/1".utf8))?.isStale == false)
     }
 
     @Test func invalidatingAnotherPrefixLeavesTheCellAlone() async throws {

@@ -20,17 +20,10 @@ public final class LoadableCell<Value: Sendable>: Observable, @unchecked Sendabl
     private let driver: CellDriver<Value, Void, LoadableState<Value>>
 
     public init(runtime: Runtime = .shared) {
-        let registrar = self.registrar
         let subject = WeakSubject<LoadableCell>()
         driver = CellDriver(runtime: runtime, flavor: .loadable, initial: .absent,
                             translate: LoadableCell.translate,
-                            changing: { change in
-                                if let cell = subject.subject {
-                                    registrar.withMutation(of: cell, keyPath: \.state, change)
-                                } else {
-                                    change()
-                                }
-                            })
+                            changing: subject.changes(of: \.state, registrar: registrar))
         subject.subject = self
     }
 

@@ -11,17 +11,10 @@ public final class ProcessCell<ProcessKind: Sendable>: Observable, @unchecked Se
     private let driver: CellDriver<Void, ProcessKind, ProcessState<ProcessKind>>
 
     public init(runtime: Runtime = .shared) {
-        let registrar = self.registrar
         let subject = WeakSubject<ProcessCell>()
         driver = CellDriver(runtime: runtime, flavor: .process, initial: .idle,
                             translate: ProcessCell.translate,
-                            changing: { change in
-                                if let cell = subject.subject {
-                                    registrar.withMutation(of: cell, keyPath: \.state, change)
-                                } else {
-                                    change()
-                                }
-                            })
+                            changing: subject.changes(of: \.state, registrar: registrar))
         subject.subject = self
     }
 

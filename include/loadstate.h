@@ -505,7 +505,9 @@ int lds_loader_free(lds_runtime *rt, lds_id loader);
  * A job counts as cancelled from the moment lds_loadable_cancel, _reset,
  * _load, _refresh, _set_loaded, _set_error or _free (or their process
  * equivalents) is called on its cell — unless other cells sharing the job
- * (LDS_LOAD_SHARE) still wait for it. A call that returned LDS_OK takes
+ * (LDS_LOAD_SHARE) still wait for it. A load superseded by such a call
+ * before it began on the loop starts no job at all (its LOADING event is
+ * still reported, then the next operation's). A call that returned LDS_OK takes
  * effect in order with the job's other calls, before any later cancel.
  */
 

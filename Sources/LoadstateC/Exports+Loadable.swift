@@ -63,7 +63,7 @@ func startLoad(_ rt: OpaquePointer?, _ id: UInt64, _ flavor: CellFlavor, _ kind:
         let share = (opts?.pointee.flags ?? 0) & UInt32(LDS_LOAD_SHARE) != 0
         // One visit to the table: the cell, the loader, the cache, and what
         // the load records before it is queued.
-        let found = runtime.table.withLock { storage -> (ByteCell, LoadSpec<Bytes, Bytes>)? in
+        let found = runtime.table.withLock { storage -> (ByteCell, LoadSpec<Bytes, Bytes>, UInt64)? in
             guard let cell = storage.handles[id] as? ByteCell, cell.flavor == flavor,
                   let loader = storage.handles[loaderID] as? ByteLoader else { return nil }
             var cache: CacheUse<Bytes>?
@@ -73,11 +73,11 @@ func startLoad(_ rt: OpaquePointer?, _ id: UInt64, _ flavor: CellFlavor, _ kind:
                                  freshMs: choice.freshMs, maxAgeMs: choice.maxAgeMs)
             }
             if share { options.shareKey = cache?.key ?? bytes }
-            cell.prepareLoadLocked(loader: loaderID)
-            return (cell, LoadSpec(loader: loader, request: bytes, kind: kind, options: options, cache: cache))
+            let ticket = cell.prepareLoadLocked(loader: loaderID)
+            return (cell, LoadSpec(loader: loader, request: bytes, kind: kind, options: options, cache: cache), ticket)
         }
-        guard let (cell, spec) = found else { return LDS_ENOENT }
-        runtime.loop.execute { cell.load(spec) }
+        guard let (cell, spec, ticket) = found else { return LDS_ENOENT }
+        runtime.loop.execute { cell.load(spec, ticket: ticket) }
         return LDS_OK
     }
 }
@@ -105,8 +105,8 @@ public func ldsLoadableRefresh(_ rt: OpaquePointer?, _ id: UInt64) -> Int32 {
     withCell(rt, id, .loadable) { runtime, cell in
         guard let loaderID = cell.refreshLoaderID else { return LDS_ESTATE }
         guard runtime.table.lookup(loaderID, as: ByteLoader.self) != nil else { return LDS_ENOENT }
-        cell.requestLeave()
-        runtime.loop.execute { cell.refresh() }
+        let ticket = cell.requestLeave()
+        runtime.loop.execute { cell.refresh(ticket: ticket) }
         return LDS_OK
     }
 }

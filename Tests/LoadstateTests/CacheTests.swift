@@ -373,6 +373,41 @@ struct MemoryCacheTests {
         #expect(cache.stats().evictions == 998)
     }
 
+    @Test func randomOperationsMatchASimpleModel() {
+        // The model: keys from most to least recent, and their values.
+        var order: [Int] = []
+        var values: [Int: [UInt8]] = [:]
+        let cache = memoryCache(maxEntries: 40)
+        var rng = SystemRandomNumberGenerator()
+        var mismatches = 0
+        for i in 0..<30_000 {
+            let k = Int.random(in: 0..<120, using: &rng)
+            switch Int.random(in: 0..<10, using: &rng) {
+            case 0..<4:
+                let value = [UInt8](repeating: UInt8(truncatingIfNeeded: i), count: i % 7)
+                cache.put(b("k\(k)"), value)
+                order.removeAll { $0 == k }
+                order.insert(k, at: 0)
+                values[k] = value
+                if order.count > 40 { values[order.removeLast()] = nil }
+            case 4..<9:
+                let got = cache.get(b("k\(k)"))?.value
+                if got != values[k] { mismatches += 1 }
+                if got != nil {
+                    order.removeAll { $0 == k }
+                    order.insert(k, at: 0)
+                }
+            default:
+                if cache.remove(b("k\(k)")) != (values[k] != nil) { mismatches += 1 }
+                order.removeAll { $0 == k }
+                values[k] = nil
+            }
+            if i % 100 == 0 && cache.keysByRecency() != order.map({ b("k\($0)") }) { mismatches += 1 }
+        }
+        #expect(mismatches == 0)
+        #expect(cache.keysByRecency() == order.map { b("k\($0)") })
+    }
+
     @Test func theNameIsKept() {
         let cache = MemoryCache(id: anyID, name: "avatars")
         #expect(cache.name == "avatars")

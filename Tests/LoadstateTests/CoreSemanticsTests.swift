@@ -254,6 +254,25 @@ struct CoreSemanticsTests {
         #expect(event.isCancelled && event.state.status == .absent)
     }
 
+    @Test func aLoadSupersededBeforeItRunsStartsNoJob() async throws {
+        let f = try CoreFixture()
+        defer { f.close() }
+        // Two loads asked for on another thread before the loop runs either:
+        // the first one's job never starts, so it can never complete.
+        let first = f.cell.requestLeave()
+        let second = f.cell.requestLeave()
+        let loader = f.loader as Loader<String, String>
+        f.onLoop { $0.load(LoadSpec(loader: loader, request: "one"), ticket: first) }
+        f.onLoop { $0.load(LoadSpec(loader: loader, request: "two"), ticket: second) }
+        let job = await f.loader.nextJob()
+        let events = await f.log.next(2)
+        #expect(events.map(\.state.request) == ["one", "two"])
+        #expect(f.loader.startedJobs == 1)
+        f.submit(.succeed("v"), job)
+        let loaded = await f.log.next()
+        #expect(loaded.state.request == "two" && loaded.state.value == "v")
+    }
+
     @Test func freeingACellWithARunningJobCancelsItWithoutEvents() async throws {
         let f = try CoreFixture()
         defer { f.close() }

@@ -30,6 +30,10 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
         var attempt: UInt32
         var job: Job<Value, Request>?
         var serial: UInt64
+        /// `leaveRequests` when the load was asked for (0: not checked). A
+        /// later request means a queued operation will end this load: no
+        /// job starts for it meanwhile.
+        var ticket: UInt64
     }
 
     public let flavor: CellFlavor
@@ -44,6 +48,9 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     private var lastLoaderID: UInt64 = 0
     /// The job the cell waits for, as seen from other threads.
     private var currentJob: Job<Value, Request>?
+    /// How many operations that end the cell's load (cancel, reset, load,
+    /// set_*, free) were asked for.
+    private var leaveRequests: UInt64 = 0
     /// Set when the cell asked to leave a job other cells also wait for:
     /// how many of its operations were accepted then (the cell gets no later one).
     var leaveMark: UInt64?
@@ -97,27 +104,33 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     /// job (cancel, reset, a new load, set_*, free) before it is queued: a
     /// job that only this cell waits for takes no more operations from
     /// then on, so that a job completed after the call is refused.
-    public func requestLeave() {
+    /// Returns the ticket a load asked for by this call passes to `load`.
+    @discardableResult
+    public func requestLeave() -> UInt64 {
         runtime.table.withLock { _ in requestLeaveLocked() }
     }
 
     /// `requestLeave`, with the table lock already held.
-    public func requestLeaveLocked() {
-        guard let job = currentJob, job.phase == .running, leaveMark == nil else { return }
+    @discardableResult
+    public func requestLeaveLocked() -> UInt64 {
+        leaveRequests += 1
+        guard let job = currentJob, job.phase == .running, leaveMark == nil else { return leaveRequests }
         leaveMark = job.accepted
         job.pendingLeaves += 1
         if job.pendingLeaves >= job.waiterCount {
             // Every waiting cell is leaving: the job takes nothing more.
             job.phase = .cancelling
         }
+        return leaveRequests
     }
 
     /// With the table lock held: what a load asked for on another thread
     /// records before it is queued (`noteLoadRequested` and `requestLeave`).
-    public func prepareLoadLocked(loader: UInt64) {
+    /// Returns the load's ticket (see `load(_:ticket:)`).
+    public func prepareLoadLocked(loader: UInt64) -> UInt64 {
         loadRequested = true
         lastLoaderID = loader
-        requestLeaveLocked()
+        return requestLeaveLocked()
     }
 
     /// Any thread: the loader `refresh` would use, or nil if no load was
@@ -133,12 +146,17 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
 
     /// Starts a load: cancels the running one, emits loading (or the
     /// current state flagged refreshing when silent) and starts a job.
-    public func load(_ spec: LoadSpec<Value, Request>) {
-        load(spec, markStale: false)
+    ///
+    /// `ticket`: what `requestLeave` (or `prepareLoadLocked`) returned when
+    /// the load was asked for on another thread; if the cell was asked for
+    /// another operation that ends loads since, no job starts before that
+    /// operation runs. 0 skips the check.
+    public func load(_ spec: LoadSpec<Value, Request>, ticket: UInt64 = 0) {
+        load(spec, markStale: false, ticket: ticket)
     }
 
     /// `markStale`: the shown value was invalidated (flag it while reloading).
-    private func load(_ spec: LoadSpec<Value, Request>, markStale: Bool) {
+    private func load(_ spec: LoadSpec<Value, Request>, markStale: Bool, ticket: UInt64 = 0) {
         guard !isFreed else { return }
         let restore = abandonSession() ?? state
         lastSpec = spec
@@ -154,7 +172,8 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
             }
         }
         loads += 1
-        session = Session(restore: restore, startedAtNs: uv_hrtime(), attempt: 1, job: nil, serial: loads)
+        session = Session(restore: restore, startedAtNs: uv_hrtime(), attempt: 1, job: nil, serial: loads,
+                          ticket: ticket)
         if lastSpec?.options.silent == true {
             shown.isRefreshing = true
             shown.attempt = 1
@@ -210,10 +229,11 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     }
 
     /// Reloads the last load's spec silently; nothing when there was none.
-    public func refresh() {
+    /// `ticket` as for `load`.
+    public func refresh(ticket: UInt64 = 0) {
         guard var spec = lastSpec else { return }
         spec.options.silent = true
-        load(spec)
+        load(spec, markStale: false, ticket: ticket)
     }
 
     /// Loop: entries of `store` under `prefix` were invalidated. A cell
@@ -297,7 +317,7 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
            runtime.table.withLock({ _ -> Bool in
                // A job whose cells all asked to leave takes no new one; a job
                // whose result is accepted but not yet applied still does.
-               guard running.phase == .running || running.phase == .ending else { return false }
+               guard running.phase == .running || running.phase == .ending, !isStale(s) else { return false }
                running.waiterCount += 1
                currentJob = running
                return true
@@ -309,14 +329,25 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
         }
         let job = Job(id: runtime.table.makeID(.job), runtime: runtime, cell: self, loader: spec.loader,
                       request: spec.request, attempt: s.attempt, shareKey: shareKey, cache: spec.cache)
-        runtime.table.withLock { storage in
+        let started = runtime.table.withLock { storage -> Bool in
+            // A load already superseded by a later call starts no job: the
+            // operation that call queued ends it.
+            guard !isStale(s) else { return false }
             storage.handles[job.id] = job
             currentJob = job
+            return true
         }
+        guard started else { return }
         if let shareKey { runtime.share(shareKey, job: job) }
         session!.job = job
         spec.loader.jobStarted()
         spec.loader.start(job, runtime: runtime)
+    }
+
+    /// With the table lock held: whether another operation that ends loads
+    /// was asked for since the session's load.
+    private func isStale(_ s: Session) -> Bool {
+        s.ticket != 0 && s.ticket != leaveRequests
     }
 
     /// Ends the current session without an event: first applies what its

@@ -87,8 +87,8 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
     func load(_ settings: LoadSettings, request: Request, kind: Int32, onInterrupt: InterruptHandler?,
               body: @escaping SwiftLoader<Value, Request>.Body) {
         let spec = makeSpec(settings, request: request, kind: kind, body: body)
-        core.requestLeave()
-        runtime.loop.execute { [self] in begin(spec, onInterrupt) }
+        let ticket = core.requestLeave()
+        runtime.loop.execute { [self] in begin(spec, onInterrupt, ticket: ticket) }
     }
 
     /// Starts a load whose body runs in a child of the caller's task, and
@@ -98,11 +98,11 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
                     body: @escaping SwiftLoader<Value, Request>.Body) async {
         let spec = makeSpec(settings, request: request, kind: kind, body: body)
         guard let loader = spec.loader as? SwiftLoader<Value, Request> else { return }
-        core.requestLeave()
+        let ticket = core.requestLeave()
         let started = await withCheckedContinuation { caller in
             runtime.loop.execute { [self] in
                 loader.inlineCaller = caller
-                begin(spec, onInterrupt)
+                begin(spec, onInterrupt, ticket: ticket)
                 loader.abandonInlineCaller()
             }
         }
@@ -126,10 +126,10 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
     @discardableResult
     func refresh() -> Bool {
         guard core.refreshLoaderID != nil else { return false }
-        core.requestLeave()
+        let ticket = core.requestLeave()
         runtime.loop.execute { [self] in
             let handler = lastHandler
-            core.refresh()
+            core.refresh(ticket: ticket)
             remember(handler)
         }
         return true
@@ -162,8 +162,8 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
     }
 
     /// Loop: starts the load and remembers its interrupt handler.
-    private func begin(_ spec: LoadSpec<Value, Request>, _ onInterrupt: InterruptHandler?) {
-        core.load(spec)
+    private func begin(_ spec: LoadSpec<Value, Request>, _ onInterrupt: InterruptHandler?, ticket: UInt64) {
+        core.load(spec, ticket: ticket)
         remember(onInterrupt)
     }
 

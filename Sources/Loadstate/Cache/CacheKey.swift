@@ -13,10 +13,20 @@ struct CacheKey: Sendable {
     }
 
     /// The hash of a key given as raw bytes (same seed as every other key
-    /// of the process).
+    /// of the process), fed to the hasher eight bytes at a time.
     static func digest(of bytes: UnsafeRawBufferPointer) -> Int {
         var hasher = Hasher()
-        hasher.combine(bytes: bytes)
+        hasher.combine(bytes.count)
+        var offset = 0
+        while offset + 8 <= bytes.count {
+            hasher.combine(bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+            offset += 8
+        }
+        if offset < bytes.count {
+            var tail: UInt64 = 0
+            for i in offset..<bytes.count { tail |= UInt64(bytes[i]) << (8 * UInt64(i - offset)) }
+            hasher.combine(tail)
+        }
         return hasher.finalize()
     }
 

@@ -174,6 +174,9 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
         loads += 1
         session = Session(restore: restore, startedAtNs: uv_hrtime(), attempt: 1, job: nil, serial: loads,
                           ticket: ticket)
+        // A load that shares a running job joins it before its first event,
+        // so that a host seeing that event knows the cell waits for the job.
+        let joined = joinSharedJob()
         if lastSpec?.options.silent == true {
             shown.isRefreshing = true
             shown.attempt = 1
@@ -184,7 +187,7 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
                                    isPartial: false, isRefreshing: false, attempt: 1, updatedAt: Clock.wallMs()))
         }
         armTimers(spec.options)
-        startAttempt()
+        if !joined { startAttempt() }
     }
 
     private enum CacheOutcome {
@@ -312,21 +315,8 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
                                    attempt: s.attempt, updatedAt: Clock.wallMs()))
             return
         }
+        if joinSharedJob() { return }
         let shareKey = spec.options.shareKey.map { ShareKey(loader: spec.loader.id, key: $0) }
-        if let shareKey, let running = runtime.sharedJob(shareKey, of: Job<Value, Request>.self),
-           runtime.table.withLock({ _ -> Bool in
-               // A job whose cells all asked to leave takes no new one; a job
-               // whose result is accepted but not yet applied still does.
-               guard running.phase == .running || running.phase == .ending, !isStale(s) else { return false }
-               running.waiterCount += 1
-               currentJob = running
-               return true
-           }) {
-            // Another load with this key runs: wait for its job.
-            running.waiters.append(self)
-            session!.job = running
-            return
-        }
         let job = Job(id: runtime.table.makeID(.job), runtime: runtime, cell: self, loader: spec.loader,
                       request: spec.request, attempt: s.attempt, shareKey: shareKey, cache: spec.cache)
         let started = runtime.table.withLock { storage -> Bool in
@@ -342,6 +332,26 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
         session!.job = job
         spec.loader.jobStarted()
         spec.loader.start(job, runtime: runtime)
+    }
+
+    /// Waits for the running job of another load with the same share key,
+    /// if there is one that takes new cells. Returns whether it did.
+    private func joinSharedJob() -> Bool {
+        guard let s = session, s.job == nil, let spec = lastSpec, let key = spec.options.shareKey,
+              let running = runtime.sharedJob(ShareKey(loader: spec.loader.id, key: key), of: Job<Value, Request>.self)
+        else { return false }
+        let joined = runtime.table.withLock { _ -> Bool in
+            // A job whose cells all asked to leave takes no new one; a job
+            // whose result is accepted but not yet applied still does.
+            guard running.phase == .running || running.phase == .ending, !isStale(s) else { return false }
+            running.waiterCount += 1
+            currentJob = running
+            return true
+        }
+        guard joined else { return false }
+        running.waiters.append(self)
+        session!.job = running
+        return true
     }
 
     /// With the table lock held: whether another operation that ends loads

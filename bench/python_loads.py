@@ -1,0 +1,190 @@
+"""Loads per second from Python: loadstate under asyncio against plain asyncio.
+
+Both sides run the same driver: C cells, each awaited by one coroutine that
+starts N / C loads in turn and checks every settled state (LOADED, with the
+request echoed as value). Both deliver every state change to a callback
+that counts it, and both build the same Event objects.
+
+* loadstate: a POLL-mode runtime attached to the asyncio loop
+  (loop.add_reader on its fd, lds_runtime_dispatch on the loop thread); the
+  loader succeeds at once. Measured with an inline loader (it runs in the
+  start callback) and with an ``async def`` loader (a task per load).
+* plain asyncio: the same state machine in Python: absent -> loading ->
+  loaded | error, a new load cancels the running task, the state before
+  the load comes back on cancel; a task per load running an ``async def``
+  loader that returns at once; state callbacks.
+
+Usage: python3 bench/python_loads.py [-n LOADS] [-c CELLS] [-r RUNS] [--library PATH]
+(make bench-python runs it against dist/libloadstate.so).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import os
+import platform
+import shlex
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any, Awaitable, Callable, List, Optional
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bindings" / "python"))
+
+import loadstate  # noqa: E402
+from loadstate import Domain, Event, EventType, Flags, Status  # noqa: E402
+from loadstate.types import make_event  # noqa: E402
+
+
+class PlainLoadable:
+    """A loadable cell in plain asyncio: the state machine loadstate implements, minus the runtime."""
+
+    def __init__(self, cell_id: int, loader: Callable[[bytes], Awaitable[bytes]],
+                 on_event: Callable[[Event], Any]) -> None:
+        self.id = cell_id
+        self._loader = loader
+        self._observers = [on_event]
+        self._seq = 0
+        self._task: Optional[asyncio.Task] = None
+        self._restore: Optional[Event] = None
+        self.state = make_event((EventType.STATE, cell_id, 0, Status.ABSENT, 0, Flags.NONE, None, None,
+                                 Domain.NONE, 0, None, 0, 0, 0, 0, 0))
+
+    def _emit(self, status: Status, value: Any, request: Any, flags: Flags, attempt: int,
+              domain: Domain = Domain.NONE, code: int = 0, message: Optional[str] = None) -> Event:
+        self._seq += 1
+        event = make_event((EventType.STATE, self.id, self._seq, status, 0, flags, value, request, domain, code,
+                            message, attempt, 0, 0, 0, int(time.time() * 1000)))
+        self.state = event
+        for observer in self._observers:
+            observer(event)
+        return event
+
+    def load(self, request: bytes) -> "asyncio.Task[Event]":
+        """Cancels the running load, emits LOADING, runs the loader in a new task; await it for the outcome."""
+        if self._task is not None and not self._task.done():
+            self._task.cancel()          # superseded: no event; the state to restore stays the first one
+        else:
+            self._restore = self.state
+        self._emit(Status.LOADING, None, request, Flags.NONE, 1)
+        self._task = asyncio.get_running_loop().create_task(self._run(request))
+        return self._task
+
+    async def _run(self, request: bytes) -> Event:
+        try:
+            value = await self._loader(request)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a failed load is an error state
+            return self._emit(Status.ERROR, None, request, Flags.NONE, 1, Domain.HOST, 1, str(exc))
+        return self._emit(Status.LOADED, value, request, Flags.NONE, 1)
+
+    def cancel(self) -> None:
+        """Cancels the running load: the state before it comes back, flagged CANCELLED."""
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+            restore = self._restore
+            self._emit(restore.status, restore.value, restore.request, Flags.CANCELLED, restore.attempt)
+
+
+async def drive(cells: List[Any], per_cell: int, load: Callable[[Any, bytes], Awaitable[Event]]) -> None:
+    async def worker(index: int, cell: Any) -> None:
+        request = b"request %d" % index
+        for _ in range(per_cell):
+            state = await load(cell, request)
+            if state.status is not Status.LOADED or state.value != request:
+                raise AssertionError(f"cell {index}: unexpected state {state}")
+
+    await asyncio.gather(*(worker(i, cell) for i, cell in enumerate(cells)))
+
+
+class Counter:
+    def __init__(self) -> None:
+        self.events = 0
+
+    def __call__(self, event: Event) -> None:
+        self.events += 1
+
+
+async def run_loadstate(cells: int, per_cell: int, inline: bool, library: Optional[str]) -> tuple:
+    counter = Counter()
+    async with loadstate.Runtime(loadstate.Delivery.POLL, library=library) as rt:
+        if inline:
+            loader = rt.loader(lambda job: job.raw_request, inline=True)
+        else:
+            async def echo(job: loadstate.Job) -> bytes:
+                return job.raw_request
+            loader = rt.loader(echo)
+        all_cells = [rt.loadable(loader, on_event=counter) for _ in range(cells)]
+        result = await timed(drive(all_cells, per_cell, lambda cell, request: cell.load(request)))
+    return result + (counter.events,)
+
+
+async def run_plain(cells: int, per_cell: int) -> tuple:
+    counter = Counter()
+
+    async def echo(request: bytes) -> bytes:
+        return request
+
+    all_cells = [PlainLoadable(i + 1, echo, counter) for i in range(cells)]
+    result = await timed(drive(all_cells, per_cell, lambda cell, request: cell.load(request)))
+    return result + (counter.events,)
+
+
+async def timed(work: Awaitable[None]) -> tuple:
+    gc.collect()
+    wall, cpu = time.perf_counter(), time.thread_time()
+    await work
+    return time.perf_counter() - wall, time.thread_time() - cpu
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("-n", "--loads", type=int, default=100_000, help="loads per variant and run (100000)")
+    parser.add_argument("-c", "--cells", type=int, default=1000, help="cells loaded concurrently (1000)")
+    parser.add_argument("-r", "--runs", type=int, default=3, help="runs of each variant, interleaved (3)")
+    parser.add_argument("--library", help="libloadstate.so to use (default: the binding's search)")
+    args = parser.parse_args()
+    per_cell = max(1, args.loads // args.cells)
+    loads = per_cell * args.cells
+
+    command = " ".join(shlex.quote(a) for a in [Path(sys.executable).name, *sys.argv])
+    if os.environ.get(loadstate.ENV_VAR):
+        command = f"{loadstate.ENV_VAR}={shlex.quote(os.environ[loadstate.ENV_VAR])} {command}"
+    library = loadstate.load_library(args.library)
+    print(f"# {command}")
+    print(f"# python {platform.python_version()}, {library.path} (loadstate {'.'.join(map(str, library.version))}),"
+          f" {os.cpu_count()} CPUs")
+    print(f"# {loads} loads on {args.cells} cells ({per_cell} in turn per cell), {args.runs} runs, best shown")
+
+    variants = {
+        "loadstate, POLL on asyncio, inline loader": lambda: run_loadstate(args.cells, per_cell, True, args.library),
+        "loadstate, POLL on asyncio, async def loader": lambda: run_loadstate(args.cells, per_cell, False,
+                                                                              args.library),
+        "plain asyncio, a task per load": lambda: run_plain(args.cells, per_cell),
+    }
+    results: dict = {name: [] for name in variants}
+    for _ in range(args.runs):
+        for name, run in variants.items():
+            wall, cpu, events = asyncio.run(run())
+            if events != 2 * loads:
+                raise AssertionError(f"{name}: {events} events for {loads} loads, expected {2 * loads}")
+            results[name].append((wall, cpu))
+
+    print(f"{'variant':46} {'loads/s':>10} {'us/load':>8} {'cpu us/load':>12} {'median loads/s':>15}")
+    rates = {}
+    for name, runs in results.items():
+        wall, cpu = min(runs)
+        rates[name] = loads / wall
+        median = loads / statistics.median(w for w, _ in runs)
+        print(f"{name:46} {loads / wall:10.0f} {wall / loads * 1e6:8.2f} {cpu / loads * 1e6:12.2f} {median:15.0f}")
+    plain = rates["plain asyncio, a task per load"]
+    for name in list(variants)[:2]:
+        print(f"ratio {name.split(', ')[-1]} / plain asyncio: {rates[name] / plain:.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,51 @@
+"""loadstate: loading states for Python, driven by the loadstate C library.
+
+A :class:`Runtime` owns cells and loaders. A :class:`Loadable` cell goes
+absent -> loading -> loaded | error; a :class:`Process` cell goes idle ->
+running(kind) -> finished(kind) | failed(kind). Loaders are Python
+callables receiving a :class:`Job`. Every state change is an :class:`Event`.
+
+>>> import loadstate
+>>> with loadstate.Runtime() as rt:
+...     upper = rt.loader(lambda job: job.request.upper())
+...     cell = rt.loadable(upper)
+...     cell.load(b"hello").result(timeout=5).value
+b'HELLO'
+"""
+
+from ._library import ENV_VAR, LIBRARY_NAME, Library, load_library
+from .builtin import (EXEC_REQUEST, HTTP_INSECURE, HTTP_NO_REDIRECTS, HTTP_REQUEST, HTTP_RESPONSE, PATH, ExecRequest,
+                      HttpRequest, HttpResponse)
+from .cache import Cache, CacheEntry, CacheStats
+from .cells import Cell, EventStream, Load, Loadable, Process
+from .codec import BYTES, JSON, TEXT, Codec
+from .errors import (Cancelled, Closed, Error, InvalidArgument, IOFailure, LibraryNotFound, LoadFailed, NotFound,
+                     OutOfMemory, TimedOut, TooBig, WrongState, error_for_code)
+from .loaders import EXCEPTION_CODE, Job, Loader
+from .runtime import Runtime
+from .types import VALUE_MAX, CachePolicy, Delivery, Domain, Event, EventType, Flags, LoadOptions, Snapshot, Status
+
+__version__ = "0.1.0"
+
+
+def version() -> tuple:
+    """The loaded library's version as ``(major, minor, patch)``."""
+    return load_library().version
+
+
+def strerror(code: int) -> str:
+    """The library's message for a return code."""
+    return load_library().strerror(code)
+
+
+__all__ = [
+    "Runtime", "Loader", "Job", "Cell", "Loadable", "Process", "Load", "EventStream", "Cache", "CacheEntry",
+    "CacheStats",
+    "Event", "Snapshot", "LoadOptions", "Status", "Flags", "EventType", "Domain", "Delivery", "CachePolicy",
+    "VALUE_MAX",
+    "Codec", "BYTES", "TEXT", "JSON", "PATH", "EXEC_REQUEST", "HTTP_REQUEST", "HTTP_RESPONSE",
+    "ExecRequest", "HttpRequest", "HttpResponse", "HTTP_INSECURE", "HTTP_NO_REDIRECTS",
+    "Error", "InvalidArgument", "NotFound", "WrongState", "Cancelled", "TimedOut", "OutOfMemory", "Closed",
+    "TooBig", "IOFailure", "LibraryNotFound", "LoadFailed", "error_for_code", "EXCEPTION_CODE",
+    "Library", "load_library", "ENV_VAR", "LIBRARY_NAME", "version", "strerror",
+]

@@ -1,0 +1,369 @@
+"""The runtime's machinery behind the public classes.
+
+The C library calls back through four ctypes function objects defined once
+at module level, so they live as long as the interpreter and are never
+released while C may call them. Each callback receives a small integer
+token (as ``user_data`` / ``loader_data``) that names the Python object it
+is for in :data:`_objects`; a token that is gone (its runtime closed, its
+loader released) makes the callback a no-op.
+
+Nothing here lets an exception escape into C: every callback catches what
+its Python code raises and hands it to the runtime's error handler.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import itertools
+import logging
+import select
+import sys
+import threading
+import traceback
+from ctypes import byref, c_void_p
+from queue import SimpleQueue
+from typing import Any, Callable, Dict, List, Optional
+
+from ._library import CANCEL_FN, EVENT_FN, EVENT_LAYOUT, FREE_FN, LOADER_FN, Library, RuntimeOptions
+from .errors import Closed, WrongState
+from .types import Delivery
+
+logger = logging.getLogger("loadstate")
+
+ErrorHandler = Callable[[BaseException, str], None]
+
+LDS_ESTATE = -3
+LDS_ECANCELED = -4
+LDS_ECLOSED = -7
+
+# token -> runtime core or loader state. Tokens are never reused.
+_objects: Dict[int, Any] = {}
+_tokens = itertools.count(1)
+
+_unpack = EVENT_LAYOUT.unpack
+# The event struct seen as bytes in place (struct reads it without a copy).
+_event_bytes_at = (ctypes.c_char * EVENT_LAYOUT.size).from_address
+# Any address seen as a (huge) byte array: slicing copies just the bytes
+# asked for, at a third of the cost of ctypes.string_at's foreign call.
+memory_at = (ctypes.c_char * (1 << 40)).from_address
+
+
+def register(obj: Any) -> int:
+    """Gives ``obj`` a token that C callbacks can name it by."""
+    token = next(_tokens)
+    _objects[token] = obj
+    return token
+
+
+def lookup(token: Optional[int]) -> Any:
+    """The object registered under ``token``, or ``None``."""
+    return _objects.get(token)  # type: ignore[arg-type]
+
+
+def unregister(token: int) -> None:
+    _objects.pop(token, None)
+
+
+def _last_resort(exc: BaseException, where: str) -> None:
+    print(f"loadstate: exception in {where} could not be reported:", file=sys.stderr)
+    traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
+
+
+@EVENT_FN
+def _event_callback(address: int, token: Optional[int]) -> None:
+    core = _objects.get(token)  # type: ignore[arg-type]
+    if core is None:
+        return
+    try:
+        raw = _unpack(_event_bytes_at(address))
+        state = core.cells.get(raw[1])
+        if state is not None:
+            state.deliver(raw)
+    except BaseException as exc:  # noqa: BLE001 - nothing may escape into C
+        core.report(exc, "an event callback")
+
+
+@LOADER_FN
+def _start_callback(_rt: int, job: int, request: Optional[int], request_len: int, token: Optional[int]) -> None:
+    loader = _objects.get(token)  # type: ignore[arg-type]
+    if loader is None:
+        return
+    try:
+        loader.start(job, memory_at(request)[:request_len] if request and request_len else b"")
+    except BaseException as exc:  # noqa: BLE001
+        loader.core.report(exc, f"starting a job of {loader.name}")
+
+
+@FREE_FN
+def _free_callback(token: Optional[int]) -> None:
+    loader = _objects.pop(token, None)  # type: ignore[arg-type]
+    if loader is not None:
+        try:
+            loader.released()
+        except BaseException as exc:  # noqa: BLE001
+            _last_resort(exc, "releasing a loader")
+
+
+@CANCEL_FN
+def _cancel_callback(job: int, token: Optional[int]) -> None:
+    core = _objects.get(token)  # type: ignore[arg-type]
+    if core is None:
+        return
+    try:
+        watched = core.jobs.pop(job, None)
+        if watched is not None:
+            watched._cancelled_by_library()
+    except BaseException as exc:  # noqa: BLE001
+        core.report(exc, f"the cancel hooks of job {job}")
+
+
+def default_error_handler(exc: BaseException, context: str) -> None:
+    """Logs an exception nobody else can receive on the ``loadstate`` logger."""
+    logger.error("exception in %s", context, exc_info=(type(exc), exc, exc.__traceback__))
+
+
+class Workers:
+    """A small pool of daemon threads for loaders written as plain functions.
+
+    Daemon threads never hold the interpreter open at exit: a loader still
+    blocked then is abandoned (its job was cancelled when the runtime
+    closed).
+    """
+
+    def __init__(self, limit: int, report: ErrorHandler) -> None:
+        self._limit = limit
+        self._report = report
+        self._queue: "SimpleQueue[Any]" = SimpleQueue()
+        self._idle = threading.Semaphore(0)
+        self._lock = threading.Lock()
+        self._threads: List[threading.Thread] = []
+        self._stopped = False
+
+    def submit(self, fn: Callable[..., None], *args: Any) -> None:
+        """Runs ``fn(*args)`` on a worker thread."""
+        self._queue.put((fn, args))
+        if self._idle.acquire(blocking=False):
+            return
+        with self._lock:
+            if len(self._threads) < self._limit and not self._stopped:
+                thread = threading.Thread(target=self._work, name=f"loadstate-worker-{len(self._threads)}",
+                                          daemon=True)
+                self._threads.append(thread)
+                thread.start()
+
+    def _work(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            fn, args = item
+            try:
+                fn(*args)
+            except BaseException as exc:  # noqa: BLE001 - the work items catch their own errors
+                self._report(exc, "a worker thread")
+            del item, fn, args
+            self._idle.release()
+
+    def stop(self) -> None:
+        """Lets every worker end once the queued work is done; returns at once."""
+        with self._lock:
+            self._stopped = True
+            for _ in self._threads:
+                self._queue.put(None)
+
+
+class Core:
+    """The state of one ``lds_runtime``: its handle, cells, watched jobs, asyncio hookup."""
+
+    def __init__(self, library: Library, delivery: Delivery, on_error: Optional[ErrorHandler], workers: int) -> None:
+        self.lib = library
+        self.dll = library.dll
+        self.delivery = Delivery(delivery)
+        self.on_error = on_error or default_error_handler
+        options = RuntimeOptions(ctypes.sizeof(RuntimeOptions), int(self.delivery))
+        out = c_void_p()
+        self.check(self.dll.lds_runtime_new(byref(options), byref(out)), "lds_runtime_new")
+        self.handle: int = out.value  # type: ignore[assignment]
+        self.c_handle = out  # the handle as a ctypes value, passed as is on every call
+        self.cells: Dict[int, Any] = {}
+        self.jobs: Dict[int, Any] = {}
+        self.closing = False
+        self.closed = False
+        self._lock = threading.Lock()
+        self._worker_limit = workers
+        self._workers: Optional[Workers] = None
+        self.loop: Optional[asyncio.AbstractEventLoop] = None
+        self._watched_fd: Optional[int] = None
+        # POLL mode: the thread inside lds_runtime_dispatch, if any, and the
+        # attached loop's thread while its reader dispatches.
+        self._dispatch_thread: Optional[int] = None
+        self._reader_thread: Optional[int] = None
+        self.token = register(self)
+
+    # -- errors ---------------------------------------------------------
+
+    def check(self, rc: int, detail: Optional[str] = None) -> int:
+        """Returns ``rc`` when it is not an error; raises the matching exception otherwise."""
+        if rc < 0:
+            raise self.lib.error(rc, detail)
+        return rc
+
+    def report(self, exc: BaseException, context: str) -> None:
+        """Hands an exception that has no caller to the runtime's error handler."""
+        if isinstance(exc, Closed) and self.closing:
+            return  # expected while the runtime closes under running work
+        try:
+            self.on_error(exc, context)
+        except BaseException as again:  # noqa: BLE001
+            _last_resort(again, f"the error handler (reporting {exc!r} from {context})")
+
+    # -- work -----------------------------------------------------------
+
+    @property
+    def workers(self) -> Workers:
+        workers = self._workers
+        if workers is None:
+            with self._lock:
+                if self._workers is None:
+                    self._workers = Workers(self._worker_limit, self.report)
+                workers = self._workers
+        return workers
+
+    # -- POLL mode ------------------------------------------------------
+
+    def fd(self) -> int:
+        if self.closed:
+            raise self.lib.error(LDS_ECLOSED, "lds_runtime_fd")
+        return self.check(self.dll.lds_runtime_fd(self.c_handle), "lds_runtime_fd")
+
+    def dispatch(self, max_events: int = 0) -> int:
+        if self.closed:
+            raise self.lib.error(LDS_ECLOSED, "lds_runtime_dispatch")
+        outer = self._dispatch_thread
+        self._dispatch_thread = threading.get_ident()
+        try:
+            rc = self.dll.lds_runtime_dispatch(self.c_handle, max_events)
+        finally:
+            self._dispatch_thread = outer
+        return self.check(rc, "lds_runtime_dispatch")
+
+    def poll(self, timeout: Optional[float]) -> int:
+        """Waits up to ``timeout`` seconds for pending callbacks, then runs them."""
+        fd = self.fd()
+        readable, _, _ = select.select([fd], [], [], timeout)
+        return self.dispatch(0) if readable else 0
+
+    def attach(self, loop: asyncio.AbstractEventLoop) -> None:
+        fd = self.fd()
+        with self._lock:
+            if self.loop is not None:
+                if self.loop is loop:
+                    return
+                raise WrongState(LDS_ESTATE, "not allowed in the current state",
+                                 "the runtime is already attached to another event loop")
+            self.loop = loop
+            self._watched_fd = fd
+        loop.add_reader(fd, self._readable)
+
+    def _readable(self) -> None:
+        # At most a batch per wake-up, so a steady stream of events cannot
+        # starve the rest of the asyncio loop; the fd stays readable.
+        outer = self._dispatch_thread
+        self._dispatch_thread = self._reader_thread = threading.get_ident()
+        try:
+            rc = self.dll.lds_runtime_dispatch(self.c_handle, 1024)
+        finally:
+            self._dispatch_thread = outer
+            self._reader_thread = None
+        if rc < 0 and rc != LDS_ESTATE:
+            self.detach()
+            if rc != LDS_ECLOSED:
+                self.report(self.lib.error(rc, "lds_runtime_dispatch"), "the asyncio reader")
+
+    def detach(self) -> None:
+        with self._lock:
+            loop, fd = self.loop, self._watched_fd
+            self.loop = self._watched_fd = None
+        if loop is None or fd is None or loop.is_closed():
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop or not loop.is_running():
+            loop.remove_reader(fd)
+            return
+        done = threading.Event()
+
+        def remove() -> None:
+            loop.remove_reader(fd)
+            done.set()
+
+        loop.call_soon_threadsafe(remove)
+        done.wait(5.0)
+
+    # -- closing --------------------------------------------------------
+
+    def close(self, deferred_ok: bool = False) -> None:
+        """Frees the runtime: jobs are cancelled, loaders released, waiters woken with :class:`Closed`.
+
+        Inside a callback the library refuses (``LDS_ESTATE``): then this
+        raises :class:`WrongState`, or with ``deferred_ok`` hands the close
+        to a short-lived thread (used by finalizers, which may run anywhere).
+        """
+        if self._dispatch_thread == threading.get_ident():
+            # Inside a POLL-mode callback: lds_runtime_free would refuse.
+            if deferred_ok:
+                threading.Thread(target=self.close, name="loadstate-close", daemon=True).start()
+                return
+            raise self.lib.error(LDS_ESTATE, "close() cannot run inside a loadstate callback")
+        with self._lock:
+            if self.closed or self.closing:
+                return
+            self.closing = True
+        self.detach()
+        rc = self.dll.lds_runtime_free(self.c_handle)
+        if rc == LDS_ESTATE:
+            with self._lock:
+                self.closing = False
+            if deferred_ok:
+                threading.Thread(target=self.close, name="loadstate-close", daemon=True).start()
+                return
+            raise self.lib.error(rc, "close() cannot run inside a loadstate callback")
+        self.closed = True
+        unregister(self.token)
+        for state in list(self.cells.values()):
+            state.runtime_closed()
+        self.cells.clear()
+        for job in list(self.jobs.values()):
+            job._cancelled_by_library()
+        self.jobs.clear()
+        if self._workers is not None:
+            self._workers.stop()
+        if rc < 0 and rc != LDS_ECLOSED:
+            raise self.lib.error(rc, "lds_runtime_free")
+
+    def call_in_loop(self, loop: asyncio.AbstractEventLoop, fn: Callable[[Any], Any], arg: Any) -> None:
+        """Calls ``fn(arg)`` on ``loop``: now if this thread runs it, else through call_soon_threadsafe.
+
+        Inside the attached loop's reader the answer is known without asking
+        asyncio (whose get_running_loop makes a system call).
+        """
+        if loop is self.loop and self._reader_thread == threading.get_ident():
+            fn(arg)
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            fn(arg)
+            return
+        try:
+            loop.call_soon_threadsafe(fn, arg)
+        except RuntimeError:
+            pass  # the loop is closed: nobody is left to wake
+
+
+callbacks = {"event": _event_callback, "start": _start_callback, "free": _free_callback, "cancel": _cancel_callback}

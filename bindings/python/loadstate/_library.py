@@ -1,0 +1,355 @@
+"""Finding libloadstate.so and declaring its functions for ctypes.
+
+The library is looked for, in order, at:
+
+1. the path given to :func:`load_library` (or ``Runtime(library=...)``);
+2. the path in the ``LOADSTATE_LIBRARY`` environment variable;
+3. ``loadstate/_lib/libloadstate.so`` inside the installed package;
+4. the repository's build folders, ``.build/debug`` then ``.build/release``
+   (found from this file's location, so they exist only in a checkout).
+
+An explicit path or the environment variable, when given, must work: the
+search stops there with an error rather than silently taking another copy.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import struct
+import threading
+from ctypes import (CFUNCTYPE, POINTER, Structure, c_char_p, c_int, c_int32, c_size_t, c_uint32, c_uint64,
+                    c_void_p)
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple, Union
+
+from .errors import LibraryNotFound, error_for_code
+
+__all__ = ["Library", "load_library", "ENV_VAR", "LIBRARY_NAME"]
+
+ENV_VAR = "LOADSTATE_LIBRARY"
+LIBRARY_NAME = "libloadstate.so"
+
+# The version this binding is written against: same major, at least this minor.
+_VERSION_MAJOR = 0
+_VERSION_MINOR = 1
+
+_PACKAGE_DIR = Path(__file__).resolve().parent
+# bindings/python/loadstate -> the repository root, three levels up.
+_REPOSITORY = _PACKAGE_DIR.parent.parent.parent
+
+
+_strings = POINTER(c_char_p)  # const char *const *
+
+
+class RuntimeOptions(Structure):
+    """``lds_runtime_options``."""
+
+    _fields_ = [("size", c_uint32), ("delivery", c_uint32)]
+
+
+class LoadOptionsC(Structure):
+    """``lds_load_options``."""
+
+    _fields_ = [
+        ("size", c_uint32),
+        ("flags", c_uint32),
+        ("timeout_ms", c_uint32),
+        ("interrupts_ms", POINTER(c_uint32)),
+        ("interrupt_count", c_size_t),
+        ("retries", c_uint32),
+        ("retry_base_ms", c_uint32),
+        ("retry_max_ms", c_uint32),
+        ("cache", c_uint64),
+        ("cache_key", c_char_p),
+        ("cache_key_len", c_size_t),
+        ("cache_policy", c_uint32),
+        ("fresh_ms", c_uint32),
+        ("max_age_ms", c_uint64),
+    ]
+
+
+_EVENT_FIELDS: Any = [
+    ("type", c_uint32),
+    ("cell", c_uint64),
+    ("seq", c_uint64),
+    ("status", c_int32),
+    ("kind", c_int32),
+    ("flags", c_uint32),
+    ("value", c_void_p),
+    ("value_len", c_size_t),
+    ("request", c_void_p),
+    ("request_len", c_size_t),
+    ("error_domain", c_int32),
+    ("error_code", c_int32),
+    ("error_message", c_void_p),
+    ("attempt", c_uint32),
+    ("elapsed_ms", c_uint64),
+    ("progress_done", c_uint64),
+    ("progress_total", c_uint64),
+    ("updated_at_ms", c_uint64),
+]
+
+
+class EventC(Structure):
+    """``lds_event`` (the callback reads it in one go through :data:`EVENT_LAYOUT`)."""
+
+    _fields_ = _EVENT_FIELDS
+
+
+class SnapshotC(Structure):
+    """``lds_snapshot``: the same layout as ``lds_event``, with owned pointers."""
+
+    _fields_ = _EVENT_FIELDS
+
+
+# The event struct as one native-aligned struct format, so a callback can
+# read every field with a single unpack instead of one ctypes access each.
+EVENT_LAYOUT = struct.Struct("@IQQiiIPNPNiiPIQQQQ")
+if EVENT_LAYOUT.size != ctypes.sizeof(EventC):  # pragma: no cover - a platform ABI we do not know
+    raise ImportError("lds_event layout differs between struct and ctypes on this platform")
+
+
+class FileOptionsC(Structure):
+    """``lds_file_options``."""
+
+    _fields_ = [("size", c_uint32), ("chunk_size", c_uint32), ("max_size", c_uint64)]
+
+
+class ExecOptionsC(Structure):
+    """``lds_exec_options``."""
+
+    _fields_ = [("size", c_uint32), ("flags", c_uint32), ("kill_grace_ms", c_uint32), ("max_output", c_uint64)]
+
+
+class ExecRequestC(Structure):
+    """``lds_exec_request``."""
+
+    _fields_ = [("size", c_uint32), ("argv", _strings), ("env", _strings), ("cwd", c_char_p)]
+
+
+class HttpOptionsC(Structure):
+    """``lds_http_options``."""
+
+    _fields_ = [("size", c_uint32), ("max_connections", c_uint32), ("user_agent", c_char_p), ("proxy", c_char_p)]
+
+
+class HttpRequestC(Structure):
+    """``lds_http_request``."""
+
+    _fields_ = [
+        ("size", c_uint32),
+        ("method", c_char_p),
+        ("url", c_char_p),
+        ("headers", _strings),
+        ("header_count", c_size_t),
+        ("body", c_char_p),
+        ("body_len", c_size_t),
+        ("timeout_ms", c_uint32),
+        ("max_redirects", c_uint32),
+        ("max_body", c_uint64),
+        ("flags", c_uint32),
+    ]
+
+
+class HttpResponseC(Structure):
+    """``lds_http_response``."""
+
+    _fields_ = [("status", c_int32), ("headers", c_void_p), ("headers_len", c_size_t), ("body", c_void_p),
+                ("body_len", c_size_t)]
+
+
+class MemoryCacheOptionsC(Structure):
+    """``lds_memory_cache_options``."""
+
+    _fields_ = [("size", c_uint32), ("name", c_char_p), ("max_entries", c_uint64), ("max_bytes", c_uint64),
+                ("ttl_ms", c_uint64)]
+
+
+class PersistentCacheOptionsC(Structure):
+    """``lds_persistent_cache_options``."""
+
+    _fields_ = [("size", c_uint32), ("flags", c_uint32), ("path", c_char_p), ("max_bytes", c_uint64),
+                ("ttl_ms", c_uint64)]
+
+
+class CacheValueC(Structure):
+    """``lds_cache_value``."""
+
+    _fields_ = [("value", c_void_p), ("value_len", c_size_t), ("stored_at_ms", c_uint64),
+                ("expires_at_ms", c_uint64), ("stale", c_uint32)]
+
+
+class CacheStatisticsC(Structure):
+    """``lds_cache_statistics``."""
+
+    _fields_ = [("hits", c_uint64), ("misses", c_uint64), ("evictions", c_uint64), ("expirations", c_uint64),
+                ("entries", c_uint64), ("bytes", c_uint64)]
+
+
+EVENT_FN = CFUNCTYPE(None, c_void_p, c_void_p)
+LOADER_FN = CFUNCTYPE(None, c_void_p, c_uint64, c_void_p, c_size_t, c_void_p)
+FREE_FN = CFUNCTYPE(None, c_void_p)
+CANCEL_FN = CFUNCTYPE(None, c_uint64, c_void_p)
+
+_rt = c_void_p
+_id = c_uint64
+_PROTOTYPES: Dict[str, Tuple[object, List[object]]] = {
+    "lds_strerror": (c_char_p, [c_int]),
+    "lds_version": (c_uint32, []),
+    "lds_runtime_new": (c_int, [POINTER(RuntimeOptions), POINTER(c_void_p)]),
+    "lds_runtime_free": (c_int, [_rt]),
+    "lds_runtime_fd": (c_int, [_rt]),
+    "lds_runtime_dispatch": (c_int, [_rt, c_int]),
+    "lds_loadable_new": (c_int, [_rt, EVENT_FN, c_void_p, POINTER(c_uint64)]),
+    "lds_loadable_free": (c_int, [_rt, _id]),
+    "lds_loadable_load": (c_int, [_rt, _id, _id, c_char_p, c_size_t, POINTER(LoadOptionsC)]),
+    "lds_loadable_refresh": (c_int, [_rt, _id]),
+    "lds_loadable_cancel": (c_int, [_rt, _id]),
+    "lds_loadable_reset": (c_int, [_rt, _id]),
+    "lds_loadable_set_loaded": (c_int, [_rt, _id, c_char_p, c_size_t]),
+    "lds_loadable_set_error": (c_int, [_rt, _id, c_int32, c_char_p]),
+    "lds_loadable_get": (c_int, [_rt, _id, POINTER(SnapshotC)]),
+    "lds_snapshot_clear": (None, [POINTER(SnapshotC)]),
+    "lds_loader_new": (c_int, [_rt, LOADER_FN, c_void_p, FREE_FN, POINTER(c_uint64)]),
+    "lds_loader_free": (c_int, [_rt, _id]),
+    "lds_job_yield": (c_int, [_rt, _id, c_char_p, c_size_t]),
+    "lds_job_succeed": (c_int, [_rt, _id, c_char_p, c_size_t]),
+    "lds_job_finish": (c_int, [_rt, _id]),
+    "lds_job_fail": (c_int, [_rt, _id, c_int32, c_char_p]),
+    "lds_job_fail_final": (c_int, [_rt, _id, c_int32, c_char_p]),
+    "lds_job_progress": (c_int, [_rt, _id, c_uint64, c_uint64]),
+    "lds_job_cancel_self": (c_int, [_rt, _id]),
+    "lds_job_reset_self": (c_int, [_rt, _id]),
+    "lds_job_is_cancelled": (c_int, [_rt, _id]),
+    "lds_job_on_cancel": (c_int, [_rt, _id, CANCEL_FN, c_void_p]),
+    "lds_free": (None, [c_void_p]),
+    "lds_file_loader_new": (c_int, [_rt, POINTER(FileOptionsC), POINTER(c_uint64)]),
+    "lds_exec_request_encode": (c_int, [POINTER(ExecRequestC), POINTER(c_void_p), POINTER(c_size_t)]),
+    "lds_exec_loader_new": (c_int, [_rt, POINTER(ExecOptionsC), POINTER(c_uint64)]),
+    "lds_http_request_encode": (c_int, [POINTER(HttpRequestC), POINTER(c_void_p), POINTER(c_size_t)]),
+    "lds_http_response_decode": (c_int, [c_char_p, c_size_t, POINTER(HttpResponseC)]),
+    "lds_http_loader_new": (c_int, [_rt, POINTER(HttpOptionsC), POINTER(c_uint64)]),
+    "lds_memory_cache_new": (c_int, [_rt, POINTER(MemoryCacheOptionsC), POINTER(c_uint64)]),
+    "lds_persistent_cache_new": (c_int, [_rt, POINTER(PersistentCacheOptionsC), POINTER(c_uint64)]),
+    "lds_cache_free": (c_int, [_rt, _id]),
+    "lds_cache_put": (c_int, [_rt, _id, c_char_p, c_size_t, c_char_p, c_size_t]),
+    "lds_cache_get": (c_int, [_rt, _id, c_char_p, c_size_t, POINTER(CacheValueC)]),
+    "lds_cache_value_clear": (None, [POINTER(CacheValueC)]),
+    "lds_cache_remove": (c_int, [_rt, _id, c_char_p, c_size_t]),
+    "lds_cache_clear": (c_int, [_rt, _id]),
+    "lds_cache_stats": (c_int, [_rt, _id, POINTER(CacheStatisticsC)]),
+    "lds_cache_invalidate": (c_int, [_rt, _id, c_char_p, c_size_t]),
+    "lds_process_new": (c_int, [_rt, EVENT_FN, c_void_p, POINTER(c_uint64)]),
+    "lds_process_free": (c_int, [_rt, _id]),
+    "lds_process_run": (c_int, [_rt, _id, c_int32, _id, c_char_p, c_size_t, POINTER(LoadOptionsC)]),
+    "lds_process_cancel": (c_int, [_rt, _id]),
+    "lds_process_reset": (c_int, [_rt, _id]),
+}
+
+
+class Library:
+    """A loaded ``libloadstate.so`` with every function declared.
+
+    Attributes:
+        path: the file that was loaded.
+        dll: the :class:`ctypes.CDLL`; its ``lds_*`` functions have
+            ``argtypes`` and ``restype`` set.
+        version: ``lds_version()``, as ``(major, minor, patch)``.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.dll = ctypes.CDLL(path)
+        for name, (restype, argtypes) in _PROTOTYPES.items():
+            function = getattr(self.dll, name)  # AttributeError: not a loadstate library
+            function.restype = restype
+            function.argtypes = argtypes
+        raw = self.dll.lds_version()
+        self.version = (raw >> 16, (raw >> 8) & 0xFF, raw & 0xFF)
+        if self.version[0] != _VERSION_MAJOR or self.version[1] < _VERSION_MINOR:
+            raise OSError(f"{path} is loadstate {'.'.join(map(str, self.version))}; "
+                          f"this binding needs {_VERSION_MAJOR}.{_VERSION_MINOR} or a later {_VERSION_MAJOR}.x")
+        self._messages: Dict[int, str] = {}
+
+    def strerror(self, code: int) -> str:
+        """The library's message for a return code."""
+        message = self._messages.get(code)
+        if message is None:
+            message = self.dll.lds_strerror(code).decode("utf-8", "replace")
+            self._messages[code] = message
+        return message
+
+    def error(self, code: int, detail: Optional[str] = None):
+        """The exception for a negative return code."""
+        return error_for_code(code, self.strerror(code), detail)
+
+    def __repr__(self) -> str:
+        return f"<loadstate.Library {self.path!r} version {'.'.join(map(str, self.version))}>"
+
+
+_lock = threading.Lock()
+_loaded: Dict[str, Library] = {}
+_default: Optional[Library] = None
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def _try(place: str, path: Path, attempts: List[Tuple[str, str]]) -> Optional[Library]:
+    if not path.is_file():
+        attempts.append((place, f"{path} does not exist"))
+        return None
+    key = str(path.resolve())
+    if key in _loaded:
+        return _loaded[key]
+    try:
+        library = Library(key)
+    except (OSError, AttributeError) as exc:
+        attempts.append((place, f"{path}: {exc}"))
+        return None
+    _loaded[key] = library
+    return library
+
+
+def load_library(path: Optional[PathLike] = None) -> Library:
+    """Loads libloadstate.so and returns it (loading each file once).
+
+    Args:
+        path: the library to load. Without it the default search runs
+            (``LOADSTATE_LIBRARY``, the copy shipped in the package, the
+            repository's build folders) and its result is remembered.
+
+    Raises:
+        LibraryNotFound: no place worked; the error lists every place tried
+            and why it failed.
+    """
+    global _default
+    with _lock:
+        attempts: List[Tuple[str, str]] = []
+        if path is not None:
+            library = _try("path argument", Path(os.fspath(path)), attempts)
+            if library is None:
+                raise LibraryNotFound(attempts)
+            return library
+        if _default is not None:
+            return _default
+        from_env = os.environ.get(ENV_VAR)
+        if from_env:
+            library = _try(f"${ENV_VAR}", Path(from_env), attempts)
+            if library is None:
+                raise LibraryNotFound(attempts)
+        else:
+            attempts.append((f"${ENV_VAR}", "not set"))
+            library = None
+            for place, candidate in (
+                ("shipped copy", _PACKAGE_DIR / "_lib" / LIBRARY_NAME),
+                ("debug build", _REPOSITORY / ".build" / "debug" / LIBRARY_NAME),
+                ("release build", _REPOSITORY / ".build" / "release" / LIBRARY_NAME),
+            ):
+                library = _try(place, candidate, attempts)
+                if library is not None:
+                    break
+            if library is None:
+                raise LibraryNotFound(attempts)
+        _default = library
+        return library

@@ -1,0 +1,259 @@
+"""The library's built-in loaders (file, exec, http) and the codecs of their requests and values.
+
+These loaders run on the runtime's own loop: no Python runs for their
+jobs. A cell made with one of them picks up its codecs, so requests and
+values are Python objects:
+
+* file: the request is a path (``str``, ``bytes`` or path-like), the value bytes;
+* exec: the request an :class:`ExecRequest` (or a list of arguments), the value bytes (stdout);
+* http: the request an :class:`HttpRequest` (or a URL), the value an :class:`HttpResponse`.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from ctypes import byref, c_char_p, c_size_t, c_void_p, sizeof, string_at
+from dataclasses import dataclass, field
+from typing import Any, List, Mapping, Optional, Sequence, Tuple, Union
+
+from ._library import ExecRequestC, HttpRequestC, HttpResponseC, load_library
+from .codec import BYTES, Codec
+from .errors import InvalidArgument
+from .types import _milliseconds
+
+__all__ = ["ExecRequest", "HttpRequest", "HttpResponse", "PATH", "EXEC_REQUEST", "HTTP_REQUEST", "HTTP_RESPONSE",
+           "HTTP_INSECURE", "HTTP_NO_REDIRECTS", "EXEC_STREAM_LINES"]
+
+EXEC_STREAM_LINES = 1 << 0
+HTTP_INSECURE = 1 << 0
+HTTP_NO_REDIRECTS = 1 << 1
+_ABSENT = 0xFFFFFFFF
+
+
+def _text(value: Union[str, bytes, "os.PathLike[str]"]) -> bytes:
+    return os.fsencode(value)
+
+
+def _strings(items: Sequence[bytes]) -> Any:
+    array = (c_char_p * (len(items) + 1))(*items, None)
+    return array
+
+
+def _library_call(encode: Any, request: Any) -> bytes:
+    library = load_library()
+    out = c_void_p()
+    length = c_size_t()
+    rc = encode(byref(request), byref(out), byref(length))
+    if rc < 0:
+        raise library.error(rc, "encoding the request")
+    try:
+        return string_at(out.value, length.value) if out.value and length.value else b""
+    finally:
+        library.dll.lds_free(out)
+
+
+class _Reader:
+    """Reads the library's request encodings: little-endian integers, fields, lists."""
+
+    def __init__(self, data: bytes, magic: bytes) -> None:
+        if data[:4] != magic:
+            raise ValueError(f"not an encoded request (expected {magic!r})")
+        self.data = data
+        self.at = 4
+
+    def u32(self) -> int:
+        (value,) = struct.unpack_from("<I", self.data, self.at)
+        self.at += 4
+        return value
+
+    def u64(self) -> int:
+        (value,) = struct.unpack_from("<Q", self.data, self.at)
+        self.at += 8
+        return value
+
+    def field(self) -> Optional[bytes]:
+        length = self.u32()
+        if length == _ABSENT:
+            return None
+        value = self.data[self.at:self.at + length]
+        if len(value) != length:
+            raise ValueError("truncated field")
+        self.at += length
+        return value
+
+    def items(self) -> Optional[List[bytes]]:
+        count = self.u32()
+        if count == _ABSENT:
+            return None
+        return [self.field() or b"" for _ in range(count)]
+
+
+@dataclass(frozen=True)
+class ExecRequest:
+    """A command for the exec loader.
+
+    Attributes:
+        argv: the program (searched in PATH) and its arguments.
+        env: ``NAME=value`` strings, or a mapping; ``None`` inherits the environment.
+        cwd: the working directory, or ``None``.
+    """
+
+    argv: Sequence[Union[str, bytes]]
+    env: Union[None, Sequence[Union[str, bytes]], Mapping[str, str]] = None
+    cwd: Union[None, str, bytes, "os.PathLike[str]"] = None
+
+    def encode(self) -> bytes:
+        """The library's encoding ("LDX1") of the request."""
+        if isinstance(self.argv, (str, bytes)) or not self.argv:
+            raise InvalidArgument(-1, "invalid argument", "argv must be a non-empty list of arguments")
+        argv = [_text(a) for a in self.argv]
+        env = None
+        if self.env is not None:
+            pairs = self.env.items() if isinstance(self.env, Mapping) else None
+            env = [_text(f"{k}={v}") for k, v in pairs] if pairs is not None else [_text(e) for e in self.env]
+        keep = (_strings(argv), _strings(env) if env is not None else None)
+        request = ExecRequestC(sizeof(ExecRequestC), keep[0], keep[1],
+                               _text(self.cwd) if self.cwd is not None else None)
+        return _library_call(load_library().dll.lds_exec_request_encode, request)
+
+    @classmethod
+    def decode(cls, data: bytes) -> "ExecRequest":
+        """Reads an encoded exec request back."""
+        reader = _Reader(data, b"LDX1")
+        argv = [os.fsdecode(a) for a in reader.items() or []]
+        env = reader.items()
+        cwd = reader.field()
+        return cls(argv, [os.fsdecode(e) for e in env] if env is not None else None,
+                   os.fsdecode(cwd) if cwd is not None else None)
+
+
+@dataclass(frozen=True)
+class HttpRequest:
+    """A request for the http loader.
+
+    Attributes:
+        url: an ``http://`` or ``https://`` URL.
+        method: the method (``GET`` by default).
+        headers: ``(name, value)`` pairs or ``"Name: value"`` lines.
+        body: the body.
+        timeout: seconds for the whole transfer (``None``: none; the load's timeout still applies).
+        max_redirects: redirects to follow (0: the library's default of 5).
+        max_body: the largest body accepted (0: :data:`loadstate.VALUE_MAX`).
+        flags: :data:`HTTP_INSECURE`, :data:`HTTP_NO_REDIRECTS`.
+    """
+
+    url: str
+    method: str = "GET"
+    headers: Sequence[Union[str, Tuple[str, str]]] = ()
+    body: bytes = b""
+    timeout: Optional[float] = None
+    max_redirects: int = 0
+    max_body: int = 0
+    flags: int = 0
+
+    def encode(self) -> bytes:
+        """The library's encoding ("LDH1") of the request."""
+        lines = [(h if isinstance(h, str) else f"{h[0]}: {h[1]}").encode("utf-8") for h in self.headers]
+        headers = _strings(lines)
+        request = HttpRequestC(sizeof(HttpRequestC), self.method.encode("ascii"), self.url.encode("utf-8"),
+                               headers, len(lines), bytes(self.body), len(self.body),
+                               _milliseconds("timeout", self.timeout), self.max_redirects, self.max_body, self.flags)
+        return _library_call(load_library().dll.lds_http_request_encode, request)
+
+    @classmethod
+    def decode(cls, data: bytes) -> "HttpRequest":
+        """Reads an encoded HTTP request back."""
+        reader = _Reader(data, b"LDH1")
+        method = (reader.field() or b"GET").decode("ascii")
+        url = (reader.field() or b"").decode("utf-8")
+        headers = tuple(h.decode("utf-8") for h in reader.items() or [])
+        body = reader.field() or b""
+        timeout_ms = reader.u32()
+        max_body = reader.u64()
+        max_redirects = reader.u32()  # the effective count: 0 means no redirects
+        flags = reader.u32()
+        if max_redirects == 0:
+            flags |= HTTP_NO_REDIRECTS
+        return cls(url, method, headers, body, timeout_ms / 1000 if timeout_ms else None, max_redirects, max_body,
+                   flags)
+
+
+@dataclass(frozen=True)
+class HttpResponse:
+    """The value of an http job.
+
+    Attributes:
+        status: the final response's status.
+        headers: its header lines as ``(name, value)`` pairs, in order.
+        body: the body.
+    """
+
+    status: int
+    headers: List[Tuple[str, str]] = field(default_factory=list)
+    body: bytes = b""
+
+    def header(self, name: str) -> Optional[str]:
+        """The first header called ``name`` (any case), or ``None``."""
+        wanted = name.lower()
+        return next((value for key, value in self.headers if key.lower() == wanted), None)
+
+    def encode(self) -> bytes:
+        """The library's encoding ("LDR1"), as the http loader produces it."""
+        lines = "".join(f"{k}: {v}\r\n" for k, v in self.headers).encode("latin-1")
+        return b"LDR1" + struct.pack("<iI", self.status, len(lines)) + lines + self.body
+
+    @classmethod
+    def decode(cls, data: bytes) -> "HttpResponse":
+        """Decodes an http job's value (``lds_http_response_decode``)."""
+        library = load_library()
+        out = HttpResponseC()
+        rc = library.dll.lds_http_response_decode(data, len(data), byref(out))
+        if rc < 0:
+            raise library.error(rc, "decoding an HTTP response")
+        raw = string_at(out.headers, out.headers_len).decode("latin-1") if out.headers_len else ""
+        headers = []
+        for line in raw.split("\r\n"):
+            if ":" in line:
+                name, _, value = line.partition(":")
+                headers.append((name.strip(), value.strip()))
+        body = string_at(out.body, out.body_len) if out.body_len else b""
+        return cls(out.status, headers, body)
+
+
+def _path_encode(value: Any) -> bytes:
+    if value is None:
+        return b""
+    return _text(value)
+
+
+def _exec_encode(value: Any) -> bytes:
+    if value is None:
+        return b""
+    if not isinstance(value, ExecRequest):
+        value = ExecRequest(list(value))
+    return value.encode()
+
+
+def _http_encode(value: Any) -> bytes:
+    if value is None:
+        return b""
+    if isinstance(value, str):
+        value = HttpRequest(value)
+    return value.encode()
+
+
+def _response_encode(value: Any) -> bytes:
+    if isinstance(value, HttpResponse):
+        return value.encode()
+    return BYTES.encode(value)
+
+
+#: Requests of the file loader: a path (``str``, ``bytes`` or path-like); decoded as ``str``.
+PATH = Codec("path", _path_encode, os.fsdecode)
+#: Requests of the exec loader: an :class:`ExecRequest` or a list of arguments.
+EXEC_REQUEST = Codec("exec request", _exec_encode, ExecRequest.decode)
+#: Requests of the http loader: an :class:`HttpRequest` or a URL.
+HTTP_REQUEST = Codec("http request", _http_encode, HttpRequest.decode)
+#: Values of the http loader: :class:`HttpResponse`.
+HTTP_RESPONSE = Codec("http response", _response_encode, HttpResponse.decode)

@@ -1,0 +1,757 @@
+"""Cells: loadable and process state machines, their loads and event streams."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import threading
+import time
+import weakref
+from ctypes import POINTER, byref, c_uint32, c_uint64, cast, sizeof, string_at
+from typing import TYPE_CHECKING, Any, Callable, Deque, Generator, List, Optional, Tuple
+
+from . import _core
+from ._library import LoadOptionsC, SnapshotC
+from .codec import BYTES, Codec
+from .errors import Closed, Error, InvalidArgument, TimedOut, WrongState
+from .types import CachePolicy, Domain, Event, EventType, Flags, LoadOptions, Status, make_event
+
+if TYPE_CHECKING:
+    from .loaders import Loader
+    from .runtime import Runtime
+
+__all__ = ["Cell", "Loadable", "Process", "Load", "EventStream"]
+
+EventCallback = Callable[[Event], Any]
+
+_STATE = 1
+_BUSY = (1, 5)  # LDS_LOADING, LDS_RUNNING
+_PARTIAL_OR_REFRESHING = int(Flags.PARTIAL | Flags.REFRESHING)
+_REFRESHING = int(Flags.REFRESHING)
+_CANCELLED = int(Flags.CANCELLED)
+_FROM_CACHE = int(Flags.FROM_CACHE)
+_CACHE_FIRST, _CACHE_THEN_LOAD, _CACHE_ONLY = 1, 2, 3
+_LDS_DOMAIN_LOADSTATE, _LDS_ENOENT = 1, -2
+
+_get_running_loop = asyncio.get_running_loop
+_memory_at = _core.memory_at
+
+_TYPES = {int(t): t for t in EventType}
+_STATUSES = {int(s): s for s in Status}
+_DOMAINS = {int(d): d for d in Domain}
+_FLAGS = {value: Flags(value) for value in range(32)}
+
+
+def _flags(value: int) -> Flags:
+    flags = _FLAGS[value] = Flags(value)
+    return flags
+
+
+# Guards the hand-over between a load's resolution and its waiters.
+_WAIT_LOCK = threading.Lock()
+_END = object()
+
+
+def _options_struct(options: LoadOptions) -> Tuple[LoadOptionsC, Any]:
+    flags, timeout_ms, delays, retries, base_ms, max_ms, cache, key, policy, fresh_ms, max_age_ms = \
+        options._c_fields()
+    array = (c_uint32 * len(delays))(*delays) if delays else None
+    struct = LoadOptionsC(sizeof(LoadOptionsC), flags, timeout_ms,
+                          cast(array, POINTER(c_uint32)) if array is not None else None,
+                          len(delays), retries, base_ms, max_ms, cache, key, len(key) if key is not None else 0,
+                          policy, fresh_ms, max_age_ms)
+    return struct, (array, key)  # what the struct points to must outlive the call
+
+
+class _CellState:
+    """What the runtime keeps for a cell: the delivery side, shared by the public object.
+
+    It holds no reference to the public :class:`Cell`, so a cell the user
+    drops is collected (and freed in C) even while the runtime lives.
+    """
+
+    __slots__ = ("core", "id", "c_id", "process", "codec", "request_codec", "latest", "value", "request", "message",
+                 "_event", "waiters", "subscribers", "streams", "gen", "closed", "__weakref__")
+
+    def __init__(self, core: _core.Core, process: bool, codec: Codec, request_codec: Codec) -> None:
+        self.core = core
+        self.id = 0
+        self.c_id = c_uint64(0)
+        self.process = process
+        self.codec = codec
+        self.request_codec = request_codec
+        status = 4 if process else 0
+        # The latest event: the unpacked lds_event (its pointers no longer valid)
+        # and copies of its value, request and message.
+        self.latest: tuple = (1, 0, 0, status, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, int(time.time() * 1000))
+        self.value: Optional[bytes] = None
+        self.request: Optional[bytes] = None
+        self.message: Optional[bytes] = None
+        self._event: Optional[Event] = None
+        self.waiters: List[Load] = []
+        self.subscribers: Tuple[EventCallback, ...] = ()
+        # Weak references, so that a stream the user drops stops receiving.
+        self.streams: Tuple["weakref.ref[EventStream]", ...] = ()
+        # Bumped by every operation issued through the binding; a load may
+        # cancel the cell only while it is still the latest operation.
+        self.gen = 0
+        self.closed = False
+
+    def deliver(self, raw: tuple) -> None:
+        """Runs on the delivery thread for every event of the cell, with the unpacked ``lds_event``."""
+        if self.closed:
+            return
+        # Copy what the event points to: the pointers die with the callback.
+        pointer = raw[6]
+        value: Optional[bytes] = _memory_at(pointer)[:raw[7]] if pointer else None  # type: ignore[assignment]
+        pointer = raw[8]
+        request: Optional[bytes] = _memory_at(pointer)[:raw[9]] if pointer else None  # type: ignore[assignment]
+        message = raw[12]
+        message = string_at(message, -1) if message else None
+        self.latest = raw
+        self.value = value
+        self.request = request
+        self.message = message
+        self._event = None
+        if self.subscribers:
+            event = self.event()
+            for callback in self.subscribers:
+                try:
+                    callback(event)
+                except BaseException as exc:  # noqa: BLE001
+                    self.core.report(exc, f"the event callback {getattr(callback, '__qualname__', callback)!r}")
+        if self.streams:
+            event = self.event()
+            for ref in self.streams:
+                stream = ref()
+                if stream is not None:
+                    stream._push(event)
+        # Loads last: once a load's outcome is visible, every callback has seen it.
+        waiters = self.waiters
+        if waiters:
+            if len(waiters) == 1:
+                waiters[0]._feed(raw, request, self)
+            else:
+                for load in tuple(waiters):
+                    load._feed(raw, request, self)
+
+    def event(self) -> Event:
+        """The latest event as an :class:`Event` (built once, on demand)."""
+        event = self._event
+        if event is None:
+            event = self._event = self._build(self.latest, (self.value, self.request, self.message))
+        return event
+
+    def _build(self, raw: tuple, data: tuple) -> Event:
+        value, request, message = data
+        if value is not None and self.codec is not BYTES:
+            value = self._decode(self.codec, value, "value")
+        if request is not None and self.request_codec is not BYTES:
+            request = self._decode(self.request_codec, request, "request") if request else None
+        flags = _FLAGS.get(raw[5])
+        if flags is None:
+            flags = _flags(raw[5])
+        return make_event((_TYPES.get(raw[0], raw[0]), self.id, raw[2], _STATUSES.get(raw[3], raw[3]), raw[4], flags,
+                           value, request, _DOMAINS.get(raw[10], raw[10]), raw[11],
+                           message.decode("utf-8", "replace") if message is not None else None,
+                           raw[13], raw[14], raw[15], raw[16], raw[17]))
+
+    def _decode(self, codec: Codec, data: bytes, what: str) -> Any:
+        try:
+            return codec.decode(data)
+        except Exception as exc:  # noqa: BLE001 - reported; the event keeps the raw bytes
+            self.core.report(exc, f"decoding the {what} of cell {self.id} with the {codec.name} codec")
+            return data
+
+    def end(self, error: Error) -> None:
+        """The cell is gone: wake every waiter with ``error``, end every stream."""
+        self.closed = True
+        waiters, self.waiters = self.waiters, []
+        for load in waiters:
+            load._resolve(None, error)
+        streams, self.streams = self.streams, ()
+        for ref in streams:
+            stream = ref()
+            if stream is not None:
+                stream._push(_END)
+        self.subscribers = ()
+
+    def add_stream(self, stream: "EventStream") -> None:
+        self.streams = self.streams + (weakref.ref(stream, self._drop_stream),)
+
+    def drop_stream(self, stream: "EventStream") -> None:
+        self.streams = tuple(ref for ref in self.streams if ref() is not stream and ref() is not None)
+
+    def _drop_stream(self, ref: "weakref.ref[EventStream]") -> None:
+        self.streams = tuple(r for r in self.streams if r is not ref)
+
+    def runtime_closed(self) -> None:
+        self.end(self.core.lib.error(_core.LDS_ECLOSED, f"cell {self.id}: the runtime was closed"))
+
+
+def _free_cell(core: _core.Core, state: _CellState) -> None:
+    """Finalizer of a cell the user dropped without closing it."""
+    if state.closed or core.closed:
+        return
+    core.cells.pop(state.id, None)
+    free = core.dll.lds_process_free if state.process else core.dll.lds_loadable_free
+    free(core.c_handle, state.id)
+    state.end(core.lib.error(_core.LDS_ECLOSED, f"cell {state.id} was closed"))
+
+
+class Cell:
+    """What loadable and process cells share: identity, events, cancel, reset, close.
+
+    A cell is created by :meth:`Runtime.loadable` or :meth:`Runtime.process`
+    and lives until :meth:`close` (or until it is garbage-collected, or its
+    runtime closes). It is a context manager that closes it.
+    """
+
+    _process = False
+
+    def __init__(self, runtime: "Runtime", loader: Optional["Loader"] = None, *, codec: Optional[Codec] = None,
+                 request_codec: Optional[Codec] = None, on_event: Optional[EventCallback] = None) -> None:
+        core = runtime._core
+        self._runtime = runtime
+        self._core = core
+        self._loader = loader
+        self._last_loader = loader
+        if request_codec is None:
+            request_codec = loader.request_codec if loader is not None else codec or BYTES
+        if codec is None:
+            codec = loader.codec if loader is not None else BYTES
+        state = _CellState(core, self._process, codec, request_codec)
+        if on_event is not None:
+            state.subscribers = (on_event,)
+        out = c_uint64()
+        new = core.dll.lds_process_new if self._process else core.dll.lds_loadable_new
+        core.check(new(core.c_handle, _core._event_callback, core.token, byref(out)),
+                   "lds_process_new" if self._process else "lds_loadable_new")
+        state.id = out.value
+        state.c_id = out
+        core.cells[state.id] = state
+        self._state = state
+        self._finalizer = weakref.finalize(self, _free_cell, core, state)
+        self._finalizer.atexit = False  # the runtime's own close frees every cell
+
+    @property
+    def id(self) -> int:
+        """The cell's id in its runtime."""
+        return self._state.id
+
+    @property
+    def runtime(self) -> "Runtime":
+        """The runtime the cell belongs to."""
+        return self._runtime
+
+    @property
+    def loader(self) -> Optional["Loader"]:
+        """The loader used when a load names none."""
+        return self._loader
+
+    @property
+    def closed(self) -> bool:
+        """Whether the cell (or its runtime) was closed."""
+        return self._state.closed
+
+    @property
+    def latest(self) -> Event:
+        """The latest event delivered to Python (seq 0 and the initial status before any)."""
+        return self._state.event()
+
+    def subscribe(self, callback: EventCallback) -> Callable[[], None]:
+        """Calls ``callback(event)`` for every later event, on the delivery thread.
+
+        Returns a function that unsubscribes. An exception the callback raises
+        goes to the runtime's error handler.
+        """
+        state = self._state
+        state.subscribers = state.subscribers + (callback,)
+
+        def unsubscribe() -> None:
+            state.subscribers = tuple(c for c in state.subscribers if c is not callback)
+
+        return unsubscribe
+
+    def events(self, maxlen: Optional[int] = None) -> "EventStream":
+        """An async iterator over the cell's events from now on.
+
+        Call it inside a running asyncio loop. The iteration ends when the
+        cell or its runtime closes. With ``maxlen``, only the newest
+        ``maxlen`` undelivered events are kept.
+        """
+        return EventStream(self._state, maxlen)
+
+    def cancel(self) -> None:
+        """Cancels the running job, if any: the state before the load returns, flagged ``CANCELLED``."""
+        state = self._state
+        state.gen += 1
+        fn = self._core.dll.lds_process_cancel if self._process else self._core.dll.lds_loadable_cancel
+        self._core.check(fn(self._core.c_handle, state.id), "cancel")
+
+    def reset(self) -> None:
+        """Cancels the running job and makes the cell absent (process: idle)."""
+        state = self._state
+        state.gen += 1
+        fn = self._core.dll.lds_process_reset if self._process else self._core.dll.lds_loadable_reset
+        self._core.check(fn(self._core.c_handle, state.id), "reset")
+
+    def close(self) -> None:
+        """Frees the cell: its job is cancelled, no more events, pending loads raise :class:`Closed`."""
+        state = self._state
+        if state.closed:
+            return
+        self._finalizer.detach()
+        core = self._core
+        core.cells.pop(state.id, None)
+        if not core.closed:
+            free = core.dll.lds_process_free if self._process else core.dll.lds_loadable_free
+            rc = free(core.c_handle, state.id)
+            if rc < 0 and rc != _core.LDS_ECLOSED:
+                raise core.lib.error(rc, "close")
+        state.end(core.lib.error(_core.LDS_ECLOSED, f"cell {state.id} was closed"))
+
+    def __enter__(self) -> "Cell":
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+    def _begin(self, loader: Optional["Loader"], request: Any, options: Optional[LoadOptions], kind: Optional[int],
+               what: str) -> "Load":
+        loader = loader or self._loader
+        if loader is None:
+            raise InvalidArgument(-1, "invalid argument", f"{what}: the cell has no loader and none was given")
+        core = self._core
+        if loader._core is not core:
+            raise InvalidArgument(-1, "invalid argument", f"{what}: the loader belongs to another runtime")
+        state = self._state
+        raw = b"" if request is None else state.request_codec.encode(request)
+        c_options = keep = None
+        silent = False
+        policy = 0
+        if options is not None and not options.is_default():
+            if options.cache is not None and options.cache._core is not core:
+                raise InvalidArgument(-1, "invalid argument", f"{what}: the cache belongs to another runtime")
+            struct, keep = _options_struct(options)
+            c_options = byref(struct)
+            silent = options.silent
+            if options.cache is not None:
+                policy = int(options.policy)
+        load = Load(self, state, raw, silent, kind, policy)
+        state.gen = load._gen = state.gen + 1
+        waiters = state.waiters
+        waiters.append(load)  # before the call: the start event may come at once
+        if kind is None:
+            rc = core.dll.lds_loadable_load(core.c_handle, state.c_id, loader.c_id, raw, len(raw), c_options)
+        else:
+            rc = core.dll.lds_process_run(core.c_handle, state.c_id, kind, loader.c_id, raw, len(raw), c_options)
+        del keep
+        if rc < 0:
+            if load in waiters:
+                waiters.remove(load)
+            raise core.lib.error(rc, what)
+        self._last_loader = loader
+        return load
+
+
+def _options(options: Optional[LoadOptions], **fields: Any) -> Optional[LoadOptions]:
+    """The options of a load: ``options`` if given, else the keyword arguments (``None`` when all default)."""
+    if options is not None:
+        return options
+    fields["interrupts"] = tuple(fields["interrupts"])
+    built = LoadOptions(**fields)
+    return None if built.is_default() else built
+
+
+class Loadable(Cell):
+    """A loadable cell: absent -> loading -> loaded | error.
+
+    Create one with :meth:`Runtime.loadable`.
+    """
+
+    def load(self, request: Any = None, loader: Optional["Loader"] = None, *, silent: bool = False,
+             share: bool = False, timeout: Optional[float] = None, interrupts: Any = (), retries: int = 0,
+             retry_base: Optional[float] = None, retry_max: Optional[float] = None, cache: Any = None,
+             cache_key: Any = None, policy: CachePolicy = CachePolicy.LOAD_ONLY, fresh: Optional[float] = None,
+             max_age: Optional[float] = None, options: Optional[LoadOptions] = None) -> "Load":
+        """Starts a load: cancels the running job, emits ``LOADING`` (or, silent, the current state
+        flagged ``REFRESHING``), and starts a job of ``loader`` (default: the cell's loader).
+
+        Args:
+            request: what to load, encoded with the cell's request codec (``None``: no bytes).
+            loader: the loader to use instead of the cell's.
+            silent: keep the current state visible while loading.
+            share: wait for a running job of the same loader and request, if
+                any, instead of starting one (it runs once for every cell that
+                waits for it, and is cancelled when the last of them leaves it).
+            timeout: seconds before the job is cancelled and the cell becomes an error ``TIMEDOUT``.
+            interrupts: delays, in seconds, between ``INTERRUPT`` events.
+            retries: extra attempts after a failure, with back-off between ``retry_base`` and ``retry_max`` s.
+            cache, cache_key, policy, fresh, max_age: a :class:`~loadstate.Cache` and how to use
+                it (see :class:`LoadOptions` and :class:`CachePolicy`).
+            options: a :class:`LoadOptions`, instead of the keyword arguments.
+
+        Returns:
+            A :class:`Load`: ``await`` it, or call :meth:`Load.result`, for the settled state.
+        """
+        if (options is None and cache is None and not (silent or share or interrupts or retries)
+                and timeout is None and retry_base is None and retry_max is None):
+            return self._begin(loader, request, None, None, "load")  # the defaults: no options struct at all
+        return self._begin(loader, request, _options(
+            options, silent=silent, share=share, timeout=timeout, interrupts=interrupts, retries=retries,
+            retry_base=retry_base, retry_max=retry_max, cache=cache, cache_key=cache_key, policy=policy, fresh=fresh,
+            max_age=max_age), None, "load")
+
+    def refresh(self) -> "Load":
+        """Reloads the last request silently (same loader and options); the current state stays visible.
+
+        Raises:
+            WrongState: the cell was never loaded.
+            NotFound: the last load's loader was freed.
+        """
+        state = self._state
+        core = self._core
+        load = Load(self, state, None, True, None)
+        state.gen += 1
+        load._gen = state.gen
+        state.waiters.append(load)
+        rc = core.dll.lds_loadable_refresh(core.c_handle, state.id)
+        if rc < 0:
+            try:
+                state.waiters.remove(load)
+            except ValueError:
+                pass
+            raise core.lib.error(rc, "refresh")
+        return load
+
+    def set_loaded(self, value: Any) -> None:
+        """Cancels the running job and makes the cell ``LOADED`` with ``value`` (no request, attempt 0)."""
+        state = self._state
+        data = state.codec.encode(value)
+        state.gen += 1
+        self._core.check(self._core.dll.lds_loadable_set_loaded(self._core.c_handle, state.id, data, len(data)),
+                         "set_loaded")
+
+    def set_error(self, code: int, message: Optional[str] = None) -> None:
+        """Cancels the running job and makes the cell ``ERROR`` with ``code`` (domain ``HOST``) and ``message``."""
+        state = self._state
+        text = None if message is None else message.replace("\0", "\\0").encode("utf-8")
+        state.gen += 1
+        self._core.check(self._core.dll.lds_loadable_set_error(self._core.c_handle, state.id, code, text),
+                         "set_error")
+
+    def snapshot(self) -> Event:
+        """The cell's latest event as the library has it now (``lds_loadable_get``).
+
+        In POLL mode it may be ahead of the events dispatched so far; compare ``seq``.
+        """
+        core = self._core
+        state = self._state
+        snap = SnapshotC()
+        rc = core.dll.lds_loadable_get(core.c_handle, state.id, byref(snap))
+        try:
+            core.check(rc, "snapshot")
+            raw = (snap.type, snap.cell, snap.seq, snap.status, snap.kind, snap.flags, 0, 0, 0, 0,
+                   snap.error_domain, snap.error_code, 0, snap.attempt, snap.elapsed_ms, snap.progress_done,
+                   snap.progress_total, snap.updated_at_ms)
+            data = (string_at(snap.value, snap.value_len) if snap.value else None,
+                    string_at(snap.request, snap.request_len) if snap.request else None,
+                    string_at(snap.error_message, -1) if snap.error_message else None)
+        finally:
+            core.dll.lds_snapshot_clear(byref(snap))
+        return state._build(raw, data)
+
+
+class Process(Cell):
+    """A process cell: idle -> running(kind) -> finished(kind) | failed(kind); job values are ignored.
+
+    Create one with :meth:`Runtime.process`.
+    """
+
+    _process = True
+
+    def run(self, kind: int = 0, request: Any = None, loader: Optional["Loader"] = None, *, silent: bool = False,
+            share: bool = False, timeout: Optional[float] = None, interrupts: Any = (), retries: int = 0,
+            retry_base: Optional[float] = None, retry_max: Optional[float] = None,
+            options: Optional[LoadOptions] = None) -> "Load":
+        """Runs a job as process ``kind``: cancels the running job, emits ``RUNNING(kind)``, then
+        ``FINISHED(kind)`` or ``FAILED(kind)``. Arguments are those of :meth:`Loadable.load`.
+        """
+        return self._begin(loader, request, _options(
+            options, silent=silent, share=share, timeout=timeout, interrupts=interrupts, retries=retries,
+            retry_base=retry_base, retry_max=retry_max), int(kind), "run")
+
+
+class Load:
+    """One load (or run) and its outcome: the cell's state once it settles.
+
+    ``await load`` (or :meth:`result`) returns the first event, from this
+    load's start on, that is a state with no load under way: ``LOADED``,
+    ``ERROR``, a state restored by a cancel (flagged ``CANCELLED``), ``ABSENT``
+    after a reset... A later load that supersedes this one continues it, so
+    the outcome is that of the last load of the chain.
+
+    Cancelling the task that awaits it cancels the load, unless another
+    operation was issued on the cell since.
+
+    Loads of equal requests issued while an earlier one is still starting
+    cannot be told apart; they may share an outcome.
+    """
+
+    __slots__ = ("cell", "_state", "_request", "_silent", "_kind", "_policy", "_gen", "_started", "_done", "_event",
+                 "_error", "_loop", "_future", "_more", "_sync")
+
+    def __init__(self, cell: Cell, state: _CellState, request: Optional[bytes], silent: bool,
+                 kind: Optional[int], policy: int = 0) -> None:
+        #: The cell the load runs on.
+        self.cell = cell
+        self._state = state
+        self._request = request
+        self._silent = silent
+        self._kind = kind
+        self._policy = policy
+        self._gen = 0
+        self._started = False
+        self._done = False
+        self._event: Optional[Event] = None
+        self._error: Optional[BaseException] = None
+        # The first awaiting asyncio future and its loop; further ones in _more.
+        self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self._future: Optional[asyncio.Future] = None
+        self._more: Optional[list] = None
+        self._sync: Optional[threading.Event] = None
+
+    def _feed(self, raw: tuple, request: Optional[bytes], state: _CellState) -> None:
+        if raw[0] != _STATE:
+            return
+        status = raw[3]
+        flags = raw[5]
+        if not self._started:
+            # Wait for this load's own start, skipping events still in flight from before it.
+            if flags & _CANCELLED:
+                return
+            if self._policy and (flags & _FROM_CACHE or raw[13] == 0):
+                self._served_from_cache(raw, request, state)
+                return
+            if raw[13] != 1:
+                return
+            if self._silent:
+                if not flags & _REFRESHING:
+                    return
+            elif status not in _BUSY or (self._request is not None and request != self._request) or (
+                    self._kind is not None and raw[4] != self._kind):
+                return
+            self._started = True
+            return
+        if status in _BUSY or flags & _PARTIAL_OR_REFRESHING:
+            return
+        try:
+            state.waiters.remove(self)
+        except ValueError:
+            return
+        self._resolve(state.event(), None)
+
+    def _served_from_cache(self, raw: tuple, request: Optional[bytes], state: _CellState) -> None:
+        """A load with a cache may begin with the cached entry (or a cache-only miss) instead of LOADING."""
+        if self._request is not None and request != self._request:
+            return
+        hit = raw[3] == 2 and raw[5] & _FROM_CACHE
+        miss = raw[3] == 3 and raw[10] == _LDS_DOMAIN_LOADSTATE and raw[11] == _LDS_ENOENT
+        if hit and self._policy == _CACHE_THEN_LOAD:
+            self._started = True       # a silent load revalidates it: its outcome settles the load
+        elif (hit and self._policy in (_CACHE_FIRST, _CACHE_ONLY)) or (miss and self._policy == _CACHE_ONLY):
+            try:
+                state.waiters.remove(self)
+            except ValueError:
+                return
+            self._resolve(state.event(), None)
+
+    def _resolve(self, event: Optional[Event], error: Optional[BaseException]) -> None:
+        with _WAIT_LOCK:
+            if self._done:
+                return
+            self._event = event
+            self._error = error
+            self._done = True
+            loop, future, more, sync = self._loop, self._future, self._more, self._sync
+        if future is not None and loop is not None:
+            core = self._state.core
+            core.call_in_loop(loop, _wake, future)
+            if more:
+                for loop, future in more:
+                    core.call_in_loop(loop, _wake, future)
+        if sync is not None:
+            sync.set()
+
+    def done(self) -> bool:
+        """Whether the load has settled (or its cell closed)."""
+        return self._done
+
+    def _outcome(self) -> Event:
+        if self._error is not None:
+            raise self._error
+        return self._event  # type: ignore[return-value]
+
+    def result(self, timeout: Optional[float] = None) -> Event:
+        """Blocks until the load settles and returns the settled state.
+
+        In POLL mode with no asyncio loop attached, this thread runs the
+        callbacks while it waits.
+
+        Raises:
+            TimedOut: ``timeout`` seconds passed first.
+            Closed: the cell or runtime was closed first.
+            WrongState: called on the asyncio loop that dispatches the events (``await`` it instead).
+        """
+        if self._done:
+            return self._outcome()
+        core = self._state.core
+        deadline = None if timeout is None else time.monotonic() + timeout
+        if core.delivery == 1 and core.loop is None and not core.closed:
+            while not self._done:
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    break
+                try:
+                    core.poll(remaining)
+                except WrongState:  # another thread dispatches: wait for its wake-up instead
+                    self._wait_sync(0.05 if remaining is None else min(remaining, 0.05))
+                except Closed:
+                    break
+        elif core.loop is not None:
+            try:
+                running = asyncio.get_running_loop()
+            except RuntimeError:
+                running = None
+            if running is core.loop:
+                raise WrongState(-3, "not allowed in the current state",
+                                 "result() would block the event loop that delivers the events; await the load")
+            self._wait_sync(timeout)
+        else:
+            self._wait_sync(timeout)
+        if not self._done:
+            raise TimedOut(-5, "timed out", f"the load did not settle within {timeout} s")
+        return self._outcome()
+
+    def _wait_sync(self, timeout: Optional[float]) -> None:
+        with _WAIT_LOCK:
+            if self._done:
+                return
+            if self._sync is None:
+                self._sync = threading.Event()
+            sync = self._sync
+        sync.wait(timeout)
+
+    def cancel(self) -> bool:
+        """Cancels the load if it has not settled and no other operation was issued on the cell since.
+
+        Returns whether a cancel was sent.
+        """
+        state = self._state
+        if self._done or state.closed or state.gen != self._gen or state.core.closed:
+            return False
+        try:
+            self.cell.cancel()
+        except Closed:
+            return False
+        return True
+
+    def __await__(self) -> Generator[Any, None, Event]:
+        """Waits for the settled state; cancelling the awaiting task cancels the load."""
+        if not self._done:
+            # The attached loop when there is one: asyncio itself refuses to
+            # await a future of another loop, so a mistake cannot go unseen.
+            loop = self._state.core.loop or _get_running_loop()
+            future = loop.create_future()
+            with _WAIT_LOCK:
+                pending = not self._done
+                if pending:
+                    if self._future is None:
+                        self._loop = loop
+                        self._future = future
+                    elif self._more is None:
+                        self._more = [(loop, future)]
+                    else:
+                        self._more.append((loop, future))
+            if pending:
+                try:
+                    yield from future
+                except asyncio.CancelledError:
+                    self.cancel()
+                    raise
+        return self._outcome()
+
+    def __repr__(self) -> str:
+        state = "done" if self._done else ("started" if self._started else "pending")
+        return f"<Load cell={self._state.id} {state}>"
+
+
+def _wake(future: "asyncio.Future[None]") -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+class EventStream:
+    """An async iterator over a cell's events; see :meth:`Cell.events`.
+
+    Use it with ``async for``, or ``async with`` to unsubscribe on exit.
+    """
+
+    def __init__(self, state: _CellState, maxlen: Optional[int] = None) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._queue: Deque[Any] = collections.deque(maxlen=maxlen)
+        self._waiter: Optional[asyncio.Future] = None
+        self._ended = False
+        self._state = state
+        if state.closed:
+            self._queue.append(_END)
+        else:
+            state.add_stream(self)
+
+    def _push(self, item: Any) -> None:
+        self._state.core.call_in_loop(self._loop, self._push_here, item)
+
+    def _push_here(self, item: Any) -> None:
+        if self._ended:
+            return
+        self._queue.append(item)
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def __aiter__(self) -> "EventStream":
+        return self
+
+    async def __anext__(self) -> Event:
+        while not self._queue:
+            if self._ended:
+                raise StopAsyncIteration
+            self._waiter = self._loop.create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        item = self._queue.popleft()
+        if item is _END:
+            self._finish()
+            raise StopAsyncIteration
+        return item
+
+    def _finish(self) -> None:
+        self._ended = True
+        self._queue.clear()
+        self._state.drop_stream(self)
+
+    async def aclose(self) -> None:
+        """Stops the stream: no more events are queued and the iteration ends."""
+        self._finish()
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def __aenter__(self) -> "EventStream":
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        await self.aclose()

@@ -1,0 +1,491 @@
+"""Loaders written in Python, and the jobs they run.
+
+A loader wraps a callable that receives a :class:`Job`. How it runs depends
+on what it is:
+
+* ``async def`` (or an async generator function): a task on the asyncio loop;
+* a plain function (or a generator function): a worker thread;
+* any callable with ``inline=True``: directly on the delivery thread, for
+  work that never blocks.
+
+The callable ends the job by returning (a value succeeds; ``None`` finishes,
+keeping the last yielded value), by raising (:class:`~loadstate.LoadFailed`
+picks the code; any other exception fails with code 1 and the exception as
+message; :class:`~loadstate.Cancelled` cancels the job), or explicitly
+through the job's methods. Generators yield partial values.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import threading
+import weakref
+from ctypes import byref, c_uint64
+from typing import TYPE_CHECKING, Any, Callable, Optional, Tuple
+
+from . import _core
+from .codec import BYTES, Codec
+from .errors import Cancelled, Closed, InvalidArgument, LoadFailed
+
+if TYPE_CHECKING:
+    from .runtime import Runtime
+
+__all__ = ["Loader", "Job", "EXCEPTION_CODE"]
+
+#: The code a job fails with when its loader raises an exception other than :class:`LoadFailed`.
+EXCEPTION_CODE = 1
+
+_HOOK_LOCK = threading.Lock()
+
+
+class Job:
+    """One run of a loader for one load; passed to the loader's callable.
+
+    Every method may be called from any thread. Those that act on the job
+    raise :class:`~loadstate.Cancelled` once it no longer runs (cancelled,
+    superseded, timed out, its cell freed, or already ended) and
+    :class:`~loadstate.Closed` once the runtime is closed.
+    """
+
+    __slots__ = ("_core", "id", "raw_request", "_codec", "_loader_name", "_ended", "_detached", "_watching",
+                 "_fired", "_cancel_event", "_task", "_loop", "_hooks")
+
+    def __init__(self, core: _core.Core, job_id: int, raw_request: bytes, codec: Codec, loader_name: str) -> None:
+        self._core = core
+        #: The job's id in its runtime.
+        self.id = job_id
+        #: The request as the library passed it (bytes).
+        self.raw_request = raw_request
+        self._codec = codec
+        self._loader_name = loader_name
+        self._ended = False
+        self._detached = False
+        self._watching = False
+        self._fired = False
+        self._cancel_event: Optional[threading.Event] = None
+        self._task: Any = None
+        self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self._hooks: Tuple[Callable[["Job"], Any], ...] = ()
+
+    @property
+    def request(self) -> Any:
+        """The request, decoded with the loader's codec (``None`` for an empty one, except with BYTES)."""
+        raw = self.raw_request
+        if self._codec is BYTES:
+            return raw
+        return self._codec.decode(raw) if raw else None
+
+    # -- reporting ------------------------------------------------------
+
+    def _call(self, rc: int, what: str) -> None:
+        if rc < 0:
+            raise self._core.lib.error(rc, f"job {self.id}: {what}")
+
+    def _ended_by_us(self) -> None:
+        self._ended = True
+        if self._watching:
+            self._core.jobs.pop(self.id, None)
+
+    def yield_(self, value: Any) -> None:
+        """Reports a partial value: the cell becomes ``LOADED`` flagged ``PARTIAL``; the job goes on."""
+        data = self._codec.encode(value)
+        self._call(self._core.dll.lds_job_yield(self._core.c_handle, self.id, data, len(data)), "yield")
+
+    def progress(self, done: int, total: int = 0) -> None:
+        """Reports progress: a ``PROGRESS`` event with ``done`` of ``total`` units (0: unknown)."""
+        if done < 0 or total < 0:
+            raise InvalidArgument(-1, "invalid argument", "progress counts must be >= 0")
+        self._call(self._core.dll.lds_job_progress(self._core.c_handle, self.id, done, total), "progress")
+
+    def succeed(self, value: Any = None) -> None:
+        """Ends the job with a final value: the cell becomes ``LOADED`` (process: ``FINISHED``)."""
+        data = self._codec.encode(value)
+        self._call(self._core.dll.lds_job_succeed(self._core.c_handle, self.id, data, len(data)), "succeed")
+        self._ended_by_us()
+
+    def finish(self) -> None:
+        """Ends the job keeping the last yielded value; without one, the state before the load returns."""
+        self._call(self._core.dll.lds_job_finish(self._core.c_handle, self.id), "finish")
+        self._ended_by_us()
+
+    def fail(self, code: int = EXCEPTION_CODE, message: Optional[str] = None, *, final: bool = False) -> None:
+        """Ends the job with an error: the cell becomes ``ERROR`` (process: ``FAILED``), domain ``HOST``.
+
+        When the load has retries left, the failure is not shown: the cell
+        stays ``LOADING`` and a new job starts after a back-off. With
+        ``final``, retrying is skipped (a failure retrying cannot fix).
+        """
+        text = None if message is None else message.replace("\0", "\\0").encode("utf-8")
+        fail = self._core.dll.lds_job_fail_final if final else self._core.dll.lds_job_fail
+        self._call(fail(self._core.c_handle, self.id, code, text), "fail")
+        self._ended_by_us()
+
+    def cancel(self) -> None:
+        """Cancels the job from inside: the state before the load returns, flagged ``CANCELLED``."""
+        self._call(self._core.dll.lds_job_cancel_self(self._core.c_handle, self.id), "cancel")
+
+    def reset(self) -> None:
+        """Ends the job and makes the cell absent (process: idle)."""
+        self._call(self._core.dll.lds_job_reset_self(self._core.c_handle, self.id), "reset")
+
+    def detach(self) -> None:
+        """Keeps the job running after the callable returns; end it later with one of the methods above."""
+        self._detached = True
+
+    # -- cancellation ---------------------------------------------------
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether the job no longer runs (cancelled, superseded, timed out, ended, runtime closed)."""
+        if self._ended or self._fired:
+            return True
+        rc = self._core.dll.lds_job_is_cancelled(self._core.c_handle, self.id)
+        return rc != 0
+
+    def on_cancel(self, callback: Callable[["Job"], Any]) -> None:
+        """Calls ``callback(job)`` once if the job is cancelled, superseded or timed out, or its cell or
+        runtime is freed; never when it ends by succeed, finish or fail.
+
+        The callback runs on the delivery thread; an exception it raises
+        goes to the runtime's error handler.
+
+        Raises:
+            Cancelled: the job no longer runs, so the callback would never be called.
+        """
+        with _HOOK_LOCK:
+            if self._fired:
+                raise self._core.lib.error(_core.LDS_ECANCELED, f"job {self.id}: on_cancel")
+            self._hooks = self._hooks + (callback,)
+        try:
+            self._watch()
+        except BaseException:
+            with _HOOK_LOCK:
+                self._hooks = tuple(hook for hook in self._hooks if hook is not callback)
+            raise
+
+    def wait_cancelled(self, timeout: Optional[float] = None) -> bool:
+        """Blocks until the job is cancelled (as for :meth:`on_cancel`) or ``timeout`` seconds pass.
+
+        Returns ``True`` once the job no longer runs, ``False`` on timeout.
+        For loaders on worker threads that wait for something.
+        """
+        with _HOOK_LOCK:
+            if self._cancel_event is None:
+                self._cancel_event = threading.Event()
+                if self._fired:
+                    self._cancel_event.set()
+            event = self._cancel_event
+        try:
+            self._watch()
+        except (Cancelled, Closed):
+            return True
+        return event.wait(timeout)
+
+    def _watch(self) -> None:
+        """Registers the library's cancel hook for this job (once)."""
+        if self._watching:
+            return
+        core = self._core
+        core.jobs[self.id] = self
+        rc = core.dll.lds_job_on_cancel(core.c_handle, self.id, _core._cancel_callback, core.token)
+        if rc < 0:
+            core.jobs.pop(self.id, None)
+            raise core.lib.error(rc, f"job {self.id}: on_cancel")
+        self._watching = True
+
+    def _cancelled_by_library(self) -> None:
+        """The library's cancel hook: runs on the delivery thread (or at close)."""
+        with _HOOK_LOCK:
+            if self._fired:
+                return
+            self._fired = True
+            hooks, self._hooks = self._hooks, ()
+            event = self._cancel_event
+        if event is not None:
+            event.set()
+        task = self._task
+        if task is not None:
+            if isinstance(task, asyncio.Future) and self._loop is not None:
+                self._core.call_in_loop(self._loop, _cancel, task)
+            else:
+                task.cancel()  # a concurrent.futures.Future: thread-safe
+        for hook in hooks:
+            try:
+                hook(self)
+            except BaseException as exc:  # noqa: BLE001
+                self._core.report(exc, f"a cancel hook of job {self.id}")
+
+    # -- completion by the loader's callable ----------------------------
+
+    def _complete(self, result: Any) -> None:
+        if self._detached or self._ended:
+            return
+        try:
+            if result is None:
+                self.finish()
+            else:
+                self.succeed(result)
+        except (Cancelled, Closed):
+            pass  # the job was cancelled or the runtime closed while it ran
+
+    def _fail_with(self, exc: BaseException) -> None:
+        if isinstance(exc, (Cancelled, asyncio.CancelledError)):
+            if not self._ended:
+                try:
+                    self.cancel()
+                except (Cancelled, Closed):
+                    pass
+            return
+        if isinstance(exc, Closed) and self._core.closing:
+            return
+        final = False
+        if isinstance(exc, LoadFailed):
+            code, message, final = exc.code, exc.message, exc.final
+        else:
+            code, message = EXCEPTION_CODE, f"{type(exc).__name__}: {exc}"
+        try:
+            self.fail(code, message, final=final)
+            return
+        except (Cancelled, Closed):
+            pass
+        self._core.report(exc, f"{self._loader_name} (job {self.id}, which no longer runs)")
+
+    def __repr__(self) -> str:
+        return f"<Job {self.id} of {self._loader_name}>"
+
+
+def _cancel(task: "asyncio.Future[Any]") -> None:
+    task.cancel()
+
+
+def _drain(job: Job, generator: Any) -> Any:
+    try:
+        while True:
+            try:
+                value = next(generator)
+            except StopIteration as stop:
+                return stop.value
+            job.yield_(value)
+    finally:
+        generator.close()
+
+
+def _run_sync(job: Job, fn: Callable[[Job], Any]) -> None:
+    try:
+        result = fn(job)
+    except BaseException as exc:  # noqa: BLE001 - every outcome ends the job
+        job._fail_with(exc)
+        return
+    _finish_sync(job, result)
+
+
+def _finish_sync(job: Job, result: Any) -> None:
+    try:
+        if inspect.isgenerator(result):
+            result = _drain(job, result)
+        elif inspect.isawaitable(result):
+            if inspect.iscoroutine(result):
+                result.close()
+            raise TypeError(f"{job._loader_name} returned an awaitable; declare it `async def` to run it on asyncio")
+        job._complete(result)
+    except BaseException as exc:  # noqa: BLE001 - every outcome ends the job
+        job._fail_with(exc)
+
+
+async def _run_async(job: Job, fn: Callable[[Job], Any], generator: bool) -> None:
+    try:
+        if generator:
+            agen = fn(job)
+            try:
+                async for value in agen:
+                    job.yield_(value)
+            finally:
+                await agen.aclose()
+            result = None
+        else:
+            result = await fn(job)
+        job._complete(result)
+    except asyncio.CancelledError as exc:
+        job._fail_with(exc)
+        raise
+    except BaseException as exc:  # noqa: BLE001
+        job._fail_with(exc)
+
+
+class _LoaderState:
+    """What the library's callbacks need of a loader (registered under its token)."""
+
+    def __init__(self, core: _core.Core, fn: Callable[[Job], Any], codec: Codec, mode: str,
+                 loop: Optional[asyncio.AbstractEventLoop], name: str) -> None:
+        self.core = core
+        self.fn = fn
+        self.codec = codec
+        self.mode = mode
+        self.loop = loop
+        self.name = name
+        self.generator = inspect.isasyncgenfunction(fn)
+
+    def start(self, job_id: int, request: bytes) -> None:
+        job = Job(self.core, job_id, request, self.codec, self.name)
+        mode = self.mode
+        if mode == "inline":
+            try:
+                result = self.fn(job)
+            except BaseException as exc:  # noqa: BLE001
+                job._fail_with(exc)
+                return
+            if type(result) is bytes and self.codec is BYTES and not job._ended and not job._detached:
+                # The common case of an inline loader, without the general path's checks.
+                core = self.core
+                rc = core.dll.lds_job_succeed(core.c_handle, job_id, result, len(result))
+                if rc == 0:
+                    job._ended_by_us()
+                elif rc != _core.LDS_ECANCELED and rc != _core.LDS_ECLOSED:
+                    job._fail_with(core.lib.error(rc, f"job {job_id}: succeed"))
+                return
+            _finish_sync(job, result)
+        elif mode == "thread":
+            self.core.workers.submit(_run_sync, job, self.fn)
+        else:
+            self._start_async(job)
+
+    def _start_async(self, job: Job) -> None:
+        loop = self.core.loop or self.loop
+        if loop is None or loop.is_closed():
+            try:
+                job.fail(EXCEPTION_CODE, f"RuntimeError: {self.name} is async but no asyncio loop is available "
+                                         "(create the loader inside a running loop, or attach the runtime)")
+            except (Cancelled, Closed):
+                pass
+            return
+        job._loop = loop
+        try:
+            job._watch()  # the cancel hook cancels the task
+        except (Cancelled, Closed):
+            return  # cancelled before it began
+        core = self.core
+        if loop is core.loop and core._reader_thread == threading.get_ident():
+            running: Optional[asyncio.AbstractEventLoop] = loop
+        else:
+            try:
+                running = asyncio.get_running_loop()
+            except RuntimeError:
+                running = None
+        coroutine = _run_async(job, self.fn, self.generator)
+        if running is loop:
+            job._task = loop.create_task(coroutine)
+        else:
+            try:
+                job._task = asyncio.run_coroutine_threadsafe(coroutine, loop)
+            except RuntimeError as exc:  # the loop closed meanwhile
+                coroutine.close()
+                job._fail_with(exc)
+                return
+        if job._fired:
+            self._cancel_late(job)
+
+    @staticmethod
+    def _cancel_late(job: Job) -> None:
+        task = job._task
+        if isinstance(task, asyncio.Future) and job._loop is not None:
+            job._core.call_in_loop(job._loop, _cancel, task)
+        else:
+            task.cancel()
+
+    def released(self) -> None:
+        self.fn = None  # type: ignore[assignment]
+
+
+def _release_loader(core: _core.Core, loader_id: int) -> None:
+    if not core.closed:
+        core.dll.lds_loader_free(core.c_handle, loader_id)
+
+
+class Loader:
+    """A loader: a Python callable (see :meth:`Runtime.loader`) or one built into the library
+    (:meth:`Runtime.file_loader`, :meth:`Runtime.exec_loader`, :meth:`Runtime.http_loader`).
+
+    The library keeps a callable until the loader is closed and its last
+    job has ended. Closing (or dropping) the loader makes new loads with it
+    fail with :class:`~loadstate.NotFound`; running jobs go on.
+
+    Attributes:
+        id: the loader's id in its runtime.
+        fn: the callable, or ``None`` for a built-in loader.
+        mode: ``"thread"``, ``"inline"`` or ``"async"`` for callables; ``"file"``, ``"exec"`` or ``"http"``.
+        codec: how the loader's values are encoded; cells made with the loader decode them with it by default.
+        request_codec: how requests to the loader are encoded.
+    """
+
+    def __init__(self, runtime: "Runtime", fn: Callable[[Job], Any], *, codec: Codec = BYTES,
+                 inline: bool = False, loop: Optional[asyncio.AbstractEventLoop] = None) -> None:
+        if not callable(fn):
+            raise TypeError(f"a loader needs a callable, not {type(fn).__name__}")
+        is_async = inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn)
+        if is_async and inline:
+            raise InvalidArgument(-1, "invalid argument", "an async loader cannot run inline")
+        mode = "async" if is_async else ("inline" if inline else "thread")
+        if is_async and loop is None:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                loop = None
+        core = runtime._core
+        name = f"loader {getattr(fn, '__qualname__', type(fn).__name__)}"
+        state = _LoaderState(core, fn, codec, mode, loop, name)
+        token = _core.register(state)
+        out = c_uint64()
+        rc = core.dll.lds_loader_new(core.c_handle, _core._start_callback, token, _core._free_callback, byref(out))
+        if rc < 0:
+            _core.unregister(token)
+            raise core.lib.error(rc, "lds_loader_new")
+        self._adopt(runtime, out, fn, mode, codec, codec)
+
+    @classmethod
+    def _builtin(cls, runtime: "Runtime", loader_id: c_uint64, mode: str, codec: Codec,
+                 request_codec: Codec) -> "Loader":
+        loader = cls.__new__(cls)
+        loader._adopt(runtime, loader_id, None, mode, codec, request_codec)
+        return loader
+
+    def _adopt(self, runtime: "Runtime", loader_id: c_uint64, fn: Optional[Callable[[Job], Any]], mode: str,
+               codec: Codec, request_codec: Codec) -> None:
+        core = runtime._core
+        self._runtime = runtime
+        self._core = core
+        self.id: int = loader_id.value
+        self.c_id = loader_id  # the id as a ctypes value, passed as is on every load
+        self.fn = fn
+        self.mode = mode
+        self.codec = codec
+        self.request_codec = request_codec
+        self._closed = False
+        self._finalizer = weakref.finalize(self, _release_loader, core, self.id)
+        self._finalizer.atexit = False
+
+    @property
+    def runtime(self) -> "Runtime":
+        """The runtime the loader belongs to."""
+        return self._runtime
+
+    def close(self) -> None:
+        """Frees the loader: new loads with it fail; running jobs go on."""
+        if self._closed:
+            return
+        self._closed = True
+        self._finalizer.detach()
+        if not self._core.closed:
+            rc = self._core.dll.lds_loader_free(self._core.c_handle, self.id)
+            if rc < 0 and rc != _core.LDS_ECLOSED:
+                raise self._core.lib.error(rc, "close")
+
+    def __enter__(self) -> "Loader":
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        what = getattr(self.fn, "__qualname__", self.fn) if self.fn is not None else "built-in"
+        return f"<Loader {self.id} {self.mode} {what!r}>"

@@ -1,0 +1,257 @@
+"""The runtime: one libuv loop on its own thread, and everything created from it."""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import os
+import weakref
+from typing import Any, Callable, Optional, Union, overload
+
+from . import _core, builtin
+from ._library import ExecOptionsC, FileOptionsC, HttpOptionsC, Library, load_library
+from .cache import Cache
+from .cells import EventCallback, Loadable, Process
+from .codec import BYTES, Codec
+from .loaders import Job, Loader
+from .types import Delivery, _milliseconds
+
+__all__ = ["Runtime"]
+
+LoaderFunction = Callable[[Job], Any]
+
+
+def _delivery(value: Union[Delivery, str, int]) -> Delivery:
+    if isinstance(value, str):
+        try:
+            return Delivery[value.upper()]
+        except KeyError:
+            raise ValueError(f"delivery must be 'loop' or 'poll', not {value!r}") from None
+    return Delivery(value)
+
+
+class Runtime:
+    """A loadstate runtime (``lds_runtime``): creates cells and loaders and owns them.
+
+    Use it as a context manager (``with`` or ``async with``); :meth:`close`
+    cancels every running job, releases every loader and wakes every
+    waiting load with :class:`~loadstate.Closed`. A runtime that is never
+    closed is closed when it is garbage-collected or at interpreter exit.
+
+    Args:
+        delivery: where callbacks run. ``Delivery.LOOP`` (default): on the
+            runtime's thread. ``Delivery.POLL``: on whatever thread calls
+            :meth:`dispatch`, :meth:`poll` or waits on a load; ``async with``
+            attaches it to the running asyncio loop so callbacks run there.
+            ``"loop"`` and ``"poll"`` are accepted too.
+        library: the path of libloadstate.so (see :func:`loadstate.load_library`).
+        on_error: ``on_error(exception, context)`` receives exceptions that
+            no caller can receive: raised by event callbacks, cancel hooks,
+            codecs, or loaders whose job no longer runs. The default logs
+            them on the ``loadstate`` logger.
+        workers: the most threads that run plain-function loaders at once.
+    """
+
+    def __init__(self, delivery: Union[Delivery, str, int] = Delivery.LOOP, *,
+                 library: Union[None, str, "os.PathLike[str]", Library] = None,
+                 on_error: Optional[Callable[[BaseException, str], None]] = None,
+                 workers: int = min(32, (os.cpu_count() or 1) + 4)) -> None:
+        lib = library if isinstance(library, Library) else load_library(library)
+        self._core = _core.Core(lib, _delivery(delivery), on_error, workers)
+        self._finalizer = weakref.finalize(self, self._core.close, True)
+
+    # -- properties -------------------------------------------------------
+
+    @property
+    def library(self) -> Library:
+        """The loaded libloadstate.so."""
+        return self._core.lib
+
+    @property
+    def delivery(self) -> Delivery:
+        """Where callbacks run."""
+        return self._core.delivery
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` has run."""
+        return self._core.closed
+
+    @property
+    def fd(self) -> int:
+        """POLL mode: a descriptor readable while callbacks are pending. Do not read or close it."""
+        return self._core.fd()
+
+    # -- lifecycle --------------------------------------------------------
+
+    def close(self) -> None:
+        """Frees the runtime: cancels jobs (their cancel hooks run), releases loaders, joins the loop thread.
+
+        Closing twice is harmless.
+
+        Raises:
+            WrongState: called from inside a loadstate callback.
+        """
+        self._core.close()
+        self._finalizer.detach()
+
+    def __enter__(self) -> "Runtime":
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+    async def __aenter__(self) -> "Runtime":
+        if self.delivery == Delivery.POLL:
+            self.attach()
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        self.close()
+
+    # -- POLL mode ----------------------------------------------------------
+
+    def attach(self, loop: Optional[asyncio.AbstractEventLoop] = None) -> None:
+        """POLL mode: runs callbacks on ``loop`` (default: the running loop) by watching :attr:`fd`.
+
+        Async loaders also run on this loop.
+        """
+        self._core.attach(loop or asyncio.get_running_loop())
+
+    def detach(self) -> None:
+        """Stops watching :attr:`fd` on the attached asyncio loop."""
+        self._core.detach()
+
+    def dispatch(self, max_events: int = 0) -> int:
+        """POLL mode: runs pending callbacks on this thread (all when ``max_events`` <= 0); never waits.
+
+        Returns how many ran.
+        """
+        return self._core.dispatch(max_events)
+
+    def poll(self, timeout: Optional[float] = None) -> int:
+        """POLL mode: waits up to ``timeout`` seconds (``None``: no limit) until callbacks are pending,
+        then runs them all. Returns how many ran (0 on timeout)."""
+        return self._core.poll(timeout)
+
+    # -- factories ----------------------------------------------------------
+
+    @overload
+    def loader(self, fn: LoaderFunction, *, codec: Codec = ..., inline: bool = ...) -> Loader: ...
+
+    @overload
+    def loader(self, fn: None = ..., *, codec: Codec = ..., inline: bool = ...) -> Callable[[LoaderFunction], Loader]:
+        ...
+
+    def loader(self, fn: Optional[LoaderFunction] = None, *, codec: Codec = BYTES, inline: bool = False,
+               loop: Optional[asyncio.AbstractEventLoop] = None) -> Any:
+        """Makes a :class:`Loader` of ``fn(job)``; usable as a decorator, with or without arguments.
+
+        Args:
+            fn: the callable. ``async def`` functions run on the asyncio loop
+                (the attached one, else ``loop``, else the one running when
+                the loader is made); plain functions run on worker threads.
+            codec: how the job's request is decoded and its values encoded.
+            inline: run a plain function directly on the delivery thread
+                (for work that returns at once and never blocks).
+            loop: the asyncio loop async loaders run on.
+        """
+        if fn is None:
+            return lambda f: Loader(self, f, codec=codec, inline=inline, loop=loop)
+        return Loader(self, fn, codec=codec, inline=inline, loop=loop)
+
+    def file_loader(self, *, chunk_size: int = 0, max_size: int = 0) -> Loader:
+        """The library's file loader: a request is a path, the value the file's contents.
+
+        PROGRESS events count bytes. A missing or unreadable file is an error
+        in the ``OS`` domain (errno as code). ``chunk_size``: bytes per read
+        (0: 256 KiB); ``max_size``: the largest file (0: :data:`VALUE_MAX`).
+        """
+        options = FileOptionsC(ctypes.sizeof(FileOptionsC), chunk_size, max_size)
+        return self._builtin("file", self._core.dll.lds_file_loader_new, options, BYTES, builtin.PATH)
+
+    def exec_loader(self, *, stream_lines: bool = False, kill_grace: Optional[float] = None,
+                    max_output: int = 0) -> Loader:
+        """The library's exec loader: a request is an :class:`ExecRequest` (or a list of arguments),
+        the value the command's stdout.
+
+        A non-zero exit is an error in the ``EXIT`` domain with the stderr
+        tail as message. ``stream_lines`` yields stdout so far at each newline;
+        cancelling sends SIGTERM, then SIGKILL after ``kill_grace`` seconds.
+        """
+        options = ExecOptionsC(ctypes.sizeof(ExecOptionsC), builtin.EXEC_STREAM_LINES if stream_lines else 0,
+                               _milliseconds("kill_grace", kill_grace), max_output)
+        return self._builtin("exec", self._core.dll.lds_exec_loader_new, options, BYTES, builtin.EXEC_REQUEST)
+
+    def http_loader(self, *, max_connections: int = 0, user_agent: Optional[str] = None,
+                    proxy: Optional[str] = None) -> Loader:
+        """The library's HTTP loader (libcurl on the runtime's loop): a request is an
+        :class:`HttpRequest` (or a URL), the value an :class:`HttpResponse`.
+
+        A status outside 2xx is an error in the ``HTTP`` domain; with
+        retries, 5xx, 408 and 429 are retried. ``proxy``: ``None`` takes it
+        from the environment (``http_proxy``...), ``""`` uses none, else the
+        proxy's URL.
+        """
+        options = HttpOptionsC(ctypes.sizeof(HttpOptionsC), max_connections,
+                               user_agent.encode("utf-8") if user_agent is not None else None,
+                               proxy.encode("utf-8") if proxy is not None else None)
+        return self._builtin("http", self._core.dll.lds_http_loader_new, options, builtin.HTTP_RESPONSE,
+                             builtin.HTTP_REQUEST)
+
+    def _builtin(self, mode: str, new: Any, options: Any, codec: Codec, request_codec: Codec) -> Loader:
+        out = ctypes.c_uint64()
+        self._core.check(new(self._core.c_handle, ctypes.byref(options), ctypes.byref(out)), f"{mode} loader")
+        return Loader._builtin(self, out, mode, codec, request_codec)
+
+    def memory_cache(self, name: Optional[str] = None, *, max_entries: int = 0, max_bytes: int = 0,
+                     ttl: Optional[float] = None, codec: Codec = BYTES) -> Cache:
+        """A new, empty memory cache.
+
+        Args:
+            name: the cache's name.
+            max_entries: most entries held (0: 10000).
+            max_bytes: most bytes of keys and values held (0: 64 MiB).
+            ttl: seconds an entry lives (``None``: entries do not expire).
+            codec: how values are encoded.
+        """
+        return Cache._memory(self, name, max_entries, max_bytes, ttl, codec)
+
+    def persistent_cache(self, path: Union[str, "os.PathLike[str]"], *, max_bytes: int = 0,
+                         ttl: Optional[float] = None, replace_damaged: bool = False, codec: Codec = BYTES) -> Cache:
+        """Opens (or creates, mode 0600) the persistent cache in the SQLite file ``path``.
+
+        Entries stored earlier, by this process or another, are served
+        again; every change is durable once the call returns. A file that is
+        not a cache of this library raises :class:`IOFailure` unless
+        ``replace_damaged``, which recreates it empty.
+
+        Args:
+            max_bytes: most bytes of keys and values held (0: 256 MiB).
+            ttl: seconds an entry lives (``None``: entries do not expire).
+            codec: how values are encoded.
+        """
+        return Cache._persistent(self, path, max_bytes, ttl, replace_damaged, codec)
+
+    def loadable(self, loader: Optional[Loader] = None, *, codec: Optional[Codec] = None,
+                 request_codec: Optional[Codec] = None, on_event: Optional[EventCallback] = None) -> Loadable:
+        """Makes a :class:`Loadable` cell (absent at first).
+
+        Args:
+            loader: the loader its loads use unless they name another.
+            codec: how event values are decoded (and ``set_loaded`` values
+                encoded); default: the loader's codec, else :data:`BYTES`.
+            request_codec: how requests are encoded and decoded; default:
+                the loader's request codec, else ``codec``.
+            on_event: a callback for every event, on the delivery thread.
+        """
+        return Loadable(self, loader, codec=codec, request_codec=request_codec, on_event=on_event)
+
+    def process(self, loader: Optional[Loader] = None, *, codec: Optional[Codec] = None,
+                request_codec: Optional[Codec] = None, on_event: Optional[EventCallback] = None) -> Process:
+        """Makes a :class:`Process` cell (idle at first); arguments as for :meth:`loadable`."""
+        return Process(self, loader, codec=codec, request_codec=request_codec, on_event=on_event)
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else "open"
+        return f"<loadstate.Runtime {self.delivery.name} {state}>"

@@ -1,0 +1,257 @@
+"""asyncio: POLL delivery on the loop, awaiting loads, event streams, async loaders, cancellation."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+from conftest import WAIT, Jobs
+
+import loadstate
+from loadstate import Delivery, Flags, Status
+
+
+def run(coroutine):
+    return asyncio.run(asyncio.wait_for(coroutine, WAIT))
+
+
+def test_poll_runtime_runs_every_callback_on_the_loop_thread(errors):
+    async def main():
+        loop_thread = threading.get_ident()
+        threads = set()
+        async with loadstate.Runtime(Delivery.POLL, on_error=errors) as rt:
+            def inline(job):
+                threads.add(("start", threading.get_ident()))
+                job.on_cancel(lambda j: threads.add(("hook", threading.get_ident())))
+                return job.request
+
+            cell = rt.loadable(rt.loader(inline, inline=True),
+                               on_event=lambda e: threads.add(("event", threading.get_ident())))
+            assert (await cell.load(b"a")).value == b"a"
+            pending = cell.load(b"b")
+            cell.cancel()
+            assert (await pending).settled
+        assert {thread for _, thread in threads} == {loop_thread}
+        assert {kind for kind, _ in threads} >= {"start", "event"}
+
+    run(main())
+    assert errors.items == []
+
+
+def test_await_load_returns_the_settled_state(errors):
+    async def main():
+        async with loadstate.Runtime(Delivery.POLL, on_error=errors) as rt:
+            @rt.loader(codec=loadstate.JSON)
+            async def double(job):
+                await asyncio.sleep(0)
+                yield job.request          # a partial value
+                yield job.request * 2
+
+            cell = rt.loadable(double, codec=loadstate.JSON)
+            state = await cell.load(21)
+            assert (state.status, state.value, state.flags) == (Status.LOADED, 42, Flags.NONE)
+            assert cell.latest == state
+
+    run(main())
+
+
+def test_await_skips_events_from_before_the_load(errors):
+    async def main():
+        async with loadstate.Runtime(Delivery.POLL, on_error=errors) as rt:
+            cell = rt.loadable(rt.loader(lambda job: b"loaded", inline=True))
+            cell.set_loaded(b"manual")       # its event is still undelivered when the load starts
+            cell.set_error(5, "also before")
+            state = await cell.load(b"q")
+            assert (state.status, state.value, state.seq) == (Status.LOADED, b"loaded", 4)
+
+    run(main())
+
+
+def test_superseded_load_resolves_with_the_outcome_of_the_chain(errors):
+    async def main():
+        async with loadstate.Runtime(Delivery.POLL, on_error=errors) as rt:
+            cell = rt.loadable(rt.loader(lambda job: job.request, inline=True))
+            first = cell.load(b"one")
+            second = cell.load(b"two")
+            assert (await first).value == (await second).value == b"two"
+
+    run(main())
+
+
+def test_async_for_events(errors):
+    async def main():
+        async with loadstate.Runtime(Delivery.POLL, on_error=errors) as rt:
+            @rt.loader
+            async def steps(job):
+                job.progress(1, 2)
+                job.yield_(b"half")
+                return b"all"
+
+            cell = rt.loadable(steps)
+            seen = []
+            async with cell.events() as events:
+                cell.load(b"q")
+                async for event in events:
+                    seen.append((event.type.name, event.status.name, event.value))
+                    if event.settled:
+                        break
+            assert seen == [("STATE", "LOADING", None), ("PROGRESS", "LOADING", None),
+                            ("STATE", "LOADED", b"half"), ("STATE", "LOADED", b"all")]
+
+    run(main())
+
+
+def test_event_stream_ends_when_the_cell_closes(errors):
+    async def main():
+        async with loadstate.Runtime(Delivery.POLL, on_error=errors) as rt:
+            cell = rt.loadable()
+            stream = cell.events()
+            cell.set_loaded(b"v")
+            received = []
+
+            async def consume():
+                async for event in stream:
+                    received.append(event.value)
+                    cell.close()
+            await consume()
+            assert received == [b"v"]
+
+    run(main())
+
+
+def test_cancelling_the_awaiting_task_cancels_the_job(errors):
+    async def main():
+        async with loadstate.Runtime(Delivery.POLL, on_error=errors) as rt:
+            started = asyncio.Event()
+            loader_cancelled = asyncio.Event()
+
+            @rt.loader
+            async def slow(job):
+                started.set()
+                try:
+                    await asyncio.sleep(3600)
+                except asyncio.CancelledError:
+                    loader_cancelled.set()
+                    raise
+
+            cell = rt.loadable(slow)
+            task = asyncio.ensure_future(cell.load(b"q"))
+            await started.wait()
+            events = cell.events()
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            await loader_cancelled.wait()
+            event = await events.__anext__()
+            assert (event.status, event.flags) == (Status.ABSENT, Flags.CANCELLED)
+
+    run(main())
+
+
+def test_cancelling_a_superseded_await_leaves_the_newer_load_alone(errors):
+    async def main():
+        async with loadstate.Runtime(Delivery.POLL, on_error=errors) as rt:
+            jobs = Jobs(rt)
+            cell = rt.loadable(jobs.loader)
+            old = asyncio.ensure_future(cell.load(b"old"))
+            await asyncio.sleep(0)
+            newer = cell.load(b"new")
+            old.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await old
+            job = None
+            while job is None:          # the jobs arrive through the loop's reader
+                await asyncio.sleep(0)
+                job = None if jobs.empty() else jobs.queue.get_nowait()
+                if job is not None and job.raw_request != b"new":
+                    job = None
+            job.succeed(b"kept")
+            assert (await newer).value == b"kept"
+
+    run(main())
+
+
+def test_async_loader_raising_fails_the_load(errors):
+    async def main():
+        async with loadstate.Runtime(Delivery.POLL, on_error=errors) as rt:
+            @rt.loader
+            async def broken(job):
+                await asyncio.sleep(0)
+                raise KeyError("gone")
+
+            state = await rt.loadable(broken).load()
+            assert (state.status, state.error_code, state.error_message) == (
+                Status.ERROR, loadstate.EXCEPTION_CODE, "KeyError: 'gone'")
+
+    run(main())
+
+
+def test_loop_mode_runtime_can_be_awaited_and_runs_async_loaders(errors):
+    async def main():
+        loop_thread = threading.get_ident()
+        with loadstate.Runtime(on_error=errors) as rt:
+            ran_on = []
+
+            @rt.loader
+            async def fetch(job):
+                ran_on.append(threading.get_ident())
+                await asyncio.sleep(0)
+                return job.request.upper()
+
+            cell = rt.loadable(fetch)
+            events = cell.events()
+            assert (await cell.load(b"x")).value == b"X"
+            assert ran_on == [loop_thread]
+            assert [(await events.__anext__()).status for _ in range(2)] == [Status.LOADING, Status.LOADED]
+
+    run(main())
+
+
+def test_result_in_poll_mode_without_a_loop_dispatches_while_waiting(poll_rt):
+    cell = poll_rt.loadable(poll_rt.loader(lambda job: job.request * 2))
+    assert cell.load(b"ab").result(WAIT).value == b"abab"
+
+
+def test_result_on_the_dispatching_loop_is_refused(errors):
+    async def main():
+        async with loadstate.Runtime(Delivery.POLL, on_error=errors) as rt:
+            load = rt.loadable(rt.loader(lambda job: None, inline=True)).load()
+            with pytest.raises(loadstate.WrongState):
+                load.result(0)
+            await load
+
+    run(main())
+
+
+def test_async_loader_without_a_loop_fails_its_job(rt):
+    async def never(job):
+        return b"x"
+
+    loader = rt.loader(never)
+    state = rt.loadable(loader).load().result(WAIT)
+    assert state.status is Status.ERROR and "no asyncio loop" in state.error_message
+
+
+def test_dispatch_inside_a_callback_is_refused(poll_rt):
+    seen = []
+
+    def nested(event):
+        with pytest.raises(loadstate.WrongState):
+            poll_rt.dispatch()
+        with pytest.raises(loadstate.WrongState):
+            poll_rt.close()
+        seen.append(event.seq)
+
+    cell = poll_rt.loadable(on_event=nested)
+    cell.set_loaded(b"v")
+    while not seen:
+        poll_rt.poll(WAIT)
+    assert not poll_rt.closed
+
+
+def test_loop_mode_has_no_fd_and_no_dispatch(rt):
+    with pytest.raises(loadstate.WrongState):
+        rt.fd
+    with pytest.raises(loadstate.WrongState):
+        rt.dispatch()

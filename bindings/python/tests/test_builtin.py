@@ -1,0 +1,101 @@
+"""The library's built-in loaders through the binding: file, exec, http."""
+
+from __future__ import annotations
+
+import http.server
+import threading
+
+import pytest
+from conftest import WAIT, Recorder
+
+import loadstate
+from loadstate import Domain, EventType, Status
+
+
+def test_file_loader_reads_a_file_with_progress(rt, tmp_path):
+    path = tmp_path / "data.bin"
+    path.write_bytes(b"0123456789" * 10)
+    cell = rt.loadable(rt.file_loader(chunk_size=16))
+    log = Recorder(cell)
+    state = cell.load(path).result(WAIT)
+    assert (state.status, state.value, state.request) == (Status.LOADED, b"0123456789" * 10, str(path))
+    progress = [e for e in log.all if e.type is EventType.PROGRESS]
+    assert progress and progress[-1].progress_total == 100
+
+
+def test_file_loader_reports_a_missing_file_in_the_os_domain(rt, tmp_path):
+    state = rt.loadable(rt.file_loader()).load(tmp_path / "missing").result(WAIT)
+    assert (state.status, state.error_domain) == (Status.ERROR, Domain.OS)
+    assert state.error_code == 2 and "missing" in state.error_message
+
+
+def test_exec_loader_returns_stdout_and_fails_on_a_nonzero_exit(rt):
+    cell = rt.loadable(rt.exec_loader())
+    ok = cell.load(loadstate.ExecRequest(["sh", "-c", 'printf "%s" "$GREETING"; pwd'], env={"GREETING": "hi "},
+                                         cwd="/")).result(WAIT)
+    assert ok.value == b"hi /\n"
+    assert ok.request == loadstate.ExecRequest(["sh", "-c", 'printf "%s" "$GREETING"; pwd'], ["GREETING=hi "], "/")
+    failed = cell.load(["sh", "-c", "echo oops >&2; exit 3"]).result(WAIT)
+    assert (failed.status, failed.error_domain, failed.error_code) == (Status.ERROR, Domain.EXIT, 3)
+    assert "oops" in failed.error_message
+
+
+def test_exec_requests_need_arguments():
+    with pytest.raises(loadstate.InvalidArgument):
+        loadstate.ExecRequest([]).encode()
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):  # noqa: N802 - the stdlib's name
+        status = 404 if self.path == "/missing" else 200
+        body = f"{self.command} {self.path} {self.headers.get('X-Test')}".encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def server():
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_http_loader_gets_a_response(rt, server):
+    cell = rt.loadable(rt.http_loader(proxy=""))
+    state = cell.load(loadstate.HttpRequest(f"{server}/hello", headers=[("X-Test", "yes")])).result(WAIT)
+    assert state.status is Status.LOADED
+    response = state.value
+    assert isinstance(response, loadstate.HttpResponse)
+    assert (response.status, response.body) == (200, b"GET /hello yes")
+    assert response.header("content-type") == "text/plain"
+    assert state.request.url == f"{server}/hello"
+
+
+def test_http_loader_reports_statuses_outside_2xx_in_the_http_domain(rt, server):
+    state = rt.loadable(rt.http_loader(proxy="")).load(f"{server}/missing").result(WAIT)
+    assert (state.status, state.error_domain, state.error_code) == (Status.ERROR, Domain.HTTP, 404)
+
+
+def test_http_request_and_response_encodings_round_trip():
+    request = loadstate.HttpRequest("https://example.org/x", "PUT", ("A: 1", "B: 2"), b"body", 2.5, 3, 100,
+                                    loadstate.HTTP_INSECURE)
+    assert loadstate.HttpRequest.decode(request.encode()) == request
+    no_redirects = loadstate.HttpRequest("http://x", flags=loadstate.HTTP_NO_REDIRECTS)
+    assert loadstate.HttpRequest.decode(no_redirects.encode()) == no_redirects
+    response = loadstate.HttpResponse(201, [("Location", "/x")], b"made")
+    assert loadstate.HttpResponse.decode(response.encode()) == response
+
+
+@pytest.mark.parametrize("line", ["Bad: a\nInjected: b", "Bad: a\r\nInjected: b", "Bad: a\rInjected: b"])
+def test_http_headers_with_line_breaks_are_refused(line):
+    with pytest.raises(loadstate.InvalidArgument):
+        loadstate.HttpRequest("http://x", headers=[line]).encode()

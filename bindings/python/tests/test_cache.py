@@ -1,0 +1,174 @@
+"""Caches and shared loads through the binding."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from conftest import WAIT, Jobs, Recorder
+
+import loadstate
+from loadstate import Status
+
+
+def test_memory_cache_puts_gets_and_evicts_the_least_recently_used(rt):
+    with rt.memory_cache("users", max_entries=2, codec=loadstate.JSON) as cache:
+        cache["a"] = {"id": 1}
+        cache[b"b"] = [2]
+        assert cache["a"] == {"id": 1}     # a is now the most recently used
+        cache["c"] = 3                      # evicts b
+        assert "b" not in cache and cache.get("c").value == 3
+        entry = cache.get("a")
+        assert entry.expires_at_ms == 0 and not entry.stale and entry.stored_at_ms > 0
+        assert cache.remove("a") and not cache.remove("a")
+        with pytest.raises(KeyError):
+            cache["a"]
+        stats = cache.stats()
+        assert (stats.evictions, stats.entries) == (1, 1)
+        cache.clear()
+        assert cache.stats().entries == 0
+    with pytest.raises(loadstate.NotFound):
+        cache.get("c")
+
+
+def test_persistent_cache_keeps_entries_across_runtimes(tmp_path):
+    path = tmp_path / "cache.db"
+    with loadstate.Runtime() as rt:
+        rt.persistent_cache(path, codec=loadstate.TEXT).put("greeting", "hello")
+    with loadstate.Runtime() as rt:
+        assert rt.persistent_cache(path, codec=loadstate.TEXT)["greeting"] == "hello"
+    assert path.stat().st_mode & 0o777 == 0o600
+
+
+def test_a_damaged_persistent_cache_is_refused_unless_replaced(tmp_path, rt):
+    path = tmp_path / "not-a-cache.db"
+    path.write_bytes(b"this is no database" * 100)
+    with pytest.raises(loadstate.IOFailure):
+        rt.persistent_cache(path)
+    with rt.persistent_cache(path, replace_damaged=True) as cache:
+        assert cache.get("anything") is None
+
+
+def test_shared_loads_run_the_loader_once_for_every_cell(rt):
+    runs = []
+    release = threading.Event()
+
+    @rt.loader
+    def slow(job):
+        runs.append(job.request)
+        release.wait(WAIT)
+        return b"result of " + job.request
+
+    cells = [rt.loadable(slow) for _ in range(3)]
+    logs = [Recorder(cell) for cell in cells]
+    loads = [cell.load(b"same", share=True) for cell in cells]
+    for log in logs:
+        assert log.next().status is Status.LOADING
+    release.set()
+    assert [load.result(WAIT).value for load in loads] == [b"result of same"] * 3
+    assert runs == [b"same"]
+
+
+def test_a_shared_job_is_cancelled_only_when_its_last_cell_leaves(rt):
+    jobs = Jobs(rt)
+    first, second = rt.loadable(jobs.loader), rt.loadable(jobs.loader)
+    first_log, second_log = Recorder(first), Recorder(second)
+    first.load(b"key", share=True)
+    job = jobs.next()
+    first_log.next()
+    second.load(b"key", share=True)
+    second_log.next()
+    first.cancel()
+    assert first_log.next().cancelled
+    assert not job.cancelled and jobs.cancelled == []
+    job.succeed(b"for the one left")
+    assert second_log.next(timeout=2).value == b"for the one left"
+    assert jobs.empty()
+
+
+@pytest.fixture
+def counted(rt):
+    """A loader that counts its runs and answers with the request and the run number."""
+    runs = []
+
+    def answer(job):
+        runs.append(job.raw_request)
+        return job.raw_request + b"#%d" % len(runs)
+
+    return rt.loader(answer), runs
+
+
+def test_load_only_stores_and_cache_first_serves_a_fresh_entry_without_loading(rt, counted):
+    loader, runs = counted
+    cache = rt.memory_cache()
+    cell = rt.loadable(loader)
+    assert cell.load(b"k", cache=cache).result(WAIT).value == b"k#1"
+    assert cache.get(b"k").value == b"k#1"
+    log = Recorder(cell)
+    state = cell.load(b"k", cache=cache, policy=loadstate.CachePolicy.CACHE_FIRST, fresh=60).result(WAIT)
+    assert (state.value, state.from_cache, state.stale, state.attempt) == (b"k#1", True, False, 0)
+    assert [e.seq for e in log.take(1)] == [state.seq] and runs == [b"k"]
+    # With no fresh time nothing is fresh: cache-first loads again.
+    assert cell.load(b"k", cache=cache, policy=loadstate.CachePolicy.CACHE_FIRST).result(WAIT).value == b"k#2"
+
+
+def test_cache_then_load_shows_the_entry_then_revalidates(rt, counted):
+    loader, runs = counted
+    cache = rt.memory_cache()
+    cache.put(b"k", b"cached")
+    cell = rt.loadable(loader)
+    log = Recorder(cell)
+    final = cell.load(b"k", cache=cache, policy=loadstate.CachePolicy.CACHE_THEN_LOAD).result(WAIT)
+    events = log.until(lambda e: e.seq == final.seq)
+    assert (events[0].status, events[0].value, events[0].from_cache) == (Status.LOADED, b"cached", True)
+    assert any(e.refreshing and e.value == b"cached" for e in events[:-1])  # revalidating over it
+    assert (final.value, final.from_cache, final.refreshing) == (b"k#1", False, False)
+    assert cache.get(b"k").value == b"k#1"
+
+
+def test_a_failed_revalidation_keeps_the_cached_value_with_the_error(rt):
+    @rt.loader
+    def down(job):
+        raise loadstate.LoadFailed(503, "down")
+
+    cache = rt.memory_cache()
+    cache.put(b"k", b"cached")
+    state = rt.loadable(down).load(b"k", cache=cache, policy=loadstate.CachePolicy.CACHE_THEN_LOAD).result(WAIT)
+    assert (state.status, state.value, state.from_cache) == (Status.LOADED, b"cached", True)
+    assert (state.error_domain, state.error_code, state.error_message) == (loadstate.Domain.HOST, 503, "down")
+    assert state.error.code == 503
+
+
+def test_cache_only_serves_the_entry_or_fails_not_found(rt, counted):
+    loader, runs = counted
+    cache = rt.memory_cache(codec=loadstate.BYTES)
+    cell = rt.loadable(loader)
+    missing = cell.load(b"k", cache=cache, policy=loadstate.CachePolicy.CACHE_ONLY).result(WAIT)
+    assert (missing.status, missing.error_domain, missing.error_code) == (
+        Status.ERROR, loadstate.Domain.LOADSTATE, loadstate.NotFound.code)
+    cache.put(b"other key", b"v")
+    hit = cell.load(b"ignored", cache=cache, cache_key="other key", policy=loadstate.CachePolicy.CACHE_ONLY)
+    assert (hit.result(WAIT).value, hit.result(WAIT).from_cache) == (b"v", True)
+    assert runs == []
+
+
+def test_invalidation_reloads_the_cells_showing_the_entries(rt, counted):
+    loader, runs = counted
+    cache = rt.memory_cache()
+    users, posts = rt.loadable(loader), rt.loadable(loader)
+    users.load(b"user:1", cache=cache).result(WAIT)
+    posts.load(b"post:1", cache=cache).result(WAIT)
+    user_log, post_log = Recorder(users), Recorder(posts)
+    cache.invalidate("user:")
+    reloading, reloaded = user_log.take(2)
+    assert (reloading.value, reloading.stale, reloading.refreshing) == (b"user:1#1", True, True)
+    assert (reloaded.value, reloaded.stale, reloaded.refreshing) == (b"user:1#3", False, False)
+    assert runs == [b"user:1", b"post:1", b"user:1"]
+    posts.set_loaded(b"marker")           # posts saw nothing before this
+    assert post_log.next().value == b"marker"
+
+
+def test_a_cache_of_another_runtime_is_refused(rt, counted):
+    loader, _ = counted
+    with loadstate.Runtime() as other, pytest.raises(loadstate.InvalidArgument):
+        rt.loadable(loader).load(b"k", cache=other.memory_cache())

@@ -1,0 +1,170 @@
+"""Finding libloadstate.so, and the declarations of its functions."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import loadstate
+from loadstate import _library
+
+PACKAGE_ROOT = Path(__file__).resolve().parent.parent
+HEADER = PACKAGE_ROOT.parent.parent / "include" / "loadstate.h"
+
+
+def library_file() -> str:
+    return loadstate.load_library().path
+
+
+def run_in(package_parent: Path, code: str, env_library: str = "") -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != _library.ENV_VAR}
+    if env_library:
+        env[_library.ENV_VAR] = env_library
+    env["PYTHONPATH"] = str(package_parent)
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, capture_output=True, text=True,
+                          timeout=60, cwd=package_parent)
+
+
+def copy_package(tree: Path) -> Path:
+    """A copy of the package at tree/bindings/python/loadstate, like a checkout without a build."""
+    parent = tree / "bindings" / "python"
+    shutil.copytree(PACKAGE_ROOT / "loadstate", parent / "loadstate",
+                    ignore=shutil.ignore_patterns("__pycache__", "_lib"))
+    return parent
+
+
+def test_every_header_function_is_declared_with_argtypes_and_restype():
+    header = HEADER.read_text()
+    declared = dict(re.findall(r"^[a-z_0-9 ]*?\**\s*\b(lds_\w+)\(([^;]*?)\);", header, re.M | re.S))
+    assert len(declared) >= 30
+    dll = loadstate.load_library().dll
+    for name, params in declared.items():
+        assert name in _library._PROTOTYPES, f"{name} is not declared"
+        function = getattr(dll, name)
+        count = 0 if params.strip() == "void" else len(re.sub(r"\([^()]*\)", "", params).split(","))
+        assert function.argtypes is not None and len(function.argtypes) == count, name
+        assert function.restype is _library._PROTOTYPES[name][0], name
+    assert set(_library._PROTOTYPES) == set(declared)
+
+
+STRUCTS = {
+    "lds_runtime_options": "RuntimeOptions", "lds_load_options": "LoadOptionsC", "lds_event": "EventC",
+    "lds_snapshot": "SnapshotC", "lds_file_options": "FileOptionsC", "lds_exec_options": "ExecOptionsC",
+    "lds_exec_request": "ExecRequestC", "lds_http_options": "HttpOptionsC", "lds_http_request": "HttpRequestC",
+    "lds_http_response": "HttpResponseC", "lds_memory_cache_options": "MemoryCacheOptionsC",
+    "lds_persistent_cache_options": "PersistentCacheOptionsC", "lds_cache_value": "CacheValueC",
+    "lds_cache_statistics": "CacheStatisticsC",
+}
+
+
+def test_every_header_struct_has_a_ctypes_twin_with_the_same_fields():
+    header = re.sub(r"/\*.*?\*/", "", HEADER.read_text(), flags=re.S)
+    structs = dict(re.findall(r"typedef struct (lds_\w+) \{(.*?)\} \1;", header, re.S))
+    assert set(structs) == set(STRUCTS)
+    for name, body in structs.items():
+        fields = re.findall(r"(\w+)\s*(?:\[\w*\])?\s*;", body)
+        twin = getattr(_library, STRUCTS[name])
+        assert [f[0] for f in twin._fields_] == fields, name
+        assert ctypes.sizeof(twin) > 0
+
+
+def test_version_and_strerror():
+    assert loadstate.version()[0] == 0 and loadstate.version() >= (0, 1, 0)
+    assert loadstate.strerror(0) == "success"
+    assert loadstate.strerror(-12345) == "unknown error"
+
+
+def test_an_explicit_path_is_used():
+    library = loadstate.load_library(library_file())
+    assert library.path == library_file()
+    with loadstate.Runtime(library=library_file()) as rt:
+        assert rt.library is library
+
+
+def test_an_explicit_path_that_does_not_work_is_an_error_naming_it(tmp_path):
+    missing = tmp_path / "nowhere.so"
+    with pytest.raises(loadstate.LibraryNotFound) as info:
+        loadstate.load_library(missing)
+    assert info.value.attempts == [("path argument", f"{missing} does not exist")]
+    not_a_library = tmp_path / "text.so"
+    not_a_library.write_text("hello")
+    with pytest.raises(loadstate.LibraryNotFound) as info:
+        loadstate.load_library(not_a_library)
+    assert str(not_a_library) in str(info.value)
+
+
+def test_the_environment_variable_is_used(tmp_path):
+    parent = copy_package(tmp_path)
+    result = run_in(parent, "import loadstate; print(loadstate.load_library().path)", env_library=library_file())
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == str(Path(library_file()).resolve())
+
+
+def test_a_broken_environment_variable_stops_the_search(tmp_path):
+    parent = copy_package(tmp_path)
+    (parent / "loadstate" / "_lib").mkdir()
+    shutil.copy(library_file(), parent / "loadstate" / "_lib" / "libloadstate.so")
+    result = run_in(parent, "import loadstate; loadstate.Runtime()", env_library=str(tmp_path / "missing.so"))
+    assert result.returncode != 0
+    assert "LibraryNotFound" in result.stderr and "$LOADSTATE_LIBRARY" in result.stderr
+    assert "missing.so does not exist" in result.stderr
+
+
+def test_the_shipped_copy_comes_before_the_build_folders(tmp_path):
+    parent = copy_package(tmp_path)
+    (parent / "loadstate" / "_lib").mkdir()
+    shipped = parent / "loadstate" / "_lib" / "libloadstate.so"
+    shutil.copy(library_file(), shipped)
+    (tmp_path / ".build" / "debug").mkdir(parents=True)
+    shutil.copy(library_file(), tmp_path / ".build" / "debug" / "libloadstate.so")
+    result = run_in(parent, "import loadstate; print(loadstate.load_library().path)")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == str(shipped.resolve())
+
+
+@pytest.mark.parametrize("folder", ["debug", "release"])
+def test_the_repository_build_folders_are_found_from_the_package_path(tmp_path, folder):
+    parent = copy_package(tmp_path)
+    built = tmp_path / ".build" / folder / "libloadstate.so"
+    built.parent.mkdir(parents=True)
+    shutil.copy(library_file(), built)
+    result = run_in(parent, """
+        import loadstate
+        with loadstate.Runtime() as rt:
+            print(rt.library.path)
+    """)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == str(built.resolve())
+
+
+def test_no_library_anywhere_lists_every_place_tried(tmp_path):
+    parent = copy_package(tmp_path)
+    result = run_in(parent, """
+        import loadstate
+        try:
+            loadstate.Runtime()
+        except loadstate.LibraryNotFound as exc:
+            print([place for place, _ in exc.attempts])
+            print(exc)
+    """)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "['$LOADSTATE_LIBRARY', 'shipped copy', 'debug build', 'release build']"
+    text = "\n".join(lines[1:])
+    for place in ("_lib/libloadstate.so", ".build/debug/libloadstate.so", ".build/release/libloadstate.so"):
+        assert place in text
+    assert "LOADSTATE_LIBRARY" in text
+
+
+def test_importing_works_without_a_library(tmp_path):
+    parent = copy_package(tmp_path)
+    result = run_in(parent, "import loadstate; print(loadstate.Status.LOADED.name)")
+    assert result.returncode == 0 and result.stdout.strip() == "LOADED", result.stderr

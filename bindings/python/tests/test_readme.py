@@ -1,0 +1,21 @@
+"""The examples of README.md run as written."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+BLOCKS = re.findall(r"^```python\n(.*?)^```", README.read_text(), re.M | re.S)
+
+
+def test_the_readme_has_examples():
+    assert len(BLOCKS) >= 4
+
+
+@pytest.mark.parametrize("index", range(len(BLOCKS)))
+def test_readme_example(index):
+    code = compile(BLOCKS[index], f"{README.name} example {index + 1}", "exec")
+    exec(code, {"__name__": f"readme_example_{index + 1}"})

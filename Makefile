@@ -32,7 +32,8 @@ deps:
 lib: deps
 	$(SWIFT) build --product loadstate
 
-test-swift: deps readme-check
+# lib first: some Swift tests compile C clients against the built library.
+test-swift: lib readme-check
 	$(SWIFT) test --disable-xctest 2>&1 | grep -vE '^(✔|◇) Test [^ ]+\(\)' | tail -n 30; exit $${PIPESTATUS[0]}
 	$(SWIFT) run LoadstateExample
 

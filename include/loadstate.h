@@ -46,8 +46,8 @@
  *
  * IDS
  *
- *   Cells, loaders and jobs are named by lds_id values: never 0, never
- *   reused within a runtime. An id that was freed, that never existed, or
+ *   Cells, loaders, jobs and caches are named by lds_id values: never 0,
+ *   never reused within a runtime. An id that was freed, that never existed, or
  *   that names an object of another kind (a loader id given as a cell)
  *   yields LDS_ENOENT.
  */

@@ -224,14 +224,18 @@ typedef struct lds_runtime_options {
 
 #define LDS_RUNTIME_OPTIONS_INIT { (uint32_t)sizeof(lds_runtime_options), 0 }
 
-/* Options for a load or a run. Initialize with LDS_LOAD_OPTIONS_INIT. */
+/*
+ * Options for a load or a run. Initialize with LDS_LOAD_OPTIONS_INIT. size
+ * must reach at least to the end of retry_max_ms (the first version of the
+ * struct, offsetof(lds_load_options, cache)); otherwise LDS_EINVAL.
+ */
 typedef struct lds_load_options {
   uint32_t size;                  /* sizeof(lds_load_options), set by the INIT macro */
   uint32_t flags;                 /* LDS_LOAD_SILENT */
   uint32_t timeout_ms;            /* 0: none. On expiry the job is cancelled and the
                                      cell becomes an error LDS_ETIMEDOUT (domain LOADSTATE) */
   const uint32_t *interrupts_ms;  /* delays between LDS_EVENT_INTERRUPT events (copied) */
-  size_t interrupt_count;         /* number of delays; at most 64 */
+  size_t interrupt_count;         /* number of delays; at most 64 (more: LDS_EINVAL) */
   uint32_t retries;               /* extra attempts after a failure */
   uint32_t retry_base_ms;         /* back-off before the first retry (default 100 when 0) */
   uint32_t retry_max_ms;          /* upper bound of any back-off (default 30000 when 0) */
@@ -340,7 +344,8 @@ int lds_runtime_free(lds_runtime *rt);
  * then call lds_runtime_dispatch. Do not read, write or close it; it stays
  * open until lds_runtime_free.
  *
- * Returns the descriptor (>= 0); LDS_EINVAL (rt NULL); LDS_ESTATE in LOOP mode.
+ * Returns the descriptor (>= 0); LDS_EINVAL (rt NULL); LDS_ESTATE in LOOP
+ * mode; LDS_ECLOSED.
  */
 int lds_runtime_fd(lds_runtime *rt);
 

@@ -10,11 +10,19 @@ typealias ByteLoader = Loader<Bytes, Bytes>
 /// LDS_VALUE_MAX: the largest value, request or message accepted.
 let valueMax = 256 << 20
 
-/// Copies a caller's buffer. NULL is accepted only with length 0.
+/// Checks a caller's buffer: NULL only with length 0, at most LDS_VALUE_MAX
+/// bytes. A `size_t` of 2^63 or more arrives here negative: too big too.
+func checkBuffer(_ pointer: UnsafeRawPointer?, _ length: Int) -> ResultCode {
+    if length == 0 { return .ok }
+    guard length > 0, length <= valueMax else { return .tooBig }
+    return pointer == nil ? .invalidArgument : .ok
+}
+
+/// Copies a caller's buffer (see `checkBuffer`).
 func copyBytes(_ pointer: UnsafeRawPointer?, _ length: Int) -> Result<Bytes, ResultCode> {
     if length == 0 { return .success([]) }
-    guard let pointer else { return .failure(.invalidArgument) }
-    guard length <= valueMax else { return .failure(.tooBig) }
+    let rc = checkBuffer(pointer, length)
+    guard rc == .ok, let pointer else { return .failure(rc) }
     return .success(Bytes(UnsafeRawBufferPointer(start: pointer, count: length)))
 }
 

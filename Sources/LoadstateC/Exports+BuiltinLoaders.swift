@@ -128,8 +128,8 @@ public func ldsHttpRequestEncode(_ req: UnsafePointer<lds_http_request>?,
     let known = UInt32(LDS_HTTP_INSECURE) | UInt32(LDS_HTTP_NO_REDIRECTS)
     guard c.flags & ~known == 0 else { return LDS_EINVAL }
     var headers: [String] = []
-    if c.header_count > 0 {
-        guard let list = c.headers else { return LDS_EINVAL }
+    if c.header_count != 0 {
+        guard let list = c.headers, c.header_count > 0, c.header_count <= 65536 else { return LDS_EINVAL }
         for i in 0..<c.header_count {
             guard let line = list[i] else { return LDS_EINVAL }
             let text = String(cString: line)

@@ -106,8 +106,8 @@ public func ldsCacheGet(_ rt: OpaquePointer?, _ id: UInt64, _ key: UnsafeRawPoin
                         _ out: UnsafeMutablePointer<lds_cache_value>?) -> Int32 {
     guard let out else { return LDS_EINVAL }
     out.pointee = lds_cache_value()
-    guard key != nil || keyLength == 0 else { return LDS_EINVAL }
-    guard keyLength <= valueMax else { return LDS_ETOOBIG }
+    let rc = checkBuffer(key, keyLength)
+    guard rc == .ok else { return rc.rawValue }
     let k = UnsafeRawBufferPointer(start: keyLength == 0 ? nil : key, count: keyLength)
     return withRuntime(rt) { runtime in
         guard let handle = runtime.table.lookup(id, as: Handle.self) else { return LDS_ENOENT }

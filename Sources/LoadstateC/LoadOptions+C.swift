@@ -30,8 +30,8 @@ extension LoadOptions {
         guard c.flags & ~knownFlags == 0 else { return .failure(.invalidArgument) }
         options.silent = c.flags & UInt32(LDS_LOAD_SILENT) != 0
         options.timeoutMs = c.timeout_ms
-        if c.interrupt_count > 0 {
-            guard let delays = c.interrupts_ms, c.interrupt_count <= maxInterrupts else {
+        if c.interrupt_count != 0 {
+            guard let delays = c.interrupts_ms, c.interrupt_count > 0, c.interrupt_count <= maxInterrupts else {
                 return .failure(.invalidArgument)
             }
             options.interruptsMs = Array(UnsafeBufferPointer(start: delays, count: c.interrupt_count))

@@ -85,8 +85,17 @@ static bool run_here(size_t i) {
   return atomic_load(&failures) == 0;
 }
 
+/* How tests are isolated from each other. */
+enum isolation {
+  IN_PROCESS, /* LDS_TEST_NOFORK: all in this process */
+  FORK,       /* default: a forked child per test */
+  EXEC,       /* LDS_TEST_EXEC: a fresh process per test (fork, then exec) */
+};
+
+static const char *self_path;
+
 /* Runs one test in a child process; true when it passed. */
-static bool run_forked(size_t i, char *why, size_t why_len) {
+static bool run_child(size_t i, enum isolation how, char *why, size_t why_len) {
   fflush(stdout);
   fflush(stderr);
   pid_t pid = fork();
@@ -95,6 +104,12 @@ static bool run_forked(size_t i, char *why, size_t why_len) {
     return false;
   }
   if (pid == 0) {
+    if (how == EXEC) {
+      char *args[] = {(char *)self_path, "--exact", (char *)tests[i].name, NULL};
+      execv("/proc/self/exe", args);
+      fprintf(stderr, "exec: %s\n", strerror(errno));
+      _exit(4);
+    }
     bool ok = run_here(i);
     fflush(stdout);
     fflush(stderr);
@@ -112,6 +127,7 @@ static bool run_forked(size_t i, char *why, size_t why_len) {
     if (code == 0) return true;
     if (code == 1) snprintf(why, why_len, "checks failed");
     else if (code == 3) snprintf(why, why_len, "timed out");
+    else if (code == 4) snprintf(why, why_len, "cannot exec the test binary");
     else snprintf(why, why_len, "exit status %d", code);
     return false;
   }
@@ -124,19 +140,56 @@ static bool run_forked(size_t i, char *why, size_t why_len) {
   return false;
 }
 
+static void warm_up_event(const lds_event *event, void *user_data) {
+  (void)event;
+  harness_lock();
+  *(bool *)user_data = true;
+  harness_notify();
+  harness_unlock();
+}
+
+/* Runs the library once in this process before tests are forked, so that
+ * each child inherits a warmed-up runtime (type metadata, lazily bound
+ * symbols) instead of paying for it again; under valgrind that is most of
+ * a test's time. Leaves no thread behind. */
+static void warm_up(void) {
+  lds_runtime *rt = NULL;
+  if (lds_runtime_new(NULL, &rt) != LDS_OK) return;
+  bool seen = false;
+  lds_id cell = 0;
+  if (lds_loadable_new(rt, warm_up_event, &seen, &cell) == LDS_OK &&
+      lds_loadable_set_loaded(rt, cell, "w", 1) == LDS_OK) {
+    struct timespec deadline = harness_deadline();
+    harness_lock();
+    while (!seen && harness_wait(&deadline)) {
+    }
+    harness_unlock();
+  }
+  lds_runtime_free(rt);
+}
+
 int main(int argc, char **argv) {
+  self_path = argv[0];
   if (argc > 1 && strcmp(argv[1], "--list") == 0) {
     for (size_t i = 0; i < test_total; i++) printf("%s\n", tests[i].name);
     return 0;
   }
+  /* A child of LDS_TEST_EXEC: one test, in this process. */
+  if (argc == 3 && strcmp(argv[1], "--exact") == 0) {
+    for (size_t i = 0; i < test_total; i++)
+      if (strcmp(tests[i].name, argv[2]) == 0) return run_here(i) ? 0 : 1;
+    fprintf(stderr, "no test named %s\n", argv[2]);
+    return 4;
+  }
   setvbuf(stdout, NULL, _IOLBF, 0);
-  bool fork_each = !env_flag("LDS_TEST_NOFORK");
+  enum isolation how = env_flag("LDS_TEST_NOFORK") ? IN_PROCESS : env_flag("LDS_TEST_EXEC") ? EXEC : FORK;
+  if (how == FORK) warm_up();
   int passed = 0, failed = 0;
   for (size_t i = 0; i < test_total; i++) {
     if (!selected(tests[i].name, argc, argv)) continue;
     char why[160] = "checks failed";
     double start = now_ms();
-    bool ok = fork_each ? run_forked(i, why, sizeof why) : run_here(i);
+    bool ok = how == IN_PROCESS ? run_here(i) : run_child(i, how, why, sizeof why);
     double took = now_ms() - start;
     if (ok) {
       passed++;
@@ -339,9 +392,10 @@ void rec_on_event(const lds_event *event, void *user_data) {
     if (rec->events == NULL) abort();
   }
   rec->events[rec->count++] = e;
+  rec_action action = rec->action;
   harness_notify();
   harness_unlock();
-  if (rec->action != NULL) rec->action(rec, event);
+  if (action != NULL) action(rec, event);
 }
 
 size_t rec_count(recorder *rec) {
@@ -501,6 +555,12 @@ void host_fail(host *h, lds_id job, const void *request, size_t len) {
   (void)request;
   (void)len;
   CHECK_RC(lds_job_fail(h->rt, job, 1, "failed"), LDS_OK);
+}
+
+void host_hook_start(host *h, lds_id job, const void *request, size_t len) {
+  (void)request;
+  (void)len;
+  CHECK_RC(hook_add(h->rt, job, h->data, (int)h->starts), LDS_OK);
 }
 
 /* ------------------------------------------------------------------ */

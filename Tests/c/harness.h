@@ -2,9 +2,9 @@
  * harness.h — the test harness of the C suite.
  *
  * Tests register themselves with TEST(name) and run one by one, each in a
- * child process by default (a crash or a hang fails that test only). The
- * run ends with the line "N passed, M failed" and exits non-zero on any
- * failure.
+ * forked child process by default (a crash or a hang fails that test
+ * only). The run ends with the line "N passed, M failed" and exits non-zero
+ * on any failure.
  *
  * Waiting: tests never sleep. Every fixture below (recorders, host
  * loaders, cancel-hook logs) keeps its state under one process-wide lock
@@ -21,6 +21,9 @@
  * Environment:
  *   LDS_TEST_SLOW=1    a slow host (valgrind): longer deadlines, small stress runs
  *   LDS_TEST_NOFORK=1  run every test in this process
+ *   LDS_TEST_EXEC=1    run every test in a freshly executed process (used
+ *                      under ThreadSanitizer, whose forked children can hang
+ *                      in the Swift runtime's one-time initialization)
  * Arguments: substrings; only tests whose name contains one of them run.
  * "--list" prints the names.
  */
@@ -274,6 +277,9 @@ const host_job *host_job_info(host *h, size_t i);
 /* on_start helpers. */
 void host_succeed_echo(host *h, lds_id job, const void *request, size_t len);
 void host_fail(host *h, lds_id job, const void *request, size_t len);
+/* Registers a cancel hook in the hook_log at h->data, tagged with the start
+ * number, before anything else can end the job. */
+void host_hook_start(host *h, lds_id job, const void *request, size_t len);
 
 /* ------------------------------------------------------------------ */
 /* Cancel-hook log                                                     */

@@ -1,5 +1,6 @@
 /* test_bad_input.c — every exported function with bad arguments returns its
  * documented code, causes no callback and does not crash. */
+#include <stddef.h>
 #include <string.h>
 
 #include "harness.h"
@@ -62,6 +63,7 @@ static void check_not_job(lds_runtime *rt, lds_id id) {
   CHECK_RC(lds_job_succeed(rt, id, "v", 1), LDS_ENOENT);
   CHECK_RC(lds_job_finish(rt, id), LDS_ENOENT);
   CHECK_RC(lds_job_fail(rt, id, 1, "m"), LDS_ENOENT);
+  CHECK_RC(lds_job_fail_final(rt, id, 1, "m"), LDS_ENOENT);
   CHECK_RC(lds_job_progress(rt, id, 1, 1), LDS_ENOENT);
   CHECK_RC(lds_job_cancel_self(rt, id), LDS_ENOENT);
   CHECK_RC(lds_job_reset_self(rt, id), LDS_ENOENT);
@@ -92,6 +94,7 @@ TEST(test_null_runtime_is_einval) {
   CHECK_RC(lds_job_succeed(NULL, 1, "v", 1), LDS_EINVAL);
   CHECK_RC(lds_job_finish(NULL, 1), LDS_EINVAL);
   CHECK_RC(lds_job_fail(NULL, 1, 1, "m"), LDS_EINVAL);
+  CHECK_RC(lds_job_fail_final(NULL, 1, 1, "m"), LDS_EINVAL);
   CHECK_RC(lds_job_progress(NULL, 1, 1, 1), LDS_EINVAL);
   CHECK_RC(lds_job_cancel_self(NULL, 1), LDS_EINVAL);
   CHECK_RC(lds_job_reset_self(NULL, 1), LDS_EINVAL);
@@ -165,10 +168,14 @@ TEST(test_load_options_are_checked) {
   fixture f;
   fixture_init(&f, LDS_DELIVER_LOOP, NULL);
   lds_id proc = process_new(f.rt, &f.rec);
-  const uint32_t delays[65] = {10};
+  /* Long enough that no interrupt falls due during the test. */
+  uint32_t delays[65];
+  for (size_t i = 0; i < 65; i++) delays[i] = 600000;
   lds_load_options o = LDS_LOAD_OPTIONS_INIT;
-  /* Bad size fields. */
-  const uint32_t bad_sizes[] = {0, 4, 8, (uint32_t)sizeof o - 1};
+  /* The first version of the struct ended before the caching fields
+   * (sizeof was the offset of `cache`); a smaller size is refused. */
+  const uint32_t first_version = (uint32_t)offsetof(lds_load_options, cache);
+  const uint32_t bad_sizes[] = {0, 4, 8, first_version - 1};
   for (size_t i = 0; i < sizeof bad_sizes / sizeof bad_sizes[0]; i++) {
     o.size = bad_sizes[i];
     CHECK_RC(fx_load(&f, "r", &o), LDS_EINVAL);
@@ -200,6 +207,12 @@ TEST(test_load_options_are_checked) {
   CHECK_BYTES(e->request, e->request_len, "r64");
   REQUIRE(HOST_WAIT(&f.h, 1));
   CHECK_EQ(f.h.starts, 1);
+  /* A caller built against the first version of the struct. */
+  lds_load_options old = LDS_LOAD_OPTIONS_INIT;
+  old.size = first_version;
+  CHECK_RC(fx_load(&f, "old", &old), LDS_OK);
+  REQUIRE(REC_WAIT(&f.rec, 2));
+  CHECK_BYTES(rec_at(&f.rec, 1)->request, rec_at(&f.rec, 1)->request_len, "old");
   fixture_finish(&f);
 }
 
@@ -304,6 +317,7 @@ TEST(test_job_completed_twice_is_ecanceled) {
     CHECK_RC(fx_succeed(&f, job, "b"), LDS_ECANCELED);
     CHECK_RC(lds_job_finish(f.rt, job), LDS_ECANCELED);
     CHECK_RC(lds_job_fail(f.rt, job, 3, "c"), LDS_ECANCELED);
+    CHECK_RC(lds_job_fail_final(f.rt, job, 3, "c"), LDS_ECANCELED);
     CHECK_RC(lds_job_cancel_self(f.rt, job), LDS_ECANCELED);
     CHECK_RC(lds_job_reset_self(f.rt, job), LDS_ECANCELED);
     REQUIRE(REC_WAIT(&f.rec, 2 * ((size_t)way + 1)));
@@ -329,4 +343,88 @@ TEST(test_snapshot_clear_is_harmless_on_zero_and_twice) {
   lds_snapshot_clear(&s);
   lds_snapshot_clear(NULL);
   CHECK(snapshot_is_zero(&s));
+}
+
+/* The built-in loaders, the encoders and the caches refuse NULL pointers,
+ * and ids of another kind. */
+TEST(test_other_exports_refuse_null_and_wrong_kind_ids) {
+  lds_id out = 5;
+  void *buf = (void *)&out;
+  size_t len = 9;
+  CHECK_RC(lds_file_loader_new(NULL, NULL, &out), LDS_EINVAL);
+  CHECK_RC(lds_exec_loader_new(NULL, NULL, &out), LDS_EINVAL);
+  CHECK_RC(lds_http_loader_new(NULL, NULL, &out), LDS_EINVAL);
+  CHECK_RC(lds_memory_cache_new(NULL, NULL, &out), LDS_EINVAL);
+  lds_persistent_cache_options po = LDS_PERSISTENT_CACHE_OPTIONS_INIT;
+  CHECK_RC(lds_persistent_cache_new(NULL, &po, &out), LDS_EINVAL);
+  CHECK_RC(lds_cache_free(NULL, 1), LDS_EINVAL);
+  CHECK_RC(lds_cache_put(NULL, 1, "k", 1, "v", 1), LDS_EINVAL);
+  lds_cache_value cv;
+  memset(&cv, 0, sizeof cv);
+  CHECK_RC(lds_cache_get(NULL, 1, "k", 1, &cv), LDS_EINVAL);
+  CHECK_RC(lds_cache_remove(NULL, 1, "k", 1), LDS_EINVAL);
+  CHECK_RC(lds_cache_clear(NULL, 1), LDS_EINVAL);
+  lds_cache_statistics st;
+  CHECK_RC(lds_cache_stats(NULL, 1, &st), LDS_EINVAL);
+  CHECK_RC(lds_cache_invalidate(NULL, 1, "k", 1), LDS_EINVAL);
+  CHECK_EQ(out, 5);
+  /* Encoders and the decoder. */
+  lds_exec_request er = LDS_EXEC_REQUEST_INIT;
+  CHECK_RC(lds_exec_request_encode(NULL, &buf, &len), LDS_EINVAL);
+  CHECK_RC(lds_exec_request_encode(&er, &buf, &len), LDS_EINVAL); /* no argv */
+  CHECK_RC(lds_exec_request_encode(&er, NULL, &len), LDS_EINVAL);
+  lds_http_request hr = LDS_HTTP_REQUEST_INIT;
+  CHECK_RC(lds_http_request_encode(NULL, &buf, &len), LDS_EINVAL);
+  CHECK_RC(lds_http_request_encode(&hr, &buf, &len), LDS_EINVAL); /* no url */
+  hr.url = "http://example.invalid/";
+  CHECK_RC(lds_http_request_encode(&hr, NULL, &len), LDS_EINVAL);
+  CHECK_RC(lds_http_request_encode(&hr, &buf, NULL), LDS_EINVAL);
+  lds_http_response resp;
+  CHECK_RC(lds_http_response_decode(NULL, 4, &resp), LDS_EINVAL);
+  CHECK_RC(lds_http_response_decode("junk", 4, &resp), LDS_EINVAL);
+  CHECK_RC(lds_http_response_decode("junk", 4, NULL), LDS_EINVAL);
+  CHECK(buf == (void *)&out);
+  lds_free(NULL);
+  lds_cache_value_clear(NULL);
+  lds_cache_value_clear(&cv);
+
+  fixture f;
+  fixture_init(&f, LDS_DELIVER_LOOP, NULL);
+  CHECK_RC(lds_file_loader_new(f.rt, NULL, NULL), LDS_EINVAL);
+  CHECK_RC(lds_exec_loader_new(f.rt, NULL, NULL), LDS_EINVAL);
+  CHECK_RC(lds_http_loader_new(f.rt, NULL, NULL), LDS_EINVAL);
+  CHECK_RC(lds_memory_cache_new(f.rt, NULL, NULL), LDS_EINVAL);
+  CHECK_RC(lds_persistent_cache_new(f.rt, NULL, &out), LDS_EINVAL);
+  CHECK_RC(lds_persistent_cache_new(f.rt, &po, &out), LDS_EINVAL); /* no path */
+  CHECK_EQ(out, 5);
+  /* A cell and a loader are not caches; a cache is not a cell or a loader. */
+  const lds_id not_caches[] = {0, f.cell, f.loader, UINT64_MAX};
+  for (size_t i = 0; i < sizeof not_caches / sizeof not_caches[0]; i++) {
+    lds_id id = not_caches[i];
+    CHECK_RC(lds_cache_put(f.rt, id, "k", 1, "v", 1), LDS_ENOENT);
+    CHECK_RC(lds_cache_get(f.rt, id, "k", 1, &cv), LDS_ENOENT);
+    CHECK_RC(lds_cache_remove(f.rt, id, "k", 1), LDS_ENOENT);
+    CHECK_RC(lds_cache_clear(f.rt, id), LDS_ENOENT);
+    CHECK_RC(lds_cache_stats(f.rt, id, &st), LDS_ENOENT);
+    CHECK_RC(lds_cache_invalidate(f.rt, id, "k", 1), LDS_ENOENT);
+    CHECK_RC(lds_cache_free(f.rt, id), LDS_ENOENT);
+  }
+  lds_id cache = 0;
+  REQUIRE_RC(lds_memory_cache_new(f.rt, NULL, &cache), LDS_OK);
+  CHECK_RC(lds_cache_put(f.rt, cache, NULL, 1, "v", 1), LDS_EINVAL);
+  CHECK_RC(lds_cache_put(f.rt, cache, "k", 1, NULL, 1), LDS_EINVAL);
+  CHECK_RC(lds_cache_get(f.rt, cache, "k", 1, NULL), LDS_EINVAL);
+  CHECK_RC(lds_cache_stats(f.rt, cache, NULL), LDS_EINVAL);
+  check_not_loadable(f.rt, cache, f.loader);
+  check_not_process(f.rt, cache, f.loader);
+  check_not_job(f.rt, cache);
+  CHECK_RC(lds_loader_free(f.rt, cache), LDS_ENOENT);
+  CHECK_RC(lds_loadable_load(f.rt, f.cell, cache, "r", 1, NULL), LDS_ENOENT);
+  CHECK_RC(lds_cache_free(f.rt, cache), LDS_OK);
+  CHECK_RC(lds_cache_free(f.rt, cache), LDS_ENOENT);
+  /* The refused calls caused no event. */
+  REQUIRE_RC(fx_set_loaded(&f, "fence"), LDS_OK);
+  REQUIRE(REC_WAIT(&f.rec, 1));
+  CHECK_STATE(rec_at(&f.rec, 0), 1, LDS_LOADED, 0);
+  fixture_finish(&f);
 }

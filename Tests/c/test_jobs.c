@@ -103,16 +103,9 @@ TEST(test_on_cancel_not_run_on_finish_or_fail) {
   CHECK_EQ(f.hooks.entries[0].tag, 3);
 }
 
-/* Registers a hook (tagged with the start number) as the job starts. */
-static void hook_in_start(host *h, lds_id job, const void *request, size_t len) {
-  (void)request;
-  (void)len;
-  CHECK_RC(hook_add(h->rt, job, h->data, (int)h->starts), LDS_OK);
-}
-
 TEST(test_on_cancel_runs_on_timeout_supersede_and_runtime_free) {
   fixture f;
-  fixture_init(&f, LDS_DELIVER_LOOP, hook_in_start);
+  fixture_init(&f, LDS_DELIVER_LOOP, host_hook_start);
   f.h.data = &f.hooks;
   lds_load_options o = LDS_LOAD_OPTIONS_INIT;
   o.timeout_ms = 20;
@@ -122,6 +115,7 @@ TEST(test_on_cancel_runs_on_timeout_supersede_and_runtime_free) {
   lds_id timed_out = host_job_at(&f.h, 0);
   CHECK(WAIT_FOR(hook_count(&f.hooks, timed_out) == 1));
   REQUIRE_RC(fx_load(&f, "s", NULL), LDS_OK);
+  REQUIRE(HOST_WAIT_DONE(&f.h, 2));
   REQUIRE_RC(fx_load(&f, "last", NULL), LDS_OK);
   REQUIRE(HOST_WAIT_DONE(&f.h, 3));
   lds_id superseded = host_job_at(&f.h, 1);

@@ -17,6 +17,29 @@ static void check_loop_thread(recorder *rec, pthread_t loop) {
   CHECK(!pthread_equal(loop, pthread_self()));
 }
 
+/* Holds the loop thread inside a callback until the test releases it. */
+typedef struct gate {
+  bool blocked;
+  bool released;
+} gate;
+
+static void block_loop(recorder *rec, const lds_event *e) {
+  (void)e;
+  gate *g = rec->data;
+  harness_lock();
+  g->blocked = true;
+  harness_notify();
+  harness_unlock();
+  WAIT_FOR(g->released);
+}
+
+static void gate_release(gate *g) {
+  harness_lock();
+  g->released = true;
+  harness_notify();
+  harness_unlock();
+}
+
 TEST(test_get_before_any_event_is_seq0_absent) {
   fixture f;
   fixture_init(&f, LDS_DELIVER_LOOP, NULL);
@@ -245,6 +268,7 @@ TEST(test_refresh_after_cancel_and_reset) {
   fixture f;
   fixture_init(&f, LDS_DELIVER_LOOP, NULL);
   REQUIRE_RC(fx_load(&f, "r1", NULL), LDS_OK);
+  REQUIRE(HOST_WAIT(&f.h, 1));
   REQUIRE_RC(lds_loadable_cancel(f.rt, f.cell), LDS_OK);
   REQUIRE(REC_WAIT(&f.rec, 2));
   CHECK_STATE(rec_at(&f.rec, 1), 2, LDS_ABSENT, LDS_FLAG_CANCELLED);
@@ -607,6 +631,7 @@ static void check_job_gone(lds_runtime *rt, lds_id job, hook_log *log) {
   CHECK_RC(lds_job_succeed(rt, job, NULL, 0), LDS_ECANCELED);
   CHECK_RC(lds_job_finish(rt, job), LDS_ECANCELED);
   CHECK_RC(lds_job_fail(rt, job, 1, "f"), LDS_ECANCELED);
+  CHECK_RC(lds_job_fail_final(rt, job, 1, "f"), LDS_ECANCELED);
   CHECK_RC(lds_job_progress(rt, job, 1, 2), LDS_ECANCELED);
   CHECK_RC(lds_job_cancel_self(rt, job), LDS_ECANCELED);
   CHECK_RC(lds_job_reset_self(rt, job), LDS_ECANCELED);
@@ -709,11 +734,20 @@ TEST(test_free_cell_from_its_callback_stops_its_callbacks) {
   f.rec.action = free_in_callback;
   recorder other;
   rec_init(&other, f.rt);
-  lds_id fence = cell_new(f.rt, &other);
+  gate g = {0};
+  other.action = block_loop;
+  other.data = &g;
+  lds_id blocking_cell = cell_new(f.rt, &other);
+  /* Five events of the cell are queued while the loop thread waits; the
+   * first one's callback frees the cell. */
+  REQUIRE_RC(lds_loadable_set_loaded(f.rt, blocking_cell, "b", 1), LDS_OK);
+  REQUIRE(WAIT_FOR(g.blocked));
   for (int i = 0; i < 5; i++) REQUIRE_RC(fx_set_loaded(&f, "v"), LDS_OK);
+  gate_release(&g);
   REQUIRE(REC_WAIT(&f.rec, 1));
-  REQUIRE_RC(lds_loadable_set_loaded(f.rt, fence, "x", 1), LDS_OK);
-  REQUIRE(REC_WAIT(&other, 1));
+  /* The other cell's next event is the fence. */
+  REQUIRE_RC(lds_loadable_set_loaded(f.rt, blocking_cell, "x", 1), LDS_OK);
+  REQUIRE(REC_WAIT(&other, 2));
   CHECK_EQ(rec_count(&f.rec), 1);
   fixture_finish(&f);
   rec_destroy(&other);
@@ -721,14 +755,14 @@ TEST(test_free_cell_from_its_callback_stops_its_callbacks) {
 
 TEST(test_timeout) {
   fixture f;
-  fixture_init(&f, LDS_DELIVER_LOOP, NULL);
+  fixture_init(&f, LDS_DELIVER_LOOP, host_hook_start);
+  f.h.data = &f.hooks;
   lds_load_options o = LDS_LOAD_OPTIONS_INIT;
   o.timeout_ms = 50;
   uint64_t before = wall_ms();
   REQUIRE_RC(fx_load(&f, "r1", &o), LDS_OK);
   REQUIRE(HOST_WAIT(&f.h, 1));
   lds_id job = host_job_at(&f.h, 0);
-  REQUIRE_RC(hook_add(f.rt, job, &f.hooks, 1), LDS_OK);
   REQUIRE(REC_WAIT(&f.rec, 2));
   const lds_event *e = rec_at(&f.rec, 1);
   CHECK_STATE(e, 2, LDS_ERROR, 0);
@@ -747,7 +781,7 @@ TEST(test_timeout_does_not_fire_after_success) {
   fixture f;
   fixture_init(&f, LDS_DELIVER_LOOP, host_succeed_echo);
   lds_load_options o = LDS_LOAD_OPTIONS_INIT;
-  o.timeout_ms = 40;
+  o.timeout_ms = 250;
   REQUIRE_RC(fx_load(&f, "r1", &o), LDS_OK);
   REQUIRE(REC_WAIT(&f.rec, 2));
   /* A second cell whose longer timeout fires is the clock. */
@@ -756,7 +790,7 @@ TEST(test_timeout_does_not_fire_after_success) {
   host idle;
   lds_id idle_loader = host_new(f.rt, &idle, NULL);
   lds_id clock_cell = cell_new(f.rt, &clock);
-  o.timeout_ms = 120;
+  o.timeout_ms = 300;
   REQUIRE_RC(lds_loadable_load(f.rt, clock_cell, idle_loader, "c", 1, &o), LDS_OK);
   REQUIRE(REC_WAIT(&clock, 2));
   CHECK_EQ(rec_at(&clock, 1)->status, LDS_ERROR);
@@ -801,31 +835,42 @@ TEST(test_interrupts) {
   fixture_finish(&f);
 }
 
+/* Completes the job from the callback of the first interrupt. */
+static void succeed_on_interrupt(recorder *rec, const lds_event *e) {
+  if (e->type != LDS_EVENT_INTERRUPT || e->seq != 2) return;
+  fixture *f = rec->data;
+  CHECK_RC(fx_succeed(f, host_job_at(&f->h, 0), "v"), LDS_OK);
+}
+
 TEST(test_no_interrupt_after_job_ends) {
   fixture f;
   fixture_init(&f, LDS_DELIVER_LOOP, NULL);
-  const uint32_t delays[] = {20, 40};
+  f.rec.action = succeed_on_interrupt;
+  f.rec.data = &f;
+  const uint32_t delays[] = {20, 250};
   lds_load_options o = LDS_LOAD_OPTIONS_INIT;
   o.interrupts_ms = delays;
   o.interrupt_count = 2;
   REQUIRE_RC(fx_load(&f, "r1", &o), LDS_OK);
-  REQUIRE(REC_WAIT(&f.rec, 2));
-  CHECK_EQ(rec_at(&f.rec, 1)->type, LDS_EVENT_INTERRUPT);
-  REQUIRE(HOST_WAIT(&f.h, 1));
-  REQUIRE_RC(fx_succeed(&f, host_job_at(&f.h, 0), "v"), LDS_OK);
-  REQUIRE(REC_WAIT(&f.rec, 3));
-  /* A second cell with a later interrupt is the clock. */
+  REQUIRE(WAIT_FOR(f.rec.count > 0 && rec_last(&f.rec)->status == LDS_LOADED));
+  /* On a slow host the second interrupt may fall due before the job ends;
+   * what matters is that none comes after. */
+  size_t ended = rec_count(&f.rec);
+  CHECK_OP(ended, <=, 4);
+  for (size_t i = 1; i + 1 < ended; i++) CHECK_EQ(rec_at(&f.rec, i)->type, LDS_EVENT_INTERRUPT);
+  CHECK_STATE(rec_at(&f.rec, ended - 1), ended, LDS_LOADED, 0);
+  /* A second cell whose interrupt is due after the first cell's second
+   * one is the clock. */
   recorder clock;
   rec_init(&clock, f.rt);
   lds_id clock_cell = cell_new(f.rt, &clock);
-  const uint32_t later[] = {150};
+  const uint32_t later[] = {300};
   o.interrupts_ms = later;
   o.interrupt_count = 1;
   REQUIRE_RC(lds_loadable_load(f.rt, clock_cell, f.loader, "c", 1, &o), LDS_OK);
   REQUIRE(REC_WAIT(&clock, 2));
   CHECK_EQ(rec_at(&clock, 1)->type, LDS_EVENT_INTERRUPT);
-  CHECK_EQ(rec_count(&f.rec), 3);
-  CHECK_STATE(rec_at(&f.rec, 2), 3, LDS_LOADED, 0);
+  CHECK_EQ(rec_count(&f.rec), ended);
   fixture_finish(&f);
   rec_destroy(&clock);
 }
@@ -857,6 +902,34 @@ TEST(test_retries) {
     CHECK_BYTES(j->request, j->request_len, "r1");
   }
   CHECK(host_job_at(&f.h, 0) != host_job_at(&f.h, 1));
+  fixture_finish(&f);
+}
+
+static void fail_final(host *h, lds_id job, const void *request, size_t len) {
+  (void)request;
+  (void)len;
+  CHECK_RC(lds_job_fail_final(h->rt, job, 21, "final"), LDS_OK);
+}
+
+TEST(test_fail_final_skips_retries) {
+  fixture f;
+  fixture_init(&f, LDS_DELIVER_LOOP, fail_final);
+  lds_load_options o = LDS_LOAD_OPTIONS_INIT;
+  o.retries = 3;
+  o.retry_base_ms = 1;
+  REQUIRE_RC(fx_load(&f, "r1", &o), LDS_OK);
+  REQUIRE(REC_WAIT(&f.rec, 2));
+  const lds_event *e = rec_at(&f.rec, 1);
+  CHECK_STATE(e, 2, LDS_ERROR, 0);
+  CHECK_EQ(e->attempt, 1);
+  CHECK_EQ(e->error_domain, LDS_DOMAIN_HOST);
+  CHECK_EQ(e->error_code, 21);
+  CHECK_STR(e->error_message, "final");
+  /* No retry follows: the next event is the fence's. */
+  REQUIRE_RC(fx_set_loaded(&f, "fence"), LDS_OK);
+  REQUIRE(REC_WAIT(&f.rec, 3));
+  CHECK_STATE(rec_at(&f.rec, 2), 3, LDS_LOADED, 0);
+  CHECK_EQ(f.h.starts, 1);
   fixture_finish(&f);
 }
 
@@ -902,4 +975,86 @@ TEST(test_cancel_during_retry_backoff) {
   if (rec_count(&f.rec) == 3) CHECK_EQ(rec_at(&f.rec, 1)->attempt, 2);
   CHECK_OP(rec_count(&f.rec), <=, 3);
   fixture_finish(&f);
+}
+
+/* A job counts as cancelled from the moment the call on its cell is made,
+ * before the loop has acted on it. */
+static void check_cancelled_by(int which) {
+  fixture f;
+  fixture_init(&f, LDS_DELIVER_LOOP, NULL);
+  REQUIRE_RC(fx_load(&f, "r1", NULL), LDS_OK);
+  REQUIRE(HOST_WAIT(&f.h, 1));
+  lds_id job = host_job_at(&f.h, 0);
+  REQUIRE(lds_job_is_cancelled(f.rt, job) == 0);
+  switch (which) {
+  case 0: REQUIRE_RC(lds_loadable_cancel(f.rt, f.cell), LDS_OK); break;
+  case 1: REQUIRE_RC(lds_loadable_reset(f.rt, f.cell), LDS_OK); break;
+  case 2: REQUIRE_RC(fx_load(&f, "r2", NULL), LDS_OK); break;
+  case 3: REQUIRE_RC(lds_loadable_refresh(f.rt, f.cell), LDS_OK); break;
+  case 4: REQUIRE_RC(fx_set_loaded(&f, "v"), LDS_OK); break;
+  case 5: REQUIRE_RC(lds_loadable_set_error(f.rt, f.cell, 1, NULL), LDS_OK); break;
+  default: REQUIRE_RC(lds_loadable_free(f.rt, f.cell), LDS_OK); break;
+  }
+  CHECK_EQ(lds_job_is_cancelled(f.rt, job), 1);
+  CHECK_RC(fx_succeed(&f, job, "late"), LDS_ECANCELED);
+  fixture_finish(&f);
+}
+
+TEST(test_job_counts_as_cancelled_from_the_call_on_its_cell) {
+  for (int which = 0; which <= 6; which++) check_cancelled_by(which);
+}
+
+TEST(test_load_then_loader_freed_at_once) {
+  fixture f;
+  fixture_init(&f, LDS_DELIVER_LOOP, NULL);
+  REQUIRE_RC(fx_load(&f, "r1", NULL), LDS_OK);
+  REQUIRE_RC(lds_loader_free(f.rt, f.loader), LDS_OK);
+  /* Either the load began first and its job runs, or it found the loader
+   * gone: then no job starts and the cell becomes an ENOENT error. */
+  REQUIRE(WAIT_FOR(f.h.starts == 1 || (f.rec.count > 0 && rec_last(&f.rec)->status == LDS_ERROR)));
+  if (host_job_at(&f.h, 0) != 0) {
+    REQUIRE_RC(fx_succeed(&f, host_job_at(&f.h, 0), "v"), LDS_OK);
+    REQUIRE(WAIT_FOR(rec_last(&f.rec) != NULL && rec_last(&f.rec)->status == LDS_LOADED));
+  } else {
+    const lds_event *e = rec_last(&f.rec);
+    CHECK_EQ(e->error_domain, LDS_DOMAIN_LOADSTATE);
+    CHECK_EQ(e->error_code, LDS_ENOENT);
+    CHECK_EQ(f.h.starts, 0);
+  }
+  CHECK(WAIT_FOR(f.h.free_data_calls == 1));
+  fixture_finish(&f);
+}
+
+/* A load superseded before it began on the loop starts no job, but its
+ * LOADING event is still reported, then the next operation's. */
+TEST(test_load_superseded_before_it_began_starts_no_job) {
+  fixture f;
+  fixture_init(&f, LDS_DELIVER_LOOP, NULL);
+  gate g = {0};
+  recorder blocker;
+  rec_init(&blocker, f.rt);
+  blocker.action = block_loop;
+  blocker.data = &g;
+  lds_id blocking_cell = cell_new(f.rt, &blocker);
+  /* The loop thread waits in the other cell's callback while both loads
+   * are called, so the first is superseded before it begins. */
+  REQUIRE_RC(lds_loadable_set_loaded(f.rt, blocking_cell, "b", 1), LDS_OK);
+  REQUIRE(WAIT_FOR(g.blocked));
+  CHECK_RC(fx_load(&f, "r1", NULL), LDS_OK);
+  CHECK_RC(fx_load(&f, "r2", NULL), LDS_OK);
+  gate_release(&g);
+  REQUIRE(REC_WAIT(&f.rec, 2));
+  REQUIRE(HOST_WAIT(&f.h, 1));
+  CHECK_STATE(rec_at(&f.rec, 0), 1, LDS_LOADING, 0);
+  CHECK_BYTES(rec_at(&f.rec, 0)->request, rec_at(&f.rec, 0)->request_len, "r1");
+  CHECK_STATE(rec_at(&f.rec, 1), 2, LDS_LOADING, 0);
+  CHECK_BYTES(rec_at(&f.rec, 1)->request, rec_at(&f.rec, 1)->request_len, "r2");
+  const host_job *j = host_job_info(&f.h, 0);
+  CHECK_BYTES(j->request, j->request_len, "r2");
+  REQUIRE_RC(fx_succeed(&f, j->job, "v2"), LDS_OK);
+  REQUIRE(REC_WAIT(&f.rec, 3));
+  CHECK_STATE(rec_at(&f.rec, 2), 3, LDS_LOADED, 0);
+  CHECK_EQ(f.h.starts, 1);
+  fixture_finish(&f);
+  rec_destroy(&blocker);
 }

@@ -16,6 +16,7 @@ typedef struct lane {
   int index;
   size_t loads;
   /* Guarded by the harness lock. */
+  size_t starts;     /* jobs started (a load superseded before it began starts none) */
   size_t accepted;   /* succeed calls that returned LDS_OK */
   size_t refused;    /* succeed calls that returned LDS_ECANCELED */
 } lane;
@@ -62,6 +63,9 @@ static void account(lane *l, int rc) {
 static void stress_start(host *h, lds_id job, const void *request, size_t len) {
   size_t n;
   lane *l = parse_request(request, len, &n);
+  harness_lock();
+  l->starts++;
+  harness_unlock();
   if (n % 2 == 0) {
     account(l, lds_job_succeed(h->rt, job, request, len));
     return;
@@ -157,8 +161,8 @@ TEST(test_8_threads_x_1000_loads_all_accounted_for) {
   harness_unlock();
   for (int i = 0; i < WORKERS; i++) thread_join(workers[i]);
 
-  /* Every load started exactly one job. */
-  CHECK_EQ(h.starts, PRODUCERS * loads);
+  /* Every load started at most one job. */
+  CHECK_OP(h.starts, <=, PRODUCERS * loads);
   for (int i = 0; i < PRODUCERS; i++) {
     lane *l = &lanes[i];
     size_t loading = 0, loaded = 0, n = rec_count(&l->rec);
@@ -187,11 +191,13 @@ TEST(test_8_threads_x_1000_loads_all_accounted_for) {
         check_fail(__FILE__, __LINE__, "lane %d: unexpected status %d", i, e->status);
       }
     }
+    /* Every load reported LOADING; each accepted completion produced
+     * exactly one LOADED event; every job that started was either
+     * completed or refused. */
     CHECK_EQ(loading, loads);
-    /* Each accepted completion produced exactly one LOADED event, and every
-     * job was either completed or refused. */
     CHECK_EQ(loaded, l->accepted);
-    CHECK_EQ(l->accepted + l->refused, loads);
+    CHECK_OP(l->starts, >=, 1);
+    CHECK_EQ(l->accepted + l->refused, l->starts);
     CHECK_EQ(n, loads + l->accepted);
     lds_snapshot s;
     CHECK_RC(lds_loadable_get(rt, l->cell, &s), LDS_OK);

@@ -20,6 +20,8 @@ final class CurlMulti {
     /// (an idle connection in curl's cache), so that a reused connection
     /// reuses its handle instead of making and closing one per request.
     private var polls: [curl_socket_t: SocketPoll] = [:]
+    /// Easy handles of finished transfers, reset for the next ones.
+    private var idleHandles: [UnsafeMutableRawPointer] = []
     private var closed = false
 
     /// How many idle connections are kept when no maximum is set.
@@ -51,6 +53,21 @@ final class CurlMulti {
         lds_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, max(maxConnections, Self.idleConnections))
     }
 
+    /// An easy handle for a new transfer: a reset idle one, or a new one.
+    func takeHandle() -> UnsafeMutableRawPointer? {
+        idleHandles.popLast() ?? curl_easy_init()
+    }
+
+    /// Takes back the handle of a finished transfer (out of the multi).
+    func recycle(_ easy: UnsafeMutableRawPointer) {
+        if closed || idleHandles.count >= Self.idleConnections {
+            curl_easy_cleanup(easy)
+        } else {
+            curl_easy_reset(easy)
+            idleHandles.append(easy)
+        }
+    }
+
     func add(_ transfer: HTTPTransfer) {
         guard !closed else { return transfer.complete(CURLE_ABORTED_BY_CALLBACK) }
         transfers[transfer.easy] = transfer
@@ -72,6 +89,8 @@ final class CurlMulti {
         guard !closed else { return }
         closed = true
         for transfer in Array(transfers.values) { remove(transfer) }
+        for easy in idleHandles { curl_easy_cleanup(easy) }
+        idleHandles = []
         curl_multi_cleanup(multi)
         for poll in polls.values { poll.close() }
         polls = [:]

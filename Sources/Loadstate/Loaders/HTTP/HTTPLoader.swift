@@ -50,7 +50,7 @@ public final class HTTPLoader: Loader<[UInt8], [UInt8]>, @unchecked Sendable {
             multi = CurlMulti(loop: runtime.loop.loop, maxConnections: options.maxConnections)
         }
         guard let multi,
-              let transfer = HTTPTransfer(job: job, runtime: runtime, request: request, options: options)
+              let transfer = HTTPTransfer(job: job, runtime: runtime, request: request, options: options, multi: multi)
         else {
             return fail(LoadError(.outOfMemory, message: "cannot set up libcurl"))
         }

@@ -20,9 +20,14 @@ final class HTTPTransfer {
     private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
     private var keepAlive: Unmanaged<HTTPTransfer>?
 
-    init?(job: Job<[UInt8], [UInt8]>, runtime: Runtime, request: HTTPRequest, options: HTTPLoader.Options) {
-        guard let easy = curl_easy_init() else { return nil }
+    /// Where the easy handle came from and goes back to (kept alive for that).
+    private let multi: CurlMulti
+
+    init?(job: Job<[UInt8], [UInt8]>, runtime: Runtime, request: HTTPRequest, options: HTTPLoader.Options,
+          multi: CurlMulti) {
+        guard let easy = multi.takeHandle() else { return nil }
         self.easy = easy
+        self.multi = multi
         self.job = job
         self.runtime = runtime
         self.request = request
@@ -33,7 +38,7 @@ final class HTTPTransfer {
     }
 
     deinit {
-        curl_easy_cleanup(easy)
+        multi.recycle(easy)
         curl_slist_free_all(headerList)
         errorBuffer.deallocate()
     }

@@ -772,7 +772,8 @@ int lds_http_response_decode(const void *value, size_t len, lds_http_response *o
  * runtime's libuv loop. The value of a job is an encoded response (see
  * lds_http_response_decode). Only http and https are allowed, also for
  * redirects; TLS verification is on unless the request sets
- * LDS_HTTP_INSECURE. PROGRESS events count body bytes. A status outside
+ * LDS_HTTP_INSECURE. PROGRESS events count body bytes
+ * (one every 64 KiB or so, and one when the body is complete). A status outside
  * 2xx is an error in LDS_DOMAIN_HTTP with the status as code; with
  * retries, 5xx, 408 and 429 are retried, after Retry-After seconds when
  * the server sends that header (other statuses are final). A body over

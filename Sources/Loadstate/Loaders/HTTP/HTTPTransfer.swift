@@ -126,13 +126,19 @@ final class HTTPTransfer {
         return length
     }
 
+    /// Reports progress every `progressStep` bytes and at the end of the
+    /// body, not at each of curl's (frequent) calls.
     private func progressed(_ now: curl_off_t, _ total: curl_off_t) {
         let done = UInt64(max(now, 0))
         let all = UInt64(max(total, 0))
-        guard (done, all) != reported, done > 0 || all > 0 else { return }
+        guard done > 0, (done, all) != reported else { return }
+        let finished = all > 0 && done >= all
+        guard finished || reported.0 == UInt64.max || done - reported.0 >= Self.progressStep else { return }
         reported = (done, all)
         submit(.progress(done: done, total: all))
     }
+
+    private static let progressStep: UInt64 = 64 << 10
 
     // MARK: - Completion
 

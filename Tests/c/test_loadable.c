@@ -875,6 +875,94 @@ TEST(test_no_interrupt_after_job_ends) {
   rec_destroy(&clock);
 }
 
+/* Answers the first interrupt by giving up: an error LDS_ETIMEDOUT. */
+static void give_up_on_interrupt(recorder *rec, const lds_event *e) {
+  if (e->type != LDS_EVENT_INTERRUPT || e->seq != 2) return;
+  fixture *f = rec->data;
+  CHECK_RC(lds_loadable_set_error(f->rt, f->cell, LDS_ETIMEDOUT, "taking too long"), LDS_OK);
+}
+
+TEST(test_interrupt_answered_with_set_error_timedout) {
+  fixture f;
+  fixture_init(&f, LDS_DELIVER_LOOP, NULL);
+  f.rec.action = give_up_on_interrupt;
+  f.rec.data = &f;
+  const uint32_t delays[] = {20, 20, 20};
+  lds_load_options o = LDS_LOAD_OPTIONS_INIT;
+  o.interrupts_ms = delays;
+  o.interrupt_count = 3;
+  REQUIRE_RC(fx_load(&f, "r1", &o), LDS_OK);
+  REQUIRE(HOST_WAIT(&f.h, 1));
+  lds_id job = host_job_at(&f.h, 0);
+  REQUIRE(REC_WAIT(&f.rec, 3));
+  CHECK_EQ(rec_at(&f.rec, 1)->type, LDS_EVENT_INTERRUPT);
+  const lds_event *e = rec_at(&f.rec, 2);
+  CHECK_STATE(e, 3, LDS_ERROR, 0);
+  CHECK_EQ(e->error_domain, LDS_DOMAIN_HOST);
+  CHECK_EQ(e->error_code, LDS_ETIMEDOUT);
+  CHECK_EQ(lds_job_is_cancelled(f.rt, job), 1);
+  CHECK_RC(fx_succeed(&f, job, "late"), LDS_ECANCELED);
+  /* The remaining interrupts never come: a later timeout elsewhere is the clock. */
+  recorder clock;
+  rec_init(&clock, f.rt);
+  lds_id clock_cell = cell_new(f.rt, &clock);
+  lds_load_options c = LDS_LOAD_OPTIONS_INIT;
+  c.timeout_ms = 120;
+  REQUIRE_RC(lds_loadable_load(f.rt, clock_cell, f.loader, "c", 1, &c), LDS_OK);
+  REQUIRE(REC_WAIT(&clock, 2));
+  CHECK_EQ(rec_count(&f.rec), 3);
+  fixture_finish(&f);
+  rec_destroy(&clock);
+}
+
+TEST(test_interrupt_not_needed_when_the_job_ends_first) {
+  fixture f;
+  fixture_init(&f, LDS_DELIVER_LOOP, host_succeed_echo);
+  const uint32_t delays[] = {40};
+  lds_load_options o = LDS_LOAD_OPTIONS_INIT;
+  o.interrupts_ms = delays;
+  o.interrupt_count = 1;
+  REQUIRE_RC(fx_load(&f, "r1", &o), LDS_OK);
+  REQUIRE(REC_WAIT(&f.rec, 2));
+  CHECK_STATE(rec_at(&f.rec, 1), 2, LDS_LOADED, 0);
+  /* A second cell whose interrupt is due later is the clock. */
+  recorder clock;
+  rec_init(&clock, f.rt);
+  host idle;
+  lds_id idle_loader = host_new(f.rt, &idle, NULL);
+  lds_id clock_cell = cell_new(f.rt, &clock);
+  const uint32_t later[] = {120};
+  o.interrupts_ms = later;
+  REQUIRE_RC(lds_loadable_load(f.rt, clock_cell, idle_loader, "c", 1, &o), LDS_OK);
+  REQUIRE(REC_WAIT(&clock, 2));
+  CHECK_EQ(rec_at(&clock, 1)->type, LDS_EVENT_INTERRUPT);
+  CHECK_EQ(rec_count(&f.rec), 2);
+  fixture_finish(&f);
+  rec_destroy(&clock);
+  host_destroy(&idle);
+}
+
+TEST(test_two_interrupts_then_a_timeout) {
+  fixture f;
+  fixture_init(&f, LDS_DELIVER_LOOP, NULL);
+  const uint32_t delays[] = {20, 20};
+  lds_load_options o = LDS_LOAD_OPTIONS_INIT;
+  o.interrupts_ms = delays;
+  o.interrupt_count = 2;
+  o.timeout_ms = 150;
+  REQUIRE_RC(fx_load(&f, "r1", &o), LDS_OK);
+  REQUIRE(REC_WAIT(&f.rec, 4));
+  CHECK_EQ(rec_at(&f.rec, 1)->type, LDS_EVENT_INTERRUPT);
+  CHECK_OP(rec_at(&f.rec, 1)->elapsed_ms, >=, 20);
+  CHECK_EQ(rec_at(&f.rec, 2)->type, LDS_EVENT_INTERRUPT);
+  CHECK_OP(rec_at(&f.rec, 2)->elapsed_ms, >=, 40);
+  const lds_event *e = rec_at(&f.rec, 3);
+  CHECK_STATE(e, 4, LDS_ERROR, 0);
+  CHECK_EQ(e->error_domain, LDS_DOMAIN_LOADSTATE);
+  CHECK_EQ(e->error_code, LDS_ETIMEDOUT);
+  fixture_finish(&f);
+}
+
 TEST(test_retries) {
   fixture f;
   fixture_init(&f, LDS_DELIVER_LOOP, host_fail);

@@ -27,41 +27,47 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
         /// superseding loads), restored by a cancel.
         var restore: CellState<Value, Request>
         var startedAtNs: UInt64
-        var attempt: UInt32
         var job: Job<Value, Request>?
-        var serial: UInt64
+        var serial: UInt32
         /// `leaveRequests` when the load was asked for (0: not checked). A
         /// later request means a queued operation will end this load: no
         /// job starts for it meanwhile.
-        var ticket: UInt64
+        var ticket: UInt32
+        var attempt: UInt32
     }
 
-    public let flavor: CellFlavor
+    // Stored properties are laid out in this order: pointers and words
+    // first, small fields last, so that cells stay small.
     unowned(unsafe) let runtime: Runtime
     private let observer: (Cell, CellEvent<Value, Request>) -> Void
     private let freed = Atomic<Bool>(false)
 
     // Written on the loop thread under the table lock.
     private var published: CellEvent<Value, Request>
+
     // Guarded by the table lock: what callers on other threads check.
-    private var loadRequested = false
-    private var lastLoaderID: UInt64 = 0
     /// The job the cell waits for, as seen from other threads.
     private var currentJob: Job<Value, Request>?
+    private var lastLoaderID: UInt64 = 0
     /// How many operations that end the cell's load (cancel, reset, load,
     /// set_*, free) were asked for.
-    private var leaveRequests: UInt64 = 0
-    /// Set when the cell asked to leave a job other cells also wait for:
-    /// how many of its operations were accepted then (the cell gets no later one).
-    var leaveMark: UInt64?
+    private var leaveRequests: UInt32 = 0
 
     // Loop thread only.
-    private var loads: UInt64 = 0
+    private var loads: UInt32 = 0
     private var session: Session?
     /// The spec of the last load started: the running one, or what `refresh` reloads.
     private var lastSpec: LoadSpec<Value, Request>?
     private var timers: LoadTimers?
     private var rng = SystemRandomNumberGenerator()
+
+    // Guarded by the table lock.
+    /// Set when the cell asked to leave a job other cells also wait for:
+    /// how many of its operations were accepted then (the cell gets no later one).
+    var leaveMark: UInt32?
+    private var loadRequested = false
+
+    public let flavor: CellFlavor
 
     public init(id: UInt64, flavor: CellFlavor, runtime: Runtime,
                 observer: @escaping (Cell, CellEvent<Value, Request>) -> Void) {
@@ -113,15 +119,16 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     /// `requestLeave`, with the table lock already held.
     @discardableResult
     public func requestLeaveLocked() -> UInt64 {
-        leaveRequests += 1
-        guard let job = currentJob, job.phase == .running, leaveMark == nil else { return leaveRequests }
+        leaveRequests &+= 1
+        if leaveRequests == 0 { leaveRequests = 1 }  // 0 means: not checked
+        guard let job = currentJob, job.phase == .running, leaveMark == nil else { return UInt64(leaveRequests) }
         leaveMark = job.accepted
         job.pendingLeaves += 1
         if job.pendingLeaves >= job.waiterCount {
             // Every waiting cell is leaving: the job takes nothing more.
             job.phase = .cancelling
         }
-        return leaveRequests
+        return UInt64(leaveRequests)
     }
 
     /// With the table lock held: what a load asked for on another thread
@@ -171,9 +178,10 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
             case .load: break
             }
         }
-        loads += 1
-        session = Session(restore: restore, startedAtNs: uv_hrtime(), attempt: 1, job: nil, serial: loads,
-                          ticket: ticket)
+        loads &+= 1
+        session = Session(restore: restore, startedAtNs: uv_hrtime(), job: nil, serial: loads,
+                          ticket: UInt32(truncatingIfNeeded: ticket),
+                          attempt: 1)
         // A load that shares a running job joins it before its first event,
         // so that a host seeing that event knows the cell waits for the job.
         let joined = joinSharedJob()
@@ -246,7 +254,7 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
         guard !isFreed, session == nil, state.status == .loaded, var spec = lastSpec, let cache = spec.cache,
               cache.store === store, cache.key.starts(with: prefix) else { return }
         spec.options.silent = true
-        spec.cache?.policy = .loadOnly
+        spec.cache = cache.with(policy: .loadOnly)
         load(spec, markStale: true)
     }
 
@@ -284,10 +292,10 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     /// Fails the load numbered `serial` (see `CellEvent.load`) if it still
     /// runs: its job is cancelled and the cell shows `error`.
     public func failLoad(_ serial: UInt64, with error: LoadError) {
-        guard !isFreed, let s = session, s.serial == serial, let spec = lastSpec else { return }
+        guard !isFreed, let s = session, UInt64(s.serial) == serial, let spec = lastSpec else { return }
         if let job = s.job {
             job.leave(self)
-            guard session?.serial == serial else { return }
+            guard let current = session?.serial, UInt64(current) == serial else { return }
         }
         endSession()
         emit(.state, CellState(status: .error, kind: spec.kind, value: nil, error: error, request: spec.request,
@@ -515,7 +523,7 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
             }
             return
         }
-        failLoad(s.serial, with: LoadError(.timedOut, underlying: TimeoutError()))
+        failLoad(UInt64(s.serial), with: LoadError(.timedOut, underlying: TimeoutError()))
     }
 
     /// Waits before the next attempt: `afterMs` when the failure said how
@@ -548,14 +556,14 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     }
 
     /// The number of the load under way (see `CellEvent.load`), if any.
-    public var currentLoad: UInt64? { session?.serial }
+    public var currentLoad: UInt64? { session.map { UInt64($0.serial) } }
 
     // MARK: - Events
 
     /// Emits an event; with `newState`, the cell takes that state first.
     private func emit(_ type: EventType, _ newState: CellState<Value, Request>? = nil, changed: Bool = true,
                       cancelled: Bool = false, elapsedMs: UInt64 = 0, progress: (UInt64, UInt64) = (0, 0)) {
-        let event = CellEvent(type: type, cell: id, seq: published.seq + 1, load: session?.serial ?? 0,
+        let event = CellEvent(type: type, cell: id, seq: published.seq + 1, load: UInt64(session?.serial ?? 0),
                               state: newState ?? published.state, stateChanged: changed && type == .state,
                               isCancelled: cancelled, elapsedMs: elapsedMs, progressDone: progress.0,
                               progressTotal: progress.1)

@@ -1,18 +1,13 @@
-/// The operations of a job waiting for the loop, in order. Almost every
-/// job reports one operation (its result), so the first is kept inline
-/// and only further ones need an array.
+/// The operations of a job waiting for the loop, in order. Empty most of
+/// the time (a job in flight has reported nothing yet), so it is one word
+/// then: the storage is allocated only when an operation arrives.
 struct Inbox<Operation> {
-    private var first: Operation?
-    private var rest: [Operation] = []
+    private var operations: [Operation] = []
 
-    var isEmpty: Bool { first == nil }
+    var isEmpty: Bool { operations.isEmpty }
 
     mutating func append(_ op: Operation) {
-        if first == nil {
-            first = op
-        } else {
-            rest.append(op)
-        }
+        operations.append(op)
     }
 
     /// Everything queued, leaving the inbox empty.
@@ -23,8 +18,6 @@ struct Inbox<Operation> {
     }
 
     func forEach(_ body: (Operation) -> Void) {
-        guard let first else { return }
-        body(first)
-        for op in rest { body(op) }
+        for op in operations { body(op) }
     }
 }

@@ -16,42 +16,67 @@ public final class Job<Value, Request>: Handle, @unchecked Sendable {
     /// job takes no more operations.
     public enum Phase { case running, cancelling, ending, ended }
 
-    // Guarded by the table lock.
-    var phase: Phase = .running
-    /// How many cells wait for the job (as `waiters`, for other threads).
-    var waiterCount = 1
-    /// How many of them asked to leave (their leave is not yet run).
-    var pendingLeaves = 0
-    /// How many operations were accepted; they are delivered in this order.
-    var accepted: UInt64 = 0
-    var inbox = Inbox<JobOperation<Value>>()
-    var drainScheduled = false
-    var cancelHooks: [() -> Void] = []
+    // Stored properties are laid out in this order: pointers first, small
+    // fields last, so that the many jobs of a busy runtime stay small.
 
     // Loop thread only.
     unowned(unsafe) let runtime: Runtime
-    /// The cells waiting for this job, in the order they joined.
-    var waiters: Waiters<Cell<Value, Request>>
     public let loader: Loader<Value, Request>
     public let request: Request
-    /// 1 for the first try, 2 for the first retry, ...
-    public let attempt: UInt32
-    /// The key loads share this job by, if any.
-    let shareKey: ShareKey?
-    /// Where the job's result is stored, if anywhere.
-    let cache: CacheUse<Value>?
-    /// The last value yielded, stored when the job finishes (only with a cache).
-    private var lastYield: Value?
-    /// Whether the job yielded a value.
-    var yielded = false
-    private var finished = false
-    /// Loop: how many operations were delivered.
-    private var delivered: UInt64 = 0
+    /// The cells waiting for this job, in the order they joined.
+    var waiters: Waiters<Cell<Value, Request>>
+
+    // Guarded by the table lock.
+    var inbox = Inbox<JobOperation<Value>>()
+    var cancelHooks: [() -> Void] = []
+
+    // Loop thread only.
     /// Called on the loop thread, once, when the job is cancelled (from
     /// outside or inside, superseded, timed out, its cells or runtime
     /// freed); not when it ends by succeed, finish or fail. For loaders
     /// that work on the loop itself; hosts use `Runtime.onCancel`.
     public var onLoopCancel: (() -> Void)?
+    /// What only shared or cached jobs need.
+    private let extras: Extras?
+
+    // Guarded by the table lock.
+    /// How many cells wait for the job (as `waiters`, for other threads).
+    var waiterCount: UInt32 = 1
+    /// How many of them asked to leave (their leave is not yet run).
+    var pendingLeaves: UInt32 = 0
+    /// How many operations were accepted; they are delivered in this order.
+    var accepted: UInt32 = 0
+
+    // Loop thread only.
+    /// How many operations were delivered.
+    private var delivered: UInt32 = 0
+    /// 1 for the first try, 2 for the first retry, ...
+    public let attempt: UInt32
+
+    // Guarded by the table lock.
+    var phase: Phase = .running
+    var drainScheduled = false
+
+    // Loop thread only.
+    /// Whether the job yielded a value.
+    var yielded = false
+    private var finished = false
+
+    /// The key and cache of a shared or cached job, and the last value it
+    /// yielded (stored in the cache when it finishes).
+    private final class Extras {
+        let shareKey: ShareKey?
+        let cache: CacheUse<Value>?
+        var lastYield: Value?
+
+        init(shareKey: ShareKey?, cache: CacheUse<Value>?) {
+            self.shareKey = shareKey
+            self.cache = cache
+        }
+    }
+
+    /// The key loads share this job by, if any.
+    var shareKey: ShareKey? { extras?.shareKey }
 
     init(id: UInt64, runtime: Runtime, cell: Cell<Value, Request>, loader: Loader<Value, Request>,
          request: Request, attempt: UInt32, shareKey: ShareKey?, cache: CacheUse<Value>?) {
@@ -60,17 +85,16 @@ public final class Job<Value, Request>: Handle, @unchecked Sendable {
         self.loader = loader
         self.request = request
         self.attempt = attempt
-        self.shareKey = shareKey
-        self.cache = cache
+        extras = shareKey == nil && cache == nil ? nil : Extras(shareKey: shareKey, cache: cache)
         super.init(id: id)
     }
 
     /// Loop: applies the operations queued in the inbox to every waiting cell.
     func settle() {
-        let (ops, leaving) = runtime.table.withLock { _ -> (Inbox<JobOperation<Value>>, [ObjectIdentifier: UInt64]) in
+        let (ops, leaving) = runtime.table.withLock { _ -> (Inbox<JobOperation<Value>>, [ObjectIdentifier: UInt32]) in
             drainScheduled = false
             // Cells that asked to leave get only what was accepted before.
-            var leaving: [ObjectIdentifier: UInt64] = [:]
+            var leaving: [ObjectIdentifier: UInt32] = [:]
             if pendingLeaves > 0 {
                 waiters.forEach { cell in
                     if let mark = cell.leaveMark { leaving[ObjectIdentifier(cell)] = mark }
@@ -84,14 +108,14 @@ public final class Job<Value, Request>: Handle, @unchecked Sendable {
         }
     }
 
-    private func deliver(_ op: JobOperation<Value>, number: UInt64, leaving: [ObjectIdentifier: UInt64]) {
+    private func deliver(_ op: JobOperation<Value>, number: UInt32, leaving: [ObjectIdentifier: UInt32]) {
         guard !finished else { return }
-        if let cache {
+        if let extras, let cache = extras.cache {
             // Stored once for all the cells waiting, before they show it.
             switch op {
-            case .yield(let value): lastYield = value
+            case .yield(let value): extras.lastYield = value
             case .succeed(let value): cache.store(value)
-            case .finish: if let lastYield { cache.store(lastYield) }
+            case .finish: if let lastYield = extras.lastYield { cache.store(lastYield) }
             default: break
             }
         }

@@ -14,17 +14,18 @@ public enum CachePolicy: UInt32, Sendable {
 }
 
 /// A load's cache: where, under which key, with which policy and ages, and
-/// how values become bytes.
-public struct CacheUse<Value> {
-    public var store: any CacheStore
-    public var key: [UInt8]
-    public var policy: CachePolicy
+/// how values become bytes. A class, so that the specs and jobs of loads
+/// without a cache stay small and those with one share it.
+public final class CacheUse<Value> {
+    public let store: any CacheStore
+    public let key: [UInt8]
+    public let policy: CachePolicy
     /// Entries younger than this are fresh; older ones are stale.
-    public var freshMs: UInt64
+    public let freshMs: UInt64
     /// Entries older than this are not used at all; 0 for no limit.
-    public var maxAgeMs: UInt64
-    public var encode: (Value) -> [UInt8]
-    public var decode: ([UInt8]) -> Value?
+    public let maxAgeMs: UInt64
+    public let encode: (Value) -> [UInt8]
+    public let decode: ([UInt8]) -> Value?
 
     public init(store: any CacheStore, key: [UInt8], policy: CachePolicy, freshMs: UInt64 = 0,
                 maxAgeMs: UInt64 = 0, encode: @escaping (Value) -> [UInt8],
@@ -36,6 +37,12 @@ public struct CacheUse<Value> {
         self.maxAgeMs = maxAgeMs
         self.encode = encode
         self.decode = decode
+    }
+
+    /// The same use with another policy.
+    public func with(policy: CachePolicy) -> CacheUse {
+        CacheUse(store: store, key: key, policy: policy, freshMs: freshMs, maxAgeMs: maxAgeMs,
+                 encode: encode, decode: decode)
     }
 
     /// A usable entry at `now`: its value, whether it is stale, and when it
@@ -57,7 +64,8 @@ public struct CacheUse<Value> {
 
 extension CacheUse where Value == [UInt8] {
     /// A cache of byte-string values, stored as they are.
-    public init(store: any CacheStore, key: [UInt8], policy: CachePolicy, freshMs: UInt64 = 0, maxAgeMs: UInt64 = 0) {
+    public convenience init(store: any CacheStore, key: [UInt8], policy: CachePolicy, freshMs: UInt64 = 0,
+                            maxAgeMs: UInt64 = 0) {
         self.init(store: store, key: key, policy: policy, freshMs: freshMs, maxAgeMs: maxAgeMs,
                   encode: { $0 }, decode: { $0 })
     }

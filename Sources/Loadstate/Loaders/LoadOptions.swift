@@ -1,19 +1,20 @@
 /// How one load runs.
 public struct LoadOptions: Sendable, Equatable {
-    /// Keep the current state visible while loading (flagged refreshing).
-    public var silent: Bool
-    /// Cancel the job and fail with `ResultCode.timedOut` after this many ms; 0 for none.
-    public var timeoutMs: UInt32
+    // Stored properties in this order keep the struct small.
     /// Delays between interrupt events.
     public var interruptsMs: [UInt32]
+    /// Loads of the same loader with the same share key wait for one job.
+    public var shareKey: [UInt8]?
+    /// Cancel the job and fail with `ResultCode.timedOut` after this many ms; 0 for none.
+    public var timeoutMs: UInt32
     /// Extra attempts after a failure.
     public var retries: UInt32
     /// Back-off before the first retry.
     public var retryBaseMs: UInt32
     /// Upper bound of any back-off.
     public var retryMaxMs: UInt32
-    /// Loads of the same loader with the same share key wait for one job.
-    public var shareKey: [UInt8]?
+    /// Keep the current state visible while loading (flagged refreshing).
+    public var silent: Bool
 
     public init(silent: Bool = false, timeoutMs: UInt32 = 0, interruptsMs: [UInt32] = [],
                 retries: UInt32 = 0, retryBaseMs: UInt32 = 100, retryMaxMs: UInt32 = 30_000,
@@ -32,11 +33,11 @@ public struct LoadOptions: Sendable, Equatable {
 public struct LoadSpec<Value, Request> {
     public var loader: Loader<Value, Request>
     public var request: Request
-    /// Process cells: the kind of the run.
-    public var kind: Int32
-    public var options: LoadOptions
     /// The cache the load reads and fills, if any.
     public var cache: CacheUse<Value>?
+    public var options: LoadOptions
+    /// Process cells: the kind of the run.
+    public var kind: Int32
 
     public init(loader: Loader<Value, Request>, request: Request, kind: Int32 = 0,
                 options: LoadOptions = LoadOptions(), cache: CacheUse<Value>? = nil) {

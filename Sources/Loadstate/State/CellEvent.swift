@@ -10,7 +10,8 @@ public enum EventType: UInt32, Sendable {
 
 /// One event of one cell, in the order the cell produced them.
 public struct CellEvent<Value, Request> {
-    public var type: EventType
+    // Stored properties in this order keep the struct small (a cell keeps
+    // its latest event).
     public var cell: UInt64
     /// 1 for the cell's first event, +1 for each one after it.
     public var seq: UInt64
@@ -19,16 +20,32 @@ public struct CellEvent<Value, Request> {
     public var load: UInt64
     /// The cell's state after the event.
     public var state: CellState<Value, Request>
-    /// False for events that only announce activity over an unchanged
-    /// state: a silent load beginning, a retry of a silent load.
-    public var stateChanged: Bool
-    /// The state was restored because a load was cancelled.
-    public var isCancelled: Bool
     /// Interrupt events: milliseconds since the load began, measured.
     public var elapsedMs: UInt64
     /// Progress events: units done and units in all (0 = unknown).
     public var progressDone: UInt64
     public var progressTotal: UInt64
+    public var type: EventType
+    /// False for events that only announce activity over an unchanged
+    /// state: a silent load beginning, a retry of a silent load.
+    public var stateChanged: Bool
+    /// The state was restored because a load was cancelled.
+    public var isCancelled: Bool
+
+    public init(type: EventType, cell: UInt64, seq: UInt64, load: UInt64, state: CellState<Value, Request>,
+                stateChanged: Bool, isCancelled: Bool, elapsedMs: UInt64, progressDone: UInt64,
+                progressTotal: UInt64) {
+        self.type = type
+        self.cell = cell
+        self.seq = seq
+        self.load = load
+        self.state = state
+        self.stateChanged = stateChanged
+        self.isCancelled = isCancelled
+        self.elapsedMs = elapsedMs
+        self.progressDone = progressDone
+        self.progressTotal = progressTotal
+    }
 }
 
 extension CellEvent: Sendable where Value: Sendable, Request: Sendable {}

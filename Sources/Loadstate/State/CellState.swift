@@ -3,25 +3,26 @@
 /// `value` is set only when the status is `.loaded`; `error` only when it is
 /// `.error`. `request` is the request of the load this state belongs to.
 public struct CellState<Value, Request> {
-    public var status: Status
-    /// Process cells: the kind of the current or last run.
-    public var kind: Int32
+    // Stored properties in this order keep the struct small.
     public var value: Value?
     public var request: Request?
+    /// Wall-clock milliseconds at which the value or error was produced.
+    public var updatedAt: UInt64
+    // Errors are rare: boxed, so that every state stays small.
+    private var errorBox: ErrorBox?
+    /// Process cells: the kind of the current or last run.
+    public var kind: Int32
+    /// Which attempt produced this state (1 for the first try); 0 when no load did.
+    public var attempt: UInt32
+    public var status: Status
     /// The value was yielded by a job that still runs.
     public var isPartial: Bool
     /// A silent load or refresh runs over this state.
     public var isRefreshing: Bool
-    /// Which attempt produced this state (1 for the first try); 0 when no load did.
-    public var attempt: UInt32
-    /// Wall-clock milliseconds at which the value or error was produced.
-    public var updatedAt: UInt64
     /// The value came from a cache.
     public var isFromCache: Bool = false
     /// The cached value is older than the load's fresh time, or was invalidated.
     public var isStale: Bool = false
-    // Errors are rare: boxed, so that every state stays small.
-    private var errorBox: ErrorBox?
 
     public var error: LoadError? {
         get { errorBox?.error }

@@ -25,6 +25,7 @@
  *
  * Every variant runs `rounds` times, interleaved; the summary gives medians.
  */
+#include "bench_util.h"
 #include <loadstate.h>
 #include <sqlite3.h>
 
@@ -36,12 +37,6 @@
 #include <unistd.h>
 
 #define KEY_LEN 16
-
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static void die(const char *what, int rc) {
   fprintf(stderr, "cache: %s failed: %d (%s)\n", what, rc, rc < 0 ? lds_strerror(rc) : "");
@@ -165,30 +160,6 @@ static double run_select(size_t gets) {
   return (double)gets / ((double)(now_ns() - t0) / 1e9);
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-static void print_machine(void) {
-  char model[256] = "?", line[512];
-  FILE *f = fopen("/proc/cpuinfo", "r");
-  if (f) {
-    while (fgets(line, sizeof line, f))
-      if (sscanf(line, "model name : %255[^\n]", model) == 1) break;
-    fclose(f);
-  }
-  time_t t = time(NULL);
-  char date[64];
-  strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&t));
-  printf("# %s, %ld cpus (%s), libloadstate %u.%u.%u, SQLite %s\n", date, sysconf(_SC_NPROCESSORS_ONLN), model,
-         lds_version() >> 16, (lds_version() >> 8) & 0xff, lds_version() & 0xff, sqlite3_libversion());
-}
 
 static void setup(void) {
   B.key_bytes = malloc(B.keys * KEY_LEN + 1);
@@ -280,7 +251,7 @@ int main(int argc, char **argv) {
 
   printf("# command: make bench-cache BENCH_CACHE_ARGS=\"%ld %ld %ld %ld\"   (runs: build/cache %ld %ld %ld %ld)\n",
          keys, value_len, gets, rounds, keys, value_len, gets, rounds);
-  print_machine();
+  print_machine("SQLite", sqlite3_libversion());
   printf("# %ld keys of %d bytes, values of %ld bytes, every get a hit, keys in a fixed random order;\n"
          "# memory runs make %ld gets, persistent runs %ld.\n\n",
          keys, KEY_LEN, value_len, gets, gets / 4);

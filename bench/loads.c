@@ -29,6 +29,7 @@
  *
  * Every variant runs `rounds` times, interleaved; the summary gives medians.
  */
+#include "bench_util.h"
 #include <loadstate.h>
 #include <uv.h>
 
@@ -43,12 +44,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static void die(const char *what, int rc) {
   fprintf(stderr, "loads: %s failed: %d (%s)\n", what, rc, rc < 0 ? lds_strerror(rc) : "");
@@ -388,30 +383,6 @@ static void in_flight(size_t n) {
 
 /* ------------------------------------------------------------------ */
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-static void print_machine(void) {
-  char model[256] = "?", line[512];
-  FILE *f = fopen("/proc/cpuinfo", "r");
-  if (f) {
-    while (fgets(line, sizeof line, f))
-      if (sscanf(line, "model name : %255[^\n]", model) == 1) break;
-    fclose(f);
-  }
-  time_t t = time(NULL);
-  char date[64];
-  strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&t));
-  printf("# %s, %ld cpus (%s), libloadstate %u.%u.%u, libuv %s\n", date, sysconf(_SC_NPROCESSORS_ONLN), model,
-         lds_version() >> 16, (lds_version() >> 8) & 0xff, lds_version() & 0xff, uv_version_string());
-}
 
 int main(int argc, char **argv) {
   long loads = argc > 1 ? atol(argv[1]) : 200000;
@@ -433,7 +404,7 @@ int main(int argc, char **argv) {
 
   printf("# command: make bench BENCH_ARGS=\"%ld %ld %ld %ld\"   (runs: build/loads %ld %ld %ld %ld)\n", loads, cells,
          rounds, flight, loads, cells, rounds, flight);
-  print_machine();
+  print_machine("libuv", uv_version_string());
   printf("# loads through a host loader that succeeds inside its start callback, LOOP delivery;\n"
          "# %ld cells round-robin (at most %ld loads in flight); events = cell events "
          "(LOADING + LOADED, 2 per load);\n# callbacks = events + loader starts (3 per load); "

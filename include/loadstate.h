@@ -773,7 +773,8 @@ int lds_http_response_decode(const void *value, size_t len, lds_http_response *o
  * lds_http_response_decode). Only http and https are allowed, also for
  * redirects; TLS verification is on unless the request sets
  * LDS_HTTP_INSECURE. PROGRESS events count body bytes
- * (one every 64 KiB or so, and one when the body is complete). A status outside
+ * (one every 64 KiB or so, then one when the body is complete; a body
+ * under 64 KiB reports none). A status outside
  * 2xx is an error in LDS_DOMAIN_HTTP with the status as code; with
  * retries, 5xx, 408 and 429 are retried, after Retry-After seconds when
  * the server sends that header (other statuses are final). A body over

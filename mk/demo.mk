@@ -35,8 +35,10 @@ TEST_TARGETS += demo-check
 dist: deps
 	$(SWIFT) build -c release --product loadstate $(DIST_SWIFTFLAGS) --scratch-path $(DIST_BUILD)
 	@mkdir -p $(DIST)
-	cp $(DIST_BUILD)/release/libloadstate.so $(DIST_LIB)
-	strip --strip-unneeded $(DIST_LIB)
+	# A new file renamed into place: a process that has the old one mapped keeps it.
+	cp $(DIST_BUILD)/release/libloadstate.so $(DIST_LIB).new
+	strip --strip-unneeded $(DIST_LIB).new
+	mv -f $(DIST_LIB).new $(DIST_LIB)
 	cp include/loadstate.h $(DIST)/loadstate.h
 	@set -eo pipefail; fail=0; \
 	echo "dist: ldd $(DIST_LIB)"; ldd $(DIST_LIB) | sed 's/^/  /'; \

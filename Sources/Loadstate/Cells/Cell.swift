@@ -501,13 +501,23 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
 
     private func interrupted() {
         guard let s = session, let t = timers, !isFreed else { return }
-        let elapsedNs = uv_hrtime() - s.startedAtNs
+        var elapsedNs = uv_hrtime() - s.startedAtNs
         // libuv timers have millisecond granularity: never report early.
         if elapsedNs < t.interruptDueMs * 1_000_000 {
             armInterruptTimer(due: t.interruptDueMs, startedAtNs: s.startedAtNs)
             return
         }
         emit(.interrupt, elapsedMs: elapsedNs / 1_000_000)
+        // Interrupts already due (the loop was late) are reported now, in
+        // order, before any later timer of the load (its timeout) runs.
+        let delays = lastSpec?.options.interruptsMs ?? []
+        while t.nextInterrupt < delays.count,
+              t.interruptDueMs + UInt64(delays[t.nextInterrupt]) <= elapsedNs / 1_000_000 {
+            t.interruptDueMs += UInt64(delays[t.nextInterrupt])
+            t.nextInterrupt += 1
+            emit(.interrupt, elapsedMs: elapsedNs / 1_000_000)
+            elapsedNs = uv_hrtime() - s.startedAtNs
+        }
         armNextInterrupt()
     }
 

@@ -126,14 +126,16 @@ final class HTTPTransfer {
         return length
     }
 
-    /// Reports progress every `progressStep` bytes and at the end of the
-    /// body, not at each of curl's (frequent) calls.
+    /// Reports progress every `progressStep` bytes, and at the end of a body
+    /// that already reported some, not at each of curl's (frequent) calls.
+    /// A small body reports none: its LOADED event follows at once.
     private func progressed(_ now: curl_off_t, _ total: curl_off_t) {
         let done = UInt64(max(now, 0))
         let all = UInt64(max(total, 0))
-        guard done > 0, (done, all) != reported else { return }
+        let last = reported.0 == UInt64.max ? 0 : reported.0
+        guard done > last, (done, all) != reported else { return }
         let finished = all > 0 && done >= all
-        guard finished || reported.0 == UInt64.max || done - reported.0 >= Self.progressStep else { return }
+        guard done - last >= Self.progressStep || (finished && last > 0) else { return }
         reported = (done, all)
         submit(.progress(done: done, total: all))
     }

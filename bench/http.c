@@ -46,15 +46,17 @@ static int start_server(const char *path, pid_t *pid, int *stdin_fd) {
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t changed = PTHREAD_COND_INITIALIZER;
-static int finished, failed;
+static int finished, failed, awaited;
 
+/* Counts finished requests; wakes the main thread only when a round is
+ * complete (a host need not wake a thread per event). */
 static void on_event(const lds_event *e, void *user_data) {
   (void)user_data;
   if (e->type != LDS_EVENT_STATE || e->status == LDS_LOADING) return;
   pthread_mutex_lock(&lock);
   finished++;
   if (e->status != LDS_LOADED) failed++;
-  pthread_cond_signal(&changed);
+  if (finished >= awaited) pthread_cond_signal(&changed);
   pthread_mutex_unlock(&lock);
 }
 
@@ -75,9 +77,12 @@ static double run_loadstate(const char *url, int concurrent, int rounds, int *er
   finished = failed = 0;
   double t0 = now_s();
   for (int r = 0; r < rounds; r++) {
+    pthread_mutex_lock(&lock);
+    awaited = (r + 1) * concurrent;
+    pthread_mutex_unlock(&lock);
     for (int i = 0; i < concurrent; i++) lds_loadable_load(rt, cells[i], loader, encoded, encoded_len, NULL);
     pthread_mutex_lock(&lock);
-    while (finished < (r + 1) * concurrent) pthread_cond_wait(&changed, &lock);
+    while (finished < awaited) pthread_cond_wait(&changed, &lock);
     pthread_mutex_unlock(&lock);
   }
   double elapsed = now_s() - t0;

@@ -37,9 +37,8 @@ func freeCell(_ rt: OpaquePointer?, _ id: UInt64, _ flavor: CellFlavor) -> Int32
             return cell
         }
         guard let cell = removed else { return LDS_ENOENT }
-        cell.requestLeave()
         cell.markFreed()
-        runtime.loop.execute { cell.free() }
+        cell.leave { $0.free() }
         return LDS_OK
     }
 }
@@ -114,8 +113,7 @@ public func ldsLoadableRefresh(_ rt: OpaquePointer?, _ id: UInt64) -> Int32 {
 @_cdecl("lds_loadable_cancel")
 public func ldsLoadableCancel(_ rt: OpaquePointer?, _ id: UInt64) -> Int32 {
     withCell(rt, id, .loadable) { runtime, cell in
-        cell.requestLeave()
-        runtime.loop.execute { cell.cancel() }
+        cell.leave { $0.cancel() }
         return LDS_OK
     }
 }
@@ -123,8 +121,7 @@ public func ldsLoadableCancel(_ rt: OpaquePointer?, _ id: UInt64) -> Int32 {
 @_cdecl("lds_loadable_reset")
 public func ldsLoadableReset(_ rt: OpaquePointer?, _ id: UInt64) -> Int32 {
     withCell(rt, id, .loadable) { runtime, cell in
-        cell.requestLeave()
-        runtime.loop.execute { cell.reset() }
+        cell.leave { $0.reset() }
         return LDS_OK
     }
 }
@@ -134,8 +131,7 @@ public func ldsLoadableSetLoaded(_ rt: OpaquePointer?, _ id: UInt64, _ value: Un
     withCell(rt, id, .loadable) { runtime, cell in
         switch copyBytes(value, length) {
         case .success(let bytes):
-            cell.requestLeave()
-            runtime.loop.execute { cell.setLoaded(bytes) }
+            cell.leave { $0.setLoaded(bytes) }
             return LDS_OK
         case .failure(let code):
             return code.rawValue
@@ -150,8 +146,7 @@ public func ldsLoadableSetError(_ rt: OpaquePointer?, _ id: UInt64, _ code: Int3
         switch copyMessage(message) {
         case .success(let text):
             let error = LoadError(domain: .host, code: code, message: text)
-            cell.requestLeave()
-            runtime.loop.execute { cell.setError(error) }
+            cell.leave { $0.setError(error) }
             return LDS_OK
         case .failure(let rc):
             return rc.rawValue

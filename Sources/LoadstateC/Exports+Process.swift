@@ -22,8 +22,7 @@ public func ldsProcessRun(_ rt: OpaquePointer?, _ cell: UInt64, _ kind: Int32, _
 @_cdecl("lds_process_cancel")
 public func ldsProcessCancel(_ rt: OpaquePointer?, _ id: UInt64) -> Int32 {
     withCell(rt, id, .process) { runtime, cell in
-        cell.requestLeave()
-        runtime.loop.execute { cell.cancel() }
+        cell.leave { $0.cancel() }
         return LDS_OK
     }
 }
@@ -31,8 +30,7 @@ public func ldsProcessCancel(_ rt: OpaquePointer?, _ id: UInt64) -> Int32 {
 @_cdecl("lds_process_reset")
 public func ldsProcessReset(_ rt: OpaquePointer?, _ id: UInt64) -> Int32 {
     withCell(rt, id, .process) { runtime, cell in
-        cell.requestLeave()
-        runtime.loop.execute { cell.reset() }
+        cell.leave { $0.reset() }
         return LDS_OK
     }
 }

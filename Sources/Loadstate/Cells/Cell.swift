@@ -116,6 +116,13 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
         runtime.table.withLock { _ in requestLeaveLocked() }
     }
 
+    /// Any thread: asks for an operation that ends the cell's load (cancel,
+    /// reset, set_*, free) and queues it for the loop thread.
+    public func leave(then operation: @escaping (Cell) -> Void) {
+        requestLeave()
+        runtime.loop.execute { [self] in operation(self) }
+    }
+
     /// `requestLeave`, with the table lock already held.
     @discardableResult
     public func requestLeaveLocked() -> UInt64 {

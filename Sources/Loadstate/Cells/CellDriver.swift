@@ -43,11 +43,10 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
     }
 
     deinit {
-        core.requestLeave()
         core.markFreed()
         let core = self.core
         runtime.table.withLock { $0.handles[core.id] = nil }
-        runtime.loop.execute { core.free() }
+        core.leave { $0.free() }
         let subscribers = mirror.withLock { m in
             defer { m.subscribers = [:] }
             return Array(m.subscribers.values)
@@ -135,16 +134,10 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
         return true
     }
 
-    func cancel() { leave { $0.cancel() } }
-    func reset() { leave { $0.reset() } }
-    func setLoaded(_ value: Value) { leave { $0.setLoaded(value) } }
-    func setError(_ error: LoadError) { leave { $0.setError(error) } }
-
-    /// Runs an operation that makes the cell leave its job.
-    private func leave(_ operation: @escaping (Cell<Value, Request>) -> Void) {
-        core.requestLeave()
-        runtime.loop.execute { [core] in operation(core) }
-    }
+    func cancel() { core.leave { $0.cancel() } }
+    func reset() { core.leave { $0.reset() } }
+    func setLoaded(_ value: Value) { core.leave { $0.setLoaded(value) } }
+    func setError(_ error: LoadError) { core.leave { $0.setError(error) } }
 
     /// Returns once everything queued for the loop before the call is done.
     func settled() async {

@@ -100,10 +100,12 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     /// Any thread: records that a load with this loader was asked for, so
     /// that `refresh` can be accepted or refused at once.
     public func noteLoadRequested(loader: UInt64) {
-        runtime.table.withLock { _ in
-            loadRequested = true
-            lastLoaderID = loader
-        }
+        runtime.table.withLock { _ in noteLoadRequestedLocked(loader: loader) }
+    }
+
+    private func noteLoadRequestedLocked(loader: UInt64) {
+        loadRequested = true
+        lastLoaderID = loader
     }
 
     /// Any thread, called by every operation that makes the cell leave its
@@ -142,9 +144,13 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     /// records before it is queued (`noteLoadRequested` and `requestLeave`).
     /// Returns the load's ticket (see `load(_:ticket:)`).
     public func prepareLoadLocked(loader: UInt64) -> UInt64 {
-        loadRequested = true
-        lastLoaderID = loader
+        noteLoadRequestedLocked(loader: loader)
         return requestLeaveLocked()
+    }
+
+    /// `prepareLoadLocked`, taking the table lock.
+    public func prepareLoad(loader: UInt64) -> UInt64 {
+        runtime.table.withLock { _ in prepareLoadLocked(loader: loader) }
     }
 
     /// Any thread: the loader `refresh` would use, or nil if no load was
@@ -152,9 +158,6 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     public var refreshLoaderID: UInt64? {
         runtime.table.withLock { _ in loadRequested ? lastLoaderID : nil }
     }
-
-    /// Whether a load (a job or a retry back-off) is under way.
-    public var isBusy: Bool { session != nil }
 
     // MARK: - Operations (loop thread)
 

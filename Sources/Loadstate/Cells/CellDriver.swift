@@ -86,7 +86,7 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
     func load(_ settings: LoadSettings, request: Request, kind: Int32, onInterrupt: InterruptHandler?,
               body: @escaping SwiftLoader<Value, Request>.Body) {
         let spec = makeSpec(settings, request: request, kind: kind, body: body)
-        let ticket = core.requestLeave()
+        let ticket = core.prepareLoad(loader: spec.loader.id)
         runtime.loop.execute { [self] in begin(spec, onInterrupt, ticket: ticket) }
     }
 
@@ -97,7 +97,7 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
                     body: @escaping SwiftLoader<Value, Request>.Body) async {
         let spec = makeSpec(settings, request: request, kind: kind, body: body)
         guard let loader = spec.loader as? SwiftLoader<Value, Request> else { return }
-        let ticket = core.requestLeave()
+        let ticket = core.prepareLoad(loader: loader.id)
         let started = await withCheckedContinuation { caller in
             runtime.loop.execute { [self] in
                 loader.inlineCaller = caller
@@ -149,9 +149,7 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
     private func makeSpec(_ settings: LoadSettings, request: Request, kind: Int32,
                           body: @escaping SwiftLoader<Value, Request>.Body) -> LoadSpec<Value, Request> {
         let loader = SwiftLoader<Value, Request>(id: runtime.table.makeID(.loader), body: body)
-        let spec = LoadSpec(loader: loader, request: request, kind: kind, options: settings.options)
-        core.noteLoadRequested(loader: loader.id)
-        return spec
+        return LoadSpec(loader: loader, request: request, kind: kind, options: settings.options)
     }
 
     /// Loop: starts the load and remembers its interrupt handler.

@@ -22,12 +22,6 @@ public final class Runtime: @unchecked Sendable {
 
     public var isClosed: Bool { closed.load(ordering: .acquiring) }
 
-    /// Whether the calling thread is where host callbacks run right now:
-    /// the loop thread in loop mode, a thread inside `dispatch` in poll mode.
-    public var isDeliveryThread: Bool {
-        delivery.mode == .loop ? loop.isLoopThread : delivery.isDispatchThread
-    }
-
     /// Runs a host callback on the delivery thread. Call on the loop thread.
     public func deliver(_ kind: Delivery.Kind, _ body: @escaping () -> Void) {
         if delivery.mode == .loop {

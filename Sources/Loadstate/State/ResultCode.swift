@@ -11,8 +11,11 @@ public enum ResultCode: Int32, Sendable, Error {
     case tooBig = -8
     case io = -9
 
-    /// A short static description of the code.
-    public var message: String {
+    /// A short description of the code.
+    public var message: String { staticMessage.description }
+
+    /// The description as a NUL-terminated static string (what `lds_strerror` returns).
+    public var staticMessage: StaticString {
         switch self {
         case .ok: return "success"
         case .invalidArgument: return "invalid argument"

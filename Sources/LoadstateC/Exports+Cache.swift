@@ -118,7 +118,10 @@ public func ldsCacheGet(_ rt: OpaquePointer?, _ id: UInt64, _ key: UnsafeRawPoin
         guard let cache = handle as? PersistentCache else { return LDS_ENOENT }
         do throws(CacheError) {
             guard let entry = try cache.get(Bytes(k)) else { return 0 }
-            return give(entry, out)
+            return entry.value.withUnsafeBytes { value in
+                give(CacheEntryView(value: value, storedAtMs: entry.storedAtMs, expiresAtMs: entry.expiresAtMs,
+                                    isStale: entry.isStale), out)
+            }
         } catch {
             return code(error)
         }
@@ -126,11 +129,9 @@ public func ldsCacheGet(_ rt: OpaquePointer?, _ id: UInt64, _ key: UnsafeRawPoin
 }
 
 /// Hands a copy of an entry to the caller: 1, or LDS_ENOMEM.
-private func give(_ entry: CacheEntry, _ out: UnsafeMutablePointer<lds_cache_value>) -> Int32 {
+private func give(_ entry: CacheEntryView, _ out: UnsafeMutablePointer<lds_cache_value>) -> Int32 {
     guard let memory = malloc(max(entry.value.count, 1)) else { return LDS_ENOMEM }
-    entry.value.withUnsafeBytes { bytes in
-        if let base = bytes.baseAddress { memcpy(memory, base, bytes.count) }
-    }
+    if let base = entry.value.baseAddress { memcpy(memory, base, entry.value.count) }
     out.pointee = lds_cache_value(value: memory, value_len: entry.value.count, stored_at_ms: entry.storedAtMs,
                                   expires_at_ms: entry.expiresAtMs, stale: entry.isStale ? 1 : 0)
     return 1

@@ -32,3 +32,25 @@ public struct CacheEntry: Sendable, Equatable {
         return overflow ? .max : sum
     }
 }
+
+/// A memory-cache entry seen in place, without a copy: valid only inside
+/// the closure that receives it (`MemoryCache.read`).
+public struct CacheEntryView {
+    /// The value's bytes, owned by the cache.
+    public let value: UnsafeRawBufferPointer
+    public let storedAtMs: UInt64
+    public let expiresAtMs: UInt64
+    public let isStale: Bool
+
+    public init(value: UnsafeRawBufferPointer, storedAtMs: UInt64, expiresAtMs: UInt64, isStale: Bool) {
+        self.value = value
+        self.storedAtMs = storedAtMs
+        self.expiresAtMs = expiresAtMs
+        self.isStale = isStale
+    }
+
+    /// An owned copy.
+    public var entry: CacheEntry {
+        CacheEntry(value: Array(value), storedAtMs: storedAtMs, expiresAtMs: expiresAtMs, isStale: isStale)
+    }
+}

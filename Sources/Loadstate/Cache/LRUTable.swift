@@ -1,41 +1,60 @@
+import CLibUV
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// The entries of a memory cache in least-recently-used order.
 ///
-/// Entries live in `slots`; freed slots are reused. `links` chains them
-/// into a doubly linked list by index (most recent at the head), kept apart
-/// so that relinking touches 8 bytes per neighbour. `buckets` is an
-/// open-addressing index over the slots (linear probing, at most half
-/// full, deletion by backward shift) holding 32 bits of each key's hash
-/// next to its slot, so a lookup reads one bucket and the matching slot.
-/// Every operation on one key is O(1) and takes the key as raw bytes, so a
-/// lookup allocates nothing.
+/// Each entry is one allocation, an `EntryBlock`: a header, the key's bytes,
+/// then the value's. `buckets` is an open-addressing index (linear probing,
+/// at most half full, deletion by backward shift) of 8-byte buckets that
+/// hold the block's address and 16 bits of the key's hash, so a hit reads
+/// one bucket and one block: the header and the key share the block's
+/// first cache line, and the value's lines are prefetched while the key is
+/// compared. Every entry also has a slot number, stored in its
+/// header: `links` chains the slots into a doubly linked list by index
+/// (most recent at the head), kept apart so that relinking touches 8 bytes
+/// per neighbour, and `blocks` finds an entry by slot for eviction and for
+/// walks. Every operation on one key is O(1) and takes the key as raw
+/// bytes, so a lookup allocates nothing.
 ///
-/// Not thread-safe: `MemoryCache` keeps it under its lock.
-struct LRUTable {
-    private struct Slot {
-        var key: CacheKey
-        var entry: CacheEntry
-    }
-
+/// Not thread-safe: `MemoryCache` keeps it under its lock. A class so that
+/// `deinit` frees the blocks.
+final class LRUTable {
     private struct Link {
         var prev: Int32
         var next: Int32
     }
 
+    /// An index entry in 8 bytes: the block's address in the low 48 bits
+    /// (user-space addresses fit in them) and the high 16 bits of the key's
+    /// hash in the others, so that a probe rarely reads a block that does
+    /// not match. 0: empty.
     private struct Bucket {
-        /// The high 32 bits of the key's hash; the low bits chose the bucket.
-        var tag: UInt32
-        /// The slot, or `none` when the bucket is empty.
-        var slot: Int32
+        var bits: UInt
+
+        static let empty = Bucket(bits: 0)
+        private static let addressBits: UInt = (1 << 48) - 1
+
+        init(bits: UInt) { self.bits = bits }
+
+        init(digest: Int, block: EntryBlock) {
+            bits = UInt(bitPattern: block.header) | Self.tag(digest)
+        }
+
+        static func tag(_ digest: Int) -> UInt { UInt(bitPattern: digest) & ~addressBits }
+
+        var isEmpty: Bool { bits == 0 }
+        var tag: UInt { bits & ~Self.addressBits }
+        var block: EntryBlock { EntryBlock(UnsafeMutablePointer(bitPattern: bits & Self.addressBits)!) }
     }
 
     private static let none: Int32 = -1
-    private static let empty = Bucket(tag: 0, slot: none)
-    private static let freed = Slot(key: CacheKey([]), entry: CacheEntry(value: [], storedAtMs: 0))
 
-    private var slots: [Slot] = []
+    private var blocks: [EntryBlock?] = []
     private var links: [Link] = []
     private var freeSlots: [Int32] = []
-    private var buckets = [Bucket](repeating: empty, count: 16)
+    private var buckets = [Bucket](repeating: .empty, count: 16)
     private var head = none
     private var tail = none
 
@@ -44,92 +63,96 @@ struct LRUTable {
     /// Bytes of keys and values held.
     private(set) var bytes = 0
 
-    /// The slot of the entry under `key`, if any.
-    func find(_ key: UnsafeRawBufferPointer, digest: Int) -> Int32? {
-        findBucket(key, digest: digest).map { buckets[$0].slot }
+    deinit {
+        for case let block? in blocks { block.free() }
     }
 
-    func entry(_ slot: Int32) -> CacheEntry {
-        slots[Int(slot)].entry
+    /// The entry under `key`, if any. The block stays owned by the table.
+    func find(_ key: UnsafeRawBufferPointer, digest: Int) -> EntryBlock? {
+        findBucket(key, digest: digest).map { buckets[$0].block }
     }
 
     /// Makes the entry the most recently used.
-    mutating func touch(_ slot: Int32) {
+    func touch(_ block: EntryBlock) {
+        let slot = block.header.pointee.slot
         guard head != slot else { return }
         unlink(slot)
         linkAtHead(slot)
     }
 
-    /// Stores an entry as the most recently used, replacing any entry under the key.
-    mutating func set(_ key: CacheKey, _ entry: CacheEntry) {
-        let size = key.bytes.count + entry.value.count
-        if let slot = key.bytes.withUnsafeBytes({ find($0, digest: key.digest) }) {
-            bytes += size - Self.size(of: slots[Int(slot)])
-            slots[Int(slot)].entry = entry
-            touch(slot)
+    /// Takes ownership of `block` and stores it as the most recently used
+    /// entry, freeing any entry it replaces under the same key.
+    func insert(_ block: EntryBlock) {
+        let digest = block.header.pointee.digest
+        if let b = findBucket(block.key, digest: digest) {
+            let old = buckets[b].block
+            let slot = old.header.pointee.slot
+            bytes += block.size - old.size
+            block.header.pointee.slot = slot
+            buckets[b] = Bucket(digest: digest, block: block)
+            blocks[Int(slot)] = block
+            old.free()
+            touch(block)
             return
         }
         if (count + 1) * 2 > buckets.count { grow() }
-        let record = Slot(key: key, entry: entry)
         let slot: Int32
         if let reused = freeSlots.popLast() {
             slot = reused
-            slots[Int(slot)] = record
+            blocks[Int(slot)] = block
         } else {
-            slot = Int32(slots.count)
-            slots.append(record)
+            slot = Int32(blocks.count)
+            blocks.append(block)
             links.append(Link(prev: Self.none, next: Self.none))
         }
-        insertBucket(digest: key.digest, slot: slot)
+        block.header.pointee.slot = slot
+        insertBucket(digest: digest, block: block)
         count += 1
-        bytes += size
+        bytes += block.size
         linkAtHead(slot)
     }
 
-    /// Drops the entry in `slot`.
-    mutating func remove(_ slot: Int32) {
-        let key = slots[Int(slot)].key
-        if let b = key.bytes.withUnsafeBytes({ findBucket($0, digest: key.digest) }) {
-            deleteBucket(b)
-        }
+    /// Drops and frees the entry.
+    func remove(_ block: EntryBlock) {
+        let slot = block.header.pointee.slot
+        if let b = bucket(of: block) { deleteBucket(b) }
         unlink(slot)
         count -= 1
-        bytes -= Self.size(of: slots[Int(slot)])
-        slots[Int(slot)] = Self.freed
+        bytes -= block.size
+        blocks[Int(slot)] = nil
         freeSlots.append(slot)
+        block.free()
     }
 
     /// Drops the least recently used entry; false when empty.
-    mutating func removeLeastRecent() -> Bool {
+    func removeLeastRecent() -> Bool {
         guard tail != Self.none else { return false }
-        remove(tail)
+        remove(blocks[Int(tail)]!)
         return true
     }
 
-    mutating func removeAll() {
-        slots = []
+    func removeAll() {
+        for case let block? in blocks { block.free() }
+        blocks = []
         links = []
         freeSlots = []
-        buckets = [Bucket](repeating: Self.empty, count: 16)
+        buckets = [Bucket](repeating: .empty, count: 16)
         head = Self.none
         tail = Self.none
         count = 0
         bytes = 0
     }
 
-    /// The slots of the keys that begin with `prefix` (a walk over every entry).
-    func slots(withPrefix prefix: [UInt8]) -> [Int32] {
-        var found: [Int32] = []
+    /// The entries whose keys begin with `prefix` (a walk over every entry).
+    func entries(withPrefix prefix: [UInt8]) -> [EntryBlock] {
+        var found: [EntryBlock] = []
         var i = head
         while i != Self.none {
-            if slots[Int(i)].key.hasPrefix(prefix) { found.append(i) }
+            let block = blocks[Int(i)]!
+            if block.hasKeyPrefix(prefix) { found.append(block) }
             i = links[Int(i)].next
         }
         return found
-    }
-
-    mutating func markStale(_ slot: Int32) {
-        slots[Int(slot)].entry.isStale = true
     }
 
     /// The keys from most to least recently used (for tests).
@@ -137,7 +160,7 @@ struct LRUTable {
         var keys: [[UInt8]] = []
         var i = head
         while i != Self.none {
-            keys.append(slots[Int(i)].key.bytes)
+            keys.append(Array(blocks[Int(i)]!.key))
             i = links[Int(i)].next
         }
         return keys
@@ -145,40 +168,46 @@ struct LRUTable {
 
     // MARK: - Index
 
-    private static func size(of slot: Slot) -> Int {
-        slot.key.bytes.count + slot.entry.value.count
-    }
-
     private var mask: Int { buckets.count - 1 }
 
-    private static func tag(_ digest: Int) -> UInt32 {
-        UInt32(truncatingIfNeeded: UInt64(bitPattern: Int64(digest)) >> 32)
-    }
-
     private func findBucket(_ key: UnsafeRawBufferPointer, digest: Int) -> Int? {
-        let tag = Self.tag(digest)
+        let tag = Bucket.tag(digest)
         var b = digest & mask
         while true {
             let bucket = buckets[b]
-            if bucket.slot == Self.none { return nil }
-            if bucket.tag == tag && slots[Int(bucket.slot)].key.matches(key) { return b }
+            if bucket.isEmpty { return nil }
+            if bucket.tag == tag {
+                let block = bucket.block
+                block.prefetchValue()
+                if block.header.pointee.digest == digest && block.keyEquals(key) { return b }
+            }
             b = (b + 1) & mask
         }
     }
 
-    private mutating func insertBucket(digest: Int, slot: Int32) {
+    /// The bucket that holds `block` (compared by identity, not by key).
+    private func bucket(of block: EntryBlock) -> Int? {
+        var b = block.header.pointee.digest & mask
+        while !buckets[b].isEmpty {
+            if buckets[b].block == block { return b }
+            b = (b + 1) & mask
+        }
+        return nil
+    }
+
+    private func insertBucket(digest: Int, block: EntryBlock) {
         var b = digest & mask
-        while buckets[b].slot != Self.none { b = (b + 1) & mask }
-        buckets[b] = Bucket(tag: Self.tag(digest), slot: slot)
+        while !buckets[b].isEmpty { b = (b + 1) & mask }
+        buckets[b] = Bucket(digest: digest, block: block)
     }
 
     /// Empties bucket `b` and moves later buckets of its run back, so that
     /// every key stays reachable from its home bucket without tombstones.
-    private mutating func deleteBucket(_ b: Int) {
+    private func deleteBucket(_ b: Int) {
         var hole = b
         var next = (b + 1) & mask
-        while buckets[next].slot != Self.none {
-            let home = slots[Int(buckets[next].slot)].key.digest & mask
+        while !buckets[next].isEmpty {
+            let home = buckets[next].block.header.pointee.digest & mask
             // The entry may fill the hole if its home is not in (hole, next].
             if (next - home) & mask >= (next - hole) & mask {
                 buckets[hole] = buckets[next]
@@ -186,30 +215,112 @@ struct LRUTable {
             }
             next = (next + 1) & mask
         }
-        buckets[hole] = Self.empty
+        buckets[hole] = .empty
     }
 
-    private mutating func grow() {
+    private func grow() {
         let old = buckets
-        buckets = [Bucket](repeating: Self.empty, count: old.count * 2)
-        for bucket in old where bucket.slot != Self.none {
-            insertBucket(digest: slots[Int(bucket.slot)].key.digest, slot: bucket.slot)
+        buckets = [Bucket](repeating: .empty, count: old.count * 2)
+        for bucket in old where !bucket.isEmpty {
+            let block = bucket.block
+            insertBucket(digest: block.header.pointee.digest, block: block)
         }
     }
 
     // MARK: - List
 
-    private mutating func linkAtHead(_ i: Int32) {
+    private func linkAtHead(_ i: Int32) {
         links[Int(i)] = Link(prev: Self.none, next: head)
         if head != Self.none { links[Int(head)].prev = i }
         head = i
         if tail == Self.none { tail = i }
     }
 
-    private mutating func unlink(_ i: Int32) {
+    private func unlink(_ i: Int32) {
         let link = links[Int(i)]
         if link.prev != Self.none { links[Int(link.prev)].next = link.next } else { head = link.next }
         if link.next != Self.none { links[Int(link.next)].prev = link.prev } else { tail = link.prev }
         links[Int(i)] = Link(prev: Self.none, next: Self.none)
+    }
+}
+
+/// One memory-cache entry in a single `malloc`'d allocation: an
+/// `EntryHeader`, then the key's bytes, then the value's. Owned by the
+/// `LRUTable` that holds it (or by the caller until it is inserted).
+struct EntryBlock: Equatable {
+    struct EntryHeader {
+        var digest: Int
+        var storedAtMs: UInt64
+        var expiresAtMs: UInt64
+        var keyCount: Int
+        var valueCount: Int
+        /// The entry's slot in its table's recency list.
+        var slot: Int32
+        var isStale: Bool
+    }
+
+    private static let headerSize = MemoryLayout<EntryHeader>.stride
+
+    let header: UnsafeMutablePointer<EntryHeader>
+
+    init(_ header: UnsafeMutablePointer<EntryHeader>) {
+        self.header = header
+    }
+
+    /// Copies the key and value into a new block.
+    init(key: UnsafeRawBufferPointer, digest: Int, value: UnsafeRawBufferPointer,
+         storedAtMs: UInt64, expiresAtMs: UInt64) {
+        let raw = malloc(Self.headerSize + key.count + value.count)
+        guard let raw else { fatalError("loadstate: out of memory for a cache entry") }
+        // The table keeps a hash tag in the address's high 16 bits.
+        precondition(UInt(bitPattern: raw) >> 48 == 0, "loadstate: cache entry above 2^48")
+        header = raw.bindMemory(to: EntryHeader.self, capacity: 1)
+        header.initialize(to: EntryHeader(digest: digest, storedAtMs: storedAtMs, expiresAtMs: expiresAtMs,
+                                          keyCount: key.count, valueCount: value.count, slot: -1, isStale: false))
+        let bytes = raw + Self.headerSize
+        if let base = key.baseAddress, key.count > 0 { memcpy(bytes, base, key.count) }
+        if let base = value.baseAddress, value.count > 0 { memcpy(bytes + key.count, base, value.count) }
+    }
+
+    func free() {
+        Glibc.free(UnsafeMutableRawPointer(header))
+    }
+
+    private var bytes: UnsafeMutableRawPointer { UnsafeMutableRawPointer(header) + Self.headerSize }
+
+    var key: UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(start: bytes, count: header.pointee.keyCount)
+    }
+
+    var value: UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(start: bytes + header.pointee.keyCount, count: header.pointee.valueCount)
+    }
+
+    /// Bytes of key and value.
+    var size: Int { header.pointee.keyCount + header.pointee.valueCount }
+
+    /// Asks for the two cache lines after the block's first (where a
+    /// short value lies), so that they load while the header and key are
+    /// read, without waiting for the header to know the sizes. A hint: the
+    /// lines may lie past the block.
+    @inline(__always)
+    func prefetchValue() {
+        let base = UnsafeRawPointer(header)
+        lds_prefetch(base + 64)
+        lds_prefetch(base + 128)
+    }
+
+    func keyEquals(_ other: UnsafeRawBufferPointer) -> Bool {
+        let n = header.pointee.keyCount
+        guard n == other.count else { return false }
+        guard n > 0, let base = other.baseAddress else { return true }
+        return memcmp(bytes, base, n) == 0
+    }
+
+    func hasKeyPrefix(_ prefix: [UInt8]) -> Bool {
+        guard header.pointee.keyCount >= prefix.count else { return false }
+        return prefix.withUnsafeBytes { p in
+            p.isEmpty || memcmp(bytes, p.baseAddress!, p.count) == 0
+        }
     }
 }

@@ -28,9 +28,9 @@ public final class MemoryCache: Handle, CacheStore, @unchecked Sendable {
 
         /// Drops the entry under `key`; whether there was one.
         @discardableResult
-        mutating func remove(_ key: CacheKey) -> Bool {
-            guard let slot = key.bytes.withUnsafeBytes({ table.find($0, digest: key.digest) }) else { return false }
-            table.remove(slot)
+        func remove(_ key: UnsafeRawBufferPointer, digest: Int) -> Bool {
+            guard let block = table.find(key, digest: digest) else { return false }
+            table.remove(block)
             return true
         }
     }
@@ -52,29 +52,30 @@ public final class MemoryCache: Handle, CacheStore, @unchecked Sendable {
     }
 
     public func get(_ key: [UInt8]) -> CacheEntry? {
-        key.withUnsafeBytes { read($0) { $0 } }
+        key.withUnsafeBytes { read($0) { $0.entry } }
     }
 
-    /// Looks up a key given as raw bytes and passes the live entry to
-    /// `body`, under the cache's lock (keep it short); nil on a miss. Like
-    /// `get`, without allocating.
-    public func read<R>(_ key: UnsafeRawBufferPointer, _ body: (CacheEntry) -> R) -> R? {
+    /// Looks up a key given as raw bytes and passes the live entry, in
+    /// place, to `body`, under the cache's lock (keep it short); nil on a
+    /// miss. Like `get`, without allocating.
+    public func read<R>(_ key: UnsafeRawBufferPointer, _ body: (CacheEntryView) -> R) -> R? {
         let digest = CacheKey.digest(of: key)
         return state.withLock { s in
-            guard let slot = s.table.find(key, digest: digest) else {
+            guard let block = s.table.find(key, digest: digest) else {
                 s.stats.misses += 1
                 return nil
             }
-            let entry = s.table.entry(slot)
-            if entry.expiresAtMs != 0 && entry.isExpired(at: now()) {
-                s.table.remove(slot)
+            let header = block.header.pointee
+            if header.expiresAtMs != 0 && now() >= header.expiresAtMs {
+                s.table.remove(block)
                 s.stats.expirations += 1
                 s.stats.misses += 1
                 return nil
             }
-            s.table.touch(slot)
+            s.table.touch(block)
             s.stats.hits += 1
-            return body(entry)
+            return body(CacheEntryView(value: block.value, storedAtMs: header.storedAtMs,
+                                       expiresAtMs: header.expiresAtMs, isStale: header.isStale))
         }
     }
 
@@ -85,18 +86,28 @@ public final class MemoryCache: Handle, CacheStore, @unchecked Sendable {
 
     public func put(_ key: [UInt8], _ value: [UInt8], ttlMs: UInt64?) {
         let nowMs = now()
-        let entry = CacheEntry(value: value, storedAtMs: nowMs,
-                               expiresAtMs: CacheEntry.expiry(storedAt: nowMs, ttlMs: ttlMs ?? options.ttlMs))
-        let key = CacheKey(key)
-        let tooBig = key.bytes.count + value.count > options.maxBytes
-        state.withLock { s in
-            guard !s.isClosed else { return }
-            if tooBig {
-                s.remove(key)
+        let expires = CacheEntry.expiry(storedAt: nowMs, ttlMs: ttlMs ?? options.ttlMs)
+        let digest = key.withUnsafeBytes { CacheKey.digest(of: $0) }
+        if key.count + value.count > options.maxBytes {
+            state.withLock { s in
+                guard !s.isClosed else { return }
+                key.withUnsafeBytes { _ = s.remove($0, digest: digest) }
                 s.stats.evictions += 1
+            }
+            return
+        }
+        // Copied into its block before the lock is taken.
+        let block = key.withUnsafeBytes { k in
+            value.withUnsafeBytes { v in
+                EntryBlock(key: k, digest: digest, value: v, storedAtMs: nowMs, expiresAtMs: expires)
+            }
+        }
+        state.withLock { s in
+            guard !s.isClosed else {
+                block.free()
                 return
             }
-            s.table.set(key, entry)
+            s.table.insert(block)
             while s.table.count > options.maxEntries || s.table.bytes > options.maxBytes {
                 guard s.table.removeLeastRecent() else { break }
                 s.stats.evictions += 1
@@ -106,8 +117,8 @@ public final class MemoryCache: Handle, CacheStore, @unchecked Sendable {
 
     @discardableResult
     public func remove(_ key: [UInt8]) -> Bool {
-        let key = CacheKey(key)
-        return state.withLock { $0.remove(key) }
+        let digest = key.withUnsafeBytes { CacheKey.digest(of: $0) }
+        return state.withLock { s in key.withUnsafeBytes { s.remove($0, digest: digest) } }
     }
 
     public func clear() {
@@ -126,18 +137,18 @@ public final class MemoryCache: Handle, CacheStore, @unchecked Sendable {
     @discardableResult
     public func markStale(prefix: [UInt8]) -> Int {
         state.withLock { s in
-            let slots = s.table.slots(withPrefix: prefix)
-            for slot in slots { s.table.markStale(slot) }
-            return slots.count
+            let blocks = s.table.entries(withPrefix: prefix)
+            for block in blocks { block.header.pointee.isStale = true }
+            return blocks.count
         }
     }
 
     @discardableResult
     public func removeAll(prefix: [UInt8]) -> Int {
         state.withLock { s in
-            let slots = s.table.slots(withPrefix: prefix)
-            for slot in slots { s.table.remove(slot) }
-            return slots.count
+            let blocks = s.table.entries(withPrefix: prefix)
+            for block in blocks { s.table.remove(block) }
+            return blocks.count
         }
     }
 

@@ -361,6 +361,60 @@ int lds_runtime_fd(lds_runtime *rt);
  */
 int lds_runtime_dispatch(lds_runtime *rt, int max_events);
 
+/*
+ * A delivery handed over as data by lds_runtime_dispatch_records instead of
+ * a callback. Records follow one another in the caller's buffer; the next
+ * one begins `size` bytes after the start of this one. The pointers in
+ * `event` point into the same buffer, after the record's fixed part, and
+ * stay valid until the buffer is reused or freed.
+ *
+ *   what       LDS_RECORD_EVENT: a cell's event, what on_event would have
+ *              received; user_data is the cell's user_data.
+ *              LDS_RECORD_START: a job of a host loader to start, what
+ *              start(rt, job, request, request_len, loader_data) would have
+ *              received; user_data is the loader's loader_data, job the job,
+ *              event.request / event.request_len the request (never NULL);
+ *              the other fields of event are 0. The host starts the job
+ *              exactly as it would in its start function.
+ */
+#define LDS_RECORD_EVENT 1
+#define LDS_RECORD_START 2
+
+typedef struct lds_record {
+  uint32_t size;       /* bytes from this record to the next: the fixed part, the data, padding to 8 */
+  uint32_t what;       /* LDS_RECORD_EVENT or LDS_RECORD_START */
+  void *user_data;     /* the cell's user_data (EVENT) or the loader's loader_data (START) */
+  lds_id job;          /* START: the job; 0 for EVENT */
+  lds_event event;     /* EVENT: the event; START: request and request_len only */
+} lds_record;
+
+/*
+ * POLL mode, without callbacks into the host: takes pending deliveries in
+ * order and writes cell events and host-loader starts as lds_record
+ * entries into buf, one after another, instead of calling on_event and
+ * start. Every other pending callback (lds_job_on_cancel hooks, free_data)
+ * runs as it would in lds_runtime_dispatch; the call stops before such a
+ * callback once it has written a record, so the host handles the records
+ * before anything that was queued after them. Takes at most max_records
+ * deliveries (no limit when max_records <= 0), stops before the first
+ * record that does not fit, and never waits. Made for bindings where a
+ * call from C into the host language is costly (one call hands over a
+ * batch). Same thread rules as lds_runtime_dispatch; the host may call
+ * lds_* functions while it handles the records, but must not reuse buf
+ * before it is done with them.
+ *
+ *   buf   8-byte aligned, cap bytes (cap may be 0 when nothing is expected).
+ *   used  receives the bytes of records written; when the first pending
+ *         record alone is larger than cap, the size it needs (and the call
+ *         returns LDS_ETOOBIG, taking nothing).
+ *
+ * Returns the number of deliveries taken (records written, callbacks run,
+ * events of cells freed meanwhile dropped), >= 0; LDS_EINVAL (rt or used
+ * NULL, buf NULL with cap > 0, buf not 8-byte aligned); LDS_ETOOBIG; LDS_ESTATE
+ * (LOOP mode, concurrent or nested call); LDS_ECLOSED.
+ */
+int lds_runtime_dispatch_records(lds_runtime *rt, void *buf, size_t cap, int max_records, size_t *used);
+
 /* ------------------------------------------------------------------ */
 /* Loadable cells                                                      */
 /* ------------------------------------------------------------------ */

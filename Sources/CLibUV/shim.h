@@ -5,3 +5,7 @@
 
 /* Asks for the cache line at p ahead of its use (a hint; never faults). */
 static inline void lds_prefetch(const void *p) { __builtin_prefetch(p); }
+
+/* Word-sized atomics for lock-free directories (acquire loads, release stores). */
+static inline uintptr_t lds_load_acquire(const uintptr_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+static inline void lds_store_release(uintptr_t *p, uintptr_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }

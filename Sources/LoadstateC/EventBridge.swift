@@ -28,8 +28,8 @@ func cFlags(_ event: CellEvent<Bytes, Bytes>) -> UInt32 {
     return flags
 }
 
-/// Calls `body` with an `lds_event` whose pointers are valid during the call.
-func withCEvent(_ event: CellEvent<Bytes, Bytes>, flavor: CellFlavor, _ body: (UnsafePointer<lds_event>) -> Void) {
+/// An event's fields as an `lds_event`, without its three pointers.
+func cEventFields(_ event: CellEvent<Bytes, Bytes>, flavor: CellFlavor) -> lds_event {
     let state = event.state
     var c = lds_event()
     c.type = event.type.rawValue
@@ -47,6 +47,13 @@ func withCEvent(_ event: CellEvent<Bytes, Bytes>, flavor: CellFlavor, _ body: (U
         c.error_domain = error.domain.rawValue
         c.error_code = error.code
     }
+    return c
+}
+
+/// Calls `body` with an `lds_event` whose pointers are valid during the call.
+func withCEvent(_ event: CellEvent<Bytes, Bytes>, flavor: CellFlavor, _ body: (UnsafePointer<lds_event>) -> Void) {
+    let state = event.state
+    var c = cEventFields(event, flavor: flavor)
     withBytes(state.value) { value, valueLength in
         withBytes(state.request) { request, requestLength in
             withOptionalCString(state.error?.message) { message in
@@ -137,7 +144,10 @@ func makeObserver(callback: lds_event_fn, userData: UnsafeMutableRawPointer?, fl
     }
     let delivery = runtime.delivery
     return { cell, event in
-        delivery.post(.notification) {
+        delivery.post(.notification, record: { room in
+            guard !cell.isFreed else { return .skipped }
+            return writeEventRecord(event, flavor: flavor, userData: userData, into: room)
+        }) {
             guard !cell.isFreed else { return }
             withCEvent(event, flavor: flavor) { callback($0, userData) }
         }

@@ -43,6 +43,7 @@ public func ldsMemoryCacheNew(_ rt: OpaquePointer?, _ opts: UnsafePointer<lds_me
     }
     return withRuntime(rt) { runtime in
         let cache = MemoryCache(id: runtime.table.makeID(.cache), name: name, options: options)
+        runtime.memoryCaches.pin(cache)
         return registerCache(runtime, cache, out)
     }
 }
@@ -78,6 +79,7 @@ public func ldsCacheFree(_ rt: OpaquePointer?, _ id: UInt64) -> Int32 {
             return cache
         }
         guard let cache = removed else { return LDS_ENOENT }
+        runtime.memoryCaches.unpin(id)
         cache.close()
         return LDS_OK
     }
@@ -110,6 +112,11 @@ public func ldsCacheGet(_ rt: OpaquePointer?, _ id: UInt64, _ key: UnsafeRawPoin
     guard rc == .ok else { return rc.rawValue }
     let k = UnsafeRawBufferPointer(start: keyLength == 0 ? nil : key, count: keyLength)
     return withRuntime(rt) { runtime in
+        // A memory cache without the table's lock; others (and a cache
+        // that found no free slot) through the table.
+        if let rc = runtime.memoryCaches.find(id, { cache in cache.read(k) { give($0, out) } ?? 0 }) {
+            return rc
+        }
         guard let handle = runtime.table.lookup(id, as: Handle.self) else { return LDS_ENOENT }
         if let cache = handle as? MemoryCache {
             // Copied under the cache's lock: no allocation for the key.

@@ -21,8 +21,11 @@ final class HostLoader: ByteLoader, @unchecked Sendable {
         if runtime.delivery.mode == .loop {
             call(job)
         } else {
-            runtime.delivery.post(.notification) { [self] in
-                // A job cancelled before its start was dispatched never starts.
+            // A job cancelled before its start was dispatched never starts.
+            runtime.delivery.post(.notification, record: { [data] room in
+                guard runtime.isRunning(job) else { return .skipped }
+                return writeStartRecord(job: job.id, request: job.request, loaderData: data, into: room)
+            }) { [self] in
                 if runtime.isRunning(job) { call(job) }
             }
         }

@@ -470,7 +470,7 @@ void check_state(const char *file, int line, const lds_event *e, uint64_t seq,
 /* Host loader                                                         */
 /* ------------------------------------------------------------------ */
 
-static void host_start(lds_runtime *rt, lds_id job, const void *request, size_t request_len,
+void host_loader_start(lds_runtime *rt, lds_id job, const void *request, size_t request_len,
                        void *loader_data) {
   callback_enter("loader start");
   host *h = loader_data;
@@ -513,7 +513,7 @@ lds_id host_new(lds_runtime *rt, host *h, host_start_fn on_start) {
   memset(h, 0, sizeof *h);
   h->rt = rt;
   h->on_start = on_start;
-  CHECK_RC(lds_loader_new(rt, host_start, h, host_free_data, &h->id), LDS_OK);
+  CHECK_RC(lds_loader_new(rt, host_loader_start, h, host_free_data, &h->id), LDS_OK);
   CHECK(h->id != 0);
   return h->id;
 }

@@ -274,6 +274,11 @@ const host_job *host_job_info(host *h, size_t i);
 /* Waits until n starts ran their on_start to the end. */
 #define HOST_WAIT_DONE(h, n) WAIT_FOR((h)->started >= (size_t)(n))
 
+/* The start function of every host loader (h is its loader_data); a test
+ * that takes loader starts as records calls it itself. */
+void host_loader_start(lds_runtime *rt, lds_id job, const void *request, size_t request_len,
+                       void *loader_data);
+
 /* on_start helpers. */
 void host_succeed_echo(host *h, lds_id job, const void *request, size_t len);
 void host_fail(host *h, lds_id job, const void *request, size_t len);

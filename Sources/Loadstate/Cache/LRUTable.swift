@@ -82,8 +82,7 @@ final class LRUTable {
 
     /// Takes ownership of `block` and stores it as the most recently used
     /// entry, freeing any entry it replaces under the same key.
-    func insert(_ block: EntryBlock) {
-        let digest = block.header.pointee.digest
+    func insert(_ block: EntryBlock, digest: Int) {
         if let b = findBucket(block.key, digest: digest) {
             let old = buckets[b].block
             let slot = old.header.pointee.slot
@@ -179,7 +178,7 @@ final class LRUTable {
             if bucket.tag == tag {
                 let block = bucket.block
                 block.prefetchValue()
-                if block.header.pointee.digest == digest && block.keyEquals(key) { return b }
+                if block.keyEquals(key) { return b }
             }
             b = (b + 1) & mask
         }
@@ -187,7 +186,7 @@ final class LRUTable {
 
     /// The bucket that holds `block` (compared by identity, not by key).
     private func bucket(of block: EntryBlock) -> Int? {
-        var b = block.header.pointee.digest & mask
+        var b = block.digest & mask
         while !buckets[b].isEmpty {
             if buckets[b].block == block { return b }
             b = (b + 1) & mask
@@ -207,7 +206,7 @@ final class LRUTable {
         var hole = b
         var next = (b + 1) & mask
         while !buckets[next].isEmpty {
-            let home = buckets[next].block.header.pointee.digest & mask
+            let home = buckets[next].block.digest & mask
             // The entry may fill the hole if its home is not in (hole, next].
             if (next - home) & mask >= (next - hole) & mask {
                 buckets[hole] = buckets[next]
@@ -223,7 +222,7 @@ final class LRUTable {
         buckets = [Bucket](repeating: .empty, count: old.count * 2)
         for bucket in old where !bucket.isEmpty {
             let block = bucket.block
-            insertBucket(digest: block.header.pointee.digest, block: block)
+            insertBucket(digest: block.digest, block: block)
         }
     }
 
@@ -248,15 +247,25 @@ final class LRUTable {
 /// `EntryHeader`, then the key's bytes, then the value's. Owned by the
 /// `LRUTable` that holds it (or by the caller until it is inserted).
 struct EntryBlock: Equatable {
+    /// 32 bytes, so that with a short key the first cache line holds the
+    /// header, the key and the start of the value.
     struct EntryHeader {
-        var digest: Int
         var storedAtMs: UInt64
         var expiresAtMs: UInt64
-        var keyCount: Int
         var valueCount: Int
+        /// The key's length; the top bit marks the entry stale.
+        var keyBits: UInt32
         /// The entry's slot in its table's recency list.
         var slot: Int32
-        var isStale: Bool
+
+        static let staleBit: UInt32 = 1 << 31
+
+        var keyCount: Int { Int(keyBits & ~Self.staleBit) }
+
+        var isStale: Bool {
+            get { keyBits & Self.staleBit != 0 }
+            set { keyBits = newValue ? keyBits | Self.staleBit : keyBits & ~Self.staleBit }
+        }
     }
 
     private static let headerSize = MemoryLayout<EntryHeader>.stride
@@ -268,15 +277,15 @@ struct EntryBlock: Equatable {
     }
 
     /// Copies the key and value into a new block.
-    init(key: UnsafeRawBufferPointer, digest: Int, value: UnsafeRawBufferPointer,
-         storedAtMs: UInt64, expiresAtMs: UInt64) {
+    init(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, storedAtMs: UInt64, expiresAtMs: UInt64) {
+        precondition(key.count < Int(EntryHeader.staleBit), "loadstate: cache key of 2 GiB or more")
         let raw = malloc(Self.headerSize + key.count + value.count)
         guard let raw else { fatalError("loadstate: out of memory for a cache entry") }
         // The table keeps a hash tag in the address's high 16 bits.
         precondition(UInt(bitPattern: raw) >> 48 == 0, "loadstate: cache entry above 2^48")
         header = raw.bindMemory(to: EntryHeader.self, capacity: 1)
-        header.initialize(to: EntryHeader(digest: digest, storedAtMs: storedAtMs, expiresAtMs: expiresAtMs,
-                                          keyCount: key.count, valueCount: value.count, slot: -1, isStale: false))
+        header.initialize(to: EntryHeader(storedAtMs: storedAtMs, expiresAtMs: expiresAtMs, valueCount: value.count,
+                                          keyBits: UInt32(key.count), slot: -1))
         let bytes = raw + Self.headerSize
         if let base = key.baseAddress, key.count > 0 { memcpy(bytes, base, key.count) }
         if let base = value.baseAddress, value.count > 0 { memcpy(bytes + key.count, base, value.count) }
@@ -298,6 +307,9 @@ struct EntryBlock: Equatable {
 
     /// Bytes of key and value.
     var size: Int { header.pointee.keyCount + header.pointee.valueCount }
+
+    /// The key's hash (computed again: the header does not keep it).
+    var digest: Int { CacheKey.digest(of: key) }
 
     /// Asks for the two cache lines after the block's first (where a
     /// short value lies), so that they load while the header and key are

@@ -99,7 +99,7 @@ public final class MemoryCache: Handle, CacheStore, @unchecked Sendable {
         // Copied into its block before the lock is taken.
         let block = key.withUnsafeBytes { k in
             value.withUnsafeBytes { v in
-                EntryBlock(key: k, digest: digest, value: v, storedAtMs: nowMs, expiresAtMs: expires)
+                EntryBlock(key: k, value: v, storedAtMs: nowMs, expiresAtMs: expires)
             }
         }
         state.withLock { s in
@@ -107,7 +107,7 @@ public final class MemoryCache: Handle, CacheStore, @unchecked Sendable {
                 block.free()
                 return
             }
-            s.table.insert(block)
+            s.table.insert(block, digest: digest)
             while s.table.count > options.maxEntries || s.table.bytes > options.maxBytes {
                 guard s.table.removeLeastRecent() else { break }
                 s.stats.evictions += 1

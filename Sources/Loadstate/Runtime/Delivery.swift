@@ -16,8 +16,33 @@ import Glibc
 public final class Delivery: @unchecked Sendable {
     public enum Kind { case notification, cleanup }
 
+    /// What writing a delivery as a record into a host's buffer did.
+    public enum RecordOutcome {
+        /// Wrote this many bytes.
+        case written(Int)
+        /// Nothing to deliver any more (its cell was freed, its job ended).
+        case skipped
+        /// The record needs this many bytes, more than were left.
+        case needs(Int)
+    }
+
+    /// Writes a delivery as a record at the start of the buffer.
+    public typealias RecordWriter = (UnsafeMutableRawBufferPointer) -> RecordOutcome
+
+    /// What `dispatchRecords` did.
+    public struct RecordsResult {
+        /// Deliveries taken: records written, callbacks run, deliveries skipped.
+        public var handled = 0
+        /// Bytes of records written.
+        public var used = 0
+        /// When nothing was taken because the first record did not fit: its size.
+        public var needed = 0
+    }
+
+    private typealias Item = (kind: Kind, body: () -> Void, record: RecordWriter?)
+
     private struct Pending {
-        var items: [(Kind, () -> Void)] = []
+        var items: [Item] = []
         var head = 0
         var count: Int { items.count - head }
     }
@@ -49,10 +74,11 @@ public final class Delivery: @unchecked Sendable {
         dispatching.load(ordering: .acquiring) && dispatchThread.load(ordering: .relaxed) == UInt(pthread_self())
     }
 
-    /// POLL mode: queues a callback for `dispatch`.
-    public func post(_ kind: Kind, _ body: @escaping () -> Void) {
+    /// POLL mode: queues a callback for `dispatch`. `record`, when given,
+    /// writes the same delivery as data for `dispatchRecords`.
+    public func post(_ kind: Kind, record: RecordWriter? = nil, _ body: @escaping () -> Void) {
         pending.withLock { p in
-            p.items.append((kind, body))
+            p.items.append((kind, body, record))
             if p.count == 1 { signal() }
         }
     }
@@ -60,6 +86,64 @@ public final class Delivery: @unchecked Sendable {
     /// Runs up to `max` pending callbacks (all when `max <= 0`) on the
     /// calling thread, in order; returns how many ran.
     public func dispatch(max: Int) throws(ResultCode) -> Int {
+        try exclusively { () throws(ResultCode) in
+            var ran = 0
+            while max <= 0 || ran < max {
+                let limit = max <= 0 ? Int.max : max - ran
+                let batch = take(limit)
+                if batch.isEmpty { break }
+                for item in batch { item.body() }
+                ran += batch.count
+            }
+            return ran
+        }
+    }
+
+    /// Takes pending deliveries in order, at most `max` (no limit when
+    /// `max <= 0`): those that can be written as records are written one
+    /// after another into `buffer`, the others run as callbacks. Stops
+    /// before a callback once a record has been written (so the host sees
+    /// the records first), and before a record that does not fit.
+    public func dispatchRecords(into buffer: UnsafeMutableRawBufferPointer, max: Int) throws(ResultCode) -> RecordsResult {
+        try exclusively { () throws(ResultCode) in
+            var result = RecordsResult()
+            let limit = max <= 0 ? Int.max : max
+            while result.handled < limit {
+                let batch = take(Swift.min(limit - result.handled, 256))
+                if batch.isEmpty { break }
+                var i = 0
+                while i < batch.count {
+                    let item = batch[i]
+                    if let record = item.record {
+                        let room = UnsafeMutableRawBufferPointer(rebasing: buffer[result.used...])
+                        switch record(room) {
+                        case .written(let n):
+                            result.used += n
+                        case .skipped:
+                            break
+                        case .needs(let n):
+                            if result.handled == 0 { result.needed = n }
+                            putBack(batch[i...])
+                            return result
+                        }
+                    } else {
+                        if result.used > 0 {
+                            putBack(batch[i...])
+                            return result
+                        }
+                        item.body()
+                    }
+                    result.handled += 1
+                    i += 1
+                }
+            }
+            return result
+        }
+    }
+
+    /// Runs `body` as the one dispatcher of the moment, or throws
+    /// `wrongState` (LOOP mode, or a concurrent or nested dispatch).
+    private func exclusively<R>(_ body: () throws(ResultCode) -> R) throws(ResultCode) -> R {
         guard mode == .poll else { throw .wrongState }
         guard dispatching.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged else {
             throw .wrongState
@@ -69,25 +153,26 @@ public final class Delivery: @unchecked Sendable {
             dispatchThread.store(0, ordering: .relaxed)
             dispatching.store(false, ordering: .releasing)
         }
-        var ran = 0
-        while max <= 0 || ran < max {
-            let limit = max <= 0 ? Int.max : max - ran
-            let batch = take(limit)
-            if batch.isEmpty { break }
-            for (_, body) in batch { body() }
-            ran += batch.count
+        return try body()
+    }
+
+    /// Returns deliveries taken but not handled to the front of the queue.
+    private func putBack(_ items: ArraySlice<Item>) {
+        guard !items.isEmpty else { return }
+        pending.withLock { p in
+            if p.count == 0 { signal() }
+            p.items.replaceSubrange(p.head..<p.head, with: items)
         }
-        return ran
     }
 
     /// At close, after the loop thread has stopped: runs the cleanups still
     /// queued and drops the notifications.
     public func drainCleanups() {
         let all = take(Int.max)
-        for (kind, body) in all where kind == .cleanup { body() }
+        for item in all where item.kind == .cleanup { item.body() }
     }
 
-    private func take(_ limit: Int) -> [(Kind, () -> Void)] {
+    private func take(_ limit: Int) -> [Item] {
         pending.withLock { p in
             let n = Swift.min(limit, p.count)
             if n == 0 { return [] }

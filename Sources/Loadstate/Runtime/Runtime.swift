@@ -11,6 +11,8 @@ public final class Runtime: @unchecked Sendable {
     public let loop: EventLoop
     public let delivery: Delivery
     public let table = HandleTable()
+    /// The memory caches, found without the table's lock by `lds_cache_get`.
+    public let memoryCaches = PinnedHandles<MemoryCache>()
     private let closed = Atomic<Bool>(false)
     /// Loop thread only: the running jobs that loads may share, by key.
     private var shared: [ShareKey: Handle] = [:]

@@ -25,7 +25,8 @@ from ctypes import byref, c_void_p
 from queue import SimpleQueue
 from typing import Any, Callable, Dict, List, Optional
 
-from ._library import CANCEL_FN, EVENT_FN, EVENT_LAYOUT, FREE_FN, LOADER_FN, Library, RuntimeOptions
+from ._library import (CANCEL_FN, EVENT_FN, EVENT_LAYOUT, FREE_FN, LOADER_FN, RECORD_EVENT, RECORD_HEAD,
+                       RECORD_REQUEST, RECORD_REQUEST_OFFSET, RECORD_START, Library, RuntimeOptions)
 from .errors import Closed, WrongState
 from .types import Delivery
 
@@ -36,12 +37,22 @@ ErrorHandler = Callable[[BaseException, str], None]
 LDS_ESTATE = -3
 LDS_ECANCELED = -4
 LDS_ECLOSED = -7
+LDS_ETOOBIG = -8
+
+# POLL mode takes events and loader starts as records (one foreign call per
+# batch instead of one callback each) into a buffer of this many bytes;
+# a larger record gets a buffer of its own.
+RECORDS_BUFFER = 64 * 1024
 
 # token -> runtime core or loader state. Tokens are never reused.
 _objects: Dict[int, Any] = {}
 _tokens = itertools.count(1)
 
 _unpack = EVENT_LAYOUT.unpack
+_unpack_event_from = EVENT_LAYOUT.unpack_from
+_unpack_head_from = RECORD_HEAD.unpack_from
+_unpack_request_from = RECORD_REQUEST.unpack_from
+_HEAD_SIZE = RECORD_HEAD.size
 # The event struct seen as bytes in place (struct reads it without a copy).
 _event_bytes_at = (ctypes.c_char * EVENT_LAYOUT.size).from_address
 # Any address seen as a (huge) byte array: slicing copies just the bytes
@@ -199,6 +210,11 @@ class Core:
         # attached loop's thread while its reader dispatches.
         self._dispatch_thread: Optional[int] = None
         self._reader_thread: Optional[int] = None
+        # POLL mode: the records buffer (8-byte aligned) and the one dispatcher of the moment.
+        self._records = (ctypes.c_uint64 * (RECORDS_BUFFER // 8 if self.delivery == Delivery.POLL else 1))()
+        self._used = ctypes.c_size_t()
+        self._used_ref = byref(self._used)
+        self._taking = threading.Lock()
         self.token = register(self)
 
     # -- errors ---------------------------------------------------------
@@ -243,10 +259,66 @@ class Core:
         outer = self._dispatch_thread
         self._dispatch_thread = threading.get_ident()
         try:
-            rc = self.dll.lds_runtime_dispatch(self.c_handle, max_events)
+            done = 0
+            while True:
+                rc = self._take(max_events - done if max_events > 0 else 0)
+                if rc <= 0:
+                    break
+                done += rc
+                if max_events > 0 and done >= max_events:
+                    break
         finally:
             self._dispatch_thread = outer
-        return self.check(rc, "lds_runtime_dispatch")
+        if rc < 0 and not done:
+            self.check(rc, "lds_runtime_dispatch")
+        return done
+
+    def _take(self, max_records: int) -> int:
+        """One lds_runtime_dispatch_records call, its records handled; its return code.
+
+        Like lds_runtime_dispatch, refuses (LDS_ESTATE) a second dispatcher,
+        nested or on another thread, while records are being handled.
+        """
+        if not self._taking.acquire(blocking=False):
+            return LDS_ESTATE
+        try:
+            buffer = self._records
+            rc = self.dll.lds_runtime_dispatch_records(self.c_handle, buffer, RECORDS_BUFFER, max_records,
+                                                       self._used_ref)
+            if rc == LDS_ETOOBIG:
+                needed = self._used.value
+                buffer = (ctypes.c_uint64 * ((needed + 7) // 8))()
+                rc = self.dll.lds_runtime_dispatch_records(self.c_handle, buffer, needed, max_records,
+                                                           self._used_ref)
+            if rc > 0:
+                self._handle_records(buffer, self._used.value)
+            return rc
+        finally:
+            self._taking.release()
+
+    def _handle_records(self, buffer: Any, used: int) -> None:
+        """Delivers each record as its callback would have: events to cells, starts to loaders."""
+        cells = self.cells
+        offset = 0
+        while offset < used:
+            size, what, token, job = _unpack_head_from(buffer, offset)
+            try:
+                if what == RECORD_EVENT:
+                    raw = _unpack_event_from(buffer, offset + _HEAD_SIZE)
+                    state = cells.get(raw[1])
+                    if state is not None:
+                        state.deliver(raw)
+                elif what == RECORD_START:
+                    loader = _objects.get(token)
+                    if loader is not None:
+                        request, length = _unpack_request_from(buffer, offset + RECORD_REQUEST_OFFSET)
+                        try:
+                            loader.start(job, memory_at(request)[:length] if length else b"")
+                        except BaseException as exc:  # noqa: BLE001
+                            loader.core.report(exc, f"starting a job of {loader.name}")
+            except BaseException as exc:  # noqa: BLE001 - one record's failure must not lose the others
+                self.report(exc, "an event callback")
+            offset += size
 
     def poll(self, timeout: Optional[float]) -> int:
         """Waits up to ``timeout`` seconds for pending callbacks, then runs them."""
@@ -272,7 +344,7 @@ class Core:
         outer = self._dispatch_thread
         self._dispatch_thread = self._reader_thread = threading.get_ident()
         try:
-            rc = self.dll.lds_runtime_dispatch(self.c_handle, 1024)
+            rc = self._take(1024)
         finally:
             self._dispatch_thread = outer
             self._reader_thread = None

@@ -110,6 +110,24 @@ if EVENT_LAYOUT.size != ctypes.sizeof(EventC):  # pragma: no cover - a platform 
     raise ImportError("lds_event layout differs between struct and ctypes on this platform")
 
 
+class RecordC(Structure):
+    """``lds_record``: a cell event or a loader start handed over as data."""
+
+    _fields_ = [("size", c_uint32), ("what", c_uint32), ("user_data", c_void_p), ("job", c_uint64),
+                ("event", EventC)]
+
+
+RECORD_EVENT = 1
+RECORD_START = 2
+# The fixed part of a record before its lds_event, read with one unpack.
+RECORD_HEAD = struct.Struct("@IIPQ")
+# A record's request pointer and length, from the start of the record.
+RECORD_REQUEST = struct.Struct("@PN")
+RECORD_REQUEST_OFFSET = RecordC.event.offset + EventC.request.offset
+if RECORD_HEAD.size != RecordC.event.offset:  # pragma: no cover - a platform ABI we do not know
+    raise ImportError("lds_record layout differs between struct and ctypes on this platform")
+
+
 class FileOptionsC(Structure):
     """``lds_file_options``."""
 
@@ -201,6 +219,7 @@ _PROTOTYPES: Dict[str, Tuple[object, List[object]]] = {
     "lds_runtime_free": (c_int, [_rt]),
     "lds_runtime_fd": (c_int, [_rt]),
     "lds_runtime_dispatch": (c_int, [_rt, c_int]),
+    "lds_runtime_dispatch_records": (c_int, [_rt, c_void_p, c_size_t, c_int, POINTER(c_size_t)]),
     "lds_loadable_new": (c_int, [_rt, EVENT_FN, c_void_p, POINTER(c_uint64)]),
     "lds_loadable_free": (c_int, [_rt, _id]),
     "lds_loadable_load": (c_int, [_rt, _id, _id, c_char_p, c_size_t, POINTER(LoadOptionsC)]),

@@ -255,3 +255,45 @@ def test_loop_mode_has_no_fd_and_no_dispatch(rt):
         rt.fd
     with pytest.raises(loadstate.WrongState):
         rt.dispatch()
+
+
+def test_poll_values_larger_than_the_records_buffer_arrive_whole(errors):
+    from loadstate import _core
+
+    big = bytes(range(256)) * (3 * _core.RECORDS_BUFFER // 256 + 7)
+
+    async def main():
+        async with loadstate.Runtime(Delivery.POLL, on_error=errors) as rt:
+            cells = [rt.loadable(rt.loader(lambda job: job.request, inline=True)) for _ in range(3)]
+            small = cells[0].load(b"small")
+            large = cells[1].load(big)
+            cells[2].set_loaded(big[:100])
+            assert (await small).value == b"small"
+            state = await large
+            assert state.value == big and state.request == big
+            assert cells[2].latest.value == big[:100]
+
+    run(main())
+    assert errors.items == []
+
+
+def test_poll_dispatch_inside_a_callback_is_refused(errors):
+    seen = []
+
+    def on_event(event):
+        for call in (lambda: rt.dispatch(), lambda: rt.dispatch(1)):
+            try:
+                call()
+            except loadstate.WrongState as exc:
+                seen.append(exc.code)
+
+    rt = loadstate.Runtime(Delivery.POLL, on_error=errors)
+    try:
+        cell = rt.loadable(on_event=on_event)
+        cell.set_loaded(b"v")
+        assert rt.poll(WAIT) == 1
+        assert seen == [-3, -3]
+        assert cell.latest.value == b"v"
+    finally:
+        rt.close()
+    assert errors.items == []

@@ -39,6 +39,8 @@ pub const LDS_FINISHED: i32 = 6;
 pub const LDS_FAILED: i32 = 7;
 
 pub const LDS_EVENT_STATE: u32 = 1;
+pub const LDS_RECORD_EVENT: u32 = 1;
+pub const LDS_RECORD_START: u32 = 2;
 pub const LDS_EVENT_PROGRESS: u32 = 2;
 pub const LDS_EVENT_INTERRUPT: u32 = 3;
 
@@ -389,6 +391,17 @@ pub struct lds_cache_statistics {
     pub bytes: u64,
 }
 
+/// A delivery handed over as data by `lds_runtime_dispatch_records`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct lds_record {
+    pub size: u32,
+    pub what: u32,
+    pub user_data: *mut c_void,
+    pub job: lds_id,
+    pub event: lds_event,
+}
+
 pub type lds_event_fn = unsafe extern "C" fn(event: *const lds_event, user_data: *mut c_void);
 
 pub type lds_loader_fn = unsafe extern "C" fn(
@@ -411,6 +424,13 @@ unsafe extern "C" {
     pub fn lds_runtime_free(rt: *mut lds_runtime) -> c_int;
     pub fn lds_runtime_fd(rt: *mut lds_runtime) -> c_int;
     pub fn lds_runtime_dispatch(rt: *mut lds_runtime, max_events: c_int) -> c_int;
+    pub fn lds_runtime_dispatch_records(
+        rt: *mut lds_runtime,
+        buf: *mut c_void,
+        cap: usize,
+        max_records: c_int,
+        used: *mut usize,
+    ) -> c_int;
 
     pub fn lds_loadable_new(
         rt: *mut lds_runtime,

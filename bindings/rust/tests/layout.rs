@@ -71,6 +71,9 @@ int main(void) {
   SIZE(lds_cache_value);
   FIELD(lds_cache_value, value); FIELD(lds_cache_value, value_len); FIELD(lds_cache_value, stored_at_ms);
   FIELD(lds_cache_value, expires_at_ms); FIELD(lds_cache_value, stale);
+  SIZE(lds_record);
+  FIELD(lds_record, size); FIELD(lds_record, what); FIELD(lds_record, user_data); FIELD(lds_record, job);
+  FIELD(lds_record, event);
   SIZE(lds_cache_statistics);
   FIELD(lds_cache_statistics, hits); FIELD(lds_cache_statistics, misses); FIELD(lds_cache_statistics, evictions);
   FIELD(lds_cache_statistics, expirations); FIELD(lds_cache_statistics, entries); FIELD(lds_cache_statistics, bytes);
@@ -280,6 +283,7 @@ fn structs_and_constants_match_the_c_header() {
     fields!(lds_persistent_cache_options: size, flags, path, max_bytes, ttl_ms);
     fields!(lds_cache_value: value, value_len, stored_at_ms, expires_at_ms, stale);
     fields!(lds_cache_statistics: hits, misses, evictions, expirations, entries, bytes);
+    fields!(lds_record: size, what, user_data, job, event);
     checker.check("size lds_id", size_of::<lds_id>());
     checker.check("align lds_id", align_of::<lds_id>());
 
@@ -311,6 +315,8 @@ fn structs_and_constants_match_the_c_header() {
         LDS_EVENT_STATE,
         LDS_EVENT_PROGRESS,
         LDS_EVENT_INTERRUPT,
+        LDS_RECORD_EVENT,
+        LDS_RECORD_START,
         LDS_FLAG_REFRESHING,
         LDS_FLAG_PARTIAL,
         LDS_FLAG_STALE,

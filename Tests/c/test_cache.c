@@ -1,0 +1,53 @@
+/* test_cache.c — memory caches through the C API: many caches at once,
+ * freed ids, and ids reused by later caches. */
+#include <stdio.h>
+#include <string.h>
+
+#include "harness.h"
+
+#define CACHES 80
+
+static void check_value(lds_runtime *rt, lds_id cache, const char *want) {
+  lds_cache_value v;
+  CHECK_RC(lds_cache_get(rt, cache, "k", 1, &v), 1);
+  CHECK_BYTES(v.value, v.value_len, want);
+  lds_cache_value_clear(&v);
+}
+
+TEST(test_cache_many_memory_caches_keep_their_own_entries) {
+  lds_runtime *rt = rt_new(LDS_DELIVER_LOOP);
+  lds_id caches[CACHES + 10];
+  char value[32];
+  for (int i = 0; i < CACHES; i++) {
+    REQUIRE_RC(lds_memory_cache_new(rt, NULL, &caches[i]), LDS_OK);
+    snprintf(value, sizeof value, "value %d", i);
+    REQUIRE_RC(lds_cache_put(rt, caches[i], "k", 1, value, strlen(value)), LDS_OK);
+  }
+  for (int i = 0; i < CACHES; i++) {
+    snprintf(value, sizeof value, "value %d", i);
+    check_value(rt, caches[i], value);
+  }
+  /* Freed caches are gone, whether they were found with or without the table. */
+  lds_cache_value v;
+  for (int i = 0; i < 10; i++) REQUIRE_RC(lds_cache_free(rt, caches[i]), LDS_OK);
+  REQUIRE_RC(lds_cache_free(rt, caches[CACHES - 1]), LDS_OK);
+  for (int i = 0; i < 10; i++) CHECK_RC(lds_cache_get(rt, caches[i], "k", 1, &v), LDS_ENOENT);
+  CHECK_RC(lds_cache_get(rt, caches[CACHES - 1], "k", 1, &v), LDS_ENOENT);
+  /* New caches take the freed places; each answers for itself only. */
+  for (int i = CACHES; i < CACHES + 10; i++) {
+    REQUIRE_RC(lds_memory_cache_new(rt, NULL, &caches[i]), LDS_OK);
+    snprintf(value, sizeof value, "new %d", i);
+    REQUIRE_RC(lds_cache_put(rt, caches[i], "k", 1, value, strlen(value)), LDS_OK);
+  }
+  for (int i = 10; i < CACHES + 10; i++) {
+    if (i == CACHES - 1) continue;
+    snprintf(value, sizeof value, i < CACHES ? "value %d" : "new %d", i);
+    check_value(rt, caches[i], value);
+  }
+  for (int i = 0; i < 10; i++) CHECK_RC(lds_cache_get(rt, caches[i], "k", 1, &v), LDS_ENOENT);
+  lds_cache_statistics st;
+  REQUIRE_RC(lds_cache_stats(rt, caches[CACHES], &st), LDS_OK);
+  CHECK_EQ(st.hits, 1);
+  CHECK_EQ(st.entries, 1);
+  rt_free(rt);
+}

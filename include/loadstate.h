@@ -220,9 +220,16 @@ typedef struct lds_snapshot {
 typedef struct lds_runtime_options {
   uint32_t size;      /* sizeof(lds_runtime_options), set by the INIT macro */
   uint32_t delivery;  /* LDS_DELIVER_LOOP (default) or LDS_DELIVER_POLL */
+  /* Since 0.2. Microseconds the loop thread keeps polling for more work,
+   * in total per wake-up, once it has run out (at most 100000; 0, the
+   * default: it sleeps at once). Calls made meanwhile (loads, job
+   * completions) need no wake-up system call: worth it for hosts whose
+   * calls come a few microseconds apart, such as interpreters, at the
+   * cost of that much CPU time after each burst. */
+  uint32_t spin_us;
 } lds_runtime_options;
 
-#define LDS_RUNTIME_OPTIONS_INIT { (uint32_t)sizeof(lds_runtime_options), 0 }
+#define LDS_RUNTIME_OPTIONS_INIT { (uint32_t)sizeof(lds_runtime_options), 0, 0 }
 
 /*
  * Options for a load or a run. Initialize with LDS_LOAD_OPTIONS_INIT. size
@@ -313,10 +320,12 @@ uint32_t lds_version(void);
  * Creates a runtime: a new libuv loop on a new thread.
  *
  *   opts  may be NULL for defaults; otherwise opts->size must be at least
- *         the size of the first version of the struct (8 bytes).
+ *         the size of the first version of the struct (8 bytes); fields
+ *         beyond opts->size take their defaults.
  *   out   receives the runtime; unchanged on failure.
  *
- * Returns LDS_OK; LDS_EINVAL (out NULL, bad size, unknown delivery mode);
+ * Returns LDS_OK; LDS_EINVAL (out NULL, bad size, unknown delivery mode,
+ * spin_us over 100000);
  * LDS_ENOMEM / LDS_EIO if the loop or thread cannot be created.
  */
 int lds_runtime_new(const lds_runtime_options *opts, lds_runtime **out);

@@ -9,3 +9,12 @@ static inline void lds_prefetch(const void *p) { __builtin_prefetch(p); }
 /* Word-sized atomics for lock-free directories (acquire loads, release stores). */
 static inline uintptr_t lds_load_acquire(const uintptr_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 static inline void lds_store_release(uintptr_t *p, uintptr_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+
+/* A pause in a spin-wait loop. */
+static inline void lds_cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}

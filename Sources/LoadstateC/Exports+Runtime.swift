@@ -6,13 +6,18 @@ public func ldsRuntimeNew(_ opts: UnsafePointer<lds_runtime_options>?,
                           _ out: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
     guard let out else { return LDS_EINVAL }
     var mode = DeliveryMode.loop
+    var spin: UInt32 = 0
     if let opts {
         guard opts.pointee.size >= 8 else { return LDS_EINVAL }
         guard let chosen = DeliveryMode(rawValue: opts.pointee.delivery) else { return LDS_EINVAL }
         mode = chosen
+        if opts.pointee.size >= 12 {
+            spin = opts.pointee.spin_us
+            guard spin <= 100_000 else { return LDS_EINVAL }
+        }
     }
     do {
-        let runtime = try Runtime(delivery: mode)
+        let runtime = try Runtime(delivery: mode, spinMicroseconds: spin)
         out.pointee = RuntimeHandle.make(runtime)
         return LDS_OK
     } catch {

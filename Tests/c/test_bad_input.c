@@ -164,6 +164,15 @@ TEST(test_runtime_options_are_checked) {
     CHECK_RC(lds_runtime_new(&o, &rt), LDS_EINVAL);
     CHECK(rt == sentinel);
   }
+  o.delivery = LDS_DELIVER_LOOP;
+  o.spin_us = 100001;
+  CHECK_RC(lds_runtime_new(&o, &rt), LDS_EINVAL);
+  CHECK(rt == sentinel);
+  /* A caller of the first version (8 bytes) never sets spin_us: ignored. */
+  o.size = 8;
+  REQUIRE_RC(lds_runtime_new(&o, &rt), LDS_OK);
+  CHECK_RC(lds_runtime_free(rt), LDS_OK);
+  rt = sentinel;
 }
 
 TEST(test_load_options_are_checked) {

@@ -503,3 +503,38 @@ TEST(test_many_runtimes) {
     host_destroy(&hosts[i]);
   }
 }
+
+/* A loop thread that polls for work before sleeping: loads from a host
+ * thread and from the loop's own callbacks complete as without it, and
+ * the runtime frees while it polls. */
+TEST(test_runtime_spin_us_runs_loads_like_the_default) {
+  for (int delivery = LDS_DELIVER_LOOP; delivery <= LDS_DELIVER_POLL; delivery++) {
+    lds_runtime_options o = LDS_RUNTIME_OPTIONS_INIT;
+    o.delivery = (uint32_t)delivery;
+    o.spin_us = 2000;
+    lds_runtime *rt = NULL;
+    REQUIRE_RC(lds_runtime_new(&o, &rt), LDS_OK);
+    recorder rec;
+    rec_init(&rec, rt);
+    host h;
+    lds_id loader = host_new(rt, &h, host_succeed_echo);
+    lds_id cell = cell_new(rt, &rec);
+    for (int i = 0; i < 50; i++) {
+      REQUIRE_RC(lds_loadable_load(rt, cell, loader, "r", 1, NULL), LDS_OK);
+      size_t want = 2 * (size_t)(i + 1);
+      if (delivery == LDS_DELIVER_POLL) {
+        REQUIRE(POLL_UNTIL(rt, rec.count >= want));
+      } else {
+        REQUIRE(REC_WAIT(&rec, want));
+      }
+    }
+    CHECK_STATE(rec_at(&rec, 99), 100, LDS_LOADED, 0);
+    rt_free(rt);
+    harness_lock();
+    rec.closed = true;
+    h.closed = true;
+    harness_unlock();
+    rec_destroy(&rec);
+    host_destroy(&h);
+  }
+}

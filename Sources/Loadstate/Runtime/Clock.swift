@@ -11,6 +11,13 @@ public enum Clock {
         return UInt64(ts.tv_sec) * 1000 + UInt64(ts.tv_nsec) / 1_000_000
     }
 
+    /// Nanoseconds of the monotonic clock.
+    public static func monotonicNs() -> UInt64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+    }
+
     /// Milliseconds since the Unix epoch; for timestamps shown to hosts.
     public static func wallMs() -> UInt64 {
         var ts = timespec()

@@ -17,9 +17,10 @@ public final class Runtime: @unchecked Sendable {
     /// Loop thread only: the running jobs that loads may share, by key.
     private var shared: [ShareKey: Handle] = [:]
 
-    public init(delivery mode: DeliveryMode = .loop) throws(ResultCode) {
+    /// `spinMicroseconds`: see `EventLoop.init`.
+    public init(delivery mode: DeliveryMode = .loop, spinMicroseconds: UInt32 = 0) throws(ResultCode) {
         delivery = try Delivery(mode: mode)
-        loop = try EventLoop()
+        loop = try EventLoop(spinMicroseconds: spinMicroseconds)
     }
 
     public var isClosed: Bool { closed.load(ordering: .acquiring) }

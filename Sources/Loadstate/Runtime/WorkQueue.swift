@@ -1,3 +1,5 @@
+import Synchronization
+
 /// Work waiting for the loop thread: commands from any thread and Swift
 /// concurrency jobs for the loop's serial executor.
 enum WorkItem {
@@ -16,6 +18,9 @@ final class WorkQueue: @unchecked Sendable {
     }
 
     private let state = Locked(State())
+    /// Set while items are queued: read without the lock by a consumer
+    /// that polls the queue before it sleeps.
+    private let queued = Atomic<Bool>(false)
     /// Consumer-only: the array handed back on each take, to keep its capacity.
     private var spare: [WorkItem] = []
 
@@ -23,6 +28,7 @@ final class WorkQueue: @unchecked Sendable {
     func push(_ item: WorkItem) -> Bool {
         state.withLock { s in
             s.items.append(item)
+            queued.store(true, ordering: .relaxed)
             if s.wakePending { return false }
             s.wakePending = true
             return true
@@ -30,16 +36,21 @@ final class WorkQueue: @unchecked Sendable {
     }
 
     /// Consumer: takes every queued item. When there are none, the next push
-    /// wakes the consumer again.
-    func takeAll() -> [WorkItem] {
+    /// wakes the consumer again, unless `stayAwake` (the consumer goes on
+    /// polling with `mayHaveItems`).
+    func takeAll(stayAwake: Bool = false) -> [WorkItem] {
         var batch = spare
         spare = []
         state.withLock { s in
             swap(&s.items, &batch)
-            if batch.isEmpty { s.wakePending = false }
+            queued.store(false, ordering: .relaxed)
+            if batch.isEmpty && !stayAwake { s.wakePending = false }
         }
         return batch
     }
+
+    /// Consumer: whether a push may have come since the last take (a hint).
+    var mayHaveItems: Bool { queued.load(ordering: .relaxed) }
 
     /// Consumer: gives back a processed batch so its storage is reused.
     /// The items are released now, not when the storage is next used.

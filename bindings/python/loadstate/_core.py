@@ -187,12 +187,13 @@ class Workers:
 class Core:
     """The state of one ``lds_runtime``: its handle, cells, watched jobs, asyncio hookup."""
 
-    def __init__(self, library: Library, delivery: Delivery, on_error: Optional[ErrorHandler], workers: int) -> None:
+    def __init__(self, library: Library, delivery: Delivery, on_error: Optional[ErrorHandler], workers: int,
+                 spin_us: int = 0) -> None:
         self.lib = library
         self.dll = library.dll
         self.delivery = Delivery(delivery)
         self.on_error = on_error or default_error_handler
-        options = RuntimeOptions(ctypes.sizeof(RuntimeOptions), int(self.delivery))
+        options = RuntimeOptions(ctypes.sizeof(RuntimeOptions), int(self.delivery), spin_us)
         out = c_void_p()
         self.check(self.dll.lds_runtime_new(byref(options), byref(out)), "lds_runtime_new")
         self.handle: int = out.value  # type: ignore[assignment]

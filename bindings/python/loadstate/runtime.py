@@ -50,14 +50,22 @@ class Runtime:
             codecs, or loaders whose job no longer runs. The default logs
             them on the ``loadstate`` logger.
         workers: the most threads that run plain-function loaders at once.
+        spin: seconds (at most 0.1) the runtime's thread keeps polling for
+            more work once it has run out, before it sleeps
+            (``lds_runtime_options.spin_us``). Python makes its calls a few
+            microseconds apart; within this time they need no wake-up
+            system call. The default, 50 microseconds, costs at most that
+            much CPU time after each burst of calls; 0 turns it off.
     """
 
     def __init__(self, delivery: Union[Delivery, str, int] = Delivery.LOOP, *,
                  library: Union[None, str, "os.PathLike[str]", Library] = None,
                  on_error: Optional[Callable[[BaseException, str], None]] = None,
-                 workers: int = min(32, (os.cpu_count() or 1) + 4)) -> None:
+                 workers: int = min(32, (os.cpu_count() or 1) + 4), spin: float = 50e-6) -> None:
+        if not 0 <= spin <= 0.1:
+            raise ValueError(f"spin must be between 0 and 0.1 seconds, not {spin!r}")
         lib = library if isinstance(library, Library) else load_library(library)
-        self._core = _core.Core(lib, _delivery(delivery), on_error, workers)
+        self._core = _core.Core(lib, _delivery(delivery), on_error, workers, round(spin * 1e6))
         self._finalizer = weakref.finalize(self, self._core.close, True)
 
     # -- properties -------------------------------------------------------

@@ -297,3 +297,21 @@ def test_poll_dispatch_inside_a_callback_is_refused(errors):
     finally:
         rt.close()
     assert errors.items == []
+
+
+@pytest.mark.parametrize("spin", [0, 50e-6, 0.002])
+def test_loads_settle_whatever_the_spin(errors, spin):
+    async def main():
+        async with loadstate.Runtime(Delivery.POLL, on_error=errors, spin=spin) as rt:
+            cell = rt.loadable(rt.loader(lambda job: job.request, inline=True))
+            for i in range(20):
+                assert (await cell.load(b"%d" % i)).value == b"%d" % i
+
+    run(main())
+    assert errors.items == []
+
+
+def test_spin_is_checked():
+    for bad in (-1e-6, 0.2):
+        with pytest.raises(ValueError):
+            loadstate.Runtime(spin=bad)

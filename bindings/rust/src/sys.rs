@@ -148,12 +148,17 @@ impl lds_snapshot {
 pub struct lds_runtime_options {
     pub size: u32,
     pub delivery: u32,
+    pub spin_us: u32,
 }
 
 impl lds_runtime_options {
     /// The value of `LDS_RUNTIME_OPTIONS_INIT`.
     pub const INIT: Self =
-        lds_runtime_options { size: core::mem::size_of::<lds_runtime_options>() as u32, delivery: LDS_DELIVER_LOOP };
+        lds_runtime_options {
+            size: core::mem::size_of::<lds_runtime_options>() as u32,
+            delivery: LDS_DELIVER_LOOP,
+            spin_us: 0,
+        };
 }
 
 #[repr(C)]

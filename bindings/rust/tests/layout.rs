@@ -32,7 +32,7 @@ int main(void) {
   SIZE(lds_event); EVENT_FIELDS(lds_event);
   SIZE(lds_snapshot); EVENT_FIELDS(lds_snapshot);
   SIZE(lds_runtime_options);
-  FIELD(lds_runtime_options, size); FIELD(lds_runtime_options, delivery);
+  FIELD(lds_runtime_options, size); FIELD(lds_runtime_options, delivery); FIELD(lds_runtime_options, spin_us);
   SIZE(lds_load_options);
   FIELD(lds_load_options, size); FIELD(lds_load_options, flags); FIELD(lds_load_options, timeout_ms);
   FIELD(lds_load_options, interrupts_ms); FIELD(lds_load_options, interrupt_count);
@@ -79,7 +79,7 @@ int main(void) {
   FIELD(lds_cache_statistics, expirations); FIELD(lds_cache_statistics, entries); FIELD(lds_cache_statistics, bytes);
 
   lds_runtime_options ro = LDS_RUNTIME_OPTIONS_INIT;
-  printf("init lds_runtime_options %u %u\n", ro.size, ro.delivery);
+  printf("init lds_runtime_options %u %u %u\n", ro.size, ro.delivery, ro.spin_us);
   lds_load_options lo = LDS_LOAD_OPTIONS_INIT;
   printf("init lds_load_options %u %u %u %d %zu %u %u %u %llu %d %zu %u %u %llu\n", lo.size, lo.flags,
          lo.timeout_ms, lo.interrupts_ms != NULL, lo.interrupt_count, lo.retries, lo.retry_base_ms,
@@ -261,6 +261,7 @@ fn structs_and_constants_match_the_c_header() {
     checker.check("align lds_runtime_options", align_of::<lds_runtime_options>());
     checker.check("offset lds_runtime_options.size", offset_of!(lds_runtime_options, size));
     checker.check("offset lds_runtime_options.delivery", offset_of!(lds_runtime_options, delivery));
+    checker.check("offset lds_runtime_options.spin_us", offset_of!(lds_runtime_options, spin_us));
 
     macro_rules! fields {
         ($t:ident: $($f:ident),*) => {{
@@ -342,7 +343,7 @@ fn structs_and_constants_match_the_c_header() {
     );
 
     let ro = lds_runtime_options::INIT;
-    checker.check("init lds_runtime_options", format!("{} {}", ro.size, ro.delivery));
+    checker.check("init lds_runtime_options", format!("{} {} {}", ro.size, ro.delivery, ro.spin_us));
     let lo = lds_load_options::INIT;
     checker.check(
         "init lds_load_options",

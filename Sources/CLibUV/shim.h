@@ -1,6 +1,7 @@
 /* libuv and the few Linux calls the runtime needs, for Swift. */
 #include <uv.h>
 #include <sys/eventfd.h>
+#include <sys/epoll.h>
 #include <pthread.h>
 
 /* Asks for the cache line at p ahead of its use (a hint; never faults). */

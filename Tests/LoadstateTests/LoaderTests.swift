@@ -188,6 +188,32 @@ struct HTTPLoaderTests {
         #expect(text.hasSuffix("payload"))
     }
 
+    /// Easy handles are reused without a reset: nothing of one request
+    /// (method, body, headers, timeout) may leak into the next.
+    @Test func requestsInTurnOnOneHandleKeepNothingOfTheLast() async {
+        defer { f.close() }
+        func text(_ method: String, _ path: String, headers: [String] = [], body: String = "",
+                  timeoutMs: UInt32 = 0) async -> (Int32, String) {
+            let request = HTTPRequest(method: method, url: TestServer.shared.url(path), headers: headers,
+                                      body: Array(body.utf8), timeoutMs: timeoutMs)
+            let r = response(await f.run(request.encoded()))
+            return (r?.status ?? 0, String(decoding: r?.body ?? [], as: UTF8.self))
+        }
+        var (status, body) = await text("POST", "/echo", headers: ["X-First: yes"], body: "one", timeoutMs: 5000)
+        #expect(status == 200 && body.hasPrefix("POST /echo") && body.contains("X-First: yes") && body.hasSuffix("one"))
+        (status, body) = await text("GET", "/echo")
+        #expect(status == 200 && body.hasPrefix("GET /echo"))
+        #expect(!body.contains("X-First") && !body.contains("Content-Length") && !body.hasSuffix("one"))
+        (status, body) = await text("PUT", "/echo", body: "three")
+        #expect(status == 200 && body.hasPrefix("PUT /echo") && body.hasSuffix("three"))
+        (status, body) = await text("HEAD", "/echo")
+        #expect(status == 200 && body.isEmpty)
+        (status, body) = await text("GET", "/echo", headers: ["X-Fifth: 5"])
+        #expect(status == 200 && body.hasPrefix("GET /echo") && body.contains("X-Fifth: 5") && !body.contains("X-First"))
+        (status, body) = await text("GET", "/bytes/10")
+        #expect(status == 200 && body == "xxxxxxxxxx")
+    }
+
     @Test func aBodyOverTheLimitIsTooBig() async {
         defer { f.close() }
         let request = HTTPRequest(url: TestServer.shared.url("/bytes/100000"), maxBody: 1000)

@@ -66,6 +66,8 @@ class Handler(BaseHTTPRequestHandler):
                     return
             self.connection.settimeout(None)
             self.send_body(200, b"slow")
+        elif route == "echo":
+            self.do_POST()
         elif route == "status":
             code = int(parts[1])
             self.send_body(code, b"status %d" % code)
@@ -95,6 +97,11 @@ class Handler(BaseHTTPRequestHandler):
         self.send_body(200, ("\n".join(lines) + "\n\n").encode() + body)
 
     do_PUT = do_POST
+
+    def do_HEAD(self):
+        self.send_response(200)
+        self.send_header("Content-Length", "7")
+        self.end_headers()
 
 
 class Server(ThreadingHTTPServer):

@@ -8,6 +8,7 @@ import Glibc
 /// `start` until `release`.
 final class HTTPTransfer {
     let easy: UnsafeMutableRawPointer
+    private let handle: EasyHandle
     private let job: Job<[UInt8], [UInt8]>
     private let runtime: Runtime
     private let request: HTTPRequest
@@ -25,8 +26,9 @@ final class HTTPTransfer {
 
     init?(job: Job<[UInt8], [UInt8]>, runtime: Runtime, request: HTTPRequest, options: HTTPLoader.Options,
           multi: CurlMulti) {
-        guard let easy = multi.takeHandle() else { return nil }
-        self.easy = easy
+        guard let handle = multi.takeHandle() else { return nil }
+        self.handle = handle
+        easy = handle.easy
         self.multi = multi
         self.job = job
         self.runtime = runtime
@@ -38,7 +40,7 @@ final class HTTPTransfer {
     }
 
     deinit {
-        multi.recycle(easy)
+        multi.recycle(handle)
         curl_slist_free_all(headerList)
         errorBuffer.deallocate()
     }
@@ -49,56 +51,91 @@ final class HTTPTransfer {
         keepAlive = nil
     }
 
+    /// Sets the handle up for this request. A reused handle keeps the
+    /// loader-wide options and its URL when unchanged; every option a
+    /// request may change is set each time, to its default when unused.
     private func configure(_ options: HTTPLoader.Options) {
         let me = keepAlive!.toOpaque()
-        lds_easy_setopt_str(easy, CURLOPT_URL, request.url)
-        lds_easy_setopt_str(easy, CURLOPT_PROTOCOLS_STR, "http,https")
-        lds_easy_setopt_str(easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
+        if !handle.isSetUp {
+            lds_easy_setopt_str(easy, CURLOPT_PROTOCOLS_STR, "http,https")
+            lds_easy_setopt_str(easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
+            lds_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
+            lds_easy_setopt_str(easy, CURLOPT_USERAGENT, options.userAgent)
+            if let proxy = options.proxy {
+                lds_easy_setopt_str(easy, CURLOPT_PROXY, proxy)
+            }
+            lds_easy_setopt_write(easy) { data, size, count, userp in
+                Unmanaged<HTTPTransfer>.fromOpaque(userp!).takeUnretainedValue().received(data, size * count)
+            }
+            lds_easy_setopt_header(easy) { data, size, count, userp in
+                Unmanaged<HTTPTransfer>.fromOpaque(userp!).takeUnretainedValue().receivedHeader(data, size * count)
+            }
+            lds_easy_setopt_long(easy, CURLOPT_NOPROGRESS, 0)
+            lds_easy_setopt_xferinfo(easy) { userp, total, now, _, _ in
+                Unmanaged<HTTPTransfer>.fromOpaque(userp!).takeUnretainedValue().progressed(now, total)
+                return 0
+            }
+            handle.isSetUp = true
+        }
+        if handle.url != request.url {
+            lds_easy_setopt_str(easy, CURLOPT_URL, request.url)
+            handle.url = request.url
+        }
         lds_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, request.maxRedirects > 0 ? 1 : 0)
         lds_easy_setopt_long(easy, CURLOPT_MAXREDIRS, Int(request.maxRedirects))
-        lds_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
         lds_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, request.insecure ? 0 : 1)
         lds_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, request.insecure ? 0 : 2)
-        lds_easy_setopt_str(easy, CURLOPT_USERAGENT, options.userAgent)
-        if let proxy = options.proxy {
-            lds_easy_setopt_str(easy, CURLOPT_PROXY, proxy)
-        }
-        if request.timeoutMs > 0 {
-            lds_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, Int(request.timeoutMs))
-        }
-        let method = request.method.uppercased()
-        if method == "HEAD" {
-            lds_easy_setopt_long(easy, CURLOPT_NOBODY, 1)
-        } else if method != "GET" {
-            lds_easy_setopt_str(easy, CURLOPT_CUSTOMREQUEST, method)
-        }
-        if !request.body.isEmpty || method == "POST" || method == "PUT" || method == "PATCH" {
+        lds_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, Int(request.timeoutMs))
+        // The method: HEAD, GET, or a body (POST unless named otherwise).
+        let method = Method(request.method)
+        lds_easy_setopt_long(easy, CURLOPT_NOBODY, method == .head ? 1 : 0)
+        if !request.body.isEmpty || method == .post || method == .put || method == .patch {
             lds_easy_setopt_off(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(request.body.count))
             request.body.withUnsafeBytes { raw in
                 let base = raw.baseAddress ?? UnsafeRawPointer(("" as StaticString).utf8Start)
                 lds_easy_setopt_ptr(easy, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: base))
             }
+        } else if method != .head {
+            lds_easy_setopt_long(easy, CURLOPT_HTTPGET, 1)
+        }
+        if method == .get || method == .head {
+            lds_easy_setopt_ptr(easy, CURLOPT_CUSTOMREQUEST, nil)
+        } else {
+            lds_easy_setopt_str(easy, CURLOPT_CUSTOMREQUEST, request.method.uppercased())
         }
         for line in request.headers {
             headerList = curl_slist_append(headerList, line)
         }
-        if let headerList { lds_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headerList) }
+        lds_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headerList)
         lds_easy_setopt_ptr(easy, CURLOPT_ERRORBUFFER, errorBuffer)
         lds_easy_setopt_ptr(easy, CURLOPT_PRIVATE, me)
-        lds_easy_setopt_write(easy) { data, size, count, userp in
-            Unmanaged<HTTPTransfer>.fromOpaque(userp!).takeUnretainedValue().received(data, size * count)
-        }
         lds_easy_setopt_ptr(easy, CURLOPT_WRITEDATA, me)
-        lds_easy_setopt_header(easy) { data, size, count, userp in
-            Unmanaged<HTTPTransfer>.fromOpaque(userp!).takeUnretainedValue().receivedHeader(data, size * count)
-        }
         lds_easy_setopt_ptr(easy, CURLOPT_HEADERDATA, me)
-        lds_easy_setopt_long(easy, CURLOPT_NOPROGRESS, 0)
-        lds_easy_setopt_xferinfo(easy) { userp, total, now, _, _ in
-            Unmanaged<HTTPTransfer>.fromOpaque(userp!).takeUnretainedValue().progressed(now, total)
-            return 0
-        }
         lds_easy_setopt_ptr(easy, CURLOPT_XFERINFODATA, me)
+    }
+
+    /// The methods curl is set up for differently; any other is sent as is.
+    private enum Method {
+        case get, head, post, put, patch, other
+
+        init(_ name: String) {
+            switch name {
+            case "GET", "get": self = .get
+            case "HEAD", "head": self = .head
+            case "POST", "post": self = .post
+            case "PUT", "put": self = .put
+            case "PATCH", "patch": self = .patch
+            default:
+                switch name.uppercased() {
+                case "GET": self = .get
+                case "HEAD": self = .head
+                case "POST": self = .post
+                case "PUT": self = .put
+                case "PATCH": self = .patch
+                default: self = .other
+                }
+            }
+        }
     }
 
     // MARK: - curl callbacks (no curl calls in here)
@@ -116,8 +153,9 @@ final class HTTPTransfer {
     private func receivedHeader(_ data: UnsafeMutablePointer<CChar>?, _ length: Int) -> Int {
         guard let data else { return length }
         let line = UnsafeRawBufferPointer(start: data, count: length)
-        if line.starts(with: Array("HTTP/".utf8)) {
-            // A new response (after a redirect or a 100 Continue): start over.
+        if length >= 5 && data[0] == 0x48 && data[1] == 0x54 && data[2] == 0x54 && data[3] == 0x50 && data[4] == 0x2F {
+            // "HTTP/": the status line of a new response
+            // (after a redirect or a 100 Continue): start over.
             headers = []
             body = []
         } else if length > 2 {

@@ -2,8 +2,13 @@
  * http loader, and in the same run through a plain program that drives
  * libcurl's multi interface directly (curl_multi_perform + curl_multi_poll),
  * over the same number of rounds; prints both rates and the ratio.
+ * The two alternate, pair after pair; the summary gives medians, and the
+ * median of the pairs' ratios (this machine's speed drifts between runs
+ * a few seconds apart, so a single pair can mislead), and the client's
+ * CPU time per request (every thread of this process; the server is
+ * another process).
  *
- *   make bench-http          (BENCH_HTTP_ARGS="concurrent rounds")
+ *   make bench-http          (BENCH_HTTP_ARGS="concurrent rounds pairs")
  */
 #include <curl/curl.h>
 #include <loadstate.h>
@@ -12,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -142,11 +148,35 @@ static double run_plain(const char *url, int concurrent, int rounds, int *errors
   return elapsed;
 }
 
+static double cpu_s(void) {
+  struct rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return (double)u.ru_utime.tv_sec + (double)u.ru_stime.tv_sec +
+         ((double)u.ru_utime.tv_usec + (double)u.ru_stime.tv_usec) / 1e6;
+}
+
+static int by_value(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, by_value);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+#define MAX_PAIRS 99
+
 int main(int argc, char **argv) {
   int concurrent = argc > 1 ? atoi(argv[1]) : 1000;
   int rounds = argc > 2 ? atoi(argv[2]) : 5;
-  const char *server = argc > 3 ? argv[3] : "build/bench-http-server";
-  printf("command: make bench-http BENCH_HTTP_ARGS=\"%d %d\"\n", concurrent, rounds);
+  int pairs = argc > 3 ? atoi(argv[3]) : 9;
+  const char *server = argc > 4 ? argv[4] : "build/bench-http-server";
+  if (concurrent < 1 || rounds < 1 || pairs < 1 || pairs > MAX_PAIRS) {
+    fprintf(stderr, "usage: %s [concurrent] [rounds] [pairs] [server]\n", argv[0]);
+    return 2;
+  }
+  printf("command: make bench-http BENCH_HTTP_ARGS=\"%d %d %d\"\n", concurrent, rounds, pairs);
   curl_global_init(CURL_GLOBAL_DEFAULT);
   pid_t pid;
   int server_stdin;
@@ -166,20 +196,38 @@ int main(int argc, char **argv) {
     kill(pid, SIGTERM);
     return e1 || e2;
   }
-  /* Warm up both (connections, page cache), then measure each twice, interleaved. */
+  /* Warm up both (connections, page cache), then measure in pairs, interleaved. */
   run_plain(url, concurrent, 1, &e2);
   run_loadstate(url, concurrent, 1, &e1);
-  double plain = 1e9, lds = 1e9;
-  for (int k = 0; k < 2; k++) {
+  double plain[MAX_PAIRS], lds[MAX_PAIRS], ratio[MAX_PAIRS], plain_cpu[MAX_PAIRS], lds_cpu[MAX_PAIRS];
+  printf("%d concurrent GETs x %d rounds (%d requests) per run, 1 KiB bodies, %d pairs\n", concurrent, rounds,
+         total, pairs);
+  printf("%4s %14s %14s %7s %16s %16s\n", "pair", "plain req/s", "loadstate req/s", "ratio", "plain cpu us/req",
+         "lds cpu us/req");
+  for (int k = 0; k < pairs; k++) {
+    double c0 = cpu_s();
     double p = run_plain(url, concurrent, rounds, &e2);
+    double c1 = cpu_s();
     double l = run_loadstate(url, concurrent, rounds, &e1);
-    if (p < plain) plain = p;
-    if (l < lds) lds = l;
+    double c2 = cpu_s();
+    plain[k] = total / p;
+    lds[k] = total / l;
+    ratio[k] = p / l;
+    plain_cpu[k] = (c1 - c0) / total * 1e6;
+    lds_cpu[k] = (c2 - c1) / total * 1e6;
+    printf("%4d %14.0f %14.0f %7.2f %16.1f %16.1f\n", k + 1, plain[k], lds[k], ratio[k], plain_cpu[k], lds_cpu[k]);
   }
-  printf("%d concurrent GETs x %d rounds (%d requests), 1 KiB bodies, best of 2\n", concurrent, rounds, total);
-  printf("plain libcurl multi : %9.0f requests/s  (%d errors)\n", total / plain, e2);
-  printf("loadstate http      : %9.0f requests/s  (%d errors)\n", total / lds, e1);
-  printf("ratio loadstate/plain: %.2f (target >= 0.80)\n", plain / lds);
+  double r_min = ratio[0], r_max = ratio[0];
+  for (int k = 1; k < pairs; k++) {
+    if (ratio[k] < r_min) r_min = ratio[k];
+    if (ratio[k] > r_max) r_max = ratio[k];
+  }
+  double pc = median(plain_cpu, pairs), lc = median(lds_cpu, pairs);
+  printf("medians: plain libcurl multi %.0f requests/s (%d errors), loadstate http %.0f requests/s (%d errors)\n",
+         median(plain, pairs), e2, median(lds, pairs), e1);
+  printf("client CPU per request: plain %.1f us, loadstate %.1f us (%.2fx)\n", pc, lc, lc / pc);
+  printf("ratio loadstate/plain: median %.2f of %d pairs (%.2f to %.2f) (target >= 0.80: %s)\n",
+         median(ratio, pairs), pairs, r_min, r_max, median(ratio, pairs) >= 0.8 ? "met" : "MISSED");
   close(server_stdin);
   kill(pid, SIGTERM);
   curl_global_cleanup();

@@ -1,9 +1,9 @@
 # The HTTP benchmark: loadstate's http loader against plain libcurl multi,
 # both against bench/http_server.c on 127.0.0.1. Not part of `make test`.
 #
-#   make bench-http BENCH_HTTP_ARGS="concurrent rounds"
+#   make bench-http BENCH_HTTP_ARGS="concurrent rounds pairs"
 
-BENCH_HTTP_ARGS ?= 1000 5
+BENCH_HTTP_ARGS ?= 1000 5 9
 
 .PHONY: bench-http
 

@@ -14,7 +14,10 @@ import Glibc
 /// An epoll of its own, rather than a `uv_poll_t` per socket, because
 /// libuv removes a socket from its epoll on every stop and restart of its
 /// poll handle: with connections going idle and busy again per request,
-/// that was four `epoll_ctl` calls per request where this makes two.
+/// that was four `epoll_ctl` calls per request. Here a socket curl stops
+/// watching (an idle connection) stays registered; it is changed when curl
+/// watches it again, and removed if it reports an event meanwhile. That
+/// makes one `epoll_ctl` per request on a reused connection.
 ///
 /// Lifecycle: created on the loop thread by the first transfer; `close`
 /// removes every transfer, cleans up the multi handle and closes the
@@ -24,10 +27,13 @@ final class CurlMulti {
     private let multi: UnsafeMutableRawPointer
     private var timer: LoopTimer!
     private var transfers: [UnsafeMutableRawPointer: HTTPTransfer] = [:]
-    /// The epoll instance curl's sockets are watched in, and the events
-    /// each socket is registered for there.
+    /// The epoll instance curl's sockets are watched in; the events curl
+    /// wants for each socket it watches; what each socket was last
+    /// registered for (kept after curl stops watching it, and possibly
+    /// stale once curl closed it: closing a socket takes it out of epoll).
     private let epoll: Int32
     private var watched: [curl_socket_t: UInt32] = [:]
+    private var registered: [curl_socket_t: UInt32] = [:]
     private var readiness: EpollPoll!
     /// Easy handles of finished transfers, for the next ones.
     private var idleHandles: [EasyHandle] = []
@@ -121,6 +127,7 @@ final class CurlMulti {
         curl_multi_cleanup(multi)
         readiness.close()
         watched = [:]
+        registered = [:]
         Glibc.close(epoll)
         timer.close()
     }
@@ -129,18 +136,20 @@ final class CurlMulti {
 
     private func watch(_ socket: curl_socket_t, _ what: Int32, _ socketp: UnsafeMutableRawPointer?) {
         if what == CURL_POLL_REMOVE {
-            // curl stops watching the socket before it closes it.
-            if watched.removeValue(forKey: socket) != nil { control(EPOLL_CTL_DEL, socket, 0) }
+            // Left registered: curl may watch it again for the next request,
+            // or close it (see `ready` for an event meanwhile).
+            watched[socket] = nil
             return
         }
         var events: UInt32 = 0
         if what == CURL_POLL_IN || what == CURL_POLL_INOUT { events |= EPOLLIN.rawValue }
         if what == CURL_POLL_OUT || what == CURL_POLL_INOUT { events |= EPOLLOUT.rawValue }
-        let registered = watched.updateValue(events, forKey: socket)
-        if registered == events { return }
-        // A socket closed without a REMOVE left epoll by itself: a failed
-        // change becomes an add, a failed add a change.
-        if registered == nil {
+        let wasWatched = watched.updateValue(events, forKey: socket) != nil
+        let last = registered.updateValue(events, forKey: socket)
+        // While watched without a break the registration is known to hold;
+        // after one, the socket may have been closed and its number reused.
+        if wasWatched && last == events { return }
+        if last == nil {
             if !control(EPOLL_CTL_ADD, socket, events) && errno == EEXIST { control(EPOLL_CTL_MOD, socket, events) }
         } else if !control(EPOLL_CTL_MOD, socket, events) && errno == ENOENT {
             control(EPOLL_CTL_ADD, socket, events)
@@ -172,6 +181,13 @@ final class CurlMulti {
             let n = events.withUnsafeMutableBufferPointer { epoll_wait(epoll, $0.baseAddress, 256, 0) }
             guard n > 0 else { return }
             for event in events[0..<Int(n)] {
+                guard watched[event.data.fd] != nil else {
+                    // An idle connection became readable (closed by the
+                    // server): stop reporting it; curl finds out when it
+                    // next uses or prunes the connection.
+                    if registered.removeValue(forKey: event.data.fd) != nil { control(EPOLL_CTL_DEL, event.data.fd, 0) }
+                    continue
+                }
                 var flags: Int32 = 0
                 if event.events & (EPOLLERR.rawValue | EPOLLHUP.rawValue) != 0 { flags |= CURL_CSELECT_ERR }
                 if event.events & (EPOLLIN.rawValue | EPOLLHUP.rawValue) != 0 { flags |= CURL_CSELECT_IN }
@@ -210,14 +226,20 @@ final class EasyHandle {
     var isSetUp = false
     /// The URL last set, to skip setting (and curl copying) it again.
     var url: String?
+    /// Where curl writes the message of a failed transfer.
+    let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
 
     init(_ easy: UnsafeMutableRawPointer) {
         self.easy = easy
+        errorBuffer.initialize(to: 0)
+    }
+
+    deinit {
+        errorBuffer.deallocate()
     }
 
     /// Clears the options that point into a finished transfer.
     func detach() {
-        lds_easy_setopt_ptr(easy, CURLOPT_ERRORBUFFER, nil)
         lds_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, nil)
         lds_easy_setopt_ptr(easy, CURLOPT_PRIVATE, nil)
         lds_easy_setopt_ptr(easy, CURLOPT_WRITEDATA, nil)

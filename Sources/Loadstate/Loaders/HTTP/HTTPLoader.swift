@@ -42,8 +42,7 @@ public final class HTTPLoader: Loader<[UInt8], [UInt8]>, @unchecked Sendable {
         guard let request = HTTPRequest(decoding: job.request) else {
             return fail(LoadError(.invalidArgument, message: "not an encoded http request"))
         }
-        let scheme = request.url.prefix { $0 != ":" }.lowercased()
-        guard scheme == "http" || scheme == "https" else {
+        guard Self.isHTTP(request.url) else {
             return fail(LoadError(.invalidArgument, message: "only http and https are allowed: \(request.url)"))
         }
         if multi == nil {
@@ -56,6 +55,19 @@ public final class HTTPLoader: Loader<[UInt8], [UInt8]>, @unchecked Sendable {
         }
         job.onLoopCancel = { [unowned multi] in multi.remove(transfer) }
         multi.add(transfer)
+    }
+
+    /// Whether the URL's scheme is http or https (in any case).
+    static func isHTTP(_ url: String) -> Bool {
+        var utf8 = url.utf8.makeIterator()
+        for expected in "http".utf8 {
+            guard let c = utf8.next(), c | 0x20 == expected else { return false }
+        }
+        switch utf8.next() {
+        case UInt8(ascii: ":"): return true
+        case let c? where c | 0x20 == UInt8(ascii: "s"): return utf8.next() == UInt8(ascii: ":")
+        default: return false
+        }
     }
 
     public override func released(runtime: Runtime) {

@@ -18,7 +18,7 @@ final class HTTPTransfer {
     private var body: [UInt8] = []
     private var tooBig = false
     private var reported: (UInt64, UInt64) = (UInt64.max, 0)
-    private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
+    private var errorBuffer: UnsafeMutablePointer<CChar> { handle.errorBuffer }
     private var keepAlive: Unmanaged<HTTPTransfer>?
 
     /// Where the easy handle came from and goes back to (kept alive for that).
@@ -34,7 +34,7 @@ final class HTTPTransfer {
         self.runtime = runtime
         self.request = request
         maxBody = request.maxBody == 0 ? 256 << 20 : request.maxBody
-        errorBuffer.initialize(to: 0)
+        errorBuffer[0] = 0
         keepAlive = Unmanaged.passRetained(self)
         configure(options)
     }
@@ -42,7 +42,6 @@ final class HTTPTransfer {
     deinit {
         multi.recycle(handle)
         curl_slist_free_all(headerList)
-        errorBuffer.deallocate()
     }
 
     /// Drops the reference taken at creation; called once by the multi.
@@ -146,6 +145,13 @@ final class HTTPTransfer {
             tooBig = true
             return 0
         }
+        if body.isEmpty {
+            // Room for the whole body when its length is announced (up to a
+            // limit: the announcement is the server's word).
+            var announced: curl_off_t = -1
+            lds_easy_getinfo_off(easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &announced)
+            if announced > 0 { body.reserveCapacity(Int(min(UInt64(announced), maxBody, 16 << 20))) }
+        }
         body.append(contentsOf: UnsafeRawBufferPointer(start: data, count: length))
         return length
     }
@@ -159,6 +165,7 @@ final class HTTPTransfer {
             headers = []
             body = []
         } else if length > 2 {
+            if headers.isEmpty { headers.reserveCapacity(512) }
             headers.append(contentsOf: line)
         }
         return length

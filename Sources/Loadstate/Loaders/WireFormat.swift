@@ -4,8 +4,10 @@
 struct WireWriter {
     private(set) var bytes: [UInt8] = []
 
-    init(magic: String) {
-        bytes.append(contentsOf: Array(magic.utf8))
+    /// `capacity`: the bytes expected in all, to allocate once.
+    init(magic: String, capacity: Int = 0) {
+        bytes.reserveCapacity(magic.utf8.count + capacity)
+        bytes.append(contentsOf: magic.utf8)
     }
 
     mutating func u32(_ v: UInt32) {
@@ -43,10 +45,10 @@ struct WireReader {
 
     /// Nil when the bytes do not start with `magic`.
     init?(_ bytes: [UInt8], magic: String) {
-        let m = Array(magic.utf8)
-        guard bytes.count >= m.count, Array(bytes[0..<m.count]) == m else { return nil }
+        let n = magic.utf8.count
+        guard bytes.count >= n, bytes[0..<n].elementsEqual(magic.utf8) else { return nil }
         self.bytes = bytes
-        offset = m.count
+        offset = n
     }
 
     mutating func u32() -> UInt32? {

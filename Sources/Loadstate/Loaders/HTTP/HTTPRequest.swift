@@ -92,7 +92,7 @@ public struct HTTPResponse: Sendable, Equatable {
     static let magic = "LDR1"
 
     public func encoded() -> [UInt8] {
-        var w = WireWriter(magic: Self.magic)
+        var w = WireWriter(magic: Self.magic, capacity: 8 + headers.count + body.count)
         w.i32(status)
         w.field(headers)
         w.rest(body)

@@ -25,6 +25,10 @@ public final class EventLoop: @unchecked Sendable {
     /// How long, in ns, the loop thread polls its queue for more work,
     /// within one wake-up, before it goes back to sleep.
     private let spinNs: UInt64
+    /// Loop thread only: whether `drain` is running a work item, and the
+    /// work that item asked to run once it returns (see `afterCurrent`).
+    private var inItem = false
+    private var followUps: [() -> Void] = []
 
     /// Creates the loop and starts its thread. `spinMicroseconds`: how long
     /// the loop thread keeps polling for more work, in total per wake-up,
@@ -73,6 +77,18 @@ public final class EventLoop: @unchecked Sendable {
         }
     }
 
+    /// Runs `body` on the loop thread: right after the work item running
+    /// now when called from one (cheaper than `execute`: no queue, no
+    /// lock), else like `execute`. For work that must not run inside its
+    /// caller but may run before work queued by other threads.
+    public func afterCurrent(_ body: @escaping () -> Void) {
+        if inItem && isLoopThread {
+            followUps.append(body)
+        } else {
+            execute(body)
+        }
+    }
+
     /// Runs `last` on the loop thread, then closes every handle on the loop
     /// and joins the thread. Must not be called on the loop thread.
     public func stop(last: @escaping () -> Void) {
@@ -104,15 +120,31 @@ public final class EventLoop: @unchecked Sendable {
                 if batch.isEmpty { return }
             }
             for item in batch {
+                inItem = true
                 switch item {
                 case .command(let body):
                     body()
                 case .job(let job):
                     job.runSynchronously(on: asUnownedSerialExecutor())
                 }
+                inItem = false
+                runFollowUps()
             }
             queue.recycle(batch)
         }
+    }
+
+    private func runFollowUps() {
+        var i = 0
+        // After the last item of `stop` nothing runs, as with queued work.
+        while running && i < followUps.count {
+            // A follow-up may ask for more; they run in order.
+            inItem = true
+            followUps[i]()
+            inItem = false
+            i += 1
+        }
+        followUps.removeAll(keepingCapacity: true)
     }
 
     /// Polls the queue until work comes or `budget` ns have passed (the

@@ -86,7 +86,7 @@ public final class Runtime: @unchecked Sendable {
         if let job = scheduled {
             // A closure made here, where the job's types are known, keeps the
             // loop's side of the work specialized for them.
-            loop.execute { job.settle() }
+            loop.afterCurrent { job.settle() }
         }
         return rc
     }

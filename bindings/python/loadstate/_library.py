@@ -32,7 +32,7 @@ LIBRARY_NAME = "libloadstate.so"
 
 # The version this binding is written against: same major, at least this minor.
 _VERSION_MAJOR = 0
-_VERSION_MINOR = 1
+_VERSION_MINOR = 2
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 # bindings/python/loadstate -> the repository root, three levels up.

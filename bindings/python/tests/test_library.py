@@ -77,7 +77,7 @@ def test_every_header_struct_has_a_ctypes_twin_with_the_same_fields():
 
 
 def test_version_and_strerror():
-    assert loadstate.version()[0] == 0 and loadstate.version() >= (0, 1, 0)
+    assert loadstate.version()[0] == 0 and loadstate.version() >= (0, 2, 0)
     assert loadstate.strerror(0) == "success"
     assert loadstate.strerror(-12345) == "unknown error"
 

@@ -19,7 +19,7 @@ public final class HTTPLoader: Loader<[UInt8], [UInt8]>, @unchecked Sendable {
         /// `https_proxy`, `no_proxy`, as curl does); "" uses none.
         public var proxy: String?
 
-        public init(maxConnections: Int = 0, userAgent: String = "loadstate/0.1", proxy: String? = nil) {
+        public init(maxConnections: Int = 0, userAgent: String = "loadstate/0.2", proxy: String? = nil) {
             self.maxConnections = maxConnections
             self.userAgent = userAgent
             self.proxy = proxy

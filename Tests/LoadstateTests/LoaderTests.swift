@@ -214,6 +214,20 @@ struct HTTPLoaderTests {
         #expect(status == 200 && body == "xxxxxxxxxx")
     }
 
+    /// The loader builds its responses in place as they arrive; the result
+    /// must be what `encoded()` makes of the same response.
+    @Test(arguments: [(200, "", ""), (404, "A: b\r\n", ""), (201, "Content-Type: text/plain\r\nX: y\r\n", "body")])
+    func anEncodingBuiltInPlaceEqualsTheEncodedResponse(_ status: Int32, _ headers: String, _ body: String) {
+        var bytes = HTTPResponse.encodingStart()
+        bytes.append(contentsOf: Array(headers.utf8))
+        let headersEnd = bytes.count
+        bytes.append(contentsOf: Array(body.utf8))
+        HTTPResponse.finishEncoding(&bytes, status: status, headersEnd: headersEnd)
+        let expected = HTTPResponse(status: status, headers: Array(headers.utf8), body: Array(body.utf8))
+        #expect(bytes == expected.encoded())
+        #expect(HTTPResponse(decoding: bytes) == expected)
+    }
+
     @Test func aBodyOverTheLimitIsTooBig() async {
         defer { f.close() }
         let request = HTTPRequest(url: TestServer.shared.url("/bytes/100000"), maxBody: 1000)

@@ -75,6 +75,18 @@ struct WireReader {
         return .some(Array(bytes[offset..<(offset + Int(n))]))
     }
 
+    /// A field as UTF-8 text, without an intermediate array: `.some(nil)`
+    /// when marked absent; nil when malformed or when it holds a NUL.
+    mutating func text() -> String?? {
+        guard let n = u32() else { return nil }
+        if n == Self.absent { return .some(nil) }
+        guard bytes.count - offset >= Int(n) else { return nil }
+        let slice = bytes[offset..<(offset + Int(n))]
+        offset += Int(n)
+        if slice.contains(0) { return nil }
+        return .some(String(decoding: slice, as: UTF8.self))
+    }
+
     mutating func list() -> [[UInt8]]?? {
         guard let n = u32() else { return nil }
         if n == Self.absent { return .some(nil) }

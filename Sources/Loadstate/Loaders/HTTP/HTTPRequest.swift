@@ -51,14 +51,13 @@ public struct HTTPRequest: Sendable, Equatable {
     /// Nil when the bytes are not a well-formed request.
     public init?(decoding bytes: [UInt8]) {
         guard var r = WireReader(bytes, magic: Self.magic),
-              let method = r.field(), let url = r.field() ?? nil,
+              let method = r.text(), let url = r.text() ?? nil,
               let headers = r.list(), let body = r.field(),
               let timeout = r.u32(), let maxBody = r.u64(), let redirects = r.u32(), let flags = r.u32()
         else { return nil }
         let text = { (b: [UInt8]) -> String? in b.contains(0) ? nil : String(decoding: b, as: UTF8.self) }
-        guard let urlText = text(url) else { return nil }
-        self.url = urlText
-        self.method = method.flatMap(text) ?? "GET"
+        self.url = url
+        self.method = method ?? "GET"
         var lines: [String] = []
         for h in headers ?? [] {
             guard let line = text(h), !h.contains(10), !h.contains(13) else { return nil }
@@ -97,6 +96,25 @@ public struct HTTPResponse: Sendable, Equatable {
         w.field(headers)
         w.rest(body)
         return w.bytes
+    }
+
+    /// The start of an encoding built in place (by the HTTP loader, as the
+    /// response arrives): the magic, then room for the status and the
+    /// headers' length; the header lines and the body follow.
+    static func encodingStart() -> [UInt8] {
+        var bytes = WireWriter(magic: magic, capacity: 8 + 504).bytes
+        bytes.append(contentsOf: repeatElement(0, count: 8))
+        return bytes
+    }
+
+    /// Fills in the status and the headers' length (they end at
+    /// `headersEnd`) of an encoding begun with `encodingStart`: the result
+    /// equals `encoded()` of the same response.
+    static func finishEncoding(_ bytes: inout [UInt8], status: Int32, headersEnd: Int) {
+        let start = magic.utf8.count
+        let length = UInt32(headersEnd - start - 8)
+        withUnsafeBytes(of: UInt32(bitPattern: status).littleEndian) { bytes.replaceSubrange(start..<start + 4, with: $0) }
+        withUnsafeBytes(of: length.littleEndian) { bytes.replaceSubrange(start + 4..<start + 8, with: $0) }
     }
 
     public init?(decoding bytes: [UInt8]) {

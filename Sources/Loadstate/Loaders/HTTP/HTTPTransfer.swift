@@ -14,8 +14,15 @@ final class HTTPTransfer {
     private let request: HTTPRequest
     private let maxBody: UInt64
     private var headerList: UnsafeMutablePointer<curl_slist>?
-    private var headers: [UInt8] = []
-    private var body: [UInt8] = []
+    /// The response as it arrives, already in its encoded form
+    /// (`HTTPResponse.encoded`): the fixed part (status and headers length
+    /// filled in at the end), the header lines, then the body, so that the
+    /// value is ready without a copy. Trailers (headers after the body) are
+    /// kept apart, in `trailers`.
+    private var response = HTTPResponse.encodingStart()
+    /// Where the body begins in `response`; nil until its first byte.
+    private var bodyStart: Int?
+    private var trailers: [UInt8] = []
     private var tooBig = false
     private var reported: (UInt64, UInt64) = (UInt64.max, 0)
     private var errorBuffer: UnsafeMutablePointer<CChar> { handle.errorBuffer }
@@ -141,18 +148,23 @@ final class HTTPTransfer {
 
     private func received(_ data: UnsafeMutablePointer<CChar>?, _ length: Int) -> Int {
         guard let data else { return length }
-        if UInt64(body.count + length) > maxBody {
-            tooBig = true
-            return 0
-        }
-        if body.isEmpty {
+        let start: Int
+        if let bodyStart {
+            start = bodyStart
+        } else {
+            start = response.count
+            bodyStart = start
             // Room for the whole body when its length is announced (up to a
             // limit: the announcement is the server's word).
             var announced: curl_off_t = -1
             lds_easy_getinfo_off(easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &announced)
-            if announced > 0 { body.reserveCapacity(Int(min(UInt64(announced), maxBody, 16 << 20))) }
+            if announced > 0 { response.reserveCapacity(start + Int(min(UInt64(announced), maxBody, 16 << 20))) }
         }
-        body.append(contentsOf: UnsafeRawBufferPointer(start: data, count: length))
+        if UInt64(response.count - start + length) > maxBody {
+            tooBig = true
+            return 0
+        }
+        response.append(contentsOf: UnsafeRawBufferPointer(start: data, count: length))
         return length
     }
 
@@ -162,11 +174,15 @@ final class HTTPTransfer {
         if length >= 5 && data[0] == 0x48 && data[1] == 0x54 && data[2] == 0x54 && data[3] == 0x50 && data[4] == 0x2F {
             // "HTTP/": the status line of a new response
             // (after a redirect or a 100 Continue): start over.
-            headers = []
-            body = []
+            response = HTTPResponse.encodingStart()
+            bodyStart = nil
+            trailers = []
         } else if length > 2 {
-            if headers.isEmpty { headers.reserveCapacity(512) }
-            headers.append(contentsOf: line)
+            if bodyStart == nil {
+                response.append(contentsOf: line)
+            } else {
+                trailers.append(contentsOf: line)
+            }
         }
         return length
     }
@@ -198,10 +214,19 @@ final class HTTPTransfer {
         if result == CURLE_OK {
             var status = 0
             lds_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
-            let response = HTTPResponse(status: Int32(status), headers: headers, body: body)
-            if (200..<300).contains(status) {
-                return .succeed(response.encoded())
+            let headersEnd = bodyStart ?? response.count
+            if trailers.isEmpty {
+                HTTPResponse.finishEncoding(&response, status: Int32(status), headersEnd: headersEnd)
+            } else {
+                let start = HTTPResponse.encodingStart().count
+                let headers = Array(response[start..<headersEnd]) + trailers
+                response = HTTPResponse(status: Int32(status), headers: headers, body: Array(response[headersEnd...]))
+                    .encoded()
             }
+            if (200..<300).contains(status) {
+                return .succeed(response)
+            }
+            let response = HTTPResponse(decoding: response)!
             let error = LoadError(domain: .http, code: Int32(status), message: "HTTP \(status) from \(request.url)")
             return .fail(error, retry: retryAdvice(status: status, response: response))
         }

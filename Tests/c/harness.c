@@ -289,6 +289,19 @@ bool harness_wait(const struct timespec *deadline) {
   return rc != ETIMEDOUT || !harness_past(deadline);
 }
 
+bool wait_published(lds_runtime *rt, lds_id cell, uint64_t seq) {
+  struct timespec dl = harness_deadline();
+  for (;;) {
+    lds_snapshot s;
+    if (lds_loadable_get(rt, cell, &s) != LDS_OK) return false;
+    uint64_t got = s.seq;
+    lds_snapshot_clear(&s);
+    if (got >= seq) return true;
+    if (harness_past(&dl)) return false;
+    sched_yield();
+  }
+}
+
 bool poll_dispatch(lds_runtime *rt, const struct timespec *deadline) {
   struct timespec now;
   clock_gettime(CLOCK_MONOTONIC, &now);

@@ -149,8 +149,9 @@ bool harness_past(const struct timespec *deadline);
     ok_;                                                                    \
   })
 
-/* POLL mode: waits on lds_runtime_fd and dispatches until cond holds. */
-#define POLL_UNTIL(rt, cond)                                                \
+/* Runs step(rt, &deadline) until cond (evaluated with the harness lock
+ * held) holds; fails the test and yields false once step returns false. */
+#define STEP_UNTIL(step, rt, cond)                                          \
   ({                                                                        \
     struct timespec dl_ = harness_deadline();                               \
     bool ok_;                                                               \
@@ -158,15 +159,22 @@ bool harness_past(const struct timespec *deadline);
       harness_lock();                                                       \
       ok_ = (cond);                                                         \
       harness_unlock();                                                     \
-      if (ok_ || !poll_dispatch((rt), &dl_)) break;                         \
+      if (ok_ || !step((rt), &dl_)) break;                                  \
     }                                                                       \
-    if (!ok_) check_fail(__FILE__, __LINE__, "timed out polling for %s", #cond); \
+    if (!ok_) check_fail(__FILE__, __LINE__, "timed out waiting for %s", #cond); \
     ok_;                                                                    \
   })
+
+/* POLL mode: waits on lds_runtime_fd and dispatches until cond holds. */
+#define POLL_UNTIL(rt, cond) STEP_UNTIL(poll_dispatch, rt, cond)
 
 /* Waits for the runtime's fd, then dispatches every pending callback.
  * False once the deadline passed. */
 bool poll_dispatch(lds_runtime *rt, const struct timespec *deadline);
+
+/* POLL mode: waits until the cell's snapshot reaches seq (the loop thread
+ * has posted that many events; the snapshot is ahead of dispatch). */
+bool wait_published(lds_runtime *rt, lds_id cell, uint64_t seq);
 
 /* ------------------------------------------------------------------ */
 /* Runtimes                                                            */

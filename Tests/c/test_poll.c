@@ -17,21 +17,6 @@ static bool readable_now(lds_runtime *rt) {
   return poll(&p, 1, 0) == 1;
 }
 
-/* Waits until the cell's snapshot reaches seq (the loop thread has posted
- * that many events); the snapshot is ahead of dispatch in POLL mode. */
-static bool wait_published(lds_runtime *rt, lds_id cell, uint64_t seq) {
-  struct timespec dl = harness_deadline();
-  for (;;) {
-    lds_snapshot s;
-    if (lds_loadable_get(rt, cell, &s) != LDS_OK) return false;
-    uint64_t got = s.seq;
-    lds_snapshot_clear(&s);
-    if (got >= seq) return true;
-    if (harness_past(&dl)) return false;
-    sched_yield();
-  }
-}
-
 TEST(test_poll_callbacks_run_on_the_dispatching_thread) {
   fixture f;
   fixture_init(&f, LDS_DELIVER_POLL, NULL);

@@ -69,33 +69,7 @@ static bool records_step(lds_runtime *rt, const struct timespec *deadline) {
 }
 
 /* POLL_UNTIL with records instead of callbacks. */
-#define RECORDS_UNTIL(rt, cond)                                             \
-  ({                                                                        \
-    struct timespec dl_ = harness_deadline();                               \
-    bool ok_;                                                               \
-    for (;;) {                                                              \
-      harness_lock();                                                       \
-      ok_ = (cond);                                                         \
-      harness_unlock();                                                     \
-      if (ok_ || !records_step((rt), &dl_)) break;                          \
-    }                                                                       \
-    if (!ok_) check_fail(__FILE__, __LINE__, "timed out taking records for %s", #cond); \
-    ok_;                                                                    \
-  })
-
-/* Waits until the cell's snapshot reaches seq (the loop has posted it). */
-static bool wait_published(lds_runtime *rt, lds_id cell, uint64_t seq) {
-  struct timespec dl = harness_deadline();
-  for (;;) {
-    lds_snapshot s;
-    if (lds_loadable_get(rt, cell, &s) != LDS_OK) return false;
-    uint64_t got = s.seq;
-    lds_snapshot_clear(&s);
-    if (got >= seq) return true;
-    if (harness_past(&dl)) return false;
-    sched_yield();
-  }
-}
+#define RECORDS_UNTIL(rt, cond) STEP_UNTIL(records_step, rt, cond)
 
 TEST(test_records_carry_events_and_loader_starts) {
   fixture f;

@@ -970,9 +970,10 @@ int lds_persistent_cache_new(lds_runtime *rt, const lds_persistent_cache_options
 /*
  * Frees a cache: a memory cache drops its entries; a persistent cache
  * closes its file (the entries stay in it). Calls already running on other
- * threads finish first; later calls with the id return LDS_ENOENT. (A freed
- * memory cache keeps an empty record of under 1 KiB until lds_runtime_free,
- * so that lds_cache_get can find memory caches without a lock.)
+ * threads finish first; later calls with the id return LDS_ENOENT. (Of
+ * the first 1024 memory caches of a runtime, which lds_cache_get finds
+ * without a lock, a freed one keeps an empty record of under 1 KiB until
+ * lds_runtime_free.)
  *
  * Returns LDS_OK; LDS_EINVAL (rt NULL); LDS_ENOENT (not a cache, or already
  * freed); LDS_ECLOSED.

@@ -51,3 +51,30 @@ TEST(test_cache_many_memory_caches_keep_their_own_entries) {
   CHECK_EQ(st.entries, 1);
   rt_free(rt);
 }
+
+/* Past the first 1024 memory caches of a runtime (found without a lock),
+ * caches are found through the handle table: nothing changes for callers. */
+TEST(test_cache_caches_made_and_freed_by_the_thousand) {
+  lds_runtime *rt = rt_new(LDS_DELIVER_LOOP);
+  char value[32];
+  lds_id kept[3];
+  int k = 0;
+  for (int i = 0; i < 1500; i++) {
+    lds_id c;
+    REQUIRE_RC(lds_memory_cache_new(rt, NULL, &c), LDS_OK);
+    snprintf(value, sizeof value, "value %d", i);
+    REQUIRE_RC(lds_cache_put(rt, c, "k", 1, value, strlen(value)), LDS_OK);
+    check_value(rt, c, value);
+    if (i == 10 || i == 1030 || i == 1499) {
+      kept[k++] = c;
+    } else {
+      REQUIRE_RC(lds_cache_free(rt, c), LDS_OK);
+      lds_cache_value v;
+      CHECK_RC(lds_cache_get(rt, c, "k", 1, &v), LDS_ENOENT);
+    }
+  }
+  check_value(rt, kept[0], "value 10");
+  check_value(rt, kept[1], "value 1030");
+  check_value(rt, kept[2], "value 1499");
+  rt_free(rt);
+}

@@ -8,13 +8,18 @@ import CLibUV
 /// itself goes (when the runtime is dropped), even after `unpin`: a reader
 /// that found it may go on using it without retaining it, as long as the
 /// runtime cannot be dropped meanwhile (the C layer's gate ensures that).
-/// A handle freed by its owner is closed, so what stays is small. Readers
+/// A handle freed by its owner is closed, so what stays is small, and at
+/// most `lifetimeLimit` objects are ever pinned. Readers
 /// check the id again after reading the object, so a slot being reused
 /// under them is seen and they fall back to the table.
 ///
 /// `pin` and `unpin` take a lock of their own; `find` takes none.
 public final class PinnedHandles<Object: Handle>: @unchecked Sendable {
     public static var capacity: Int { 64 }
+    /// The most objects ever pinned: what stays allocated after `unpin` is
+    /// bounded by this; later objects are not pinned (they are found the
+    /// slower way).
+    public static var lifetimeLimit: Int { 1024 }
 
     /// Slot i: words 2i (the id, 0 when free) and 2i + 1 (the object).
     private let words: UnsafeMutablePointer<UInt>
@@ -33,6 +38,7 @@ public final class PinnedHandles<Object: Handle>: @unchecked Sendable {
     @discardableResult
     public func pin(_ object: Object) -> Bool {
         writers.withLock { kept in
+            guard kept.count < Self.lifetimeLimit else { return false }
             for i in 0..<Self.capacity where lds_load_acquire(words + 2 * i) == 0 {
                 kept.append(object)
                 lds_store_release(words + 2 * i + 1, UInt(bitPattern: Unmanaged.passUnretained(object).toOpaque()))

@@ -82,7 +82,8 @@ public final class EventLoop: @unchecked Sendable {
     /// lock), else like `execute`. For work that must not run inside its
     /// caller but may run before work queued by other threads.
     public func afterCurrent(_ body: @escaping () -> Void) {
-        if inItem && isLoopThread {
+        // The thread first: `inItem` is the loop thread's alone.
+        if isLoopThread && inItem {
             followUps.append(body)
         } else {
             execute(body)

@@ -6,6 +6,7 @@ use std::ptr::{self, NonNull};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread;
+use std::time::Duration;
 
 use crate::cell::{CellFlavor, Events, Loadable, Process, Sink};
 use crate::error::{Error, Result, check};
@@ -98,11 +99,27 @@ impl Runtime {
 
     /// A runtime with the given delivery mode.
     pub fn with_delivery(delivery: Delivery) -> Result<Runtime> {
+        Runtime::create(delivery, 0)
+    }
+
+    /// A runtime whose loop thread keeps polling for more work for `spin`
+    /// (in total per wake-up, at most 100 ms) before it sleeps
+    /// (`lds_runtime_options.spin_us`): calls that come a few microseconds
+    /// apart then need no wake-up system call each, at the cost of up to
+    /// that much CPU time after each burst. `Error::InvalidArgument` above
+    /// 100 ms.
+    pub fn with_spin(delivery: Delivery, spin: Duration) -> Result<Runtime> {
+        let micros = u32::try_from(spin.as_micros()).unwrap_or(u32::MAX);
+        Runtime::create(delivery, micros)
+    }
+
+    fn create(delivery: Delivery, spin_us: u32) -> Result<Runtime> {
         let options = sys::lds_runtime_options {
             delivery: match delivery {
                 Delivery::Loop => sys::LDS_DELIVER_LOOP,
                 Delivery::Poll => sys::LDS_DELIVER_POLL,
             },
+            spin_us,
             ..sys::lds_runtime_options::INIT
         };
         let mut raw = ptr::null_mut();

@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use common::{DEADLINE, EXPECTED_PANIC, JobQueue, Tally, Watch, job_queue, quiet_expected_panics};
 use loadstate::{
     ErrorDomain, ErrorKind, EventType, Flags, LoadError, LoadOptions, Loadable, Loader, PANIC_ERROR_CODE, Process,
-    Runtime, Status,
+    Delivery, Runtime, Status,
 };
 
 struct Setup {
@@ -807,4 +807,22 @@ fn a_completion_right_after_the_cell_moved_on_returns_cancelled_and_changes_noth
         assert_eq!(next.status, expected_status, "after {action}");
         assert_eq!(result.unwrap_err().kind(), ErrorKind::Cancelled, "after {action}");
     }
+}
+
+#[test]
+fn a_runtime_that_spins_runs_loads_like_any_other() {
+    let runtime = Runtime::with_spin(Delivery::Loop, Duration::from_micros(200)).expect("runtime");
+    let (loader, jobs) = job_queue(&runtime);
+    let (cell, events) = runtime.loadable().expect("cell");
+    let mut watch = Watch::new(events);
+    for i in 0..20u8 {
+        cell.load(&loader, &[i]).unwrap();
+        assert_eq!(watch.next().status, Status::Loading);
+        jobs.next().succeed(&[i, i]).unwrap();
+        let loaded = watch.next();
+        assert_eq!(loaded.status, Status::Loaded);
+        assert_eq!(loaded.value.as_deref(), Some(&[i, i][..]));
+    }
+    let too_long = Runtime::with_spin(Delivery::Loop, Duration::from_millis(101));
+    assert!(matches!(too_long, Err(e) if e.code() == ErrorKind::InvalidArgument.code()));
 }

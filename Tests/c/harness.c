@@ -653,6 +653,17 @@ int fx_set_loaded(fixture *f, const char *value) {
   return lds_loadable_set_loaded(f->rt, f->cell, value, strlen(value));
 }
 
+bool fx_publish(fixture *f, int n, const char *value) {
+  for (int i = 0; i < n; i++) {
+    int rc = fx_set_loaded(f, value);
+    if (rc != LDS_OK) {
+      check_fail(__FILE__, __LINE__, "lds_loadable_set_loaded returned %d", rc);
+      return false;
+    }
+  }
+  return wait_published(f->rt, f->cell, (uint64_t)n);
+}
+
 int fx_succeed(fixture *f, lds_id job, const char *value) {
   return lds_job_succeed(f->rt, job, value, strlen(value));
 }

@@ -348,6 +348,9 @@ void fixture_finish(fixture *f);
 int fx_load(fixture *f, const char *request, const lds_load_options *opts);
 /* The text of a C string as a value. */
 int fx_set_loaded(fixture *f, const char *value);
+/* POLL mode: sets value on f's cell n times, then waits until the loop has
+ * posted the n events (their seq reached n); false if a call failed. */
+bool fx_publish(fixture *f, int n, const char *value);
 int fx_succeed(fixture *f, lds_id job, const char *value);
 int fx_yield(fixture *f, lds_id job, const char *value);
 

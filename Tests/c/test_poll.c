@@ -60,8 +60,7 @@ TEST(test_poll_fd_readable_only_while_callbacks_pending) {
 TEST(test_poll_dispatch_max_events) {
   fixture f;
   fixture_init(&f, LDS_DELIVER_POLL, NULL);
-  for (int i = 0; i < 4; i++) REQUIRE_RC(fx_set_loaded(&f, "v"), LDS_OK);
-  REQUIRE(wait_published(f.rt, f.cell, 4));
+  REQUIRE(fx_publish(&f, 4, "v"));
   REQUIRE(wait_readable(f.rt));
   CHECK_EQ(lds_runtime_dispatch(f.rt, 1), 1);
   CHECK_EQ(rec_count(&f.rec), 1);
@@ -181,8 +180,7 @@ TEST(test_poll_free_cell_from_callback_drops_its_queued_events) {
   recorder other;
   rec_init(&other, f.rt);
   lds_id fence = cell_new(f.rt, &other);
-  for (int i = 0; i < 3; i++) REQUIRE_RC(fx_set_loaded(&f, "v"), LDS_OK);
-  REQUIRE(wait_published(f.rt, f.cell, 3));
+  REQUIRE(fx_publish(&f, 3, "v"));
   REQUIRE_RC(lds_loadable_set_loaded(f.rt, fence, "x", 1), LDS_OK);
   REQUIRE(POLL_UNTIL(f.rt, other.count >= 1));
   CHECK_EQ(rec_count(&f.rec), 1);

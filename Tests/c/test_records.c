@@ -142,8 +142,7 @@ TEST(test_records_a_record_larger_than_the_buffer_is_etoobig_and_stays) {
 TEST(test_records_fill_the_buffer_then_stop) {
   fixture f;
   fixture_init(&f, LDS_DELIVER_POLL, NULL);
-  for (int i = 0; i < 10; i++) REQUIRE_RC(fx_set_loaded(&f, "0123456789"), LDS_OK);
-  REQUIRE(wait_published(f.rt, f.cell, 10));
+  REQUIRE(fx_publish(&f, 10, "0123456789"));
   size_t used = 0;
   /* Room for three records of this size. */
   CHECK_RC(lds_runtime_dispatch_records(f.rt, buf, 0, 0, &used), LDS_ETOOBIG);
@@ -160,8 +159,7 @@ TEST(test_records_fill_the_buffer_then_stop) {
 TEST(test_records_max_records) {
   fixture f;
   fixture_init(&f, LDS_DELIVER_POLL, NULL);
-  for (int i = 0; i < 4; i++) REQUIRE_RC(fx_set_loaded(&f, "v"), LDS_OK);
-  REQUIRE(wait_published(f.rt, f.cell, 4));
+  REQUIRE(fx_publish(&f, 4, "v"));
   CHECK_EQ(take(f.rt, 1, NULL), 1);
   CHECK_EQ(rec_count(&f.rec), 1);
   CHECK_EQ(take(f.rt, 2, NULL), 2);

@@ -9,6 +9,11 @@ that counts it, and both build the same Event objects.
   (loop.add_reader on its fd, lds_runtime_dispatch on the loop thread); the
   loader succeeds at once. Measured with an inline loader (it runs in the
   start callback) and with an ``async def`` loader (a task per load).
+* bare ctypes (a diagnostic, not the binding): the same loads through the
+  C library with no binding at all: a ctypes call per load and per job
+  completion, events and loader starts taken as records, a future per
+  load; no Event objects, no state callbacks. What any Python host of
+  loadstate pays at least.
 * plain asyncio: the same state machine in Python: absent -> loading ->
   loaded | error, a new load cancels the running task, the state before
   the load comes back on cancel; a task per load running an ``async def``
@@ -22,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import ctypes
 import gc
 import os
 import platform
@@ -123,6 +129,71 @@ async def run_loadstate(cells: int, per_cell: int, inline: bool, library: Option
     return result + (counter.events,)
 
 
+async def run_bare(cells: int, per_cell: int, library: Optional[str]) -> tuple:
+    """The loads through the C library from bare ctypes calls (see the module docstring)."""
+    from loadstate import _library as c
+
+    dll = loadstate.load_library(library).dll
+    options = c.RuntimeOptions(ctypes.sizeof(c.RuntimeOptions), int(loadstate.Delivery.POLL), 50)
+    rt = ctypes.c_void_p()
+    if dll.lds_runtime_new(ctypes.byref(options), ctypes.byref(rt)) != 0:
+        raise RuntimeError("lds_runtime_new failed")
+    start_fn, event_fn, free_fn = c.LOADER_FN(lambda *a: None), c.EVENT_FN(lambda *a: None), c.FREE_FN(0)
+    loader = ctypes.c_uint64()
+    dll.lds_loader_new(rt, start_fn, None, free_fn, ctypes.byref(loader))
+    ids = []
+    for _ in range(cells):
+        cell = ctypes.c_uint64()
+        dll.lds_loadable_new(rt, event_fn, None, ctypes.byref(cell))
+        ids.append(cell.value)
+    loop = asyncio.get_running_loop()
+    waiting: dict = {}
+    counter = Counter()
+    records = (ctypes.c_uint64 * 8192)()
+    used = ctypes.c_size_t()
+    used_ref = ctypes.byref(used)
+    head, event, request = c.RECORD_HEAD.unpack_from, c.EVENT_LAYOUT.unpack_from, c.RECORD_REQUEST.unpack_from
+    memory = (ctypes.c_char * (1 << 40)).from_address
+    take, succeed, load = dll.lds_runtime_dispatch_records, dll.lds_job_succeed, dll.lds_loadable_load
+
+    def readable() -> None:
+        take(rt, records, ctypes.sizeof(records), 1024, used_ref)
+        offset, end = 0, used.value
+        while offset < end:
+            size, what, _, job = head(records, offset)
+            if what == c.RECORD_START:
+                address, length = request(records, offset + c.RECORD_REQUEST_OFFSET)
+                succeed(rt, job, memory(address)[:length], length)
+            else:
+                raw = event(records, offset + c.RECORD_HEAD.size)
+                counter.events += 1
+                if raw[3] == int(Status.LOADED):
+                    waiting.pop(raw[1]).set_result(memory(raw[6])[:raw[7]])
+            offset += size
+
+    fd = dll.lds_runtime_fd(rt)
+    loop.add_reader(fd, readable)
+
+    async def one(cell: int, request: bytes) -> bytes:
+        future = loop.create_future()
+        waiting[cell] = future
+        load(rt, cell, loader, request, len(request), None)
+        return await future
+
+    async def worker(index: int, cell: int) -> None:
+        request = b"request %d" % index
+        for _ in range(per_cell):
+            if await one(cell, request) != request:
+                raise AssertionError(f"cell {index}: unexpected value")
+
+    try:
+        result = await timed(asyncio.gather(*(worker(i, cell) for i, cell in enumerate(ids))))
+    finally:
+        loop.remove_reader(fd)
+        dll.lds_runtime_free(rt)
+    return result + (counter.events,)
+
+
 async def run_plain(cells: int, per_cell: int) -> tuple:
     counter = Counter()
 
@@ -164,6 +235,7 @@ def main() -> None:
         "loadstate, POLL on asyncio, inline loader": lambda: run_loadstate(args.cells, per_cell, True, args.library),
         "loadstate, POLL on asyncio, async def loader": lambda: run_loadstate(args.cells, per_cell, False,
                                                                               args.library),
+        "bare ctypes (diagnostic, no binding)": lambda: run_bare(args.cells, per_cell, args.library),
         "plain asyncio, a task per load": lambda: run_plain(args.cells, per_cell),
     }
     results: dict = {name: [] for name in variants}
@@ -182,8 +254,11 @@ def main() -> None:
         median = loads / statistics.median(w for w, _ in runs)
         print(f"{name:46} {loads / wall:10.0f} {wall / loads * 1e6:8.2f} {cpu / loads * 1e6:12.2f} {median:15.0f}")
     plain = rates["plain asyncio, a task per load"]
-    for name in list(variants)[:2]:
-        print(f"ratio {name.split(', ')[-1]} / plain asyncio: {rates[name] / plain:.2f}")
+    labels = {"loadstate, POLL on asyncio, inline loader": "inline loader",
+              "loadstate, POLL on asyncio, async def loader": "async def loader",
+              "bare ctypes (diagnostic, no binding)": "bare ctypes"}
+    for name, label in labels.items():
+        print(f"ratio {label} / plain asyncio: {rates[name] / plain:.2f}")
 
 
 if __name__ == "__main__":

@@ -410,7 +410,11 @@ typedef struct lds_record {
  * call from C into the host language is costly (one call hands over a
  * batch). Same thread rules as lds_runtime_dispatch; the host may call
  * lds_* functions while it handles the records, but must not reuse buf
- * before it is done with them.
+ * before it is done with them. Records handed over are the host's: the
+ * library no longer drops them when a cell is freed or a job cancelled
+ * meanwhile, so a host skips the records of cells it has freed, and a job
+ * cancelled before its start record was handled answers its calls with
+ * LDS_ECANCELED.
  *
  *   buf   8-byte aligned, cap bytes (cap may be 0 when nothing is expected).
  *   used  receives the bytes of records written; when the first pending

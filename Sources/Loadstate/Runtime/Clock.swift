@@ -6,9 +6,7 @@ import Glibc
 public enum Clock {
     /// Milliseconds of a clock that never goes back; for durations.
     public static func monotonicMs() -> UInt64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return UInt64(ts.tv_sec) * 1000 + UInt64(ts.tv_nsec) / 1_000_000
+        monotonicNs() / 1_000_000
     }
 
     /// Nanoseconds of the monotonic clock.

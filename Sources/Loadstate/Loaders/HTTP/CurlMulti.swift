@@ -35,6 +35,8 @@ final class CurlMulti {
     private var watched: [curl_socket_t: UInt32] = [:]
     private var registered: [curl_socket_t: UInt32] = [:]
     private var readiness: EpollPoll!
+    /// Where `ready` reads the ready sockets, kept from call to call.
+    private var readyEvents = [epoll_event](repeating: epoll_event(), count: 256)
     /// Easy handles of finished transfers, for the next ones.
     private var idleHandles: [EasyHandle] = []
     private var closed = false
@@ -176,11 +178,10 @@ final class CurlMulti {
 
     /// The epoll instance has ready sockets: hands each to curl.
     private func ready() {
-        var events = [epoll_event](repeating: epoll_event(), count: 256)
         while !closed {
-            let n = events.withUnsafeMutableBufferPointer { epoll_wait(epoll, $0.baseAddress, 256, 0) }
+            let n = readyEvents.withUnsafeMutableBufferPointer { epoll_wait(epoll, $0.baseAddress, 256, 0) }
             guard n > 0 else { return }
-            for event in events[0..<Int(n)] {
+            for event in readyEvents[0..<Int(n)] {
                 guard watched[event.data.fd] != nil else {
                     // An idle connection became readable (closed by the
                     // server): stop reporting it; curl finds out when it

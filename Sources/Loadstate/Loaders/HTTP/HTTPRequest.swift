@@ -107,12 +107,16 @@ public struct HTTPResponse: Sendable, Equatable {
         return bytes
     }
 
+    /// Where the header lines begin in an encoding: after the magic, the
+    /// status and the headers' length.
+    static let encodedHeadersStart = magic.utf8.count + 8
+
     /// Fills in the status and the headers' length (they end at
     /// `headersEnd`) of an encoding begun with `encodingStart`: the result
     /// equals `encoded()` of the same response.
     static func finishEncoding(_ bytes: inout [UInt8], status: Int32, headersEnd: Int) {
         let start = magic.utf8.count
-        let length = UInt32(headersEnd - start - 8)
+        let length = UInt32(headersEnd - encodedHeadersStart)
         withUnsafeBytes(of: UInt32(bitPattern: status).littleEndian) { bytes.replaceSubrange(start..<start + 4, with: $0) }
         withUnsafeBytes(of: length.littleEndian) { bytes.replaceSubrange(start + 4..<start + 8, with: $0) }
     }

@@ -126,20 +126,15 @@ final class HTTPTransfer {
 
         init(_ name: String) {
             switch name {
-            case "GET", "get": self = .get
-            case "HEAD", "head": self = .head
-            case "POST", "post": self = .post
-            case "PUT", "put": self = .put
-            case "PATCH", "patch": self = .patch
+            case "GET": self = .get
+            case "HEAD": self = .head
+            case "POST": self = .post
+            case "PUT": self = .put
+            case "PATCH": self = .patch
             default:
-                switch name.uppercased() {
-                case "GET": self = .get
-                case "HEAD": self = .head
-                case "POST": self = .post
-                case "PUT": self = .put
-                case "PATCH": self = .patch
-                default: self = .other
-                }
+                // Other spellings (`get`) once more in capitals.
+                let upper = name.uppercased()
+                self = upper == name ? .other : Method(upper)
             }
         }
     }
@@ -168,12 +163,14 @@ final class HTTPTransfer {
         return length
     }
 
+    private static let statusLinePrefix = Array("HTTP/".utf8)
+
     private func receivedHeader(_ data: UnsafeMutablePointer<CChar>?, _ length: Int) -> Int {
         guard let data else { return length }
         let line = UnsafeRawBufferPointer(start: data, count: length)
-        if length >= 5 && data[0] == 0x48 && data[1] == 0x54 && data[2] == 0x54 && data[3] == 0x50 && data[4] == 0x2F {
-            // "HTTP/": the status line of a new response
-            // (after a redirect or a 100 Continue): start over.
+        if line.starts(with: Self.statusLinePrefix) {
+            // The status line of a new response (after a redirect or a
+            // 100 Continue): start over.
             response = HTTPResponse.encodingStart()
             bodyStart = nil
             trailers = []
@@ -215,18 +212,19 @@ final class HTTPTransfer {
             var status = 0
             lds_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
             let headersEnd = bodyStart ?? response.count
-            if trailers.isEmpty {
+            let success = (200..<300).contains(status)
+            if success && trailers.isEmpty {
+                // The common case: the value is the buffer it arrived in.
                 HTTPResponse.finishEncoding(&response, status: Int32(status), headersEnd: headersEnd)
-            } else {
-                let start = HTTPResponse.encodingStart().count
-                let headers = Array(response[start..<headersEnd]) + trailers
-                response = HTTPResponse(status: Int32(status), headers: headers, body: Array(response[headersEnd...]))
-                    .encoded()
-            }
-            if (200..<300).contains(status) {
                 return .succeed(response)
             }
-            let response = HTTPResponse(decoding: response)!
+            let parsed = HTTPResponse(status: Int32(status),
+                                      headers: Array(response[HTTPResponse.encodedHeadersStart..<headersEnd]) + trailers,
+                                      body: Array(response[headersEnd...]))
+            if success {
+                return .succeed(parsed.encoded())
+            }
+            let response = parsed
             let error = LoadError(domain: .http, code: Int32(status), message: "HTTP \(status) from \(request.url)")
             return .fail(error, retry: retryAdvice(status: status, response: response))
         }

@@ -81,13 +81,9 @@ def _last_resort(exc: BaseException, where: str) -> None:
     traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
 
 
-@EVENT_FN
-def _event_callback(address: int, token: Optional[int]) -> None:
-    core = _objects.get(token)  # type: ignore[arg-type]
-    if core is None:
-        return
+def _deliver(core: Any, raw: tuple) -> None:
+    """Hands an unpacked ``lds_event`` to its cell (a callback or a record)."""
     try:
-        raw = _unpack(_event_bytes_at(address))
         state = core.cells.get(raw[1])
         if state is not None:
             state.deliver(raw)
@@ -95,8 +91,8 @@ def _event_callback(address: int, token: Optional[int]) -> None:
         core.report(exc, "an event callback")
 
 
-@LOADER_FN
-def _start_callback(_rt: int, job: int, request: Optional[int], request_len: int, token: Optional[int]) -> None:
+def _start(token: Optional[int], job: int, request: Optional[int], request_len: int) -> None:
+    """Starts a job of the loader registered under ``token`` (a callback or a record)."""
     loader = _objects.get(token)  # type: ignore[arg-type]
     if loader is None:
         return
@@ -104,6 +100,18 @@ def _start_callback(_rt: int, job: int, request: Optional[int], request_len: int
         loader.start(job, memory_at(request)[:request_len] if request and request_len else b"")
     except BaseException as exc:  # noqa: BLE001
         loader.core.report(exc, f"starting a job of {loader.name}")
+
+
+@EVENT_FN
+def _event_callback(address: int, token: Optional[int]) -> None:
+    core = _objects.get(token)  # type: ignore[arg-type]
+    if core is not None:
+        _deliver(core, _unpack(_event_bytes_at(address)))
+
+
+@LOADER_FN
+def _start_callback(_rt: int, job: int, request: Optional[int], request_len: int, token: Optional[int]) -> None:
+    _start(token, job, request, request_len)
 
 
 @FREE_FN
@@ -299,26 +307,13 @@ class Core:
 
     def _handle_records(self, buffer: Any, used: int) -> None:
         """Delivers each record as its callback would have: events to cells, starts to loaders."""
-        cells = self.cells
         offset = 0
         while offset < used:
             size, what, token, job = _unpack_head_from(buffer, offset)
-            try:
-                if what == RECORD_EVENT:
-                    raw = _unpack_event_from(buffer, offset + _HEAD_SIZE)
-                    state = cells.get(raw[1])
-                    if state is not None:
-                        state.deliver(raw)
-                elif what == RECORD_START:
-                    loader = _objects.get(token)
-                    if loader is not None:
-                        request, length = _unpack_request_from(buffer, offset + RECORD_REQUEST_OFFSET)
-                        try:
-                            loader.start(job, memory_at(request)[:length] if length else b"")
-                        except BaseException as exc:  # noqa: BLE001
-                            loader.core.report(exc, f"starting a job of {loader.name}")
-            except BaseException as exc:  # noqa: BLE001 - one record's failure must not lose the others
-                self.report(exc, "an event callback")
+            if what == RECORD_EVENT:
+                _deliver(self, _unpack_event_from(buffer, offset + _HEAD_SIZE))
+            elif what == RECORD_START:
+                _start(token, job, *_unpack_request_from(buffer, offset + RECORD_REQUEST_OFFSET))
             offset += size
 
     def poll(self, timeout: Optional[float]) -> int:

@@ -1,4 +1,4 @@
-use std::ffi::{CString, c_void};
+use std::ffi::{CString, c_int, c_void};
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr::{self, NonNull};
@@ -90,22 +90,25 @@ impl Cell {
     }
 
     fn cancel(&self) -> Result<()> {
-        let cancel = match self.flavor {
-            CellFlavor::Loadable => sys::lds_loadable_cancel,
-            CellFlavor::Process => sys::lds_process_cancel,
-        };
-        // SAFETY: valid handle.
-        check(unsafe { cancel(self.raw(), self.id) })?;
-        Ok(())
+        self.call(sys::lds_loadable_cancel, sys::lds_process_cancel)
     }
 
     fn reset(&self) -> Result<()> {
-        let reset = match self.flavor {
-            CellFlavor::Loadable => sys::lds_loadable_reset,
-            CellFlavor::Process => sys::lds_process_reset,
+        self.call(sys::lds_loadable_reset, sys::lds_process_reset)
+    }
+
+    /// Calls the loadable or the process variant of a function of the cell.
+    fn call(
+        &self,
+        loadable: unsafe extern "C" fn(*mut sys::lds_runtime, sys::lds_id) -> c_int,
+        process: unsafe extern "C" fn(*mut sys::lds_runtime, sys::lds_id) -> c_int,
+    ) -> Result<()> {
+        let function = match self.flavor {
+            CellFlavor::Loadable => loadable,
+            CellFlavor::Process => process,
         };
         // SAFETY: valid handle.
-        check(unsafe { reset(self.raw(), self.id) })?;
+        check(unsafe { function(self.raw(), self.id) })?;
         Ok(())
     }
 }

@@ -293,21 +293,7 @@ impl Event {
     pub(crate) unsafe fn from_raw(raw: &sys::lds_event) -> Event {
         unsafe {
             Event::from_parts(
-                Parts {
-                    event_type: raw.r#type,
-                    cell: raw.cell,
-                    seq: raw.seq,
-                    status: raw.status,
-                    kind: raw.kind,
-                    flags: raw.flags,
-                    attempt: raw.attempt,
-                    elapsed_ms: raw.elapsed_ms,
-                    progress_done: raw.progress_done,
-                    progress_total: raw.progress_total,
-                    updated_at_ms: raw.updated_at_ms,
-                    error_domain: raw.error_domain,
-                    error_code: raw.error_code,
-                },
+                parts!(raw),
                 (raw.value, raw.value_len),
                 (raw.request, raw.request_len),
                 raw.error_message,
@@ -322,21 +308,7 @@ impl Event {
     pub(crate) unsafe fn from_snapshot(raw: &sys::lds_snapshot) -> Event {
         unsafe {
             Event::from_parts(
-                Parts {
-                    event_type: raw.r#type,
-                    cell: raw.cell,
-                    seq: raw.seq,
-                    status: raw.status,
-                    kind: raw.kind,
-                    flags: raw.flags,
-                    attempt: raw.attempt,
-                    elapsed_ms: raw.elapsed_ms,
-                    progress_done: raw.progress_done,
-                    progress_total: raw.progress_total,
-                    updated_at_ms: raw.updated_at_ms,
-                    error_domain: raw.error_domain,
-                    error_code: raw.error_code,
-                },
+                parts!(raw),
                 (raw.value.cast_const(), raw.value_len),
                 (raw.request.cast_const(), raw.request_len),
                 raw.error_message.cast_const(),
@@ -377,6 +349,28 @@ impl Event {
         }
     }
 }
+
+/// The scalar fields of an `lds_event` or an `lds_snapshot` (same names).
+macro_rules! parts {
+    ($raw:expr) => {
+        Parts {
+            event_type: $raw.r#type,
+            cell: $raw.cell,
+            seq: $raw.seq,
+            status: $raw.status,
+            kind: $raw.kind,
+            flags: $raw.flags,
+            attempt: $raw.attempt,
+            elapsed_ms: $raw.elapsed_ms,
+            progress_done: $raw.progress_done,
+            progress_total: $raw.progress_total,
+            updated_at_ms: $raw.updated_at_ms,
+            error_domain: $raw.error_domain,
+            error_code: $raw.error_code,
+        }
+    };
+}
+use parts;
 
 struct Parts {
     event_type: u32,

@@ -206,6 +206,11 @@ struct HTTPLoaderTests {
         #expect(!body.contains("X-First") && !body.contains("Content-Length") && !body.hasSuffix("one"))
         (status, body) = await text("PUT", "/echo", body: "three")
         #expect(status == 200 && body.hasPrefix("PUT /echo") && body.hasSuffix("three"))
+        (status, body) = await text("put", "/echo", body: "lower")
+        #expect(status == 200 && body.hasPrefix("PUT /echo") && body.hasSuffix("lower"))
+        // A lower-case HEAD is still a HEAD: no body is awaited.
+        (status, body) = await text("head", "/echo", timeoutMs: 5000)
+        #expect(status == 200 && body.isEmpty)
         (status, body) = await text("HEAD", "/echo")
         #expect(status == 200 && body.isEmpty)
         (status, body) = await text("GET", "/echo", headers: ["X-Fifth: 5"])

@@ -188,6 +188,59 @@ struct HTTPLoaderTests {
         #expect(text.hasSuffix("payload"))
     }
 
+    /// The loader's User-Agent goes with every request, unless the request
+    /// names its own (an empty one sends none).
+    @Test func theUserAgentIsTheLoadersUnlessTheRequestNamesOne() async {
+        defer { f.close() }
+        func echoed(_ headers: [String]) async -> [String] {
+            let request = HTTPRequest(url: TestServer.shared.url("/echo"), headers: headers)
+            let text = String(decoding: response(await f.run(request.encoded()))?.body ?? [], as: UTF8.self)
+            return text.split(separator: "\n").filter { $0.lowercased().hasPrefix("user-agent:") }.map(String.init)
+        }
+        #expect(await echoed([]) == ["User-Agent: loadstate/0.2"])
+        #expect(await echoed(["X-Other: 1"]) == ["User-Agent: loadstate/0.2"])
+        #expect(await echoed(["user-agent: mine/1"]) == ["user-agent: mine/1"])
+        #expect(await echoed(["User-Agent:"]) == [])
+        #expect(await echoed([]) == ["User-Agent: loadstate/0.2"])
+    }
+
+    /// A kept-alive connection the server closes while it is idle: the
+    /// loader takes its socket out of its epoll at the first event (else
+    /// the end of the stream would be reported on every turn of the loop,
+    /// spinning it), and the next request opens a new connection.
+    @Test func anIdleConnectionClosedByTheServerIsDroppedOnce() async {
+        defer { f.close() }
+        #expect(response(await f.run(http("/close-after/20")))?.status == 200)
+        let loader = f.loader as! HTTPLoader
+        let runtime = f.runtime
+        // Waits (on the loop) for the drop, or 10 s.
+        let dropped = await withCheckedContinuation { (done: CheckedContinuation<Bool, Never>) in
+            runtime.loop.execute {
+                guard let multi = loader.curlMulti else { return done.resume(returning: false) }
+                if multi.idleSocketsDropped > 0 { return done.resume(returning: true) }
+                let timer = LoopTimer(loop: runtime.loop.loop)
+                var resumed = false
+                func finish(_ value: Bool) {
+                    guard !resumed else { return }
+                    resumed = true
+                    multi.onIdleSocketDropped = nil
+                    timer.close()
+                    done.resume(returning: value)
+                }
+                multi.onIdleSocketDropped = { finish(true) }
+                timer.start(after: 10_000) { finish(false) }
+            }
+        }
+        #expect(dropped)
+        let calls = { await withCheckedContinuation { (done: CheckedContinuation<Int, Never>) in
+            runtime.loop.execute { done.resume(returning: loader.curlMulti?.readyCalls ?? 0) }
+        } }
+        let before = await calls()
+        #expect(response(await f.run(http("/bytes/10")))?.status == 200)
+        // A few turns for the second request, not one per turn of the loop.
+        #expect(await calls() - before < 50)
+    }
+
     /// Easy handles are reused without a reset: nothing of one request
     /// (method, body, headers, timeout) may leak into the next.
     @Test func requestsInTurnOnOneHandleKeepNothingOfTheLast() async {

@@ -12,6 +12,7 @@ Routes:
   /redirect?to=URL    302 to URL
   /retry-after/S/KEY  503 with Retry-After: S for the first call with KEY, then 200
   /echo               200 echoing the method, headers and body
+  /close-after/MS     200, then the kept-alive connection is closed MS milliseconds later
 """
 import socket
 import sys
@@ -68,6 +69,10 @@ class Handler(BaseHTTPRequestHandler):
             self.send_body(200, b"slow")
         elif route == "echo":
             self.do_POST()
+        elif route == "close-after":
+            self.send_body(200, b"closing soon")
+            time.sleep(int(parts[1]) / 1000)
+            self.close_connection = True
         elif route == "status":
             code = int(parts[1])
             self.send_body(code, b"status %d" % code)

@@ -32,14 +32,21 @@ final class CurlMulti {
     /// registered for (kept after curl stops watching it, and possibly
     /// stale once curl closed it: closing a socket takes it out of epoll).
     private let epoll: Int32
-    private var watched: [curl_socket_t: UInt32] = [:]
-    private var registered: [curl_socket_t: UInt32] = [:]
+    /// Both indexed by socket number; 0 for none (curl always asks for
+    /// some event).
+    private var watched: [UInt32] = []
+    private var registered: [UInt32] = []
     private var readiness: EpollPoll!
     /// Where `ready` reads the ready sockets, kept from call to call.
     private var readyEvents = [epoll_event](repeating: epoll_event(), count: 256)
     /// Easy handles of finished transfers, for the next ones.
     private var idleHandles: [EasyHandle] = []
     private var closed = false
+    /// For the tests: calls of `ready`, idle sockets taken out of the
+    /// epoll, and a hook called after each of those.
+    private(set) var readyCalls = 0
+    private(set) var idleSocketsDropped = 0
+    var onIdleSocketDropped: (() -> Void)?
 
     /// How many idle connections are kept when no maximum is set.
     static let idleConnections = 1024
@@ -128,8 +135,8 @@ final class CurlMulti {
         idleHandles = []
         curl_multi_cleanup(multi)
         readiness.close()
-        watched = [:]
-        registered = [:]
+        watched = []
+        registered = []
         Glibc.close(epoll)
         timer.close()
     }
@@ -137,21 +144,30 @@ final class CurlMulti {
     // MARK: - Callbacks from curl (no curl calls in here)
 
     private func watch(_ socket: curl_socket_t, _ what: Int32, _ socketp: UnsafeMutableRawPointer?) {
+        guard socket >= 0 else { return }
+        let index = Int(socket)
         if what == CURL_POLL_REMOVE {
             // Left registered: curl may watch it again for the next request,
             // or close it (see `ready` for an event meanwhile).
-            watched[socket] = nil
+            if index < watched.count { watched[index] = 0 }
             return
         }
         var events: UInt32 = 0
         if what == CURL_POLL_IN || what == CURL_POLL_INOUT { events |= EPOLLIN.rawValue }
         if what == CURL_POLL_OUT || what == CURL_POLL_INOUT { events |= EPOLLOUT.rawValue }
-        let wasWatched = watched.updateValue(events, forKey: socket) != nil
-        let last = registered.updateValue(events, forKey: socket)
+        if index >= watched.count {
+            let count = max(index + 1, watched.count * 2, 64)
+            watched.append(contentsOf: repeatElement(0, count: count - watched.count))
+            registered.append(contentsOf: repeatElement(0, count: count - registered.count))
+        }
+        let wasWatched = watched[index] != 0
+        let last = registered[index]
+        watched[index] = events
+        registered[index] = events
         // While watched without a break the registration is known to hold;
         // after one, the socket may have been closed and its number reused.
         if wasWatched && last == events { return }
-        if last == nil {
+        if last == 0 {
             if !control(EPOLL_CTL_ADD, socket, events) && errno == EEXIST { control(EPOLL_CTL_MOD, socket, events) }
         } else if !control(EPOLL_CTL_MOD, socket, events) && errno == ENOENT {
             control(EPOLL_CTL_ADD, socket, events)
@@ -178,15 +194,22 @@ final class CurlMulti {
 
     /// The epoll instance has ready sockets: hands each to curl.
     private func ready() {
+        readyCalls &+= 1
         while !closed {
             let n = readyEvents.withUnsafeMutableBufferPointer { epoll_wait(epoll, $0.baseAddress, 256, 0) }
             guard n > 0 else { return }
             for event in readyEvents[0..<Int(n)] {
-                guard watched[event.data.fd] != nil else {
+                let socket = event.data.fd
+                guard socket >= 0, Int(socket) < watched.count, watched[Int(socket)] != 0 else {
                     // An idle connection became readable (closed by the
                     // server): stop reporting it; curl finds out when it
                     // next uses or prunes the connection.
-                    if registered.removeValue(forKey: event.data.fd) != nil { control(EPOLL_CTL_DEL, event.data.fd, 0) }
+                    if socket >= 0, Int(socket) < registered.count, registered[Int(socket)] != 0 {
+                        registered[Int(socket)] = 0
+                        control(EPOLL_CTL_DEL, socket, 0)
+                        idleSocketsDropped += 1
+                        onIdleSocketDropped?()
+                    }
                     continue
                 }
                 var flags: Int32 = 0
@@ -229,14 +252,24 @@ final class EasyHandle {
     var url: String?
     /// Where curl writes the message of a failed transfer.
     let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
+    /// The loader's "User-Agent: ..." line, alone in a list of its own
+    /// (nil when the loader sends none).
+    var agentLine: String?
+    var agentHeader: UnsafeMutablePointer<curl_slist>?
+    /// Where a transfer collects the response's header lines until its
+    /// body begins; its storage serves request after request.
+    var headerLines: [UInt8] = []
 
     init(_ easy: UnsafeMutableRawPointer) {
         self.easy = easy
         errorBuffer.initialize(to: 0)
     }
 
+    /// Runs after `curl_easy_cleanup` of the handle (or with the handle
+    /// detached from the list), never while curl may read the list.
     deinit {
         errorBuffer.deallocate()
+        curl_slist_free_all(agentHeader)
     }
 
     /// Clears the options that point into a finished transfer.

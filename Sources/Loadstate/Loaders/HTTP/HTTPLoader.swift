@@ -29,6 +29,8 @@ public final class HTTPLoader: Loader<[UInt8], [UInt8]>, @unchecked Sendable {
     public let options: Options
     // Loop thread only.
     private var multi: CurlMulti?
+    /// For the tests (loop thread): the multi, once a request made it.
+    var curlMulti: CurlMulti? { multi }
 
     public init(id: UInt64, options: Options = Options()) {
         self.options = options

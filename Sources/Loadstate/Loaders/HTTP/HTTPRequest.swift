@@ -101,8 +101,8 @@ public struct HTTPResponse: Sendable, Equatable {
     /// The start of an encoding built in place (by the HTTP loader, as the
     /// response arrives): the magic, then room for the status and the
     /// headers' length; the header lines and the body follow.
-    static func encodingStart() -> [UInt8] {
-        var bytes = WireWriter(magic: magic, capacity: 8 + 504).bytes
+    static func encodingStart(capacity: Int = 512) -> [UInt8] {
+        var bytes = WireWriter(magic: magic, capacity: max(capacity, encodedHeadersStart)).bytes
         bytes.append(contentsOf: repeatElement(0, count: 8))
         return bytes
     }

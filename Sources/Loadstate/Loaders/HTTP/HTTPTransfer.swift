@@ -14,13 +14,16 @@ final class HTTPTransfer {
     private let request: HTTPRequest
     private let maxBody: UInt64
     private var headerList: UnsafeMutablePointer<curl_slist>?
-    /// The response as it arrives, already in its encoded form
-    /// (`HTTPResponse.encoded`): the fixed part (status and headers length
-    /// filled in at the end), the header lines, then the body, so that the
-    /// value is ready without a copy. Trailers (headers after the body) are
-    /// kept apart, in `trailers`.
-    private var response = HTTPResponse.encodingStart()
-    /// Where the body begins in `response`; nil until its first byte.
+    /// The response in its encoded form (`HTTPResponse.encoded`): the fixed
+    /// part (status and headers length filled in at the end), the header
+    /// lines, then the body as it arrives, so that the value is ready
+    /// without a copy. Made, at its full size when the body's length is
+    /// announced, at the body's first byte (or at the end, when there is no
+    /// body); until then the header lines collect in the handle's
+    /// `headerLines`, which keeps its storage from request to request.
+    /// Trailers (headers after the body) are kept apart, in `trailers`.
+    private var response: [UInt8] = []
+    /// Where the body begins in `response`; nil until `response` is made.
     private var bodyStart: Int?
     private var trailers: [UInt8] = []
     private var tooBig = false
@@ -42,6 +45,7 @@ final class HTTPTransfer {
         self.request = request
         maxBody = request.maxBody == 0 ? 256 << 20 : request.maxBody
         errorBuffer[0] = 0
+        handle.headerLines.removeAll(keepingCapacity: true)
         keepAlive = Unmanaged.passRetained(self)
         configure(options)
     }
@@ -66,7 +70,14 @@ final class HTTPTransfer {
             lds_easy_setopt_str(easy, CURLOPT_PROTOCOLS_STR, "http,https")
             lds_easy_setopt_str(easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
             lds_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
-            lds_easy_setopt_str(easy, CURLOPT_USERAGENT, options.userAgent)
+            // The User-Agent as a header line of the handle's own rather
+            // than CURLOPT_USERAGENT, which curl formats anew (allocating)
+            // for every transfer. Also sent to a proxy asked to CONNECT.
+            if !options.userAgent.isEmpty {
+                handle.agentLine = "User-Agent: \(options.userAgent)"
+                handle.agentHeader = curl_slist_append(nil, handle.agentLine)
+                lds_easy_setopt_slist(easy, CURLOPT_PROXYHEADER, handle.agentHeader)
+            }
             if let proxy = options.proxy {
                 lds_easy_setopt_str(easy, CURLOPT_PROXY, proxy)
             }
@@ -109,15 +120,35 @@ final class HTTPTransfer {
         } else {
             lds_easy_setopt_str(easy, CURLOPT_CUSTOMREQUEST, request.method.uppercased())
         }
-        for line in request.headers {
-            headerList = curl_slist_append(headerList, line)
+        if request.headers.isEmpty {
+            lds_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, handle.agentHeader)
+        } else {
+            // A User-Agent line of the request's own replaces the loader's
+            // (an empty one, "User-Agent:", sends none).
+            if let agent = handle.agentLine, !request.headers.contains(where: Self.isUserAgent) {
+                headerList = curl_slist_append(headerList, agent)
+            }
+            for line in request.headers {
+                headerList = curl_slist_append(headerList, line)
+            }
+            lds_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headerList)
         }
-        lds_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headerList)
         lds_easy_setopt_ptr(easy, CURLOPT_ERRORBUFFER, errorBuffer)
         lds_easy_setopt_ptr(easy, CURLOPT_PRIVATE, me)
         lds_easy_setopt_ptr(easy, CURLOPT_WRITEDATA, me)
         lds_easy_setopt_ptr(easy, CURLOPT_HEADERDATA, me)
         lds_easy_setopt_ptr(easy, CURLOPT_XFERINFODATA, me)
+    }
+
+    /// Whether a header line names the User-Agent header (in any case).
+    private static func isUserAgent(_ line: String) -> Bool {
+        var utf8 = line.utf8.makeIterator()
+        for expected in "user-agent:".utf8 {
+            guard let c = utf8.next() else { return false }
+            let lower = c >= UInt8(ascii: "A") && c <= UInt8(ascii: "Z") ? c | 0x20 : c
+            if lower != expected { return false }
+        }
+        return true
     }
 
     /// The methods curl is set up for differently; any other is sent as is.
@@ -147,13 +178,12 @@ final class HTTPTransfer {
         if let bodyStart {
             start = bodyStart
         } else {
-            start = response.count
-            bodyStart = start
             // Room for the whole body when its length is announced (up to a
             // limit: the announcement is the server's word).
             var announced: curl_off_t = -1
             lds_easy_getinfo_off(easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &announced)
-            if announced > 0 { response.reserveCapacity(start + Int(min(UInt64(announced), maxBody, 16 << 20))) }
+            let body = announced > 0 ? Int(min(UInt64(announced), maxBody, 16 << 20)) : max(length, 1024)
+            start = makeResponse(bodyCapacity: body)
         }
         if UInt64(response.count - start + length) > maxBody {
             tooBig = true
@@ -171,17 +201,28 @@ final class HTTPTransfer {
         if line.starts(with: Self.statusLinePrefix) {
             // The status line of a new response (after a redirect or a
             // 100 Continue): start over.
-            response = HTTPResponse.encodingStart()
+            handle.headerLines.removeAll(keepingCapacity: true)
+            response = []
             bodyStart = nil
             trailers = []
         } else if length > 2 {
             if bodyStart == nil {
-                response.append(contentsOf: line)
+                handle.headerLines.append(contentsOf: line)
             } else {
                 trailers.append(contentsOf: line)
             }
         }
         return length
+    }
+
+    /// Makes `response` from the header lines so far, with room for
+    /// `bodyCapacity` bytes of body; returns where the body begins.
+    private func makeResponse(bodyCapacity: Int) -> Int {
+        let lines = handle.headerLines
+        response = HTTPResponse.encodingStart(capacity: HTTPResponse.encodedHeadersStart + lines.count + bodyCapacity)
+        response.append(contentsOf: lines)
+        bodyStart = response.count
+        return response.count
     }
 
     /// Reports progress every `progressStep` bytes, and at the end of a body
@@ -211,7 +252,7 @@ final class HTTPTransfer {
         if result == CURLE_OK {
             var status = 0
             lds_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
-            let headersEnd = bodyStart ?? response.count
+            let headersEnd = bodyStart ?? makeResponse(bodyCapacity: 0)
             let success = (200..<300).contains(status)
             if success && trailers.isEmpty {
                 // The common case: the value is the buffer it arrived in.

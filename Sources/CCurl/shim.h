@@ -15,6 +15,15 @@ static inline CURLcode lds_easy_setopt_header(CURL *h, size_t (*f)(char *, size_
 static inline CURLcode lds_easy_setopt_xferinfo(CURL *h, int (*f)(void *, curl_off_t, curl_off_t, curl_off_t, curl_off_t)) {
   return curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, f);
 }
+/* Sockets opened and closed through the caller, with `data` as their client pointer. */
+static inline CURLcode lds_easy_setopt_sockets(CURL *h, curl_socket_t (*open)(void *, curlsocktype, struct curl_sockaddr *),
+                                               int (*close)(void *, curl_socket_t), void *data) {
+  CURLcode rc = curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, open);
+  if (rc == CURLE_OK) rc = curl_easy_setopt(h, CURLOPT_OPENSOCKETDATA, data);
+  if (rc == CURLE_OK) rc = curl_easy_setopt(h, CURLOPT_CLOSESOCKETFUNCTION, close);
+  if (rc == CURLE_OK) rc = curl_easy_setopt(h, CURLOPT_CLOSESOCKETDATA, data);
+  return rc;
+}
 static inline CURLcode lds_easy_getinfo_long(CURL *h, CURLINFO i, long *v) { return curl_easy_getinfo(h, i, v); }
 static inline CURLcode lds_easy_getinfo_ptr(CURL *h, CURLINFO i, void **v) { return curl_easy_getinfo(h, i, v); }
 static inline CURLcode lds_easy_getinfo_off(CURL *h, CURLINFO i, curl_off_t *v) { return curl_easy_getinfo(h, i, v); }

@@ -168,3 +168,15 @@ def test_importing_works_without_a_library(tmp_path):
     parent = copy_package(tmp_path)
     result = run_in(parent, "import loadstate; print(loadstate.Status.LOADED.name)")
     assert result.returncode == 0 and result.stdout.strip() == "LOADED", result.stderr
+
+
+def test_make_event_builds_what_the_dataclass_builds():
+    from loadstate.types import Domain, Event, EventType, Flags, Status, make_event
+
+    values = (EventType.PROGRESS, 7, 3, Status.LOADING, 2, Flags.PARTIAL | Flags.STALE, b"v", b"r", Domain.HTTP,
+              404, "not found", 2, 15, 100, 200, 1234567)
+    built = make_event(values)
+    assert built == Event(*values)
+    assert tuple(getattr(built, name) for name in Event.__dataclass_fields__) == values
+    with pytest.raises(Exception):
+        built.seq = 4  # frozen like any Event

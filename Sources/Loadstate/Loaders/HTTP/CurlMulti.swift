@@ -15,9 +15,13 @@ import Glibc
 /// libuv removes a socket from its epoll on every stop and restart of its
 /// poll handle: with connections going idle and busy again per request,
 /// that was four `epoll_ctl` calls per request. Here a socket curl stops
-/// watching (an idle connection) stays registered; it is changed when curl
-/// watches it again, and removed if it reports an event meanwhile. That
-/// makes one `epoll_ctl` per request on a reused connection.
+/// watching (an idle connection) stays registered, and is removed if it
+/// reports an event meanwhile. curl opens and closes its connections'
+/// sockets through this class, so a registration is known to hold until
+/// the socket is closed: a reused connection watched for what it was
+/// registered for costs no `epoll_ctl` at all. (A socket curl made
+/// otherwise, such as a resolver's, is registered again each time curl
+/// watches it again: its number may have been reused meanwhile.)
 ///
 /// Lifecycle: created on the loop thread by the first transfer; `close`
 /// removes every transfer, cleans up the multi handle and closes the
@@ -36,6 +40,8 @@ final class CurlMulti {
     /// some event).
     private var watched: [UInt32] = []
     private var registered: [UInt32] = []
+    /// Whether the socket was opened by `openSocket` and is not closed yet.
+    private var opened: [Bool] = []
     private var readiness: EpollPoll!
     /// Where `ready` reads the ready sockets, kept from call to call.
     private var readyEvents = [epoll_event](repeating: epoll_event(), count: 256)
@@ -94,7 +100,13 @@ final class CurlMulti {
     /// An easy handle for a new transfer: a reset idle one, or a new one.
     func takeHandle() -> EasyHandle? {
         if let idle = idleHandles.popLast() { return idle }
-        return curl_easy_init().map(EasyHandle.init)
+        guard let easy = curl_easy_init() else { return nil }
+        lds_easy_setopt_sockets(easy, { client, _, address in
+            Unmanaged<CurlMulti>.fromOpaque(client!).takeUnretainedValue().openSocket(address)
+        }, { client, socket in
+            Unmanaged<CurlMulti>.fromOpaque(client!).takeUnretainedValue().closeSocket(socket)
+        }, Unmanaged.passUnretained(self).toOpaque())
+        return EasyHandle(easy)
     }
 
     /// Takes back the handle of a finished transfer (out of the multi).
@@ -137,6 +149,7 @@ final class CurlMulti {
         readiness.close()
         watched = []
         registered = []
+        opened = []
         Glibc.close(epoll)
         timer.close()
     }
@@ -155,23 +168,53 @@ final class CurlMulti {
         var events: UInt32 = 0
         if what == CURL_POLL_IN || what == CURL_POLL_INOUT { events |= EPOLLIN.rawValue }
         if what == CURL_POLL_OUT || what == CURL_POLL_INOUT { events |= EPOLLOUT.rawValue }
-        if index >= watched.count {
-            let count = max(index + 1, watched.count * 2, 64)
-            watched.append(contentsOf: repeatElement(0, count: count - watched.count))
-            registered.append(contentsOf: repeatElement(0, count: count - registered.count))
-        }
+        reserveSocketTables(index)
         let wasWatched = watched[index] != 0
         let last = registered[index]
         watched[index] = events
         registered[index] = events
-        // While watched without a break the registration is known to hold;
-        // after one, the socket may have been closed and its number reused.
-        if wasWatched && last == events { return }
+        // The registration is known to hold while the socket stays watched
+        // or is one of ours, still open; after a break, another socket may
+        // have been closed and its number reused.
+        if last == events && (wasWatched || opened[index]) { return }
         if last == 0 {
             if !control(EPOLL_CTL_ADD, socket, events) && errno == EEXIST { control(EPOLL_CTL_MOD, socket, events) }
         } else if !control(EPOLL_CTL_MOD, socket, events) && errno == ENOENT {
             control(EPOLL_CTL_ADD, socket, events)
         }
+    }
+
+    private func reserveSocketTables(_ index: Int) {
+        guard index >= watched.count else { return }
+        let count = max(index + 1, watched.count * 2, 64)
+        watched.append(contentsOf: repeatElement(0, count: count - watched.count))
+        registered.append(contentsOf: repeatElement(0, count: count - registered.count))
+        opened.append(contentsOf: repeatElement(false, count: count - opened.count))
+    }
+
+    /// curl's socket for a new connection (CURLOPT_OPENSOCKETFUNCTION).
+    private func openSocket(_ address: UnsafeMutablePointer<curl_sockaddr>?) -> curl_socket_t {
+        guard let address else { return CURL_SOCKET_BAD }
+        let socket = Glibc.socket(address.pointee.family, address.pointee.socktype | Int32(SOCK_CLOEXEC.rawValue),
+                                  address.pointee.protocol)
+        guard socket >= 0 else { return CURL_SOCKET_BAD }
+        reserveSocketTables(Int(socket))
+        watched[Int(socket)] = 0
+        registered[Int(socket)] = 0
+        opened[Int(socket)] = true
+        return socket
+    }
+
+    /// curl closes a socket `openSocket` made (CURLOPT_CLOSESOCKETFUNCTION);
+    /// closing it takes it out of the epoll.
+    private func closeSocket(_ socket: curl_socket_t) -> Int32 {
+        let index = Int(socket)
+        if index >= 0 && index < opened.count {
+            watched[index] = 0
+            registered[index] = 0
+            opened[index] = false
+        }
+        return Glibc.close(socket)
     }
 
     @discardableResult

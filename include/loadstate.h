@@ -779,7 +779,8 @@ int lds_exec_loader_new(lds_runtime *rt, const lds_exec_options *opts, lds_id *o
 typedef struct lds_http_options {
   uint32_t size;             /* LDS_HTTP_OPTIONS_INIT */
   uint32_t max_connections;  /* 0: libcurl's default */
-  const char *user_agent;    /* NULL: "loadstate/<version>" */
+  const char *user_agent;    /* NULL: "loadstate/<version>"; "": no User-Agent header.
+                                A request's own "User-Agent:" line replaces it. */
   const char *proxy;         /* NULL: from the environment (http_proxy, https_proxy,
                                 no_proxy, as curl reads them); "": no proxy at all;
                                 otherwise the proxy's URL. Read only when size covers it. */

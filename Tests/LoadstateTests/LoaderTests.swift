@@ -246,9 +246,9 @@ struct HTTPLoaderTests {
     @Test func requestsInTurnOnOneHandleKeepNothingOfTheLast() async {
         defer { f.close() }
         func text(_ method: String, _ path: String, headers: [String] = [], body: String = "",
-                  timeoutMs: UInt32 = 0) async -> (Int32, String) {
+                  timeoutMs: UInt32 = 0, maxRedirects: UInt32 = 5) async -> (Int32, String) {
             let request = HTTPRequest(method: method, url: TestServer.shared.url(path), headers: headers,
-                                      body: Array(body.utf8), timeoutMs: timeoutMs)
+                                      body: Array(body.utf8), timeoutMs: timeoutMs, maxRedirects: maxRedirects)
             let r = response(await f.run(request.encoded()))
             return (r?.status ?? 0, String(decoding: r?.body ?? [], as: UTF8.self))
         }
@@ -270,6 +270,21 @@ struct HTTPLoaderTests {
         #expect(status == 200 && body.hasPrefix("GET /echo") && body.contains("X-Fifth: 5") && !body.contains("X-First"))
         (status, body) = await text("GET", "/bytes/10")
         #expect(status == 200 && body == "xxxxxxxxxx")
+        // A handle sets only the options that differ from its last request's:
+        // a timeout, then none, then another; redirects off, then on.
+        (status, _) = await text("GET", "/bytes/3", timeoutMs: 150)
+        #expect(status == 200)
+        (status, body) = await text("GET", "/slow/400")
+        #expect(status == 200 && body == "slow")
+        (status, _) = await text("GET", "/slow/3000", timeoutMs: 150)
+        #expect(status == 0)
+        let redirect = "/redirect?to=" + TestServer.shared.url("/bytes/3")
+        (status, _) = await text("GET", redirect, maxRedirects: 0)
+        #expect(status == 0)
+        (status, body) = await text("GET", redirect)
+        #expect(status == 200 && body == "xxx")
+        (status, _) = await text("GET", redirect, maxRedirects: 0)
+        #expect(status == 0)
     }
 
     /// The loader builds its responses in place as they arrive; the result

@@ -115,6 +115,7 @@ final class CurlMulti {
     /// the rest again); the pointers into the finished transfer are cleared.
     func recycle(_ handle: EasyHandle) {
         if closed || idleHandles.count >= Self.idleConnections {
+            handle.transfer = nil
             curl_easy_cleanup(handle.easy)
         } else {
             handle.detach()
@@ -302,6 +303,19 @@ final class EasyHandle {
     /// Where a transfer collects the response's header lines until its
     /// body begins; its storage serves request after request.
     var headerLines: [UInt8] = []
+    /// The transfer using the handle (which it holds, and leaves through
+    /// `detach` before it goes): curl's callbacks find it here.
+    unowned(unsafe) var transfer: HTTPTransfer?
+    /// What the options a request may change were last set to (the first
+    /// values differ from any request's).
+    var maxRedirects = UInt32.max
+    var insecure: Bool?
+    var timeoutMs = UInt32.max
+    /// Whether the last request was a GET with no body.
+    var plainGet = false
+    /// The header list curl was last given: `agentHeader`, or the list of a
+    /// transfer.
+    var headers: UnsafeMutablePointer<curl_slist>?
 
     init(_ easy: UnsafeMutableRawPointer) {
         self.easy = easy
@@ -315,13 +329,20 @@ final class EasyHandle {
         curl_slist_free_all(agentHeader)
     }
 
-    /// Clears the options that point into a finished transfer.
+    /// The transfer of the handle a callback's user pointer names.
+    @inline(__always)
+    static func transfer(_ userp: UnsafeMutableRawPointer?) -> HTTPTransfer? {
+        Unmanaged<EasyHandle>.fromOpaque(userp!).takeUnretainedValue().transfer
+    }
+
+    /// Forgets a finished transfer; curl gives back the header list the
+    /// transfer owns before the transfer frees it.
     func detach() {
-        lds_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, nil)
-        lds_easy_setopt_ptr(easy, CURLOPT_PRIVATE, nil)
-        lds_easy_setopt_ptr(easy, CURLOPT_WRITEDATA, nil)
-        lds_easy_setopt_ptr(easy, CURLOPT_HEADERDATA, nil)
-        lds_easy_setopt_ptr(easy, CURLOPT_XFERINFODATA, nil)
+        transfer = nil
+        if headers != agentHeader {
+            lds_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, agentHeader)
+            headers = agentHeader
+        }
     }
 }
 

@@ -47,6 +47,7 @@ final class HTTPTransfer {
         errorBuffer[0] = 0
         handle.headerLines.removeAll(keepingCapacity: true)
         keepAlive = Unmanaged.passRetained(self)
+        handle.transfer = self
         configure(options)
     }
 
@@ -62,10 +63,11 @@ final class HTTPTransfer {
     }
 
     /// Sets the handle up for this request. A reused handle keeps the
-    /// loader-wide options and its URL when unchanged; every option a
-    /// request may change is set each time, to its default when unused.
+    /// loader-wide options, and sets only the options of a request that
+    /// differ from its last request's (each is a call into curl that costs
+    /// more than the comparison): a run of GETs of one URL sets none. The
+    /// callbacks reach the transfer through the handle.
     private func configure(_ options: HTTPLoader.Options) {
-        let me = keepAlive!.toOpaque()
         if !handle.isSetUp {
             lds_easy_setopt_str(easy, CURLOPT_PROTOCOLS_STR, "http,https")
             lds_easy_setopt_str(easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
@@ -82,46 +84,69 @@ final class HTTPTransfer {
                 lds_easy_setopt_str(easy, CURLOPT_PROXY, proxy)
             }
             lds_easy_setopt_write(easy) { data, size, count, userp in
-                Unmanaged<HTTPTransfer>.fromOpaque(userp!).takeUnretainedValue().received(data, size * count)
+                EasyHandle.transfer(userp)?.received(data, size * count) ?? 0
             }
             lds_easy_setopt_header(easy) { data, size, count, userp in
-                Unmanaged<HTTPTransfer>.fromOpaque(userp!).takeUnretainedValue().receivedHeader(data, size * count)
+                EasyHandle.transfer(userp)?.receivedHeader(data, size * count) ?? 0
             }
             lds_easy_setopt_long(easy, CURLOPT_NOPROGRESS, 0)
             lds_easy_setopt_xferinfo(easy) { userp, total, now, _, _ in
-                Unmanaged<HTTPTransfer>.fromOpaque(userp!).takeUnretainedValue().progressed(now, total)
+                EasyHandle.transfer(userp)?.progressed(now, total)
                 return 0
             }
+            let me = Unmanaged.passUnretained(handle).toOpaque()
+            lds_easy_setopt_ptr(easy, CURLOPT_WRITEDATA, me)
+            lds_easy_setopt_ptr(easy, CURLOPT_HEADERDATA, me)
+            lds_easy_setopt_ptr(easy, CURLOPT_XFERINFODATA, me)
+            lds_easy_setopt_ptr(easy, CURLOPT_ERRORBUFFER, errorBuffer)
             handle.isSetUp = true
         }
         if handle.url != request.url {
             lds_easy_setopt_str(easy, CURLOPT_URL, request.url)
             handle.url = request.url
         }
-        lds_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, request.maxRedirects > 0 ? 1 : 0)
-        lds_easy_setopt_long(easy, CURLOPT_MAXREDIRS, Int(request.maxRedirects))
-        lds_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, request.insecure ? 0 : 1)
-        lds_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, request.insecure ? 0 : 2)
-        lds_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, Int(request.timeoutMs))
+        if handle.maxRedirects != request.maxRedirects {
+            lds_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, request.maxRedirects > 0 ? 1 : 0)
+            lds_easy_setopt_long(easy, CURLOPT_MAXREDIRS, Int(request.maxRedirects))
+            handle.maxRedirects = request.maxRedirects
+        }
+        if handle.insecure != request.insecure {
+            lds_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, request.insecure ? 0 : 1)
+            lds_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, request.insecure ? 0 : 2)
+            handle.insecure = request.insecure
+        }
+        if handle.timeoutMs != request.timeoutMs {
+            lds_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, Int(request.timeoutMs))
+            handle.timeoutMs = request.timeoutMs
+        }
         // The method: HEAD, GET, or a body (POST unless named otherwise).
+        // Its options change one another, so they are set as a group,
+        // unless this request and the last are both GETs with no body.
         let method = Method(request.method)
-        lds_easy_setopt_long(easy, CURLOPT_NOBODY, method == .head ? 1 : 0)
-        if !request.body.isEmpty || method == .post || method == .put || method == .patch {
-            lds_easy_setopt_off(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(request.body.count))
-            request.body.withUnsafeBytes { raw in
-                let base = raw.baseAddress ?? UnsafeRawPointer(("" as StaticString).utf8Start)
-                lds_easy_setopt_ptr(easy, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: base))
+        let plainGet = method == .get && request.body.isEmpty
+        if !(plainGet && handle.plainGet) {
+            lds_easy_setopt_long(easy, CURLOPT_NOBODY, method == .head ? 1 : 0)
+            if !request.body.isEmpty || method == .post || method == .put || method == .patch {
+                lds_easy_setopt_off(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(request.body.count))
+                request.body.withUnsafeBytes { raw in
+                    let base = raw.baseAddress ?? UnsafeRawPointer(("" as StaticString).utf8Start)
+                    lds_easy_setopt_ptr(easy, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: base))
+                }
+            } else if method != .head {
+                lds_easy_setopt_long(easy, CURLOPT_HTTPGET, 1)
             }
-        } else if method != .head {
-            lds_easy_setopt_long(easy, CURLOPT_HTTPGET, 1)
+            if method == .get || method == .head {
+                lds_easy_setopt_ptr(easy, CURLOPT_CUSTOMREQUEST, nil)
+            } else {
+                lds_easy_setopt_str(easy, CURLOPT_CUSTOMREQUEST, request.method.uppercased())
+            }
         }
-        if method == .get || method == .head {
-            lds_easy_setopt_ptr(easy, CURLOPT_CUSTOMREQUEST, nil)
-        } else {
-            lds_easy_setopt_str(easy, CURLOPT_CUSTOMREQUEST, request.method.uppercased())
-        }
+        handle.plainGet = plainGet
         if request.headers.isEmpty {
-            lds_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, handle.agentHeader)
+            if handle.headers != handle.agentHeader {
+                lds_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, handle.agentHeader)
+                handle.headers = handle.agentHeader
+            }
         } else {
             // A User-Agent line of the request's own replaces the loader's
             // (an empty one, "User-Agent:", sends none).
@@ -132,12 +157,8 @@ final class HTTPTransfer {
                 headerList = curl_slist_append(headerList, line)
             }
             lds_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headerList)
+            handle.headers = headerList  // taken back by `detach` before the list is freed
         }
-        lds_easy_setopt_ptr(easy, CURLOPT_ERRORBUFFER, errorBuffer)
-        lds_easy_setopt_ptr(easy, CURLOPT_PRIVATE, me)
-        lds_easy_setopt_ptr(easy, CURLOPT_WRITEDATA, me)
-        lds_easy_setopt_ptr(easy, CURLOPT_HEADERDATA, me)
-        lds_easy_setopt_ptr(easy, CURLOPT_XFERINFODATA, me)
     }
 
     /// Whether a header line names the User-Agent header (in any case).

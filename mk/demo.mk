@@ -3,6 +3,7 @@
 #   make demo        build the library and run examples/demo.c (live view on a terminal)
 #   make demo-check  the same demo without a terminal; part of `make test`
 #   make dist        self-contained release libloadstate.so (static Swift stdlib) in dist/
+#   make test-dist   the C tests against dist/libloadstate.so; part of `make test`
 #   make bench       bench/loads.c against the dist library; BENCH_ARGS="loads cells rounds"
 
 DIST         := dist
@@ -12,10 +13,20 @@ DIST_LIB     := $(DIST)/libloadstate.so
 # optimization lets the C layer use the core's generic cells specialized for
 # byte strings (about 1.8x the load throughput of the build without it).
 DIST_SWIFTFLAGS := -Xswiftc -static-stdlib -Xswiftc -cross-module-optimization -Xswiftc -enforce-exclusivity=unchecked
+# The classic lowering of value operations instead of the type-layout one:
+# with it, copies of the cells' state structs in the code specialized for
+# the C layer call the generic value witnesses through runtime metadata;
+# without it they are plain retains (1.18x the load throughput of `make
+# bench`, 0.84x the CPU per load). A hidden compiler option: used only when
+# this compiler lists it.
+DIST_NO_TYPE_LAYOUT := $(shell $(SWIFT)c -frontend -help-hidden 2>/dev/null | grep -q -- '-disable-type-layout' && echo yes)
+ifeq ($(DIST_NO_TYPE_LAYOUT),yes)
+DIST_SWIFTFLAGS += -Xswiftc -Xfrontend -Xswiftc -disable-type-layout
+endif
 BENCH_ARGS   ?=
 BENCH_CFLAGS := -std=c11 -Wall -Wextra -Werror -O2 -g -Iinclude -D_GNU_SOURCE -pthread
 
-.PHONY: demo demo-check dist bench
+.PHONY: demo demo-check dist bench test-dist
 
 $(OUT)/demo: examples/demo.c include/loadstate.h | lib
 	@mkdir -p $(OUT)
@@ -28,6 +39,15 @@ demo-check: $(OUT)/demo
 	$(OUT)/demo --plain
 
 TEST_TARGETS += demo-check
+
+# The C tests once more, against the distribution library: the release
+# build, with compiler options the other suites' debug library does not use.
+test-dist: dist $(C_TEST_BIN)
+	@LD_LIBRARY_PATH=$(abspath $(DIST)) ldd $(C_TEST_BIN) | grep -q '$(abspath $(DIST_LIB))' || \
+	  { echo "test-dist: the tests do not load $(DIST_LIB)"; exit 1; }
+	LD_LIBRARY_PATH=$(abspath $(DIST)) $(C_TEST_BIN) $(C_TEST_ARGS)
+
+TEST_TARGETS += test-dist
 
 # The release library with the Swift standard library linked in, stripped.
 # Checks that it needs no Swift runtime, exports exactly the functions

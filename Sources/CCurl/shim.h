@@ -12,9 +12,6 @@ static inline CURLcode lds_easy_setopt_write(CURL *h, size_t (*f)(char *, size_t
 static inline CURLcode lds_easy_setopt_header(CURL *h, size_t (*f)(char *, size_t, size_t, void *)) {
   return curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, f);
 }
-static inline CURLcode lds_easy_setopt_xferinfo(CURL *h, int (*f)(void *, curl_off_t, curl_off_t, curl_off_t, curl_off_t)) {
-  return curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, f);
-}
 /* Sockets opened and closed through the caller, with `data` as their client pointer. */
 static inline CURLcode lds_easy_setopt_sockets(CURL *h, curl_socket_t (*open)(void *, curlsocktype, struct curl_sockaddr *),
                                                int (*close)(void *, curl_socket_t), void *data) {

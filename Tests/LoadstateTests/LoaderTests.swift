@@ -82,6 +82,13 @@ struct HTTPLoaderTests {
         let progress = events.filter { $0.type == .progress }
         #expect(!progress.isEmpty)
         #expect(progress.last?.progressDone == 5_000_000)
+        // In bytes of the announced total, at least 64 KiB apart but the last.
+        #expect(progress.allSatisfy { $0.progressTotal == 5_000_000 })
+        let done = progress.map(\.progressDone)
+        #expect(zip(done, done.dropFirst()).dropLast().allSatisfy { $1 - $0 >= 64 << 10 })
+        #expect(done.first.map { $0 >= 64 << 10 } == true)
+        // A small body reports no progress: its LOADED event follows at once.
+        #expect(await f.run(http("/bytes/10")).allSatisfy { $0.type != .progress })
     }
 
     @Test func chunkedStreamingIsReassembled() async {

@@ -27,7 +27,10 @@ final class HTTPTransfer {
     private var bodyStart: Int?
     private var trailers: [UInt8] = []
     private var tooBig = false
-    private var reported: (UInt64, UInt64) = (UInt64.max, 0)
+    /// The body's length as announced (0: unknown), and how many of its
+    /// bytes PROGRESS last reported.
+    private var announced: UInt64 = 0
+    private var reported: UInt64 = 0
     private var errorBuffer: UnsafeMutablePointer<CChar> { handle.errorBuffer }
     private var keepAlive: Unmanaged<HTTPTransfer>?
 
@@ -88,11 +91,6 @@ final class HTTPTransfer {
             }
             lds_easy_setopt_header(easy) { data, size, count, userp in
                 EasyHandle.transfer(userp)?.receivedHeader(data, size * count) ?? 0
-            }
-            lds_easy_setopt_long(easy, CURLOPT_NOPROGRESS, 0)
-            lds_easy_setopt_xferinfo(easy) { userp, total, now, _, _ in
-                EasyHandle.transfer(userp)?.progressed(now, total)
-                return 0
             }
             let me = Unmanaged.passUnretained(handle).toOpaque()
             lds_easy_setopt_ptr(easy, CURLOPT_WRITEDATA, me)
@@ -201,9 +199,10 @@ final class HTTPTransfer {
         } else {
             // Room for the whole body when its length is announced (up to a
             // limit: the announcement is the server's word).
-            var announced: curl_off_t = -1
-            lds_easy_getinfo_off(easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &announced)
-            let body = announced > 0 ? Int(min(UInt64(announced), maxBody, 16 << 20)) : max(length, 1024)
+            var contentLength: curl_off_t = -1
+            lds_easy_getinfo_off(easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &contentLength)
+            announced = contentLength > 0 ? UInt64(contentLength) : 0
+            let body = announced > 0 ? Int(min(announced, maxBody, 16 << 20)) : max(length, 1024)
             start = makeResponse(bodyCapacity: body)
         }
         if UInt64(response.count - start + length) > maxBody {
@@ -211,6 +210,7 @@ final class HTTPTransfer {
             return 0
         }
         response.append(contentsOf: UnsafeRawBufferPointer(start: data, count: length))
+        progressed(UInt64(response.count - start))
         return length
     }
 
@@ -226,6 +226,8 @@ final class HTTPTransfer {
             response = []
             bodyStart = nil
             trailers = []
+            announced = 0
+            reported = 0
         } else if length > 2 {
             if bodyStart == nil {
                 handle.headerLines.append(contentsOf: line)
@@ -246,18 +248,16 @@ final class HTTPTransfer {
         return response.count
     }
 
-    /// Reports progress every `progressStep` bytes, and at the end of a body
-    /// that already reported some, not at each of curl's (frequent) calls.
-    /// A small body reports none: its LOADED event follows at once.
-    private func progressed(_ now: curl_off_t, _ total: curl_off_t) {
-        let done = UInt64(max(now, 0))
-        let all = UInt64(max(total, 0))
-        let last = reported.0 == UInt64.max ? 0 : reported.0
-        guard done > last, (done, all) != reported else { return }
-        let finished = all > 0 && done >= all
-        guard done - last >= Self.progressStep || (finished && last > 0) else { return }
-        reported = (done, all)
-        submit(.progress(done: done, total: all))
+    /// Reports the body's progress (from the write callback, rather than
+    /// curl's progress callback, which curl calls several times a request
+    /// even for a small body): every `progressStep` bytes, and at the end of
+    /// a body that already reported some. A small body reports none: its
+    /// LOADED event follows at once.
+    private func progressed(_ done: UInt64) {
+        let finished = announced > 0 && done >= announced
+        guard done - reported >= Self.progressStep || (finished && reported > 0 && done > reported) else { return }
+        reported = done
+        submit(.progress(done: done, total: announced))
     }
 
     private static let progressStep: UInt64 = 64 << 10

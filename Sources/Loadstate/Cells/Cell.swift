@@ -322,25 +322,29 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
 
     // MARK: - Sessions and jobs
 
+    // The session and the spec are read field by field in the paths every
+    // load takes: a copy of either retains (and later releases) everything
+    // they hold.
     private func startAttempt() {
-        guard let s = session, let spec = lastSpec else { return }
-        guard !spec.loader.isRetired else {
+        guard let attempt = session?.attempt, let loader = lastSpec?.loader else { return }
+        guard !loader.isRetired else {
             // The loader was freed after the load was asked for: no job can start.
             endSession()
-            emit(.state, CellState(status: .error, kind: spec.kind, value: nil,
+            emit(.state, CellState(status: .error, kind: lastSpec!.kind, value: nil,
                                    error: LoadError(.notFound, message: "the loader was freed"),
-                                   request: spec.request, isPartial: false, isRefreshing: false,
-                                   attempt: s.attempt, updatedAt: Clock.wallMs()))
+                                   request: lastSpec!.request, isPartial: false, isRefreshing: false,
+                                   attempt: attempt, updatedAt: Clock.wallMs()))
             return
         }
         if joinSharedJob() { return }
-        let shareKey = spec.options.shareKey.map { ShareKey(loader: spec.loader.id, key: $0) }
-        let job = Job(id: runtime.table.makeID(.job), runtime: runtime, cell: self, loader: spec.loader,
-                      request: spec.request, attempt: s.attempt, shareKey: shareKey, cache: spec.cache)
+        let shareKey = lastSpec!.options.shareKey.map { ShareKey(loader: loader.id, key: $0) }
+        let job = Job(id: runtime.table.makeID(.job), runtime: runtime, cell: self, loader: loader,
+                      request: lastSpec!.request, attempt: attempt, shareKey: shareKey, cache: lastSpec!.cache)
+        let ticket = session!.ticket
         let started = runtime.table.withLock { storage -> Bool in
             // A load already superseded by a later call starts no job: the
             // operation that call queued ends it.
-            guard !isStale(s) else { return false }
+            guard !isStale(ticket: ticket) else { return false }
             storage.handles[job.id] = job
             currentJob = job
             return true
@@ -348,20 +352,21 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
         guard started else { return }
         if let shareKey { runtime.share(shareKey, job: job) }
         session!.job = job
-        spec.loader.jobStarted()
-        spec.loader.start(job, runtime: runtime)
+        loader.jobStarted()
+        loader.start(job, runtime: runtime)
     }
 
     /// Waits for the running job of another load with the same share key,
     /// if there is one that takes new cells. Returns whether it did.
     private func joinSharedJob() -> Bool {
-        guard let s = session, s.job == nil, let spec = lastSpec, let key = spec.options.shareKey,
-              let running = runtime.sharedJob(ShareKey(loader: spec.loader.id, key: key), of: Job<Value, Request>.self)
+        guard let key = lastSpec?.options.shareKey, let ticket = session?.ticket, session?.job == nil,
+              let loaderID = lastSpec?.loader.id,
+              let running = runtime.sharedJob(ShareKey(loader: loaderID, key: key), of: Job<Value, Request>.self)
         else { return false }
         let joined = runtime.table.withLock { _ -> Bool in
             // A job whose cells all asked to leave takes no new one; a job
             // whose result is accepted but not yet applied still does.
-            guard running.phase == .running || running.phase == .ending, !isStale(s) else { return false }
+            guard running.phase == .running || running.phase == .ending, !isStale(ticket: ticket) else { return false }
             running.waiterCount += 1
             currentJob = running
             return true
@@ -374,8 +379,8 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
 
     /// With the table lock held: whether another operation that ends loads
     /// was asked for since the session's load.
-    private func isStale(_ s: Session) -> Bool {
-        s.ticket != 0 && s.ticket != leaveRequests
+    private func isStale(ticket: UInt32) -> Bool {
+        ticket != 0 && ticket != leaveRequests
     }
 
     /// Ends the current session without an event: first applies what its
@@ -387,9 +392,9 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
         if let job = session?.job {
             job.leave(self)
         }
-        guard let s = session else { return nil }
+        guard let restore = session?.restore else { return nil }
         endSession()
-        return s.restore
+        return restore
     }
 
     private func forgetJob() {
@@ -410,13 +415,16 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
 
     /// Applies an operation of the job this cell waits for (called by the job).
     func apply(_ op: JobOperation<Value>, from job: Job<Value, Request>) {
-        guard let s = session, s.job === job, !isFreed, let spec = lastSpec else { return }
+        guard session?.job === job, !isFreed, let attempt = session?.attempt, let kind = lastSpec?.kind else { return }
         if op.isTerminal { session!.job = nil }
-        let request = spec.request
+        let request = lastSpec!.request
         func settled(_ status: Status, value: Value? = nil, error: LoadError? = nil) -> CellState<Value, Request> {
-            CellState(status: status, kind: spec.kind, value: value, error: error, request: request,
-                      isPartial: false, isRefreshing: false, attempt: s.attempt, updatedAt: Clock.wallMs())
+            CellState(status: status, kind: kind, value: value, error: error, request: request,
+                      isPartial: false, isRefreshing: false, attempt: attempt, updatedAt: Clock.wallMs())
         }
+        // What a finish without a value or a cancel from inside restores
+        // (read before the session ends).
+        let restore = op.restoresState ? session!.restore : .initial(at: 0)
         switch op {
         case .yield(let value):
             guard flavor == .loadable else { return }
@@ -438,12 +446,12 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
                 next = state
                 next.isPartial = false
             } else {
-                next = s.restore
+                next = restore
             }
             next.isRefreshing = false
             emit(.state, next)
         case .fail(let error, let retry):
-            if retry != .never && s.attempt <= spec.options.retries {
+            if retry != .never && attempt <= lastSpec!.options.retries {
                 if case .after(let ms) = retry {
                     scheduleRetry(afterMs: ms)
                 } else {
@@ -457,14 +465,14 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
                 var next = state
                 next.isRefreshing = false
                 next.error = error
-                next.attempt = s.attempt
+                next.attempt = attempt
                 emit(.state, next)
             } else {
                 emit(.state, settled(.error, error: error))
             }
         case .cancelSelf:
             endSession()
-            var restore = s.restore
+            var restore = restore
             restore.isRefreshing = false
             emit(.state, restore, cancelled: true)
         case .resetSelf:

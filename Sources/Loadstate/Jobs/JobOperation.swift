@@ -24,6 +24,14 @@ public enum JobOperation<Value> {
         default: return true
         }
     }
+
+    /// Whether the operation may bring back the state before the load.
+    var restoresState: Bool {
+        switch self {
+        case .finish, .cancelSelf: return true
+        default: return false
+        }
+    }
 }
 
 /// Whether a failure is worth retrying, according to the code that failed.

@@ -110,3 +110,51 @@ struct RuntimeTests {
         #expect(!table.wasIssued(a, as: .job))
     }
 }
+
+/// The handle table's map against a Dictionary, under random inserts,
+/// replacements and removals of ids that crowd a few slots (so that runs
+/// wrap around the end and removals shift entries back), through growth.
+@Suite struct HandleMapTests {
+    @Test func matchesADictionaryUnderRandomOperations() {
+        var rng = SplitMix(seed: 7)
+        let map = HandleMap()
+        var model: [UInt64: Handle] = [:]
+        for round in 0..<20_000 {
+            // Ids of the runtime's shape (serial << 4 | kind), from a pool
+            // that grows, so the map grows and shrinks in use.
+            let pool = UInt64(8 + round / 20)
+            let id = (rng.next() % pool + 1) << 4 | (rng.next() % 5 + 1)
+            switch rng.next() % 3 {
+            case 0, 1:
+                let handle = Handle(id: id)
+                map[id] = handle
+                model[id] = handle
+            default:
+                map[id] = nil
+                model[id] = nil
+            }
+            if round % 997 == 0 || round > 19_900 {
+                #expect(map.count == model.count)
+                for (key, handle) in model { #expect(map[key] === handle) }
+            }
+        }
+        #expect(Set(map.values.map(ObjectIdentifier.init)) == Set(model.values.map(ObjectIdentifier.init)))
+        for key in model.keys { map[key] = nil }
+        #expect(map.count == 0 && map.values.isEmpty)
+        #expect(map[0] == nil && map[16] == nil)
+        map.removeAll()
+        #expect(map.count == 0)
+    }
+}
+
+private struct SplitMix {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

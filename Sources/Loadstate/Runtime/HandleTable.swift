@@ -9,7 +9,7 @@ import Synchronization
 /// is never held while a callback runs.
 public final class HandleTable: @unchecked Sendable {
     public struct Storage {
-        public var handles: [UInt64: Handle] = [:]
+        public let handles = HandleMap()
     }
 
     private let storage = Locked(Storage())

@@ -14,6 +14,12 @@ that counts it, and both build the same Event objects.
   completion, events and loader starts taken as records, a future per
   load; no Event objects, no state callbacks. What any Python host of
   loadstate pays at least.
+* Python floor (a diagnostic, no library at all): what any binding has to
+  do in Python whatever the library costs: a future per load, the two
+  Event objects and their callbacks, the loader's call, the resolved
+  future waking the awaiting coroutine; loads handed over in batches, one
+  loop callback per batch. The time a binding has left for its foreign
+  calls and bookkeeping, to match plain asyncio, is the difference.
 * plain asyncio: the same state machine in Python: absent -> loading ->
   loaded | error, a new load cancels the running task, the state before
   the load comes back on cancel; a task per load running an ``async def``
@@ -194,6 +200,37 @@ async def run_bare(cells: int, per_cell: int, library: Optional[str]) -> tuple:
     return result + (counter.events,)
 
 
+async def run_floor(cells: int, per_cell: int) -> tuple:
+    """The Python work of a load with no library (see the module docstring)."""
+    loop = asyncio.get_running_loop()
+    counter = Counter()
+    pending: list = []
+    loader = lambda request: request  # noqa: E731 - the inline loader of the loadstate variant
+    stamp = int(time.time() * 1000)
+
+    def process() -> None:
+        batch = pending[:]
+        pending.clear()
+        for cell, request, future in batch:
+            counter(make_event((EventType.STATE, cell, 1, Status.LOADING, 0, Flags.NONE, None, request, Domain.NONE,
+                                0, None, 1, 0, 0, 0, stamp)))
+            value = loader(request)
+            loaded = make_event((EventType.STATE, cell, 2, Status.LOADED, 0, Flags.NONE, value, request, Domain.NONE,
+                                 0, None, 1, 0, 0, 0, stamp))
+            counter(loaded)
+            future.set_result(loaded)
+
+    def load(cell: int, request: bytes) -> "asyncio.Future[Event]":
+        future = loop.create_future()
+        if not pending:
+            loop.call_soon(process)
+        pending.append((cell, request, future))
+        return future
+
+    result = await timed(drive(list(range(1, cells + 1)), per_cell, load))
+    return result + (counter.events,)
+
+
 async def run_plain(cells: int, per_cell: int) -> tuple:
     counter = Counter()
 
@@ -236,6 +273,7 @@ def main() -> None:
         "loadstate, POLL on asyncio, async def loader": lambda: run_loadstate(args.cells, per_cell, False,
                                                                               args.library),
         "bare ctypes (diagnostic, no binding)": lambda: run_bare(args.cells, per_cell, args.library),
+        "Python floor (diagnostic, no library)": lambda: run_floor(args.cells, per_cell),
         "plain asyncio, a task per load": lambda: run_plain(args.cells, per_cell),
     }
     results: dict = {name: [] for name in variants}
@@ -256,7 +294,8 @@ def main() -> None:
     plain = rates["plain asyncio, a task per load"]
     labels = {"loadstate, POLL on asyncio, inline loader": "inline loader",
               "loadstate, POLL on asyncio, async def loader": "async def loader",
-              "bare ctypes (diagnostic, no binding)": "bare ctypes"}
+              "bare ctypes (diagnostic, no binding)": "bare ctypes",
+              "Python floor (diagnostic, no library)": "Python floor"}
     for name, label in labels.items():
         print(f"ratio {label} / plain asyncio: {rates[name] / plain:.2f}")
 

@@ -392,7 +392,7 @@ struct FileLoaderTests {
         let fd = mkstemp(&template)
         contents.withUnsafeBytes { _ = write(fd, $0.baseAddress, $0.count) }
         close(fd)
-        return String(cString: template)
+        return String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     @Test func aFileIsReadWithProgressInBytes() async throws {

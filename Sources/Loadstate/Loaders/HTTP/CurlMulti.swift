@@ -97,7 +97,9 @@ final class CurlMulti {
         lds_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, max(maxConnections, Self.idleConnections))
     }
 
-    /// An easy handle for a new transfer: a reset idle one, or a new one.
+    /// An easy handle for a new transfer: an idle one (with the options of
+    /// its last request), or a new one whose sockets curl opens and closes
+    /// through this multi.
     func takeHandle() -> EasyHandle? {
         if let idle = idleHandles.popLast() { return idle }
         guard let easy = curl_easy_init() else { return nil }
@@ -110,9 +112,9 @@ final class CurlMulti {
     }
 
     /// Takes back the handle of a finished transfer (out of the multi).
-    /// It keeps its options: the next transfer sets every option a request
-    /// may change (which costs far less than `curl_easy_reset` and setting
-    /// the rest again); the pointers into the finished transfer are cleared.
+    /// It keeps its options: the next transfer sets those of its request
+    /// that differ (which costs far less than `curl_easy_reset` and setting
+    /// everything again); what points into the finished transfer is cleared.
     func recycle(_ handle: EasyHandle) {
         if closed || idleHandles.count >= Self.idleConnections {
             handle.transfer = nil

@@ -29,8 +29,19 @@ deps:
 	fi
 
 # The debug libloadstate.so used by the tests.
-lib: deps
+lib: deps $(OUT)/.header-stamp
 	$(SWIFT) build --product loadstate
+
+# SwiftPM does not see a change of include/loadstate.h alone (the C ABI
+# module's map points outside the package's targets), so the export module
+# kept what it had compiled from the old header (lds_version's numbers,
+# struct layouts) until its sources changed. Touching them after every
+# change of the header makes every build (debug, dist, sanitizers) compile
+# the module against the new one.
+$(OUT)/.header-stamp: include/loadstate.h
+	@mkdir -p $(OUT)
+	touch Sources/LoadstateC/*.swift
+	@touch $@
 
 # lib first: some Swift tests compile C clients against the built library.
 test-swift: lib readme-check

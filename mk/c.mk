@@ -63,7 +63,7 @@ test-c: c-header-check $(C_TEST_BIN)
 test-valgrind: deps $(C_TEST_BIN)
 	LDS_TEST_SLOW=1 valgrind $(VALGRIND_FLAGS) $(C_TEST_BIN) $(C_TEST_ARGS)
 
-c-tsan-lib: deps
+c-tsan-lib: deps $(OUT)/.header-stamp
 	$(SWIFT) build --sanitize=thread --scratch-path $(TSAN_SCRATCH) --product loadstate
 
 # The toolchain's static TSan runtime carries libdispatch interceptors, so

@@ -52,7 +52,7 @@ TEST_TARGETS += test-dist
 # The release library with the Swift standard library linked in, stripped.
 # Checks that it needs no Swift runtime, exports exactly the functions
 # declared in include/loadstate.h, and prints its size.
-dist: deps
+dist: deps $(OUT)/.header-stamp
 	$(SWIFT) build -c release --product loadstate $(DIST_SWIFTFLAGS) --scratch-path $(DIST_BUILD)
 	@mkdir -p $(DIST)
 	# A new file renamed into place: a process that has the old one mapped keeps it.

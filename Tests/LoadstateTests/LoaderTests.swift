@@ -149,6 +149,13 @@ struct HTTPLoaderTests {
         #expect(error?.code == ResultCode.invalidArgument.rawValue)
     }
 
+    @Test func theSchemeIsHTTPOrHTTPSInAnyCase() {
+        for url in ["http://a", "https://a", "HTTP://a", "HttpS://a"] { #expect(HTTPLoader.isHTTP(url), "\(url)") }
+        for url in ["file:///a", "http", "https", "httpx://a", "ftp://a", "http\u{1A}//a", "", " http://a"] {
+            #expect(!HTTPLoader.isHTTP(url), "\(url)")
+        }
+    }
+
     @Test func aRequestTimeoutFailsWithTimedOut() async {
         defer { f.close() }
         let error = await f.run(http("/slow/10000", timeoutMs: 100)).last?.state.error

@@ -61,15 +61,20 @@ public final class HTTPLoader: Loader<[UInt8], [UInt8]>, @unchecked Sendable {
 
     /// Whether the URL's scheme is http or https (in any case).
     static func isHTTP(_ url: String) -> Bool {
-        var utf8 = url.utf8.makeIterator()
-        for expected in "http".utf8 {
-            guard let c = utf8.next(), c | 0x20 == expected else { return false }
+        startsWithIgnoringCase(url, "http:") || startsWithIgnoringCase(url, "https:")
+    }
+
+    /// Whether `text` begins with `lowercasePrefix`, ASCII letters compared
+    /// in any case (for URL schemes and header names).
+    static func startsWithIgnoringCase(_ text: String, _ lowercasePrefix: StaticString) -> Bool {
+        var utf8 = text.utf8.makeIterator()
+        let prefix = UnsafeBufferPointer(start: lowercasePrefix.utf8Start, count: lowercasePrefix.utf8CodeUnitCount)
+        for expected in prefix {
+            guard let c = utf8.next() else { return false }
+            let lower = c >= UInt8(ascii: "A") && c <= UInt8(ascii: "Z") ? c | 0x20 : c
+            if lower != expected { return false }
         }
-        switch utf8.next() {
-        case UInt8(ascii: ":"): return true
-        case let c? where c | 0x20 == UInt8(ascii: "s"): return utf8.next() == UInt8(ascii: ":")
-        default: return false
-        }
+        return true
     }
 
     public override func released(runtime: Runtime) {

@@ -95,7 +95,6 @@ final class HTTPTransfer {
             let me = Unmanaged.passUnretained(handle).toOpaque()
             lds_easy_setopt_ptr(easy, CURLOPT_WRITEDATA, me)
             lds_easy_setopt_ptr(easy, CURLOPT_HEADERDATA, me)
-            lds_easy_setopt_ptr(easy, CURLOPT_XFERINFODATA, me)
             lds_easy_setopt_ptr(easy, CURLOPT_ERRORBUFFER, errorBuffer)
             handle.isSetUp = true
         }
@@ -148,7 +147,8 @@ final class HTTPTransfer {
         } else {
             // A User-Agent line of the request's own replaces the loader's
             // (an empty one, "User-Agent:", sends none).
-            if let agent = handle.agentLine, !request.headers.contains(where: Self.isUserAgent) {
+            if let agent = handle.agentLine,
+               !request.headers.contains(where: { HTTPLoader.startsWithIgnoringCase($0, "user-agent:") }) {
                 headerList = curl_slist_append(headerList, agent)
             }
             for line in request.headers {
@@ -157,17 +157,6 @@ final class HTTPTransfer {
             lds_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headerList)
             handle.headers = headerList  // taken back by `detach` before the list is freed
         }
-    }
-
-    /// Whether a header line names the User-Agent header (in any case).
-    private static func isUserAgent(_ line: String) -> Bool {
-        var utf8 = line.utf8.makeIterator()
-        for expected in "user-agent:".utf8 {
-            guard let c = utf8.next() else { return false }
-            let lower = c >= UInt8(ascii: "A") && c <= UInt8(ascii: "Z") ? c | 0x20 : c
-            if lower != expected { return false }
-        }
-        return true
     }
 
     /// The methods curl is set up for differently; any other is sent as is.

@@ -68,14 +68,21 @@ public final class HandleMap {
         }
     }
 
+    /// One probe: the id's slot if it is there, else the empty slot that
+    /// ends its run (the map grows first when a new id would fill it past
+    /// 3/4; replacing a handle is rare, so growing early for one is fine).
     private func insert(_ id: UInt64, _ handle: Handle) {
-        if let i = find(id) {
-            slots[i] = handle
-            return
-        }
         if (count + 1) * 4 > (mask + 1) * 3 { grow() }
         var i = home(id)
-        while ids[i] != 0 { i = (i &+ 1) & mask }
+        while true {
+            let key = ids[i]
+            if key == id {
+                slots[i] = handle
+                return
+            }
+            if key == 0 { break }
+            i = (i &+ 1) & mask
+        }
         ids[i] = id
         slots[i] = handle
         count += 1

@@ -31,17 +31,21 @@ final class CurlMulti {
     private let multi: UnsafeMutableRawPointer
     private var timer: LoopTimer!
     private var transfers: [UnsafeMutableRawPointer: HTTPTransfer] = [:]
-    /// The epoll instance curl's sockets are watched in; the events curl
-    /// wants for each socket it watches; what each socket was last
-    /// registered for (kept after curl stops watching it, and possibly
-    /// stale once curl closed it: closing a socket takes it out of epoll).
+    /// The epoll instance curl's sockets are watched in.
     private let epoll: Int32
-    /// Both indexed by socket number; 0 for none (curl always asks for
-    /// some event).
-    private var watched: [UInt32] = []
-    private var registered: [UInt32] = []
-    /// Whether the socket was opened by `openSocket` and is not closed yet.
-    private var opened: [Bool] = []
+    /// What the multi knows of a socket: the events curl wants while it
+    /// watches it (0: not watched; curl always asks for some event); what
+    /// it was last registered for in the epoll (0: not registered; kept
+    /// after curl stops watching it, and possibly stale once curl closed
+    /// it: closing a socket takes it out of epoll); whether `openSocket`
+    /// made it and it is not closed yet.
+    private struct SocketState {
+        var watched: UInt32 = 0
+        var registered: UInt32 = 0
+        var opened = false
+    }
+    /// Indexed by socket number; grown to the highest one seen.
+    private var sockets: [SocketState] = []
     private var readiness: EpollPoll!
     /// Where `ready` reads the ready sockets, kept from call to call.
     private var readyEvents = [epoll_event](repeating: epoll_event(), count: 256)
@@ -150,9 +154,7 @@ final class CurlMulti {
         idleHandles = []
         curl_multi_cleanup(multi)
         readiness.close()
-        watched = []
-        registered = []
-        opened = []
+        sockets = []
         Glibc.close(epoll)
         timer.close()
     }
@@ -165,21 +167,21 @@ final class CurlMulti {
         if what == CURL_POLL_REMOVE {
             // Left registered: curl may watch it again for the next request,
             // or close it (see `ready` for an event meanwhile).
-            if index < watched.count { watched[index] = 0 }
+            if index < sockets.count { sockets[index].watched = 0 }
             return
         }
         var events: UInt32 = 0
         if what == CURL_POLL_IN || what == CURL_POLL_INOUT { events |= EPOLLIN.rawValue }
         if what == CURL_POLL_OUT || what == CURL_POLL_INOUT { events |= EPOLLOUT.rawValue }
-        reserveSocketTables(index)
-        let wasWatched = watched[index] != 0
-        let last = registered[index]
-        watched[index] = events
-        registered[index] = events
+        reserveSockets(index)
+        let known = sockets[index]
+        sockets[index].watched = events
+        sockets[index].registered = events
+        let last = known.registered
         // The registration is known to hold while the socket stays watched
         // or is one of ours, still open; after a break, another socket may
         // have been closed and its number reused.
-        if last == events && (wasWatched || opened[index]) { return }
+        if last == events && (known.watched != 0 || known.opened) { return }
         if last == 0 {
             if !control(EPOLL_CTL_ADD, socket, events) && errno == EEXIST { control(EPOLL_CTL_MOD, socket, events) }
         } else if !control(EPOLL_CTL_MOD, socket, events) && errno == ENOENT {
@@ -187,12 +189,10 @@ final class CurlMulti {
         }
     }
 
-    private func reserveSocketTables(_ index: Int) {
-        guard index >= watched.count else { return }
-        let count = max(index + 1, watched.count * 2, 64)
-        watched.append(contentsOf: repeatElement(0, count: count - watched.count))
-        registered.append(contentsOf: repeatElement(0, count: count - registered.count))
-        opened.append(contentsOf: repeatElement(false, count: count - opened.count))
+    private func reserveSockets(_ index: Int) {
+        guard index >= sockets.count else { return }
+        let count = max(index + 1, sockets.count * 2, 64)
+        sockets.append(contentsOf: repeatElement(SocketState(), count: count - sockets.count))
     }
 
     /// curl's socket for a new connection (CURLOPT_OPENSOCKETFUNCTION).
@@ -201,22 +201,15 @@ final class CurlMulti {
         let socket = Glibc.socket(address.pointee.family, address.pointee.socktype | Int32(SOCK_CLOEXEC.rawValue),
                                   address.pointee.protocol)
         guard socket >= 0 else { return CURL_SOCKET_BAD }
-        reserveSocketTables(Int(socket))
-        watched[Int(socket)] = 0
-        registered[Int(socket)] = 0
-        opened[Int(socket)] = true
+        reserveSockets(Int(socket))
+        sockets[Int(socket)] = SocketState(watched: 0, registered: 0, opened: true)
         return socket
     }
 
     /// curl closes a socket `openSocket` made (CURLOPT_CLOSESOCKETFUNCTION);
     /// closing it takes it out of the epoll.
     private func closeSocket(_ socket: curl_socket_t) -> Int32 {
-        let index = Int(socket)
-        if index >= 0 && index < opened.count {
-            watched[index] = 0
-            registered[index] = 0
-            opened[index] = false
-        }
+        if socket >= 0 && Int(socket) < sockets.count { sockets[Int(socket)] = SocketState() }
         return Glibc.close(socket)
     }
 
@@ -246,12 +239,13 @@ final class CurlMulti {
             guard n > 0 else { return }
             for event in readyEvents[0..<Int(n)] {
                 let socket = event.data.fd
-                guard socket >= 0, Int(socket) < watched.count, watched[Int(socket)] != 0 else {
+                let known = socket >= 0 && Int(socket) < sockets.count ? sockets[Int(socket)] : SocketState()
+                guard known.watched != 0 else {
                     // An idle connection became readable (closed by the
                     // server): stop reporting it; curl finds out when it
                     // next uses or prunes the connection.
-                    if socket >= 0, Int(socket) < registered.count, registered[Int(socket)] != 0 {
-                        registered[Int(socket)] = 0
+                    if known.registered != 0 {
+                        sockets[Int(socket)].registered = 0
                         control(EPOLL_CTL_DEL, socket, 0)
                         idleSocketsDropped += 1
                         onIdleSocketDropped?()

@@ -66,7 +66,7 @@ extern "C" {
 /* ------------------------------------------------------------------ */
 
 #define LDS_VERSION_MAJOR 0
-#define LDS_VERSION_MINOR 2
+#define LDS_VERSION_MINOR 3
 #define LDS_VERSION_PATCH 0
 /* The version this header describes, as (major << 16) | (minor << 8) | patch. */
 #define LDS_VERSION ((LDS_VERSION_MAJOR << 16) | (LDS_VERSION_MINOR << 8) | LDS_VERSION_PATCH)
@@ -678,6 +678,56 @@ int lds_job_is_cancelled(lds_runtime *rt, lds_id job);
  */
 int lds_job_on_cancel(lds_runtime *rt, lds_id job,
                       void (*fn)(lds_id job, void *data), void *data);
+
+/* ------------------------------------------------------------------ */
+/* Batches of calls (since 0.3)                                       */
+/* ------------------------------------------------------------------ */
+
+/*
+ * One call in a batch given to lds_runtime_submit. Each kind stands for
+ * one function of the API, called with the fields shown; fields a kind
+ * does not use must be 0 (they may take a meaning in a later version).
+ */
+#define LDS_OP_LOAD    1  /* lds_loadable_load(rt, target, loader, data, data_len, NULL) */
+#define LDS_OP_CANCEL  2  /* lds_loadable_cancel(rt, target) */
+#define LDS_OP_YIELD   3  /* lds_job_yield(rt, target, data, data_len) */
+#define LDS_OP_SUCCEED 4  /* lds_job_succeed(rt, target, data, data_len) */
+#define LDS_OP_FINISH  5  /* lds_job_finish(rt, target) */
+#define LDS_OP_FAIL    6  /* lds_job_fail(rt, target, code, message): the message is the data_len
+                             bytes at data (no NUL needed, none allowed inside), none when 0 */
+
+typedef struct lds_op {
+  uint32_t op;         /* LDS_OP_* */
+  int32_t code;        /* LDS_OP_FAIL: the error code (domain HOST); else 0 */
+  lds_id target;       /* the cell (LOAD, CANCEL) or the job (YIELD, SUCCEED, FINISH, FAIL) */
+  lds_id loader;       /* LDS_OP_LOAD: the loader; else 0 */
+  const void *data;    /* the request (LOAD), the value (YIELD, SUCCEED) or the message (FAIL); copied */
+  size_t data_len;     /* bytes at data; data may be NULL when 0 */
+} lds_op;
+
+/*
+ * Makes the calls of ops[0 .. count-1] in order, as if this thread called
+ * the functions one after another, and stores each call's own return code
+ * in results[i] (results may be NULL when the host needs only the count).
+ * A call that fails changes nothing and does not stop the batch. Same
+ * thread rules as the functions themselves: any thread, inside callbacks
+ * too. Loads take no lds_load_options here: use lds_loadable_load for
+ * those.
+ *
+ * Made for hosts where each call into C is costly (an interpreter that
+ * converts the arguments of every call): one call hands over a batch, the
+ * runtime is entered once, and a run of loads is looked up under one
+ * acquisition of the runtime's lock and handed to the loop as one work
+ * item. A binding that defers calls into a batch must submit it before
+ * any other call that could depend on them, so that their order holds.
+ *
+ * Returns the number of calls that returned LDS_OK, 0..count; LDS_EINVAL
+ * (rt NULL, ops NULL with count > 0, count over INT32_MAX); LDS_ECLOSED
+ * (then no call was made and results is left as it was). The codes of
+ * the calls: those of the functions above, and LDS_EINVAL for an unknown
+ * op, a field that must be 0 and is not, or a FAIL message with a NUL.
+ */
+int lds_runtime_submit(lds_runtime *rt, const lds_op *ops, size_t count, int32_t *results);
 
 /* ------------------------------------------------------------------ */
 /* Built-in loaders: files, commands, HTTP                             */

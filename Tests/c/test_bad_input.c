@@ -80,6 +80,8 @@ TEST(test_null_runtime_is_einval) {
   CHECK_RC(lds_runtime_dispatch(NULL, 0), LDS_EINVAL);
   size_t used = 9;
   CHECK_RC(lds_runtime_dispatch_records(NULL, NULL, 0, 0, &used), LDS_EINVAL);
+  lds_op op = {0};
+  CHECK_RC(lds_runtime_submit(NULL, &op, 1, NULL), LDS_EINVAL);
   CHECK_RC(lds_loadable_new(NULL, ignore_event, NULL, &out), LDS_EINVAL);
   CHECK_RC(lds_loadable_free(NULL, 1), LDS_EINVAL);
   CHECK_RC(lds_loadable_load(NULL, 1, 2, "r", 1, NULL), LDS_EINVAL);

@@ -25,7 +25,7 @@ from ctypes import byref, c_void_p
 from queue import SimpleQueue
 from typing import Any, Callable, Dict, List, Optional
 
-from ._library import (CANCEL_FN, EVENT_FN, EVENT_LAYOUT, FREE_FN, LOADER_FN, RECORD_EVENT, RECORD_HEAD,
+from ._library import (CANCEL_FN, EVENT_FN, EVENT_LAYOUT, FREE_FN, LOADER_FN, OP_LAYOUT, RECORD_EVENT, RECORD_HEAD, RECORD_LAYOUT,
                        RECORD_REQUEST, RECORD_REQUEST_OFFSET, RECORD_START, Library, RuntimeOptions)
 from .errors import Closed, WrongState
 from .types import Delivery
@@ -51,8 +51,11 @@ _tokens = itertools.count(1)
 _unpack = EVENT_LAYOUT.unpack
 _unpack_event_from = EVENT_LAYOUT.unpack_from
 _unpack_head_from = RECORD_HEAD.unpack_from
+_unpack_record_from = RECORD_LAYOUT.unpack_from
 _unpack_request_from = RECORD_REQUEST.unpack_from
 _HEAD_SIZE = RECORD_HEAD.size
+_pack_op = OP_LAYOUT.pack
+_get_ident = threading.get_ident
 # The event struct seen as bytes in place (struct reads it without a copy).
 _event_bytes_at = (ctypes.c_char * EVENT_LAYOUT.size).from_address
 # Any address seen as a (huge) byte array: slicing copies just the bytes
@@ -192,13 +195,50 @@ class Workers:
                 self._queue.put(None)
 
 
+class Calls:
+    """The library's functions as the binding calls them: each first submits
+    the calls the runtime's owning thread has deferred into a batch (see
+    :meth:`Core.defer`), so that every call keeps its place in order.
+
+    Attribute access resolves a function once and keeps the wrapper.
+    """
+
+    def __init__(self, core: "Core", dll: Any) -> None:
+        self._core = core
+        self._dll = dll
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        function = getattr(self._dll, name)
+        core = self._core
+
+        def call(*args: Any) -> Any:
+            if core.deferred:
+                core.flush()
+            return function(*args)
+
+        call.__name__ = name
+        setattr(self, name, call)
+        return call
+
+
 class Core:
     """The state of one ``lds_runtime``: its handle, cells, watched jobs, asyncio hookup."""
 
     def __init__(self, library: Library, delivery: Delivery, on_error: Optional[ErrorHandler], workers: int,
                  spin_us: int = 0) -> None:
         self.lib = library
-        self.dll = library.dll
+        # Every call but the deferred ones goes through Calls (see there).
+        self.dll: Any = Calls(self, library.dll)
+        self._submit = library.dll.lds_runtime_submit
+        # Taking records needs no deferred call submitted first.
+        self._take_records = library.dll.lds_runtime_dispatch_records
+        # Calls deferred into a batch for lds_runtime_submit: only on the
+        # thread of the asyncio loop the runtime is attached to (set while
+        # attached), as (op, target, loader, data, on_error) tuples, with
+        # on_error(code) called when the library refuses the call.
+        self.batch_thread: Optional[int] = None
+        self.deferred: List[tuple] = []
+        self._results = (ctypes.c_int32 * 256)()
         self.delivery = Delivery(delivery)
         self.on_error = on_error or default_error_handler
         options = RuntimeOptions(ctypes.sizeof(RuntimeOptions), int(self.delivery), spin_us)
@@ -292,29 +332,89 @@ class Core:
             return LDS_ESTATE
         try:
             buffer = self._records
-            rc = self.dll.lds_runtime_dispatch_records(self.c_handle, buffer, RECORDS_BUFFER, max_records,
-                                                       self._used_ref)
+            rc = self._take_records(self.c_handle, buffer, RECORDS_BUFFER, max_records, self._used_ref)
             if rc == LDS_ETOOBIG:
                 needed = self._used.value
                 buffer = (ctypes.c_uint64 * ((needed + 7) // 8))()
-                rc = self.dll.lds_runtime_dispatch_records(self.c_handle, buffer, needed, max_records,
-                                                           self._used_ref)
+                rc = self._take_records(self.c_handle, buffer, needed, max_records, self._used_ref)
             if rc > 0:
                 self._handle_records(buffer, self._used.value)
             return rc
         finally:
             self._taking.release()
+            if self.deferred:
+                self.flush()
 
     def _handle_records(self, buffer: Any, used: int) -> None:
-        """Delivers each record as its callback would have: events to cells, starts to loaders."""
+        """Delivers each record as its callback would have: events to cells, starts to loaders.
+
+        (What _deliver and _start do, written out: this loop runs for every
+        event and start of a POLL-mode runtime.)
+        """
+        cells = self.cells
+        objects = _objects
         offset = 0
         while offset < used:
-            size, what, token, job = _unpack_head_from(buffer, offset)
+            record = _unpack_record_from(buffer, offset)
+            what = record[1]
             if what == RECORD_EVENT:
-                _deliver(self, _unpack_event_from(buffer, offset + _HEAD_SIZE))
+                raw = record[4:]
+                state = cells.get(raw[1])
+                if state is not None:
+                    try:
+                        state.deliver(raw)
+                    except BaseException as exc:  # noqa: BLE001 - nothing may escape
+                        self.report(exc, "an event callback")
             elif what == RECORD_START:
-                _start(token, job, *_unpack_request_from(buffer, offset + RECORD_REQUEST_OFFSET))
-            offset += size
+                loader = objects.get(record[2])
+                if loader is not None:
+                    length = record[13]  # the event's request_len
+                    try:
+                        loader.start(record[3], memory_at(record[12])[:length] if length else b"")
+                    except BaseException as exc:  # noqa: BLE001
+                        loader.core.report(exc, f"starting a job of {loader.name}")
+            offset += record[0]
+
+    # -- batches --------------------------------------------------------
+
+    def defer(self, op: int, target: int, loader: int, data: bytes, on_error: Callable[[int], None]) -> None:
+        """Defers a call into the batch submitted at the end of the current loop callback.
+
+        Only on :attr:`batch_thread`; every other call made through
+        :attr:`dll` submits the batch first, so the order of calls holds.
+        """
+        deferred = self.deferred
+        if not deferred and self._dispatch_thread is None:
+            self.loop.call_soon(self.flush)  # type: ignore[union-attr]
+        deferred.append((op, target, loader, data, on_error))
+
+    def flush(self) -> None:
+        """Submits the deferred calls (one lds_runtime_submit); reports each refused one to its on_error."""
+        deferred = self.deferred
+        if not deferred or self.batch_thread != _get_ident():
+            return
+        self.deferred = []
+        count = len(deferred)
+        blob = b"".join([call[3] for call in deferred])
+        address = ctypes.cast(blob, c_void_p).value or 0
+        ops = []
+        for op, target, loader, data, _ in deferred:
+            size = len(data)
+            ops.append(_pack_op(op, 0, target, loader, address if size else 0, size))
+            address += size
+        results = self._results
+        if len(results) < count:
+            results = self._results = (ctypes.c_int32 * max(count, 2 * len(results)))()
+        rc = self._submit(self.c_handle, b"".join(ops), count, results)
+        if rc == count:
+            return
+        for index, call in enumerate(deferred):
+            code = rc if rc < 0 else results[index]
+            if code < 0:
+                try:
+                    call[4](code)
+                except BaseException as exc:  # noqa: BLE001
+                    self.report(exc, "a deferred call's error")
 
     def poll(self, timeout: Optional[float]) -> int:
         """Waits up to ``timeout`` seconds for pending callbacks, then runs them."""
@@ -332,6 +432,12 @@ class Core:
                                  "the runtime is already attached to another event loop")
             self.loop = loop
             self._watched_fd = fd
+            try:
+                running = asyncio.get_running_loop()
+            except RuntimeError:
+                running = None
+            if running is loop:
+                self.batch_thread = _get_ident()
         loop.add_reader(fd, self._readable)
 
     def _readable(self) -> None:
@@ -350,9 +456,12 @@ class Core:
                 self.report(self.lib.error(rc, "lds_runtime_dispatch"), "the asyncio reader")
 
     def detach(self) -> None:
+        if self.batch_thread == _get_ident():
+            self.flush()
         with self._lock:
             loop, fd = self.loop, self._watched_fd
             self.loop = self._watched_fd = None
+            self.batch_thread = None
         if loop is None or fd is None or loop.is_closed():
             return
         try:

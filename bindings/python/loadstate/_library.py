@@ -32,7 +32,7 @@ LIBRARY_NAME = "libloadstate.so"
 
 # The version this binding is written against: same major, at least this minor.
 _VERSION_MAJOR = 0
-_VERSION_MINOR = 2
+_VERSION_MINOR = 3
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 # bindings/python/loadstate -> the repository root, three levels up.
@@ -121,11 +121,32 @@ RECORD_EVENT = 1
 RECORD_START = 2
 # The fixed part of a record before its lds_event, read with one unpack.
 RECORD_HEAD = struct.Struct("@IIPQ")
+# A whole record's fixed part, its lds_event included, read with one unpack.
+RECORD_LAYOUT = struct.Struct("@IIPQ" + EVENT_LAYOUT.format.lstrip("@"))
 # A record's request pointer and length, from the start of the record.
 RECORD_REQUEST = struct.Struct("@PN")
 RECORD_REQUEST_OFFSET = RecordC.event.offset + EventC.request.offset
-if RECORD_HEAD.size != RecordC.event.offset:  # pragma: no cover - a platform ABI we do not know
+if RECORD_HEAD.size != RecordC.event.offset or RECORD_LAYOUT.size != ctypes.sizeof(RecordC):  # pragma: no cover
     raise ImportError("lds_record layout differs between struct and ctypes on this platform")
+
+
+class OpC(Structure):
+    """``lds_op``: one call of a batch given to ``lds_runtime_submit``."""
+
+    _fields_ = [("op", c_uint32), ("code", c_int32), ("target", c_uint64), ("loader", c_uint64),
+                ("data", c_void_p), ("data_len", c_size_t)]
+
+
+OP_LOAD = 1
+OP_CANCEL = 2
+OP_YIELD = 3
+OP_SUCCEED = 4
+OP_FINISH = 5
+OP_FAIL = 6
+# An lds_op written with one pack.
+OP_LAYOUT = struct.Struct("@IiQQPN")
+if OP_LAYOUT.size != ctypes.sizeof(OpC):  # pragma: no cover - a platform ABI we do not know
+    raise ImportError("lds_op layout differs between struct and ctypes on this platform")
 
 
 class FileOptionsC(Structure):
@@ -220,6 +241,7 @@ _PROTOTYPES: Dict[str, Tuple[object, List[object]]] = {
     "lds_runtime_fd": (c_int, [_rt]),
     "lds_runtime_dispatch": (c_int, [_rt, c_int]),
     "lds_runtime_dispatch_records": (c_int, [_rt, c_void_p, c_size_t, c_int, POINTER(c_size_t)]),
+    "lds_runtime_submit": (c_int, [_rt, c_char_p, c_size_t, c_void_p]),
     "lds_loadable_new": (c_int, [_rt, EVENT_FN, c_void_p, POINTER(c_uint64)]),
     "lds_loadable_free": (c_int, [_rt, _id]),
     "lds_loadable_load": (c_int, [_rt, _id, _id, c_char_p, c_size_t, POINTER(LoadOptionsC)]),

@@ -11,9 +11,11 @@ from ctypes import POINTER, byref, c_uint32, c_uint64, cast, sizeof, string_at
 from typing import TYPE_CHECKING, Any, Callable, Deque, Generator, List, Optional, Tuple
 
 from . import _core
+from ._library import OP_LOAD as _OP_LOAD
 from ._library import LoadOptionsC, SnapshotC
 from .codec import BYTES, Codec
 from .errors import Closed, Error, InvalidArgument, TimedOut, WrongState
+from .types import VALUE_MAX as _VALUE_MAX
 from .types import CachePolicy, Domain, Event, EventType, Flags, LoadOptions, Status, make_event
 
 if TYPE_CHECKING:
@@ -34,6 +36,8 @@ _CACHE_FIRST, _CACHE_THEN_LOAD, _CACHE_ONLY = 1, 2, 3
 _LDS_DOMAIN_LOADSTATE, _LDS_ENOENT = 1, -2
 
 _get_running_loop = asyncio.get_running_loop
+_get_ident = threading.get_ident
+_new_event = object.__new__
 _memory_at = _core.memory_at
 
 _TYPES = {int(t): t for t in EventType}
@@ -112,20 +116,20 @@ class _CellState:
         self.value = value
         self.request = request
         self.message = message
-        self._event = None
-        if self.subscribers:
-            event = self.event()
-            for callback in self.subscribers:
+        subscribers = self.subscribers
+        if subscribers or self.streams:
+            event = self._event = self._build(raw, value, request, message)
+            for callback in subscribers:
                 try:
                     callback(event)
                 except BaseException as exc:  # noqa: BLE001
                     self.core.report(exc, f"the event callback {getattr(callback, '__qualname__', callback)!r}")
-        if self.streams:
-            event = self.event()
             for ref in self.streams:
                 stream = ref()
                 if stream is not None:
                     stream._push(event)
+        else:
+            self._event = None
         # Loads last: once a load's outcome is visible, every callback has seen it.
         waiters = self.waiters
         if waiters:
@@ -139,11 +143,10 @@ class _CellState:
         """The latest event as an :class:`Event` (built once, on demand)."""
         event = self._event
         if event is None:
-            event = self._event = self._build(self.latest, (self.value, self.request, self.message))
+            event = self._event = self._build(self.latest, self.value, self.request, self.message)
         return event
 
-    def _build(self, raw: tuple, data: tuple) -> Event:
-        value, request, message = data
+    def _build(self, raw: tuple, value: Optional[bytes], request: Optional[bytes], message: Optional[bytes]) -> Event:
         if value is not None and self.codec is not BYTES:
             value = self._decode(self.codec, value, "value")
         if request is not None and self.request_codec is not BYTES:
@@ -151,10 +154,16 @@ class _CellState:
         flags = _FLAGS.get(raw[5])
         if flags is None:
             flags = _flags(raw[5])
-        return make_event((_TYPES.get(raw[0], raw[0]), self.id, raw[2], _STATUSES.get(raw[3], raw[3]), raw[4], flags,
-                           value, request, _DOMAINS.get(raw[10], raw[10]), raw[11],
-                           message.decode("utf-8", "replace") if message is not None else None,
-                           raw[13], raw[14], raw[15], raw[16], raw[17]))
+        # make_event, written out (an event is built for every delivery).
+        event = _new_event(Event)
+        d = event.__dict__
+        (d["type"], d["cell"], d["seq"], d["status"], d["kind"], d["flags"], d["value"], d["request"],
+         d["error_domain"], d["error_code"], d["error_message"], d["attempt"], d["elapsed_ms"], d["progress_done"],
+         d["progress_total"], d["updated_at_ms"]) = (
+            _TYPES.get(raw[0], raw[0]), self.id, raw[2], _STATUSES.get(raw[3], raw[3]), raw[4], flags, value, request,
+            _DOMAINS.get(raw[10], raw[10]), raw[11], message.decode("utf-8", "replace") if message is not None else None,
+            raw[13], raw[14], raw[15], raw[16], raw[17])
+        return event
 
     def _decode(self, codec: Codec, data: bytes, what: str) -> Any:
         try:
@@ -326,7 +335,20 @@ class Cell:
         if loader._core is not core:
             raise InvalidArgument(-1, "invalid argument", f"{what}: the loader belongs to another runtime")
         state = self._state
-        raw = b"" if request is None else state.request_codec.encode(request)
+        if type(request) is bytes and state.request_codec is BYTES:
+            raw = request
+        else:
+            raw = b"" if request is None else state.request_codec.encode(request)
+        if (options is None and kind is None and core.batch_thread == _get_ident() and not loader._closed
+                and not state.closed and len(raw) <= _VALUE_MAX):
+            # On the attached asyncio loop: the call joins the batch submitted
+            # at the end of the loop's current callback (Core.defer).
+            load = Load(self, state, raw, False, None)
+            state.gen = load._gen = state.gen + 1
+            state.waiters.append(load)
+            core.defer(_OP_LOAD, state.id, loader.id, raw, load._refused)
+            self._last_loader = loader
+            return load
         c_options = keep = None
         silent = False
         policy = 0
@@ -460,7 +482,7 @@ class Loadable(Cell):
                     string_at(snap.error_message, -1) if snap.error_message else None)
         finally:
             core.dll.lds_snapshot_clear(byref(snap))
-        return state._build(raw, data)
+        return state._build(raw, *data)
 
 
 class Process(Cell):
@@ -552,6 +574,15 @@ class Load:
             return
         self._resolve(state.event(), None)
 
+    def _refused(self, code: int) -> None:
+        """A deferred load the library refused: the load fails with the error."""
+        state = self._state
+        try:
+            state.waiters.remove(self)
+        except ValueError:
+            pass
+        self._resolve(None, state.core.lib.error(code, "load"))
+
     def _served_from_cache(self, raw: tuple, request: Optional[bytes], state: _CellState) -> None:
         """A load with a cache may begin with the cached entry (or a cache-only miss) instead of LOADING."""
         if self._request is not None and request != self._request:
@@ -577,7 +608,12 @@ class Load:
             loop, future, more, sync = self._loop, self._future, self._more, self._sync
         if future is not None and loop is not None:
             core = self._state.core
-            core.call_in_loop(loop, _wake, future)
+            if loop is core.loop and core._reader_thread == _get_ident():
+                # In the attached loop's reader (call_in_loop's first case, inline).
+                if not future.done():
+                    future.set_result(None)
+            else:
+                core.call_in_loop(loop, _wake, future)
             if more:
                 for loop, future in more:
                     core.call_in_loop(loop, _wake, future)

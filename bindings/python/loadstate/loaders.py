@@ -25,6 +25,7 @@ from ctypes import byref, c_uint64
 from typing import TYPE_CHECKING, Any, Callable, Optional, Tuple
 
 from . import _core
+from ._library import OP_SUCCEED as _OP_SUCCEED
 from .codec import BYTES, Codec
 from .errors import Cancelled, Closed, InvalidArgument, LoadFailed
 
@@ -37,6 +38,7 @@ __all__ = ["Loader", "Job", "EXCEPTION_CODE"]
 EXCEPTION_CODE = 1
 
 _HOOK_LOCK = threading.Lock()
+_get_ident = threading.get_ident
 
 
 class Job:
@@ -86,6 +88,12 @@ class Job:
         self._ended = True
         if self._watching:
             self._core.jobs.pop(self.id, None)
+
+    def _refused(self, code: int) -> None:
+        """A deferred succeed the library refused: as a refused call of the job's own."""
+        self._ended = False
+        if code != _core.LDS_ECANCELED and code != _core.LDS_ECLOSED:
+            self._fail_with(self._core.lib.error(code, f"job {self.id}: succeed"))
 
     def yield_(self, value: Any) -> None:
         """Reports a partial value: the cell becomes ``LOADED`` flagged ``PARTIAL``; the job goes on."""
@@ -338,6 +346,11 @@ class _LoaderState:
             if type(result) is bytes and self.codec is BYTES and not job._ended and not job._detached:
                 # The common case of an inline loader, without the general path's checks.
                 core = self.core
+                if core.batch_thread == _get_ident():
+                    # On the attached asyncio loop: joins the batch (Core.defer).
+                    job._ended_by_us()
+                    core.defer(_OP_SUCCEED, job_id, 0, result, job._refused)
+                    return
                 rc = core.dll.lds_job_succeed(core.c_handle, job_id, result, len(result))
                 if rc == 0:
                     job._ended_by_us()

@@ -61,7 +61,7 @@ STRUCTS = {
     "lds_exec_request": "ExecRequestC", "lds_http_options": "HttpOptionsC", "lds_http_request": "HttpRequestC",
     "lds_http_response": "HttpResponseC", "lds_memory_cache_options": "MemoryCacheOptionsC",
     "lds_persistent_cache_options": "PersistentCacheOptionsC", "lds_cache_value": "CacheValueC",
-    "lds_cache_statistics": "CacheStatisticsC", "lds_record": "RecordC",
+    "lds_cache_statistics": "CacheStatisticsC", "lds_record": "RecordC", "lds_op": "OpC",
 }
 
 
@@ -77,7 +77,7 @@ def test_every_header_struct_has_a_ctypes_twin_with_the_same_fields():
 
 
 def test_version_and_strerror():
-    assert loadstate.version()[0] == 0 and loadstate.version() >= (0, 2, 0)
+    assert loadstate.version()[0] == 0 and loadstate.version() >= (0, 3, 0)
     assert loadstate.strerror(0) == "success"
     assert loadstate.strerror(-12345) == "unknown error"
 

@@ -10,7 +10,7 @@
 use std::ffi::{c_char, c_int, c_void};
 
 pub const LDS_VERSION_MAJOR: u32 = 0;
-pub const LDS_VERSION_MINOR: u32 = 2;
+pub const LDS_VERSION_MINOR: u32 = 3;
 pub const LDS_VERSION_PATCH: u32 = 0;
 /// The version these declarations describe: `(major << 16) | (minor << 8) | patch`.
 pub const LDS_VERSION: u32 = (LDS_VERSION_MAJOR << 16) | (LDS_VERSION_MINOR << 8) | LDS_VERSION_PATCH;
@@ -41,6 +41,12 @@ pub const LDS_FAILED: i32 = 7;
 pub const LDS_EVENT_STATE: u32 = 1;
 pub const LDS_RECORD_EVENT: u32 = 1;
 pub const LDS_RECORD_START: u32 = 2;
+pub const LDS_OP_LOAD: u32 = 1;
+pub const LDS_OP_CANCEL: u32 = 2;
+pub const LDS_OP_YIELD: u32 = 3;
+pub const LDS_OP_SUCCEED: u32 = 4;
+pub const LDS_OP_FINISH: u32 = 5;
+pub const LDS_OP_FAIL: u32 = 6;
 pub const LDS_EVENT_PROGRESS: u32 = 2;
 pub const LDS_EVENT_INTERRUPT: u32 = 3;
 
@@ -407,6 +413,18 @@ pub struct lds_record {
     pub event: lds_event,
 }
 
+/// One call in a batch given to `lds_runtime_submit`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct lds_op {
+    pub op: u32,
+    pub code: i32,
+    pub target: lds_id,
+    pub loader: lds_id,
+    pub data: *const c_void,
+    pub data_len: usize,
+}
+
 pub type lds_event_fn = unsafe extern "C" fn(event: *const lds_event, user_data: *mut c_void);
 
 pub type lds_loader_fn = unsafe extern "C" fn(
@@ -436,6 +454,7 @@ unsafe extern "C" {
         max_records: c_int,
         used: *mut usize,
     ) -> c_int;
+    pub fn lds_runtime_submit(rt: *mut lds_runtime, ops: *const lds_op, count: usize, results: *mut i32) -> c_int;
 
     pub fn lds_loadable_new(
         rt: *mut lds_runtime,

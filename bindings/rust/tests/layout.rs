@@ -74,6 +74,9 @@ int main(void) {
   SIZE(lds_record);
   FIELD(lds_record, size); FIELD(lds_record, what); FIELD(lds_record, user_data); FIELD(lds_record, job);
   FIELD(lds_record, event);
+  SIZE(lds_op);
+  FIELD(lds_op, op); FIELD(lds_op, code); FIELD(lds_op, target); FIELD(lds_op, loader); FIELD(lds_op, data);
+  FIELD(lds_op, data_len);
   SIZE(lds_cache_statistics);
   FIELD(lds_cache_statistics, hits); FIELD(lds_cache_statistics, misses); FIELD(lds_cache_statistics, evictions);
   FIELD(lds_cache_statistics, expirations); FIELD(lds_cache_statistics, entries); FIELD(lds_cache_statistics, bytes);
@@ -285,6 +288,7 @@ fn structs_and_constants_match_the_c_header() {
     fields!(lds_cache_value: value, value_len, stored_at_ms, expires_at_ms, stale);
     fields!(lds_cache_statistics: hits, misses, evictions, expirations, entries, bytes);
     fields!(lds_record: size, what, user_data, job, event);
+    fields!(lds_op: op, code, target, loader, data, data_len);
     checker.check("size lds_id", size_of::<lds_id>());
     checker.check("align lds_id", align_of::<lds_id>());
 
@@ -318,6 +322,12 @@ fn structs_and_constants_match_the_c_header() {
         LDS_EVENT_INTERRUPT,
         LDS_RECORD_EVENT,
         LDS_RECORD_START,
+        LDS_OP_LOAD,
+        LDS_OP_CANCEL,
+        LDS_OP_YIELD,
+        LDS_OP_SUCCEED,
+        LDS_OP_FINISH,
+        LDS_OP_FAIL,
         LDS_FLAG_REFRESHING,
         LDS_FLAG_PARTIAL,
         LDS_FLAG_STALE,

@@ -1,0 +1,170 @@
+"""Calls deferred into batches on the attached asyncio loop (lds_runtime_submit): one foreign call for
+many loads and inline-loader completions, with the order of calls kept and every refusal reported."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+from conftest import WAIT
+
+import loadstate
+from loadstate import Delivery, Flags, Status
+
+
+def run(coroutine):
+    return asyncio.run(asyncio.wait_for(coroutine, WAIT))
+
+
+class SubmitSpy:
+    """Wraps a runtime's lds_runtime_submit and records how many calls each batch held."""
+
+    def __init__(self, rt: loadstate.Runtime) -> None:
+        self.core = rt._core
+        self.real = self.core._submit
+        self.batches: list = []
+        self.core._submit = self
+
+    def __call__(self, handle, ops, count, results):
+        self.batches.append(count)
+        return self.real(handle, ops, count, results)
+
+
+def test_loads_of_one_loop_step_and_their_inline_completions_go_in_batches(errors):
+    async def main():
+        async with loadstate.Runtime(Delivery.POLL, on_error=errors) as rt:
+            spy = SubmitSpy(rt)
+            loader = rt.loader(lambda job: job.raw_request.upper(), inline=True)
+            cells = [rt.loadable(loader) for _ in range(50)]
+            loads = [cell.load(b"r%d" % i) for i, cell in enumerate(cells)]
+            assert spy.batches == []  # deferred until the loop's current step ends
+            states = await asyncio.gather(*loads)
+            assert [s.value for s in states] == [b"R%d" % i for i in range(50)]
+            assert all(s.status is Status.LOADED for s in states)
+            # The 50 loads in one call; the 50 completions in as few as the starts came in.
+            assert spy.batches[0] == 50
+            assert sum(spy.batches) == 100 and len(spy.batches) < 100
+
+    run(main())
+    assert errors.items == []
+
+
+def test_a_later_call_submits_the_deferred_ones_first(errors):
+    async def main():
+        async with loadstate.Runtime(Delivery.POLL, on_error=errors) as rt:
+            cell = rt.loadable(rt.loader(lambda job: job.raw_request, inline=True))
+            assert (await cell.load(b"first")).value == b"first"
+            pending = cell.load(b"second")
+            cell.cancel()  # must reach the library after the load, not before it
+            state = await pending
+            assert (state.status, state.value, state.flags) == (Status.LOADED, b"first", Flags.CANCELLED)
+            spy = SubmitSpy(rt)
+            pending = cell.load(b"third")
+            assert spy.batches == []
+            cell.snapshot()  # any call: the deferred load is submitted first
+            assert spy.batches == [1]
+            assert (await pending).value == b"third"
+
+    run(main())
+    assert errors.items == []
+
+
+def test_a_deferred_load_the_library_refuses_fails_its_await(errors):
+    async def main():
+        async with loadstate.Runtime(Delivery.POLL, on_error=errors) as rt:
+            loader = rt.loader(lambda job: job.raw_request, inline=True)
+            cell = rt.loadable(loader)
+            core = rt._core
+            # Freed behind the binding's back, so only the library can tell.
+            assert core.lib.dll.lds_loader_free(core.c_handle, loader.id) == 0
+            pending = cell.load(b"x")
+            with pytest.raises(loadstate.NotFound):
+                await pending
+            assert pending.done() and cell._state.waiters == []
+            # What the binding knows of is still refused at the call.
+            other = rt.loader(lambda job: job.raw_request, inline=True)
+            other.close()
+            with pytest.raises(loadstate.NotFound):
+                cell.load(b"y", other)
+
+    run(main())
+    assert errors.items == []
+
+
+def test_an_inline_completion_refused_as_cancelled_is_not_an_error(errors):
+    async def main():
+        async with loadstate.Runtime(Delivery.POLL, on_error=errors) as rt:
+            holder = {}
+
+            def cancels_then_returns(job):
+                holder["cell"].cancel()  # the job counts as cancelled from here
+                return b"too late"
+
+            cell = holder["cell"] = rt.loadable(rt.loader(cancels_then_returns, inline=True))
+            state = await cell.load(b"x")
+            assert (state.status, state.flags) == (Status.ABSENT, Flags.CANCELLED)
+            assert cell.snapshot().status is Status.ABSENT
+
+    run(main())
+    assert errors.items == []
+
+
+def test_loads_from_other_threads_are_not_deferred(errors):
+    async def main():
+        async with loadstate.Runtime(Delivery.POLL, on_error=errors) as rt:
+            spy = SubmitSpy(rt)
+            loader = rt.loader(lambda job: job.raw_request, inline=True)
+            cell = rt.loadable(loader)
+            loop = asyncio.get_running_loop()
+            load = await loop.run_in_executor(None, cell.load, b"from a thread")
+            assert (await load).value == b"from a thread"
+            assert sum(spy.batches) == 1  # the completion only, on the loop
+            loader.close()
+            with pytest.raises(loadstate.NotFound):
+                await loop.run_in_executor(None, cell.load, b"again")
+
+    run(main())
+    assert errors.items == []
+
+
+def test_closing_the_runtime_submits_then_closes(errors):
+    async def main():
+        rt = loadstate.Runtime(Delivery.POLL, on_error=errors)
+        rt.attach()
+        cell = rt.loadable(rt.loader(lambda job: job.raw_request, inline=True))
+        spy = SubmitSpy(rt)
+        pending = cell.load(b"x")
+        rt.close()
+        assert spy.batches == [1]
+        with pytest.raises(loadstate.Closed):
+            await pending
+
+    run(main())
+    assert errors.items == []
+
+
+def test_no_deferral_without_an_attached_loop(errors):
+    rt = loadstate.Runtime(Delivery.POLL, on_error=errors)
+    try:
+        spy = SubmitSpy(rt)
+        cell = rt.loadable(rt.loader(lambda job: job.raw_request, inline=True))
+        assert cell.load(b"sync").result(WAIT).value == b"sync"
+        assert spy.batches == [] and rt._core.batch_thread is None
+        assert threading.get_ident() != rt._core.batch_thread
+    finally:
+        rt.close()
+    assert errors.items == []
+
+
+def test_an_inline_completion_refused_for_its_size_fails_the_job(errors):
+    async def main():
+        async with loadstate.Runtime(Delivery.POLL, on_error=errors) as rt:
+            cell = rt.loadable(rt.loader(lambda job: bytes(loadstate.VALUE_MAX + 1), inline=True))
+            state = await cell.load(b"x")  # never stuck in LOADING
+            assert (state.status, state.error_domain, state.error_code) == (Status.ERROR, loadstate.Domain.HOST,
+                                                                            loadstate.EXCEPTION_CODE)
+            assert state.error_message.startswith("TooBig")
+
+    run(main())
+    assert errors.items == []

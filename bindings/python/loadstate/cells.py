@@ -416,6 +416,11 @@ class Loadable(Cell):
 
         Returns:
             A :class:`Load`: ``await`` it, or call :meth:`Load.result`, for the settled state.
+
+        On the attached asyncio loop a load without options joins the batch
+        of calls submitted when the loop's current callback ends (see the
+        README, "asyncio"); a refusal only the library can detect then fails
+        the awaited load instead of raising here.
         """
         if (options is None and cache is None and not (silent or share or interrupts or retries)
                 and timeout is None and retry_base is None and retry_max is None):

@@ -200,6 +200,85 @@ async def run_bare(cells: int, per_cell: int, library: Optional[str]) -> tuple:
     return result + (counter.events,)
 
 
+async def run_bare_batched(cells: int, per_cell: int, library: Optional[str]) -> tuple:
+    """The loads from bare ctypes calls, batched (see the module docstring)."""
+    from loadstate import _library as c
+
+    dll = loadstate.load_library(library).dll
+    options = c.RuntimeOptions(ctypes.sizeof(c.RuntimeOptions), int(loadstate.Delivery.POLL), 50)
+    rt = ctypes.c_void_p()
+    if dll.lds_runtime_new(ctypes.byref(options), ctypes.byref(rt)) != 0:
+        raise RuntimeError("lds_runtime_new failed")
+    start_fn, event_fn, free_fn = c.LOADER_FN(lambda *a: None), c.EVENT_FN(lambda *a: None), c.FREE_FN(0)
+    loader_id = ctypes.c_uint64()
+    dll.lds_loader_new(rt, start_fn, None, free_fn, ctypes.byref(loader_id))
+    loader = loader_id.value
+    ids = []
+    for _ in range(cells):
+        cell = ctypes.c_uint64()
+        dll.lds_loadable_new(rt, event_fn, None, ctypes.byref(cell))
+        ids.append(cell.value)
+    loop = asyncio.get_running_loop()
+    waiting: dict = {}
+    counter = Counter()
+    records = (ctypes.c_uint64 * 8192)()
+    used = ctypes.c_size_t()
+    used_ref = ctypes.byref(used)
+    record = c.RECORD_LAYOUT.unpack_from
+    memory = (ctypes.c_char * (1 << 40)).from_address
+    take, submit, pack = dll.lds_runtime_dispatch_records, dll.lds_runtime_submit, c.OP_LAYOUT.pack
+    statuses = {int(s): s for s in Status}
+    calls: list = []
+
+    def flush() -> None:
+        if not calls:
+            return
+        batch = calls[:]
+        calls.clear()
+        blob = b"".join([data for _, _, _, data in batch])
+        address = ctypes.cast(blob, ctypes.c_void_p).value or 0
+        ops = []
+        for op, target, loader_of, data in batch:
+            ops.append(pack(op, 0, target, loader_of, address, len(data)))
+            address += len(data)
+        if submit(rt, b"".join(ops), len(batch), None) != len(batch):
+            raise RuntimeError("lds_runtime_submit refused a call")
+
+    def readable() -> None:
+        take(rt, records, ctypes.sizeof(records), 1024, used_ref)
+        offset, end = 0, used.value
+        while offset < end:
+            r = record(records, offset)
+            if r[1] == c.RECORD_START:
+                calls.append((c.OP_SUCCEED, r[3], 0, memory(r[12])[:r[13]]))
+            else:
+                value = memory(r[10])[:r[11]] if r[10] else None
+                event = make_event((EventType.STATE, r[5], r[6], statuses[r[7]], r[8], Flags.NONE, value,
+                                    memory(r[12])[:r[13]], Domain.NONE, 0, None, r[17], 0, 0, 0, r[21]))
+                counter(event)
+                if r[7] == 2:
+                    waiting.pop(r[5]).set_result(event)
+            offset += r[0]
+        flush()
+
+    fd = dll.lds_runtime_fd(rt)
+    loop.add_reader(fd, readable)
+
+    def load(cell: int, request: bytes) -> "asyncio.Future[Event]":
+        future = waiting[cell] = loop.create_future()
+        if not calls:
+            loop.call_soon(flush)
+        calls.append((c.OP_LOAD, cell, loader, request))
+        return future
+
+    try:
+        result = await timed(drive(ids, per_cell, load))
+    finally:
+        loop.remove_reader(fd)
+        dll.lds_runtime_free(rt)
+    return result + (counter.events,)
+
+
 async def run_floor(cells: int, per_cell: int) -> tuple:
     """The Python work of a load with no library (see the module docstring)."""
     loop = asyncio.get_running_loop()
@@ -273,6 +352,7 @@ def main() -> None:
         "loadstate, POLL on asyncio, async def loader": lambda: run_loadstate(args.cells, per_cell, False,
                                                                               args.library),
         "bare ctypes (diagnostic, no binding)": lambda: run_bare(args.cells, per_cell, args.library),
+        "bare ctypes, batched (diagnostic)": lambda: run_bare_batched(args.cells, per_cell, args.library),
         "Python floor (diagnostic, no library)": lambda: run_floor(args.cells, per_cell),
         "plain asyncio, a task per load": lambda: run_plain(args.cells, per_cell),
     }
@@ -295,6 +375,7 @@ def main() -> None:
     labels = {"loadstate, POLL on asyncio, inline loader": "inline loader",
               "loadstate, POLL on asyncio, async def loader": "async def loader",
               "bare ctypes (diagnostic, no binding)": "bare ctypes",
+              "bare ctypes, batched (diagnostic)": "bare batched",
               "Python floor (diagnostic, no library)": "Python floor"}
     for name, label in labels.items():
         print(f"ratio {label} / plain asyncio: {rates[name] / plain:.2f}")

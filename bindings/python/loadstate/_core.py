@@ -234,8 +234,8 @@ class Core:
         self._take_records = library.dll.lds_runtime_dispatch_records
         # Calls deferred into a batch for lds_runtime_submit: only on the
         # thread of the asyncio loop the runtime is attached to (set while
-        # attached), as (op, target, loader, data, on_error) tuples, with
-        # on_error(code) called when the library refuses the call.
+        # attached), as (op, target, loader, data, owner) tuples, with
+        # owner._refused(code) called when the library refuses the call.
         self.batch_thread: Optional[int] = None
         self.deferred: List[tuple] = []
         self._results = (ctypes.c_int32 * 256)()
@@ -377,19 +377,20 @@ class Core:
 
     # -- batches --------------------------------------------------------
 
-    def defer(self, op: int, target: int, loader: int, data: bytes, on_error: Callable[[int], None]) -> None:
+    def defer(self, op: int, target: int, loader: int, data: bytes, owner: Any) -> None:
         """Defers a call into the batch submitted at the end of the current loop callback.
 
         Only on :attr:`batch_thread`; every other call made through
         :attr:`dll` submits the batch first, so the order of calls holds.
+        ``owner._refused(code)`` is called if the library refuses the call.
         """
         deferred = self.deferred
         if not deferred and self._dispatch_thread is None:
             self.loop.call_soon(self.flush)  # type: ignore[union-attr]
-        deferred.append((op, target, loader, data, on_error))
+        deferred.append((op, target, loader, data, owner))
 
     def flush(self) -> None:
-        """Submits the deferred calls (one lds_runtime_submit); reports each refused one to its on_error."""
+        """Submits the deferred calls (one lds_runtime_submit); hands each refused one to its owner."""
         deferred = self.deferred
         if not deferred or self.batch_thread != _get_ident():
             return
@@ -412,7 +413,7 @@ class Core:
             code = rc if rc < 0 else results[index]
             if code < 0:
                 try:
-                    call[4](code)
+                    call[4]._refused(code)
                 except BaseException as exc:  # noqa: BLE001
                     self.report(exc, "a deferred call's error")
 

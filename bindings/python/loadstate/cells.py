@@ -346,7 +346,7 @@ class Cell:
             load = Load(self, state, raw, False, None)
             state.gen = load._gen = state.gen + 1
             state.waiters.append(load)
-            core.defer(_OP_LOAD, state.id, loader.id, raw, load._refused)
+            core.defer(_OP_LOAD, state.id, loader.id, raw, load)
             self._last_loader = loader
             return load
         c_options = keep = None

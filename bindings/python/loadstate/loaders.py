@@ -349,7 +349,7 @@ class _LoaderState:
                 if core.batch_thread == _get_ident():
                     # On the attached asyncio loop: joins the batch (Core.defer).
                     job._ended_by_us()
-                    core.defer(_OP_SUCCEED, job_id, 0, result, job._refused)
+                    core.defer(_OP_SUCCEED, job_id, 0, result, job)
                     return
                 rc = core.dll.lds_job_succeed(core.c_handle, job_id, result, len(result))
                 if rc == 0:

@@ -352,7 +352,7 @@ def main() -> None:
         "loadstate, POLL on asyncio, async def loader": lambda: run_loadstate(args.cells, per_cell, False,
                                                                               args.library),
         "bare ctypes (diagnostic, no binding)": lambda: run_bare(args.cells, per_cell, args.library),
-        "bare ctypes, batched (diagnostic)": lambda: run_bare_batched(args.cells, per_cell, args.library),
+        "bare ctypes, batched, events (diagnostic)": lambda: run_bare_batched(args.cells, per_cell, args.library),
         "Python floor (diagnostic, no library)": lambda: run_floor(args.cells, per_cell),
         "plain asyncio, a task per load": lambda: run_plain(args.cells, per_cell),
     }
@@ -375,7 +375,7 @@ def main() -> None:
     labels = {"loadstate, POLL on asyncio, inline loader": "inline loader",
               "loadstate, POLL on asyncio, async def loader": "async def loader",
               "bare ctypes (diagnostic, no binding)": "bare ctypes",
-              "bare ctypes, batched (diagnostic)": "bare batched",
+              "bare ctypes, batched, events (diagnostic)": "bare batched + events",
               "Python floor (diagnostic, no library)": "Python floor"}
     for name, label in labels.items():
         print(f"ratio {label} / plain asyncio: {rates[name] / plain:.2f}")

@@ -168,3 +168,98 @@ def test_an_inline_completion_refused_for_its_size_fails_the_job(errors):
 
     run(main())
     assert errors.items == []
+
+
+# -- the same operations, deferred into batches or made one by one --------------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+CELLS = 2
+_requests = st.sampled_from([b"", b"a", b"b", b"err"])
+_operations = st.lists(st.one_of(
+    st.tuples(st.just("load"), st.integers(0, CELLS - 1), _requests),
+    st.tuples(st.just("cancel"), st.integers(0, CELLS - 1), st.none()),
+    st.tuples(st.just("reset"), st.integers(0, CELLS - 1), st.none()),
+    st.tuples(st.just("set_loaded"), st.integers(0, CELLS - 1), st.sampled_from([b"v", b"w"])),
+    st.tuples(st.just("set_error"), st.integers(0, CELLS - 1), st.integers(1, 3)),
+    st.tuples(st.just("snapshot"), st.integers(0, CELLS - 1), st.none()),
+    st.tuples(st.just("settle"), st.just(0), st.none()),
+), max_size=14)
+
+
+def _answer(job):
+    """The inline loader of both runs: fails for b"err", else answers with the request and a mark."""
+    if job.raw_request == b"err":
+        raise ValueError("refused")
+    return job.raw_request + b"!"
+
+
+def _apply(cells, op: str, index: int, arg):
+    """Makes one operation; a load returns its Load."""
+    cell = cells[index]
+    if op == "load":
+        return cell.load(arg)
+    if op == "set_loaded":
+        cell.set_loaded(arg)
+    elif op == "set_error":
+        cell.set_error(arg, "set")
+    else:
+        getattr(cell, op)()
+    return None
+
+
+def _fields(events) -> list:
+    return [(e.type, e.status, e.flags, e.value, e.request, e.error_domain, e.error_code, e.error_message, e.attempt)
+            for e in events]
+
+
+def _one_by_one(operations) -> list:
+    """POLL mode with no asyncio loop: every call reaches the library at once."""
+    with loadstate.Runtime(Delivery.POLL) as rt:
+        loader = rt.loader(_answer, inline=True)
+        logs: list = [[] for _ in range(CELLS)]
+        cells = [rt.loadable(loader, on_event=logs[i].append) for i in range(CELLS)]
+        loads = []
+        for op, index, arg in operations + [("load", i, b"end") for i in range(CELLS)]:
+            if op == "settle":
+                for load in loads:
+                    load.result(WAIT)
+            else:
+                load = _apply(cells, op, index, arg)
+                if load is not None:
+                    loads.append(load)
+        for load in loads:
+            load.result(WAIT)
+        return [_fields(log) for log in logs]
+
+
+def _batched(operations) -> list:
+    """POLL mode on asyncio: calls between two awaits reach the library in one batch."""
+    async def main():
+        async with loadstate.Runtime(Delivery.POLL) as rt:
+            spy = SubmitSpy(rt)
+            loader = rt.loader(_answer, inline=True)
+            logs: list = [[] for _ in range(CELLS)]
+            cells = [rt.loadable(loader, on_event=logs[i].append) for i in range(CELLS)]
+            loads = []
+            for op, index, arg in operations + [("load", i, b"end") for i in range(CELLS)]:
+                if op == "settle":
+                    for load in loads:
+                        await load
+                else:
+                    load = _apply(cells, op, index, arg)
+                    if load is not None:
+                        loads.append(load)
+            for load in loads:
+                await load
+            assert spy.batches  # the last loads at least went in a batch
+            return [_fields(log) for log in logs]
+
+    return run(main())
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_operations)
+def test_batched_calls_give_the_events_of_the_same_calls_made_one_by_one(operations):
+    assert _batched(operations) == _one_by_one(operations)

@@ -25,6 +25,7 @@ from ctypes import byref, c_uint64
 from typing import TYPE_CHECKING, Any, Callable, Optional, Tuple
 
 from . import _core
+from ._library import OP_FINISH as _OP_FINISH
 from ._library import OP_SUCCEED as _OP_SUCCEED
 from .codec import BYTES, Codec
 from .errors import Cancelled, Closed, InvalidArgument, LoadFailed
@@ -90,10 +91,10 @@ class Job:
             self._core.jobs.pop(self.id, None)
 
     def _refused(self, code: int) -> None:
-        """A deferred succeed the library refused: as a refused call of the job's own."""
+        """A deferred ending the library refused: as a refused call of the job's own."""
         self._ended = False
         if code != _core.LDS_ECANCELED and code != _core.LDS_ECLOSED:
-            self._fail_with(self._core.lib.error(code, f"job {self.id}: succeed"))
+            self._fail_with(self._core.lib.error(code, f"job {self.id}: completion"))
 
     def yield_(self, value: Any) -> None:
         """Reports a partial value: the cell becomes ``LOADED`` flagged ``PARTIAL``; the job goes on."""
@@ -228,6 +229,13 @@ class Job:
 
     def _complete(self, result: Any) -> None:
         if self._detached or self._ended:
+            return
+        core = self._core
+        if core.batch_thread == _get_ident():
+            # The loader returned on the attached asyncio loop: the ending joins the batch (Core.defer).
+            data = b"" if result is None else self._codec.encode(result)
+            self._ended_by_us()
+            core.defer(_OP_FINISH if result is None else _OP_SUCCEED, self.id, 0, data, self)
             return
         try:
             if result is None:

@@ -50,6 +50,34 @@ def test_loads_of_one_loop_step_and_their_inline_completions_go_in_batches(error
     assert errors.items == []
 
 
+def test_async_loaders_end_their_jobs_in_batches_too(errors):
+    async def main():
+        async with loadstate.Runtime(Delivery.POLL, on_error=errors) as rt:
+            spy = SubmitSpy(rt)
+
+            @rt.loader
+            async def echo(job):
+                await asyncio.sleep(0)
+                if job.raw_request == b"big":
+                    return bytes(loadstate.VALUE_MAX + 1)
+                return None if job.raw_request == b"none" else job.raw_request
+
+            cells = [rt.loadable(echo) for _ in range(20)]
+            states = await asyncio.gather(*(cell.load(b"r%d" % i) for i, cell in enumerate(cells)))
+            assert [s.value for s in states] == [b"r%d" % i for i in range(20)]
+            assert sum(spy.batches) == 40 and len(spy.batches) < 40
+            # finish: nothing yielded, so the state before the load comes back (not cancelled)
+            state = await cells[0].load(b"none")
+            assert (state.status, state.value, state.flags) == (Status.LOADED, b"r0", Flags.NONE)
+            # a completion the library refuses fails the job instead of leaving it LOADING
+            state = await cells[1].load(b"big")
+            assert (state.status, state.error_code) == (Status.ERROR, loadstate.EXCEPTION_CODE)
+            assert state.error_message.startswith("TooBig")
+
+    run(main())
+    assert errors.items == []
+
+
 def test_a_later_call_submits_the_deferred_ones_first(errors):
     async def main():
         async with loadstate.Runtime(Delivery.POLL, on_error=errors) as rt:

@@ -83,7 +83,10 @@ private func submitLoads(_ runtime: Runtime, _ ops: UnsafePointer<lds_op>, _ ran
         runtime.loop.execute { load.cell.load(load.spec, ticket: load.ticket) }
     } else {
         runtime.loop.execute {
-            for load in loads { load.cell.load(load.spec, ticket: load.ticket) }
+            // Through the buffer, each load is borrowed where a for-in loop would copy (and retain) it.
+            loads.withUnsafeBufferPointer { batch in
+                for index in batch.indices { batch[index].cell.load(batch[index].spec, ticket: batch[index].ticket) }
+            }
         }
     }
     return Int32(loads.count)

@@ -25,8 +25,8 @@ from ctypes import byref, c_void_p
 from queue import SimpleQueue
 from typing import Any, Callable, Dict, List, Optional
 
-from ._library import (CANCEL_FN, EVENT_FN, EVENT_LAYOUT, FREE_FN, LOADER_FN, OP_LAYOUT, RECORD_EVENT, RECORD_HEAD, RECORD_LAYOUT,
-                       RECORD_REQUEST, RECORD_REQUEST_OFFSET, RECORD_START, Library, RuntimeOptions)
+from ._library import (CANCEL_FN, EVENT_FN, EVENT_LAYOUT, FREE_FN, LOADER_FN, OP_LAYOUT, RECORD_EVENT, RECORD_LAYOUT,
+                       RECORD_START, Library, RuntimeOptions)
 from .errors import Closed, WrongState
 from .types import Delivery
 
@@ -49,11 +49,7 @@ _objects: Dict[int, Any] = {}
 _tokens = itertools.count(1)
 
 _unpack = EVENT_LAYOUT.unpack
-_unpack_event_from = EVENT_LAYOUT.unpack_from
-_unpack_head_from = RECORD_HEAD.unpack_from
 _unpack_record_from = RECORD_LAYOUT.unpack_from
-_unpack_request_from = RECORD_REQUEST.unpack_from
-_HEAD_SIZE = RECORD_HEAD.size
 _pack_op = OP_LAYOUT.pack
 _get_ident = threading.get_ident
 # The event struct seen as bytes in place (struct reads it without a copy).
@@ -385,7 +381,8 @@ class Core:
         ``owner._refused(code)`` is called if the library refuses the call.
         """
         deferred = self.deferred
-        if not deferred and self._dispatch_thread is None:
+        if not deferred and self._dispatch_thread != _get_ident():
+            # Outside this thread's own dispatch, whose end submits the batch.
             self.loop.call_soon(self.flush)  # type: ignore[union-attr]
         deferred.append((op, target, loader, data, owner))
 

@@ -37,7 +37,6 @@ _LDS_DOMAIN_LOADSTATE, _LDS_ENOENT = 1, -2
 
 _get_running_loop = asyncio.get_running_loop
 _get_ident = threading.get_ident
-_new_event = object.__new__
 _memory_at = _core.memory_at
 
 _TYPES = {int(t): t for t in EventType}
@@ -154,16 +153,10 @@ class _CellState:
         flags = _FLAGS.get(raw[5])
         if flags is None:
             flags = _flags(raw[5])
-        # make_event, written out (an event is built for every delivery).
-        event = _new_event(Event)
-        d = event.__dict__
-        (d["type"], d["cell"], d["seq"], d["status"], d["kind"], d["flags"], d["value"], d["request"],
-         d["error_domain"], d["error_code"], d["error_message"], d["attempt"], d["elapsed_ms"], d["progress_done"],
-         d["progress_total"], d["updated_at_ms"]) = (
-            _TYPES.get(raw[0], raw[0]), self.id, raw[2], _STATUSES.get(raw[3], raw[3]), raw[4], flags, value, request,
-            _DOMAINS.get(raw[10], raw[10]), raw[11], message.decode("utf-8", "replace") if message is not None else None,
-            raw[13], raw[14], raw[15], raw[16], raw[17])
-        return event
+        return make_event((_TYPES.get(raw[0], raw[0]), self.id, raw[2], _STATUSES.get(raw[3], raw[3]), raw[4], flags,
+                           value, request, _DOMAINS.get(raw[10], raw[10]), raw[11],
+                           message.decode("utf-8", "replace") if message is not None else None,
+                           raw[13], raw[14], raw[15], raw[16], raw[17]))
 
     def _decode(self, codec: Codec, data: bytes, what: str) -> Any:
         try:

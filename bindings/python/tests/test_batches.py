@@ -78,6 +78,25 @@ def test_async_loaders_end_their_jobs_in_batches_too(errors):
     assert errors.items == []
 
 
+def test_a_batch_is_submitted_while_another_thread_dispatches(errors):
+    async def main():
+        async with loadstate.Runtime(Delivery.POLL, on_error=errors) as rt:
+            cell = rt.loadable(rt.loader(lambda job: job.raw_request, inline=True))
+            core = rt._core
+            # As while another thread is inside rt.dispatch(): the end of that
+            # dispatch cannot submit this loop's batch, so the loop must.
+            core._dispatch_thread = -1
+            try:
+                pending = cell.load(b"x")
+                await asyncio.sleep(0)  # one loop step: the batch goes out at its end
+            finally:
+                core._dispatch_thread = None
+            assert (await pending).value == b"x"
+
+    run(main())
+    assert errors.items == []
+
+
 def test_a_later_call_submits_the_deferred_ones_first(errors):
     async def main():
         async with loadstate.Runtime(Delivery.POLL, on_error=errors) as rt:

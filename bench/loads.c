@@ -190,13 +190,29 @@ static void on_event(const lds_event *e, void *user_data) {
   }
 }
 
-static result run_loadstate(uint32_t timeout_ms) {
+/* A runtime with the loader that succeeds at once and a cell per slot, for a run. */
+static lds_runtime *open_run(lds_id *loader) {
   lds_runtime *rt;
-  lds_id loader;
   CHECK(lds_runtime_new(NULL, &rt));
-  CHECK(lds_loader_new(rt, start_succeed, NULL, NULL, &loader));
+  CHECK(lds_loader_new(rt, start_succeed, NULL, NULL, loader));
   for (size_t i = 0; i < B.cells; i++) CHECK(lds_loadable_new(rt, on_event, &B.slots[i], &B.slots[i].cell));
   reset_run();
+  return rt;
+}
+
+/* Frees the run's runtime and checks that every load gave exactly its events and start. */
+static void close_run(lds_runtime *rt, const char *name) {
+  CHECK(lds_runtime_free(rt));
+  if (B.events != 2 * B.loads || B.starts != B.loads || B.bad) {
+    fprintf(stderr, "loads: %s: wrong events: %llu events, %llu starts, %llu bad for %zu loads\n", name,
+            (unsigned long long)B.events, (unsigned long long)B.starts, (unsigned long long)B.bad, B.loads);
+    exit(1);
+  }
+}
+
+static result run_loadstate(uint32_t timeout_ms) {
+  lds_id loader;
+  lds_runtime *rt = open_run(&loader);
   lds_load_options opts = LDS_LOAD_OPTIONS_INIT;
   opts.timeout_ms = timeout_ms;
 
@@ -213,12 +229,7 @@ static result run_loadstate(uint32_t timeout_ms) {
   uint64_t t1 = now_ns();
   result res = finish_result(t0, t1, cpu0);
 
-  CHECK(lds_runtime_free(rt));
-  if (B.events != 2 * B.loads || B.starts != B.loads || B.bad) {
-    fprintf(stderr, "loads: wrong events: %llu events, %llu starts, %llu bad for %zu loads\n",
-            (unsigned long long)B.events, (unsigned long long)B.starts, (unsigned long long)B.bad, B.loads);
-    exit(1);
-  }
+  close_run(rt, "loadstate");
   return res;
 }
 
@@ -227,12 +238,8 @@ static result run_loadstate(uint32_t timeout_ms) {
 enum { BATCH = 64 };
 
 static result run_loadstate_batched(void) {
-  lds_runtime *rt;
   lds_id loader;
-  CHECK(lds_runtime_new(NULL, &rt));
-  CHECK(lds_loader_new(rt, start_succeed, NULL, NULL, &loader));
-  for (size_t i = 0; i < B.cells; i++) CHECK(lds_loadable_new(rt, on_event, &B.slots[i], &B.slots[i].cell));
-  reset_run();
+  lds_runtime *rt = open_run(&loader);
   /* Fewer than `cells`, so that every slot a batch waits for was submitted. */
   size_t batch = B.cells < BATCH ? B.cells : BATCH;
   lds_op ops[BATCH];
@@ -259,8 +266,7 @@ static result run_loadstate_batched(void) {
   uint64_t t1 = now_ns();
   result res = finish_result(t0, t1, cpu0);
 
-  CHECK(lds_runtime_free(rt));
-  if (B.events != 2 * B.loads || B.starts != B.loads || B.bad) die("batched: wrong events", 0);
+  close_run(rt, "batched");
   return res;
 }
 

@@ -135,8 +135,12 @@ async def run_loadstate(cells: int, per_cell: int, inline: bool, library: Option
     return result + (counter.events,)
 
 
-async def run_bare(cells: int, per_cell: int, library: Optional[str]) -> tuple:
-    """The loads through the C library from bare ctypes calls (see the module docstring)."""
+def bare_runtime(cells: int, library: Optional[str]) -> tuple:
+    """A POLL runtime made from bare ctypes calls, a host loader and `cells` cells, for the bare variants.
+
+    Returns the CDLL, the runtime, the loader id (a c_uint64), the cell ids,
+    and the ctypes callbacks, which must outlive the runtime.
+    """
     from loadstate import _library as c
 
     dll = loadstate.load_library(library).dll
@@ -144,14 +148,22 @@ async def run_bare(cells: int, per_cell: int, library: Optional[str]) -> tuple:
     rt = ctypes.c_void_p()
     if dll.lds_runtime_new(ctypes.byref(options), ctypes.byref(rt)) != 0:
         raise RuntimeError("lds_runtime_new failed")
-    start_fn, event_fn, free_fn = c.LOADER_FN(lambda *a: None), c.EVENT_FN(lambda *a: None), c.FREE_FN(0)
+    callbacks = (c.LOADER_FN(lambda *a: None), c.EVENT_FN(lambda *a: None), c.FREE_FN(0))
     loader = ctypes.c_uint64()
-    dll.lds_loader_new(rt, start_fn, None, free_fn, ctypes.byref(loader))
+    dll.lds_loader_new(rt, callbacks[0], None, callbacks[2], ctypes.byref(loader))
     ids = []
     for _ in range(cells):
         cell = ctypes.c_uint64()
-        dll.lds_loadable_new(rt, event_fn, None, ctypes.byref(cell))
+        dll.lds_loadable_new(rt, callbacks[1], None, ctypes.byref(cell))
         ids.append(cell.value)
+    return dll, rt, loader, ids, callbacks
+
+
+async def run_bare(cells: int, per_cell: int, library: Optional[str]) -> tuple:
+    """The loads through the C library from bare ctypes calls (see the module docstring)."""
+    from loadstate import _library as c
+
+    dll, rt, loader, ids, _callbacks = bare_runtime(cells, library)
     loop = asyncio.get_running_loop()
     waiting: dict = {}
     counter = Counter()
@@ -204,20 +216,8 @@ async def run_bare_batched(cells: int, per_cell: int, library: Optional[str]) ->
     """The loads from bare ctypes calls, batched (see the module docstring)."""
     from loadstate import _library as c
 
-    dll = loadstate.load_library(library).dll
-    options = c.RuntimeOptions(ctypes.sizeof(c.RuntimeOptions), int(loadstate.Delivery.POLL), 50)
-    rt = ctypes.c_void_p()
-    if dll.lds_runtime_new(ctypes.byref(options), ctypes.byref(rt)) != 0:
-        raise RuntimeError("lds_runtime_new failed")
-    start_fn, event_fn, free_fn = c.LOADER_FN(lambda *a: None), c.EVENT_FN(lambda *a: None), c.FREE_FN(0)
-    loader_id = ctypes.c_uint64()
-    dll.lds_loader_new(rt, start_fn, None, free_fn, ctypes.byref(loader_id))
+    dll, rt, loader_id, ids, _callbacks = bare_runtime(cells, library)
     loader = loader_id.value
-    ids = []
-    for _ in range(cells):
-        cell = ctypes.c_uint64()
-        dll.lds_loadable_new(rt, event_fn, None, ctypes.byref(cell))
-        ids.append(cell.value)
     loop = asyncio.get_running_loop()
     waiting: dict = {}
     counter = Counter()

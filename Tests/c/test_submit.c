@@ -44,17 +44,40 @@ static lds_id job_for(host *h, const char *request) {
   return found;
 }
 
+/* Two more cells next to a fixture's, each reporting to a recorder of its own. */
+typedef struct trio {
+  recorder rec_b, rec_c;
+  lds_id cell_b, cell_c;
+} trio;
+
+static void trio_init(trio *t, fixture *f) {
+  rec_init(&t->rec_b, f->rt);
+  rec_init(&t->rec_c, f->rt);
+  t->cell_b = cell_new(f->rt, &t->rec_b);
+  t->cell_c = cell_new(f->rt, &t->rec_c);
+}
+
+/* Loads "a", "b" and "c" into f's cell and t's two in one batch; lds_runtime_submit's return. */
+static int trio_load(trio *t, fixture *f, int32_t *results) {
+  lds_op ops[3] = {op_load(f->cell, f->loader, "a"), op_load(t->cell_b, f->loader, "b"),
+                   op_load(t->cell_c, f->loader, "c")};
+  return lds_runtime_submit(f->rt, ops, 3, results);
+}
+
+/* Frees f's runtime, then t's recorders. */
+static void trio_finish(trio *t, fixture *f) {
+  fixture_finish(f);
+  rec_destroy(&t->rec_b);
+  rec_destroy(&t->rec_c);
+}
+
 TEST(test_submit_loads_start_in_batch_order) {
   fixture f;
   fixture_init(&f, LDS_DELIVER_LOOP, NULL);
-  recorder rec_b, rec_c;
-  rec_init(&rec_b, f.rt);
-  rec_init(&rec_c, f.rt);
-  lds_id cell_b = cell_new(f.rt, &rec_b), cell_c = cell_new(f.rt, &rec_c);
-  lds_op ops[3] = {op_load(f.cell, f.loader, "a"), op_load(cell_b, f.loader, "b"),
-                   op_load(cell_c, f.loader, "c")};
+  trio t;
+  trio_init(&t, &f);
   int32_t results[3] = {99, 99, 99};
-  REQUIRE_RC(lds_runtime_submit(f.rt, ops, 3, results), 3);
+  REQUIRE_RC(trio_load(&t, &f, results), 3);
   CHECK_EQ(results[0], LDS_OK);
   CHECK_EQ(results[1], LDS_OK);
   CHECK_EQ(results[2], LDS_OK);
@@ -64,30 +87,24 @@ TEST(test_submit_loads_start_in_batch_order) {
   CHECK_BYTES(host_job_info(&f.h, 1)->request, host_job_info(&f.h, 1)->request_len, "b");
   CHECK_BYTES(host_job_info(&f.h, 2)->request, host_job_info(&f.h, 2)->request_len, "c");
   REQUIRE(REC_WAIT(&f.rec, 1));
-  REQUIRE(REC_WAIT(&rec_b, 1));
-  REQUIRE(REC_WAIT(&rec_c, 1));
+  REQUIRE(REC_WAIT(&t.rec_b, 1));
+  REQUIRE(REC_WAIT(&t.rec_c, 1));
   CHECK_STATE(rec_at(&f.rec, 0), 1, LDS_LOADING, 0);
-  CHECK_STATE(rec_at(&rec_c, 0), 1, LDS_LOADING, 0);
-  CHECK_BYTES(rec_at(&rec_b, 0)->request, rec_at(&rec_b, 0)->request_len, "b");
+  CHECK_STATE(rec_at(&t.rec_c, 0), 1, LDS_LOADING, 0);
+  CHECK_BYTES(rec_at(&t.rec_b, 0)->request, rec_at(&t.rec_b, 0)->request_len, "b");
   /* The jobs take calls like any other. */
   REQUIRE_RC(fx_succeed(&f, host_job_at(&f.h, 0), "va"), LDS_OK);
   REQUIRE(REC_WAIT(&f.rec, 2));
   CHECK_STATE(rec_at(&f.rec, 1), 2, LDS_LOADED, 0);
-  fixture_finish(&f);
-  rec_destroy(&rec_b);
-  rec_destroy(&rec_c);
+  trio_finish(&t, &f);
 }
 
 TEST(test_submit_job_calls_yield_succeed_fail_finish) {
   fixture f;
   fixture_init(&f, LDS_DELIVER_LOOP, NULL);
-  recorder rec_b, rec_c;
-  rec_init(&rec_b, f.rt);
-  rec_init(&rec_c, f.rt);
-  lds_id cell_b = cell_new(f.rt, &rec_b), cell_c = cell_new(f.rt, &rec_c);
-  lds_op loads[3] = {op_load(f.cell, f.loader, "a"), op_load(cell_b, f.loader, "b"),
-                     op_load(cell_c, f.loader, "c")};
-  REQUIRE_RC(lds_runtime_submit(f.rt, loads, 3, NULL), 3);
+  trio t;
+  trio_init(&t, &f);
+  REQUIRE_RC(trio_load(&t, &f, NULL), 3);
   REQUIRE(HOST_WAIT(&f.h, 3));
   lds_id a = job_for(&f.h, "a"), b = job_for(&f.h, "b"), c = job_for(&f.h, "c");
   lds_op fail = op_job(LDS_OP_FAIL, b, "boom");
@@ -103,22 +120,20 @@ TEST(test_submit_job_calls_yield_succeed_fail_finish) {
   CHECK_BYTES(rec_at(&f.rec, 1)->value, rec_at(&f.rec, 1)->value_len, "part");
   CHECK_STATE(rec_at(&f.rec, 2), 3, LDS_LOADED, 0);
   CHECK_BYTES(rec_at(&f.rec, 2)->value, rec_at(&f.rec, 2)->value_len, "whole");
-  REQUIRE(REC_WAIT(&rec_b, 2));
-  CHECK_STATE(rec_at(&rec_b, 1), 2, LDS_ERROR, 0);
-  CHECK_EQ(rec_at(&rec_b, 1)->error_domain, LDS_DOMAIN_HOST);
-  CHECK_EQ(rec_at(&rec_b, 1)->error_code, 7);
-  CHECK_STR(rec_at(&rec_b, 1)->error_message, "boom");
-  REQUIRE(REC_WAIT(&rec_c, 3));
-  CHECK_STATE(rec_at(&rec_c, 2), 3, LDS_LOADED, 0);
-  CHECK_BYTES(rec_at(&rec_c, 2)->value, rec_at(&rec_c, 2)->value_len, "last");
+  REQUIRE(REC_WAIT(&t.rec_b, 2));
+  CHECK_STATE(rec_at(&t.rec_b, 1), 2, LDS_ERROR, 0);
+  CHECK_EQ(rec_at(&t.rec_b, 1)->error_domain, LDS_DOMAIN_HOST);
+  CHECK_EQ(rec_at(&t.rec_b, 1)->error_code, 7);
+  CHECK_STR(rec_at(&t.rec_b, 1)->error_message, "boom");
+  REQUIRE(REC_WAIT(&t.rec_c, 3));
+  CHECK_STATE(rec_at(&t.rec_c, 2), 3, LDS_LOADED, 0);
+  CHECK_BYTES(rec_at(&t.rec_c, 2)->value, rec_at(&t.rec_c, 2)->value_len, "last");
   /* Ended jobs refuse further calls, in a batch as alone. */
   lds_op late[2] = {op_job(LDS_OP_SUCCEED, a, "again"), op_job(LDS_OP_FINISH, b, NULL)};
   REQUIRE_RC(lds_runtime_submit(f.rt, late, 2, results), 0);
   CHECK_EQ(results[0], LDS_ECANCELED);
   CHECK_EQ(results[1], LDS_ECANCELED);
-  fixture_finish(&f);
-  rec_destroy(&rec_b);
-  rec_destroy(&rec_c);
+  trio_finish(&t, &f);
 }
 
 TEST(test_submit_keeps_the_order_of_its_calls) {

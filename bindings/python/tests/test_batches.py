@@ -17,6 +17,22 @@ def run(coroutine):
     return asyncio.run(asyncio.wait_for(coroutine, WAIT))
 
 
+def on_loop(errors, body):
+    """Runs ``await body(rt)`` with a POLL runtime attached to a new asyncio loop; nothing may be reported."""
+    async def main():
+        async with loadstate.Runtime(Delivery.POLL, on_error=errors) as rt:
+            return await body(rt)
+
+    result = run(main())
+    assert errors.items == []
+    return result
+
+
+def echo_cell(rt):
+    """A cell whose inline loader answers with the request."""
+    return rt.loadable(rt.loader(lambda job: job.raw_request, inline=True))
+
+
 class SubmitSpy:
     """Wraps a runtime's lds_runtime_submit and records how many calls each batch held."""
 
@@ -32,154 +48,140 @@ class SubmitSpy:
 
 
 def test_loads_of_one_loop_step_and_their_inline_completions_go_in_batches(errors):
-    async def main():
-        async with loadstate.Runtime(Delivery.POLL, on_error=errors) as rt:
-            spy = SubmitSpy(rt)
-            loader = rt.loader(lambda job: job.raw_request.upper(), inline=True)
-            cells = [rt.loadable(loader) for _ in range(50)]
-            loads = [cell.load(b"r%d" % i) for i, cell in enumerate(cells)]
-            assert spy.batches == []  # deferred until the loop's current step ends
-            states = await asyncio.gather(*loads)
-            assert [s.value for s in states] == [b"R%d" % i for i in range(50)]
-            assert all(s.status is Status.LOADED for s in states)
-            # The 50 loads in one call; the 50 completions in as few as the starts came in.
-            assert spy.batches[0] == 50
-            assert sum(spy.batches) == 100 and len(spy.batches) < 100
+    async def body(rt):
+        spy = SubmitSpy(rt)
+        loader = rt.loader(lambda job: job.raw_request.upper(), inline=True)
+        cells = [rt.loadable(loader) for _ in range(50)]
+        loads = [cell.load(b"r%d" % i) for i, cell in enumerate(cells)]
+        assert spy.batches == []  # deferred until the loop's current step ends
+        states = await asyncio.gather(*loads)
+        assert [s.value for s in states] == [b"R%d" % i for i in range(50)]
+        assert all(s.status is Status.LOADED for s in states)
+        # The 50 loads in one call; the 50 completions in as few as the starts came in.
+        assert spy.batches[0] == 50
+        assert sum(spy.batches) == 100 and len(spy.batches) < 100
 
-    run(main())
-    assert errors.items == []
+    on_loop(errors, body)
 
 
 def test_async_loaders_end_their_jobs_in_batches_too(errors):
-    async def main():
-        async with loadstate.Runtime(Delivery.POLL, on_error=errors) as rt:
-            spy = SubmitSpy(rt)
+    async def body(rt):
+        spy = SubmitSpy(rt)
 
-            @rt.loader
-            async def echo(job):
-                await asyncio.sleep(0)
-                if job.raw_request == b"big":
-                    return bytes(loadstate.VALUE_MAX + 1)
-                return None if job.raw_request == b"none" else job.raw_request
+        @rt.loader
+        async def echo(job):
+            await asyncio.sleep(0)
+            if job.raw_request == b"big":
+                return bytes(loadstate.VALUE_MAX + 1)
+            return None if job.raw_request == b"none" else job.raw_request
 
-            cells = [rt.loadable(echo) for _ in range(20)]
-            states = await asyncio.gather(*(cell.load(b"r%d" % i) for i, cell in enumerate(cells)))
-            assert [s.value for s in states] == [b"r%d" % i for i in range(20)]
-            assert sum(spy.batches) == 40 and len(spy.batches) < 40
-            # finish: nothing yielded, so the state before the load comes back (not cancelled)
-            state = await cells[0].load(b"none")
-            assert (state.status, state.value, state.flags) == (Status.LOADED, b"r0", Flags.NONE)
-            # a completion the library refuses fails the job instead of leaving it LOADING
-            state = await cells[1].load(b"big")
-            assert (state.status, state.error_code) == (Status.ERROR, loadstate.EXCEPTION_CODE)
-            assert state.error_message.startswith("TooBig")
+        cells = [rt.loadable(echo) for _ in range(20)]
+        states = await asyncio.gather(*(cell.load(b"r%d" % i) for i, cell in enumerate(cells)))
+        assert [s.value for s in states] == [b"r%d" % i for i in range(20)]
+        assert sum(spy.batches) == 40 and len(spy.batches) < 40
+        # finish: nothing yielded, so the state before the load comes back (not cancelled)
+        state = await cells[0].load(b"none")
+        assert (state.status, state.value, state.flags) == (Status.LOADED, b"r0", Flags.NONE)
+        # a completion the library refuses fails the job instead of leaving it LOADING
+        state = await cells[1].load(b"big")
+        assert (state.status, state.error_code) == (Status.ERROR, loadstate.EXCEPTION_CODE)
+        assert state.error_message.startswith("TooBig")
 
-    run(main())
-    assert errors.items == []
+    on_loop(errors, body)
 
 
 def test_a_batch_is_submitted_while_another_thread_dispatches(errors):
-    async def main():
-        async with loadstate.Runtime(Delivery.POLL, on_error=errors) as rt:
-            cell = rt.loadable(rt.loader(lambda job: job.raw_request, inline=True))
-            core = rt._core
-            # As while another thread is inside rt.dispatch(): the end of that
-            # dispatch cannot submit this loop's batch, so the loop must.
-            core._dispatch_thread = -1
-            try:
-                pending = cell.load(b"x")
-                await asyncio.sleep(0)  # one loop step: the batch goes out at its end
-            finally:
-                core._dispatch_thread = None
-            assert (await pending).value == b"x"
+    async def body(rt):
+        cell = echo_cell(rt)
+        core = rt._core
+        # As while another thread is inside rt.dispatch(): the end of that
+        # dispatch cannot submit this loop's batch, so the loop must.
+        core._dispatch_thread = -1
+        try:
+            pending = cell.load(b"x")
+            await asyncio.sleep(0)  # one loop step: the batch goes out at its end
+        finally:
+            core._dispatch_thread = None
+        assert (await pending).value == b"x"
 
-    run(main())
-    assert errors.items == []
+    on_loop(errors, body)
 
 
 def test_a_later_call_submits_the_deferred_ones_first(errors):
-    async def main():
-        async with loadstate.Runtime(Delivery.POLL, on_error=errors) as rt:
-            cell = rt.loadable(rt.loader(lambda job: job.raw_request, inline=True))
-            assert (await cell.load(b"first")).value == b"first"
-            pending = cell.load(b"second")
-            cell.cancel()  # must reach the library after the load, not before it
-            state = await pending
-            assert (state.status, state.value, state.flags) == (Status.LOADED, b"first", Flags.CANCELLED)
-            spy = SubmitSpy(rt)
-            pending = cell.load(b"third")
-            assert spy.batches == []
-            cell.snapshot()  # any call: the deferred load is submitted first
-            assert spy.batches == [1]
-            assert (await pending).value == b"third"
+    async def body(rt):
+        cell = echo_cell(rt)
+        assert (await cell.load(b"first")).value == b"first"
+        pending = cell.load(b"second")
+        cell.cancel()  # must reach the library after the load, not before it
+        state = await pending
+        assert (state.status, state.value, state.flags) == (Status.LOADED, b"first", Flags.CANCELLED)
+        spy = SubmitSpy(rt)
+        pending = cell.load(b"third")
+        assert spy.batches == []
+        cell.snapshot()  # any call: the deferred load is submitted first
+        assert spy.batches == [1]
+        assert (await pending).value == b"third"
 
-    run(main())
-    assert errors.items == []
+    on_loop(errors, body)
 
 
 def test_a_deferred_load_the_library_refuses_fails_its_await(errors):
-    async def main():
-        async with loadstate.Runtime(Delivery.POLL, on_error=errors) as rt:
-            loader = rt.loader(lambda job: job.raw_request, inline=True)
-            cell = rt.loadable(loader)
-            core = rt._core
-            # Freed behind the binding's back, so only the library can tell.
-            assert core.lib.dll.lds_loader_free(core.c_handle, loader.id) == 0
-            pending = cell.load(b"x")
-            with pytest.raises(loadstate.NotFound):
-                await pending
-            assert pending.done() and cell._state.waiters == []
-            # What the binding knows of is still refused at the call.
-            other = rt.loader(lambda job: job.raw_request, inline=True)
-            other.close()
-            with pytest.raises(loadstate.NotFound):
-                cell.load(b"y", other)
+    async def body(rt):
+        loader = rt.loader(lambda job: job.raw_request, inline=True)
+        cell = rt.loadable(loader)
+        core = rt._core
+        # Freed behind the binding's back, so only the library can tell.
+        assert core.lib.dll.lds_loader_free(core.c_handle, loader.id) == 0
+        pending = cell.load(b"x")
+        with pytest.raises(loadstate.NotFound):
+            await pending
+        assert pending.done() and cell._state.waiters == []
+        # What the binding knows of is still refused at the call.
+        other = rt.loader(lambda job: job.raw_request, inline=True)
+        other.close()
+        with pytest.raises(loadstate.NotFound):
+            cell.load(b"y", other)
 
-    run(main())
-    assert errors.items == []
+    on_loop(errors, body)
 
 
 def test_an_inline_completion_refused_as_cancelled_is_not_an_error(errors):
-    async def main():
-        async with loadstate.Runtime(Delivery.POLL, on_error=errors) as rt:
-            holder = {}
+    async def body(rt):
+        holder = {}
 
-            def cancels_then_returns(job):
-                holder["cell"].cancel()  # the job counts as cancelled from here
-                return b"too late"
+        def cancels_then_returns(job):
+            holder["cell"].cancel()  # the job counts as cancelled from here
+            return b"too late"
 
-            cell = holder["cell"] = rt.loadable(rt.loader(cancels_then_returns, inline=True))
-            state = await cell.load(b"x")
-            assert (state.status, state.flags) == (Status.ABSENT, Flags.CANCELLED)
-            assert cell.snapshot().status is Status.ABSENT
+        cell = holder["cell"] = rt.loadable(rt.loader(cancels_then_returns, inline=True))
+        state = await cell.load(b"x")
+        assert (state.status, state.flags) == (Status.ABSENT, Flags.CANCELLED)
+        assert cell.snapshot().status is Status.ABSENT
 
-    run(main())
-    assert errors.items == []
+    on_loop(errors, body)
 
 
 def test_loads_from_other_threads_are_not_deferred(errors):
-    async def main():
-        async with loadstate.Runtime(Delivery.POLL, on_error=errors) as rt:
-            spy = SubmitSpy(rt)
-            loader = rt.loader(lambda job: job.raw_request, inline=True)
-            cell = rt.loadable(loader)
-            loop = asyncio.get_running_loop()
-            load = await loop.run_in_executor(None, cell.load, b"from a thread")
-            assert (await load).value == b"from a thread"
-            assert sum(spy.batches) == 1  # the completion only, on the loop
-            loader.close()
-            with pytest.raises(loadstate.NotFound):
-                await loop.run_in_executor(None, cell.load, b"again")
+    async def body(rt):
+        spy = SubmitSpy(rt)
+        loader = rt.loader(lambda job: job.raw_request, inline=True)
+        cell = rt.loadable(loader)
+        loop = asyncio.get_running_loop()
+        load = await loop.run_in_executor(None, cell.load, b"from a thread")
+        assert (await load).value == b"from a thread"
+        assert sum(spy.batches) == 1  # the completion only, on the loop
+        loader.close()
+        with pytest.raises(loadstate.NotFound):
+            await loop.run_in_executor(None, cell.load, b"again")
 
-    run(main())
-    assert errors.items == []
+    on_loop(errors, body)
 
 
 def test_closing_the_runtime_submits_then_closes(errors):
     async def main():
         rt = loadstate.Runtime(Delivery.POLL, on_error=errors)
         rt.attach()
-        cell = rt.loadable(rt.loader(lambda job: job.raw_request, inline=True))
+        cell = echo_cell(rt)
         spy = SubmitSpy(rt)
         pending = cell.load(b"x")
         rt.close()
@@ -195,7 +197,7 @@ def test_no_deferral_without_an_attached_loop(errors):
     rt = loadstate.Runtime(Delivery.POLL, on_error=errors)
     try:
         spy = SubmitSpy(rt)
-        cell = rt.loadable(rt.loader(lambda job: job.raw_request, inline=True))
+        cell = echo_cell(rt)
         assert cell.load(b"sync").result(WAIT).value == b"sync"
         assert spy.batches == [] and rt._core.batch_thread is None
         assert threading.get_ident() != rt._core.batch_thread
@@ -205,16 +207,14 @@ def test_no_deferral_without_an_attached_loop(errors):
 
 
 def test_an_inline_completion_refused_for_its_size_fails_the_job(errors):
-    async def main():
-        async with loadstate.Runtime(Delivery.POLL, on_error=errors) as rt:
-            cell = rt.loadable(rt.loader(lambda job: bytes(loadstate.VALUE_MAX + 1), inline=True))
-            state = await cell.load(b"x")  # never stuck in LOADING
-            assert (state.status, state.error_domain, state.error_code) == (Status.ERROR, loadstate.Domain.HOST,
-                                                                            loadstate.EXCEPTION_CODE)
-            assert state.error_message.startswith("TooBig")
+    async def body(rt):
+        cell = rt.loadable(rt.loader(lambda job: bytes(loadstate.VALUE_MAX + 1), inline=True))
+        state = await cell.load(b"x")  # never stuck in LOADING
+        assert (state.status, state.error_domain, state.error_code) == (Status.ERROR, loadstate.Domain.HOST,
+                                                                        loadstate.EXCEPTION_CODE)
+        assert state.error_message.startswith("TooBig")
 
-    run(main())
-    assert errors.items == []
+    on_loop(errors, body)
 
 
 # -- the same operations, deferred into batches or made one by one --------------
@@ -261,14 +261,24 @@ def _fields(events) -> list:
             for e in events]
 
 
+def _cells(rt) -> tuple:
+    """The cells of a run, each with the list its events go to, and the loads of a script."""
+    loader = rt.loader(_answer, inline=True)
+    logs: list = [[] for _ in range(CELLS)]
+    return [rt.loadable(loader, on_event=logs[i].append) for i in range(CELLS)], logs
+
+
+def _script(operations) -> list:
+    """The operations, then a last load on every cell, so that each ends settled."""
+    return operations + [("load", i, b"end") for i in range(CELLS)]
+
+
 def _one_by_one(operations) -> list:
     """POLL mode with no asyncio loop: every call reaches the library at once."""
     with loadstate.Runtime(Delivery.POLL) as rt:
-        loader = rt.loader(_answer, inline=True)
-        logs: list = [[] for _ in range(CELLS)]
-        cells = [rt.loadable(loader, on_event=logs[i].append) for i in range(CELLS)]
+        cells, logs = _cells(rt)
         loads = []
-        for op, index, arg in operations + [("load", i, b"end") for i in range(CELLS)]:
+        for op, index, arg in _script(operations):
             if op == "settle":
                 for load in loads:
                     load.result(WAIT)
@@ -286,11 +296,9 @@ def _batched(operations) -> list:
     async def main():
         async with loadstate.Runtime(Delivery.POLL) as rt:
             spy = SubmitSpy(rt)
-            loader = rt.loader(_answer, inline=True)
-            logs: list = [[] for _ in range(CELLS)]
-            cells = [rt.loadable(loader, on_event=logs[i].append) for i in range(CELLS)]
+            cells, logs = _cells(rt)
             loads = []
-            for op, index, arg in operations + [("load", i, b"end") for i in range(CELLS)]:
+            for op, index, arg in _script(operations):
                 if op == "settle":
                     for load in loads:
                         await load

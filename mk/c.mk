@@ -15,6 +15,8 @@ C_TEST_DEPS  := $(C_TEST_SRCS) $(C_TEST_DIR)/harness.h include/loadstate.h
 C_TEST_BIN   := $(C_TEST_OUT)/loadstate-tests
 C_TEST_ARGS  ?=
 C_HELLO      := examples/hello.c
+# The small C examples test-c builds and runs: the README's, and batch.c.
+C_EXAMPLES   := $(C_HELLO) examples/batch.c
 
 # The Swift toolchain's own clang: its TSan runtime is the one Swift uses.
 SWIFT_TOOLCHAIN_BIN := $(patsubst %/,%,$(dir $(realpath $(shell command -v $(SWIFT)))))
@@ -46,14 +48,15 @@ c-header-check: lib
 	  BUILD="$(BUILD)" OUT="$(C_TEST_OUT)/header-check" \
 	  $(C_TEST_DIR)/abi/check-header.sh
 
-# The README's C example, when it exists.
+# The small C examples, each built against the debug library and run.
 c-hello: lib
-	@if [ -f $(C_HELLO) ]; then \
-	  mkdir -p $(C_TEST_OUT) && \
-	  echo "$(CC) $(CFLAGS) -o $(C_TEST_OUT)/hello $(C_HELLO) $(LDLIBS_C)" && \
-	  $(CC) $(CFLAGS) -o $(C_TEST_OUT)/hello $(C_HELLO) $(LDLIBS_C) && \
-	  echo "$(C_TEST_OUT)/hello" && timeout 120 $(C_TEST_OUT)/hello; \
-	fi
+	@mkdir -p $(C_TEST_OUT)
+	@for src in $(C_EXAMPLES); do \
+	  bin=$(C_TEST_OUT)/$$(basename $$src .c); \
+	  echo "$(CC) $(CFLAGS) -o $$bin $$src $(LDLIBS_C)" && \
+	  $(CC) $(CFLAGS) -o $$bin $$src $(LDLIBS_C) && \
+	  echo "$$bin" && timeout 120 $$bin || exit 1; \
+	done
 
 test-c: c-header-check $(C_TEST_BIN)
 	$(C_TEST_BIN) $(C_TEST_ARGS)

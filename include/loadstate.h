@@ -385,15 +385,20 @@ int lds_runtime_dispatch(lds_runtime *rt, int max_events);
  *              event.request / event.request_len the request (never NULL);
  *              the other fields of event are 0. The host starts the job
  *              exactly as it would in its start function.
+ *              LDS_RECORD_CANCEL (since 0.3): a job of a loader made with a
+ *              cancel function was cancelled, what cancel(rt, job,
+ *              loader_data) would have received; user_data is the loader's
+ *              loader_data, job the job; event is all 0.
  */
 #define LDS_RECORD_EVENT 1
 #define LDS_RECORD_START 2
+#define LDS_RECORD_CANCEL 3
 
 typedef struct lds_record {
   uint32_t size;       /* bytes from this record to the next: the fixed part, the data, padding to 8 */
-  uint32_t what;       /* LDS_RECORD_EVENT or LDS_RECORD_START */
-  void *user_data;     /* the cell's user_data (EVENT) or the loader's loader_data (START) */
-  lds_id job;          /* START: the job; 0 for EVENT */
+  uint32_t what;       /* LDS_RECORD_EVENT, LDS_RECORD_START or LDS_RECORD_CANCEL */
+  void *user_data;     /* the cell's user_data (EVENT) or the loader's loader_data (START, CANCEL) */
+  lds_id job;          /* START, CANCEL: the job; 0 for EVENT */
   lds_event event;     /* EVENT: the event; START: request and request_len only */
 } lds_record;
 
@@ -560,6 +565,37 @@ void lds_snapshot_clear(lds_snapshot *snap);
  */
 int lds_loader_new(lds_runtime *rt, lds_loader_fn start, void *loader_data,
                    void (*free_data)(void *), lds_id *out);
+
+/*
+ * Since 0.3. What lds_loader_new_ex makes: lds_loader_new's arguments, and
+ * a cancel function. cancel(rt, job, loader_data) (may be NULL) runs on the
+ * delivery thread, once, when a job of the loader is cancelled: from
+ * outside or from inside, superseded, timed out, its cell or the runtime
+ * freed, exactly when the job's lds_job_on_cancel callbacks would run (and
+ * before them). It does not run when the job ends by succeed, finish or
+ * fail, nor for a job whose start the host never received (cancelled in
+ * POLL mode before it was dispatched). With it a host learns of every
+ * cancellation without registering a callback per job. In POLL mode,
+ * lds_runtime_dispatch_records hands it over as an LDS_RECORD_CANCEL record.
+ */
+typedef struct lds_loader_options {
+  uint32_t size;            /* sizeof(lds_loader_options) */
+  lds_loader_fn start;      /* required */
+  void (*cancel)(lds_runtime *rt, lds_id job, void *loader_data); /* may be NULL */
+  void (*free_data)(void *loader_data); /* may be NULL; as in lds_loader_new */
+  void *loader_data;
+} lds_loader_options;
+
+#define LDS_LOADER_OPTIONS_INIT {sizeof(lds_loader_options), NULL, NULL, NULL, NULL}
+
+/*
+ * Creates a loader from options (see lds_loader_options); otherwise like
+ * lds_loader_new.
+ *
+ * Returns LDS_OK; LDS_EINVAL (rt, opts, opts->start or out NULL, opts->size
+ * too small for the fields up to loader_data); LDS_ECLOSED.
+ */
+int lds_loader_new_ex(lds_runtime *rt, const lds_loader_options *opts, lds_id *out);
 
 /*
  * Frees a loader: new loads with it return LDS_ENOENT; its running jobs go

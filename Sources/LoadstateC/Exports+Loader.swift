@@ -1,18 +1,36 @@
 import CLoadstateABI
 import Loadstate
 
+/// Makes a host loader and stores its id in `out`.
+private func newHostLoader(_ rt: OpaquePointer, start: lds_loader_fn, cancel: HostCancelFunction?,
+                           data: UnsafeMutableRawPointer?,
+                           freeData: (@convention(c) (UnsafeMutableRawPointer?) -> Void)?,
+                           out: UnsafeMutablePointer<UInt64>) -> Int32 {
+    withRuntime(rt) { runtime in
+        let loader = HostLoader(id: runtime.table.makeID(.loader), runtime: rt, start: start, cancel: cancel,
+                                data: data, freeData: freeData)
+        runtime.table.insert(loader)
+        out.pointee = loader.id
+        return LDS_OK
+    }
+}
+
 @_cdecl("lds_loader_new")
 public func ldsLoaderNew(_ rt: OpaquePointer?, _ start: lds_loader_fn?, _ loaderData: UnsafeMutableRawPointer?,
                          _ freeData: (@convention(c) (UnsafeMutableRawPointer?) -> Void)?,
                          _ out: UnsafeMutablePointer<UInt64>?) -> Int32 {
     guard let rt, let start, let out else { return LDS_EINVAL }
-    return withRuntime(rt) { runtime in
-        let loader = HostLoader(id: runtime.table.makeID(.loader), runtime: rt, start: start,
-                                data: loaderData, freeData: freeData)
-        runtime.table.insert(loader)
-        out.pointee = loader.id
-        return LDS_OK
-    }
+    return newHostLoader(rt, start: start, cancel: nil, data: loaderData, freeData: freeData, out: out)
+}
+
+@_cdecl("lds_loader_new_ex")
+public func ldsLoaderNewEx(_ rt: OpaquePointer?, _ opts: UnsafePointer<lds_loader_options>?,
+                           _ out: UnsafeMutablePointer<UInt64>?) -> Int32 {
+    guard let rt, let opts, let out, Int(opts.pointee.size) >= MemoryLayout<lds_loader_options>.size,
+          let start = opts.pointee.start else { return LDS_EINVAL }
+    let options = opts.pointee
+    return newHostLoader(rt, start: start, cancel: options.cancel, data: options.loader_data,
+                         freeData: options.free_data, out: out)
 }
 
 @_cdecl("lds_loader_free")

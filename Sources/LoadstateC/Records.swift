@@ -74,6 +74,15 @@ func writeStartRecord(job: UInt64, request: Bytes, loaderData: UnsafeMutableRawP
     return .written(size)
 }
 
+func writeCancelRecord(job: UInt64, loaderData: UnsafeMutableRawPointer?,
+                       into room: UnsafeMutableRawBufferPointer) -> Delivery.RecordOutcome {
+    let size = recordSize(0)
+    guard size <= room.count, let base = room.baseAddress else { return .needs(size) }
+    store(lds_record(size: UInt32(size), what: UInt32(LDS_RECORD_CANCEL), user_data: loaderData, job: job,
+                     event: lds_event()), at: base)
+    return .written(size)
+}
+
 @_cdecl("lds_runtime_dispatch_records")
 public func ldsRuntimeDispatchRecords(_ rt: OpaquePointer?, _ buf: UnsafeMutableRawPointer?, _ cap: Int,
                                       _ maxRecords: Int32, _ used: UnsafeMutablePointer<Int>?) -> Int32 {

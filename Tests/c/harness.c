@@ -531,6 +531,21 @@ lds_id host_new(lds_runtime *rt, host *h, host_start_fn on_start) {
   return h->id;
 }
 
+lds_id host_new_cancels(lds_runtime *rt, host *h, host_start_fn on_start, hook_log *cancels) {
+  memset(h, 0, sizeof *h);
+  h->rt = rt;
+  h->on_start = on_start;
+  h->cancels = cancels;
+  lds_loader_options o = LDS_LOADER_OPTIONS_INIT;
+  o.start = host_loader_start;
+  o.cancel = host_loader_cancel;
+  o.free_data = host_free_data;
+  o.loader_data = h;
+  CHECK_RC(lds_loader_new_ex(rt, &o, &h->id), LDS_OK);
+  CHECK(h->id != 0);
+  return h->id;
+}
+
 void host_destroy(host *h) {
   harness_lock();
   for (size_t i = 0; i < h->starts; i++) free(h->jobs[i].request);
@@ -580,21 +595,33 @@ void host_hook_start(host *h, lds_id job, const void *request, size_t len) {
 /* Cancel-hook log                                                     */
 /* ------------------------------------------------------------------ */
 
-static void hook_run(lds_id job, void *data) {
-  callback_enter("cancel hook");
-  hook_slot *slot = data;
-  hook_log *log = slot->log;
+/* Logs (job, tag) in log; with the harness lock not held. */
+static void hook_log_add(hook_log *log, lds_id job, int tag) {
   harness_lock();
   if (log->count == HOOK_LOG_MAX) {
     check_fail(__FILE__, __LINE__, "hook log full");
   } else {
     hook_entry *e = &log->entries[log->count++];
     e->job = job;
-    e->tag = slot->tag;
+    e->tag = tag;
     e->thread = pthread_self();
   }
   harness_notify();
   harness_unlock();
+}
+
+static void hook_run(lds_id job, void *data) {
+  callback_enter("cancel hook");
+  hook_slot *slot = data;
+  hook_log_add(slot->log, job, slot->tag);
+}
+
+void host_loader_cancel(lds_runtime *rt, lds_id job, void *loader_data) {
+  callback_enter("loader cancel");
+  host *h = loader_data;
+  if (rt != h->rt) check_fail(__FILE__, __LINE__, "loader cancel got another runtime");
+  if (h->cancels == NULL) check_fail(__FILE__, __LINE__, "loader cancel without a log");
+  else hook_log_add(h->cancels, job, LOADER_CANCEL_TAG);
 }
 
 int hook_add(lds_runtime *rt, lds_id job, hook_log *log, int tag) {
@@ -630,6 +657,14 @@ void fixture_init(fixture *f, uint32_t delivery, host_start_fn on_start) {
   rec_init(&f->rec, f->rt);
   f->cell = cell_new(f->rt, &f->rec);
   f->loader = host_new(f->rt, &f->h, on_start);
+}
+
+void fixture_init_cancels(fixture *f, uint32_t delivery, host_start_fn on_start) {
+  memset(f, 0, sizeof *f);
+  f->rt = rt_new(delivery);
+  rec_init(&f->rec, f->rt);
+  f->cell = cell_new(f->rt, &f->rec);
+  f->loader = host_new_cancels(f->rt, &f->h, on_start, &f->hooks);
 }
 
 void fixture_finish(fixture *f) {

@@ -266,6 +266,7 @@ struct host {
   size_t capacity;
   int free_data_calls;
   pthread_t free_data_thread;
+  struct hook_log *cancels;  /* where host_loader_cancel logs, or NULL */
   bool closed;  /* a start after this is a failure */
 };
 
@@ -281,6 +282,12 @@ const host_job *host_job_info(host *h, size_t i);
 #define HOST_WAIT(h, n) WAIT_FOR((h)->starts >= (size_t)(n))
 /* Waits until n starts ran their on_start to the end. */
 #define HOST_WAIT_DONE(h, n) WAIT_FOR((h)->started >= (size_t)(n))
+
+/* Like host_new, through lds_loader_new_ex with a cancel function,
+ * host_loader_cancel, that logs (job, LOADER_CANCEL_TAG) in `cancels`. */
+lds_id host_new_cancels(lds_runtime *rt, host *h, host_start_fn on_start, struct hook_log *cancels);
+#define LOADER_CANCEL_TAG (-1)
+void host_loader_cancel(lds_runtime *rt, lds_id job, void *loader_data);
 
 /* The start function of every host loader (h is its loader_data); a test
  * that takes loader starts as records calls it itself. */
@@ -341,6 +348,8 @@ typedef struct fixture {
 } fixture;
 
 void fixture_init(fixture *f, uint32_t delivery, host_start_fn on_start);
+/* fixture_init with a loader from host_new_cancels logging to f->hooks. */
+void fixture_init_cancels(fixture *f, uint32_t delivery, host_start_fn on_start);
 /* Frees the runtime, checks that the loader's free_data ran exactly once
  * by then, and that no callback comes later. */
 void fixture_finish(fixture *f);

@@ -578,11 +578,14 @@ int lds_loader_new(lds_runtime *rt, lds_loader_fn start, void *loader_data,
  * cancellation without registering a callback per job. In POLL mode,
  * lds_runtime_dispatch_records hands it over as an LDS_RECORD_CANCEL record.
  */
+typedef void (*lds_loader_cancel_fn)(lds_runtime *rt, lds_id job, void *loader_data);
+typedef void (*lds_free_fn)(void *loader_data);
+
 typedef struct lds_loader_options {
-  uint32_t size;            /* sizeof(lds_loader_options) */
-  lds_loader_fn start;      /* required */
-  void (*cancel)(lds_runtime *rt, lds_id job, void *loader_data); /* may be NULL */
-  void (*free_data)(void *loader_data); /* may be NULL; as in lds_loader_new */
+  uint32_t size;                 /* sizeof(lds_loader_options) */
+  lds_loader_fn start;           /* required */
+  lds_loader_cancel_fn cancel;   /* may be NULL */
+  lds_free_fn free_data;         /* may be NULL; as in lds_loader_new */
   void *loader_data;
 } lds_loader_options;
 

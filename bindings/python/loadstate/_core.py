@@ -25,8 +25,8 @@ from ctypes import byref, c_void_p
 from queue import SimpleQueue
 from typing import Any, Callable, Dict, List, Optional
 
-from ._library import (CANCEL_FN, EVENT_FN, EVENT_LAYOUT, FREE_FN, LOADER_FN, OP_LAYOUT, RECORD_EVENT, RECORD_LAYOUT,
-                       RECORD_START, Library, RuntimeOptions)
+from ._library import (CANCEL_FN, EVENT_FN, EVENT_LAYOUT, FREE_FN, LOADER_CANCEL_FN, LOADER_FN, OP_LAYOUT,
+                       RECORD_CANCEL, RECORD_EVENT, RECORD_LAYOUT, RECORD_START, Library, RuntimeOptions)
 from .errors import Closed, WrongState
 from .types import Delivery
 
@@ -126,14 +126,25 @@ def _free_callback(token: Optional[int]) -> None:
 @CANCEL_FN
 def _cancel_callback(job: int, token: Optional[int]) -> None:
     core = _objects.get(token)  # type: ignore[arg-type]
-    if core is None:
-        return
+    if core is not None:
+        _job_cancelled(core, job)
+
+
+def _job_cancelled(core: Any, job: int) -> None:
+    """A watched job was cancelled (its hook, or its loader's cancel function): its watchers learn of it."""
     try:
         watched = core.jobs.pop(job, None)
         if watched is not None:
             watched._cancelled_by_library()
     except BaseException as exc:  # noqa: BLE001
         core.report(exc, f"the cancel hooks of job {job}")
+
+
+@LOADER_CANCEL_FN
+def _loader_cancel_callback(_rt: int, job: int, token: Optional[int]) -> None:
+    loader = _objects.get(token)  # type: ignore[arg-type]
+    if loader is not None:
+        _job_cancelled(loader.core, job)
 
 
 def default_error_handler(exc: BaseException, context: str) -> None:
@@ -369,6 +380,10 @@ class Core:
                         loader.start(record[3], memory_at(record[12])[:length] if length else b"")
                     except BaseException as exc:  # noqa: BLE001
                         loader.core.report(exc, f"starting a job of {loader.name}")
+            elif what == RECORD_CANCEL:
+                loader = objects.get(record[2])
+                if loader is not None:
+                    _job_cancelled(loader.core, record[3])
             offset += record[0]
 
     # -- batches --------------------------------------------------------
@@ -541,4 +556,5 @@ class Core:
             pass  # the loop is closed: nobody is left to wake
 
 
-callbacks = {"event": _event_callback, "start": _start_callback, "free": _free_callback, "cancel": _cancel_callback}
+callbacks = {"event": _event_callback, "start": _start_callback, "free": _free_callback, "cancel": _cancel_callback,
+             "loader_cancel": _loader_cancel_callback}

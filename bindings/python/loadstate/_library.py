@@ -119,6 +119,7 @@ class RecordC(Structure):
 
 RECORD_EVENT = 1
 RECORD_START = 2
+RECORD_CANCEL = 3
 # The fixed part of a record before its lds_event, read with one unpack.
 RECORD_HEAD = struct.Struct("@IIPQ")
 # A whole record's fixed part, its lds_event included, read with one unpack.
@@ -230,6 +231,14 @@ EVENT_FN = CFUNCTYPE(None, c_void_p, c_void_p)
 LOADER_FN = CFUNCTYPE(None, c_void_p, c_uint64, c_void_p, c_size_t, c_void_p)
 FREE_FN = CFUNCTYPE(None, c_void_p)
 CANCEL_FN = CFUNCTYPE(None, c_uint64, c_void_p)
+LOADER_CANCEL_FN = CFUNCTYPE(None, c_void_p, c_uint64, c_void_p)
+
+
+class LoaderOptionsC(Structure):
+    """``lds_loader_options``."""
+
+    _fields_ = [("size", c_uint32), ("start", LOADER_FN), ("cancel", LOADER_CANCEL_FN), ("free_data", FREE_FN),
+                ("loader_data", c_void_p)]
 
 _rt = c_void_p
 _id = c_uint64
@@ -253,6 +262,7 @@ _PROTOTYPES: Dict[str, Tuple[object, List[object]]] = {
     "lds_loadable_get": (c_int, [_rt, _id, POINTER(SnapshotC)]),
     "lds_snapshot_clear": (None, [POINTER(SnapshotC)]),
     "lds_loader_new": (c_int, [_rt, LOADER_FN, c_void_p, FREE_FN, POINTER(c_uint64)]),
+    "lds_loader_new_ex": (c_int, [_rt, POINTER(LoaderOptionsC), POINTER(c_uint64)]),
     "lds_loader_free": (c_int, [_rt, _id]),
     "lds_job_yield": (c_int, [_rt, _id, c_char_p, c_size_t]),
     "lds_job_succeed": (c_int, [_rt, _id, c_char_p, c_size_t]),

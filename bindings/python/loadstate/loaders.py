@@ -21,10 +21,11 @@ import asyncio
 import inspect
 import threading
 import weakref
-from ctypes import byref, c_uint64
+from ctypes import byref, c_uint64, sizeof
 from typing import TYPE_CHECKING, Any, Callable, Optional, Tuple
 
 from . import _core
+from ._library import LOADER_CANCEL_FN, LoaderOptionsC
 from ._library import OP_FINISH as _OP_FINISH
 from ._library import OP_SUCCEED as _OP_SUCCEED
 from .codec import BYTES, Codec
@@ -381,11 +382,12 @@ class _LoaderState:
                 pass
             return
         job._loop = loop
-        try:
-            job._watch()  # the cancel hook cancels the task
-        except (Cancelled, Closed):
-            return  # cancelled before it began
         core = self.core
+        # Watched from its start (the loader's cancel function cancels the
+        # task); its cancellation cannot have been reported yet: that comes
+        # after the start.
+        core.jobs[job.id] = job
+        job._watching = True
         if loop is core.loop and core._reader_thread == threading.get_ident():
             running: Optional[asyncio.AbstractEventLoop] = loop
         else:
@@ -457,10 +459,15 @@ class Loader:
         state = _LoaderState(core, fn, codec, mode, loop, name)
         token = _core.register(state)
         out = c_uint64()
-        rc = core.dll.lds_loader_new(core.c_handle, _core._start_callback, token, _core._free_callback, byref(out))
+        # An async loader's jobs are all watched (a cancel cancels the task):
+        # the loader's cancel function reports them, with no hook per job.
+        options = LoaderOptionsC(sizeof(LoaderOptionsC), _core._start_callback,
+                                 _core._loader_cancel_callback if mode == "async" else LOADER_CANCEL_FN(),
+                                 _core._free_callback, token)
+        rc = core.dll.lds_loader_new_ex(core.c_handle, byref(options), byref(out))
         if rc < 0:
             _core.unregister(token)
-            raise core.lib.error(rc, "lds_loader_new")
+            raise core.lib.error(rc, "lds_loader_new_ex")
         self._adopt(runtime, out, fn, mode, codec, codec)
 
     @classmethod

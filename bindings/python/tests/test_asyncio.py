@@ -149,6 +149,50 @@ def test_cancelling_the_awaiting_task_cancels_the_job(errors):
     run(main())
 
 
+@pytest.mark.parametrize("delivery", [Delivery.POLL, Delivery.LOOP])
+def test_every_way_a_job_is_cancelled_cancels_its_async_loader(errors, delivery):
+    """The loader's cancel function reports each cancellation (no hook per job): cancel, a
+    superseding load, a timeout and a cancel from inside all cancel the loader's task."""
+    async def main():
+        with loadstate.Runtime(delivery, on_error=errors) as rt:
+            if delivery == Delivery.POLL:
+                rt.attach()
+            started: asyncio.Queue = asyncio.Queue()
+            cancelled: asyncio.Queue = asyncio.Queue()
+
+            @rt.loader
+            async def slow(job):
+                started.put_nowait(job.raw_request)
+                try:
+                    if job.raw_request == b"self":
+                        job.cancel()
+                    await asyncio.sleep(3600)
+                except asyncio.CancelledError:
+                    cancelled.put_nowait(job.raw_request)
+                    raise
+
+            cell = rt.loadable(slow)
+            cell.load(b"outside")
+            assert await started.get() == b"outside"
+            cell.cancel()
+            assert await cancelled.get() == b"outside"
+            cell.load(b"first")
+            assert await started.get() == b"first"
+            cell.load(b"second")
+            assert await cancelled.get() == b"first"
+            assert await started.get() == b"second"
+            cell.load(b"timed", timeout=0.001)
+            assert await cancelled.get() == b"second"
+            assert await started.get() == b"timed"
+            assert await cancelled.get() == b"timed"
+            cell.load(b"self")
+            assert await started.get() == b"self"
+            assert await cancelled.get() == b"self"
+
+    run(main())
+    assert errors.items == []
+
+
 def test_cancelling_a_superseded_await_leaves_the_newer_load_alone(errors):
     async def main():
         async with loadstate.Runtime(Delivery.POLL, on_error=errors) as rt:

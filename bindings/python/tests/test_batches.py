@@ -236,17 +236,23 @@ _operations = st.lists(st.one_of(
 
 
 def _answer(job):
-    """The inline loader of both runs: fails for b"err", else answers with the request and a mark."""
-    if job.raw_request == b"err":
+    """The inline loader of both runs: fails for requests that begin with b"err", else answers
+    with the request and a mark."""
+    if job.raw_request.startswith(b"err"):
         raise ValueError("refused")
     return job.raw_request + b"!"
 
 
-def _apply(cells, op: str, index: int, arg):
-    """Makes one operation; a load returns its Load."""
+def _apply(cells, position: int, op: str, index: int, arg):
+    """Makes one operation (the script's `position`-th); a load returns its Load.
+
+    Every request is made unique with the position: a Load cannot tell its
+    own start from that of an earlier load of equal request still starting
+    (see Load), which would make the settled states depend on timing.
+    """
     cell = cells[index]
     if op == "load":
-        return cell.load(arg)
+        return cell.load(arg + b".%d" % position)
     if op == "set_loaded":
         cell.set_loaded(arg)
     elif op == "set_error":
@@ -278,12 +284,12 @@ def _one_by_one(operations) -> list:
     with loadstate.Runtime(Delivery.POLL) as rt:
         cells, logs = _cells(rt)
         loads = []
-        for op, index, arg in _script(operations):
+        for position, (op, index, arg) in enumerate(_script(operations)):
             if op == "settle":
                 for load in loads:
                     load.result(WAIT)
             else:
-                load = _apply(cells, op, index, arg)
+                load = _apply(cells, position, op, index, arg)
                 if load is not None:
                     loads.append(load)
         for load in loads:
@@ -298,12 +304,12 @@ def _batched(operations) -> list:
             spy = SubmitSpy(rt)
             cells, logs = _cells(rt)
             loads = []
-            for op, index, arg in _script(operations):
+            for position, (op, index, arg) in enumerate(_script(operations)):
                 if op == "settle":
                     for load in loads:
                         await load
                 else:
-                    load = _apply(cells, op, index, arg)
+                    load = _apply(cells, position, op, index, arg)
                     if load is not None:
                         loads.append(load)
             for load in loads:

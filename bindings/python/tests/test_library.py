@@ -62,6 +62,7 @@ STRUCTS = {
     "lds_http_response": "HttpResponseC", "lds_memory_cache_options": "MemoryCacheOptionsC",
     "lds_persistent_cache_options": "PersistentCacheOptionsC", "lds_cache_value": "CacheValueC",
     "lds_cache_statistics": "CacheStatisticsC", "lds_record": "RecordC", "lds_op": "OpC",
+    "lds_loader_options": "LoaderOptionsC",
 }
 
 

@@ -41,6 +41,7 @@ pub const LDS_FAILED: i32 = 7;
 pub const LDS_EVENT_STATE: u32 = 1;
 pub const LDS_RECORD_EVENT: u32 = 1;
 pub const LDS_RECORD_START: u32 = 2;
+pub const LDS_RECORD_CANCEL: u32 = 3;
 pub const LDS_OP_LOAD: u32 = 1;
 pub const LDS_OP_CANCEL: u32 = 2;
 pub const LDS_OP_YIELD: u32 = 3;
@@ -439,6 +440,31 @@ pub type lds_free_fn = unsafe extern "C" fn(data: *mut c_void);
 
 pub type lds_cancel_fn = unsafe extern "C" fn(job: lds_id, data: *mut c_void);
 
+/// A loader's cancel function (`lds_loader_options.cancel`).
+pub type lds_loader_cancel_fn = unsafe extern "C" fn(rt: *mut lds_runtime, job: lds_id, loader_data: *mut c_void);
+
+/// What `lds_loader_new_ex` makes.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct lds_loader_options {
+    pub size: u32,
+    pub start: Option<lds_loader_fn>,
+    pub cancel: Option<lds_loader_cancel_fn>,
+    pub free_data: Option<lds_free_fn>,
+    pub loader_data: *mut c_void,
+}
+
+impl lds_loader_options {
+    /// The value of `LDS_LOADER_OPTIONS_INIT`.
+    pub const INIT: Self = lds_loader_options {
+        size: core::mem::size_of::<lds_loader_options>() as u32,
+        start: None,
+        cancel: None,
+        free_data: None,
+        loader_data: core::ptr::null_mut(),
+    };
+}
+
 unsafe extern "C" {
     pub fn lds_strerror(code: c_int) -> *const c_char;
     pub fn lds_version() -> u32;
@@ -486,6 +512,7 @@ unsafe extern "C" {
         free_data: Option<lds_free_fn>,
         out: *mut lds_id,
     ) -> c_int;
+    pub fn lds_loader_new_ex(rt: *mut lds_runtime, opts: *const lds_loader_options, out: *mut lds_id) -> c_int;
     pub fn lds_loader_free(rt: *mut lds_runtime, loader: lds_id) -> c_int;
 
     pub fn lds_job_yield(rt: *mut lds_runtime, job: lds_id, value: *const c_void, len: usize) -> c_int;

@@ -74,6 +74,9 @@ int main(void) {
   SIZE(lds_record);
   FIELD(lds_record, size); FIELD(lds_record, what); FIELD(lds_record, user_data); FIELD(lds_record, job);
   FIELD(lds_record, event);
+  SIZE(lds_loader_options);
+  FIELD(lds_loader_options, size); FIELD(lds_loader_options, start); FIELD(lds_loader_options, cancel);
+  FIELD(lds_loader_options, free_data); FIELD(lds_loader_options, loader_data);
   SIZE(lds_op);
   FIELD(lds_op, op); FIELD(lds_op, code); FIELD(lds_op, target); FIELD(lds_op, loader); FIELD(lds_op, data);
   FIELD(lds_op, data_len);
@@ -81,6 +84,9 @@ int main(void) {
   FIELD(lds_cache_statistics, hits); FIELD(lds_cache_statistics, misses); FIELD(lds_cache_statistics, evictions);
   FIELD(lds_cache_statistics, expirations); FIELD(lds_cache_statistics, entries); FIELD(lds_cache_statistics, bytes);
 
+  lds_loader_options lso = LDS_LOADER_OPTIONS_INIT;
+  printf("init lds_loader_options %u %d\n", lso.size,
+         lso.start != NULL || lso.cancel != NULL || lso.free_data != NULL || lso.loader_data != NULL);
   lds_runtime_options ro = LDS_RUNTIME_OPTIONS_INIT;
   printf("init lds_runtime_options %u %u %u\n", ro.size, ro.delivery, ro.spin_us);
   lds_load_options lo = LDS_LOAD_OPTIONS_INIT;
@@ -289,6 +295,7 @@ fn structs_and_constants_match_the_c_header() {
     fields!(lds_cache_statistics: hits, misses, evictions, expirations, entries, bytes);
     fields!(lds_record: size, what, user_data, job, event);
     fields!(lds_op: op, code, target, loader, data, data_len);
+    fields!(lds_loader_options: size, start, cancel, free_data, loader_data);
     checker.check("size lds_id", size_of::<lds_id>());
     checker.check("align lds_id", align_of::<lds_id>());
 
@@ -322,6 +329,7 @@ fn structs_and_constants_match_the_c_header() {
         LDS_EVENT_INTERRUPT,
         LDS_RECORD_EVENT,
         LDS_RECORD_START,
+        LDS_RECORD_CANCEL,
         LDS_OP_LOAD,
         LDS_OP_CANCEL,
         LDS_OP_YIELD,
@@ -352,6 +360,15 @@ fn structs_and_constants_match_the_c_header() {
         LDS_HTTP_NO_REDIRECTS,
     );
 
+    let lso = lds_loader_options::INIT;
+    checker.check(
+        "init lds_loader_options",
+        format!(
+            "{} {}",
+            lso.size,
+            u8::from(lso.start.is_some() || lso.cancel.is_some() || lso.free_data.is_some() || !lso.loader_data.is_null())
+        ),
+    );
     let ro = lds_runtime_options::INIT;
     checker.check("init lds_runtime_options", format!("{} {} {}", ro.size, ro.delivery, ro.spin_us));
     let lo = lds_load_options::INIT;

@@ -177,13 +177,15 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
         guard !isFreed else { return }
         let restore = abandonSession() ?? state
         lastSpec = spec
-        var shown = state
+        // What a silent load shows (the current state unless the cache has
+        // one); copied only for such a load: a copy retains what it holds.
+        var cachedShown: CellState<Value, Request>?
         if let cache = spec.cache, cache.policy != .loadOnly, flavor == .loadable {
             switch serveFromCache(cache, spec: spec) {
             case .served: return
             case .revalidate(let cached):
                 // The cached value is shown while a silent load revalidates it.
-                shown = cached
+                cachedShown = cached
                 lastSpec?.options.silent = true
             case .load: break
             }
@@ -196,6 +198,7 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
         // so that a host seeing that event knows the cell waits for the job.
         let joined = joinSharedJob()
         if lastSpec?.options.silent == true {
+            var shown = cachedShown ?? state
             shown.isRefreshing = true
             shown.attempt = 1
             if markStale { shown.isStale = true }
@@ -589,7 +592,7 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     // MARK: - Events
 
     /// Emits an event; with `newState`, the cell takes that state first.
-    private func emit(_ type: EventType, _ newState: CellState<Value, Request>? = nil, changed: Bool = true,
+    private func emit(_ type: EventType, _ newState: consuming CellState<Value, Request>? = nil, changed: Bool = true,
                       cancelled: Bool = false, elapsedMs: UInt64 = 0, progress: (UInt64, UInt64) = (0, 0)) {
         let event = CellEvent(type: type, cell: id, seq: published.seq + 1, load: UInt64(session?.serial ?? 0),
                               state: newState ?? published.state, stateChanged: changed && type == .state,

@@ -140,11 +140,16 @@ def _job_cancelled(core: Any, job: int) -> None:
         core.report(exc, f"the cancel hooks of job {job}")
 
 
-@LOADER_CANCEL_FN
-def _loader_cancel_callback(_rt: int, job: int, token: Optional[int]) -> None:
+def _loader_job_cancelled(token: Optional[int], job: int) -> None:
+    """A job of the loader registered under ``token`` was cancelled (a callback or a record)."""
     loader = _objects.get(token)  # type: ignore[arg-type]
     if loader is not None:
         _job_cancelled(loader.core, job)
+
+
+@LOADER_CANCEL_FN
+def _loader_cancel_callback(_rt: int, job: int, token: Optional[int]) -> None:
+    _loader_job_cancelled(token, job)
 
 
 def default_error_handler(exc: BaseException, context: str) -> None:
@@ -353,37 +358,17 @@ class Core:
                 self.flush()
 
     def _handle_records(self, buffer: Any, used: int) -> None:
-        """Delivers each record as its callback would have: events to cells, starts to loaders.
-
-        (What _deliver and _start do, written out: this loop runs for every
-        event and start of a POLL-mode runtime.)
-        """
-        cells = self.cells
-        objects = _objects
+        """Delivers each record as its callback would have: events to cells, starts and cancels to loaders."""
         offset = 0
         while offset < used:
             record = _unpack_record_from(buffer, offset)
             what = record[1]
             if what == RECORD_EVENT:
-                raw = record[4:]
-                state = cells.get(raw[1])
-                if state is not None:
-                    try:
-                        state.deliver(raw)
-                    except BaseException as exc:  # noqa: BLE001 - nothing may escape
-                        self.report(exc, "an event callback")
+                _deliver(self, record[4:])
             elif what == RECORD_START:
-                loader = objects.get(record[2])
-                if loader is not None:
-                    length = record[13]  # the event's request_len
-                    try:
-                        loader.start(record[3], memory_at(record[12])[:length] if length else b"")
-                    except BaseException as exc:  # noqa: BLE001
-                        loader.core.report(exc, f"starting a job of {loader.name}")
+                _start(record[2], record[3], record[12], record[13])  # the event's request, request_len
             elif what == RECORD_CANCEL:
-                loader = objects.get(record[2])
-                if loader is not None:
-                    _job_cancelled(loader.core, record[3])
+                _loader_job_cancelled(record[2], record[3])
             offset += record[0]
 
     # -- batches --------------------------------------------------------

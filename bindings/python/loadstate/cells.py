@@ -332,16 +332,10 @@ class Cell:
             raw = request
         else:
             raw = b"" if request is None else state.request_codec.encode(request)
-        if (options is None and kind is None and core.batch_thread == _get_ident() and not loader._closed
-                and not state.closed and len(raw) <= _VALUE_MAX):
-            # On the attached asyncio loop: the call joins the batch submitted
-            # at the end of the loop's current callback (Core.defer).
-            load = Load(self, state, raw, False, None)
-            state.gen = load._gen = state.gen + 1
-            state.waiters.append(load)
-            core.defer(_OP_LOAD, state.id, loader.id, raw, load)
-            self._last_loader = loader
-            return load
+        # On the attached asyncio loop a load without options joins the batch
+        # submitted at the end of the loop's current callback (Core.defer).
+        deferred = (options is None and kind is None and core.batch_thread == _get_ident() and not loader._closed
+                    and not state.closed and len(raw) <= _VALUE_MAX)
         c_options = keep = None
         silent = False
         policy = 0
@@ -357,7 +351,10 @@ class Cell:
         state.gen = load._gen = state.gen + 1
         waiters = state.waiters
         waiters.append(load)  # before the call: the start event may come at once
-        if kind is None:
+        if deferred:
+            core.defer(_OP_LOAD, state.id, loader.id, raw, load)
+            rc = 0
+        elif kind is None:
             rc = core.dll.lds_loadable_load(core.c_handle, state.c_id, loader.c_id, raw, len(raw), c_options)
         else:
             rc = core.dll.lds_process_run(core.c_handle, state.c_id, kind, loader.c_id, raw, len(raw), c_options)

@@ -91,6 +91,12 @@ class Job:
         if self._watching:
             self._core.jobs.pop(self.id, None)
 
+    def _defer_end(self, result: Any, data: bytes) -> None:
+        """Ends the job in the batch of the attached loop (Core.defer): finish for ``None``, else
+        succeed with ``data``, the result encoded."""
+        self._ended_by_us()
+        self._core.defer(_OP_FINISH if result is None else _OP_SUCCEED, self.id, 0, data, self)
+
     def _refused(self, code: int) -> None:
         """A deferred ending the library refused: as a refused call of the job's own."""
         self._ended = False
@@ -231,12 +237,9 @@ class Job:
     def _complete(self, result: Any) -> None:
         if self._detached or self._ended:
             return
-        core = self._core
-        if core.batch_thread == _get_ident():
-            # The loader returned on the attached asyncio loop: the ending joins the batch (Core.defer).
-            data = b"" if result is None else self._codec.encode(result)
-            self._ended_by_us()
-            core.defer(_OP_FINISH if result is None else _OP_SUCCEED, self.id, 0, data, self)
+        if self._core.batch_thread == _get_ident():
+            # The loader returned on the attached asyncio loop: the ending joins the batch.
+            self._defer_end(result, b"" if result is None else self._codec.encode(result))
             return
         try:
             if result is None:
@@ -356,9 +359,7 @@ class _LoaderState:
                 # The common case of an inline loader, without the general path's checks.
                 core = self.core
                 if core.batch_thread == _get_ident():
-                    # On the attached asyncio loop: joins the batch (Core.defer).
-                    job._ended_by_us()
-                    core.defer(_OP_SUCCEED, job_id, 0, result, job)
+                    job._defer_end(result, result)  # on the attached asyncio loop: joins the batch
                     return
                 rc = core.dll.lds_job_succeed(core.c_handle, job_id, result, len(result))
                 if rc == 0:

@@ -8,22 +8,27 @@ private func submit(_ rt: OpaquePointer?, _ job: UInt64, _ op: JobOperation<Byte
     }
 }
 
+/// A job call that carries a value (yield, succeed): copies the value
+/// (the caller's buffer is checked first, as for every call), then hands
+/// the operation made of it to `submit`.
+func submitValue(_ value: UnsafeRawPointer?, _ length: Int, _ operation: (Bytes) -> JobOperation<Bytes>,
+                 _ submit: (JobOperation<Bytes>) -> Int32) -> Int32 {
+    switch copyBytes(value, length) {
+    case .success(let bytes): return submit(operation(bytes))
+    case .failure(let code): return code.rawValue
+    }
+}
+
 @_cdecl("lds_job_yield")
 public func ldsJobYield(_ rt: OpaquePointer?, _ job: UInt64, _ value: UnsafeRawPointer?, _ length: Int) -> Int32 {
     guard rt != nil else { return LDS_EINVAL }
-    switch copyBytes(value, length) {
-    case .success(let bytes): return submit(rt, job, .yield(bytes))
-    case .failure(let code): return code.rawValue
-    }
+    return submitValue(value, length, JobOperation.yield) { submit(rt, job, $0) }
 }
 
 @_cdecl("lds_job_succeed")
 public func ldsJobSucceed(_ rt: OpaquePointer?, _ job: UInt64, _ value: UnsafeRawPointer?, _ length: Int) -> Int32 {
     guard rt != nil else { return LDS_EINVAL }
-    switch copyBytes(value, length) {
-    case .success(let bytes): return submit(rt, job, .succeed(bytes))
-    case .failure(let code): return code.rawValue
-    }
+    return submitValue(value, length, JobOperation.succeed) { submit(rt, job, $0) }
 }
 
 @_cdecl("lds_job_finish")

@@ -4,14 +4,19 @@ import Loadstate
 import Glibc
 #endif
 
+/// A live cell of the given flavor, or nil.
+@inline(__always)
+func findCell(_ runtime: Runtime, _ id: UInt64, _ flavor: CellFlavor) -> ByteCell? {
+    guard let cell = runtime.table.lookup(id, as: ByteCell.self), cell.flavor == flavor else { return nil }
+    return cell
+}
+
 /// Finds a live cell of the given flavor.
 @inline(__always)
 func withCell(_ rt: OpaquePointer?, _ id: UInt64, _ flavor: CellFlavor,
               _ body: (Runtime, ByteCell) -> Int32) -> Int32 {
     withRuntime(rt) { runtime in
-        guard let cell = runtime.table.lookup(id, as: ByteCell.self), cell.flavor == flavor else {
-            return LDS_ENOENT
-        }
+        guard let cell = findCell(runtime, id, flavor) else { return LDS_ENOENT }
         return body(runtime, cell)
     }
 }
@@ -43,10 +48,38 @@ func freeCell(_ rt: OpaquePointer?, _ id: UInt64, _ flavor: CellFlavor) -> Int32
     }
 }
 
+/// A load found and recorded under the table lock: its cell, its spec, and
+/// the ticket the cell gave it (see `Cell.load(_:ticket:)`).
+struct PreparedLoad {
+    let cell: ByteCell
+    let spec: LoadSpec<Bytes, Bytes>
+    let ticket: UInt64
+}
+
+/// With the table lock held: finds a load's cell (of `flavor`), loader and
+/// cache, and records the load on the cell; nil when one is not there.
+func prepareLoadLocked(_ storage: inout HandleTable.Storage, cell id: UInt64, flavor: CellFlavor, loader loaderID: UInt64,
+                       request: Bytes, kind: Int32, options: LoadOptions, choice: CacheChoice?,
+                       share: Bool) -> PreparedLoad? {
+    guard let cell = storage.handles[id] as? ByteCell, cell.flavor == flavor,
+          let loader = storage.handles[loaderID] as? ByteLoader else { return nil }
+    var options = options
+    var cache: CacheUse<Bytes>?
+    if let choice {
+        guard let store = storage.handles[choice.id] as? any CacheStore else { return nil }
+        cache = CacheUse(store: store, key: choice.key ?? request, policy: choice.policy,
+                         freshMs: choice.freshMs, maxAgeMs: choice.maxAgeMs)
+    }
+    if share { options.shareKey = cache?.key ?? request }
+    let ticket = cell.prepareLoadLocked(loader: loaderID)
+    return PreparedLoad(cell: cell, spec: LoadSpec(loader: loader, request: request, kind: kind, options: options,
+                                                   cache: cache), ticket: ticket)
+}
+
 func startLoad(_ rt: OpaquePointer?, _ id: UInt64, _ flavor: CellFlavor, _ kind: Int32, _ loaderID: UInt64,
                _ request: UnsafeRawPointer?, _ requestLength: Int, _ opts: UnsafePointer<lds_load_options>?) -> Int32 {
     withRuntime(rt) { runtime in
-        var options: LoadOptions
+        let options: LoadOptions
         let choice: CacheChoice?
         switch LoadOptions.from(opts) {
         case .success(let parsed): (options, choice) = parsed
@@ -62,20 +95,12 @@ func startLoad(_ rt: OpaquePointer?, _ id: UInt64, _ flavor: CellFlavor, _ kind:
         let share = (opts?.pointee.flags ?? 0) & UInt32(LDS_LOAD_SHARE) != 0
         // One visit to the table: the cell, the loader, the cache, and what
         // the load records before it is queued.
-        let found = runtime.table.withLock { storage -> (ByteCell, LoadSpec<Bytes, Bytes>, UInt64)? in
-            guard let cell = storage.handles[id] as? ByteCell, cell.flavor == flavor,
-                  let loader = storage.handles[loaderID] as? ByteLoader else { return nil }
-            var cache: CacheUse<Bytes>?
-            if let choice {
-                guard let store = storage.handles[choice.id] as? any CacheStore else { return nil }
-                cache = CacheUse(store: store, key: choice.key ?? bytes, policy: choice.policy,
-                                 freshMs: choice.freshMs, maxAgeMs: choice.maxAgeMs)
-            }
-            if share { options.shareKey = cache?.key ?? bytes }
-            let ticket = cell.prepareLoadLocked(loader: loaderID)
-            return (cell, LoadSpec(loader: loader, request: bytes, kind: kind, options: options, cache: cache), ticket)
+        let found = runtime.table.withLock { storage in
+            prepareLoadLocked(&storage, cell: id, flavor: flavor, loader: loaderID, request: bytes, kind: kind,
+                              options: options, choice: choice, share: share)
         }
-        guard let (cell, spec, ticket) = found else { return LDS_ENOENT }
+        guard let found else { return LDS_ENOENT }
+        let (cell, spec, ticket) = (found.cell, found.spec, found.ticket)
         runtime.loop.execute { cell.load(spec, ticket: ticket) }
         return LDS_OK
     }

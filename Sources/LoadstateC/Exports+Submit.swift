@@ -32,13 +32,6 @@ public func ldsRuntimeSubmit(_ rt: OpaquePointer?, _ ops: UnsafePointer<lds_op>?
     }
 }
 
-/// A load of a batch once its request is copied and its ids are found.
-private struct BatchLoad {
-    let cell: ByteCell
-    let spec: LoadSpec<Bytes, Bytes>
-    let ticket: UInt64
-}
-
 /// Loads `ops[range]` (all `LDS_OP_LOAD`); returns how many were accepted.
 private func submitLoads(_ runtime: Runtime, _ ops: UnsafePointer<lds_op>, _ range: Range<Int>,
                          _ results: UnsafeMutablePointer<Int32>?) -> Int32 {
@@ -60,20 +53,20 @@ private func submitLoads(_ runtime: Runtime, _ ops: UnsafePointer<lds_op>, _ ran
             results?[index] = code.rawValue
         }
     }
-    var loads: [BatchLoad] = []
+    var loads: [PreparedLoad] = []
     loads.reserveCapacity(range.count)
+    let defaults = LoadOptions()
     runtime.table.withLock { storage in
         for (offset, index) in range.enumerated() {
             guard let request = requests[offset] else { continue }
             let op = ops[index]
-            guard let cell = storage.handles[op.target] as? ByteCell, cell.flavor == .loadable,
-                  let loader = storage.handles[op.loader] as? ByteLoader else {
+            guard let load = prepareLoadLocked(&storage, cell: op.target, flavor: .loadable, loader: op.loader,
+                                               request: request, kind: 0, options: defaults, choice: nil,
+                                               share: false) else {
                 results?[index] = LDS_ENOENT
                 continue
             }
-            let ticket = cell.prepareLoadLocked(loader: op.loader)
-            let spec = LoadSpec(loader: loader, request: request, kind: 0, options: LoadOptions(), cache: nil)
-            loads.append(BatchLoad(cell: cell, spec: spec, ticket: ticket))
+            loads.append(load)
             results?[index] = LDS_OK
         }
     }
@@ -99,18 +92,13 @@ private func submitCall(_ runtime: Runtime, _ op: lds_op) -> Int32 {
           usesData || (op.data == nil && op.data_len == 0) else { return LDS_EINVAL }
     switch Int32(bitPattern: op.op) {
     case LDS_OP_CANCEL:
-        guard let cell = runtime.table.lookup(op.target, as: ByteCell.self), cell.flavor == .loadable else {
-            return LDS_ENOENT
-        }
+        guard let cell = findCell(runtime, op.target, .loadable) else { return LDS_ENOENT }
         cell.leave { $0.cancel() }
         return LDS_OK
     case LDS_OP_YIELD, LDS_OP_SUCCEED:
-        switch copyBytes(op.data, op.data_len) {
-        case .success(let bytes):
-            let operation: JobOperation<Bytes> = op.op == UInt32(LDS_OP_YIELD) ? .yield(bytes) : .succeed(bytes)
-            return runtime.submit(operation, job: op.target, of: ByteJob.self).rawValue
-        case .failure(let code):
-            return code.rawValue
+        let yields = op.op == UInt32(LDS_OP_YIELD)
+        return submitValue(op.data, op.data_len, { yields ? .yield($0) : .succeed($0) }) { operation in
+            runtime.submit(operation, job: op.target, of: ByteJob.self).rawValue
         }
     case LDS_OP_FINISH:
         return runtime.submit(.finish, job: op.target, of: ByteJob.self).rawValue

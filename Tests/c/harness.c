@@ -522,20 +522,23 @@ static void host_free_data(void *data) {
   harness_unlock();
 }
 
-lds_id host_new(lds_runtime *rt, host *h, host_start_fn on_start) {
+/* A host with no job yet, for a loader made on rt. */
+static void host_reset(host *h, lds_runtime *rt, host_start_fn on_start, hook_log *cancels) {
   memset(h, 0, sizeof *h);
   h->rt = rt;
   h->on_start = on_start;
+  h->cancels = cancels;
+}
+
+lds_id host_new(lds_runtime *rt, host *h, host_start_fn on_start) {
+  host_reset(h, rt, on_start, NULL);
   CHECK_RC(lds_loader_new(rt, host_loader_start, h, host_free_data, &h->id), LDS_OK);
   CHECK(h->id != 0);
   return h->id;
 }
 
 lds_id host_new_cancels(lds_runtime *rt, host *h, host_start_fn on_start, hook_log *cancels) {
-  memset(h, 0, sizeof *h);
-  h->rt = rt;
-  h->on_start = on_start;
-  h->cancels = cancels;
+  host_reset(h, rt, on_start, cancels);
   lds_loader_options o = LDS_LOADER_OPTIONS_INIT;
   o.start = host_loader_start;
   o.cancel = host_loader_cancel;
@@ -651,19 +654,21 @@ size_t hook_count(hook_log *log, lds_id job) {
 /* Fixture                                                             */
 /* ------------------------------------------------------------------ */
 
-void fixture_init(fixture *f, uint32_t delivery, host_start_fn on_start) {
+/* A runtime and a cell reporting to f->rec; the loader is the caller's. */
+static void fixture_open(fixture *f, uint32_t delivery) {
   memset(f, 0, sizeof *f);
   f->rt = rt_new(delivery);
   rec_init(&f->rec, f->rt);
   f->cell = cell_new(f->rt, &f->rec);
+}
+
+void fixture_init(fixture *f, uint32_t delivery, host_start_fn on_start) {
+  fixture_open(f, delivery);
   f->loader = host_new(f->rt, &f->h, on_start);
 }
 
 void fixture_init_cancels(fixture *f, uint32_t delivery, host_start_fn on_start) {
-  memset(f, 0, sizeof *f);
-  f->rt = rt_new(delivery);
-  rec_init(&f->rec, f->rt);
-  f->cell = cell_new(f->rt, &f->rec);
+  fixture_open(f, delivery);
   f->loader = host_new_cancels(f->rt, &f->h, on_start, &f->hooks);
 }
 

@@ -641,13 +641,22 @@ int hook_add(lds_runtime *rt, lds_id job, hook_log *log, int tag) {
   return lds_job_on_cancel(rt, job, hook_run, slot);
 }
 
-size_t hook_count(hook_log *log, lds_id job) {
+/* How many entries of log are for job, with the given tag unless any_tag. */
+static size_t hook_entries(hook_log *log, lds_id job, bool any_tag, int tag) {
   size_t n = 0;
   harness_lock();
   for (size_t i = 0; i < log->count; i++)
-    if (log->entries[i].job == job) n++;
+    if (log->entries[i].job == job && (any_tag || log->entries[i].tag == tag)) n++;
   harness_unlock();
   return n;
+}
+
+size_t hook_count(hook_log *log, lds_id job) {
+  return hook_entries(log, job, true, 0);
+}
+
+size_t loader_cancel_count(hook_log *log, lds_id job) {
+  return hook_entries(log, job, false, LOADER_CANCEL_TAG);
 }
 
 /* ------------------------------------------------------------------ */

@@ -333,6 +333,8 @@ struct hook_log {
 int hook_add(lds_runtime *rt, lds_id job, hook_log *log, int tag);
 /* How many times hooks ran for job. */
 size_t hook_count(hook_log *log, lds_id job);
+/* How many times host_loader_cancel ran for job (entries tagged LOADER_CANCEL_TAG). */
+size_t loader_cancel_count(hook_log *log, lds_id job);
 
 /* ------------------------------------------------------------------ */
 /* Fixture: a runtime, one cell, one host loader                        */

@@ -7,16 +7,6 @@
 
 #include "harness.h"
 
-/* How many times the loader's cancel function ran for job. */
-static size_t loader_cancels(hook_log *log, lds_id job) {
-  size_t n = 0;
-  harness_lock();
-  for (size_t i = 0; i < log->count; i++)
-    if (log->entries[i].job == job && log->entries[i].tag == LOADER_CANCEL_TAG) n++;
-  harness_unlock();
-  return n;
-}
-
 TEST(test_loader_cancel_runs_for_cancelled_jobs_only_and_before_their_hooks) {
   fixture f;
   fixture_init_cancels(&f, LDS_DELIVER_LOOP, NULL);
@@ -64,14 +54,14 @@ TEST(test_loader_cancel_runs_for_cancelled_jobs_only_and_before_their_hooks) {
   REQUIRE(HOST_WAIT(&f.h, 8));
   lds_id last = host_job_at(&f.h, 7);
   fixture_finish(&f);
-  CHECK_EQ(loader_cancels(&f.hooks, a), 1);
-  CHECK_EQ(loader_cancels(&f.hooks, b), 0);
-  CHECK_EQ(loader_cancels(&f.hooks, c), 0);
-  CHECK_EQ(loader_cancels(&f.hooks, d), 0);
-  CHECK_EQ(loader_cancels(&f.hooks, e), 1);
-  CHECK_EQ(loader_cancels(&f.hooks, g), 1);
-  CHECK_EQ(loader_cancels(&f.hooks, t), 1);
-  CHECK_EQ(loader_cancels(&f.hooks, last), 1); /* before lds_runtime_free returned */
+  CHECK_EQ(loader_cancel_count(&f.hooks, a), 1);
+  CHECK_EQ(loader_cancel_count(&f.hooks, b), 0);
+  CHECK_EQ(loader_cancel_count(&f.hooks, c), 0);
+  CHECK_EQ(loader_cancel_count(&f.hooks, d), 0);
+  CHECK_EQ(loader_cancel_count(&f.hooks, e), 1);
+  CHECK_EQ(loader_cancel_count(&f.hooks, g), 1);
+  CHECK_EQ(loader_cancel_count(&f.hooks, t), 1);
+  CHECK_EQ(loader_cancel_count(&f.hooks, last), 1); /* before lds_runtime_free returned */
   CHECK_EQ(f.hooks.count, 6);                  /* five loader cancels and the hook of a */
 }
 

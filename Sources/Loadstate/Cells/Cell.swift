@@ -356,7 +356,13 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
         if let shareKey { runtime.share(shareKey, job: job) }
         session!.job = job
         loader.jobStarted()
+        job.isStarting = true
         loader.start(job, runtime: runtime)
+        job.isStarting = false
+        if job.settleAfterStart {
+            job.settleAfterStart = false
+            job.settle()
+        }
     }
 
     /// Waits for the running job of another load with the same share key,

@@ -60,6 +60,11 @@ public final class Job<Value, Request>: Handle, @unchecked Sendable {
     // Loop thread only.
     /// Whether the job yielded a value.
     var yielded = false
+    /// Set while its loader's `start` runs: operations submitted from
+    /// there are applied when `start` returns (`settleAfterStart`).
+    var isStarting = false
+    /// An operation was submitted from inside `start`.
+    var settleAfterStart = false
     private var finished = false
 
     /// The key and cache of a shared or cached job, and the last value it

@@ -84,9 +84,15 @@ public final class Runtime: @unchecked Sendable {
             return .ok
         }
         if let job = scheduled {
-            // A closure made here, where the job's types are known, keeps the
-            // loop's side of the work specialized for them.
-            loop.afterCurrent { job.settle() }
+            if loop.isLoopThread && job.isStarting {
+                // From inside the loader's `start` (a job completed at
+                // once): applied as soon as `start` returns.
+                job.settleAfterStart = true
+            } else {
+                // A closure made here, where the job's types are known,
+                // keeps the loop's side of the work specialized for them.
+                loop.afterCurrent { job.settle() }
+            }
         }
         return rc
     }

@@ -196,8 +196,8 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
                           attempt: 1)
         // A load that shares a running job joins it before its first event,
         // so that a host seeing that event knows the cell waits for the job.
-        let joined = joinSharedJob()
-        if lastSpec?.options.silent == true {
+        let joined = spec.options.shareKey != nil && joinSharedJob()
+        if spec.options.silent || cachedShown != nil {
             var shown = cachedShown ?? state
             shown.isRefreshing = true
             shown.attempt = 1
@@ -207,8 +207,8 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
             emit(.state, CellState(status: .loading, kind: spec.kind, value: nil, error: nil, request: spec.request,
                                    isPartial: false, isRefreshing: false, attempt: 1, updatedAt: Clock.wallMs()))
         }
-        armTimers(spec.options)
-        if !joined { startAttempt() }
+        armTimers(timeoutMs: spec.options.timeoutMs, interrupts: !spec.options.interruptsMs.isEmpty)
+        if !joined { startAttempt(spec) }
     }
 
     private enum CacheOutcome {
@@ -326,23 +326,26 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     // MARK: - Sessions and jobs
 
     // The session and the spec are read field by field in the paths every
-    // load takes: a copy of either retains (and later releases) everything
-    // they hold.
-    private func startAttempt() {
-        guard let attempt = session?.attempt, let loader = lastSpec?.loader else { return }
+    // load takes (the spec as a borrowed argument): a copy of either
+    // retains (and later releases) everything they hold.
+
+    /// Starts the current session's next attempt of `spec` (`lastSpec`).
+    private func startAttempt(_ spec: LoadSpec<Value, Request>) {
+        guard let attempt = session?.attempt else { return }
+        let loader = spec.loader
         guard !loader.isRetired else {
             // The loader was freed after the load was asked for: no job can start.
             endSession()
-            emit(.state, CellState(status: .error, kind: lastSpec!.kind, value: nil,
+            emit(.state, CellState(status: .error, kind: spec.kind, value: nil,
                                    error: LoadError(.notFound, message: "the loader was freed"),
-                                   request: lastSpec!.request, isPartial: false, isRefreshing: false,
+                                   request: spec.request, isPartial: false, isRefreshing: false,
                                    attempt: attempt, updatedAt: Clock.wallMs()))
             return
         }
-        if joinSharedJob() { return }
-        let shareKey = lastSpec!.options.shareKey.map { ShareKey(loader: loader.id, key: $0) }
+        if spec.options.shareKey != nil && joinSharedJob() { return }
+        let shareKey = spec.options.shareKey.map { ShareKey(loader: loader.id, key: $0) }
         let job = Job(id: runtime.table.makeID(.job), runtime: runtime, cell: self, loader: loader,
-                      request: lastSpec!.request, attempt: attempt, shareKey: shareKey, cache: lastSpec!.cache)
+                      request: spec.request, attempt: attempt, shareKey: shareKey, cache: spec.cache)
         let ticket = session!.ticket
         let started = runtime.table.withLock { storage -> Bool in
             // A load already superseded by a later call starts no job: the
@@ -499,12 +502,12 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
         return t
     }
 
-    private func armTimers(_ options: LoadOptions) {
-        if options.timeoutMs > 0 {
+    private func armTimers(timeoutMs: UInt32, interrupts: Bool) {
+        if timeoutMs > 0 {
             let t = loadTimers()
-            t.arm(&t.timeout, loop: runtime.loop, after: UInt64(options.timeoutMs)) { [unowned self] in timedOut() }
+            t.arm(&t.timeout, loop: runtime.loop, after: UInt64(timeoutMs)) { [unowned self] in timedOut() }
         }
-        if !options.interruptsMs.isEmpty {
+        if interrupts {
             armNextInterrupt()
         }
     }
@@ -589,7 +592,7 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
         var next = state
         next.attempt = s.attempt
         emit(.state, next, changed: !spec.options.silent)
-        startAttempt()
+        startAttempt(spec)
     }
 
     /// The number of the load under way (see `CellEvent.load`), if any.

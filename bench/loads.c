@@ -27,6 +27,12 @@
  *    libuv loop thread, with the same window of `cells` slots. One message
  *    stands for one load.
  *
+ * 4. C floor (a diagnostic): the same loads through a minimal runtime
+ *    written in this file in plain C, on the baseline's queue: the work a
+ *    load needs at least (copies, lookups under a lock, a job, three
+ *    callbacks), without anything a runtime adds for generality. What the
+ *    ratio to the baseline could be for an implementation with no overhead.
+ *
  * Every variant runs `rounds` times, interleaved; the summary gives medians.
  */
 #include "bench_util.h"
@@ -281,6 +287,7 @@ static struct {
   uint64_t *items, *spare;
   size_t count, cap, spare_cap;
   bool wake_pending, stop;
+  void (*deliver)(uint64_t); /* the consumer's callback for one message */
 } Q = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 /* The consumer's callback for one message: the counterpart of a cell event. */
@@ -306,7 +313,7 @@ static void on_async(uv_async_t *handle) {
     Q.cap = Q.spare_cap;
     Q.count = 0;
     pthread_mutex_unlock(&Q.mu);
-    for (size_t i = 0; i < n; i++) deliver(batch[i]);
+    for (size_t i = 0; i < n; i++) Q.deliver(batch[i]);
     Q.spare = batch; /* only this thread swaps the spare back in, under the next lock */
     Q.spare_cap = cap;
   }
@@ -332,11 +339,29 @@ static void *loop_thread(void *arg) {
   return NULL;
 }
 
-static result run_baseline(void) {
+/* Starts the queue's consumer: a libuv loop on its own thread calling `deliver`. */
+static pthread_t open_queue(void (*deliver)(uint64_t)) {
   pthread_t thread;
   if (uv_loop_init(&Q.loop) != 0 || uv_async_init(&Q.loop, &Q.async, on_async) != 0) die("libuv init", 0);
   Q.stop = false;
+  Q.deliver = deliver;
   if (pthread_create(&thread, NULL, loop_thread, NULL) != 0) die("pthread_create", 0);
+  return thread;
+}
+
+/* Stops the consumer once the queue is empty and joins its thread. */
+static void close_queue(pthread_t thread) {
+  pthread_mutex_lock(&Q.mu);
+  Q.stop = true;
+  Q.wake_pending = true;
+  pthread_mutex_unlock(&Q.mu);
+  uv_async_send(&Q.async);
+  pthread_join(thread, NULL);
+  uv_loop_close(&Q.loop);
+}
+
+static result run_baseline(void) {
+  pthread_t thread = open_queue(deliver);
   reset_run();
 
   double cpu0 = cpu_seconds();
@@ -350,14 +375,191 @@ static result run_baseline(void) {
   uint64_t t1 = now_ns();
   result res = finish_result(t0, t1, cpu0);
 
-  pthread_mutex_lock(&Q.mu);
-  Q.stop = true;
-  Q.wake_pending = true;
-  pthread_mutex_unlock(&Q.mu);
-  uv_async_send(&Q.async);
-  pthread_join(thread, NULL);
-  uv_loop_close(&Q.loop);
+  close_queue(thread);
   if (B.events != B.loads) die("baseline message count", 0);
+  return res;
+}
+
+/* ------------------------------------------------------------------ */
+/* C floor: the same loads through a minimal runtime written here      */
+/* ------------------------------------------------------------------ */
+
+/* One load's path, as loadstate's: the calling thread copies the request,
+ * finds the cell under the table lock and queues a command; the loop thread
+ * moves the cell to LOADING and reports it, makes a job, enters it in the job
+ * table under the lock and calls the start function, whose succeed copies the
+ * value and hands it to the job under the lock; when the start function has
+ * returned, the loop takes the job out of the table, moves the cell to LOADED
+ * with the value, reports it and frees the job. One load at a time per cell,
+ * no options, no cancel, no sharing, no cache, LOOP delivery only. */
+
+typedef struct fcell {
+  uint64_t id, seq;
+  int32_t status;
+  void *request, *value;
+  size_t request_len, value_len;
+  uint32_t tickets; /* loads asked for (written under the table lock) */
+  lds_event_fn on_event;
+  void *user_data;
+} fcell;
+
+typedef struct fjob {
+  uint64_t id;
+  fcell *cell;
+  void *value;
+  size_t value_len;
+  bool done, starting, settle_after_start;
+} fjob;
+
+typedef struct fcommand {
+  fcell *cell;
+  void *request;
+  size_t len;
+} fcommand;
+
+static struct {
+  pthread_mutex_t mu; /* the table lock: cells and jobs */
+  fcell *cells;
+  fjob **jobs;        /* open addressing by id, linear probing */
+  size_t mask;
+  uint64_t next_job;
+} F = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static size_t floor_slot_of(uint64_t id) {
+  size_t i = (size_t)(id * 0x9E3779B97F4A7C15ull) & F.mask;
+  while (F.jobs[i] && F.jobs[i]->id != id) i = (i + 1) & F.mask;
+  return i;
+}
+
+/* With F.mu held: takes job `id` out of the table (backward-shift deletion). */
+static void floor_remove_locked(uint64_t id) {
+  size_t i = floor_slot_of(id);
+  if (!F.jobs[i]) return;
+  F.jobs[i] = NULL;
+  for (size_t j = (i + 1) & F.mask; F.jobs[j]; j = (j + 1) & F.mask) {
+    size_t home = (size_t)(F.jobs[j]->id * 0x9E3779B97F4A7C15ull) & F.mask;
+    if (((j - home) & F.mask) >= ((j - i) & F.mask)) {
+      F.jobs[i] = F.jobs[j];
+      F.jobs[j] = NULL;
+      i = j;
+    }
+  }
+}
+
+static void floor_emit(fcell *c) {
+  lds_event e = {.type = LDS_EVENT_STATE, .cell = c->id, .seq = ++c->seq, .status = c->status,
+                 .value = c->value, .value_len = c->value_len, .request = c->request,
+                 .request_len = c->request_len, .attempt = 1, .updated_at_ms = (uint64_t)time(NULL) * 1000};
+  c->on_event(&e, c->user_data);
+}
+
+/* Any thread: the job's result. */
+static int floor_job_succeed(uint64_t id, const void *value, size_t len) {
+  void *copy = malloc(len ? len : 1);
+  if (!copy) die("malloc", 0);
+  memcpy(copy, value, len);
+  pthread_mutex_lock(&F.mu);
+  fjob *job = F.jobs[floor_slot_of(id)];
+  if (!job || job->done) {
+    pthread_mutex_unlock(&F.mu);
+    free(copy);
+    return LDS_ECANCELED;
+  }
+  job->value = copy;
+  job->value_len = len;
+  job->done = true;
+  floor_remove_locked(id);
+  pthread_mutex_unlock(&F.mu);
+  if (job->starting) job->settle_after_start = true; /* always the case here: called from the start function */
+  return LDS_OK;
+}
+
+/* The loader's start function, as start_succeed. */
+static void floor_start(uint64_t job, const void *request, size_t len) {
+  B.starts++;
+  int rc = floor_job_succeed(job, request, len);
+  if (rc != LDS_OK) die("floor_job_succeed", rc);
+}
+
+/* Loop thread: one queued load. */
+static void floor_run(uint64_t message) {
+  fcommand *cmd = (fcommand *)(uintptr_t)message;
+  fcell *c = cmd->cell;
+  free(c->request);
+  free(c->value);
+  c->request = cmd->request;
+  c->request_len = cmd->len;
+  c->value = NULL;
+  c->value_len = 0;
+  c->status = LDS_LOADING;
+  free(cmd);
+  floor_emit(c);
+
+  fjob *job = malloc(sizeof *job);
+  if (!job) die("malloc", 0);
+  *job = (fjob){.cell = c, .starting = true};
+  pthread_mutex_lock(&F.mu);
+  job->id = ++F.next_job;
+  F.jobs[floor_slot_of(job->id)] = job;
+  pthread_mutex_unlock(&F.mu);
+  floor_start(job->id, c->request, c->request_len);
+  job->starting = false;
+  if (job->settle_after_start) {
+    c->value = job->value;
+    c->value_len = job->value_len;
+    c->status = LDS_LOADED;
+    floor_emit(c);
+    free(job);
+  }
+}
+
+/* Any thread: a load of cell `index`. */
+static int floor_load(size_t index, const void *request, size_t len) {
+  void *copy = malloc(len ? len : 1);
+  fcommand *cmd = malloc(sizeof *cmd);
+  if (!copy || !cmd) die("malloc", 0);
+  memcpy(copy, request, len);
+  pthread_mutex_lock(&F.mu);
+  fcell *c = &F.cells[index];
+  c->tickets++;
+  pthread_mutex_unlock(&F.mu);
+  *cmd = (fcommand){.cell = c, .request = copy, .len = len};
+  push((uint64_t)(uintptr_t)cmd);
+  return LDS_OK;
+}
+
+static result run_floor(void) {
+  size_t cap = 1;
+  while (cap < 4 * B.cells) cap <<= 1;
+  F.mask = cap - 1;
+  F.jobs = calloc(cap, sizeof *F.jobs);
+  F.cells = calloc(B.cells, sizeof *F.cells);
+  if (!F.jobs || !F.cells) die("calloc", 0);
+  for (size_t i = 0; i < B.cells; i++)
+    F.cells[i] = (fcell){.id = i + 1, .on_event = on_event, .user_data = &B.slots[i]};
+  pthread_t thread = open_queue(floor_run);
+  reset_run();
+
+  double cpu0 = cpu_seconds();
+  uint64_t t0 = now_ns();
+  for (uint64_t i = 0; i < B.loads; i++) {
+    slot *s = &B.slots[i % B.cells];
+    acquire_slot(s);
+    B.started[i] = now_ns();
+    floor_load(i % B.cells, &i, sizeof i);
+  }
+  wait_finished();
+  uint64_t t1 = now_ns();
+  result res = finish_result(t0, t1, cpu0);
+
+  close_queue(thread);
+  if (B.events != 2 * B.loads || B.starts != B.loads || B.bad) die("C floor event count", 0);
+  for (size_t i = 0; i < B.cells; i++) {
+    free(F.cells[i].request);
+    free(F.cells[i].value);
+  }
+  free(F.cells);
+  free(F.jobs);
   return res;
 }
 
@@ -462,8 +664,9 @@ int main(int argc, char **argv) {
   in_flight((size_t)flight);
   printf("\n");
 
-  enum { BASE, PLAIN, TIMEOUT, BATCHED, KINDS };
-  static const char *const names[KINDS] = {"libuv baseline", "loadstate", "loadstate+timeout", "loadstate batched"};
+  enum { BASE, PLAIN, TIMEOUT, BATCHED, FLOOR, KINDS };
+  static const char *const names[KINDS] = {"libuv baseline", "loadstate", "loadstate+timeout", "loadstate batched",
+                                           "C floor"};
   double rate[KINDS][100], p50[KINDS][100], p99[KINDS][100], cpu[KINDS][100];
   printf("%-18s %5s %10s %10s %11s %8s %8s %11s\n", "run", "round", "loads/s", "events/s", "callbacks/s", "p50 us",
          "p99 us", "cpu us/load");
@@ -471,6 +674,7 @@ int main(int argc, char **argv) {
     for (int k = 0; k < KINDS; k++) {
       result res = k == BASE      ? run_baseline()
                    : k == BATCHED ? run_loadstate_batched()
+                   : k == FLOOR   ? run_floor()
                                   : run_loadstate(k == TIMEOUT ? 60000 : 0);
       double lps = (double)loads / res.seconds;
       rate[k][r] = lps;
@@ -502,6 +706,9 @@ int main(int argc, char **argv) {
   printf("  batched/plain: %.2fx the throughput, %.2fx the CPU per load (loads given %d at a time to "
          "lds_runtime_submit);\n  baseline/batched: %.1fx the throughput\n",
          m[BATCHED] / m[PLAIN], mcpu[BATCHED] / mcpu[PLAIN], BATCH, m[BASE] / m[BATCHED]);
+  printf("  baseline/C floor: %.1fx the throughput, %.1fx less CPU per load (the same loads through a minimal\n"
+         "    runtime in plain C, no library); loadstate/C floor: %.2f of the throughput\n",
+         m[BASE] / m[FLOOR], mcpu[FLOOR] / mcpu[BASE], m[PLAIN] / m[FLOOR]);
   /* Latency without queueing: one load in flight at a time. */
   size_t saved_loads = B.loads, saved_cells = B.cells;
   B.loads = B.loads < 20000 ? B.loads : 20000;

@@ -26,6 +26,8 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
         /// The state before the load (or before the first of a chain of
         /// superseding loads), restored by a cancel.
         var restore: CellState<Value, Request>
+        /// When the load began (`uv_hrtime`), for its timeout and
+        /// interrupts; 0 for a load with neither (the clock is not read).
         var startedAtNs: UInt64
         var job: Job<Value, Request>?
         var serial: UInt32
@@ -191,7 +193,8 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
             }
         }
         loads &+= 1
-        session = Session(restore: restore, startedAtNs: uv_hrtime(), job: nil, serial: loads,
+        let timed = spec.options.timeoutMs > 0 || !spec.options.interruptsMs.isEmpty
+        session = Session(restore: restore, startedAtNs: timed ? uv_hrtime() : 0, job: nil, serial: loads,
                           ticket: UInt32(truncatingIfNeeded: ticket),
                           attempt: 1)
         // A load that shares a running job joins it before its first event,

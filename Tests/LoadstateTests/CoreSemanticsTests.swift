@@ -323,6 +323,43 @@ struct CoreSemanticsTests {
         #expect(event.state.status == .loading)
     }
 
+    @Test func operationsSubmittedInsideStartApplyWhenStartReturns() async throws {
+        let f = try CoreFixture()
+        defer { f.close() }
+        // Loop thread only: whether the loader's start is running, and
+        // whether an event arrived meanwhile.
+        let inStart = Locked(false), eventInsideStart = Locked(false)
+        let log = EventLog<String, String>()
+        let cell = Cell<String, String>(id: f.runtime.table.makeID(.loadable), flavor: .loadable,
+                                        runtime: f.runtime) { cell, event in
+            if inStart.withLock({ $0 }) { eventInsideStart.withLock { $0 = true } }
+            log.observer(cell, event)
+        }
+        f.runtime.table.insert(cell)
+        let count = Locked(0)
+        f.loader.onStart = { job, runtime in
+            inStart.withLock { $0 = true }
+            let n = count.withLock { $0 += 1; return $0 }
+            // Every job's operations in turn, so that a job given the inbox
+            // storage of the one before would show if it kept its operations.
+            _ = runtime.submit(.yield("a\(n)"), job: job, of: Job<String, String>.self)
+            if n == 2 { _ = runtime.submit(.progress(done: 1, total: 2), job: job, of: Job<String, String>.self) }
+            _ = runtime.submit(.succeed("done\(n)"), job: job, of: Job<String, String>.self)
+            inStart.withLock { $0 = false }
+        }
+        for n in 1...3 {
+            let spec = LoadSpec(loader: f.loader as Loader<String, String>, request: "r\(n)")
+            f.runtime.loop.execute { cell.load(spec) }
+            #expect(await log.next().state.status == .loading)
+            let partial = await log.next()
+            #expect(partial.state.isPartial && partial.state.value == "a\(n)")
+            if n == 2 { #expect(await log.next().type == .progress) }
+            let loaded = await log.next()
+            #expect(loaded.state.status == .loaded && !loaded.state.isPartial && loaded.state.value == "done\(n)")
+        }
+        #expect(!eventInsideStart.withLock { $0 })
+    }
+
     @Test func timeoutCancelsTheJobAndShowsTimedOut() async throws {
         let f = try CoreFixture()
         defer { f.close() }

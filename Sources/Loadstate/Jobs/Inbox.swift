@@ -17,6 +17,21 @@ struct Inbox<Operation> {
         return taken
     }
 
+    /// An empty inbox takes `spare`'s storage (emptied, with its capacity),
+    /// so that its first operation allocates nothing.
+    mutating func reuse(_ spare: inout Inbox?) {
+        guard operations.isEmpty, let storage = spare.take() else { return }
+        self = storage
+    }
+
+    /// Empties the inbox, keeping its storage for `reuse`.
+    mutating func clear() {
+        operations.removeAll(keepingCapacity: true)
+    }
+
+    /// Whether the inbox has storage allocated.
+    var hasStorage: Bool { operations.capacity > 0 }
+
     func forEach(_ body: (Operation) -> Void) {
         for op in operations { body(op) }
     }

@@ -111,6 +111,14 @@ public final class Job<Value, Request>: Handle, @unchecked Sendable {
             delivered += 1
             deliver(op, number: delivered, leaving: leaving)
         }
+        // The inbox's storage is kept for the loader's next job (only
+        // `Runtime.submit` on the loop thread takes it).
+        if loader.spareInbox == nil {
+            var spent = consume ops
+            guard spent.hasStorage else { return }
+            spent.clear()
+            loader.spareInbox = spent
+        }
     }
 
     private func deliver(_ op: JobOperation<Value>, number: UInt32, leaving: [ObjectIdentifier: UInt32]) {

@@ -9,6 +9,9 @@ open class Loader<Value, Request>: Handle, @unchecked Sendable {
     private var activeJobs = 0
     private var retired = false
     private var isReleased = false
+    /// The storage of a settled job's inbox, for the next job's operations
+    /// submitted on the loop thread (a job completed in its start).
+    var spareInbox: Inbox<JobOperation<Value>>?
 
     public override init(id: UInt64) {
         super.init(id: id)

@@ -65,6 +65,7 @@ public final class Runtime: @unchecked Sendable {
     public func submit<Value, Request>(_ op: JobOperation<Value>, job id: UInt64,
                                        of type: Job<Value, Request>.Type) -> ResultCode {
         var scheduled: Job<Value, Request>?
+        let onLoop = loop.isLoopThread
         let rc = table.withLock { storage -> ResultCode in
             guard let handle = storage.handles[id] else {
                 return table.wasIssued(id, as: .job) ? .cancelled : .notFound
@@ -75,6 +76,8 @@ public final class Runtime: @unchecked Sendable {
                 job.phase = .ending
                 storage.handles[id] = nil
             }
+            // The loader's spare storage is the loop thread's alone.
+            if onLoop { job.inbox.reuse(&job.loader.spareInbox) }
             job.inbox.append(op)
             job.accepted += 1
             if !job.drainScheduled {

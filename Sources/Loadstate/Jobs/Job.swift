@@ -96,14 +96,13 @@ public final class Job<Value, Request>: Handle, @unchecked Sendable {
 
     /// Loop: applies the operations queued in the inbox to every waiting cell.
     func settle() {
-        let (ops, leaving) = runtime.table.withLock { _ -> (Inbox<JobOperation<Value>>, [ObjectIdentifier: UInt32]) in
+        let (ops, leaving) = runtime.table.withLock { _ -> (Inbox<JobOperation<Value>>, [ObjectIdentifier: UInt32]?) in
             drainScheduled = false
             // Cells that asked to leave get only what was accepted before.
+            guard pendingLeaves > 0 else { return (inbox.takeAll(), nil) }
             var leaving: [ObjectIdentifier: UInt32] = [:]
-            if pendingLeaves > 0 {
-                waiters.forEach { cell in
-                    if let mark = cell.leaveMark { leaving[ObjectIdentifier(cell)] = mark }
-                }
+            waiters.forEach { cell in
+                if let mark = cell.leaveMark { leaving[ObjectIdentifier(cell)] = mark }
             }
             return (inbox.takeAll(), leaving)
         }
@@ -121,7 +120,8 @@ public final class Job<Value, Request>: Handle, @unchecked Sendable {
         }
     }
 
-    private func deliver(_ op: JobOperation<Value>, number: UInt32, leaving: [ObjectIdentifier: UInt32]) {
+    /// `leaving`: the marks of cells that asked to leave, if any did.
+    private func deliver(_ op: JobOperation<Value>, number: UInt32, leaving: [ObjectIdentifier: UInt32]?) {
         guard !finished else { return }
         if let extras, let cache = extras.cache {
             // Stored once for all the cells waiting, before they show it.
@@ -133,7 +133,8 @@ public final class Job<Value, Request>: Handle, @unchecked Sendable {
             }
         }
         if case .yield = op { yielded = true }
-        let cells = waiters
+        // A terminal operation ends the wait of every cell: moved out.
+        let cells = op.isTerminal ? waiters.takeAll() : waiters
         if op.isTerminal {
             let hooks = runtime.table.withLock { _ -> [() -> Void] in
                 phase = .ended
@@ -142,7 +143,6 @@ public final class Job<Value, Request>: Handle, @unchecked Sendable {
                 defer { cancelHooks = [] }
                 return cancelHooks
             }
-            waiters.removeAll()
             finish()
             switch op {
             case .cancelSelf, .resetSelf: runCancelHooks(hooks)
@@ -150,7 +150,7 @@ public final class Job<Value, Request>: Handle, @unchecked Sendable {
             }
         }
         cells.forEach { cell in
-            if let mark = leaving[ObjectIdentifier(cell)], number > mark { return }
+            if let mark = leaving?[ObjectIdentifier(cell)], number > mark { return }
             cell.apply(op, from: self)
         }
     }

@@ -8,6 +8,15 @@ struct Waiters<Element: AnyObject> {
         first = element
     }
 
+    init() {}
+
+    /// Every element, leaving none (moved, not copied).
+    mutating func takeAll() -> Waiters {
+        var taken = Waiters()
+        swap(&taken, &self)
+        return taken
+    }
+
     var count: Int { (first == nil ? 0 : 1) + rest.count }
 
     func contains(_ element: Element) -> Bool {

@@ -165,6 +165,25 @@ static result finish_result(uint64_t t0, uint64_t t1, double cpu0) {
   return r;
 }
 
+/* Times B.loads loads made by `issue` (load i on slot s, with `context`):
+ * each waits for its slot to be free and is stamped first; returns once
+ * every load has reached LOADED. Every variant's producer; inlined into
+ * each, so that `issue` is a direct call there, as the loop was written
+ * out before. */
+static inline __attribute__((always_inline)) result timed_loads(void (*issue)(uint64_t i, slot *s, void *context), void *context) {
+  double cpu0 = cpu_seconds();
+  uint64_t t0 = now_ns();
+  for (uint64_t i = 0; i < B.loads; i++) {
+    slot *s = &B.slots[i % B.cells];
+    acquire_slot(s);
+    B.started[i] = now_ns();
+    issue(i, s, context);
+  }
+  wait_finished();
+  uint64_t t1 = now_ns();
+  return finish_result(t0, t1, cpu0);
+}
+
 /* ------------------------------------------------------------------ */
 /* loadstate                                                           */
 /* ------------------------------------------------------------------ */
@@ -216,26 +235,28 @@ static void close_run(lds_runtime *rt, const char *name) {
   }
 }
 
-static result run_loadstate(uint32_t timeout_ms) {
+typedef struct single_run {
+  lds_runtime *rt;
   lds_id loader;
-  lds_runtime *rt = open_run(&loader);
+  const lds_load_options *opts;
+} single_run;
+
+static void issue_load(uint64_t i, slot *s, void *context) {
+  single_run *run = context;
+  int rc = lds_loadable_load(run->rt, s->cell, run->loader, &i, sizeof i, run->opts);
+  if (rc != LDS_OK) die("lds_loadable_load", rc);
+}
+
+static result run_loadstate(uint32_t timeout_ms) {
+  single_run run;
+  run.rt = open_run(&run.loader);
   lds_load_options opts = LDS_LOAD_OPTIONS_INIT;
   opts.timeout_ms = timeout_ms;
+  run.opts = timeout_ms ? &opts : NULL;
 
-  double cpu0 = cpu_seconds();
-  uint64_t t0 = now_ns();
-  for (uint64_t i = 0; i < B.loads; i++) {
-    slot *s = &B.slots[i % B.cells];
-    acquire_slot(s);
-    B.started[i] = now_ns();
-    int rc = lds_loadable_load(rt, s->cell, loader, &i, sizeof i, timeout_ms ? &opts : NULL);
-    if (rc != LDS_OK) die("lds_loadable_load", rc);
-  }
-  wait_finished();
-  uint64_t t1 = now_ns();
-  result res = finish_result(t0, t1, cpu0);
+  result res = timed_loads(issue_load, &run);
 
-  close_run(rt, "loadstate");
+  close_run(run.rt, "loadstate");
   return res;
 }
 
@@ -243,36 +264,38 @@ static result run_loadstate(uint32_t timeout_ms) {
  * load's latency counts from when it joined its batch). */
 enum { BATCH = 64 };
 
-static result run_loadstate_batched(void) {
+typedef struct batched_run {
+  lds_runtime *rt;
   lds_id loader;
-  lds_runtime *rt = open_run(&loader);
-  /* Fewer than `cells`, so that every slot a batch waits for was submitted. */
-  size_t batch = B.cells < BATCH ? B.cells : BATCH;
+  size_t batch, n; /* loads a call; loads gathered */
   lds_op ops[BATCH];
   uint64_t indices[BATCH];
-  memset(ops, 0, sizeof ops);
-  size_t n = 0;
+} batched_run;
 
-  double cpu0 = cpu_seconds();
-  uint64_t t0 = now_ns();
-  for (uint64_t i = 0; i < B.loads; i++) {
-    slot *s = &B.slots[i % B.cells];
-    acquire_slot(s);
-    B.started[i] = now_ns();
-    indices[n] = i;
-    ops[n] = (lds_op){.op = LDS_OP_LOAD, .target = s->cell, .loader = loader, .data = &indices[n],
-                      .data_len = sizeof indices[n]};
-    if (++n == batch || i + 1 == B.loads) {
-      int rc = lds_runtime_submit(rt, ops, n, NULL);
-      if (rc != (int)n) die("lds_runtime_submit", rc);
-      n = 0;
-    }
+static void issue_batched(uint64_t i, slot *s, void *context) {
+  batched_run *run = context;
+  size_t n = run->n;
+  run->indices[n] = i;
+  run->ops[n] = (lds_op){.op = LDS_OP_LOAD, .target = s->cell, .loader = run->loader, .data = &run->indices[n],
+                         .data_len = sizeof run->indices[n]};
+  if (++n == run->batch || i + 1 == B.loads) {
+    int rc = lds_runtime_submit(run->rt, run->ops, n, NULL);
+    if (rc != (int)n) die("lds_runtime_submit", rc);
+    n = 0;
   }
-  wait_finished();
-  uint64_t t1 = now_ns();
-  result res = finish_result(t0, t1, cpu0);
+  run->n = n;
+}
 
-  close_run(rt, "batched");
+static result run_loadstate_batched(void) {
+  static batched_run run;
+  memset(&run, 0, sizeof run);
+  run.rt = open_run(&run.loader);
+  /* Fewer than `cells`, so that every slot a batch waits for was submitted. */
+  run.batch = B.cells < BATCH ? B.cells : BATCH;
+
+  result res = timed_loads(issue_batched, &run);
+
+  close_run(run.rt, "batched");
   return res;
 }
 
@@ -360,20 +383,17 @@ static void close_queue(pthread_t thread) {
   uv_loop_close(&Q.loop);
 }
 
+static void issue_message(uint64_t i, slot *s, void *context) {
+  (void)s;
+  (void)context;
+  push(i);
+}
+
 static result run_baseline(void) {
   pthread_t thread = open_queue(deliver);
   reset_run();
 
-  double cpu0 = cpu_seconds();
-  uint64_t t0 = now_ns();
-  for (uint64_t i = 0; i < B.loads; i++) {
-    acquire_slot(&B.slots[i % B.cells]);
-    B.started[i] = now_ns();
-    push(i);
-  }
-  wait_finished();
-  uint64_t t1 = now_ns();
-  result res = finish_result(t0, t1, cpu0);
+  result res = timed_loads(issue_message, NULL);
 
   close_queue(thread);
   if (B.events != B.loads) die("baseline message count", 0);
@@ -528,6 +548,12 @@ static int floor_load(size_t index, const void *request, size_t len) {
   return LDS_OK;
 }
 
+static void issue_floor_load(uint64_t i, slot *s, void *context) {
+  (void)s;
+  (void)context;
+  floor_load(i % B.cells, &i, sizeof i);
+}
+
 static result run_floor(void) {
   size_t cap = 1;
   while (cap < 4 * B.cells) cap <<= 1;
@@ -540,17 +566,7 @@ static result run_floor(void) {
   pthread_t thread = open_queue(floor_run);
   reset_run();
 
-  double cpu0 = cpu_seconds();
-  uint64_t t0 = now_ns();
-  for (uint64_t i = 0; i < B.loads; i++) {
-    slot *s = &B.slots[i % B.cells];
-    acquire_slot(s);
-    B.started[i] = now_ns();
-    floor_load(i % B.cells, &i, sizeof i);
-  }
-  wait_finished();
-  uint64_t t1 = now_ns();
-  result res = finish_result(t0, t1, cpu0);
+  result res = timed_loads(issue_floor_load, NULL);
 
   close_queue(thread);
   if (B.events != 2 * B.loads || B.starts != B.loads || B.bad) die("C floor event count", 0);

@@ -145,7 +145,8 @@ public final class EventLoop: @unchecked Sendable {
             inItem = false
             i += 1
         }
-        followUps.removeAll(keepingCapacity: true)
+        // Most items schedule none; emptying an empty array still costs a call.
+        if !followUps.isEmpty { followUps.removeAll(keepingCapacity: true) }
     }
 
     /// Polls the queue until work comes or `budget` ns have passed (the

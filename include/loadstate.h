@@ -289,7 +289,10 @@ typedef struct lds_load_options {
  * later). The host does the work anywhere (this thread, a worker thread,
  * another event loop) and ends the job with lds_job_succeed, lds_job_finish,
  * lds_job_fail, lds_job_cancel_self or lds_job_reset_self, which may be
- * called from inside this function or later from any thread.
+ * called from inside this function or later from any thread. Calls made
+ * from inside it take effect in order after it returns (in LDS_DELIVER_LOOP
+ * mode, as soon as it returns): the events they cause never arrive while it
+ * runs.
  */
 typedef void (*lds_loader_fn)(lds_runtime *rt, lds_id job,
                               const void *request, size_t request_len,

@@ -193,13 +193,14 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
             }
         }
         loads &+= 1
-        let timed = spec.options.timeoutMs > 0 || !spec.options.interruptsMs.isEmpty
+        let interrupts = !spec.options.interruptsMs.isEmpty
+        let timed = spec.options.timeoutMs > 0 || interrupts
         session = Session(restore: restore, startedAtNs: timed ? uv_hrtime() : 0, job: nil, serial: loads,
                           ticket: UInt32(truncatingIfNeeded: ticket),
                           attempt: 1)
         // A load that shares a running job joins it before its first event,
         // so that a host seeing that event knows the cell waits for the job.
-        let joined = spec.options.shareKey != nil && joinSharedJob()
+        let joined = joinSharedJob(spec)
         if spec.options.silent || cachedShown != nil {
             var shown = cachedShown ?? state
             shown.isRefreshing = true
@@ -210,7 +211,7 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
             emit(.state, CellState(status: .loading, kind: spec.kind, value: nil, error: nil, request: spec.request,
                                    isPartial: false, isRefreshing: false, attempt: 1, updatedAt: Clock.wallMs()))
         }
-        armTimers(timeoutMs: spec.options.timeoutMs, interrupts: !spec.options.interruptsMs.isEmpty)
+        armTimers(timeoutMs: spec.options.timeoutMs, interrupts: interrupts)
         if !joined { startAttempt(spec) }
     }
 
@@ -345,7 +346,7 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
                                    attempt: attempt, updatedAt: Clock.wallMs()))
             return
         }
-        if spec.options.shareKey != nil && joinSharedJob() { return }
+        if joinSharedJob(spec) { return }
         let shareKey = spec.options.shareKey.map { ShareKey(loader: loader.id, key: $0) }
         let job = Job(id: runtime.table.makeID(.job), runtime: runtime, cell: self, loader: loader,
                       request: spec.request, attempt: attempt, shareKey: shareKey, cache: spec.cache)
@@ -371,12 +372,14 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
         }
     }
 
-    /// Waits for the running job of another load with the same share key,
-    /// if there is one that takes new cells. Returns whether it did.
-    private func joinSharedJob() -> Bool {
-        guard let key = lastSpec?.options.shareKey, let ticket = session?.ticket, session?.job == nil,
-              let loaderID = lastSpec?.loader.id,
-              let running = runtime.sharedJob(ShareKey(loader: loaderID, key: key), of: Job<Value, Request>.self)
+    /// Waits for the running job of another load of `spec` (`lastSpec`)
+    /// with the same share key, if there is one that takes new cells.
+    /// Returns whether it did. Inlined: for the many loads that share
+    /// nothing it is one check of the spec.
+    @inline(__always)
+    private func joinSharedJob(_ spec: LoadSpec<Value, Request>) -> Bool {
+        guard let key = spec.options.shareKey, let ticket = session?.ticket, session?.job == nil,
+              let running = runtime.sharedJob(ShareKey(loader: spec.loader.id, key: key), of: Job<Value, Request>.self)
         else { return false }
         let joined = runtime.table.withLock { _ -> Bool in
             // A job whose cells all asked to leave takes no new one; a job

@@ -87,7 +87,7 @@ public final class Runtime: @unchecked Sendable {
             return .ok
         }
         if let job = scheduled {
-            if loop.isLoopThread && job.isStarting {
+            if onLoop && job.isStarting {
                 // From inside the loader's `start` (a job completed at
                 // once): applied as soon as `start` returns.
                 job.settleAfterStart = true

@@ -159,6 +159,40 @@ def bare_runtime(cells: int, library: Optional[str]) -> tuple:
     return dll, rt, loader, ids, callbacks
 
 
+# The memory at an address, for copying what records point to.
+memory_at = (ctypes.c_char * (1 << 40)).from_address
+
+
+def records_buffer(dll: Any, rt: Any) -> tuple:
+    """A records buffer for the bare variants and the call that fills it.
+
+    Returns the buffer and ``take()``, which fills it with
+    lds_runtime_dispatch_records and returns the bytes used.
+    """
+    records = (ctypes.c_uint64 * 8192)()
+    used = ctypes.c_size_t()
+    used_ref = ctypes.byref(used)
+    fill = dll.lds_runtime_dispatch_records
+
+    def take() -> int:
+        fill(rt, records, ctypes.sizeof(records), 1024, used_ref)
+        return used.value
+
+    return records, take
+
+
+async def serve_bare(dll: Any, rt: Any, readable: Callable[[], None], work: Awaitable[None]) -> tuple:
+    """Times ``work`` with ``readable`` watching the runtime's fd; frees the runtime after."""
+    loop = asyncio.get_running_loop()
+    fd = dll.lds_runtime_fd(rt)
+    loop.add_reader(fd, readable)
+    try:
+        return await timed(work)
+    finally:
+        loop.remove_reader(fd)
+        dll.lds_runtime_free(rt)
+
+
 async def run_bare(cells: int, per_cell: int, library: Optional[str]) -> tuple:
     """The loads through the C library from bare ctypes calls (see the module docstring)."""
     from loadstate import _library as c
@@ -167,16 +201,13 @@ async def run_bare(cells: int, per_cell: int, library: Optional[str]) -> tuple:
     loop = asyncio.get_running_loop()
     waiting: dict = {}
     counter = Counter()
-    records = (ctypes.c_uint64 * 8192)()
-    used = ctypes.c_size_t()
-    used_ref = ctypes.byref(used)
+    records, take = records_buffer(dll, rt)
     head, event, request = c.RECORD_HEAD.unpack_from, c.EVENT_LAYOUT.unpack_from, c.RECORD_REQUEST.unpack_from
-    memory = (ctypes.c_char * (1 << 40)).from_address
-    take, succeed, load = dll.lds_runtime_dispatch_records, dll.lds_job_succeed, dll.lds_loadable_load
+    memory = memory_at
+    succeed, load = dll.lds_job_succeed, dll.lds_loadable_load
 
     def readable() -> None:
-        take(rt, records, ctypes.sizeof(records), 1024, used_ref)
-        offset, end = 0, used.value
+        offset, end = 0, take()
         while offset < end:
             size, what, _, job = head(records, offset)
             if what == c.RECORD_START:
@@ -188,9 +219,6 @@ async def run_bare(cells: int, per_cell: int, library: Optional[str]) -> tuple:
                 if raw[3] == int(Status.LOADED):
                     waiting.pop(raw[1]).set_result(memory(raw[6])[:raw[7]])
             offset += size
-
-    fd = dll.lds_runtime_fd(rt)
-    loop.add_reader(fd, readable)
 
     async def one(cell: int, request: bytes) -> bytes:
         future = loop.create_future()
@@ -204,11 +232,7 @@ async def run_bare(cells: int, per_cell: int, library: Optional[str]) -> tuple:
             if await one(cell, request) != request:
                 raise AssertionError(f"cell {index}: unexpected value")
 
-    try:
-        result = await timed(asyncio.gather(*(worker(i, cell) for i, cell in enumerate(ids))))
-    finally:
-        loop.remove_reader(fd)
-        dll.lds_runtime_free(rt)
+    result = await serve_bare(dll, rt, readable, asyncio.gather(*(worker(i, cell) for i, cell in enumerate(ids))))
     return result + (counter.events,)
 
 
@@ -221,12 +245,10 @@ async def run_bare_batched(cells: int, per_cell: int, library: Optional[str]) ->
     loop = asyncio.get_running_loop()
     waiting: dict = {}
     counter = Counter()
-    records = (ctypes.c_uint64 * 8192)()
-    used = ctypes.c_size_t()
-    used_ref = ctypes.byref(used)
+    records, take = records_buffer(dll, rt)
     record = c.RECORD_LAYOUT.unpack_from
-    memory = (ctypes.c_char * (1 << 40)).from_address
-    take, submit, pack = dll.lds_runtime_dispatch_records, dll.lds_runtime_submit, c.OP_LAYOUT.pack
+    memory = memory_at
+    submit, pack = dll.lds_runtime_submit, c.OP_LAYOUT.pack
     statuses = {int(s): s for s in Status}
     calls: list = []
 
@@ -245,8 +267,7 @@ async def run_bare_batched(cells: int, per_cell: int, library: Optional[str]) ->
             raise RuntimeError("lds_runtime_submit refused a call")
 
     def readable() -> None:
-        take(rt, records, ctypes.sizeof(records), 1024, used_ref)
-        offset, end = 0, used.value
+        offset, end = 0, take()
         while offset < end:
             r = record(records, offset)
             if r[1] == c.RECORD_START:
@@ -261,9 +282,6 @@ async def run_bare_batched(cells: int, per_cell: int, library: Optional[str]) ->
             offset += r[0]
         flush()
 
-    fd = dll.lds_runtime_fd(rt)
-    loop.add_reader(fd, readable)
-
     def load(cell: int, request: bytes) -> "asyncio.Future[Event]":
         future = waiting[cell] = loop.create_future()
         if not calls:
@@ -271,11 +289,7 @@ async def run_bare_batched(cells: int, per_cell: int, library: Optional[str]) ->
         calls.append((c.OP_LOAD, cell, loader, request))
         return future
 
-    try:
-        result = await timed(drive(ids, per_cell, load))
-    finally:
-        loop.remove_reader(fd)
-        dll.lds_runtime_free(rt)
+    result = await serve_bare(dll, rt, readable, drive(ids, per_cell, load))
     return result + (counter.events,)
 
 

@@ -408,9 +408,9 @@ static result run_baseline(void) {
  * finds the cell under the table lock and queues a command; the loop thread
  * moves the cell to LOADING and reports it, makes a job, enters it in the job
  * table under the lock and calls the start function, whose succeed copies the
- * value and hands it to the job under the lock; when the start function has
- * returned, the loop takes the job out of the table, moves the cell to LOADED
- * with the value, reports it and frees the job. One load at a time per cell,
+ * value, hands it to the job and takes the job out of the table under the
+ * lock; when the start function has returned, the loop moves the cell to
+ * LOADED with the value, reports it and frees the job. One load at a time per cell,
  * no options, no cancel, no sharing, no cache, LOOP delivery only. */
 
 typedef struct fcell {
@@ -428,7 +428,7 @@ typedef struct fjob {
   fcell *cell;
   void *value;
   size_t value_len;
-  bool done, starting, settle_after_start;
+  bool done; /* succeeded: out of the table, its value handed over */
 } fjob;
 
 typedef struct fcommand {
@@ -480,7 +480,7 @@ static int floor_job_succeed(uint64_t id, const void *value, size_t len) {
   memcpy(copy, value, len);
   pthread_mutex_lock(&F.mu);
   fjob *job = F.jobs[floor_slot_of(id)];
-  if (!job || job->done) {
+  if (!job) { /* never a job, or already ended */
     pthread_mutex_unlock(&F.mu);
     free(copy);
     return LDS_ECANCELED;
@@ -490,7 +490,6 @@ static int floor_job_succeed(uint64_t id, const void *value, size_t len) {
   job->done = true;
   floor_remove_locked(id);
   pthread_mutex_unlock(&F.mu);
-  if (job->starting) job->settle_after_start = true; /* always the case here: called from the start function */
   return LDS_OK;
 }
 
@@ -517,14 +516,14 @@ static void floor_run(uint64_t message) {
 
   fjob *job = malloc(sizeof *job);
   if (!job) die("malloc", 0);
-  *job = (fjob){.cell = c, .starting = true};
+  *job = (fjob){.cell = c};
   pthread_mutex_lock(&F.mu);
   job->id = ++F.next_job;
   F.jobs[floor_slot_of(job->id)] = job;
   pthread_mutex_unlock(&F.mu);
   floor_start(job->id, c->request, c->request_len);
-  job->starting = false;
-  if (job->settle_after_start) {
+  /* Ended inside the start function (the only case here): settled now. */
+  if (job->done) {
     c->value = job->value;
     c->value_len = job->value_len;
     c->status = LDS_LOADED;

@@ -5,6 +5,7 @@
 #   make test-valgrind    C tests under valgrind: no memory error, no definite leak
 #   make test-tsan        library and C tests with -fsanitize=thread, then
 #                         swift test --sanitize=thread
+#   make test-asan        swift test --sanitize=address (LeakSanitizer on)
 #
 # C_TEST_ARGS selects tests by substring: make test-c C_TEST_ARGS=poll
 
@@ -27,6 +28,7 @@ TOOLCHAIN_CXX       := $(SWIFT_TOOLCHAIN_BIN)/clang++
 TSAN_SCRATCH := .build-tsan
 TSAN_BUILD   := $(TSAN_SCRATCH)/debug
 TSAN_BIN     := $(C_TEST_OUT)/loadstate-tests-tsan
+ASAN_SCRATCH := .build-asan
 # A report fails the run at once.
 TSAN_RUN_OPTIONS := halt_on_error=1 exitcode=66 second_deadlock_stack=1
 
@@ -88,4 +90,12 @@ test-tsan: $(TSAN_BIN)
 	TSAN_OPTIONS="$(TSAN_RUN_OPTIONS)" LOADSTATE_SANITIZED=thread $(SWIFT) test --disable-xctest --sanitize=thread --scratch-path $(TSAN_SCRATCH) || status=1; \
 	exit $$status
 
-TEST_TARGETS += test-c test-valgrind test-tsan
+# The Swift tests under AddressSanitizer, leaks included (the C tests run
+# under valgrind above). LOADSTATE_SANITIZED skips the tests that build C
+# programs against the instrumented library and shortens one stress test.
+test-asan: deps $(OUT)/.header-stamp
+	@echo "ASAN_OPTIONS=detect_leaks=1 LOADSTATE_SANITIZED=address $(SWIFT) test --sanitize=address --scratch-path $(ASAN_SCRATCH)"
+	ASAN_OPTIONS=detect_leaks=1 LOADSTATE_SANITIZED=address $(SWIFT) test --disable-xctest --sanitize=address \
+	  --scratch-path $(ASAN_SCRATCH)
+
+TEST_TARGETS += test-c test-valgrind test-tsan test-asan

@@ -26,8 +26,9 @@ final class TestServer: @unchecked Sendable {
         let argv: [UnsafeMutablePointer<CChar>?] = [strdup("python3"), strdup(script), nil]
         var pid: pid_t = 0
         let rc = posix_spawnp(&pid, "python3", &actions, nil, argv, environ)
-        precondition(rc == 0, "cannot start the test server")
         for a in argv { free(a) }
+        posix_spawn_file_actions_destroy(&actions)
+        precondition(rc == 0, "cannot start the test server")
         close(toChild[0])
         close(fromChild[1])
         stdinWrite = toChild[1]

@@ -538,7 +538,10 @@ int lds_loadable_set_error(lds_runtime *rt, lds_id cell, int32_t code, const cha
  * Copies the cell's latest event into *out (fields as in lds_event, with
  * owned copies). Before the first event the snapshot shows the initial
  * state with seq 0 and type LDS_EVENT_STATE. In POLL mode the snapshot may
- * be ahead of the events dispatched so far; compare seq.
+ * be ahead of the events dispatched so far; compare seq. It may also lag
+ * the caller: a load, cancel or other call that returned LDS_OK has taken
+ * effect once the loop thread has run it, and until then the snapshot
+ * shows the state before it.
  *
  * On success the caller must call lds_snapshot_clear(out). On failure *out
  * is zeroed (clearing it is harmless).

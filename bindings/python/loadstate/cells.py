@@ -462,6 +462,9 @@ class Loadable(Cell):
         """The cell's latest event as the library has it now (``lds_loadable_get``).
 
         In POLL mode it may be ahead of the events dispatched so far; compare ``seq``.
+        It may also lag a call just made: a load or cancel shows once the
+        library's loop thread has run it (on the attached asyncio loop, a
+        load without options is submitted when the current callback ends).
         """
         core = self._core
         state = self._state

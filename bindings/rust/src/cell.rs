@@ -220,7 +220,9 @@ impl Loadable {
     }
 
     /// The cell's latest state (seq 0 and absent before the first event).
-    /// It may be ahead of the events received so far; compare `seq`.
+    /// It may be ahead of the events received so far; compare `seq`. It
+    /// may also lag a call just made: a load or cancel shows once the
+    /// runtime's loop thread has run it.
     pub fn get(&self) -> Result<Event> {
         let mut snapshot = sys::lds_snapshot::zeroed();
         // SAFETY: valid handle and out pointer.

@@ -58,6 +58,19 @@ struct RuntimeTests {
         #expect(queue.push(.command {}))
     }
 
+    @Test func workQueueKeepsTheStorageOfUsualBatchesOnly() {
+        let queue = WorkQueue()
+        for _ in 0..<100 { _ = queue.push(.command {}) }
+        queue.recycle(queue.takeAll())
+        #expect(queue.spareCapacity >= 100)
+        // A burst's storage is freed once it has been run.
+        for _ in 0...WorkQueue.spareCapacityLimit { _ = queue.push(.command {}) }
+        let burst = queue.takeAll()
+        #expect(burst.count == WorkQueue.spareCapacityLimit + 1)
+        queue.recycle(burst)
+        #expect(queue.spareCapacity == 0)
+    }
+
     @Test func pollDeliveryRunsCallbacksOnTheDispatchingThread() throws {
         let delivery = try Delivery(mode: .poll)
         #expect(delivery.fd >= 0)

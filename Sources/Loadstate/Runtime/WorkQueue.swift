@@ -52,11 +52,19 @@ final class WorkQueue: @unchecked Sendable {
     /// Consumer: whether a push may have come since the last take (a hint).
     var mayHaveItems: Bool { queued.load(ordering: .relaxed) }
 
+    /// The most items whose storage `recycle` keeps: a burst (100,000 loads
+    /// queued at once) leaves no megabytes behind.
+    static let spareCapacityLimit = 4096
+
     /// Consumer: gives back a processed batch so its storage is reused.
-    /// The items are released now, not when the storage is next used.
+    /// The items are released now, not when the storage is next used. The
+    /// storage of a batch larger than `spareCapacityLimit` is freed instead.
     func recycle(_ batch: [WorkItem]) {
         var emptied = batch
-        emptied.removeAll(keepingCapacity: true)
+        emptied.removeAll(keepingCapacity: emptied.capacity <= WorkQueue.spareCapacityLimit)
         spare = emptied
     }
+
+    /// Consumer: the capacity `takeAll` will hand out next (for tests).
+    var spareCapacity: Int { spare.capacity }
 }

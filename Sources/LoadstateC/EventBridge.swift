@@ -136,14 +136,48 @@ private func mallocCopy(_ bytes: Bytes) -> UnsafeMutableRawPointer? {
 /// The observer of a C cell: turns core events into `lds_event` calls on
 /// the delivery thread, skipping them once the cell is freed.
 func makeObserver(callback: lds_event_fn, userData: UnsafeMutableRawPointer?, flavor: CellFlavor,
-                  runtime: Runtime) -> (ByteCell, CellEvent<Bytes, Bytes>) -> Void {
+                  runtime: Runtime) -> CellObserver<Bytes, Bytes> {
     if runtime.delivery.mode == .loop {
-        return { _, event in
-            withCEvent(event, flavor: flavor) { callback($0, userData) }
-        }
+        return LoopObserver(callback: callback, userData: userData, flavor: flavor)
     }
-    let delivery = runtime.delivery
-    return { cell, event in
+    return PollObserver(callback: callback, userData: userData, flavor: flavor, delivery: runtime.delivery)
+}
+
+/// LOOP mode: calls the host's callback at once, on the loop thread.
+private final class LoopObserver: CellObserver<Bytes, Bytes> {
+    let callback: lds_event_fn
+    let userData: UnsafeMutableRawPointer?
+    let flavor: CellFlavor
+
+    init(callback: lds_event_fn, userData: UnsafeMutableRawPointer?, flavor: CellFlavor) {
+        self.callback = callback
+        self.userData = userData
+        self.flavor = flavor
+    }
+
+    override func cellEvent(_ cell: ByteCell, _ event: CellEvent<Bytes, Bytes>) {
+        let callback = callback, userData = userData
+        withCEvent(event, flavor: flavor) { callback($0, userData) }
+    }
+}
+
+/// POLL mode: posts the event for the host's dispatching thread, as a
+/// callback or as a record.
+private final class PollObserver: CellObserver<Bytes, Bytes> {
+    let callback: lds_event_fn
+    let userData: UnsafeMutableRawPointer?
+    let flavor: CellFlavor
+    let delivery: Delivery
+
+    init(callback: lds_event_fn, userData: UnsafeMutableRawPointer?, flavor: CellFlavor, delivery: Delivery) {
+        self.callback = callback
+        self.userData = userData
+        self.flavor = flavor
+        self.delivery = delivery
+    }
+
+    override func cellEvent(_ cell: ByteCell, _ event: CellEvent<Bytes, Bytes>) {
+        let callback = callback, userData = userData, flavor = flavor
         delivery.post(.notification, record: { room in
             guard !cell.isFreed else { return .skipped }
             return writeEventRecord(event, flavor: flavor, userData: userData, into: room)

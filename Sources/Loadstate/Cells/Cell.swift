@@ -41,7 +41,7 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     // Stored properties are laid out in this order: pointers and words
     // first, small fields last, so that cells stay small.
     unowned(unsafe) let runtime: Runtime
-    private let observer: (Cell, CellEvent<Value, Request>) -> Void
+    private let observer: CellObserver<Value, Request>
     private let freed = Atomic<Bool>(false)
 
     // Written on the loop thread under the table lock.
@@ -71,8 +71,13 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
 
     public let flavor: CellFlavor
 
-    public init(id: UInt64, flavor: CellFlavor, runtime: Runtime,
-                observer: @escaping (Cell, CellEvent<Value, Request>) -> Void) {
+    /// A cell whose events go to a closure.
+    public convenience init(id: UInt64, flavor: CellFlavor, runtime: Runtime,
+                            observer: @escaping (Cell, CellEvent<Value, Request>) -> Void) {
+        self.init(id: id, flavor: flavor, runtime: runtime, observer: ClosureObserver(observer))
+    }
+
+    public init(id: UInt64, flavor: CellFlavor, runtime: Runtime, observer: CellObserver<Value, Request>) {
         self.flavor = flavor
         self.runtime = runtime
         self.observer = observer
@@ -614,7 +619,31 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
                               isCancelled: cancelled, elapsedMs: elapsedMs, progressDone: progress.0,
                               progressTotal: progress.1)
         runtime.table.withLock { _ in published = event }
-        if !isFreed { observer(self, event) }
+        if !isFreed { observer.cellEvent(self, event) }
+    }
+}
+
+/// What a cell reports its events to, on the loop thread: a subclass
+/// overrides `cellEvent`. One object per cell, where a closure over
+/// concrete Value and Request types would take two (its context, and the
+/// thunk that adapts it to the cell's generic signature).
+open class CellObserver<Value, Request> {
+    public init() {}
+
+    /// Called for each event of `cell` (not after the cell was freed).
+    open func cellEvent(_ cell: Cell<Value, Request>, _ event: CellEvent<Value, Request>) {}
+}
+
+/// An observer that calls a closure.
+final class ClosureObserver<Value, Request>: CellObserver<Value, Request> {
+    private let body: (Cell<Value, Request>, CellEvent<Value, Request>) -> Void
+
+    init(_ body: @escaping (Cell<Value, Request>, CellEvent<Value, Request>) -> Void) {
+        self.body = body
+    }
+
+    override func cellEvent(_ cell: Cell<Value, Request>, _ event: CellEvent<Value, Request>) {
+        body(cell, event)
     }
 }
 

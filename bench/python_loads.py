@@ -25,8 +25,9 @@ that counts it, and both build the same Event objects.
   the load comes back on cancel; a task per load running an ``async def``
   loader that returns at once; state callbacks.
 
-Usage: python3 bench/python_loads.py [-n LOADS] [-c CELLS] [-r RUNS] [--library PATH]
-(make bench-python runs it against dist/libloadstate.so).
+Usage: python3 bench/python_loads.py [-n LOADS] [-c CELLS] [-r RUNS] [--library PATH] [--once VARIANT]
+(make bench-python runs it against dist/libloadstate.so; bench/python_instructions.sh
+counts the instructions of one variant with --once).
 """
 
 from __future__ import annotations
@@ -348,9 +349,20 @@ def main() -> None:
     parser.add_argument("-c", "--cells", type=int, default=1000, help="cells loaded concurrently (1000)")
     parser.add_argument("-r", "--runs", type=int, default=3, help="runs of each variant, interleaved (3)")
     parser.add_argument("--library", help="libloadstate.so to use (default: the binding's search)")
+    parser.add_argument("--once", choices=["inline", "async", "bare", "bare-batched", "floor", "plain"],
+                        help="run this variant once, print nothing (for profilers: bench/python_instructions.sh)")
     args = parser.parse_args()
     per_cell = max(1, args.loads // args.cells)
     loads = per_cell * args.cells
+    if args.once:
+        once = {"inline": lambda: run_loadstate(args.cells, per_cell, True, args.library),
+                "async": lambda: run_loadstate(args.cells, per_cell, False, args.library),
+                "bare": lambda: run_bare(args.cells, per_cell, args.library),
+                "bare-batched": lambda: run_bare_batched(args.cells, per_cell, args.library),
+                "floor": lambda: run_floor(args.cells, per_cell),
+                "plain": lambda: run_plain(args.cells, per_cell)}
+        asyncio.run(once[args.once]())
+        return
 
     command = " ".join(shlex.quote(a) for a in [Path(sys.executable).name, *sys.argv])
     if os.environ.get(loadstate.ENV_VAR):

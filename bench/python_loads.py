@@ -343,25 +343,36 @@ async def timed(work: Awaitable[None]) -> tuple:
     return time.perf_counter() - wall, time.thread_time() - cpu
 
 
+# Each variant: its key for --once, its name in the table, its label in the
+# ratio lines (None for plain asyncio, the denominator), and how to run it
+# with (cells, loads per cell, library).
+VARIANTS = [
+    ("inline", "loadstate, POLL on asyncio, inline loader", "inline loader",
+     lambda cells, per_cell, library: run_loadstate(cells, per_cell, True, library)),
+    ("async", "loadstate, POLL on asyncio, async def loader", "async def loader",
+     lambda cells, per_cell, library: run_loadstate(cells, per_cell, False, library)),
+    ("bare", "bare ctypes (diagnostic, no binding)", "bare ctypes", run_bare),
+    ("bare-batched", "bare ctypes, batched, events (diagnostic)", "bare batched + events", run_bare_batched),
+    ("floor", "Python floor (diagnostic, no library)", "Python floor",
+     lambda cells, per_cell, library: run_floor(cells, per_cell)),
+    ("plain", "plain asyncio, a task per load", None, lambda cells, per_cell, library: run_plain(cells, per_cell)),
+]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-n", "--loads", type=int, default=100_000, help="loads per variant and run (100000)")
     parser.add_argument("-c", "--cells", type=int, default=1000, help="cells loaded concurrently (1000)")
     parser.add_argument("-r", "--runs", type=int, default=3, help="runs of each variant, interleaved (3)")
     parser.add_argument("--library", help="libloadstate.so to use (default: the binding's search)")
-    parser.add_argument("--once", choices=["inline", "async", "bare", "bare-batched", "floor", "plain"],
+    parser.add_argument("--once", choices=[key for key, _, _, _ in VARIANTS],
                         help="run this variant once, print nothing (for profilers: bench/python_instructions.sh)")
     args = parser.parse_args()
     per_cell = max(1, args.loads // args.cells)
     loads = per_cell * args.cells
     if args.once:
-        once = {"inline": lambda: run_loadstate(args.cells, per_cell, True, args.library),
-                "async": lambda: run_loadstate(args.cells, per_cell, False, args.library),
-                "bare": lambda: run_bare(args.cells, per_cell, args.library),
-                "bare-batched": lambda: run_bare_batched(args.cells, per_cell, args.library),
-                "floor": lambda: run_floor(args.cells, per_cell),
-                "plain": lambda: run_plain(args.cells, per_cell)}
-        asyncio.run(once[args.once]())
+        run = next(run for key, _, _, run in VARIANTS if key == args.once)
+        asyncio.run(run(args.cells, per_cell, args.library))
         return
 
     command = " ".join(shlex.quote(a) for a in [Path(sys.executable).name, *sys.argv])
@@ -373,19 +384,10 @@ def main() -> None:
           f" {os.cpu_count()} CPUs")
     print(f"# {loads} loads on {args.cells} cells ({per_cell} in turn per cell), {args.runs} runs, best shown")
 
-    variants = {
-        "loadstate, POLL on asyncio, inline loader": lambda: run_loadstate(args.cells, per_cell, True, args.library),
-        "loadstate, POLL on asyncio, async def loader": lambda: run_loadstate(args.cells, per_cell, False,
-                                                                              args.library),
-        "bare ctypes (diagnostic, no binding)": lambda: run_bare(args.cells, per_cell, args.library),
-        "bare ctypes, batched, events (diagnostic)": lambda: run_bare_batched(args.cells, per_cell, args.library),
-        "Python floor (diagnostic, no library)": lambda: run_floor(args.cells, per_cell),
-        "plain asyncio, a task per load": lambda: run_plain(args.cells, per_cell),
-    }
-    results: dict = {name: [] for name in variants}
+    results: dict = {name: [] for _, name, _, _ in VARIANTS}
     for _ in range(args.runs):
-        for name, run in variants.items():
-            wall, cpu, events = asyncio.run(run())
+        for _, name, _, run in VARIANTS:
+            wall, cpu, events = asyncio.run(run(args.cells, per_cell, args.library))
             if events != 2 * loads:
                 raise AssertionError(f"{name}: {events} events for {loads} loads, expected {2 * loads}")
             results[name].append((wall, cpu))
@@ -397,14 +399,10 @@ def main() -> None:
         rates[name] = loads / wall
         median = loads / statistics.median(w for w, _ in runs)
         print(f"{name:46} {loads / wall:10.0f} {wall / loads * 1e6:8.2f} {cpu / loads * 1e6:12.2f} {median:15.0f}")
-    plain = rates["plain asyncio, a task per load"]
-    labels = {"loadstate, POLL on asyncio, inline loader": "inline loader",
-              "loadstate, POLL on asyncio, async def loader": "async def loader",
-              "bare ctypes (diagnostic, no binding)": "bare ctypes",
-              "bare ctypes, batched, events (diagnostic)": "bare batched + events",
-              "Python floor (diagnostic, no library)": "Python floor"}
-    for name, label in labels.items():
-        print(f"ratio {label} / plain asyncio: {rates[name] / plain:.2f}")
+    plain = next(rates[name] for _, name, label, _ in VARIANTS if label is None)
+    for _, name, label, _ in VARIANTS:
+        if label is not None:
+            print(f"ratio {label} / plain asyncio: {rates[name] / plain:.2f}")
 
 
 if __name__ == "__main__":

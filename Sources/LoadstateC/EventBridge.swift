@@ -138,13 +138,14 @@ private func mallocCopy(_ bytes: Bytes) -> UnsafeMutableRawPointer? {
 func makeObserver(callback: lds_event_fn, userData: UnsafeMutableRawPointer?, flavor: CellFlavor,
                   runtime: Runtime) -> CellObserver<Bytes, Bytes> {
     if runtime.delivery.mode == .loop {
-        return LoopObserver(callback: callback, userData: userData, flavor: flavor)
+        return CObserver(callback: callback, userData: userData, flavor: flavor)
     }
     return PollObserver(callback: callback, userData: userData, flavor: flavor, delivery: runtime.delivery)
 }
 
-/// LOOP mode: calls the host's callback at once, on the loop thread.
-private final class LoopObserver: CellObserver<Bytes, Bytes> {
+/// LOOP mode: calls the host's callback at once, on the loop thread. (33
+/// bytes: a field more would take the object to the next heap size.)
+private class CObserver: CellObserver<Bytes, Bytes> {
     let callback: lds_event_fn
     let userData: UnsafeMutableRawPointer?
     let flavor: CellFlavor
@@ -156,6 +157,11 @@ private final class LoopObserver: CellObserver<Bytes, Bytes> {
     }
 
     override func cellEvent(_ cell: ByteCell, _ event: CellEvent<Bytes, Bytes>) {
+        report(event)
+    }
+
+    /// Calls the host's callback with `event` as an `lds_event`.
+    final func report(_ event: CellEvent<Bytes, Bytes>) {
         let callback = callback, userData = userData
         withCEvent(event, flavor: flavor) { callback($0, userData) }
     }
@@ -163,27 +169,22 @@ private final class LoopObserver: CellObserver<Bytes, Bytes> {
 
 /// POLL mode: posts the event for the host's dispatching thread, as a
 /// callback or as a record.
-private final class PollObserver: CellObserver<Bytes, Bytes> {
-    let callback: lds_event_fn
-    let userData: UnsafeMutableRawPointer?
-    let flavor: CellFlavor
+private final class PollObserver: CObserver {
     let delivery: Delivery
 
     init(callback: lds_event_fn, userData: UnsafeMutableRawPointer?, flavor: CellFlavor, delivery: Delivery) {
-        self.callback = callback
-        self.userData = userData
-        self.flavor = flavor
         self.delivery = delivery
+        super.init(callback: callback, userData: userData, flavor: flavor)
     }
 
     override func cellEvent(_ cell: ByteCell, _ event: CellEvent<Bytes, Bytes>) {
-        let callback = callback, userData = userData, flavor = flavor
+        let flavor = flavor, userData = userData
         delivery.post(.notification, record: { room in
             guard !cell.isFreed else { return .skipped }
             return writeEventRecord(event, flavor: flavor, userData: userData, into: room)
         }) {
             guard !cell.isFreed else { return }
-            withCEvent(event, flavor: flavor) { callback($0, userData) }
+            self.report(event)
         }
     }
 }

@@ -49,6 +49,20 @@ struct CachePolicyTests {
         #expect(f.loader.startedJobs == 0)
     }
 
+    @Test func refreshOfACacheFirstLoadAsksTheLoaderAndStoresTheResult() async throws {
+        defer { f.close() }
+        store.put(Array("k".utf8), Array("cached".utf8))
+        load(use(.cacheFirst))
+        #expect(await f.log.next().state.value == "cached")
+        f.onLoop { $0.refresh() }
+        let refreshing = await f.log.next()
+        #expect(refreshing.state.isRefreshing && refreshing.state.value == "cached")
+        f.submit(.succeed("new"), await f.loader.nextJob())
+        let loaded = await f.log.next()
+        #expect(loaded.state.value == "new" && !loaded.state.isFromCache && !loaded.state.isRefreshing)
+        #expect(cached() == "new")
+    }
+
     @Test func cacheFirstLoadsWhenTheEntryIsStale() async throws {
         defer { f.close() }
         store.put(Array("k".utf8), Array("old".utf8))

@@ -262,10 +262,16 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     }
 
     /// Reloads the last load's spec silently; nothing when there was none.
-    /// `ticket` as for `load`.
+    /// A refresh asks the loader, whatever the cache holds: a load that
+    /// read its cache first (cache-first, cache-then-load) reloads without
+    /// reading it, and stores the result. A cache-only load reads the cache
+    /// again. `ticket` as for `load`.
     public func refresh(ticket: UInt64 = 0) {
         guard var spec = lastSpec else { return }
         spec.options.silent = true
+        if let cache = spec.cache, cache.policy == .cacheFirst || cache.policy == .cacheThenLoad {
+            spec.cache = cache.with(policy: .loadOnly)
+        }
         load(spec, markStale: false, ticket: ticket)
     }
 
@@ -471,8 +477,10 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
             } else {
                 next = restore
             }
+            // Ending with the value last yielded changes flags only.
+            let changed = !(job.yielded && flavor == .loadable)
             next.isRefreshing = false
-            emit(.state, next)
+            emit(.state, next, changed: changed)
         case .fail(let error, let retry):
             if retry != .never && attempt <= lastSpec!.options.retries {
                 if case .after(let ms) = retry {

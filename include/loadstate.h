@@ -85,9 +85,15 @@ extern "C" {
 #define LDS_ECLOSED    (-7)  /* the runtime is being freed or has been freed */
 #define LDS_ETOOBIG    (-8)  /* a value, request or message is larger than LDS_VALUE_MAX */
 #define LDS_EIO        (-9)  /* an operating-system call failed */
+#define LDS_EAGAIN     (-10) /* too many operations wait for the loop thread (LDS_QUEUE_MAX); try again later */
 
 /* The largest value, request or message, in bytes, the library accepts (256 MiB). */
 #define LDS_VALUE_MAX ((size_t)256 * 1024 * 1024)
+
+/* The most operations host threads may have waiting for a runtime's loop
+ * thread, in its queue or in the queue of one job (262,144). A call that
+ * would queue more returns LDS_EAGAIN and changes nothing; see "Bounds". */
+#define LDS_QUEUE_MAX 262144
 
 /* ------------------------------------------------------------------ */
 /* Constants                                                           */

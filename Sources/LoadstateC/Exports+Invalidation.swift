@@ -11,6 +11,7 @@ public func ldsCacheInvalidate(_ rt: OpaquePointer?, _ id: UInt64, _ prefix: Uns
         case .failure(let code): return code.rawValue
         }
         guard let store = runtime.table.lookup(id, as: Handle.self) as? any CacheStore else { return LDS_ENOENT }
+        guard runtime.acceptsQueuedWork else { return LDS_EAGAIN }
         do throws(CacheError) {
             try runtime.invalidate(store, prefix: bytes)
             return LDS_OK

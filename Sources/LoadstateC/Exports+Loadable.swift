@@ -11,6 +11,17 @@ func findCell(_ runtime: Runtime, _ id: UInt64, _ flavor: CellFlavor) -> ByteCel
     return cell
 }
 
+/// Finds a live cell of the given flavor, for a call that queues work
+/// for the loop: `LDS_EAGAIN` when the runtime's queue is full.
+@inline(__always)
+func withCellQueueing(_ rt: OpaquePointer?, _ id: UInt64, _ flavor: CellFlavor,
+                      _ body: (Runtime, ByteCell) -> Int32) -> Int32 {
+    withCell(rt, id, flavor) { runtime, cell in
+        guard runtime.acceptsQueuedWork else { return LDS_EAGAIN }
+        return body(runtime, cell)
+    }
+}
+
 /// Finds a live cell of the given flavor.
 @inline(__always)
 func withCell(_ rt: OpaquePointer?, _ id: UInt64, _ flavor: CellFlavor,
@@ -92,6 +103,7 @@ func startLoad(_ rt: OpaquePointer?, _ id: UInt64, _ flavor: CellFlavor, _ kind:
         }
         // Process runs produce no value to cache.
         if flavor == .process && choice != nil { return LDS_EINVAL }
+        guard runtime.acceptsQueuedWork else { return LDS_EAGAIN }
         let share = (opts?.pointee.flags ?? 0) & UInt32(LDS_LOAD_SHARE) != 0
         // One visit to the table: the cell, the loader, the cache, and what
         // the load records before it is queued.
@@ -126,7 +138,7 @@ public func ldsLoadableLoad(_ rt: OpaquePointer?, _ cell: UInt64, _ loader: UInt
 
 @_cdecl("lds_loadable_refresh")
 public func ldsLoadableRefresh(_ rt: OpaquePointer?, _ id: UInt64) -> Int32 {
-    withCell(rt, id, .loadable) { runtime, cell in
+    withCellQueueing(rt, id, .loadable) { runtime, cell in
         guard let loaderID = cell.refreshLoaderID else { return LDS_ESTATE }
         guard runtime.table.lookup(loaderID, as: ByteLoader.self) != nil else { return LDS_ENOENT }
         let ticket = cell.requestLeave()
@@ -137,23 +149,23 @@ public func ldsLoadableRefresh(_ rt: OpaquePointer?, _ id: UInt64) -> Int32 {
 
 @_cdecl("lds_loadable_cancel")
 public func ldsLoadableCancel(_ rt: OpaquePointer?, _ id: UInt64) -> Int32 {
-    withCell(rt, id, .loadable) { runtime, cell in
-        cell.leave { $0.cancel() }
+    withCellQueueing(rt, id, .loadable) { runtime, cell in
+        cell.stop(reset: false)
         return LDS_OK
     }
 }
 
 @_cdecl("lds_loadable_reset")
 public func ldsLoadableReset(_ rt: OpaquePointer?, _ id: UInt64) -> Int32 {
-    withCell(rt, id, .loadable) { runtime, cell in
-        cell.leave { $0.reset() }
+    withCellQueueing(rt, id, .loadable) { runtime, cell in
+        cell.stop(reset: true)
         return LDS_OK
     }
 }
 
 @_cdecl("lds_loadable_set_loaded")
 public func ldsLoadableSetLoaded(_ rt: OpaquePointer?, _ id: UInt64, _ value: UnsafeRawPointer?, _ length: Int) -> Int32 {
-    withCell(rt, id, .loadable) { runtime, cell in
+    withCellQueueing(rt, id, .loadable) { runtime, cell in
         switch copyBytes(value, length) {
         case .success(let bytes):
             cell.leave { $0.setLoaded(bytes) }
@@ -167,7 +179,7 @@ public func ldsLoadableSetLoaded(_ rt: OpaquePointer?, _ id: UInt64, _ value: Un
 @_cdecl("lds_loadable_set_error")
 public func ldsLoadableSetError(_ rt: OpaquePointer?, _ id: UInt64, _ code: Int32,
                                 _ message: UnsafePointer<CChar>?) -> Int32 {
-    withCell(rt, id, .loadable) { runtime, cell in
+    withCellQueueing(rt, id, .loadable) { runtime, cell in
         switch copyMessage(message) {
         case .success(let text):
             let error = LoadError(domain: .host, code: code, message: text)

@@ -21,16 +21,16 @@ public func ldsProcessRun(_ rt: OpaquePointer?, _ cell: UInt64, _ kind: Int32, _
 
 @_cdecl("lds_process_cancel")
 public func ldsProcessCancel(_ rt: OpaquePointer?, _ id: UInt64) -> Int32 {
-    withCell(rt, id, .process) { runtime, cell in
-        cell.leave { $0.cancel() }
+    withCellQueueing(rt, id, .process) { runtime, cell in
+        cell.stop(reset: false)
         return LDS_OK
     }
 }
 
 @_cdecl("lds_process_reset")
 public func ldsProcessReset(_ rt: OpaquePointer?, _ id: UInt64) -> Int32 {
-    withCell(rt, id, .process) { runtime, cell in
-        cell.leave { $0.reset() }
+    withCellQueueing(rt, id, .process) { runtime, cell in
+        cell.stop(reset: true)
         return LDS_OK
     }
 }

@@ -35,6 +35,10 @@ public func ldsRuntimeSubmit(_ rt: OpaquePointer?, _ ops: UnsafePointer<lds_op>?
 /// Loads `ops[range]` (all `LDS_OP_LOAD`); returns how many were accepted.
 private func submitLoads(_ runtime: Runtime, _ ops: UnsafePointer<lds_op>, _ range: Range<Int>,
                          _ results: UnsafeMutablePointer<Int32>?) -> Int32 {
+    guard runtime.acceptsQueuedWork else {
+        for index in range { results?[index] = LDS_EAGAIN }
+        return 0
+    }
     // The requests are copied, and the fields checked, before the lock.
     var requests: [Bytes?] = []
     requests.reserveCapacity(range.count)
@@ -93,7 +97,8 @@ private func submitCall(_ runtime: Runtime, _ op: lds_op) -> Int32 {
     switch Int32(bitPattern: op.op) {
     case LDS_OP_CANCEL:
         guard let cell = findCell(runtime, op.target, .loadable) else { return LDS_ENOENT }
-        cell.leave { $0.cancel() }
+        guard runtime.acceptsQueuedWork else { return LDS_EAGAIN }
+        cell.stop(reset: false)
         return LDS_OK
     case LDS_OP_YIELD, LDS_OP_SUCCEED:
         let yields = op.op == UInt32(LDS_OP_YIELD)

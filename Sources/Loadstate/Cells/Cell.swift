@@ -67,6 +67,10 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     /// Set when the cell asked to leave a job other cells also wait for:
     /// how many of its operations were accepted then (the cell gets no later one).
     var leaveMark: UInt32?
+    /// `leaveRequests` when the queued cancel or reset that has not run yet
+    /// was asked for (0: none queued), and whether it is a reset.
+    private var queuedStop: UInt32 = 0
+    private var queuedStopResets = false
     private var loadRequested = false
 
     public let flavor: CellFlavor
@@ -130,6 +134,31 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     public func leave(then operation: @escaping (Cell) -> Void) {
         requestLeave()
         runtime.loop.execute { [self] in operation(self) }
+    }
+
+    /// Any thread: asks for a cancel (`reset` false) or a reset of the
+    /// cell's load and queues it, unless it would change nothing: a cancel
+    /// of a cell that was never asked to load, or a cancel or reset that
+    /// follows a queued reset (or a cancel that follows a queued cancel)
+    /// with nothing asked for in between. So a host that cancels one cell
+    /// in a loop queues one operation at a time, not one per call.
+    public func stop(reset: Bool) {
+        let queued = runtime.table.withLock { _ -> UInt32 in
+            if !reset && !loadRequested { return 0 }
+            if queuedStop != 0 && queuedStop == leaveRequests && (queuedStopResets || !reset) { return 0 }
+            queuedStop = UInt32(truncatingIfNeeded: requestLeaveLocked())
+            queuedStopResets = reset
+            return queuedStop
+        }
+        guard queued != 0 else { return }
+        runtime.loop.execute { [self] in
+            // From here on a later stop changes something again (a load the
+            // loop starts itself, such as a cache invalidation's, may run).
+            runtime.table.withLock { _ in
+                if queuedStop == queued { queuedStop = 0 }
+            }
+            if reset { self.reset() } else { cancel() }
+        }
     }
 
     /// `requestLeave`, with the table lock already held.

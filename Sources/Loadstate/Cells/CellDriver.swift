@@ -134,8 +134,8 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
         return true
     }
 
-    func cancel() { core.leave { $0.cancel() } }
-    func reset() { core.leave { $0.reset() } }
+    func cancel() { core.stop(reset: false) }
+    func reset() { core.stop(reset: true) }
     func setLoaded(_ value: Value) { core.leave { $0.setLoaded(value) } }
     func setError(_ error: LoadError) { core.leave { $0.setError(error) } }
 

@@ -5,6 +5,7 @@ struct Inbox<Operation> {
     private var operations: [Operation] = []
 
     var isEmpty: Bool { operations.isEmpty }
+    var count: Int { operations.count }
 
     mutating func append(_ op: Operation) {
         operations.append(op)

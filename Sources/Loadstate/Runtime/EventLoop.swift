@@ -77,6 +77,9 @@ public final class EventLoop: @unchecked Sendable {
         }
     }
 
+    /// How many operations wait in the loop's queue (a hint, see `WorkQueue.count`).
+    public var queuedCount: Int { queue.count }
+
     /// Runs `body` on the loop thread: right after the work item running
     /// now when called from one (cheaper than `execute`: no queue, no
     /// lock), else like `execute`. For work that must not run inside its

@@ -21,6 +21,8 @@ final class WorkQueue: @unchecked Sendable {
     /// Set while items are queued: read without the lock by a consumer
     /// that polls the queue before it sleeps.
     private let queued = Atomic<Bool>(false)
+    /// How many items wait (not counting a batch the consumer took).
+    private let waiting = Atomic<Int>(0)
     /// Consumer-only: the array handed back on each take, to keep its capacity.
     private var spare: [WorkItem] = []
 
@@ -29,6 +31,7 @@ final class WorkQueue: @unchecked Sendable {
         state.withLock { s in
             s.items.append(item)
             queued.store(true, ordering: .relaxed)
+            waiting.store(s.items.count, ordering: .relaxed)
             if s.wakePending { return false }
             s.wakePending = true
             return true
@@ -44,10 +47,15 @@ final class WorkQueue: @unchecked Sendable {
         state.withLock { s in
             swap(&s.items, &batch)
             queued.store(false, ordering: .relaxed)
+            waiting.store(0, ordering: .relaxed)
             if batch.isEmpty && !stayAwake { s.wakePending = false }
         }
         return batch
     }
+
+    /// Any thread: how many items wait for the consumer, as of a recent
+    /// push or take (a hint: pushes on other threads may not show yet).
+    var count: Int { waiting.load(ordering: .relaxed) }
 
     /// Consumer: whether a push may have come since the last take (a hint).
     var mayHaveItems: Bool { queued.load(ordering: .relaxed) }

@@ -10,6 +10,7 @@ public enum ResultCode: Int32, Sendable, Error {
     case closed = -7
     case tooBig = -8
     case io = -9
+    case again = -10
 
     /// A short description of the code.
     public var message: String { staticMessage.description }
@@ -27,6 +28,7 @@ public enum ResultCode: Int32, Sendable, Error {
         case .closed: return "the runtime is closed"
         case .tooBig: return "value too large"
         case .io: return "input/output error"
+        case .again: return "too many operations queued; try again later"
         }
     }
 }

@@ -19,11 +19,11 @@ from .builtin import (EXEC_REQUEST, HTTP_INSECURE, HTTP_NO_REDIRECTS, HTTP_REQUE
 from .cache import Cache, CacheEntry, CacheStats
 from .cells import Cell, EventStream, Load, Loadable, Process
 from .codec import BYTES, JSON, TEXT, Codec
-from .errors import (Cancelled, Closed, Error, InvalidArgument, IOFailure, LibraryNotFound, LoadFailed, NotFound,
-                     OutOfMemory, TimedOut, TooBig, WrongState, error_for_code)
+from .errors import (Busy, Cancelled, Closed, Error, InvalidArgument, IOFailure, LibraryNotFound, LoadFailed,
+                     NotFound, OutOfMemory, TimedOut, TooBig, WrongState, error_for_code)
 from .loaders import EXCEPTION_CODE, Job, Loader
 from .runtime import Runtime
-from .types import VALUE_MAX, CachePolicy, Delivery, Domain, Event, EventType, Flags, LoadOptions, Snapshot, Status
+from .types import QUEUE_MAX, VALUE_MAX, CachePolicy, Delivery, Domain, Event, EventType, Flags, LoadOptions, Snapshot, Status
 
 __version__ = "0.3.0"
 
@@ -42,10 +42,10 @@ __all__ = [
     "Runtime", "Loader", "Job", "Cell", "Loadable", "Process", "Load", "EventStream", "Cache", "CacheEntry",
     "CacheStats",
     "Event", "Snapshot", "LoadOptions", "Status", "Flags", "EventType", "Domain", "Delivery", "CachePolicy",
-    "VALUE_MAX",
+    "VALUE_MAX", "QUEUE_MAX",
     "Codec", "BYTES", "TEXT", "JSON", "PATH", "EXEC_REQUEST", "HTTP_REQUEST", "HTTP_RESPONSE",
     "ExecRequest", "HttpRequest", "HttpResponse", "HTTP_INSECURE", "HTTP_NO_REDIRECTS",
     "Error", "InvalidArgument", "NotFound", "WrongState", "Cancelled", "TimedOut", "OutOfMemory", "Closed",
-    "TooBig", "IOFailure", "LibraryNotFound", "LoadFailed", "error_for_code", "EXCEPTION_CODE",
+    "TooBig", "IOFailure", "Busy", "LibraryNotFound", "LoadFailed", "error_for_code", "EXCEPTION_CODE",
     "Library", "load_library", "ENV_VAR", "LIBRARY_NAME", "version", "strerror",
 ]

@@ -112,8 +112,18 @@ class IOFailure(Error):
     code = -9
 
 
+class Busy(Error):
+    """``LDS_EAGAIN``: too many operations wait for the runtime's loop thread (:data:`loadstate.QUEUE_MAX`).
+
+    Nothing was done; the call may be made again once the loop has caught up.
+    """
+
+    code = -10
+
+
 _BY_CODE = {cls.code: cls for cls in
-            (InvalidArgument, NotFound, WrongState, Cancelled, TimedOut, OutOfMemory, Closed, TooBig, IOFailure)}
+            (InvalidArgument, NotFound, WrongState, Cancelled, TimedOut, OutOfMemory, Closed, TooBig, IOFailure,
+             Busy)}
 
 
 def error_for_code(code: int, message: str, detail: Optional[str] = None) -> Error:

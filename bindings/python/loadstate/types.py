@@ -10,10 +10,14 @@ from typing import Any, Optional, Sequence, Tuple
 from .errors import InvalidArgument, LoadFailed
 
 __all__ = ["Status", "Flags", "EventType", "Domain", "Delivery", "CachePolicy", "Event", "Snapshot", "LoadOptions",
-           "VALUE_MAX"]
+           "VALUE_MAX", "QUEUE_MAX"]
 
 #: The largest value, request or message, in bytes, the library accepts (256 MiB).
 VALUE_MAX = 256 * 1024 * 1024
+
+#: The most operations host threads may have waiting for a runtime's loop thread
+#: (262,144); a call that would queue more raises :class:`loadstate.Busy` and changes nothing.
+QUEUE_MAX = 262_144
 
 LOAD_SILENT = 1 << 0
 LOAD_SHARE = 1 << 1

@@ -481,7 +481,7 @@ def test_a_64_mib_value_loads_and_oversize_lengths_are_too_big(rt, jobs):
 def test_error_classes_carry_code_and_library_message(rt):
     classes = {-1: loadstate.InvalidArgument, -2: loadstate.NotFound, -3: loadstate.WrongState,
                -4: loadstate.Cancelled, -5: loadstate.TimedOut, -6: loadstate.OutOfMemory, -7: loadstate.Closed,
-               -8: loadstate.TooBig, -9: loadstate.IOFailure}
+               -8: loadstate.TooBig, -9: loadstate.IOFailure, -10: loadstate.Busy}
     for code, cls in classes.items():
         error = rt.library.error(code, "doing it")
         assert type(error) is cls and isinstance(error, loadstate.Error)

@@ -35,6 +35,9 @@ pub enum ErrorKind {
     TooBig,
     /// `LDS_EIO`: an operating-system call failed.
     Io,
+    /// `LDS_EAGAIN`: too many operations wait for the loop thread
+    /// ([`QUEUE_MAX`](crate::QUEUE_MAX)); nothing was done, try again later.
+    Busy,
     /// A code this version of the crate does not know.
     Other(i32),
 }
@@ -53,6 +56,7 @@ impl ErrorKind {
             ErrorKind::Closed => sys::LDS_ECLOSED,
             ErrorKind::TooBig => sys::LDS_ETOOBIG,
             ErrorKind::Io => sys::LDS_EIO,
+            ErrorKind::Busy => sys::LDS_EAGAIN,
             ErrorKind::Other(code) => code,
         }
     }
@@ -86,6 +90,7 @@ impl Error {
             sys::LDS_ECLOSED => ErrorKind::Closed,
             sys::LDS_ETOOBIG => ErrorKind::TooBig,
             sys::LDS_EIO => ErrorKind::Io,
+            sys::LDS_EAGAIN => ErrorKind::Busy,
             other => ErrorKind::Other(other),
         }
     }

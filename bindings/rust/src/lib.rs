@@ -66,6 +66,11 @@ pub use std::sync::mpsc::{RecvTimeoutError, TryRecvError};
 /// (256 MiB); larger ones fail with [`ErrorKind::TooBig`].
 pub const VALUE_MAX: usize = sys::LDS_VALUE_MAX;
 
+/// The most operations host threads may have waiting for a runtime's loop
+/// thread (262,144); a call that would queue more fails with
+/// [`ErrorKind::Busy`] and changes nothing.
+pub const QUEUE_MAX: usize = sys::LDS_QUEUE_MAX;
+
 /// The version of the loaded library as `(major << 16) | (minor << 8) | patch`.
 /// Compare with [`sys::LDS_VERSION`], the version the crate was written for.
 pub fn version() -> u32 {

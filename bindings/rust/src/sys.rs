@@ -25,9 +25,13 @@ pub const LDS_ENOMEM: c_int = -6;
 pub const LDS_ECLOSED: c_int = -7;
 pub const LDS_ETOOBIG: c_int = -8;
 pub const LDS_EIO: c_int = -9;
+pub const LDS_EAGAIN: c_int = -10;
 
 /// The largest value, request or message, in bytes, the library accepts.
 pub const LDS_VALUE_MAX: usize = 256 * 1024 * 1024;
+
+/// The most operations host threads may have waiting for a runtime's loop thread.
+pub const LDS_QUEUE_MAX: usize = 262_144;
 
 pub const LDS_ABSENT: i32 = 0;
 pub const LDS_LOADING: i32 = 1;

@@ -816,6 +816,23 @@ struct CacheCAPITests {
         #expect(output == "ok\n")
     }
 
+    /// Four processes open one new file at the same moment, 100 times:
+    /// every open succeeds (creating the file, switching it to WAL and
+    /// writing its schema are safe across processes).
+    @Test func fourProcessesOpeningOneNewFileAllSucceed() throws {
+        let dir = TemporaryDirectory()
+        let client: CacheClient
+        switch CacheClient.build(into: dir) {
+        case .success(let c): client = c
+        case .failure(let failure):
+            Issue.record(Comment(rawValue: failure.why))
+            return
+        }
+        let (status, output) = CacheClient.run([client.executable, "open-race", dir.path, "100"])
+        #expect(status == 0, Comment(rawValue: output))
+        #expect(output == "0 of 400 opens failed\n")
+    }
+
     /// A child puts entries in a loop and prints each key once its put
     /// returned; it is killed with SIGKILL 5–50 ms after it opened the
     /// cache, 50 times over the same file. After every kill the file opens,

@@ -9,6 +9,9 @@
  *   cache_writer check DIR          checks the C API of both stores (return
  *                                   codes, ownership, bounds) with files in
  *                                   DIR; exits 0 when every check passed.
+ *   cache_writer open-race DIR N    N times: 4 processes open one new cache
+ *                                   file in DIR at the same moment; prints
+ *                                   each failed open and exits 1 if any.
  *
  * The value of key K with length N is byte i = ((i + sum of K's bytes) *
  * 131) mod 256, so the test can check it from the printed line alone.
@@ -19,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static void fill(unsigned char *value, size_t length, const char *key) {
@@ -208,9 +212,57 @@ static int check(const char *dir) {
   return failures == 0 ? 0 : 1;
 }
 
+/* One process of a round: waits for the start (its end of the pipe
+ * closing), opens the file, exits with 0 or 1. */
+static int open_when_told(const char *path, int start, unsigned round) {
+  char byte;
+  if (read(start, &byte, 1) < 0) return 1;
+  lds_runtime *rt;
+  if (lds_runtime_new(NULL, &rt) != LDS_OK) return 1;
+  lds_persistent_cache_options o = LDS_PERSISTENT_CACHE_OPTIONS_INIT;
+  o.path = path;
+  lds_id cache;
+  int rc = lds_persistent_cache_new(rt, &o, &cache);
+  if (rc != LDS_OK) printf("round %u: lds_persistent_cache_new: %s\n", round, lds_strerror(rc));
+  lds_runtime_free(rt);
+  return rc == LDS_OK ? 0 : 1;
+}
+
+static int open_race(const char *dir, unsigned rounds) {
+  enum { OPENERS = 4 };
+  int failed = 0;
+  for (unsigned round = 0; round < rounds; round++) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/race-%u.db", dir, round);
+    int start[2];
+    if (pipe(start) != 0) return 2;
+    fflush(stdout);
+    pid_t children[OPENERS];
+    for (int i = 0; i < OPENERS; i++) {
+      children[i] = fork();
+      if (children[i] < 0) return 2;
+      if (children[i] == 0) {
+        close(start[1]);
+        int rc = open_when_told(path, start[0], round);
+        fflush(stdout);
+        _exit(rc);
+      }
+    }
+    close(start[0]);
+    close(start[1]); /* every child's read returns now */
+    for (int i = 0; i < OPENERS; i++) {
+      int status = 0;
+      if (waitpid(children[i], &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) failed++;
+    }
+  }
+  printf("%d of %u opens failed\n", failed, rounds * OPENERS);
+  return failed == 0 ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
   if (argc == 4 && strcmp(argv[1], "write") == 0) return writer(argv[2], (unsigned)atoi(argv[3]));
   if (argc == 3 && strcmp(argv[1], "check") == 0) return check(argv[2]);
-  fprintf(stderr, "usage: cache_writer write PATH ROUND | cache_writer check DIR\n");
+  if (argc == 4 && strcmp(argv[1], "open-race") == 0) return open_race(argv[2], (unsigned)atoi(argv[3]));
+  fprintf(stderr, "usage: cache_writer write PATH ROUND | cache_writer check DIR | cache_writer open-race DIR N\n");
   return 64;
 }

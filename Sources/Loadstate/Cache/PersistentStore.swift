@@ -39,6 +39,26 @@ final class PersistentStore {
     private var pendingAccesses: [Int64: Int64] = [:]
     private let pendingLimit: Int
 
+    /// How long a call waits for another connection's lock on the file.
+    static let busyTimeoutMs = 5000
+
+    /// Runs `body` again while SQLite answers "busy", sleeping 1, 2, 4 ...
+    /// up to 64 ms in between, for at most `busyTimeoutMs` in all.
+    static func whileBusy<T>(_ body: () throws(SQLiteError) -> T) throws(SQLiteError) -> T {
+        var waitedMs = 0
+        var pauseMs = 1
+        while true {
+            do throws(SQLiteError) {
+                return try body()
+            } catch {
+                guard error.isBusy, waitedMs < busyTimeoutMs else { throw error }
+                usleep(UInt32(pauseMs * 1000))
+                waitedMs += pauseMs
+                pauseMs = min(pauseMs * 2, 64)
+            }
+        }
+    }
+
     /// Opens the file, creating it with mode 0600 when missing.
     init(path: String, pendingLimit: Int) throws(CacheOpenFailure) {
         self.pendingLimit = max(pendingLimit, 1)
@@ -54,9 +74,12 @@ final class PersistentStore {
             throw CacheOpenFailure(error, "open")
         }
         self.db = db
-        db.setBusyTimeout(ms: 5000)
+        db.setBusyTimeout(ms: Int32(Self.busyTimeoutMs))
         do throws(SQLiteError) {
-            let mode = try db.texts("PRAGMA journal_mode = WAL")
+            // Switching a new file to WAL takes an exclusive lock, and SQLite
+            // answers "busy" at once, without its busy handler, while another
+            // process opens the same new file: wait for it here.
+            let mode = try Self.whileBusy { () throws(SQLiteError) in try db.texts("PRAGMA journal_mode = WAL") }
             guard mode == ["wal"] else {
                 throw SQLiteError(code: 1, message: "journal mode \(mode.first ?? "unknown") instead of wal")
             }

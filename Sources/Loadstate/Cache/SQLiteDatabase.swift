@@ -5,6 +5,12 @@ struct SQLiteError: Error {
     var code: Int32
     var message: String
 
+    /// Whether another connection holds a lock the call needed.
+    var isBusy: Bool {
+        let primary = code & 0xFF
+        return primary == SQLITE_BUSY || primary == SQLITE_LOCKED
+    }
+
     /// Whether the file is not a database or is damaged.
     var isDamage: Bool {
         let primary = code & 0xFF

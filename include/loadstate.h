@@ -349,7 +349,10 @@ int lds_runtime_new(const lds_runtime_options *opts, lds_runtime **out);
  * in POLL mode they run on the calling thread before this returns. Calls
  * made on the runtime while it is being freed, or later from threads the
  * host has not yet stopped, return LDS_ECLOSED (the handle's memory stays
- * valid for that purpose).
+ * valid for that purpose). A freed runtime's handle is kept until 1,024
+ * more runtimes have been freed, then serves a runtime created after that:
+ * a program that creates and frees runtimes in a loop does not grow, and
+ * a pointer used that long after its free may reach another runtime.
  *
  * Must not be called from a callback: returns LDS_ESTATE there.
  * Returns LDS_OK; LDS_EINVAL (rt NULL); LDS_ECLOSED (already freed).

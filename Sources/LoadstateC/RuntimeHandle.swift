@@ -9,12 +9,43 @@ import Glibc
 ///
 /// Every exported call enters the handle's gate and leaves it on return;
 /// `lds_runtime_free` closes the gate, waits for the calls inside to
-/// return, then closes the runtime. The handle itself is never
-/// deallocated (it is small), so a late call from a host thread that has
-/// not stopped yet gets `LDS_ECLOSED` instead of touching freed memory.
+/// return, then closes the runtime. Handles are never deallocated (they
+/// are small), so a late call from a host thread that has not stopped yet
+/// gets `LDS_ECLOSED` instead of touching freed memory. A closed handle
+/// waits in a quarantine of the last `quarantine` closed ones, then serves
+/// a new runtime: a program that creates runtimes in a loop holds at most
+/// that many handles beyond its live runtimes.
 final class RuntimeHandle: @unchecked Sendable {
-    /// Keeps every handle reachable for the life of the process.
-    private static let everyHandle = Locked<[RuntimeHandle]>([])
+    /// How many closed handles are kept before the oldest is reused.
+    static let quarantine = 1024
+
+    /// Closed handles, oldest first (a ring: `head` is the oldest).
+    private struct Closed {
+        var handles: [RuntimeHandle] = []
+        var head = 0
+
+        var count: Int { handles.count - head }
+
+        mutating func append(_ handle: RuntimeHandle) {
+            // Room for the most entries the ring holds (the kept ones and
+            // the spent ones not yet dropped), so that it never grows later.
+            if handles.capacity == 0 { handles.reserveCapacity(2 * RuntimeHandle.quarantine + 1) }
+            handles.append(handle)
+        }
+
+        mutating func takeOldest() -> RuntimeHandle {
+            let oldest = handles[head]
+            head += 1
+            // Drops the spent entries once there are as many as are kept.
+            if head >= RuntimeHandle.quarantine {
+                handles.removeFirst(head)
+                head = 0
+            }
+            return oldest
+        }
+    }
+
+    private static let closedHandles = Locked(Closed())
 
     private let calls = Atomic<Int>(0)
     private let closing = Atomic<Bool>(false)
@@ -26,8 +57,18 @@ final class RuntimeHandle: @unchecked Sendable {
     }
 
     static func make(_ runtime: Runtime) -> OpaquePointer {
-        let handle = RuntimeHandle(runtime)
-        everyHandle.withLock { $0.append(handle) }
+        let reused = closedHandles.withLock { closed -> RuntimeHandle? in
+            closed.count > quarantine ? closed.takeOldest() : nil
+        }
+        let handle: RuntimeHandle
+        if let reused {
+            reused.core = runtime
+            reused.closing.store(false, ordering: .releasing)
+            handle = reused
+        } else {
+            // Never released: a handle lives as long as the process.
+            handle = Unmanaged.passRetained(RuntimeHandle(runtime)).takeUnretainedValue()
+        }
         return OpaquePointer(Unmanaged.passUnretained(handle).toOpaque())
     }
 
@@ -55,6 +96,7 @@ final class RuntimeHandle: @unchecked Sendable {
         while calls.load(ordering: .acquiring) != 0 { sched_yield() }
         let rc = runtime.close()
         core = nil
+        RuntimeHandle.closedHandles.withLock { $0.append(self) }
         return rc.rawValue
     }
 

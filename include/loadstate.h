@@ -492,7 +492,7 @@ int lds_loadable_free(lds_runtime *rt, lds_id cell);
  *
  * Returns LDS_OK; LDS_EINVAL (rt NULL, request NULL with a length, bad
  * options); LDS_ENOENT (cell or loader unknown); LDS_ETOOBIG (request over
- * LDS_VALUE_MAX); LDS_ENOMEM; LDS_ECLOSED.
+ * LDS_VALUE_MAX); LDS_ENOMEM; LDS_EAGAIN (see LDS_QUEUE_MAX); LDS_ECLOSED.
  */
 int lds_loadable_load(lds_runtime *rt, lds_id cell, lds_id loader,
                       const void *request, size_t request_len,
@@ -504,7 +504,7 @@ int lds_loadable_load(lds_runtime *rt, lds_id cell, lds_id loader,
  * job ends. Works after a failure, a cancel or a reset.
  *
  * Returns LDS_OK; LDS_EINVAL; LDS_ENOENT (cell unknown, or its last loader
- * was freed); LDS_ESTATE (the cell was never loaded); LDS_ECLOSED.
+ * was freed); LDS_ESTATE (the cell was never loaded); LDS_EAGAIN (see LDS_QUEUE_MAX); LDS_ECLOSED.
  */
 int lds_loadable_refresh(lds_runtime *rt, lds_id cell);
 
@@ -513,7 +513,13 @@ int lds_loadable_refresh(lds_runtime *rt, lds_id cell);
  * returns to the state it had before the load began, emitted with
  * LDS_FLAG_CANCELLED. Without a running job nothing happens.
  *
- * Returns LDS_OK; LDS_EINVAL; LDS_ENOENT; LDS_ECLOSED.
+ * A cancel that cannot change anything queues nothing: one of a cell that
+ * was never asked to load, or one that follows a cancel or reset of the
+ * cell still waiting for the loop thread with no other call for the cell
+ * in between. So repeated cancels (and resets, by lds_loadable_reset) of
+ * one cell hold at most one queued operation, however many threads call.
+ *
+ * Returns LDS_OK; LDS_EINVAL; LDS_ENOENT; LDS_EAGAIN (see LDS_QUEUE_MAX); LDS_ECLOSED.
  */
 int lds_loadable_cancel(lds_runtime *rt, lds_id cell);
 
@@ -522,7 +528,7 @@ int lds_loadable_cancel(lds_runtime *rt, lds_id cell);
  * event unless the cell was already absent with no job running. The last
  * request stays remembered for lds_loadable_refresh.
  *
- * Returns LDS_OK; LDS_EINVAL; LDS_ENOENT; LDS_ECLOSED.
+ * Returns LDS_OK; LDS_EINVAL; LDS_ENOENT; LDS_EAGAIN (see LDS_QUEUE_MAX); LDS_ECLOSED.
  */
 int lds_loadable_reset(lds_runtime *rt, lds_id cell);
 
@@ -530,7 +536,7 @@ int lds_loadable_reset(lds_runtime *rt, lds_id cell);
  * Cancels the running job, if any, and sets the cell to LDS_LOADED with a
  * copy of value (NULL allowed when len is 0).
  *
- * Returns LDS_OK; LDS_EINVAL; LDS_ENOENT; LDS_ETOOBIG; LDS_ENOMEM; LDS_ECLOSED.
+ * Returns LDS_OK; LDS_EINVAL; LDS_ENOENT; LDS_ETOOBIG; LDS_ENOMEM; LDS_EAGAIN (see LDS_QUEUE_MAX); LDS_ECLOSED.
  */
 int lds_loadable_set_loaded(lds_runtime *rt, lds_id cell, const void *value, size_t len);
 
@@ -539,7 +545,7 @@ int lds_loadable_set_loaded(lds_runtime *rt, lds_id cell, const void *value, siz
  * given code in LDS_DOMAIN_HOST and a copy of message (may be NULL).
  *
  * Returns LDS_OK; LDS_EINVAL; LDS_ENOENT; LDS_ETOOBIG (message over
- * LDS_VALUE_MAX); LDS_ECLOSED.
+ * LDS_VALUE_MAX); LDS_EAGAIN (see LDS_QUEUE_MAX); LDS_ECLOSED.
  */
 int lds_loadable_set_error(lds_runtime *rt, lds_id cell, int32_t code, const char *message);
 
@@ -642,7 +648,7 @@ int lds_loader_free(lds_runtime *rt, lds_id loader);
  * LDS_FLAG_PARTIAL (process cells ignore values). The job goes on.
  * value may be NULL when len is 0; copied.
  *
- * Returns LDS_OK; LDS_EINVAL; LDS_ENOENT; LDS_ECANCELED; LDS_ETOOBIG; LDS_ECLOSED.
+ * Returns LDS_OK; LDS_EINVAL; LDS_ENOENT; LDS_ECANCELED; LDS_ETOOBIG; LDS_EAGAIN (see LDS_QUEUE_MAX); LDS_ECLOSED.
  */
 int lds_job_yield(lds_runtime *rt, lds_id job, const void *value, size_t len);
 
@@ -650,7 +656,7 @@ int lds_job_yield(lds_runtime *rt, lds_id job, const void *value, size_t len);
  * Ends the job with a final value: the cell becomes LDS_LOADED
  * (process cells: LDS_FINISHED).
  *
- * Returns LDS_OK; LDS_EINVAL; LDS_ENOENT; LDS_ECANCELED; LDS_ETOOBIG; LDS_ECLOSED.
+ * Returns LDS_OK; LDS_EINVAL; LDS_ENOENT; LDS_ECANCELED; LDS_ETOOBIG; LDS_EAGAIN (see LDS_QUEUE_MAX); LDS_ECLOSED.
  */
 int lds_job_succeed(lds_runtime *rt, lds_id job, const void *value, size_t len);
 
@@ -660,7 +666,7 @@ int lds_job_succeed(lds_runtime *rt, lds_id job, const void *value, size_t len);
  * to the state it had before the load (without LDS_FLAG_CANCELLED).
  * Process cells become LDS_FINISHED.
  *
- * Returns LDS_OK; LDS_EINVAL; LDS_ENOENT; LDS_ECANCELED; LDS_ECLOSED.
+ * Returns LDS_OK; LDS_EINVAL; LDS_ENOENT; LDS_ECANCELED; LDS_EAGAIN (see LDS_QUEUE_MAX); LDS_ECLOSED.
  */
 int lds_job_finish(lds_runtime *rt, lds_id job);
 
@@ -673,7 +679,7 @@ int lds_job_finish(lds_runtime *rt, lds_id job);
  * a STATE event whose attempt is one higher. Use lds_job_fail_final for a
  * failure that retrying cannot fix.
  *
- * Returns LDS_OK; LDS_EINVAL; LDS_ENOENT; LDS_ECANCELED; LDS_ETOOBIG; LDS_ECLOSED.
+ * Returns LDS_OK; LDS_EINVAL; LDS_ENOENT; LDS_ECANCELED; LDS_ETOOBIG; LDS_EAGAIN (see LDS_QUEUE_MAX); LDS_ECLOSED.
  */
 int lds_job_fail(lds_runtime *rt, lds_id job, int32_t code, const char *message);
 
@@ -682,7 +688,7 @@ int lds_job_fail(lds_runtime *rt, lds_id job, int32_t code, const char *message)
  * request, a missing resource): the cell becomes LDS_ERROR at once even
  * when the load has retries left.
  *
- * Returns LDS_OK; LDS_EINVAL; LDS_ENOENT; LDS_ECANCELED; LDS_ETOOBIG; LDS_ECLOSED.
+ * Returns LDS_OK; LDS_EINVAL; LDS_ENOENT; LDS_ECANCELED; LDS_ETOOBIG; LDS_EAGAIN (see LDS_QUEUE_MAX); LDS_ECLOSED.
  */
 int lds_job_fail_final(lds_runtime *rt, lds_id job, int32_t code, const char *message);
 
@@ -690,7 +696,7 @@ int lds_job_fail_final(lds_runtime *rt, lds_id job, int32_t code, const char *me
  * Reports progress: the cell gets an LDS_EVENT_PROGRESS event with the
  * current status and progress_done / progress_total (0 = unknown).
  *
- * Returns LDS_OK; LDS_EINVAL; LDS_ENOENT; LDS_ECANCELED; LDS_ECLOSED.
+ * Returns LDS_OK; LDS_EINVAL; LDS_ENOENT; LDS_ECANCELED; LDS_EAGAIN (see LDS_QUEUE_MAX); LDS_ECLOSED.
  */
 int lds_job_progress(lds_runtime *rt, lds_id job, uint64_t done, uint64_t total);
 
@@ -699,7 +705,7 @@ int lds_job_progress(lds_runtime *rt, lds_id job, uint64_t done, uint64_t total)
  * returns to the state it had before the load, flagged LDS_FLAG_CANCELLED.
  * The job's cancel callbacks run.
  *
- * Returns LDS_OK; LDS_EINVAL; LDS_ENOENT; LDS_ECANCELED; LDS_ECLOSED.
+ * Returns LDS_OK; LDS_EINVAL; LDS_ENOENT; LDS_ECANCELED; LDS_EAGAIN (see LDS_QUEUE_MAX); LDS_ECLOSED.
  */
 int lds_job_cancel_self(lds_runtime *rt, lds_id job);
 
@@ -707,7 +713,7 @@ int lds_job_cancel_self(lds_runtime *rt, lds_id job);
  * Resets the cell from inside the job: the job ends (its cancel callbacks
  * run) and the cell becomes absent (process cells: idle).
  *
- * Returns LDS_OK; LDS_EINVAL; LDS_ENOENT; LDS_ECANCELED; LDS_ECLOSED.
+ * Returns LDS_OK; LDS_EINVAL; LDS_ENOENT; LDS_ECANCELED; LDS_EAGAIN (see LDS_QUEUE_MAX); LDS_ECLOSED.
  */
 int lds_job_reset_self(lds_runtime *rt, lds_id job);
 
@@ -779,7 +785,9 @@ typedef struct lds_op {
  * (rt NULL, ops NULL with count > 0, count over INT32_MAX); LDS_ECLOSED
  * (then no call was made and results is left as it was). The codes of
  * the calls: those of the functions above, and LDS_EINVAL for an unknown
- * op, a field that must be 0 and is not, or a FAIL message with a NUL.
+ * op, a field that must be 0 and is not, or a FAIL message with a NUL. A
+ * run of loads counts as one queued operation; when the queue is full
+ * every load of the run gets LDS_EAGAIN.
  */
 int lds_runtime_submit(lds_runtime *rt, const lds_op *ops, size_t count, int32_t *results);
 
@@ -1157,7 +1165,7 @@ int lds_cache_stats(lds_runtime *rt, lds_id cache, lds_cache_statistics *out);
  * ends. Later cache-first loads of those keys load again.
  *
  * Returns LDS_OK; LDS_EINVAL (rt NULL, prefix NULL with a length);
- * LDS_ENOENT (not a cache); LDS_EIO (a persistent cache's write failed); LDS_ECLOSED.
+ * LDS_ENOENT (not a cache); LDS_EIO (a persistent cache's write failed); LDS_EAGAIN (see LDS_QUEUE_MAX); LDS_ECLOSED.
  */
 int lds_cache_invalidate(lds_runtime *rt, lds_id cache, const void *prefix, size_t prefix_len);
 

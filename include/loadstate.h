@@ -91,9 +91,12 @@ extern "C" {
 #define LDS_VALUE_MAX ((size_t)256 * 1024 * 1024)
 
 /* The most operations host threads may have waiting for a runtime's loop
- * thread, in its queue or in the queue of one job (262,144). A call that
- * would queue more returns LDS_EAGAIN and changes nothing; see "Bounds". */
+ * thread, in its queue or in the queue of one job, unless the runtime's
+ * options set another limit (lds_runtime_options.queue_max, at most
+ * LDS_QUEUE_MAX_LIMIT). A call that would queue more returns LDS_EAGAIN
+ * and changes nothing; see "Bounds". */
 #define LDS_QUEUE_MAX 262144
+#define LDS_QUEUE_MAX_LIMIT 4194304
 
 /* ------------------------------------------------------------------ */
 /* Constants                                                           */
@@ -233,9 +236,14 @@ typedef struct lds_runtime_options {
    * calls come a few microseconds apart, such as interpreters, at the
    * cost of that much CPU time after each burst. */
   uint32_t spin_us;
+  /* Since 0.4. The most operations host threads may have waiting for the
+   * loop thread (see LDS_QUEUE_MAX): 0 for LDS_QUEUE_MAX, at most
+   * LDS_QUEUE_MAX_LIMIT (more: LDS_EINVAL). Each waiting operation holds a
+   * copy of what its call was given (a load: its request). */
+  uint32_t queue_max;
 } lds_runtime_options;
 
-#define LDS_RUNTIME_OPTIONS_INIT { (uint32_t)sizeof(lds_runtime_options), 0, 0 }
+#define LDS_RUNTIME_OPTIONS_INIT { (uint32_t)sizeof(lds_runtime_options), 0, 0, 0 }
 
 /*
  * Options for a load or a run. Initialize with LDS_LOAD_OPTIONS_INIT. size

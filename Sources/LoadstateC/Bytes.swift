@@ -26,6 +26,20 @@ func copyBytes(_ pointer: UnsafeRawPointer?, _ length: Int) -> Result<Bytes, Res
     return .success(Bytes(UnsafeRawBufferPointer(start: pointer, count: length)))
 }
 
+/// A caller's options struct, whose first field is its `size` (a
+/// `uint32_t`), read only as far as that size says: a caller built against
+/// an older, shorter version of the struct is never read past its end,
+/// and the fields it does not have are zero (their defaults).
+func readSized<T>(_ pointer: UnsafePointer<T>) -> (value: T, size: Int) {
+    let size = Int(UnsafeRawPointer(pointer).loadUnaligned(as: UInt32.self))
+    let copy = UnsafeMutablePointer<T>.allocate(capacity: 1)
+    defer { copy.deallocate() }
+    let raw = UnsafeMutableRawPointer(copy)
+    raw.initializeMemory(as: UInt8.self, repeating: 0, count: MemoryLayout<T>.size)
+    raw.copyMemory(from: pointer, byteCount: min(size, MemoryLayout<T>.size))
+    return (copy.move(), size)
+}
+
 /// Copies a caller's message; NULL gives nil.
 func copyMessage(_ message: UnsafePointer<CChar>?) -> Result<String?, ResultCode> {
     guard let message else { return .success(nil) }

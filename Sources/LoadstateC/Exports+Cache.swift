@@ -34,8 +34,8 @@ public func ldsMemoryCacheNew(_ rt: OpaquePointer?, _ opts: UnsafePointer<lds_me
     var options = MemoryCache.Options()
     var name = ""
     if let opts {
-        let c = opts.pointee
-        guard Int(c.size) >= MemoryLayout<lds_memory_cache_options>.size else { return LDS_EINVAL }
+        let (c, size) = readSized(opts)
+        guard size >= MemoryLayout<lds_memory_cache_options>.size else { return LDS_EINVAL }
         if let n = c.name { name = String(cString: n) }
         if c.max_entries > 0 { options.maxEntries = Int(clamping: c.max_entries) }
         if c.max_bytes > 0 { options.maxBytes = Int(clamping: c.max_bytes) }
@@ -52,8 +52,8 @@ public func ldsMemoryCacheNew(_ rt: OpaquePointer?, _ opts: UnsafePointer<lds_me
 public func ldsPersistentCacheNew(_ rt: OpaquePointer?, _ opts: UnsafePointer<lds_persistent_cache_options>?,
                                   _ out: UnsafeMutablePointer<UInt64>?) -> Int32 {
     guard let opts, let out else { return LDS_EINVAL }
-    let c = opts.pointee
-    guard Int(c.size) >= MemoryLayout<lds_persistent_cache_options>.size, let path = c.path,
+    let (c, size) = readSized(opts)
+    guard size >= MemoryLayout<lds_persistent_cache_options>.size, let path = c.path,
           c.flags & ~UInt32(LDS_CACHE_REPLACE_DAMAGED) == 0 else { return LDS_EINVAL }
     var options = PersistentCache.Options()
     if c.max_bytes > 0 { options.maxBytes = Int(clamping: c.max_bytes) }

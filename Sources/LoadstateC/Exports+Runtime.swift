@@ -7,17 +7,22 @@ public func ldsRuntimeNew(_ opts: UnsafePointer<lds_runtime_options>?,
     guard let out else { return LDS_EINVAL }
     var mode = DeliveryMode.loop
     var spin: UInt32 = 0
+    var queueMax = Runtime.defaultQueueLimit
     if let opts {
-        guard opts.pointee.size >= 8 else { return LDS_EINVAL }
-        guard let chosen = DeliveryMode(rawValue: opts.pointee.delivery) else { return LDS_EINVAL }
+        // Fields past the caller's size read as 0: their defaults.
+        let (c, size) = readSized(opts)
+        guard size >= 8 else { return LDS_EINVAL }
+        guard let chosen = DeliveryMode(rawValue: c.delivery) else { return LDS_EINVAL }
         mode = chosen
-        if opts.pointee.size >= 12 {
-            spin = opts.pointee.spin_us
-            guard spin <= 100_000 else { return LDS_EINVAL }
+        spin = c.spin_us
+        guard spin <= 100_000 else { return LDS_EINVAL }
+        if c.queue_max != 0 {
+            guard c.queue_max <= LDS_QUEUE_MAX_LIMIT else { return LDS_EINVAL }
+            queueMax = Int(c.queue_max)
         }
     }
     do {
-        let runtime = try Runtime(delivery: mode, spinMicroseconds: spin)
+        let runtime = try Runtime(delivery: mode, spinMicroseconds: spin, queueLimit: queueMax)
         out.pointee = RuntimeHandle.make(runtime)
         return LDS_OK
     } catch {

@@ -23,8 +23,7 @@ extension LoadOptions {
     static func from(_ pointer: UnsafePointer<lds_load_options>?) -> Result<(LoadOptions, CacheChoice?), ResultCode> {
         var options = LoadOptions()
         guard let pointer else { return .success((options, nil)) }
-        let c = pointer.pointee
-        let size = Int(c.size)
+        let (c, size) = readSized(pointer)
         guard size >= firstVersionSize else { return .failure(.invalidArgument) }
         let knownFlags = UInt32(LDS_LOAD_SILENT) | UInt32(LDS_LOAD_SHARE)
         guard c.flags & ~knownFlags == 0 else { return .failure(.invalidArgument) }

@@ -32,14 +32,24 @@ static void open_gate(void) {
   harness_unlock();
 }
 
-/* A fixture whose loop thread is inside block_loop when it returns. */
-static bool block(fixture *f) {
+/* A fixture on a runtime with the given queue limit (0: the default)
+ * whose loop thread is inside block_loop when it returns. */
+static bool block(fixture *f, uint32_t queue_max) {
   gate_open = false;
   loop_blocked = false;
-  fixture_init(f, LDS_DELIVER_LOOP, block_loop);
+  memset(f, 0, sizeof *f);
+  lds_runtime_options opts = LDS_RUNTIME_OPTIONS_INIT;
+  opts.queue_max = queue_max;
+  if (!CHECK_RC(lds_runtime_new(&opts, &f->rt), LDS_OK)) return false;
+  rec_init(&f->rec, f->rt);
+  f->cell = cell_new(f->rt, &f->rec);
+  f->loader = host_new(f->rt, &f->h, block_loop);
   if (!CHECK_RC(fx_load(f, "block", NULL), LDS_OK)) return false;
   return WAIT_FOR(loop_blocked);
 }
+
+/* The limit the tests below set: small, so that they run fast anywhere. */
+enum { SMALL_QUEUE = 1000 };
 
 typedef struct canceller {
   lds_runtime *rt;
@@ -58,7 +68,7 @@ static void *cancel_many(void *arg) {
 
 TEST(test_repeated_cancels_of_a_cell_queue_one_operation) {
   fixture f;
-  if (!block(&f)) return;
+  if (!block(&f, SMALL_QUEUE)) return;
   /* The fixture's cell has a load that waits (its job's start is running);
    * idle was never asked to load. */
   recorder idle_rec;
@@ -66,7 +76,7 @@ TEST(test_repeated_cancels_of_a_cell_queue_one_operation) {
   lds_id idle = cell_new(f.rt, &idle_rec);
   /* Together more cancels than the queue holds: each would be refused
    * once the queue is full, were they queued one by one. */
-  size_t calls = (size_t)LDS_QUEUE_MAX / 2 + 1000;
+  size_t calls = 20 * SMALL_QUEUE;
   canceller c[2] = {{f.rt, {f.cell, idle}, calls, 0}, {f.rt, {idle, f.cell}, calls, 0}};
   pthread_t threads[2] = {thread_start(cancel_many, &c[0]), thread_start(cancel_many, &c[1])};
   thread_join(threads[0]);
@@ -94,7 +104,7 @@ TEST(test_repeated_cancels_of_a_cell_queue_one_operation) {
 
 TEST(test_a_cancel_after_a_queued_reset_changes_nothing_but_a_reset_after_a_cancel_does) {
   fixture f;
-  if (!block(&f)) return;
+  if (!block(&f, 0)) return;
   REQUIRE_RC(lds_loadable_reset(f.rt, f.cell), LDS_OK);
   REQUIRE_RC(lds_loadable_cancel(f.rt, f.cell), LDS_OK);
   REQUIRE_RC(fx_set_loaded(&f, "v"), LDS_OK);
@@ -112,9 +122,11 @@ TEST(test_a_cancel_after_a_queued_reset_changes_nothing_but_a_reset_after_a_canc
   fixture_finish(&f);
 }
 
-TEST(test_a_full_queue_refuses_calls_with_eagain_and_free_stays_prompt) {
+/* Fills the queue of a runtime limited to `limit` waiting operations
+ * (queue_max: 0 for the default) and checks what is refused. */
+static void fill_queue(uint32_t queue_max, size_t limit) {
   fixture f;
-  if (!block(&f)) return;
+  if (!block(&f, queue_max)) return;
   lds_id job = host_job_at(&f.h, 0);
   recorder other_rec;
   rec_init(&other_rec, f.rt);
@@ -122,10 +134,10 @@ TEST(test_a_full_queue_refuses_calls_with_eagain_and_free_stays_prompt) {
   /* set_loaded changes the state every time: nothing to coalesce. */
   size_t accepted = 0;
   int rc = LDS_OK;
-  while (accepted <= (size_t)LDS_QUEUE_MAX + 8 && (rc = lds_loadable_set_loaded(f.rt, other, "v", 1)) == LDS_OK)
+  while (accepted <= limit + 8 && (rc = lds_loadable_set_loaded(f.rt, other, "v", 1)) == LDS_OK)
     accepted++;
   CHECK_EQ(rc, LDS_EAGAIN);
-  CHECK_EQ(accepted, LDS_QUEUE_MAX);
+  CHECK_EQ(accepted, limit);
   /* Every call that queues work is refused alike, and causes nothing. */
   CHECK_RC(lds_loadable_load(f.rt, other, f.loader, "x", 1, NULL), LDS_EAGAIN);
   CHECK_RC(lds_loadable_set_error(f.rt, other, 1, "e"), LDS_EAGAIN);
@@ -140,9 +152,9 @@ TEST(test_a_full_queue_refuses_calls_with_eagain_and_free_stays_prompt) {
   CHECK_EQ(results[1], LDS_EAGAIN);
   /* A job's own queue has the same bound. */
   size_t yields = 0;
-  while (yields <= (size_t)LDS_QUEUE_MAX + 8 && (rc = lds_job_yield(f.rt, job, "p", 1)) == LDS_OK) yields++;
+  while (yields <= limit + 8 && (rc = lds_job_yield(f.rt, job, "p", 1)) == LDS_OK) yields++;
   CHECK_EQ(rc, LDS_EAGAIN);
-  CHECK_EQ(yields, LDS_QUEUE_MAX);
+  CHECK_EQ(yields, limit);
   /* Freeing is never refused, and the runtime is freed with all of it queued. */
   open_gate();
   fixture_finish(&f);
@@ -151,20 +163,39 @@ TEST(test_a_full_queue_refuses_calls_with_eagain_and_free_stays_prompt) {
   harness_unlock();
   /* What ran before the free returned ran in order, each event once. */
   size_t seen = rec_count(&other_rec);
-  CHECK_OP(seen, <=, LDS_QUEUE_MAX);
+  CHECK_OP(seen, <=, limit);
   for (size_t i = 0; i < seen; i++) CHECK_EQ(rec_at(&other_rec, i)->seq, i + 1);
   rec_destroy(&other_rec);
 }
 
+TEST(test_a_full_queue_refuses_calls_with_eagain_and_free_stays_prompt) { fill_queue(SMALL_QUEUE, SMALL_QUEUE); }
+
+/* The default limit, LDS_QUEUE_MAX (not on a slow host: a quarter of a
+ * million calls of each kind). */
+TEST(test_the_default_queue_limit_is_lds_queue_max) {
+  if (test_slow()) return;
+  fill_queue(0, LDS_QUEUE_MAX);
+}
+
+TEST(test_queue_max_over_its_limit_is_invalid) {
+  lds_runtime_options opts = LDS_RUNTIME_OPTIONS_INIT;
+  opts.queue_max = LDS_QUEUE_MAX_LIMIT + 1;
+  lds_runtime *rt = NULL;
+  CHECK_RC(lds_runtime_new(&opts, &rt), LDS_EINVAL);
+  CHECK(rt == NULL);
+  opts.queue_max = LDS_QUEUE_MAX_LIMIT;
+  if (CHECK_RC(lds_runtime_new(&opts, &rt), LDS_OK)) rt_free(rt);
+}
+
 TEST(test_calls_succeed_again_once_the_loop_catches_up) {
   fixture f;
-  if (!block(&f)) return;
+  if (!block(&f, SMALL_QUEUE)) return;
   recorder other_rec;
   rec_init(&other_rec, f.rt);
   lds_id other = cell_new(f.rt, &other_rec);
   size_t accepted = 0;
-  while (accepted <= (size_t)LDS_QUEUE_MAX + 8 && lds_loadable_set_loaded(f.rt, other, "v", 1) == LDS_OK) accepted++;
-  CHECK_EQ(accepted, LDS_QUEUE_MAX);
+  while (accepted <= SMALL_QUEUE + 8 && lds_loadable_set_loaded(f.rt, other, "v", 1) == LDS_OK) accepted++;
+  CHECK_EQ(accepted, SMALL_QUEUE);
   open_gate();
   REC_WAIT(&other_rec, accepted);
   REQUIRE_RC(lds_loadable_set_error(f.rt, other, 7, "after"), LDS_OK);

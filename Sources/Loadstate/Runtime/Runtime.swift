@@ -18,23 +18,28 @@ public final class Runtime: @unchecked Sendable {
     private var shared: [ShareKey: Handle] = [:]
 
     /// `spinMicroseconds`: see `EventLoop.init`.
-    public init(delivery mode: DeliveryMode = .loop, spinMicroseconds: UInt32 = 0) throws(ResultCode) {
+    public init(delivery mode: DeliveryMode = .loop, spinMicroseconds: UInt32 = 0,
+                queueLimit: Int = Runtime.defaultQueueLimit) throws(ResultCode) {
+        self.queueLimit = queueLimit
         delivery = try Delivery(mode: mode)
         loop = try EventLoop(spinMicroseconds: spinMicroseconds)
     }
 
     public var isClosed: Bool { closed.load(ordering: .acquiring) }
 
-    /// The most operations from host threads that wait for the loop thread
-    /// (`LDS_QUEUE_MAX`): in its queue, or in the inbox of one job. A call
-    /// that would queue more is refused with `ResultCode.again`. Operations
-    /// the loop thread makes itself are never refused. Each thread calling
-    /// at the same time may pass the check once more than the limit.
-    public static let queueLimit = 262_144
+    /// The most operations from host threads that wait for the loop thread:
+    /// in its queue, or in the inbox of one job. A call that would queue
+    /// more is refused with `ResultCode.again`. Operations the loop thread
+    /// makes itself are never refused. Each thread calling at the same time
+    /// may pass the check once more than the limit.
+    public let queueLimit: Int
+
+    /// The default `queueLimit` (`LDS_QUEUE_MAX`).
+    public static let defaultQueueLimit = 262_144
 
     /// Whether a call from a host thread may queue work for the loop now.
     @inline(__always)
-    public var acceptsQueuedWork: Bool { loop.queuedCount < Runtime.queueLimit }
+    public var acceptsQueuedWork: Bool { loop.queuedCount < queueLimit }
 
     /// Runs a host callback on the delivery thread. Call on the loop thread.
     public func deliver(_ kind: Delivery.Kind, _ body: @escaping () -> Void) {
@@ -83,7 +88,7 @@ public final class Runtime: @unchecked Sendable {
             }
             guard let job = handle as? Job<Value, Request> else { return .notFound }
             guard job.phase == .running else { return .cancelled }
-            if !onLoop && job.inbox.count >= Runtime.queueLimit { return .again }
+            if !onLoop && job.inbox.count >= queueLimit { return .again }
             if op.isTerminal {
                 job.phase = .ending
                 storage.handles[id] = nil

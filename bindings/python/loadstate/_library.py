@@ -45,7 +45,7 @@ _strings = POINTER(c_char_p)  # const char *const *
 class RuntimeOptions(Structure):
     """``lds_runtime_options``."""
 
-    _fields_ = [("size", c_uint32), ("delivery", c_uint32), ("spin_us", c_uint32)]
+    _fields_ = [("size", c_uint32), ("delivery", c_uint32), ("spin_us", c_uint32), ("queue_max", c_uint32)]
 
 
 class LoadOptionsC(Structure):

@@ -32,6 +32,8 @@ pub const LDS_VALUE_MAX: usize = 256 * 1024 * 1024;
 
 /// The most operations host threads may have waiting for a runtime's loop thread.
 pub const LDS_QUEUE_MAX: usize = 262_144;
+/// The largest `lds_runtime_options.queue_max`.
+pub const LDS_QUEUE_MAX_LIMIT: usize = 4_194_304;
 
 pub const LDS_ABSENT: i32 = 0;
 pub const LDS_LOADING: i32 = 1;
@@ -160,6 +162,7 @@ pub struct lds_runtime_options {
     pub size: u32,
     pub delivery: u32,
     pub spin_us: u32,
+    pub queue_max: u32,
 }
 
 impl lds_runtime_options {
@@ -169,6 +172,7 @@ impl lds_runtime_options {
             size: core::mem::size_of::<lds_runtime_options>() as u32,
             delivery: LDS_DELIVER_LOOP,
             spin_us: 0,
+            queue_max: 0,
         };
 }
 

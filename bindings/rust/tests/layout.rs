@@ -33,6 +33,7 @@ int main(void) {
   SIZE(lds_snapshot); EVENT_FIELDS(lds_snapshot);
   SIZE(lds_runtime_options);
   FIELD(lds_runtime_options, size); FIELD(lds_runtime_options, delivery); FIELD(lds_runtime_options, spin_us);
+  FIELD(lds_runtime_options, queue_max);
   SIZE(lds_load_options);
   FIELD(lds_load_options, size); FIELD(lds_load_options, flags); FIELD(lds_load_options, timeout_ms);
   FIELD(lds_load_options, interrupts_ms); FIELD(lds_load_options, interrupt_count);
@@ -88,7 +89,7 @@ int main(void) {
   printf("init lds_loader_options %u %d\n", lso.size,
          lso.start != NULL || lso.cancel != NULL || lso.free_data != NULL || lso.loader_data != NULL);
   lds_runtime_options ro = LDS_RUNTIME_OPTIONS_INIT;
-  printf("init lds_runtime_options %u %u %u\n", ro.size, ro.delivery, ro.spin_us);
+  printf("init lds_runtime_options %u %u %u %u\n", ro.size, ro.delivery, ro.spin_us, ro.queue_max);
   lds_load_options lo = LDS_LOAD_OPTIONS_INIT;
   printf("init lds_load_options %u %u %u %d %zu %u %u %u %llu %d %zu %u %u %llu\n", lo.size, lo.flags,
          lo.timeout_ms, lo.interrupts_ms != NULL, lo.interrupt_count, lo.retries, lo.retry_base_ms,
@@ -271,6 +272,7 @@ fn structs_and_constants_match_the_c_header() {
     checker.check("offset lds_runtime_options.size", offset_of!(lds_runtime_options, size));
     checker.check("offset lds_runtime_options.delivery", offset_of!(lds_runtime_options, delivery));
     checker.check("offset lds_runtime_options.spin_us", offset_of!(lds_runtime_options, spin_us));
+    checker.check("offset lds_runtime_options.queue_max", offset_of!(lds_runtime_options, queue_max));
 
     macro_rules! fields {
         ($t:ident: $($f:ident),*) => {{
@@ -318,6 +320,7 @@ fn structs_and_constants_match_the_c_header() {
         LDS_EAGAIN,
         LDS_VALUE_MAX,
         LDS_QUEUE_MAX,
+        LDS_QUEUE_MAX_LIMIT,
         LDS_ABSENT,
         LDS_LOADING,
         LDS_LOADED,
@@ -372,7 +375,7 @@ fn structs_and_constants_match_the_c_header() {
         ),
     );
     let ro = lds_runtime_options::INIT;
-    checker.check("init lds_runtime_options", format!("{} {} {}", ro.size, ro.delivery, ro.spin_us));
+    checker.check("init lds_runtime_options", format!("{} {} {} {}", ro.size, ro.delivery, ro.spin_us, ro.queue_max));
     let lo = lds_load_options::INIT;
     checker.check(
         "init lds_load_options",

@@ -469,6 +469,19 @@ struct FileLoaderTests {
         #expect(error?.message?.contains("/nonexistent/file") == true)
     }
 
+    @Test func aFIFOWithNoWriterIsRefusedAtOnce() async throws {
+        let f = try LoaderFixture { FileLoader(id: $0) }
+        defer { f.close() }
+        let path = temporaryFile([])
+        unlink(path)
+        #expect(mkfifo(path, 0o600) == 0)
+        defer { unlink(path) }
+        let error = await f.run(Array(path.utf8)).last?.state.error
+        #expect(error?.domain == .loadstate)
+        #expect(error?.code == ResultCode.invalidArgument.rawValue)
+        #expect(error?.message == "\(path): not a regular file")
+    }
+
     @Test func aDirectoryCannotBeRead() async throws {
         let f = try LoaderFixture { FileLoader(id: $0) }
         defer { f.close() }

@@ -1,8 +1,11 @@
-/* test_builtin_loaders.c — the built-in loaders against lds_runtime_free. */
+/* test_builtin_loaders.c — the exec and file loaders against lds_runtime_free. */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -89,4 +92,64 @@ TEST(test_exec_runtime_free_during_kill_grace_kills_and_reaps) {
   CHECK_OP(took, <, test_slow() ? 20000 : 5000);
   if (!gone) kill(pid, SIGKILL);
   rec_destroy(&rec);
+}
+
+/* What a thread that frees a runtime reports. */
+typedef struct free_call {
+  lds_runtime *rt;
+  bool done;  /* guarded by the harness lock */
+  int rc;
+} free_call;
+
+static void *free_in_thread(void *arg) {
+  free_call *call = arg;
+  int rc = lds_runtime_free(call->rt);
+  harness_lock();
+  call->rc = rc;
+  call->done = true;
+  harness_notify();
+  harness_unlock();
+  return NULL;
+}
+
+/* A FIFO with no writer is refused at once (an open that would block is
+ * not waited for): LDS_EINVAL in the loadstate domain. The runtime's free
+ * then returns; it runs in a thread so that a regression fails here
+ * instead of hanging the suite. */
+TEST(test_file_fifo_is_refused_and_free_returns) {
+  char dir[] = "/tmp/loadstate-fifo-XXXXXX";
+  REQUIRE(mkdtemp(dir) != NULL);
+  char path[sizeof dir + 16];
+  snprintf(path, sizeof path, "%s/fifo", dir);
+  REQUIRE(mkfifo(path, 0600) == 0);
+
+  lds_runtime *rt = rt_new(LDS_DELIVER_LOOP);
+  recorder rec;
+  rec_init(&rec, rt);
+  lds_id cell = cell_new(rt, &rec);
+  lds_id loader = 0;
+  CHECK_RC(lds_file_loader_new(rt, NULL, &loader), LDS_OK);
+  CHECK_RC(lds_loadable_load(rt, cell, loader, path, strlen(path), NULL), LDS_OK);
+  if (REC_WAIT(&rec, 2)) {
+    const lds_event *e = rec_last(&rec);
+    CHECK_EQ(e->status, LDS_ERROR);
+    CHECK_EQ(e->error_domain, LDS_DOMAIN_LOADSTATE);
+    CHECK_EQ(e->error_code, LDS_EINVAL);
+    CHECK(e->error_message != NULL && strstr(e->error_message, "not a regular file") != NULL);
+  }
+
+  free_call call = {.rt = rt};
+  pthread_t thread = thread_start(free_in_thread, &call);
+  bool returned = WAIT_FOR(call.done);
+  CHECK_EQ(call.rc, LDS_OK);
+  /* Whatever happened, a worker stuck in open() is released by a writer. */
+  int writer = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+  if (writer >= 0) close(writer);
+  if (returned) thread_join(thread);
+  harness_lock();
+  rec.closed = true;
+  harness_unlock();
+  rec_destroy(&rec);
+  unlink(path);
+  rmdir(dir);
 }

@@ -21,6 +21,14 @@ private func runOnThread(_ body: @escaping () -> Void) {
     if rc == 0 { pthread_detach(thread) }
 }
 
+/// Runs `body` on a new thread and waits for its result without holding
+/// a thread of Swift's cooperative pool.
+private func onThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { done in
+        runOnThread { done.resume(returning: body()) }
+    }
+}
+
 /// Whether `fd` becomes readable within `ms` milliseconds.
 private func readable(_ fd: Int32, within ms: Int32) -> Bool {
     var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
@@ -57,23 +65,27 @@ struct RuntimeCloseTests {
         }
         #expect(queued == 0)
 
-        let start = Clock.monotonicMs()
-        let closedWrite = closed[1]
-        runOnThread {
-            _ = runtime.close()
+        let (closedRead, closedWrite) = (closed[0], closed[1])
+        let (gateWrite, workDoneRead) = (gate[1], workDone[0])
+        let (returned, took, workEnded) = await onThread { () -> (Bool, UInt64, Bool) in
+            let start = Clock.monotonicMs()
+            runOnThread {
+                _ = runtime.close()
+                var byte: UInt8 = 1
+                _ = write(closedWrite, &byte, 1)
+            }
+            let returned = readable(closedRead, within: 10_000)
+            let took = Clock.monotonicMs() - start
+            // Let the work end: it reports to a loop that is gone.
             var byte: UInt8 = 1
-            _ = write(closedWrite, &byte, 1)
+            _ = write(gateWrite, &byte, 1)
+            let workEnded = readable(workDoneRead, within: 10_000)
+            if !returned { _ = readable(closedRead, within: 10_000) }
+            return (returned, took, workEnded)
         }
-        let returned = readable(closed[0], within: 10_000)
         #expect(returned)
-        let took = Clock.monotonicMs() - start
         #expect(took >= EventLoop.stopDeadlineMs - 50)
-
-        // Let the work end: it reports to a loop that is gone.
-        var byte: UInt8 = 1
-        _ = write(gate[1], &byte, 1)
-        #expect(readable(workDone[0], within: 10_000))
-        if !returned { _ = readable(closed[0], within: 10_000) }
+        #expect(workEnded)
         #expect(stuckWorkCompletions.load(ordering: .relaxed) == 0)
     }
 }

@@ -346,8 +346,9 @@ int lds_runtime_new(const lds_runtime_options *opts, lds_runtime **out);
  * most one second: a command SIGKILL has not ended by then (one stuck in
  * the kernel) is reaped by a thread of the library when it ends; a file
  * operation still running (a read on a hung network mount) is abandoned:
- * the loop's memory and the operation's (a few KiB, and the descriptor it
- * may open) are never released, and its result is never used. Beyond
+ * the runtime's loop (its memory and its few descriptors) and the
+ * operation (its memory, and the descriptor it may open) are never
+ * released, and its result is never used. Beyond
  * that bound the free takes as long as the cancel callbacks and free_data
  * it runs.
  *

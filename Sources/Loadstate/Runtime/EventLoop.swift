@@ -13,8 +13,11 @@ import Glibc
 /// `stop` is bounded: it waits for `Lingering` work (commands being
 /// killed) and for requests out in libuv's thread pool (file operations)
 /// at most `stopDeadlineMs`. A request still out then is abandoned: the
-/// loop's memory is kept, never closed or freed, so that the worker that
-/// finishes it later writes to live memory; its completion never runs.
+/// loop is kept, never closed or freed, so that the worker that finishes
+/// it later writes to live memory; its completion never runs. So whoever
+/// issues a thread-pool request keeps its memory until the completion
+/// runs, never freeing it otherwise (`FileRead` holds itself, and with it
+/// the request, until then).
 ///
 /// Work sent with `execute` (and Swift jobs sent to the loop as a
 /// `SerialExecutor`) is queued and the loop is woken with `uv_async_send`;

@@ -1,5 +1,3 @@
-import CLibUV
-
 /// Work on the loop that `EventLoop.stop` must wait for, because it has to
 /// end by itself: a child process, which must be killed and reaped.
 ///

@@ -353,6 +353,19 @@ int lds_runtime_new(const lds_runtime_options *opts, lds_runtime **out);
  * events, closes every libuv handle and joins the loop thread. After it
  * returns no callback runs, and every id of the runtime is invalid.
  *
+ * Running commands of exec loaders, and cancelled ones still in their
+ * kill grace period, get SIGKILL to their process group at once; the free
+ * waits for each to exit and reaps it. File operations already handed to
+ * libuv's thread pool are waited for too. Both waits together last at
+ * most one second: a command SIGKILL has not ended by then (one stuck in
+ * the kernel) is reaped by a thread of the library when it ends; a file
+ * operation still running (a read on a hung network mount) is abandoned:
+ * the runtime's loop (its memory and its few descriptors) and the
+ * operation (its memory, and the descriptor it may open) are never
+ * released, and its result is never used. Beyond
+ * that bound the free takes as long as the cancel callbacks and free_data
+ * it runs.
+ *
  * In LOOP mode the cancel callbacks and free_data run on the loop thread;
  * in POLL mode they run on the calling thread before this returns. Calls
  * made on the runtime while it is being freed, or later from threads the
@@ -833,6 +846,13 @@ typedef struct lds_file_options {
  * a file over max_size is LDS_ETOOBIG (domain LOADSTATE). Cancelling stops
  * between two reads and closes the file.
  *
+ * Only regular files are read. The file is opened non-blocking, so that a
+ * FIFO with no writer or a device cannot hold the runtime, then its type
+ * is checked: a directory is an error in LDS_DOMAIN_OS with EISDIR; any
+ * other file that is not regular (FIFO, socket, character or block
+ * device) is LDS_EINVAL in LDS_DOMAIN_LOADSTATE, with "PATH: not a regular
+ * file" as message.
+ *
  * opts may be NULL. Returns LDS_OK; LDS_EINVAL; LDS_ECLOSED.
  */
 int lds_file_loader_new(lds_runtime *rt, const lds_file_options *opts, lds_id *out);
@@ -883,9 +903,14 @@ int lds_exec_request_encode(const lds_exec_request *req, void **out, size_t *out
  * non-zero exit is an error in LDS_DOMAIN_EXIT with the exit status as
  * code (128 + N when killed by signal N) and the last 4 KiB of stderr as
  * message; a program that cannot be started is an error in LDS_DOMAIN_OS.
- * Output over max_output kills the command: LDS_ETOOBIG. Cancelling sends
- * SIGTERM to the process group, then SIGKILL after kill_grace_ms; every
- * child is reaped. At lds_runtime_free running commands get SIGKILL.
+ * Output over max_output kills the command: LDS_ETOOBIG.
+ *
+ * Cancelling sends SIGTERM to the process group, then, kill_grace_ms
+ * later, SIGKILL to the process group, whether or not the command itself
+ * has exited by then: other members of its group that survived SIGTERM
+ * are killed too (after the group has ended, the SIGKILL finds no process
+ * and does nothing). Every child is reaped. lds_runtime_free cuts the
+ * grace period short: see there.
  *
  * opts may be NULL. Returns LDS_OK; LDS_EINVAL; LDS_ECLOSED.
  */

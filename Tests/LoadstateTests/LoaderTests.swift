@@ -390,6 +390,50 @@ struct ExecLoaderTests {
         }
         #expect(kill(pid, 0) == -1 && errno == ESRCH)
     }
+
+    /// The command exits on SIGTERM; another member of its process group
+    /// ignores it and prints its pid once it does. Whether that member keeps
+    /// the pipes open or closes them, it gets SIGKILL when the grace period
+    /// ends.
+    @Test(arguments: [
+        "sh -c 'trap \"\" TERM; echo $$; exec sleep 1000' & wait",
+        "sh -c 'trap \"\" TERM; echo $$; exec sleep 1000 >/dev/null 2>&1' & wait",
+    ])
+    func aGroupMemberIgnoringSIGTERMIsKilledAfterTheGracePeriod(_ script: String) async throws {
+        let f = try LoaderFixture { ExecLoader(id: $0, options: .init(streamLines: true, killGraceMs: 50)) }
+        defer { f.close() }
+        let (cell, log) = f.cell()
+        f.load(cell, exec("sh", "-c", script))
+        _ = await log.next()
+        let pidLine = await log.next()
+        let pid = pid_t(String(decoding: pidLine.state.value ?? [], as: UTF8.self).split(separator: "\n")[0]) ?? 0
+        #expect(pid > 0)
+        guard pid > 0 else { return }
+        defer { kill(pid, SIGKILL) }
+        f.runtime.loop.execute { cell.cancel() }
+        #expect(await log.next().isCancelled)
+        let deadline = Clock.monotonicMs() + 10_000
+        while !processEnded(pid) && Clock.monotonicMs() < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(processEnded(pid))
+    }
+}
+
+/// Whether `pid` is gone or a zombie: killed, not necessarily reaped (an
+/// orphan is reaped by the system's init, which may be slow to do it).
+private func processEnded(_ pid: pid_t) -> Bool {
+    if kill(pid, 0) == -1 && errno == ESRCH { return true }
+    let fd = open("/proc/\(pid)/stat", O_RDONLY)
+    guard fd >= 0 else { return true }
+    defer { close(fd) }
+    var buffer = [UInt8](repeating: 0, count: 512)
+    let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+    guard count > 0 else { return true }
+    // "pid (comm) S ...": the state follows the last ')'.
+    let text = buffer[0..<count]
+    guard let paren = text.lastIndex(of: UInt8(ascii: ")")), paren + 2 < count else { return false }
+    return text[paren + 2] == UInt8(ascii: "Z")
 }
 
 @Suite(.timeLimit(.minutes(1)))
@@ -423,6 +467,19 @@ struct FileLoaderTests {
         #expect(error?.domain == .os)
         #expect(error?.code == ENOENT)
         #expect(error?.message?.contains("/nonexistent/file") == true)
+    }
+
+    @Test func aFIFOWithNoWriterIsRefusedAtOnce() async throws {
+        let f = try LoaderFixture { FileLoader(id: $0) }
+        defer { f.close() }
+        let path = temporaryFile([])
+        unlink(path)
+        #expect(mkfifo(path, 0o600) == 0)
+        defer { unlink(path) }
+        let error = await f.run(Array(path.utf8)).last?.state.error
+        #expect(error?.domain == .loadstate)
+        #expect(error?.code == ResultCode.invalidArgument.rawValue)
+        #expect(error?.message == "\(path): not a regular file")
     }
 
     @Test func aDirectoryCannotBeRead() async throws {

@@ -10,6 +10,15 @@ import Glibc
 /// there, closes every handle and joins the thread. After `stop` returns the
 /// loop is gone and `execute` does nothing.
 ///
+/// `stop` is bounded: it waits for `Lingering` work (commands being
+/// killed) and for requests out in libuv's thread pool (file operations)
+/// at most `stopDeadlineMs`. A request still out then is abandoned: the
+/// loop is kept, never closed or freed, so that the worker that finishes
+/// it later writes to live memory; its completion never runs. So whoever
+/// issues a thread-pool request keeps its memory until the completion
+/// runs, never freeing it otherwise (`FileRead` holds itself, and with it
+/// the request, until then).
+///
 /// Work sent with `execute` (and Swift jobs sent to the loop as a
 /// `SerialExecutor`) is queued and the loop is woken with `uv_async_send`;
 /// since sends coalesce, each wake-up drains the whole queue, including
@@ -29,6 +38,22 @@ public final class EventLoop: @unchecked Sendable {
     /// work that item asked to run once it returns (see `afterCurrent`).
     private var inItem = false
     private var followUps: [() -> Void] = []
+    /// Loop thread only: the lingering work, and the handles `stop` leaves
+    /// open to it.
+    private var lingering: [ObjectIdentifier: (work: any Lingering, handle: UnsafeMutableRawPointer)] = [:]
+    private var kept: Set<UnsafeMutableRawPointer> = []
+    /// The timer that bounds `stop`; set on the loop thread during `stop`.
+    private var deadline: UnsafeMutablePointer<uv_timer_t>?
+    /// Set by the loop thread when it gave up on thread-pool requests.
+    private var abandoned = false
+
+    /// The longest `stop` waits for lingering work and thread-pool
+    /// requests, in milliseconds.
+    public static let stopDeadlineMs: UInt64 = 1000
+
+    /// Loops given up by `stop` with requests still out in the thread pool.
+    /// Their addresses are kept here so that their memory stays reachable.
+    private static let abandonedLoops = Locked<[UInt]>([])
 
     /// Creates the loop and starts its thread. `spinMicroseconds`: how long
     /// the loop thread keeps polling for more work, in total per wake-up,
@@ -95,23 +120,94 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Runs `last` on the loop thread, then closes every handle on the loop
     /// and joins the thread. Must not be called on the loop thread.
+    ///
+    /// Lingering work is told to stop, and the loop runs until it is gone
+    /// and libuv's thread pool holds no request of the loop, or until
+    /// `stopDeadlineMs` has passed; then whatever is left is closed (or, for
+    /// thread-pool requests, abandoned; see the type's comment).
     public func stop(last: @escaping () -> Void) {
         precondition(!isLoopThread, "EventLoop.stop on its own thread")
         execute { [self] in
             last()
             running = false
-            uv_walk(loop, { handle, _ in
-                if uv_is_closing(handle) == 0 { uv_close(handle, nil) }
-            }, nil)
+            for entry in Array(lingering.values) { entry.work.loopStopping() }
+            closeHandles(sparingKept: true)
+            startDeadline()
         }
         pthread_join(thread, nil)
-        uv_loop_close(loop)
-        loop.deallocate()
+        if abandoned {
+            EventLoop.abandonedLoops.withLock { $0.append(UInt(bitPattern: loop)) }
+        } else {
+            uv_loop_close(loop)
+            loop.deallocate()
+        }
         wakeup.deallocate()
+        deadline?.deallocate()
+    }
+
+    /// Loop thread: `work` must end before `stop` closes the loop, and
+    /// `stop` leaves `handle` open to it.
+    func addLingering(_ work: any Lingering, keeping handle: UnsafeMutableRawPointer) {
+        lingering[ObjectIdentifier(work)] = (work, handle)
+        kept.insert(handle)
+    }
+
+    /// Loop thread: `work` has closed all its handles.
+    func removeLingering(_ work: any Lingering) {
+        guard let entry = lingering.removeValue(forKey: ObjectIdentifier(work)) else { return }
+        kept.remove(entry.handle)
     }
 
     private func run() {
         uv_run(loop, UV_RUN_DEFAULT)
+        // The loop ended or the stop deadline passed: close what is left (the
+        // deadline timer at least) and run the close callbacks; requests out
+        // in the thread pool are not waited for.
+        while handleCount() > 0 {
+            closeHandles(sparingKept: false)
+            uv_run(loop, UV_RUN_NOWAIT)
+        }
+        abandoned = uv_loop_alive(loop) != 0
+    }
+
+    private static func from(_ data: UnsafeMutableRawPointer?) -> EventLoop {
+        Unmanaged<EventLoop>.fromOpaque(data!).takeUnretainedValue()
+    }
+
+    /// Closes every handle not yet closing, except, when `sparingKept`,
+    /// those left to lingering work.
+    private func closeHandles(sparingKept: Bool) {
+        if !sparingKept { kept.removeAll() }
+        uv_walk(loop, { handle, arg in
+            let me = EventLoop.from(arg)
+            guard let handle, uv_is_closing(handle) == 0, !me.kept.contains(UnsafeMutableRawPointer(handle)) else {
+                return
+            }
+            uv_close(handle, nil)
+        }, Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    private func handleCount() -> Int {
+        var count = 0
+        uv_walk(loop, { _, arg in
+            arg!.assumingMemoryBound(to: Int.self).pointee += 1
+        }, &count)
+        return count
+    }
+
+    /// Arms the timer that ends the wait of `stop`. It does not keep the
+    /// loop alive: the loop ends earlier when nothing else is left.
+    private func startDeadline() {
+        let timer = UnsafeMutablePointer<uv_timer_t>.allocate(capacity: 1)
+        deadline = timer
+        uv_timer_init(loop, timer)
+        timer.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+        uv_timer_start(timer, { handle in
+            let me = EventLoop.from(handle!.pointee.data)
+            for entry in Array(me.lingering.values) { entry.work.loopDeadline() }
+            uv_stop(me.loop)
+        }, EventLoop.stopDeadlineMs, 0)
+        uv_unref(UnsafeMutableRawPointer(timer).assumingMemoryBound(to: uv_handle_t.self))
     }
 
     private func drain() {

@@ -51,8 +51,10 @@ public final class Runtime: @unchecked Sendable {
     }
 
     /// Cancels every job (cancel callbacks run), releases every loader and
-    /// stops the loop. Returns `.wrongState` on the loop thread or inside a
-    /// dispatch, `.closed` when already closed.
+    /// stops the loop, waiting for running commands and thread-pool work at
+    /// most `EventLoop.stopDeadlineMs` (see `EventLoop.stop`). Returns
+    /// `.wrongState` on the loop thread or inside a dispatch, `.closed` when
+    /// already closed.
     public func close() -> ResultCode {
         if loop.isLoopThread || delivery.isDispatchThread { return .wrongState }
         guard closed.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else {

@@ -172,7 +172,9 @@ class Runtime:
         """The library's file loader: a request is a path, the value the file's contents.
 
         PROGRESS events count bytes. A missing or unreadable file is an error
-        in the ``OS`` domain (errno as code). ``chunk_size``: bytes per read
+        in the ``OS`` domain (errno as code). Only regular files are read: a
+        directory is an ``OS`` error (EISDIR), a FIFO, socket or device an
+        ``EINVAL`` error of the library. ``chunk_size``: bytes per read
         (0: 256 KiB); ``max_size``: the largest file (0: :data:`VALUE_MAX`).
         """
         options = FileOptionsC(ctypes.sizeof(FileOptionsC), chunk_size, max_size)

@@ -379,7 +379,9 @@ impl Runtime {
     /// A loader that reads files: the request is a path
     /// ([`file_request`]), the value the file's contents; progress counts
     /// bytes. A missing or unreadable file is an error in the OS domain
-    /// with the errno as code.
+    /// with the errno as code. Only regular files are read: a directory is
+    /// an OS error (EISDIR), a FIFO, socket or device an `LDS_EINVAL` error
+    /// in the loadstate domain.
     pub fn file_loader(&self, options: &FileOptions) -> Result<Loader> {
         let raw = sys::lds_file_options {
             chunk_size: options.chunk_size,

@@ -9,8 +9,11 @@ import Glibc
 /// A non-zero exit fails in the exit domain with the status as code (128 +
 /// the signal for a command killed by one) and the end of stderr as
 /// message; a program that cannot be started fails in the os domain.
-/// Cancelling sends SIGTERM to the command's process group, then SIGKILL
-/// after `killGraceMs`. Every child is reaped.
+/// Cancelling sends SIGTERM to the command's process group, then SIGKILL to
+/// the group after `killGraceMs`, even when the command itself has exited.
+/// When the runtime closes, running commands' groups get SIGKILL at once
+/// and the close waits for them to exit (see `EventLoop.stopDeadlineMs`).
+/// Every child is reaped.
 public final class ExecLoader: Loader<[UInt8], [UInt8]>, @unchecked Sendable {
     public struct Options: Sendable {
         /// Yield the output so far at each newline, as a partial value.
@@ -47,8 +50,29 @@ public final class ExecLoader: Loader<[UInt8], [UInt8]>, @unchecked Sendable {
 }
 
 /// One command, on the loop thread: the process, its two output pipes and
-/// a kill timer. It keeps itself alive until every handle is closed.
-final class ExecRun {
+/// a kill timer. It keeps itself alive until every handle is closed and
+/// the kill sequence of a cancel is over.
+///
+/// Kill sequence: a cancel sends SIGTERM to the command's process group
+/// and arms the kill timer; when the grace period ends, SIGKILL goes to the
+/// group, even when the command itself has exited: other members of its
+/// group may have stayed. When the runtime closes (`loopStopping`), the
+/// group gets SIGKILL at once and the loop waits for the command's exit
+/// (its reaping) before it closes; the pipes are closed without waiting
+/// for their end.
+///
+/// The group id is the command's pid, and signals go to it after the
+/// command was reaped too. That is safe while any member of the group
+/// lives: a pid is not reused while a process group with that id exists.
+/// Once the last member is gone, `kill` fails with ESRCH and does nothing
+/// (sending SIGKILL at once is the same as probing with signal 0 first,
+/// without the gap between the two calls). The one case left is a group
+/// that ended and whose id the kernel gave to a new process that made
+/// itself a group leader, all between the end of the group and the
+/// signal; Linux hands out pids in increasing order and wraps around only
+/// after the whole pid range, so that needs `pid_max` processes to be
+/// created within the grace period.
+final class ExecRun: Lingering {
     private let job: Job<[UInt8], [UInt8]>
     private let runtime: Runtime
     private let options: ExecLoader.Options
@@ -64,9 +88,14 @@ final class ExecRun {
     private var pid: Int32 = 0
     private var exitStatus: Int64 = 0
     private var termSignal: Int32 = 0
+    /// The command exited and was reaped (or never started).
     private var exited = false
     private var streamsOpen = 2
     private var cancelled = false
+    /// The runtime is closing: no grace period, no waiting for the pipes.
+    private var stopping = false
+    /// Every handle is closed: the pid may belong to someone else now.
+    private var closed = false
     private var failure: LoadError?
     private static let errorTailLimit = 4096
 
@@ -84,8 +113,10 @@ final class ExecRun {
 
     func spawn(_ request: ExecRequest) {
         let loop = runtime.loop.loop
-        keepAlive = Unmanaged.passRetained(self)
-        let me = keepAlive!.toOpaque()
+        let retained = Unmanaged.passRetained(self)
+        keepAlive = retained
+        runtime.loop.addLingering(self, keeping: UnsafeMutableRawPointer(process))
+        let me = retained.toOpaque()
         for pipe in [stdoutPipe, stderrPipe] {
             uv_pipe_init(loop, pipe, 0)
             pipe.pointee.data = me
@@ -135,34 +166,60 @@ final class ExecRun {
         pid = process.pointee.pid
         for pipe in [stdoutPipe, stderrPipe] {
             uv_read_start(stream(pipe), { _, suggested, buf in
-                buf!.pointee = uv_buf_init(UnsafeMutablePointer<CChar>.allocate(capacity: suggested), UInt32(suggested))
+                buf!.pointee = uv_buf_init(UnsafeMutablePointer<CChar>.allocate(capacity: suggested),
+                                           UInt32(clamping: suggested))
             }, { stream, nread, buf in
                 ExecRun.from(stream!.pointee.data).read(from: stream!, nread, buf!)
             })
         }
     }
 
+    /// The job was cancelled: SIGTERM to the group, SIGKILL after the grace
+    /// period (at once when the runtime is closing).
     func cancel() {
         guard !cancelled else { return }
         cancelled = true
-        guard pid > 0, !exited else { return }
-        if runtime.isClosed {
-            // The loop is stopping: no time for a grace period, and the
-            // child must not outlive its reaper.
-            kill(-pid, SIGKILL)
-            var status: Int32 = 0
-            waitpid(pid, &status, 0)
-            exited = true
-            streamsOpen = 0
-            closeAll()
-            return
-        }
+        guard pid > 0, !closed else { return }
+        if runtime.isClosed { return loopStopping() }
         kill(-pid, SIGTERM)
         let timer = LoopTimer(loop: runtime.loop.loop)
         killTimer = timer
         timer.start(after: options.killGraceMs) { [self] in
-            if !exited { kill(-pid, SIGKILL) }
+            kill(-pid, SIGKILL)
+            endKillTimer()
         }
+    }
+
+    func loopStopping() {
+        guard !stopping else { return }
+        stopping = true
+        cancelled = true
+        // Alive here means running, or closed with the kill still due.
+        if pid > 0 { kill(-pid, SIGKILL) }
+        endKillTimer()
+        // Only the exit matters now: a process outside the group may hold
+        // the pipes open.
+        streamsOpen = 0
+        for pipe in [stdoutPipe, stderrPipe] { close(UnsafeMutableRawPointer(pipe)) }
+        finishIfDone()
+    }
+
+    func loopDeadline() {
+        // SIGKILL did not end the command in time: it waits in the kernel.
+        // A thread reaps it when it ends; the handles close now.
+        if pid > 0 && !exited { ExecRun.reapLater(pid) }
+        exited = true
+        closeAll()
+    }
+
+    private static func reapLater(_ pid: Int32) {
+        var thread = pthread_t()
+        let started = pthread_create(&thread, nil, { arg in
+            var status: Int32 = 0
+            waitpid(Int32(truncatingIfNeeded: Int(bitPattern: arg)), &status, 0)
+            return nil
+        }, UnsafeMutableRawPointer(bitPattern: Int(pid)))
+        if started == 0 { pthread_detach(thread) }
     }
 
     private static func from(_ data: UnsafeMutableRawPointer?) -> ExecRun {
@@ -178,7 +235,7 @@ final class ExecRun {
         let isStdout = source == stream(stdoutPipe)
         if nread < 0 {
             uv_read_stop(source)
-            streamsOpen -= 1
+            streamsOpen = max(streamsOpen - 1, 0)
             finishIfDone()
             return
         }
@@ -219,22 +276,38 @@ final class ExecRun {
     }
 
     private func closeAll() {
-        killTimer?.close()
-        killTimer = nil
         for handle in [UnsafeMutableRawPointer(process), UnsafeMutableRawPointer(stdoutPipe),
                        UnsafeMutableRawPointer(stderrPipe)] {
-            let h = handle.assumingMemoryBound(to: uv_handle_t.self)
-            guard uv_is_closing(h) == 0 else { continue }
-            uv_close(h) { h in ExecRun.from(h!.pointee.data).handleClosed() }
+            close(handle)
         }
+    }
+
+    private func close(_ handle: UnsafeMutableRawPointer) {
+        let h = handle.assumingMemoryBound(to: uv_handle_t.self)
+        guard uv_is_closing(h) == 0 else { return }
+        uv_close(h) { h in ExecRun.from(h!.pointee.data).handleClosed() }
     }
 
     private func handleClosed() {
         openHandles -= 1
         guard openHandles == 0 else { return }
+        closed = true
         report()
-        keepAlive?.release()
-        keepAlive = nil
+        releaseIfDone()
+    }
+
+    private func endKillTimer() {
+        killTimer?.close()
+        killTimer = nil
+        releaseIfDone()
+    }
+
+    /// Lets go of itself once every handle is closed and no kill is due.
+    private func releaseIfDone() {
+        guard closed, killTimer == nil, let keepAlive else { return }
+        self.keepAlive = nil
+        runtime.loop.removeLingering(self)
+        keepAlive.release()
     }
 
     private func report() {

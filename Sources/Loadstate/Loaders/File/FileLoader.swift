@@ -10,11 +10,17 @@ import Glibc
 /// the os domain with the errno and the path in the message; a file over
 /// `maxSize` fails with `ResultCode.tooBig`. Cancelling stops between two
 /// reads and closes the file.
+///
+/// Only regular files are read. The open is non-blocking (opening a FIFO
+/// with no writer, or a device, must not hold a thread-pool worker, and
+/// with it the runtime's close), then fstat tells the type: a directory
+/// fails in the os domain with EISDIR, any other file that is not regular
+/// (FIFO, socket, device) fails with `ResultCode.invalidArgument`.
 public final class FileLoader: Loader<[UInt8], [UInt8]>, @unchecked Sendable {
     public struct Options: Sendable {
         /// The largest file accepted, in bytes.
         public var maxSize: UInt64
-        /// Bytes per read.
+        /// Bytes per read (4 KiB to 64 MiB; outside values are brought within).
         public var chunkSize: Int
 
         public init(maxSize: UInt64 = 256 << 20, chunkSize: Int = 256 << 10) {
@@ -51,6 +57,10 @@ final class FileRead {
     private var chunk: UnsafeMutableRawBufferPointer
     private var cancelled = false
     private var outcome: JobOperation<[UInt8]>?
+    /// The most memory reserved ahead from the size fstat gives.
+    private static let reserveLimit: UInt64 = 64 << 20
+    /// The largest read buffer, whatever `chunkSize` asks.
+    private static let chunkLimit = 64 << 20
 
     init(job: Job<[UInt8], [UInt8]>, runtime: Runtime, options: FileLoader.Options) {
         self.job = job
@@ -58,7 +68,7 @@ final class FileRead {
         self.options = options
         path = String(decoding: job.request, as: UTF8.self)
         request = .allocate(capacity: 1)
-        chunk = .allocate(byteCount: max(options.chunkSize, 4096), alignment: 16)
+        chunk = .allocate(byteCount: min(max(options.chunkSize, 4096), FileRead.chunkLimit), alignment: 16)
     }
 
     deinit {
@@ -74,9 +84,11 @@ final class FileRead {
         guard !job.request.isEmpty, !job.request.contains(0) else {
             return finish(.fail(LoadError(.invalidArgument, message: "invalid path"), retry: .never))
         }
-        submitRequest { loop, req, cb in uv_fs_open(loop, req, self.path, O_RDONLY | O_CLOEXEC, 0, cb) } then: { me, result in
+        let flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK
+        submitRequest { loop, req, cb in uv_fs_open(loop, req, self.path, flags, 0, cb) } then: { me, result in
             guard result >= 0 else { return me.finish(me.osFailure(result, "open")) }
-            me.file = Int32(result)
+            me.file = Int32(truncatingIfNeeded: result)
+            guard !me.cancelled else { return me.close() }
             me.stat()
         }
     }
@@ -84,9 +96,22 @@ final class FileRead {
     private func stat() {
         submitRequest { loop, req, cb in uv_fs_fstat(loop, req, self.file, cb) } then: { me, result in
             guard result >= 0 else { return me.finish(me.osFailure(result, "stat")) }
+            let type = me.request.pointee.statbuf.st_mode & UInt64(Glibc.S_IFMT)
+            if type == UInt64(Glibc.S_IFDIR) {
+                return me.finish(me.osFailure(-Int(EISDIR), "read"))
+            }
+            guard type == UInt64(Glibc.S_IFREG) else {
+                return me.finish(.fail(LoadError(.invalidArgument, message: "\(me.path): not a regular file"),
+                                       retry: .never))
+            }
+            // O_NONBLOCK was for the open only.
+            let status = fcntl(me.file, F_GETFL)
+            if status >= 0 { _ = fcntl(me.file, F_SETFL, status & ~O_NONBLOCK) }
             me.total = me.request.pointee.statbuf.st_size
             guard me.total <= me.options.maxSize else { return me.finish(me.tooBig()) }
-            me.contents.reserveCapacity(Int(me.total))
+            // The size is a hint (the file may change): at most
+            // `reserveLimit` bytes are reserved from it.
+            me.contents.reserveCapacity(Int(clamping: min(me.total, FileRead.reserveLimit)))
             me.runtime.submit(.progress(done: 0, total: me.total), job: me.job.id, of: Job<[UInt8], [UInt8]>.self)
             me.readNext()
         }
@@ -96,7 +121,8 @@ final class FileRead {
         guard !cancelled else { return close() }
         let offset = Int64(contents.count)
         submitRequest { loop, req, cb in
-            var buffer = uv_buf_init(self.chunk.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32(self.chunk.count))
+            var buffer = uv_buf_init(self.chunk.baseAddress!.assumingMemoryBound(to: CChar.self),
+                                     UInt32(clamping: self.chunk.count))
             return uv_fs_read(loop, req, self.file, &buffer, 1, offset, cb)
         } then: { me, result in
             guard result >= 0 else { return me.finish(me.osFailure(result, "read")) }

@@ -1,0 +1,91 @@
+import CLibUV
+import Synchronization
+import Testing
+@testable import Loadstate
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// How many times the completion of the stuck work below ran.
+private let stuckWorkCompletions = Atomic<Int>(0)
+
+/// Runs `body` on a new thread.
+private func runOnThread(_ body: @escaping () -> Void) {
+    final class Box { let body: () -> Void; init(_ body: @escaping () -> Void) { self.body = body } }
+    var thread = pthread_t()
+    let rc = pthread_create(&thread, nil, { arg in
+        Unmanaged<Box>.fromOpaque(arg!).takeRetainedValue().body()
+        return nil
+    }, Unmanaged.passRetained(Box(body)).toOpaque())
+    #expect(rc == 0)
+    if rc == 0 { pthread_detach(thread) }
+}
+
+/// Runs `body` on a new thread and waits for its result without holding
+/// a thread of Swift's cooperative pool.
+private func onThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { done in
+        runOnThread { done.resume(returning: body()) }
+    }
+}
+
+/// Whether `fd` becomes readable within `ms` milliseconds.
+private func readable(_ fd: Int32, within ms: Int32) -> Bool {
+    var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+    return poll(&entry, 1, ms) == 1
+}
+
+@Suite(.timeLimit(.minutes(1)))
+struct RuntimeCloseTests {
+    /// Work in libuv's thread pool that never finishes (here: a read of a
+    /// pipe no one writes to, as an open of a FIFO or of a file on a hung
+    /// mount would be) does not hold `close`: it returns after the stop
+    /// deadline, and the work, finished later, never has its completion run.
+    @Test func closeDoesNotWaitForStuckThreadPoolWork() async throws {
+        let runtime = try Runtime()
+        var gate: [Int32] = [-1, -1]
+        var workDone: [Int32] = [-1, -1]
+        var closed: [Int32] = [-1, -1]
+        #expect(pipe(&gate) == 0 && pipe(&workDone) == 0 && pipe(&closed) == 0)
+        defer { for fd in gate + workDone + closed { Glibc.close(fd) } }
+        // The request is the thread pool's until the work returns: never freed.
+        let work = UnsafeMutablePointer<uv_work_t>.allocate(capacity: 1)
+        work.pointee.data = UnsafeMutableRawPointer(bitPattern: Int(gate[0]) | Int(workDone[1]) << 32)
+        let queued: Int32 = await withCheckedContinuation { done in
+            runtime.loop.execute {
+                done.resume(returning: uv_queue_work(runtime.loop.loop, work, { req in
+                    let fds = Int(bitPattern: req!.pointee.data)
+                    var byte: UInt8 = 0
+                    _ = read(Int32(truncatingIfNeeded: fds), &byte, 1)
+                    _ = write(Int32(truncatingIfNeeded: fds >> 32), &byte, 1)
+                }, { _, _ in
+                    stuckWorkCompletions.add(1, ordering: .relaxed)
+                }))
+            }
+        }
+        #expect(queued == 0)
+
+        let (closedRead, closedWrite) = (closed[0], closed[1])
+        let (gateWrite, workDoneRead) = (gate[1], workDone[0])
+        let (returned, took, workEnded) = await onThread { () -> (Bool, UInt64, Bool) in
+            let start = Clock.monotonicMs()
+            runOnThread {
+                _ = runtime.close()
+                var byte: UInt8 = 1
+                _ = write(closedWrite, &byte, 1)
+            }
+            let returned = readable(closedRead, within: 10_000)
+            let took = Clock.monotonicMs() - start
+            // Let the work end: it reports to a loop that is gone.
+            var byte: UInt8 = 1
+            _ = write(gateWrite, &byte, 1)
+            let workEnded = readable(workDoneRead, within: 10_000)
+            if !returned { _ = readable(closedRead, within: 10_000) }
+            return (returned, took, workEnded)
+        }
+        #expect(returned)
+        #expect(took >= EventLoop.stopDeadlineMs - 50)
+        #expect(workEnded)
+        #expect(stuckWorkCompletions.load(ordering: .relaxed) == 0)
+    }
+}

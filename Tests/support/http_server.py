@@ -13,11 +13,15 @@ Routes:
   /retry-after/S/KEY  503 with Retry-After: S for the first call with KEY, then 200
   /echo               200 echoing the method, headers and body
   /close-after/MS     200, then the kept-alive connection is closed MS milliseconds later
+  /retry-after-date/OFFSET/KEY
+                      503 with Retry-After as an HTTP-date OFFSET seconds from now
+                      (negative: past) for the first call with KEY, then 200
 """
 import socket
 import sys
 import threading
 import time
+from email.utils import formatdate
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
 
@@ -73,6 +77,16 @@ class Handler(BaseHTTPRequestHandler):
             self.send_body(200, b"closing soon")
             time.sleep(int(parts[1]) / 1000)
             self.close_connection = True
+        elif route == "retry-after-date":
+            offset, key = int(parts[1]), parts[2]
+            with calls_lock:
+                n = calls.get(key, 0) + 1
+                calls[key] = n
+            if n == 1:
+                when = formatdate(time.time() + offset, usegmt=True)
+                self.send_body(503, b"busy", [("Retry-After", when)])
+            else:
+                self.send_body(200, b"ok after %d" % n)
         elif route == "status":
             code = int(parts[1])
             self.send_body(code, b"status %d" % code)

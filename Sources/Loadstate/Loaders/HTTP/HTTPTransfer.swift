@@ -244,7 +244,7 @@ final class HTTPTransfer {
     /// LOADED event follows at once.
     private func progressed(_ done: UInt64) {
         let finished = announced > 0 && done >= announced
-        guard done - reported >= Self.progressStep || (finished && reported > 0 && done > reported) else { return }
+        guard done > reported, done - reported >= Self.progressStep || (finished && reported > 0) else { return }
         reported = done
         submit(.progress(done: done, total: announced))
     }
@@ -260,23 +260,24 @@ final class HTTPTransfer {
 
     private func outcome(_ result: CURLcode) -> JobOperation<[UInt8]> {
         if result == CURLE_OK {
-            var status = 0
-            lds_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
+            var longStatus = 0
+            lds_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &longStatus)
+            let status = Int32(clamping: longStatus)
             let headersEnd = bodyStart ?? makeResponse(bodyCapacity: 0)
             let success = (200..<300).contains(status)
             if success && trailers.isEmpty {
                 // The common case: the value is the buffer it arrived in.
-                HTTPResponse.finishEncoding(&response, status: Int32(status), headersEnd: headersEnd)
+                HTTPResponse.finishEncoding(&response, status: status, headersEnd: headersEnd)
                 return .succeed(response)
             }
-            let parsed = HTTPResponse(status: Int32(status),
+            let parsed = HTTPResponse(status: status,
                                       headers: Array(response[HTTPResponse.encodedHeadersStart..<headersEnd]) + trailers,
                                       body: Array(response[headersEnd...]))
             if success {
                 return .succeed(parsed.encoded())
             }
             let response = parsed
-            let error = LoadError(domain: .http, code: Int32(status), message: "HTTP \(status) from \(request.url)")
+            let error = LoadError(domain: .http, code: status, message: "HTTP \(status) from \(request.url)")
             return .fail(error, retry: retryAdvice(status: status, response: response))
         }
         let detail = String(cString: errorBuffer)
@@ -299,12 +300,13 @@ final class HTTPTransfer {
         }
     }
 
-    /// 5xx, 408 and 429 are worth retrying, after `Retry-After` seconds
-    /// when the server says so; other statuses are final.
-    private func retryAdvice(status: Int, response: HTTPResponse) -> RetryAdvice {
+    /// 5xx, 408 and 429 are worth retrying, after the delay `Retry-After`
+    /// gives when the server sends one that parses (the cell caps it at the
+    /// load's maximum back-off); other statuses are final.
+    private func retryAdvice(status: Int32, response: HTTPResponse) -> RetryAdvice {
         guard status >= 500 || status == 408 || status == 429 else { return .never }
-        if let value = response.header("Retry-After"), let seconds = UInt64(value) {
-            return .after(ms: seconds * 1000)
+        if let value = response.header("Retry-After"), let ms = RetryAfter.delayMs(value, nowMs: Clock.wallMs()) {
+            return .after(ms: ms)
         }
         return .allowed
     }

@@ -1,0 +1,97 @@
+import Testing
+@testable import Loadstate
+#if canImport(Glibc)
+import Glibc
+#endif
+
+private func response(_ events: [CellEvent<Bytes, Bytes>]) -> HTTPResponse? {
+    events.last?.state.value.flatMap { HTTPResponse(decoding: $0) }
+}
+
+private func text(_ events: [CellEvent<Bytes, Bytes>]) -> String {
+    String(decoding: response(events)?.body ?? [], as: UTF8.self)
+}
+
+private func uniqueKey() -> String { "k\(UInt64.random(in: 0...UInt64.max))" }
+
+/// The http loader against servers that answer with what no well-behaved
+/// server sends: numbers past any range, endless headers and trailers,
+/// redirect loops. None of it may trap or grow memory without bound.
+@Suite(.timeLimit(.minutes(2)))
+struct HTTPHostileServerTests {
+    let f: LoaderFixture
+
+    init() throws {
+        f = try LoaderFixture { HTTPLoader(id: $0, options: .init(proxy: "")) }
+    }
+
+    private func run(_ path: String, options: LoadOptions = LoadOptions()) async -> [CellEvent<Bytes, Bytes>] {
+        await f.run(HTTPRequest(url: TestServer.shared.url(path)).encoded(), options: options)
+    }
+
+    /// 18446744073709552 seconds are more milliseconds than a UInt64
+    /// holds: the delay saturates, and the back-off is the load's maximum.
+    @Test func aRetryAfterPastAnyRangeSaturatesToTheMaximumBackOff() async {
+        defer { f.close() }
+        let options = LoadOptions(retries: 1, retryBaseMs: 1, retryMaxMs: 20)
+        for seconds in ["18446744073709552", "99999999999999999999999999999999"] {
+            let events = await run("/retry-after/\(seconds)/\(uniqueKey())", options: options)
+            #expect(text(events) == "ok after 2", "\(seconds)")
+        }
+    }
+
+    @Test func aRetryAfterDateInThePastRetriesAtOnce() async {
+        defer { f.close() }
+        let options = LoadOptions(retries: 1, retryBaseMs: 1, retryMaxMs: 60_000)
+        let started = Clock.monotonicMs()
+        #expect(text(await run("/retry-after-date/-3600/\(uniqueKey())", options: options)) == "ok after 2")
+        #expect(Clock.monotonicMs() - started < 30_000)
+    }
+
+    /// A date two seconds ahead (to the second): the retry waits over one.
+    @Test func aRetryAfterDateIsWaitedFor() async {
+        defer { f.close() }
+        let options = LoadOptions(retries: 1, retryBaseMs: 1, retryMaxMs: 60_000)
+        let started = Clock.monotonicMs()
+        #expect(text(await run("/retry-after-date/2/\(uniqueKey())", options: options)) == "ok after 2")
+        #expect(Clock.monotonicMs() - started >= 1000)
+    }
+
+}
+
+@Suite struct RetryAfterTests {
+    /// 1994-11-06 08:49:37 UTC, the example of RFC 9110.
+    static let example: UInt64 = 784_111_777
+
+    @Test func deltaSecondsAreMilliseconds() {
+        #expect(RetryAfter.delayMs("0", nowMs: 5) == 0)
+        #expect(RetryAfter.delayMs("120", nowMs: 5) == 120_000)
+        #expect(RetryAfter.delayMs("18446744073709551", nowMs: 0) == 18_446_744_073_709_551_000)
+        #expect(RetryAfter.delayMs("18446744073709552", nowMs: 0) == UInt64.max)
+        #expect(RetryAfter.delayMs(String(repeating: "9", count: 400), nowMs: 0) == UInt64.max)
+    }
+
+    @Test(arguments: ["Sun, 06 Nov 1994 08:49:37 GMT", "Sunday, 06-Nov-94 08:49:37 GMT", "Sun Nov  6 08:49:37 1994"])
+    func theThreeDateFormsAreRead(_ date: String) {
+        #expect(HTTPDate.secondsSinceEpoch(Array(date.utf8)) == Self.example)
+        #expect(RetryAfter.delayMs(date, nowMs: (Self.example - 10) * 1000 + 250) == 9750)
+        #expect(RetryAfter.delayMs(date, nowMs: (Self.example + 10) * 1000) == 0)
+    }
+
+    @Test func datesAcrossYearsAndLeapDays() {
+        #expect(HTTPDate.secondsSinceEpoch(Array("Thu, 01 Jan 1970 00:00:00 GMT".utf8)) == 0)
+        #expect(HTTPDate.secondsSinceEpoch(Array("Tue, 29 Feb 2000 23:59:59 GMT".utf8)) == 951_868_799)
+        #expect(HTTPDate.secondsSinceEpoch(Array("Fri, 31 Dec 9999 23:59:59 GMT".utf8)) == 253_402_300_799)
+        #expect(HTTPDate.secondsSinceEpoch(Array("Saturday, 01-Jan-00 00:00:00 GMT".utf8)) == 946_684_800)
+    }
+
+    @Test(arguments: ["", " ", "-1", "+5", "1.5", "5 ", "0x10", "soon", "Sun, 06 Nov 1994 08:49:37 UTC",
+                      "Sun, 06 Nov 1994 08:49:37", "Sun, 6 Nov 1994 08:49:37 GMT", "Sun, 06 Foo 1994 08:49:37 GMT",
+                      "Sun, 31 Nov 1994 08:49:37 GMT", "Sun, 29 Feb 1900 08:49:37 GMT", "Sun, 06 Nov 1994 24:00:00 GMT",
+                      "Sun, 06 Nov 1994 08:60:00 GMT", "Sun, 00 Nov 1994 08:49:37 GMT", "Sun, 06 Nov 1969 08:49:37 GMT",
+                      "Xyz, 06 Nov 1994 08:49:37 GMT", "Funday, 06-Nov-94 08:49:37 GMT", "Sun Nov 6 08:49:37 1994",
+                      "Sun, 06 Nov 1994 08:49:37 GMTX", "Sun, 06 Nov 19x4 08:49:37 GMT"])
+    func anythingElseIsIgnored(_ value: String) {
+        #expect(RetryAfter.delayMs(value, nowMs: 0) == nil)
+    }
+}

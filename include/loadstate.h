@@ -885,9 +885,13 @@ typedef struct lds_http_options {
 
 typedef struct lds_http_request {
   uint32_t size;                /* LDS_HTTP_REQUEST_INIT */
-  const char *method;           /* NULL: "GET" */
-  const char *url;              /* http:// or https:// only */
-  const char *const *headers;   /* "Name: value" lines, header_count of them */
+  const char *method;           /* NULL: "GET"; otherwise an HTTP token (RFC 9110: letters,
+                                   digits and !#$%&'*+-.^_`|~), sent as it is */
+  const char *url;              /* http:// or https:// only; no control character
+                                   (bytes 0x00-0x1F, 0x7F) and no space */
+  const char *const *headers;   /* "Name: value" lines, header_count of them: a token
+                                   name, a colon, then a value with no control character
+                                   but tab ("Name:" alone removes a header) */
   size_t header_count;
   const void *body;             /* may be NULL when body_len is 0 */
   size_t body_len;
@@ -904,9 +908,15 @@ typedef struct lds_http_request {
  * with lds_free. The encoding: "LDH1", method, url (fields), headers
  * (list), body (field), u32 timeout_ms, u64 max_body, u32 max_redirects,
  * u32 flags (bit 0: insecure) — fields and lists as for exec requests.
+ * The method, url and headers are checked as lds_http_request describes,
+ * so that none can add lines of its own to the request sent (CR, LF); the
+ * http loader checks a request it is given the same way, and fails a job
+ * whose request does not pass with LDS_EINVAL (domain LOADSTATE), whoever
+ * encoded it. Any thread.
  *
- * Returns LDS_OK; LDS_EINVAL (NULL pointers, no url, a header with CR/LF,
- * bad size); LDS_ETOOBIG; LDS_ENOMEM.
+ * Returns LDS_OK; LDS_EINVAL (NULL pointers, no url, a method that is not
+ * a token, a url or header with a control character, a header line that
+ * is not "Name: value", an unknown flag, bad size); LDS_ETOOBIG; LDS_ENOMEM.
  */
 int lds_http_request_encode(const lds_http_request *req, void **out, size_t *out_len);
 

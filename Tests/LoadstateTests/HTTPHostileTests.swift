@@ -57,6 +57,53 @@ struct HTTPHostileServerTests {
         #expect(Clock.monotonicMs() - started >= 1000)
     }
 
+    /// A hand-built request (not through `lds_http_request_encode`) whose
+    /// method would write a header of its own is refused before sending.
+    @Test func anInjectingRequestIsRefusedByTheLoader() async {
+        defer { f.close() }
+        let url = TestServer.shared.url("/echo")
+        let requests = [HTTPRequest(method: "GET /echo HTTP/1.1\r\nX-Injected: 1\r\n\r\nGET", url: url),
+                        HTTPRequest(url: url + "\r\nX-Injected: 1"),
+                        HTTPRequest(url: url, headers: ["X-A: b\rX-Injected: 1"]),
+                        HTTPRequest(url: url, headers: ["X-Injected 1"])]
+        for request in requests {
+            let error = await f.run(request.encoded()).last?.state.error
+            #expect(error?.domain == .loadstate, "\(request)")
+            #expect(error?.code == ResultCode.invalidArgument.rawValue, "\(request)")
+        }
+    }
+}
+
+@Suite struct HTTPRequestValidationTests {
+    @Test(arguments: ["GET", "get", "M-SEARCH", "!#$%&'*+-.^_`|~09azAZ"])
+    func aTokenIsAMethod(_ method: String) {
+        #expect(HTTPRequest(method: method, url: "http://a/").problem == nil)
+    }
+
+    @Test(arguments: ["", "G ET", "GET\r\n", "GET\n", "G\tET", "GE:T", "G/T", "G\u{7F}", "G\u{0}T", "GÉT", "(GET)"])
+    func anythingElseIsNot(_ method: String) {
+        #expect(HTTPRequest(method: method, url: "http://a/").problem != nil)
+    }
+
+    @Test func aURLHoldsNoControlCharacterOrSpace() {
+        #expect(HTTPRequest(url: "http://a/b?c=d#e").problem == nil)
+        #expect(HTTPRequest(url: "http://a/café").problem == nil)
+        for url in ["http://a/\r\n", "http://a/\n", "http://a/ b", "http://a/\t", "http://a/\u{7F}", "http://a/\u{0}",
+                    "http://a/\u{1B}"] {
+            #expect(HTTPRequest(url: url).problem != nil, "\(url.debugDescription)")
+        }
+    }
+
+    @Test func aHeaderLineIsATokenAColonAndAValueWithoutControls() {
+        for line in ["X-A: b", "X-A:b", "X-A: b\tc", "User-Agent:", "X: café", "X: \"q\" (c)"] {
+            #expect(HTTPRequest(url: "http://a/", headers: [line]).problem == nil, "\(line.debugDescription)")
+        }
+        for line in ["X-A: b\r\nX-B: c", "X-A: b\n", "X-A: b\r", "no colon", "", ": v", "X A: b", "X-A : b",
+                     "X\u{1}: b", "X-A: b\u{1}", "X-A: \u{7F}", "X-A; b", "X-A: b\u{0}"] {
+            #expect(HTTPRequest(url: "http://a/", headers: ["X-Fine: 1", line]).problem != nil,
+                    "\(line.debugDescription)")
+        }
+    }
 }
 
 @Suite struct RetryAfterTests {

@@ -44,6 +44,9 @@ public final class HTTPLoader: Loader<[UInt8], [UInt8]>, @unchecked Sendable {
         guard let request = HTTPRequest(decoding: job.request) else {
             return fail(LoadError(.invalidArgument, message: "not an encoded http request"))
         }
+        if let problem = request.problem {
+            return fail(LoadError(.invalidArgument, message: problem))
+        }
         guard Self.isHTTP(request.url) else {
             return fail(LoadError(.invalidArgument, message: "only http and https are allowed: \(request.url)"))
         }

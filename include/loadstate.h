@@ -871,6 +871,19 @@ int lds_exec_loader_new(lds_runtime *rt, const lds_exec_options *opts, lds_id *o
 #define LDS_HTTP_INSECURE      (1u << 0)  /* skip TLS certificate and host verification */
 #define LDS_HTTP_NO_REDIRECTS  (1u << 1)  /* do not follow redirects */
 
+/*
+ * Bounds on one HTTP response, whatever the request (each redirect and
+ * each interim 1xx response is bounded on its own). A response that passes
+ * one fails the load at once with LDS_ETOOBIG (domain LOADSTATE, not
+ * retried), its message naming the bound and the URL; the transfer is
+ * aborted as the line arrives, so memory stays bounded whatever a server
+ * sends. The body has its own bound, lds_http_request.max_body.
+ */
+#define LDS_HTTP_STATUS_LINE_MAX   8192u   /* bytes of the status line, CRLF included */
+#define LDS_HTTP_HEADERS_MAX       65536u  /* bytes of the header lines after the status line */
+#define LDS_HTTP_HEADER_LINES_MAX  1024u   /* header lines after the status line */
+#define LDS_HTTP_TRAILERS_MAX      65536u  /* bytes of the trailer lines after a chunked body */
+
 typedef struct lds_http_options {
   uint32_t size;             /* LDS_HTTP_OPTIONS_INIT */
   uint32_t max_connections;  /* 0: libcurl's default */

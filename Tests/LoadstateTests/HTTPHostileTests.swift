@@ -57,6 +57,43 @@ struct HTTPHostileServerTests {
         #expect(Clock.monotonicMs() - started >= 1000)
     }
 
+    private func tooBig(_ events: [CellEvent<Bytes, Bytes>], _ what: String) {
+        let error = events.last?.state.error
+        #expect(error?.domain == .loadstate)
+        #expect(error?.code == ResultCode.tooBig.rawValue)
+        #expect(error?.message?.contains(what) == true, "\(error?.message ?? "no message")")
+    }
+
+    @Test func aStatusLineOverItsLimitIsTooBig() async {
+        defer { f.close() }
+        #expect(text(await run("/status-line/\(HTTPLoader.statusLineMax - 100)")) == "ok")
+        tooBig(await run("/status-line/\(HTTPLoader.statusLineMax)"), "status line over \(HTTPLoader.statusLineMax)")
+    }
+
+    @Test func headerLinesOverTheirLimitAreTooBig() async {
+        defer { f.close() }
+        let size = 1000, fit = HTTPLoader.headersMax / size - 1
+        #expect(text(await run("/headers/\(fit)/\(size)")) == "ok")
+        tooBig(await run("/headers/\(fit + 2)/\(size)"), "header lines over \(HTTPLoader.headersMax) bytes")
+    }
+
+    @Test func moreHeaderLinesThanTheLimitAreTooBig() async {
+        defer { f.close() }
+        #expect(text(await run("/headers/\(HTTPLoader.headerLinesMax - 1)/20")) == "ok")
+        tooBig(await run("/headers/\(HTTPLoader.headerLinesMax + 1)/20"), "over \(HTTPLoader.headerLinesMax) header lines")
+    }
+
+    /// Trailers keep coming after a chunked body (some 12 MB of them, far
+    /// over the body's limit): the load stops at the trailers' limit.
+    @Test func endlessTrailersStopAtTheirLimit() async {
+        defer { f.close() }
+        let request = HTTPRequest(url: TestServer.shared.url("/trailers/200000"), maxBody: 1000)
+        tooBig(await f.run(request.encoded()), "trailer lines over \(HTTPLoader.trailersMax) bytes")
+        let fine = response(await run("/trailers/10"))
+        #expect(fine?.body == Array("ok".utf8))
+        #expect(fine?.header("X-Filler")?.count == 50)
+    }
+
     /// A hand-built request (not through `lds_http_request_encode`) whose
     /// method would write a header of its own is refused before sending.
     @Test func anInjectingRequestIsRefusedByTheLoader() async {
@@ -72,6 +109,25 @@ struct HTTPHostileServerTests {
             #expect(error?.code == ResultCode.invalidArgument.rawValue, "\(request)")
         }
     }
+}
+
+/// The loader's bounds are the ones the C header documents.
+@Test func theResponseBoundsAreTheHeadersOwn() {
+    let path = TestServer.repositoryRoot + "/include/loadstate.h"
+    guard let file = fopen(path, "r") else { Issue.record("cannot open \(path)"); return }
+    defer { fclose(file) }
+    var defines: [String: Int] = [:]
+    var line = [CChar](repeating: 0, count: 4096)
+    while fgets(&line, Int32(line.count), file) != nil {
+        let text = String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let words = text.split(separator: " ", omittingEmptySubsequences: true)
+        guard words.count >= 3, words[0] == "#define", words[1].hasPrefix("LDS_HTTP_") else { continue }
+        defines[String(words[1])] = Int(words[2].filter(\.isNumber))
+    }
+    #expect(defines["LDS_HTTP_STATUS_LINE_MAX"] == HTTPLoader.statusLineMax)
+    #expect(defines["LDS_HTTP_HEADERS_MAX"] == HTTPLoader.headersMax)
+    #expect(defines["LDS_HTTP_HEADER_LINES_MAX"] == HTTPLoader.headerLinesMax)
+    #expect(defines["LDS_HTTP_TRAILERS_MAX"] == HTTPLoader.trailersMax)
 }
 
 @Suite struct HTTPRequestValidationTests {

@@ -26,7 +26,10 @@ final class HTTPTransfer {
     /// Where the body begins in `response`; nil until `response` is made.
     private var bodyStart: Int?
     private var trailers: [UInt8] = []
-    private var tooBig = false
+    /// Header lines of the current response so far.
+    private var headerLineCount = 0
+    /// Why a callback stopped the transfer (a limit was passed).
+    private var refusal: LoadError?
     /// The body's length as announced (0: unknown), and how many of its
     /// bytes PROGRESS last reported.
     private var announced: UInt64 = 0
@@ -195,8 +198,7 @@ final class HTTPTransfer {
             start = makeResponse(bodyCapacity: body)
         }
         if UInt64(response.count - start + length) > maxBody {
-            tooBig = true
-            return 0
+            return refuse("body over \(maxBody) bytes")
         }
         response.append(contentsOf: UnsafeRawBufferPointer(start: data, count: length))
         progressed(UInt64(response.count - start))
@@ -211,6 +213,10 @@ final class HTTPTransfer {
         if line.starts(with: Self.statusLinePrefix) {
             // The status line of a new response (after a redirect or a
             // 100 Continue): start over.
+            guard length <= HTTPLoader.statusLineMax else {
+                return refuse("status line over \(HTTPLoader.statusLineMax) bytes")
+            }
+            headerLineCount = 0
             handle.headerLines.removeAll(keepingCapacity: true)
             response = []
             bodyStart = nil
@@ -219,12 +225,29 @@ final class HTTPTransfer {
             reported = 0
         } else if length > 2 {
             if bodyStart == nil {
+                headerLineCount += 1
+                guard handle.headerLines.count + length <= HTTPLoader.headersMax else {
+                    return refuse("header lines over \(HTTPLoader.headersMax) bytes")
+                }
+                guard headerLineCount <= HTTPLoader.headerLinesMax else {
+                    return refuse("over \(HTTPLoader.headerLinesMax) header lines")
+                }
                 handle.headerLines.append(contentsOf: line)
             } else {
+                guard trailers.count + length <= HTTPLoader.trailersMax else {
+                    return refuse("trailer lines over \(HTTPLoader.trailersMax) bytes")
+                }
                 trailers.append(contentsOf: line)
             }
         }
         return length
+    }
+
+    /// Stops the transfer from a callback (curl then ends it with
+    /// CURLE_WRITE_ERROR) because the response passed a limit.
+    private func refuse(_ what: String) -> Int {
+        refusal = LoadError(.tooBig, message: "\(what) (\(request.url))")
+        return 0
     }
 
     /// Makes `response` from the header lines so far, with room for
@@ -283,9 +306,10 @@ final class HTTPTransfer {
         let detail = String(cString: errorBuffer)
         let reason = detail.isEmpty ? String(cString: curl_easy_strerror(result)) : detail
         let message = "\(reason) (\(request.url))"
+        if let refusal {
+            return .fail(refusal, retry: .never)
+        }
         switch result {
-        case CURLE_WRITE_ERROR where tooBig:
-            return .fail(LoadError(.tooBig, message: "body over \(maxBody) bytes (\(request.url))"), retry: .never)
         case CURLE_OPERATION_TIMEDOUT:
             return .fail(LoadError(.timedOut, message: message), retry: .allowed)
         case CURLE_UNSUPPORTED_PROTOCOL, CURLE_URL_MALFORMAT, CURLE_TOO_MANY_REDIRECTS:

@@ -94,6 +94,32 @@ struct HTTPHostileServerTests {
         #expect(fine?.header("X-Filler")?.count == 50)
     }
 
+    /// A failure with no errno after one with an errno on the same handle
+    /// is not given the old errno.
+    @Test func aFailureWithoutErrnoKeepsNoneOfTheLastTransfers() async {
+        defer { f.close() }
+        var port: UInt16 = 0
+        let s = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                _ = bind(s, $0, length)
+                _ = getsockname(s, $0, &length)
+            }
+        }
+        port = UInt16(bigEndian: address.sin_port)
+        close(s)
+        let refused = await f.run(HTTPRequest(url: "http://127.0.0.1:\(port)/").encoded()).last?.state.error
+        #expect(refused?.domain == .os)
+        #expect(refused?.code == ECONNREFUSED)
+        let empty = await run("/empty").last?.state.error
+        #expect(empty?.domain == .loadstate)
+        #expect(empty?.code == ResultCode.io.rawValue)
+    }
+
     /// A hand-built request (not through `lds_http_request_encode`) whose
     /// method would write a header of its own is refused before sending.
     @Test func anInjectingRequestIsRefusedByTheLoader() async {

@@ -51,6 +51,7 @@ final class HTTPTransfer {
         self.request = request
         maxBody = request.maxBody == 0 ? 256 << 20 : request.maxBody
         errorBuffer[0] = 0
+        handle.socketErrno = 0
         handle.headerLines.removeAll(keepingCapacity: true)
         keepAlive = Unmanaged.passRetained(self)
         handle.transfer = self
@@ -315,13 +316,24 @@ final class HTTPTransfer {
         case CURLE_UNSUPPORTED_PROTOCOL, CURLE_URL_MALFORMAT, CURLE_TOO_MANY_REDIRECTS:
             return .fail(LoadError(.invalidArgument, message: message), retry: .never)
         default:
+            // curl's errno of the failure; else that of a socket that could
+            // not be made (curl reports that as a failed connection with
+            // none), such as EMFILE when the process is out of descriptors.
             var osErrno = 0
             lds_easy_getinfo_long(easy, CURLINFO_OS_ERRNO, &osErrno)
-            if osErrno != 0 {
-                return .fail(LoadError(domain: .os, code: Int32(osErrno), message: message), retry: .allowed)
+            let code = osErrno != 0 ? Int32(clamping: osErrno) : handle.socketErrno
+            if code != 0 {
+                return .fail(LoadError(domain: .os, code: code, message: osMessage(message, code)), retry: .allowed)
             }
             return .fail(LoadError(.io, message: message), retry: .allowed)
         }
+    }
+
+    /// curl's message of a failure, with the errno's own text when curl's
+    /// does not give it (a socket that could not be made).
+    private func osMessage(_ message: String, _ code: Int32) -> String {
+        guard code == handle.socketErrno, let text = strerror(code) else { return message }
+        return "\(String(cString: text)): \(message)"
     }
 
     /// 5xx, 408 and 429 are worth retrying, after the delay `Retry-After`

@@ -94,6 +94,21 @@ struct HTTPHostileServerTests {
         #expect(fine?.header("X-Filler")?.count == 50)
     }
 
+    /// A route redirecting to itself, on a handle whose last transfer
+    /// failed otherwise: the message names the loop.
+    @Test func aRedirectLoopSaysTooManyRedirects() async {
+        defer { f.close() }
+        #expect(await run("/reset").last?.state.error != nil)
+        for _ in 0..<2 {
+            let error = await run("/loop").last?.state.error
+            #expect(error?.domain == .loadstate)
+            #expect(error?.code == ResultCode.invalidArgument.rawValue)
+            let message = error?.message ?? ""
+            #expect(message.hasPrefix("too many redirects (more than 5) from "), "\(message)")
+            #expect(message.hasSuffix(TestServer.shared.url("/loop")), "\(message)")
+        }
+    }
+
     /// A failure with no errno after one with an errno on the same handle
     /// is not given the old errno.
     @Test func aFailureWithoutErrnoKeepsNoneOfTheLastTransfers() async {

@@ -13,6 +13,7 @@ Routes:
   /retry-after/S/KEY  503 with Retry-After: S for the first call with KEY, then 200
   /echo               200 echoing the method, headers and body
   /close-after/MS     200, then the kept-alive connection is closed MS milliseconds later
+  /loop               302 to itself
   /empty              closes the connection without a response
   /retry-after-date/OFFSET/KEY
                       503 with Retry-After as an HTTP-date OFFSET seconds from now
@@ -97,6 +98,8 @@ class Handler(BaseHTTPRequestHandler):
             self.send_body(200, b"closing soon")
             time.sleep(int(parts[1]) / 1000)
             self.close_connection = True
+        elif route == "loop":
+            self.send_body(302, b"", [("Location", "/loop")])
         elif route == "empty":
             self.close_connection = True
         elif route == "status-line":

@@ -313,7 +313,13 @@ final class HTTPTransfer {
         switch result {
         case CURLE_OPERATION_TIMEDOUT:
             return .fail(LoadError(.timedOut, message: message), retry: .allowed)
-        case CURLE_UNSUPPORTED_PROTOCOL, CURLE_URL_MALFORMAT, CURLE_TOO_MANY_REDIRECTS:
+        case CURLE_TOO_MANY_REDIRECTS:
+            // Named here rather than by curl's buffer, which keeps the first
+            // message of a transfer: one written on an earlier hop would
+            // stand for the loop.
+            let loop = "too many redirects (more than \(request.maxRedirects)) from \(request.url)"
+            return .fail(LoadError(.invalidArgument, message: loop), retry: .never)
+        case CURLE_UNSUPPORTED_PROTOCOL, CURLE_URL_MALFORMAT:
             return .fail(LoadError(.invalidArgument, message: message), retry: .never)
         default:
             // curl's errno of the failure; else that of a socket that could

@@ -960,14 +960,37 @@ int lds_http_response_decode(const void *value, size_t len, lds_http_response *o
  * redirects; TLS verification is on unless the request sets
  * LDS_HTTP_INSECURE. PROGRESS events count body bytes
  * (one every 64 KiB or so, then one when the body is complete; a body
- * under 64 KiB reports none). A status outside
- * 2xx is an error in LDS_DOMAIN_HTTP with the status as code; with
- * retries, 5xx, 408 and 429 are retried, after Retry-After seconds when
- * the server sends that header (other statuses are final). A body over
- * max_body is LDS_ETOOBIG; a transfer timeout LDS_ETIMEDOUT; a refused
- * scheme or bad URL LDS_EINVAL (domain LOADSTATE); a connection failure an
- * error in LDS_DOMAIN_OS with its errno. Cancelling aborts the transfer at
- * once and closes its socket.
+ * under 64 KiB reports none).
+ *
+ * A status outside 2xx is an error in LDS_DOMAIN_HTTP with the status as
+ * code. With retries (lds_load_options.retries), 5xx, 408 and 429 are
+ * retried; other statuses are final. The back-off before such a retry is
+ * the server's Retry-After when it sends one the loader can read: delay
+ * seconds (digits only; a number past any range saturates instead of
+ * overflowing) or an HTTP-date (IMF-fixdate "Sun, 06 Nov 1994 08:49:37
+ * GMT", or the obsolete RFC 850 and asctime forms), measured against the
+ * wall clock, 0 once past. That wait is capped, like every back-off, at
+ * the load's retry_max_ms (30 s by default). A Retry-After the loader
+ * cannot read is ignored: the usual back-off applies.
+ *
+ * Other failures, all in LDS_DOMAIN_LOADSTATE unless said otherwise:
+ *   a body over max_body, or a response over one of the LDS_HTTP_*_MAX
+ *     bounds above                            LDS_ETOOBIG (not retried)
+ *   a transfer timeout                        LDS_ETIMEDOUT
+ *   a request that does not pass the checks of lds_http_request_encode,
+ *     a refused scheme (also in a redirect), a malformed URL, more
+ *     redirects than max_redirects ("too many redirects")
+ *                                             LDS_EINVAL (not retried)
+ *   a transport failure for which the operating system gave an errno:
+ *     a refused or reset connection, no socket to be had (EMFILE when
+ *     the process is out of file descriptors), ...
+ *                                             LDS_DOMAIN_OS, the errno
+ *   any other transport failure (a name that does not resolve, a
+ *     connection closed without an answer, a malformed response, a TLS
+ *     failure without an errno)               LDS_EIO
+ * The message of a transport failure is libcurl's (led by the errno's
+ * text when libcurl's does not give it), followed by the URL.
+ * Cancelling aborts the transfer at once and closes its socket.
  *
  * opts may be NULL. Returns LDS_OK; LDS_EINVAL; LDS_ENOMEM; LDS_ECLOSED.
  */

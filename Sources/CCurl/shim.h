@@ -12,7 +12,7 @@ static inline CURLcode lds_easy_setopt_write(CURL *h, size_t (*f)(char *, size_t
 static inline CURLcode lds_easy_setopt_header(CURL *h, size_t (*f)(char *, size_t, size_t, void *)) {
   return curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, f);
 }
-/* Sockets opened and closed through the caller, with `data` as their client pointer. */
+/* Sockets opened and closed through the caller, with `open_data` and `close_data` as their client pointers. */
 static inline CURLcode lds_easy_setopt_sockets(CURL *h, curl_socket_t (*open)(void *, curlsocktype, struct curl_sockaddr *),
                                                void *open_data, int (*close)(void *, curl_socket_t),
                                                void *close_data) {

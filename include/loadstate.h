@@ -921,6 +921,19 @@ int lds_exec_loader_new(lds_runtime *rt, const lds_exec_options *opts, lds_id *o
 #define LDS_HTTP_INSECURE      (1u << 0)  /* skip TLS certificate and host verification */
 #define LDS_HTTP_NO_REDIRECTS  (1u << 1)  /* do not follow redirects */
 
+/*
+ * Bounds on one HTTP response, whatever the request (each redirect and
+ * each interim 1xx response is bounded on its own). A response that passes
+ * one fails the load at once with LDS_ETOOBIG (domain LOADSTATE, not
+ * retried), its message naming the bound and the URL; the transfer is
+ * aborted as the line arrives, so memory stays bounded whatever a server
+ * sends. The body has its own bound, lds_http_request.max_body.
+ */
+#define LDS_HTTP_STATUS_LINE_MAX   8192u   /* bytes of the status line, CRLF included */
+#define LDS_HTTP_HEADERS_MAX       65536u  /* bytes of the header lines after the status line */
+#define LDS_HTTP_HEADER_LINES_MAX  1024u   /* header lines after the status line */
+#define LDS_HTTP_TRAILERS_MAX      65536u  /* bytes of the trailer lines after a chunked body */
+
 typedef struct lds_http_options {
   uint32_t size;             /* LDS_HTTP_OPTIONS_INIT */
   uint32_t max_connections;  /* 0: libcurl's default */
@@ -935,9 +948,13 @@ typedef struct lds_http_options {
 
 typedef struct lds_http_request {
   uint32_t size;                /* LDS_HTTP_REQUEST_INIT */
-  const char *method;           /* NULL: "GET" */
-  const char *url;              /* http:// or https:// only */
-  const char *const *headers;   /* "Name: value" lines, header_count of them */
+  const char *method;           /* NULL: "GET"; otherwise an HTTP token (RFC 9110: letters,
+                                   digits and !#$%&'*+-.^_`|~), sent as it is */
+  const char *url;              /* http:// or https:// only; no control character
+                                   (bytes 0x00-0x1F, 0x7F) and no space */
+  const char *const *headers;   /* "Name: value" lines, header_count of them: a token
+                                   name, a colon, then a value with no control character
+                                   but tab ("Name:" alone removes a header) */
   size_t header_count;
   const void *body;             /* may be NULL when body_len is 0 */
   size_t body_len;
@@ -954,9 +971,15 @@ typedef struct lds_http_request {
  * with lds_free. The encoding: "LDH1", method, url (fields), headers
  * (list), body (field), u32 timeout_ms, u64 max_body, u32 max_redirects,
  * u32 flags (bit 0: insecure) — fields and lists as for exec requests.
+ * The method, url and headers are checked as lds_http_request describes,
+ * so that none can add lines of its own to the request sent (CR, LF); the
+ * http loader checks a request it is given the same way, and fails a job
+ * whose request does not pass with LDS_EINVAL (domain LOADSTATE), whoever
+ * encoded it. Any thread.
  *
- * Returns LDS_OK; LDS_EINVAL (NULL pointers, no url, a header with CR/LF,
- * bad size); LDS_ETOOBIG; LDS_ENOMEM.
+ * Returns LDS_OK; LDS_EINVAL (NULL pointers, no url, a method that is not
+ * a token, a url or header with a control character, a header line that
+ * is not "Name: value", an unknown flag, bad size); LDS_ETOOBIG; LDS_ENOMEM.
  */
 int lds_http_request_encode(const lds_http_request *req, void **out, size_t *out_len);
 
@@ -987,14 +1010,37 @@ int lds_http_response_decode(const void *value, size_t len, lds_http_response *o
  * redirects; TLS verification is on unless the request sets
  * LDS_HTTP_INSECURE. PROGRESS events count body bytes
  * (one every 64 KiB or so, then one when the body is complete; a body
- * under 64 KiB reports none). A status outside
- * 2xx is an error in LDS_DOMAIN_HTTP with the status as code; with
- * retries, 5xx, 408 and 429 are retried, after Retry-After seconds when
- * the server sends that header (other statuses are final). A body over
- * max_body is LDS_ETOOBIG; a transfer timeout LDS_ETIMEDOUT; a refused
- * scheme or bad URL LDS_EINVAL (domain LOADSTATE); a connection failure an
- * error in LDS_DOMAIN_OS with its errno. Cancelling aborts the transfer at
- * once and closes its socket.
+ * under 64 KiB reports none).
+ *
+ * A status outside 2xx is an error in LDS_DOMAIN_HTTP with the status as
+ * code. With retries (lds_load_options.retries), 5xx, 408 and 429 are
+ * retried; other statuses are final. The back-off before such a retry is
+ * the server's Retry-After when it sends one the loader can read: delay
+ * seconds (digits only; a number past any range saturates instead of
+ * overflowing) or an HTTP-date (IMF-fixdate "Sun, 06 Nov 1994 08:49:37
+ * GMT", or the obsolete RFC 850 and asctime forms), measured against the
+ * wall clock, 0 once past. That wait is capped, like every back-off, at
+ * the load's retry_max_ms (30 s by default). A Retry-After the loader
+ * cannot read is ignored: the usual back-off applies.
+ *
+ * Other failures, all in LDS_DOMAIN_LOADSTATE unless said otherwise:
+ *   a body over max_body, or a response over one of the LDS_HTTP_*_MAX
+ *     bounds above                            LDS_ETOOBIG (not retried)
+ *   a transfer timeout                        LDS_ETIMEDOUT
+ *   a request that does not pass the checks of lds_http_request_encode,
+ *     a refused scheme (also in a redirect), a malformed URL, more
+ *     redirects than max_redirects ("too many redirects")
+ *                                             LDS_EINVAL (not retried)
+ *   a transport failure for which the operating system gave an errno:
+ *     a refused or reset connection, no socket to be had (EMFILE when
+ *     the process is out of file descriptors), ...
+ *                                             LDS_DOMAIN_OS, the errno
+ *   any other transport failure (a name that does not resolve, a
+ *     connection closed without an answer, a malformed response, a TLS
+ *     failure without an errno)               LDS_EIO
+ * The message of a transport failure is libcurl's (led by the errno's
+ * text when libcurl's does not give it), followed by the URL.
+ * Cancelling aborts the transfer at once and closes its socket.
  *
  * opts may be NULL. Returns LDS_OK; LDS_EINVAL; LDS_ENOMEM; LDS_ECLOSED.
  */

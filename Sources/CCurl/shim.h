@@ -12,13 +12,14 @@ static inline CURLcode lds_easy_setopt_write(CURL *h, size_t (*f)(char *, size_t
 static inline CURLcode lds_easy_setopt_header(CURL *h, size_t (*f)(char *, size_t, size_t, void *)) {
   return curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, f);
 }
-/* Sockets opened and closed through the caller, with `data` as their client pointer. */
+/* Sockets opened and closed through the caller, with `open_data` and `close_data` as their client pointers. */
 static inline CURLcode lds_easy_setopt_sockets(CURL *h, curl_socket_t (*open)(void *, curlsocktype, struct curl_sockaddr *),
-                                               int (*close)(void *, curl_socket_t), void *data) {
+                                               void *open_data, int (*close)(void *, curl_socket_t),
+                                               void *close_data) {
   CURLcode rc = curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, open);
-  if (rc == CURLE_OK) rc = curl_easy_setopt(h, CURLOPT_OPENSOCKETDATA, data);
+  if (rc == CURLE_OK) rc = curl_easy_setopt(h, CURLOPT_OPENSOCKETDATA, open_data);
   if (rc == CURLE_OK) rc = curl_easy_setopt(h, CURLOPT_CLOSESOCKETFUNCTION, close);
-  if (rc == CURLE_OK) rc = curl_easy_setopt(h, CURLOPT_CLOSESOCKETDATA, data);
+  if (rc == CURLE_OK) rc = curl_easy_setopt(h, CURLOPT_CLOSESOCKETDATA, close_data);
   return rc;
 }
 static inline CURLcode lds_easy_getinfo_long(CURL *h, CURLINFO i, long *v) { return curl_easy_getinfo(h, i, v); }

@@ -132,9 +132,7 @@ public func ldsHttpRequestEncode(_ req: UnsafePointer<lds_http_request>?,
         guard let list = c.headers, c.header_count > 0, c.header_count <= 65536 else { return LDS_EINVAL }
         for i in 0..<c.header_count {
             guard let line = list[i] else { return LDS_EINVAL }
-            let text = String(cString: line)
-            guard !text.utf8.contains(where: { $0 == 10 || $0 == 13 }) else { return LDS_EINVAL }
-            headers.append(text)
+            headers.append(String(cString: line))
         }
     }
     let body: Bytes
@@ -147,6 +145,7 @@ public func ldsHttpRequestEncode(_ req: UnsafePointer<lds_http_request>?,
                               headers: headers, body: body, timeoutMs: c.timeout_ms, maxBody: c.max_body,
                               maxRedirects: noRedirects ? 0 : (c.max_redirects == 0 ? 5 : c.max_redirects),
                               insecure: c.flags & UInt32(LDS_HTTP_INSECURE) != 0)
+    guard request.problem == nil else { return LDS_EINVAL }
     return giveBuffer(request.encoded(), out, outLength)
 }
 

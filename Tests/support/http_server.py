@@ -13,11 +13,23 @@ Routes:
   /retry-after/S/KEY  503 with Retry-After: S for the first call with KEY, then 200
   /echo               200 echoing the method, headers and body
   /close-after/MS     200, then the kept-alive connection is closed MS milliseconds later
+  /loop               302 to itself
+  /empty              closes the connection without a response
+  /retry-after-date/OFFSET/KEY
+                      503 with Retry-After as an HTTP-date OFFSET seconds from now
+                      (negative: past) for the first call with KEY, then 200
+
+Hostile answers, written raw (then the connection is closed; each stops
+early when the client goes away):
+  /status-line/N      a status line with a reason phrase of N bytes
+  /headers/N/SIZE     N header lines of SIZE bytes each
+  /trailers/N         a chunked body "ok", then N trailer lines of 62 bytes
 """
 import socket
 import sys
 import threading
 import time
+from email.utils import formatdate
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
 
@@ -38,6 +50,19 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
+
+    def raw(self, *parts):
+        """Writes the bytes of each part (bytes, or an iterable of bytes) as
+        they are, then closes the connection; stops early when the client
+        has gone (it may abort an answer it finds too big)."""
+        self.close_connection = True
+        try:
+            for part in parts:
+                for chunk in [part] if isinstance(part, bytes) else part:
+                    self.wfile.write(chunk)
+            self.wfile.flush()
+        except OSError:
+            pass
 
     def do_GET(self):
         url = urlparse(self.path)
@@ -73,6 +98,32 @@ class Handler(BaseHTTPRequestHandler):
             self.send_body(200, b"closing soon")
             time.sleep(int(parts[1]) / 1000)
             self.close_connection = True
+        elif route == "loop":
+            self.send_body(302, b"", [("Location", "/loop")])
+        elif route == "empty":
+            self.close_connection = True
+        elif route == "status-line":
+            self.raw(b"HTTP/1.1 200 " + b"r" * int(parts[1]) + b"\r\nContent-Length: 2\r\n\r\nok")
+        elif route == "headers":
+            count, size = int(parts[1]), int(parts[2])
+            line = b"X-Filler: " + b"h" * max(size - 12, 0) + b"\r\n"
+            head = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n"
+            self.raw(head, (line for _ in range(count)), [b"\r\nok"])
+        elif route == "trailers":
+            count = int(parts[1])
+            head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-Filler\r\n\r\n2\r\nok\r\n0\r\n"
+            line = b"X-Filler: " + b"t" * 50 + b"\r\n"
+            self.raw(head, (line for _ in range(count)), [b"\r\n"])
+        elif route == "retry-after-date":
+            offset, key = int(parts[1]), parts[2]
+            with calls_lock:
+                n = calls.get(key, 0) + 1
+                calls[key] = n
+            if n == 1:
+                when = formatdate(time.time() + offset, usegmt=True)
+                self.send_body(503, b"busy", [("Retry-After", when)])
+            else:
+                self.send_body(200, b"ok after %d" % n)
         elif route == "status":
             code = int(parts[1])
             self.send_body(code, b"status %d" % code)

@@ -141,6 +141,10 @@ class HttpRequest:
         max_redirects: redirects to follow (0: the library's default of 5).
         max_body: the largest body accepted (0: :data:`loadstate.VALUE_MAX`).
         flags: :data:`HTTP_INSECURE`, :data:`HTTP_NO_REDIRECTS`.
+
+    :meth:`encode` raises :class:`loadstate.InvalidArgument` for a method that is not an HTTP
+    token, a URL holding a control character or a space, and header lines that are not
+    ``Name: value`` with a token name and a value free of control characters but tab.
     """
 
     url: str

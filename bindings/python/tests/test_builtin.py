@@ -99,3 +99,17 @@ def test_http_request_and_response_encodings_round_trip():
 def test_http_headers_with_line_breaks_are_refused(line):
     with pytest.raises(loadstate.InvalidArgument):
         loadstate.HttpRequest("http://x", headers=[line]).encode()
+
+
+@pytest.mark.parametrize("request_", [
+    loadstate.HttpRequest("http://x", "GET / HTTP/1.1\r\nInjected: b\r\n\r\nGET"),
+    loadstate.HttpRequest("http://x", "G ET"),
+    loadstate.HttpRequest("http://x/\r\nInjected: b"),
+    loadstate.HttpRequest("http://x/ y"),
+    loadstate.HttpRequest("http://x", headers=["no colon"]),
+    loadstate.HttpRequest("http://x", headers=[("Bad Name", "v")]),
+    loadstate.HttpRequest("http://x", headers=[("X", "a\x01b")]),
+])
+def test_http_methods_urls_and_headers_that_could_inject_lines_are_refused(request_):
+    with pytest.raises(loadstate.InvalidArgument):
+        request_.encode()

@@ -302,8 +302,10 @@ impl HttpRequest {
     }
 
     /// The request bytes to load with an HTTP loader
-    /// (`lds_http_request_encode`). Strings holding NUL bytes, and header
-    /// lines the library refuses (CR or LF inside), fail with
+    /// (`lds_http_request_encode`). Strings holding NUL bytes, a method
+    /// that is not an HTTP token, a URL holding a control character or a
+    /// space, and header lines that are not `Name: value` (a token name, a
+    /// value with no control character but tab) fail with
     /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument).
     pub fn encode(&self) -> Result<Vec<u8>> {
         let method = self.method.as_ref().map(c_string).transpose()?;

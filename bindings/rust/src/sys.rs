@@ -225,6 +225,11 @@ pub const LDS_EXEC_STREAM_LINES: u32 = 1 << 0;
 pub const LDS_HTTP_INSECURE: u32 = 1 << 0;
 pub const LDS_HTTP_NO_REDIRECTS: u32 = 1 << 1;
 
+pub const LDS_HTTP_STATUS_LINE_MAX: u32 = 8192;
+pub const LDS_HTTP_HEADERS_MAX: u32 = 65536;
+pub const LDS_HTTP_HEADER_LINES_MAX: u32 = 1024;
+pub const LDS_HTTP_TRAILERS_MAX: u32 = 65536;
+
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct lds_file_options {

@@ -107,20 +107,32 @@ final class CurlMulti {
     func takeHandle() -> EasyHandle? {
         if let idle = idleHandles.popLast() { return idle }
         guard let easy = curl_easy_init() else { return nil }
+        let handle = EasyHandle(easy, multi: self)
+        // Opening goes through the handle, which keeps the errno of a
+        // socket that could not be made for its transfer; closing through
+        // the multi, as a connection outlives the handle that opened it.
         lds_easy_setopt_sockets(easy, { client, _, address in
-            Unmanaged<CurlMulti>.fromOpaque(client!).takeUnretainedValue().openSocket(address)
-        }, { client, socket in
+            let handle = Unmanaged<EasyHandle>.fromOpaque(client!).takeUnretainedValue()
+            let socket = handle.multi.openSocket(address)
+            if socket == CURL_SOCKET_BAD { handle.socketErrno = errno }
+            return socket
+        }, Unmanaged.passUnretained(handle).toOpaque(), { client, socket in
             Unmanaged<CurlMulti>.fromOpaque(client!).takeUnretainedValue().closeSocket(socket)
         }, Unmanaged.passUnretained(self).toOpaque())
-        return EasyHandle(easy)
+        return handle
     }
 
     /// Takes back the handle of a finished transfer (out of the multi).
     /// It keeps its options: the next transfer sets those of its request
     /// that differ (which costs far less than `curl_easy_reset` and setting
     /// everything again); what points into the finished transfer is cleared.
+    /// A handle whose transfer left an errno is not kept: curl keeps that
+    /// errno on the handle, and a later transfer failing without one of its
+    /// own would report it.
     func recycle(_ handle: EasyHandle) {
-        if closed || idleHandles.count >= Self.idleConnections {
+        var osErrno = 0
+        lds_easy_getinfo_long(handle.easy, CURLINFO_OS_ERRNO, &osErrno)
+        if closed || idleHandles.count >= Self.idleConnections || osErrno != 0 {
             handle.transfer = nil
             curl_easy_cleanup(handle.easy)
         } else {
@@ -195,9 +207,13 @@ final class CurlMulti {
         sockets.append(contentsOf: repeatElement(SocketState(), count: count - sockets.count))
     }
 
-    /// curl's socket for a new connection (CURLOPT_OPENSOCKETFUNCTION).
-    private func openSocket(_ address: UnsafeMutablePointer<curl_sockaddr>?) -> curl_socket_t {
-        guard let address else { return CURL_SOCKET_BAD }
+    /// curl's socket for a new connection (CURLOPT_OPENSOCKETFUNCTION);
+    /// `CURL_SOCKET_BAD` with `errno` set when none can be made.
+    fileprivate func openSocket(_ address: UnsafeMutablePointer<curl_sockaddr>?) -> curl_socket_t {
+        guard let address else {
+            errno = EINVAL
+            return CURL_SOCKET_BAD
+        }
         let socket = Glibc.socket(address.pointee.family, address.pointee.socktype | Int32(SOCK_CLOEXEC.rawValue),
                                   address.pointee.protocol)
         guard socket >= 0 else { return CURL_SOCKET_BAD }
@@ -286,6 +302,12 @@ final class CurlMulti {
 /// handle is only told what differs.
 final class EasyHandle {
     let easy: UnsafeMutableRawPointer
+    /// The multi that made the handle (and outlives it).
+    unowned let multi: CurlMulti
+    /// The errno of the last socket that could not be made for the
+    /// handle's transfer (0: none): curl reports that failure as a failed
+    /// connection with no errno of its own.
+    var socketErrno: Int32 = 0
     /// Whether the options shared by every request of the loader are set.
     var isSetUp = false
     /// The URL last set, to skip setting (and curl copying) it again.
@@ -313,8 +335,9 @@ final class EasyHandle {
     /// transfer.
     var headers: UnsafeMutablePointer<curl_slist>?
 
-    init(_ easy: UnsafeMutableRawPointer) {
+    init(_ easy: UnsafeMutableRawPointer, multi: CurlMulti) {
         self.easy = easy
+        self.multi = multi
         errorBuffer.initialize(to: 0)
     }
 

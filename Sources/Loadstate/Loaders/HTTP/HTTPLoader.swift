@@ -26,6 +26,18 @@ public final class HTTPLoader: Loader<[UInt8], [UInt8]>, @unchecked Sendable {
         }
     }
 
+    /// Bounds on one response (each redirect and interim response has its
+    /// own): the status line, the header lines after it (their bytes and
+    /// their number), the trailer lines after a chunked body. Passing one
+    /// fails the load with `tooBig` at once, so that memory stays bounded
+    /// whatever the server sends. LDS_HTTP_STATUS_LINE_MAX,
+    /// LDS_HTTP_HEADERS_MAX, LDS_HTTP_HEADER_LINES_MAX and
+    /// LDS_HTTP_TRAILERS_MAX in the C header.
+    package static let statusLineMax = 8 << 10
+    package static let headersMax = 64 << 10
+    package static let headerLinesMax = 1024
+    package static let trailersMax = 64 << 10
+
     public let options: Options
     // Loop thread only.
     private var multi: CurlMulti?
@@ -43,6 +55,9 @@ public final class HTTPLoader: Loader<[UInt8], [UInt8]>, @unchecked Sendable {
         }
         guard let request = HTTPRequest(decoding: job.request) else {
             return fail(LoadError(.invalidArgument, message: "not an encoded http request"))
+        }
+        if let problem = request.problem {
+            return fail(LoadError(.invalidArgument, message: problem))
         }
         guard Self.isHTTP(request.url) else {
             return fail(LoadError(.invalidArgument, message: "only http and https are allowed: \(request.url)"))

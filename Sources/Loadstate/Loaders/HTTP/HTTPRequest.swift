@@ -72,6 +72,45 @@ public struct HTTPRequest: Sendable, Equatable {
     }
 }
 
+extension HTTPRequest {
+    /// Why the request cannot be sent as it is, or nil when it can: the
+    /// method must be an HTTP token (RFC 9110 `tchar`s), the URL must hold
+    /// no control character or space, and every header line must be
+    /// `Name: value` with a token name and a value holding no control
+    /// character but tab. A request with CR or LF in any of them would
+    /// write lines of its own into the request.
+    package var problem: String? {
+        if !Self.isToken(method.utf8[...]) {
+            return "the method is not an HTTP token: \(method.debugDescription)"
+        }
+        if url.utf8.contains(where: { $0 <= 0x20 || $0 == 0x7F }) {
+            return "the URL holds a control character or space: \(url.debugDescription)"
+        }
+        for line in headers {
+            let bytes = line.utf8
+            guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")), Self.isToken(bytes[..<colon]),
+                  !bytes[bytes.index(after: colon)...].contains(where: { ($0 < 0x20 && $0 != 0x09) || $0 == 0x7F })
+            else { return "not a header line (Name: value): \(line.debugDescription)" }
+        }
+        return nil
+    }
+
+    /// Whether the bytes are a token: one or more `tchar`s.
+    static func isToken(_ bytes: Substring.UTF8View) -> Bool {
+        !bytes.isEmpty && bytes.allSatisfy { isTokenByte[Int($0)] }
+    }
+
+    private static let isTokenByte: [Bool] = (0..<256).map { b in
+        switch UInt8(b) {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+             UInt8(ascii: "A")...UInt8(ascii: "Z"):
+            return true
+        default:
+            return "!#$%&'*+-.^_`|~".utf8.contains(UInt8(b))
+        }
+    }
+}
+
 /// What the http loader produces: the final response's status, its header
 /// lines and its body. Encoded as the loaded value:
 ///

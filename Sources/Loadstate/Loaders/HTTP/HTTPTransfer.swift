@@ -26,7 +26,10 @@ final class HTTPTransfer {
     /// Where the body begins in `response`; nil until `response` is made.
     private var bodyStart: Int?
     private var trailers: [UInt8] = []
-    private var tooBig = false
+    /// Header lines of the current response so far.
+    private var headerLineCount = 0
+    /// Why a callback stopped the transfer (a limit was passed).
+    private var refusal: LoadError?
     /// The body's length as announced (0: unknown), and how many of its
     /// bytes PROGRESS last reported.
     private var announced: UInt64 = 0
@@ -48,6 +51,7 @@ final class HTTPTransfer {
         self.request = request
         maxBody = request.maxBody == 0 ? 256 << 20 : request.maxBody
         errorBuffer[0] = 0
+        handle.socketErrno = 0
         handle.headerLines.removeAll(keepingCapacity: true)
         keepAlive = Unmanaged.passRetained(self)
         handle.transfer = self
@@ -195,8 +199,7 @@ final class HTTPTransfer {
             start = makeResponse(bodyCapacity: body)
         }
         if UInt64(response.count - start + length) > maxBody {
-            tooBig = true
-            return 0
+            return refuse("body over \(maxBody) bytes")
         }
         response.append(contentsOf: UnsafeRawBufferPointer(start: data, count: length))
         progressed(UInt64(response.count - start))
@@ -211,6 +214,10 @@ final class HTTPTransfer {
         if line.starts(with: Self.statusLinePrefix) {
             // The status line of a new response (after a redirect or a
             // 100 Continue): start over.
+            guard length <= HTTPLoader.statusLineMax else {
+                return refuse("status line over \(HTTPLoader.statusLineMax) bytes")
+            }
+            headerLineCount = 0
             handle.headerLines.removeAll(keepingCapacity: true)
             response = []
             bodyStart = nil
@@ -219,12 +226,29 @@ final class HTTPTransfer {
             reported = 0
         } else if length > 2 {
             if bodyStart == nil {
+                headerLineCount += 1
+                guard handle.headerLines.count + length <= HTTPLoader.headersMax else {
+                    return refuse("header lines over \(HTTPLoader.headersMax) bytes")
+                }
+                guard headerLineCount <= HTTPLoader.headerLinesMax else {
+                    return refuse("over \(HTTPLoader.headerLinesMax) header lines")
+                }
                 handle.headerLines.append(contentsOf: line)
             } else {
+                guard trailers.count + length <= HTTPLoader.trailersMax else {
+                    return refuse("trailer lines over \(HTTPLoader.trailersMax) bytes")
+                }
                 trailers.append(contentsOf: line)
             }
         }
         return length
+    }
+
+    /// Stops the transfer from a callback (curl then ends it with
+    /// CURLE_WRITE_ERROR) because the response passed a limit.
+    private func refuse(_ what: String) -> Int {
+        refusal = LoadError(.tooBig, message: "\(what) (\(request.url))")
+        return 0
     }
 
     /// Makes `response` from the header lines so far, with room for
@@ -244,7 +268,7 @@ final class HTTPTransfer {
     /// LOADED event follows at once.
     private func progressed(_ done: UInt64) {
         let finished = announced > 0 && done >= announced
-        guard done - reported >= Self.progressStep || (finished && reported > 0 && done > reported) else { return }
+        guard done > reported, done - reported >= Self.progressStep || (finished && reported > 0) else { return }
         reported = done
         submit(.progress(done: done, total: announced))
     }
@@ -260,51 +284,71 @@ final class HTTPTransfer {
 
     private func outcome(_ result: CURLcode) -> JobOperation<[UInt8]> {
         if result == CURLE_OK {
-            var status = 0
-            lds_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
+            var longStatus = 0
+            lds_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &longStatus)
+            let status = Int32(clamping: longStatus)
             let headersEnd = bodyStart ?? makeResponse(bodyCapacity: 0)
             let success = (200..<300).contains(status)
             if success && trailers.isEmpty {
                 // The common case: the value is the buffer it arrived in.
-                HTTPResponse.finishEncoding(&response, status: Int32(status), headersEnd: headersEnd)
+                HTTPResponse.finishEncoding(&response, status: status, headersEnd: headersEnd)
                 return .succeed(response)
             }
-            let parsed = HTTPResponse(status: Int32(status),
+            let parsed = HTTPResponse(status: status,
                                       headers: Array(response[HTTPResponse.encodedHeadersStart..<headersEnd]) + trailers,
                                       body: Array(response[headersEnd...]))
             if success {
                 return .succeed(parsed.encoded())
             }
             let response = parsed
-            let error = LoadError(domain: .http, code: Int32(status), message: "HTTP \(status) from \(request.url)")
+            let error = LoadError(domain: .http, code: status, message: "HTTP \(status) from \(request.url)")
             return .fail(error, retry: retryAdvice(status: status, response: response))
         }
         let detail = String(cString: errorBuffer)
         let reason = detail.isEmpty ? String(cString: curl_easy_strerror(result)) : detail
         let message = "\(reason) (\(request.url))"
+        if let refusal {
+            return .fail(refusal, retry: .never)
+        }
         switch result {
-        case CURLE_WRITE_ERROR where tooBig:
-            return .fail(LoadError(.tooBig, message: "body over \(maxBody) bytes (\(request.url))"), retry: .never)
         case CURLE_OPERATION_TIMEDOUT:
             return .fail(LoadError(.timedOut, message: message), retry: .allowed)
-        case CURLE_UNSUPPORTED_PROTOCOL, CURLE_URL_MALFORMAT, CURLE_TOO_MANY_REDIRECTS:
+        case CURLE_TOO_MANY_REDIRECTS:
+            // Named here rather than by curl's buffer, which keeps the first
+            // message of a transfer: one written on an earlier hop would
+            // stand for the loop.
+            let loop = "too many redirects (more than \(request.maxRedirects)) from \(request.url)"
+            return .fail(LoadError(.invalidArgument, message: loop), retry: .never)
+        case CURLE_UNSUPPORTED_PROTOCOL, CURLE_URL_MALFORMAT:
             return .fail(LoadError(.invalidArgument, message: message), retry: .never)
         default:
+            // curl's errno of the failure; else that of a socket that could
+            // not be made (curl reports that as a failed connection with
+            // none), such as EMFILE when the process is out of descriptors.
             var osErrno = 0
             lds_easy_getinfo_long(easy, CURLINFO_OS_ERRNO, &osErrno)
-            if osErrno != 0 {
-                return .fail(LoadError(domain: .os, code: Int32(osErrno), message: message), retry: .allowed)
+            let code = osErrno != 0 ? Int32(clamping: osErrno) : handle.socketErrno
+            if code != 0 {
+                return .fail(LoadError(domain: .os, code: code, message: osMessage(message, code)), retry: .allowed)
             }
             return .fail(LoadError(.io, message: message), retry: .allowed)
         }
     }
 
-    /// 5xx, 408 and 429 are worth retrying, after `Retry-After` seconds
-    /// when the server says so; other statuses are final.
-    private func retryAdvice(status: Int, response: HTTPResponse) -> RetryAdvice {
+    /// curl's message of a failure, with the errno's own text when curl's
+    /// does not give it (a socket that could not be made).
+    private func osMessage(_ message: String, _ code: Int32) -> String {
+        guard code == handle.socketErrno, let text = strerror(code) else { return message }
+        return "\(String(cString: text)): \(message)"
+    }
+
+    /// 5xx, 408 and 429 are worth retrying, after the delay `Retry-After`
+    /// gives when the server sends one that parses (the cell caps it at the
+    /// load's maximum back-off); other statuses are final.
+    private func retryAdvice(status: Int32, response: HTTPResponse) -> RetryAdvice {
         guard status >= 500 || status == 408 || status == 429 else { return .never }
-        if let value = response.header("Retry-After"), let seconds = UInt64(value) {
-            return .after(ms: seconds * 1000)
+        if let value = response.header("Retry-After"), let ms = RetryAfter.delayMs(value, nowMs: Clock.wallMs()) {
+            return .after(ms: ms)
         }
         return .allowed
     }

@@ -1,0 +1,176 @@
+/*
+ * test_http_edges.c — the http loader at its edges: requests that would
+ * write lines of their own into the HTTP request are refused, and
+ * connection failures keep their errno when the process runs out of file
+ * descriptors.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+/* Encodes req and yields the return code (freeing any buffer). */
+static int encode(const lds_http_request *req) {
+  void *buf = NULL;
+  size_t len = 0;
+  int rc = lds_http_request_encode(req, &buf, &len);
+  lds_free(buf);
+  return rc;
+}
+
+static int encode_method(const char *method) {
+  lds_http_request req = LDS_HTTP_REQUEST_INIT;
+  req.url = "http://127.0.0.1/";
+  req.method = method;
+  return encode(&req);
+}
+
+static int encode_url(const char *url) {
+  lds_http_request req = LDS_HTTP_REQUEST_INIT;
+  req.url = url;
+  return encode(&req);
+}
+
+static int encode_header(const char *line) {
+  lds_http_request req = LDS_HTTP_REQUEST_INIT;
+  req.url = "http://127.0.0.1/";
+  const char *headers[] = {"X-Fine: yes", line};
+  req.headers = headers;
+  req.header_count = 2;
+  return encode(&req);
+}
+
+TEST(http_encode_refuses_a_method_that_is_not_a_token) {
+  const char *good[] = {"GET", "get", "PROPFIND", "M-SEARCH", "X!#$%&'*+.^_`|~1"};
+  for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) CHECK_RC(encode_method(good[i]), LDS_OK);
+  const char *bad[] = {"", "GET / HTTP/1.1\r\nX-Injected: 1\r\n\r\nGET", "GET\n", "G ET", "GET\t",
+                       "GE:T", "G\"ET", "G(ET)", "GET\x7f", "G\x01T", "G\xc3\xa9T"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    if (encode_method(bad[i]) != LDS_EINVAL) check_fail(__FILE__, __LINE__, "method %zu accepted", i);
+  }
+}
+
+TEST(http_encode_refuses_a_url_with_control_characters) {
+  CHECK_RC(encode_url("http://127.0.0.1/a?b=c#d"), LDS_OK);
+  CHECK_RC(encode_url("http://127.0.0.1/caf\xc3\xa9"), LDS_OK);
+  const char *bad[] = {"http://127.0.0.1/\r\nX-Injected: 1", "http://127.0.0.1/\n", "http://127.0.0.1/ a",
+                       "http://127.0.0.1/\t", "http://127.0.0.1/\x7f", "http://127.0.0.1/\x1b"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    if (encode_url(bad[i]) != LDS_EINVAL) check_fail(__FILE__, __LINE__, "url %zu accepted", i);
+  }
+}
+
+TEST(http_encode_refuses_a_header_line_that_is_not_name_colon_value) {
+  const char *good[] = {"X-A: b", "X-A:b", "X-A: b\tc", "User-Agent:", "X-Latin: caf\xc3\xa9", "x: \"q\" (c)"};
+  for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) CHECK_RC(encode_header(good[i]), LDS_OK);
+  const char *bad[] = {"X-A: b\r\nX-Injected: 1", "X-A: b\n", "X-A: b\r", "no colon", "", ": no name",
+                       "X A: b", "X-A : b", "X\x01: b", "X-A: b\x01", "X-A: b\x7f", "X-A; b", "(X): b"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    if (encode_header(bad[i]) != LDS_EINVAL) check_fail(__FILE__, __LINE__, "header %zu accepted", i);
+  }
+}
+
+/* A port on 127.0.0.1 nothing listens on: bound, then closed. */
+static int closed_port(void) {
+  int s = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a;
+  memset(&a, 0, sizeof a);
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof a) != 0 || getsockname(s, (struct sockaddr *)&a, &len) != 0) {
+    if (s >= 0) close(s);
+    return -1;
+  }
+  close(s);
+  return ntohs(a.sin_port);
+}
+
+/* The lowest descriptor not open yet: how many this process uses. */
+static int descriptors_in_use(void) {
+  int fd = dup(0);
+  if (fd >= 0) close(fd);
+  return fd;
+}
+
+#define EDGE_LOADS 400
+
+typedef struct edge_loads {
+  recorder rec[EDGE_LOADS];
+  lds_id cell[EDGE_LOADS];
+} edge_loads;
+
+/* Loads beyond the descriptors the process may open: a load whose socket
+ * cannot be made fails in LDS_DOMAIN_OS with EMFILE (not LDS_EIO), the
+ * others with ECONNREFUSED. (The test runs in a child process of its own:
+ * its lowered limit stays there.) */
+TEST(http_connections_out_of_descriptors_fail_with_their_errno) {
+  int port = closed_port();
+  REQUIRE(port > 0);
+  lds_runtime *rt = rt_new(LDS_DELIVER_LOOP);
+  REQUIRE(rt != NULL);
+  lds_http_options opts = LDS_HTTP_OPTIONS_INIT;
+  opts.proxy = "";
+  lds_id loader = 0;
+  REQUIRE_RC(lds_http_loader_new(rt, &opts, &loader), LDS_OK);
+  char url[64];
+  snprintf(url, sizeof url, "http://127.0.0.1:%d/", port);
+  lds_http_request req = LDS_HTTP_REQUEST_INIT;
+  req.url = url;
+  void *buf = NULL;
+  size_t len = 0;
+  REQUIRE_RC(lds_http_request_encode(&req, &buf, &len), LDS_OK);
+  edge_loads *loads = calloc(1, sizeof *loads);
+  REQUIRE(loads != NULL);
+  for (int i = 0; i < EDGE_LOADS; i++) {
+    rec_init(&loads->rec[i], rt);
+    loads->cell[i] = cell_new(rt, &loads->rec[i]);
+  }
+  /* Room for some of the loads' sockets only. */
+  struct rlimit saved, limit;
+  REQUIRE(getrlimit(RLIMIT_NOFILE, &saved) == 0);
+  limit = saved;
+  limit.rlim_cur = (rlim_t)descriptors_in_use() + EDGE_LOADS / 4;
+  REQUIRE(setrlimit(RLIMIT_NOFILE, &limit) == 0);
+  /* One work item for the loop: every transfer starts before any ends. */
+  lds_op ops[EDGE_LOADS];
+  memset(ops, 0, sizeof ops);
+  for (int i = 0; i < EDGE_LOADS; i++) {
+    ops[i].op = LDS_OP_LOAD;
+    ops[i].target = loads->cell[i];
+    ops[i].loader = loader;
+    ops[i].data = buf;
+    ops[i].data_len = len;
+  }
+  CHECK_EQ(lds_runtime_submit(rt, ops, EDGE_LOADS, NULL), EDGE_LOADS);
+  int refused = 0, out_of_descriptors = 0;
+  for (int i = 0; i < EDGE_LOADS; i++) {
+    recorder *rec = &loads->rec[i];
+    if (!WAIT_FOR(rec->count >= 2 && rec->events[rec->count - 1]->ev.status == LDS_ERROR)) break;
+    const lds_event *e = rec_last(rec);
+    if (e->error_domain != LDS_DOMAIN_OS) {
+      check_fail(__FILE__, __LINE__, "load %d: domain %d code %d (%s)", i, e->error_domain, e->error_code,
+                 e->error_message ? e->error_message : "");
+    } else if (e->error_code == ECONNREFUSED) {
+      refused++;
+    } else if (e->error_code == EMFILE) {
+      out_of_descriptors++;
+    } else {
+      check_fail(__FILE__, __LINE__, "load %d: errno %d", i, e->error_code);
+    }
+  }
+  CHECK(refused > 0);
+  CHECK(out_of_descriptors > 0);
+  rt_free(rt);
+  CHECK(setrlimit(RLIMIT_NOFILE, &saved) == 0);
+  for (int i = 0; i < EDGE_LOADS; i++) rec_destroy(&loads->rec[i]);
+  free(loads);
+  lds_free(buf);
+}

@@ -50,6 +50,49 @@
  *   never reused within a runtime. An id that was freed, that never existed, or
  *   that names an object of another kind (a loader id given as a cell)
  *   yields LDS_ENOENT.
+ *
+ * BOUNDS
+ *
+ *   Every size the library takes from a host, a server, a command or a
+ *   file has a limit. Past it, a call returns the code below and changes
+ *   nothing, or a load fails with it (domain LOADSTATE) and frees what it
+ *   held; memory stays bounded whatever the input.
+ *
+ *   what                                limit (default)                 past it
+ *   ----------------------------------  ------------------------------  ------------
+ *   a value, request, error message,    LDS_VALUE_MAX (256 MiB)         LDS_ETOOBIG
+ *     cache key or prefix given to a
+ *     call
+ *   interrupt delays of one load        64                              LDS_EINVAL
+ *   calls of one lds_runtime_submit     INT32_MAX                       LDS_EINVAL
+ *   operations host threads have        LDS_QUEUE_MAX (262,144), or     LDS_EAGAIN
+ *     waiting for the loop thread, in     lds_runtime_options.queue_max
+ *     its queue or in one job's queue     (<= LDS_QUEUE_MAX_LIMIT)
+ *   repeated cancels/resets of a cell   1 queued (the rest coalesce)    -
+ *   http: status line                   LDS_HTTP_STATUS_LINE_MAX (8 KiB) LDS_ETOOBIG
+ *   http: header lines, per response    LDS_HTTP_HEADERS_MAX (64 KiB),  LDS_ETOOBIG
+ *                                         LDS_HTTP_HEADER_LINES_MAX
+ *                                         (1,024 lines)
+ *   http: trailer lines                 LDS_HTTP_TRAILERS_MAX (64 KiB)  LDS_ETOOBIG
+ *   http: body                          max_body (LDS_VALUE_MAX)        LDS_ETOOBIG
+ *   http: redirects                     max_redirects (5)               LDS_EINVAL
+ *   http: Retry-After wait              the load's retry_max_ms (30 s)  capped
+ *   exec: stdout                        max_output (LDS_VALUE_MAX)      LDS_ETOOBIG,
+ *                                                                         command killed
+ *   exec: stderr kept                   its last 4 KiB (the message)    older bytes dropped
+ *   file: size                          max_size (LDS_VALUE_MAX)        LDS_ETOOBIG
+ *   file: type                          regular files only              LDS_EINVAL
+ *   memory cache                        max_entries (10,000),           LRU eviction
+ *                                         max_bytes (64 MiB)
+ *   persistent cache file               max_bytes (256 MiB)             LRU eviction
+ *   lds_runtime_free's wait for         one second                      abandoned (see
+ *     commands and file operations                                        lds_runtime_free)
+ *
+ *   Numbers a server sends (Content-Length, chunk sizes, Retry-After,
+ *   status) are read with saturation or ignored, never trusted for an
+ *   allocation beyond the bounds above. Not bounded by the library: the
+ *   callbacks of a POLL-mode runtime wait for lds_runtime_dispatch; a host
+ *   that stops dispatching keeps them, as it keeps its own queue.
  */
 #ifndef LOADSTATE_H
 #define LOADSTATE_H

@@ -565,7 +565,11 @@ int lds_loadable_load(lds_runtime *rt, lds_id cell, lds_id loader,
 /*
  * Reloads the last request (same loader and options) silently: the current
  * state stays visible, flagged LDS_FLAG_REFRESHING, and is replaced when the
- * job ends. Works after a failure, a cancel or a reset.
+ * job ends. Works after a failure, a cancel or a reset. A refresh always
+ * asks the loader: the last load's cache is not read first (a load with
+ * LDS_POLICY_CACHE_FIRST or LDS_POLICY_CACHE_THEN_LOAD is refreshed as
+ * LDS_POLICY_LOAD_ONLY, its result stored), except with
+ * LDS_POLICY_CACHE_ONLY, which reads the cache again.
  *
  * Returns LDS_OK; LDS_EINVAL; LDS_ENOENT (cell unknown, or its last loader
  * was freed); LDS_ESTATE (the cell was never loaded); LDS_EAGAIN (see LDS_QUEUE_MAX); LDS_ECLOSED.

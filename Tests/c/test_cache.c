@@ -78,3 +78,35 @@ TEST(test_cache_caches_made_and_freed_by_the_thousand) {
   check_value(rt, kept[2], "value 1499");
   rt_free(rt);
 }
+
+/* lds_loadable_refresh of a cell whose load was served by its cache
+ * (LDS_POLICY_CACHE_FIRST) asks the loader, keeping the cached value
+ * visible meanwhile, and stores the new value. */
+TEST(test_cache_refresh_of_a_cache_first_load_asks_the_loader) {
+  fixture f;
+  fixture_init(&f, LDS_DELIVER_LOOP, host_succeed_echo);
+  lds_id cache;
+  REQUIRE_RC(lds_memory_cache_new(f.rt, NULL, &cache), LDS_OK);
+  REQUIRE_RC(lds_cache_put(f.rt, cache, "k", 1, "cached", 6), LDS_OK);
+  lds_load_options o = LDS_LOAD_OPTIONS_INIT;
+  o.cache = cache;
+  o.cache_key = "k";
+  o.cache_key_len = 1;
+  o.cache_policy = LDS_POLICY_CACHE_FIRST;
+  o.fresh_ms = 60000;
+  REQUIRE_RC(fx_load(&f, "fresh", &o), LDS_OK);
+  if (!REC_WAIT(&f.rec, 1)) return;
+  CHECK_STATE(rec_at(&f.rec, 0), 1, LDS_LOADED, LDS_FLAG_FROM_CACHE);
+  CHECK_EQ(f.h.starts, 0);
+  REQUIRE_RC(lds_loadable_refresh(f.rt, f.cell), LDS_OK);
+  if (REC_WAIT(&f.rec, 3)) {
+    const lds_event *refreshing = rec_at(&f.rec, 1);
+    CHECK_STATE(refreshing, 2, LDS_LOADED, LDS_FLAG_FROM_CACHE | LDS_FLAG_REFRESHING);
+    CHECK_BYTES(refreshing->value, refreshing->value_len, "cached");
+    CHECK_STATE(rec_at(&f.rec, 2), 3, LDS_LOADED, 0);
+    CHECK_BYTES(rec_at(&f.rec, 2)->value, rec_at(&f.rec, 2)->value_len, "fresh");
+  }
+  CHECK_EQ(f.h.starts, 1);
+  check_value(f.rt, cache, "fresh");
+  fixture_finish(&f);
+}

@@ -114,16 +114,32 @@ func startTask(_ body: () -> Void) {
 
 /// A gate a loader can wait on until the test opens it.
 final class Gate: @unchecked Sendable {
-    private let state = Locked<(open: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+    private struct State {
+        var open = false
+        var waiters: [Int: CheckedContinuation<Void, Never>] = [:]
+        var next = 0
+    }
 
+    private let state = Locked(State())
+
+    /// Returns once the gate is open, or once the waiting task is cancelled
+    /// (so that a load that was superseded ends instead of waiting forever).
     func wait() async {
-        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-            let resumeNow = state.withLock { s -> Bool in
-                if s.open { return true }
-                s.waiters.append(c)
-                return false
+        let key = state.withLock { s -> Int in
+            defer { s.next += 1 }
+            return s.next
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                let resumeNow = state.withLock { s -> Bool in
+                    if s.open || Task.isCancelled { return true }
+                    s.waiters[key] = c
+                    return false
+                }
+                if resumeNow { c.resume() }
             }
-            if resumeNow { c.resume() }
+        } onCancel: {
+            state.withLock { $0.waiters.removeValue(forKey: key) }?.resume()
         }
     }
 
@@ -132,8 +148,8 @@ final class Gate: @unchecked Sendable {
     func open() {
         let waiters = state.withLock { s -> [CheckedContinuation<Void, Never>] in
             s.open = true
-            defer { s.waiters = [] }
-            return s.waiters
+            defer { s.waiters = [:] }
+            return Array(s.waiters.values)
         }
         for w in waiters { w.resume() }
     }

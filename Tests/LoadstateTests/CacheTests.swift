@@ -714,6 +714,17 @@ private struct CacheClient {
         return .success(CacheClient(executable: executable))
     }
 
+    /// `build`, recording why as the test's issue when the client cannot be built.
+    static func built(into dir: TemporaryDirectory) -> CacheClient? {
+        switch build(into: dir) {
+        case .success(let client):
+            return client
+        case .failure(let failure):
+            Issue.record(Comment(rawValue: failure.why))
+            return nil
+        }
+    }
+
     /// Starts `argv` with stdout (and stderr when `mergeErrors`) to a pipe.
     static func spawn(_ argv: [String], mergeErrors: Bool) -> (pid: pid_t, output: Int32) {
         var fds: [Int32] = [0, 0]
@@ -804,13 +815,7 @@ private struct WriterValues {
 struct CacheCAPITests {
     @Test func theCFunctionsOfBothStoresBehaveAsDocumented() throws {
         let dir = TemporaryDirectory()
-        let client: CacheClient
-        switch CacheClient.build(into: dir) {
-        case .success(let c): client = c
-        case .failure(let failure):
-            Issue.record(Comment(rawValue: failure.why))
-            return
-        }
+        guard let client = CacheClient.built(into: dir) else { return }
         let (status, output) = CacheClient.run([client.executable, "check", dir.path])
         #expect(status == 0, Comment(rawValue: output))
         #expect(output == "ok\n")
@@ -821,13 +826,7 @@ struct CacheCAPITests {
     /// writing its schema are safe across processes).
     @Test func fourProcessesOpeningOneNewFileAllSucceed() throws {
         let dir = TemporaryDirectory()
-        let client: CacheClient
-        switch CacheClient.build(into: dir) {
-        case .success(let c): client = c
-        case .failure(let failure):
-            Issue.record(Comment(rawValue: failure.why))
-            return
-        }
+        guard let client = CacheClient.built(into: dir) else { return }
         let (status, output) = CacheClient.run([client.executable, "open-race", dir.path, "100"])
         #expect(status == 0, Comment(rawValue: output))
         #expect(output == "0 of 400 opens failed\n")
@@ -839,13 +838,7 @@ struct CacheCAPITests {
     /// passes PRAGMA integrity_check, and holds every acknowledged entry.
     @Test func aProcessKilledWhileWritingLosesNoAcknowledgedWrite() throws {
         let dir = TemporaryDirectory()
-        let client: CacheClient
-        switch CacheClient.build(into: dir) {
-        case .success(let c): client = c
-        case .failure(let failure):
-            Issue.record(Comment(rawValue: failure.why))
-            return
-        }
+        guard let client = CacheClient.built(into: dir) else { return }
         let path = dir.file("crash.db")
         let values = WriterValues()
         var acknowledged: [(key: String, length: Int)] = []

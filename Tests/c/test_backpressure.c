@@ -122,6 +122,17 @@ TEST(test_a_cancel_after_a_queued_reset_changes_nothing_but_a_reset_after_a_canc
   fixture_finish(&f);
 }
 
+/* Sets values on cell until a call returns LDS_EAGAIN (set_loaded changes
+ * the state every time: nothing to coalesce), at most limit + 8 times;
+ * checks that the refusal came and returns how many were accepted. */
+static size_t fill_with_values(lds_runtime *rt, lds_id cell, size_t limit) {
+  size_t accepted = 0;
+  int rc = LDS_OK;
+  while (accepted <= limit + 8 && (rc = lds_loadable_set_loaded(rt, cell, "v", 1)) == LDS_OK) accepted++;
+  CHECK_EQ(rc, LDS_EAGAIN);
+  return accepted;
+}
+
 /* Fills the queue of a runtime limited to `limit` waiting operations
  * (queue_max: 0 for the default) and checks what is refused. */
 static void fill_queue(uint32_t queue_max, size_t limit) {
@@ -131,12 +142,7 @@ static void fill_queue(uint32_t queue_max, size_t limit) {
   recorder other_rec;
   rec_init(&other_rec, f.rt);
   lds_id other = cell_new(f.rt, &other_rec);
-  /* set_loaded changes the state every time: nothing to coalesce. */
-  size_t accepted = 0;
-  int rc = LDS_OK;
-  while (accepted <= limit + 8 && (rc = lds_loadable_set_loaded(f.rt, other, "v", 1)) == LDS_OK)
-    accepted++;
-  CHECK_EQ(rc, LDS_EAGAIN);
+  size_t accepted = fill_with_values(f.rt, other, limit);
   CHECK_EQ(accepted, limit);
   /* Every call that queues work is refused alike, and causes nothing. */
   CHECK_RC(lds_loadable_load(f.rt, other, f.loader, "x", 1, NULL), LDS_EAGAIN);
@@ -152,6 +158,7 @@ static void fill_queue(uint32_t queue_max, size_t limit) {
   CHECK_EQ(results[1], LDS_EAGAIN);
   /* A job's own queue has the same bound. */
   size_t yields = 0;
+  int rc = LDS_OK;
   while (yields <= limit + 8 && (rc = lds_job_yield(f.rt, job, "p", 1)) == LDS_OK) yields++;
   CHECK_EQ(rc, LDS_EAGAIN);
   CHECK_EQ(yields, limit);
@@ -193,8 +200,7 @@ TEST(test_calls_succeed_again_once_the_loop_catches_up) {
   recorder other_rec;
   rec_init(&other_rec, f.rt);
   lds_id other = cell_new(f.rt, &other_rec);
-  size_t accepted = 0;
-  while (accepted <= SMALL_QUEUE + 8 && lds_loadable_set_loaded(f.rt, other, "v", 1) == LDS_OK) accepted++;
+  size_t accepted = fill_with_values(f.rt, other, SMALL_QUEUE);
   CHECK_EQ(accepted, SMALL_QUEUE);
   open_gate();
   REC_WAIT(&other_rec, accepted);

@@ -1,8 +1,9 @@
-# The Python binding (bindings/python): its pytest suite, its wheel and its
-# benchmark.
+# The Python binding (bindings/python): its pytest suite, its wheel, the
+# install test, and its benchmark.
 #
 #   make test-python          python3 -m pytest -q bindings/python/tests against the debug libloadstate.so
 #   make python-wheel         build/python/loadstate-VERSION-py3-none-PLATFORM.whl, carrying dist/libloadstate.so
+#   make test-python-install  the README's install commands and the wheel, each in a fresh venv
 #   make bench-python         bench/python_loads.py against dist/libloadstate.so; BENCH_PYTHON_ARGS="-n 100000"
 #
 # PYTEST_ARGS is passed to pytest, e.g. make test-python PYTEST_ARGS="-k cancel"
@@ -17,7 +18,10 @@ PYTHON_WHEEL_DIR  := $(OUT)/python
 PYTEST_ARGS       ?=
 BENCH_PYTHON_ARGS ?=
 
-.PHONY: test-python python-deps python-build-deps python-wheel bench-python
+.PHONY: test-python python-deps python-build-deps python-wheel test-python-install bench-python
+
+# Debian's python3 makes venvs only with python3-venv.
+DEB_PACKAGES += python3-venv
 
 # What building the wheel needs (pyproject.toml's build-system requires).
 python-build-deps: deps
@@ -44,7 +48,12 @@ python-wheel: dist python-build-deps
 	$(PYTHON) -m pip wheel -q --no-build-isolation --no-index --no-deps -w $(PYTHON_WHEEL_DIR) $(PYTHON_DIR)
 	@ls $(PYTHON_WHEEL_DIR)/*.whl
 
+# Fresh venvs; the README's checkout installs fetch setuptools from PyPI
+# (pip's build isolation), as a user's would.
+test-python-install: lib python-wheel python-deps
+	$(PYTHON) -m pytest -q $(PYTHON_DIR)/install_tests $(PYTEST_ARGS)
+
 bench-python: dist
 	LOADSTATE_LIBRARY=$(abspath $(DIST_LIB)) $(PYTHON) bench/python_loads.py $(BENCH_PYTHON_ARGS)
 
-TEST_TARGETS += test-python
+TEST_TARGETS += test-python test-python-install

@@ -1,23 +1,35 @@
-# The Python binding (bindings/python): its pytest suite, the copy of the
-# library it can ship, and its benchmark.
+# The Python binding (bindings/python): its pytest suite, its wheel, the
+# install test, and its benchmark.
 #
-#   make test-python    python3 -m pytest -q bindings/python/tests against the debug libloadstate.so
-#   make python-dist    copies dist/libloadstate.so into the package (loadstate/_lib/) for pip install
-#   make bench-python   bench/python_loads.py against dist/libloadstate.so; BENCH_PYTHON_ARGS="-n 100000"
+#   make test-python          python3 -m pytest -q bindings/python/tests against the debug libloadstate.so
+#   make python-wheel         build/python/loadstate-VERSION-py3-none-PLATFORM.whl, carrying dist/libloadstate.so
+#   make test-python-install  the README's install commands and the wheel, each in a fresh venv
+#   make bench-python         bench/python_loads.py against dist/libloadstate.so; BENCH_PYTHON_ARGS="-n 100000"
 #
 # PYTEST_ARGS is passed to pytest, e.g. make test-python PYTEST_ARGS="-k cancel"
-# The package needs nothing but the standard library; the tests need pytest
-# and hypothesis, installed from PyPI for this python3 when it cannot import them.
+# The package needs nothing but the standard library. The tests need pytest
+# and hypothesis, the wheel setuptools and wheel: they are installed from
+# PyPI for this python3 when it cannot import them. The wheel is then built
+# offline (no build isolation).
 
 PYTHON            ?= python3
 PYTHON_DIR        := bindings/python
-PYTHON_LIB_DIR    := $(PYTHON_DIR)/loadstate/_lib
+PYTHON_WHEEL_DIR  := $(OUT)/python
 PYTEST_ARGS       ?=
 BENCH_PYTHON_ARGS ?=
 
-.PHONY: test-python python-deps python-dist bench-python
+.PHONY: test-python python-deps python-build-deps python-wheel test-python-install bench-python
 
-python-deps: deps
+# Debian's python3 makes venvs only with python3-venv.
+DEB_PACKAGES += python3-venv
+
+# What building the wheel needs (pyproject.toml's build-system requires).
+python-build-deps: deps
+	@$(PYTHON) -c 'import setuptools, sys, wheel; sys.exit(int(setuptools.__version__.split(".")[0]) < 64)' \
+	  2>/dev/null || { echo "installing: setuptools>=64 wheel"; $(PYTHON) -m pip install -q "setuptools>=64" wheel; }
+
+# The tests build wheels too.
+python-deps: python-build-deps
 	@$(PYTHON) -c 'import pytest, hypothesis' 2>/dev/null || { \
 	  echo "installing: pytest hypothesis"; \
 	  $(PYTHON) -m pip install -q pytest hypothesis; }
@@ -28,11 +40,20 @@ test-python: lib python-deps
 	@LOADSTATE_LIBRARY=$(abspath $(LIB)) $(PYTHON) -m pytest -q $(PYTHON_DIR)/tests $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "test-python: pytest collected no tests"; exit 1; fi; exit $$rc
 
-python-dist: dist
-	@mkdir -p $(PYTHON_LIB_DIR)
-	cp $(DIST_LIB) $(PYTHON_LIB_DIR)/libloadstate.so
+# setup.py copies dist/libloadstate.so into the wheel and fails without it.
+# The previous wheel and setuptools' build folder go first, so that the
+# wheel holds only what this build made.
+python-wheel: dist python-build-deps
+	rm -rf $(PYTHON_WHEEL_DIR) $(PYTHON_DIR)/build
+	$(PYTHON) -m pip wheel -q --no-build-isolation --no-index --no-deps -w $(PYTHON_WHEEL_DIR) $(PYTHON_DIR)
+	@ls $(PYTHON_WHEEL_DIR)/*.whl
+
+# Fresh venvs; the README's checkout installs fetch setuptools from PyPI
+# (pip's build isolation), as a user's would.
+test-python-install: lib python-wheel python-deps
+	$(PYTHON) -m pytest -q $(PYTHON_DIR)/install_tests $(PYTEST_ARGS)
 
 bench-python: dist
 	LOADSTATE_LIBRARY=$(abspath $(DIST_LIB)) $(PYTHON) bench/python_loads.py $(BENCH_PYTHON_ARGS)
 
-TEST_TARGETS += test-python
+TEST_TARGETS += test-python test-python-install

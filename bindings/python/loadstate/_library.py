@@ -4,17 +4,27 @@ The library is looked for, in order, at:
 
 1. the path given to :func:`load_library` (or ``Runtime(library=...)``);
 2. the path in the ``LOADSTATE_LIBRARY`` environment variable;
-3. ``loadstate/_lib/libloadstate.so`` inside the installed package;
-4. the repository's build folders, ``.build/debug`` then ``.build/release``
-   (found from this file's location, so they exist only in a checkout).
+3. the package's own library. Installed (from the wheel, or with
+   ``pip install bindings/python``), that is the copy inside the package,
+   ``loadstate/_lib/libloadstate.so``. In a development checkout (this
+   package is ``bindings/python/loadstate`` of a loadstate repository, as
+   with ``pip install -e bindings/python`` or ``PYTHONPATH``), that is the
+   checkout's build, ``.build/debug/libloadstate.so`` (``make lib``) then
+   ``dist/libloadstate.so`` (``make dist``); a ``loadstate/_lib`` copy is
+   not used there, so a stale one never hides a newer build;
+4. the system's library path, through ``ctypes.util.find_library``: a
+   library installed by a Debian package or ``make install``.
 
 An explicit path or the environment variable, when given, must work: the
 search stops there with an error rather than silently taking another copy.
+A checkout's build comes before the system's library because the checkout
+is where the binding and the library are being changed together.
 """
 
 from __future__ import annotations
 
 import ctypes
+import ctypes.util
 import os
 import struct
 import threading
@@ -35,8 +45,6 @@ _VERSION_MAJOR = 0
 _VERSION_MINOR = 3
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
-# bindings/python/loadstate -> the repository root, three levels up.
-_REPOSITORY = _PACKAGE_DIR.parent.parent.parent
 
 
 _strings = POINTER(c_char_p)  # const char *const *
@@ -310,12 +318,13 @@ class Library:
     """
 
     def __init__(self, path: str) -> None:
-        self.path = path
+        """Loads ``path``: a file, or a bare name the dynamic loader looks up."""
         self.dll = ctypes.CDLL(path)
         for name, (restype, argtypes) in _PROTOTYPES.items():
             function = getattr(self.dll, name)  # AttributeError: not a loadstate library
             function.restype = restype
             function.argtypes = argtypes
+        self.path = path if os.sep in path else _file_of(self.dll, path)
         raw = self.dll.lds_version()
         self.version = (raw >> 16, (raw >> 8) & 0xFF, raw & 0xFF)
         if self.version[0] != _VERSION_MAJOR or self.version[1] < _VERSION_MINOR:
@@ -339,14 +348,35 @@ class Library:
         return f"<loadstate.Library {self.path!r} version {'.'.join(map(str, self.version))}>"
 
 
+class _DlInfo(Structure):
+    """``Dl_info`` of ``<dlfcn.h>``."""
+
+    _fields_ = [("dli_fname", c_char_p), ("dli_fbase", c_void_p), ("dli_sname", c_char_p), ("dli_saddr", c_void_p)]
+
+
+def _file_of(dll: ctypes.CDLL, name: str) -> str:
+    """The file the dynamic loader opened for ``name``, asked of ``dladdr``; ``name`` when it cannot tell."""
+    try:
+        dladdr = ctypes.CDLL(None).dladdr
+    except AttributeError:  # pragma: no cover - a C library without dladdr
+        return name
+    dladdr.argtypes = [c_void_p, POINTER(_DlInfo)]
+    dladdr.restype = c_int
+    info = _DlInfo()
+    if dladdr(ctypes.cast(dll.lds_version, c_void_p), ctypes.byref(info)) == 0 or not info.dli_fname:
+        return name  # pragma: no cover - dladdr knows every loaded library on glibc
+    return str(Path(os.fsdecode(info.dli_fname)).resolve())
+
+
 _lock = threading.Lock()
 _loaded: Dict[str, Library] = {}
 _default: Optional[Library] = None
 
 PathLike = Union[str, "os.PathLike[str]"]
+Attempts = List[Tuple[str, str]]
 
 
-def _try(place: str, path: Path, attempts: List[Tuple[str, str]]) -> Optional[Library]:
+def _try(place: str, path: Path, attempts: Attempts) -> Optional[Library]:
     if not path.is_file():
         attempts.append((place, f"{path} does not exist"))
         return None
@@ -362,13 +392,61 @@ def _try(place: str, path: Path, attempts: List[Tuple[str, str]]) -> Optional[Li
     return library
 
 
+def _try_system(attempts: Attempts) -> Optional[Library]:
+    place = "system library path"
+    name = ctypes.util.find_library("loadstate")
+    if name is None:
+        attempts.append((place, 'ctypes.util.find_library("loadstate") found nothing'))
+        return None
+    try:
+        library = Library(name)
+    except (OSError, AttributeError) as exc:
+        attempts.append((place, f"{name}: {exc}"))
+        return None
+    return _loaded.setdefault(library.path, library)
+
+
+def _checkout() -> Optional[Path]:
+    """The loadstate repository this package sits in, or ``None`` when it is installed.
+
+    The package is ``bindings/python/loadstate`` of a repository whose root
+    holds ``Package.swift`` and ``include/loadstate.h``.
+    """
+    root = _PACKAGE_DIR.parent.parent.parent
+    if _PACKAGE_DIR.parent.parent.name == "bindings" and (root / "Package.swift").is_file() and \
+            (root / "include" / "loadstate.h").is_file():
+        return root
+    return None
+
+
+def _search(attempts: Attempts) -> Optional[Library]:
+    """The default search after the environment variable: the package's own library, then the system's."""
+    shipped = _PACKAGE_DIR / "_lib" / LIBRARY_NAME
+    root = _checkout()
+    if root is None:
+        places = [("package copy", shipped)]
+    else:
+        attempts.append(("package copy", f"{shipped} is not used in a development checkout"))
+        places = [("checkout debug build", root / ".build" / "debug" / LIBRARY_NAME),
+                  ("checkout dist build", root / "dist" / LIBRARY_NAME)]
+    for place, path in places:
+        library = _try(place, path, attempts)
+        if library is not None:
+            return library
+    library = _try_system(attempts)
+    if library is None and root is None:
+        attempts.append(("checkout build", f"{_PACKAGE_DIR} is not inside a loadstate checkout"))
+    return library
+
+
 def load_library(path: Optional[PathLike] = None) -> Library:
     """Loads libloadstate.so and returns it (loading each file once).
 
     Args:
         path: the library to load. Without it the default search runs
-            (``LOADSTATE_LIBRARY``, the copy shipped in the package, the
-            repository's build folders) and its result is remembered.
+            (``LOADSTATE_LIBRARY``, the package's own library, the system's
+            library path; see this module's documentation) and its result
+            is remembered.
 
     Raises:
         LibraryNotFound: no place worked; the error lists every place tried
@@ -376,7 +454,7 @@ def load_library(path: Optional[PathLike] = None) -> Library:
     """
     global _default
     with _lock:
-        attempts: List[Tuple[str, str]] = []
+        attempts: Attempts = []
         if path is not None:
             library = _try("path argument", Path(os.fspath(path)), attempts)
             if library is None:
@@ -387,20 +465,10 @@ def load_library(path: Optional[PathLike] = None) -> Library:
         from_env = os.environ.get(ENV_VAR)
         if from_env:
             library = _try(f"${ENV_VAR}", Path(from_env), attempts)
-            if library is None:
-                raise LibraryNotFound(attempts)
         else:
             attempts.append((f"${ENV_VAR}", "not set"))
-            library = None
-            for place, candidate in (
-                ("shipped copy", _PACKAGE_DIR / "_lib" / LIBRARY_NAME),
-                ("debug build", _REPOSITORY / ".build" / "debug" / LIBRARY_NAME),
-                ("release build", _REPOSITORY / ".build" / "release" / LIBRARY_NAME),
-            ):
-                library = _try(place, candidate, attempts)
-                if library is not None:
-                    break
-            if library is None:
-                raise LibraryNotFound(attempts)
+            library = _search(attempts)
+        if library is None:
+            raise LibraryNotFound(attempts)
         _default = library
         return library

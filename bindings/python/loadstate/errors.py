@@ -142,7 +142,8 @@ class LibraryNotFound(OSError):
         self.attempts = list(attempts)
         lines = ["libloadstate.so could not be loaded; tried:"]
         lines += [f"  {place}: {reason}" for place, reason in self.attempts]
-        lines.append("Set LOADSTATE_LIBRARY to the path of libloadstate.so (build it with `make lib`).")
+        lines.append("Install the loadstate wheel, install libloadstate (a Debian package or `make install`), "
+                     "or set LOADSTATE_LIBRARY to the path of libloadstate.so.")
         super().__init__("\n".join(lines))
 
 

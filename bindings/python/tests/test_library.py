@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Dict, Optional
 
 import pytest
 
@@ -24,20 +25,33 @@ def library_file() -> str:
     return loadstate.load_library().path
 
 
-def run_in(package_parent: Path, code: str, env_library: str = "") -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != _library.ENV_VAR}
+# Put first in a child's code: the system's library path holds no loadstate,
+# whatever this machine has installed.
+NO_SYSTEM_LIBRARY = "import ctypes.util; ctypes.util.find_library = lambda name: None\n"
+
+
+def run_in(package_parent: Path, code: str, env_library: str = "",
+           env: Optional[Dict[str, str]] = None) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != _library.ENV_VAR} | (env or {})
     if env_library:
         env[_library.ENV_VAR] = env_library
     env["PYTHONPATH"] = str(package_parent)
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, capture_output=True, text=True,
-                          timeout=60, cwd=package_parent)
+    return subprocess.run([sys.executable, "-c", NO_SYSTEM_LIBRARY + textwrap.dedent(code)], env=env,
+                          capture_output=True, text=True, timeout=60, cwd=package_parent)
 
 
-def copy_package(tree: Path) -> Path:
-    """A copy of the package at tree/bindings/python/loadstate, like a checkout without a build."""
+def copy_package(tree: Path, checkout: bool = True) -> Path:
+    """A copy of the package at tree/bindings/python/loadstate, in a checkout without a build (or not).
+
+    The copy is in a checkout when tree holds Package.swift and include/loadstate.h.
+    """
     parent = tree / "bindings" / "python"
     shutil.copytree(PACKAGE_ROOT / "loadstate", parent / "loadstate",
                     ignore=shutil.ignore_patterns("__pycache__", "_lib"))
+    if checkout:
+        (tree / "Package.swift").write_text("")
+        (tree / "include").mkdir()
+        (tree / "include" / "loadstate.h").write_text("")
     return parent
 
 
@@ -119,8 +133,8 @@ def test_a_broken_environment_variable_stops_the_search(tmp_path):
     assert "missing.so does not exist" in result.stderr
 
 
-def test_the_shipped_copy_comes_before_the_build_folders(tmp_path):
-    parent = copy_package(tmp_path)
+def test_an_installed_package_uses_the_copy_inside_it(tmp_path):
+    parent = copy_package(tmp_path, checkout=False)
     (parent / "loadstate" / "_lib").mkdir()
     shipped = parent / "loadstate" / "_lib" / "libloadstate.so"
     shutil.copy(library_file(), shipped)
@@ -131,10 +145,22 @@ def test_the_shipped_copy_comes_before_the_build_folders(tmp_path):
     assert result.stdout.strip() == str(shipped.resolve())
 
 
-@pytest.mark.parametrize("folder", ["debug", "release"])
-def test_the_repository_build_folders_are_found_from_the_package_path(tmp_path, folder):
+def test_a_checkout_uses_its_build_and_never_a_stale_package_copy(tmp_path):
     parent = copy_package(tmp_path)
-    built = tmp_path / ".build" / folder / "libloadstate.so"
+    (parent / "loadstate" / "_lib").mkdir()
+    (parent / "loadstate" / "_lib" / "libloadstate.so").write_text("left by an older build")
+    built = tmp_path / ".build" / "debug" / "libloadstate.so"
+    built.parent.mkdir(parents=True)
+    shutil.copy(library_file(), built)
+    result = run_in(parent, "import loadstate; print(loadstate.load_library().path)")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == str(built.resolve())
+
+
+@pytest.mark.parametrize("folder", [".build/debug", "dist"])
+def test_the_checkout_builds_are_found_from_the_package_path(tmp_path, folder):
+    parent = copy_package(tmp_path)
+    built = tmp_path / folder / "libloadstate.so"
     built.parent.mkdir(parents=True)
     shutil.copy(library_file(), built)
     result = run_in(parent, """
@@ -146,23 +172,54 @@ def test_the_repository_build_folders_are_found_from_the_package_path(tmp_path, 
     assert result.stdout.strip() == str(built.resolve())
 
 
-def test_no_library_anywhere_lists_every_place_tried(tmp_path):
-    parent = copy_package(tmp_path)
+def test_a_library_on_the_system_path_is_loaded_by_name_and_its_file_named(tmp_path):
+    parent = copy_package(tmp_path / "site-packages", checkout=False)
+    system = tmp_path / "lib" / "libloadstate.so.0"
+    system.parent.mkdir()
+    shutil.copy(library_file(), system)
     result = run_in(parent, """
+        ctypes.util.find_library = lambda name: "libloadstate.so.0"
         import loadstate
-        try:
-            loadstate.Runtime()
-        except loadstate.LibraryNotFound as exc:
-            print([place for place, _ in exc.attempts])
-            print(exc)
-    """)
+        print(loadstate.load_library().path)
+        print(loadstate.version())
+    """, env={"LD_LIBRARY_PATH": str(system.parent)})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[0] == str(system.resolve())
+
+
+NOT_FOUND = """
+    import loadstate
+    try:
+        loadstate.Runtime()
+    except loadstate.LibraryNotFound as exc:
+        print([place for place, _ in exc.attempts])
+        print(exc)
+"""
+
+
+def test_no_library_anywhere_in_a_checkout_lists_every_place_tried(tmp_path):
+    parent = copy_package(tmp_path)
+    result = run_in(parent, NOT_FOUND)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0] == "['$LOADSTATE_LIBRARY', 'shipped copy', 'debug build', 'release build']"
+    assert lines[0] == ("['$LOADSTATE_LIBRARY', 'package copy', 'checkout debug build', 'checkout dist build', "
+                        "'system library path']")
     text = "\n".join(lines[1:])
-    for place in ("_lib/libloadstate.so", ".build/debug/libloadstate.so", ".build/release/libloadstate.so"):
-        assert place in text
-    assert "LOADSTATE_LIBRARY" in text
+    for reason in ("$LOADSTATE_LIBRARY: not set", "_lib/libloadstate.so is not used in a development checkout",
+                   ".build/debug/libloadstate.so does not exist", "dist/libloadstate.so does not exist",
+                   'find_library("loadstate") found nothing'):
+        assert reason in text
+
+
+def test_no_library_anywhere_in_an_installed_package_lists_every_place_tried(tmp_path):
+    parent = copy_package(tmp_path, checkout=False)
+    result = run_in(parent, NOT_FOUND)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "['$LOADSTATE_LIBRARY', 'package copy', 'system library path', 'checkout build']"
+    text = "\n".join(lines[1:])
+    assert "_lib/libloadstate.so does not exist" in text
+    assert "is not inside a loadstate checkout" in text
 
 
 def test_importing_works_without_a_library(tmp_path):

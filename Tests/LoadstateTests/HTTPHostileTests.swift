@@ -238,4 +238,32 @@ struct HTTPHostileServerTests {
     func anythingElseIsIgnored(_ value: String) {
         #expect(RetryAfter.delayMs(value, nowMs: 0) == nil)
     }
+
+    /// 50,000 values made by changing, inserting and dropping bytes of the
+    /// three date forms and of digit runs, read at clock values up to
+    /// UInt64.max: no value traps, and a date never waits longer than its
+    /// distance from the epoch (every date is under year 10000).
+    @Test func mutatedValuesNeverTrap() {
+        var rng = SplitMix(seed: 0x1d5)
+        let seeds = ["Sun, 06 Nov 1994 08:49:37 GMT", "Sunday, 06-Nov-94 08:49:37 GMT", "Sun Nov  6 08:49:37 1994",
+                     "18446744073709552", "0", "120"].map { Array($0.utf8) }
+        let alphabet = Array("0123456789 :-,GMTSunNovFebday\r\n\t\u{0}\u{ff}".utf8)
+        for _ in 0..<50_000 {
+            var bytes = seeds[Int(rng.next() % UInt64(seeds.count))]
+            for _ in 0..<Int(rng.next() % 4) {
+                let at = Int(rng.next() % UInt64(bytes.count + 1))
+                let byte = alphabet[Int(rng.next() % UInt64(alphabet.count))]
+                switch rng.next() % 3 {
+                case 0 where at < bytes.count: bytes[at] = byte
+                case 1: bytes.insert(byte, at: at)
+                default: if at < bytes.count { bytes.remove(at: at) }
+                }
+            }
+            let now = rng.next() % 4 == 0 ? UInt64.max - rng.next() % 1000 : rng.next() % 300_000_000_000_000
+            let value = String(decoding: bytes, as: UTF8.self)
+            if let delay = RetryAfter.delayMs(value, nowMs: now), !value.allSatisfy(\.isNumber) {
+                #expect(delay <= 253_402_300_800_000)
+            }
+        }
+    }
 }

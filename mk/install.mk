@@ -1,0 +1,62 @@
+# Installing: make install and uninstall, the pkg-config file, and their test.
+#
+#   make install        the release library (make dist), loadstate.h and loadstate.pc under
+#                       PREFIX (/usr/local), each path under DESTDIR when that is set
+#   make uninstall      removes exactly the files make install puts there: give the same
+#                       PREFIX, LIBDIR, INCLUDEDIR and DESTDIR, from a checkout of the same version
+#   make test-install   staging installs: their file list, a C program and a Rust crate (outside the
+#                       repository) built against them through pkg-config, then uninstall; part of `make test`
+#
+# make install puts, DESTDIR prepended to each:
+#   INCLUDEDIR/loadstate.h
+#   LIBDIR/libloadstate.so.VERSION      SONAME libloadstate.so.MAJOR (see SONAME in the Makefile)
+#   LIBDIR/libloadstate.so.MAJOR        -> libloadstate.so.VERSION
+#   LIBDIR/libloadstate.so              -> libloadstate.so.MAJOR
+#   PKGCONFIGDIR/loadstate.pc           made from loadstate.pc.in
+# and, with DESTDIR empty, runs ldconfig (as uninstall does); LDCONFIG=: skips it.
+# Directories it creates are left in place by uninstall: they may hold
+# other programs' files.
+
+PREFIX       ?= /usr/local
+LIBDIR       ?= $(PREFIX)/lib
+INCLUDEDIR   ?= $(PREFIX)/include
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+DESTDIR      ?=
+LDCONFIG     ?= ldconfig
+
+INSTALL_FILES = $(INCLUDEDIR)/loadstate.h $(LIBDIR)/libloadstate.so.$(VERSION) \
+                $(LIBDIR)/$(SONAME) $(LIBDIR)/libloadstate.so $(PKGCONFIGDIR)/loadstate.pc
+# loadstate.pc names its folders from ${prefix} when they lie under PREFIX.
+PC_LIBDIR     = $(patsubst $(PREFIX)/%,$${exec_prefix}/%,$(LIBDIR))
+PC_INCLUDEDIR = $(patsubst $(PREFIX)/%,$${prefix}/%,$(INCLUDEDIR))
+
+# pkg-config for the tests.
+DEB_PACKAGES += pkg-config
+
+.PHONY: install install-files uninstall test-install
+
+install: dist
+	@$(MAKE) --no-print-directory install-files
+
+# The copying part of install, without building: the test calls it after
+# its own dist.
+install-files:
+	@test -f $(DIST_LIB) || { echo "install: $(DIST_LIB) is missing: run make dist"; exit 1; }
+	install -d '$(DESTDIR)$(INCLUDEDIR)' '$(DESTDIR)$(LIBDIR)' '$(DESTDIR)$(PKGCONFIGDIR)'
+	install -m 644 include/loadstate.h '$(DESTDIR)$(INCLUDEDIR)/loadstate.h'
+	install -m 644 $(DIST_LIB) '$(DESTDIR)$(LIBDIR)/libloadstate.so.$(VERSION)'
+	ln -sfn libloadstate.so.$(VERSION) '$(DESTDIR)$(LIBDIR)/$(SONAME)'
+	ln -sfn $(SONAME) '$(DESTDIR)$(LIBDIR)/libloadstate.so'
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(PC_LIBDIR)|' -e 's|@INCLUDEDIR@|$(PC_INCLUDEDIR)|' \
+	  -e 's|@VERSION@|$(VERSION)|' loadstate.pc.in > '$(DESTDIR)$(PKGCONFIGDIR)/loadstate.pc'
+	chmod 644 '$(DESTDIR)$(PKGCONFIGDIR)/loadstate.pc'
+	$(if $(DESTDIR),,$(LDCONFIG))
+
+uninstall:
+	rm -f $(foreach f,$(INSTALL_FILES),'$(DESTDIR)$(f)')
+	$(if $(DESTDIR),,$(LDCONFIG))
+
+test-install: deps dist
+	VERSION=$(VERSION) SONAME=$(SONAME) CARGO=$(CARGO) MAKE="$(MAKE)" Tests/install/test-install.sh
+
+TEST_TARGETS += test-install

@@ -1,11 +1,12 @@
 # Installing: make install and uninstall, the pkg-config file, the Debian
-# packages, and their tests.
+# packages, the version check, and their tests.
 #
 #   make install        the release library (make dist), loadstate.h and loadstate.pc under
 #                       PREFIX (/usr/local), each path under DESTDIR when that is set
 #   make uninstall      removes exactly the files make install puts there: give the same
 #                       PREFIX, LIBDIR, INCLUDEDIR and DESTDIR, from a checkout of the same version
 #   make deb            build/deb/libloadstate0_VERSION_ARCH.deb and libloadstate-dev_..., checked by lintian
+#   make version-check  the bindings' and debian/changelog's versions against loadstate.h; part of `make test`
 #   make test-install   staging installs: their file list, a C program and a Rust crate (outside the
 #                       repository) built against them through pkg-config, then uninstall; part of `make test`
 #   make test-deb       installs both packages with apt-get, builds examples/hello.c with pkg-config,
@@ -41,7 +42,7 @@ DEB_MULTIARCH  = $(shell dpkg-architecture -qDEB_HOST_MULTIARCH)
 # makes fakeroot unnecessary); pkg-config for the tests.
 DEB_PACKAGES += pkg-config dpkg-dev lintian
 
-.PHONY: install install-files uninstall deb test-install test-deb
+.PHONY: install install-files uninstall deb version-check test-install test-deb
 
 install: dist
 	@$(MAKE) --no-print-directory install-files
@@ -77,10 +78,13 @@ deb: deps dist
 	lintian --fail-on error $(DEB_DIR)/*.deb
 	@ls -l $(DEB_DIR)/*.deb
 
+version-check:
+	$(PYTHON) Tests/install/version-check.py
+
 test-install: deps dist
 	VERSION=$(VERSION) SONAME=$(SONAME) CARGO=$(CARGO) MAKE="$(MAKE)" Tests/install/test-install.sh
 
 test-deb: deb
 	VERSION=$(VERSION) DEB_DIR=$(DEB_DIR) Tests/install/test-deb.sh
 
-TEST_TARGETS += test-install test-deb
+TEST_TARGETS += version-check test-install test-deb

@@ -50,7 +50,7 @@ printf '  %s\n' "${owned[@]}"
 flags=$(pkg-config --cflags --libs loadstate)
 echo "  cc examples/hello.c $flags"
 cc examples/hello.c $flags -o "$work/hello"
-ldd "$work/hello" | grep -Eq "libloadstate\.so\.${VERSION%%.*} => (/usr)?/lib/" || { ldd "$work/hello"; fail "hello does not load the packaged library"; }
+ldd "$work/hello" | grep -E "libloadstate\.so\.${VERSION%%.*} => (/usr)?/lib/" >/dev/null || { ldd "$work/hello"; fail "hello does not load the packaged library"; }
 timeout 60 "$work/hello" | tee "$work/hello.out" | sed 's/^/  | /'
 grep -q 'loaded: hello' "$work/hello.out" || fail "hello did not print its loaded state"
 echo "  ok: hello built with pkg-config only, and ran against the packaged library"

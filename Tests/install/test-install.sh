@@ -17,6 +17,8 @@ set -euo pipefail
 
 : "${VERSION:?}" "${SONAME:?}"
 MAKE=${MAKE:-make}
+# Only the folders given below: none from the environment or the calling make.
+unset LIBDIR INCLUDEDIR PKGCONFIGDIR MAKEFLAGS MFLAGS
 CARGO=${CARGO:-cargo}
 repo=$(pwd)
 stage=$(mktemp -d "${TMPDIR:-/tmp}/loadstate-install.XXXXXX")
@@ -56,8 +58,8 @@ unset LOADSTATE_LIB_DIR
 flags=$(pkg-config --cflags --libs loadstate)
 echo "  cc examples/hello.c $flags"
 cc examples/hello.c $flags -o "$stage/hello"
-readelf -d "$stage/hello" | grep -q "(NEEDED).*\[$SONAME\]" || fail "hello was not linked against a library with SONAME $SONAME"
-LD_LIBRARY_PATH=$prefix/lib ldd "$stage/hello" | grep -q "$SONAME => $prefix/lib/$SONAME" \
+readelf -d "$stage/hello" | grep "(NEEDED).*\[$SONAME\]" >/dev/null || fail "hello was not linked against a library with SONAME $SONAME"
+LD_LIBRARY_PATH=$prefix/lib ldd "$stage/hello" | grep "$SONAME => $prefix/lib/$SONAME" >/dev/null \
   || fail "hello does not load $prefix/lib/$SONAME"
 LD_LIBRARY_PATH=$prefix/lib timeout 60 "$stage/hello" | tee "$stage/hello.out" | sed 's/^/  | /'
 grep -q 'loaded: hello' "$stage/hello.out" || fail "hello did not print its loaded state"
@@ -108,9 +110,9 @@ echo "  cargo build --offline (a crate in $crate; PKG_CONFIG_PATH=$PKG_CONFIG_PA
 bin=$stage/target/debug/loadstate-install-check
 # The installed library has a SONAME, the repository's debug build none:
 # NEEDED libloadstate.so.MAJOR says which one the linker used.
-readelf -d "$bin" | grep -q "(NEEDED).*\[$SONAME\]" || fail "the crate's binary was not linked against a library with SONAME $SONAME"
-readelf -d "$bin" | grep -E 'R(UN)?PATH' | grep -q "$prefix/lib" || fail "the crate's binary has no rpath to $prefix/lib"
-ldd "$bin" | grep -q "$SONAME => $prefix/lib/$SONAME" || { ldd "$bin"; fail "the crate's binary does not load $prefix/lib/$SONAME"; }
+readelf -d "$bin" | grep "(NEEDED).*\[$SONAME\]" >/dev/null || fail "the crate's binary was not linked against a library with SONAME $SONAME"
+readelf -d "$bin" | grep -E 'R(UN)?PATH' | grep "$prefix/lib" >/dev/null || fail "the crate's binary has no rpath to $prefix/lib"
+ldd "$bin" | grep "$SONAME => $prefix/lib/$SONAME" >/dev/null || { ldd "$bin"; fail "the crate's binary does not load $prefix/lib/$SONAME"; }
 timeout 60 "$bin" | sed 's/^/  | /'
 echo "  ok: the Rust crate linked the installed library through pkg-config and ran"
 

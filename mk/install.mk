@@ -4,7 +4,8 @@
 #   make install        the release library (make dist), loadstate.h and loadstate.pc under
 #                       PREFIX (/usr/local), each path under DESTDIR when that is set
 #   make uninstall      removes exactly the files make install puts there: give the same
-#                       PREFIX, LIBDIR, INCLUDEDIR and DESTDIR, from a checkout of the same version
+#                       PREFIX, LIBDIR, INCLUDEDIR, PKGCONFIGDIR and DESTDIR, from a checkout of the
+#                       same version
 #   make deb            build/deb/libloadstate0_VERSION_ARCH.deb and libloadstate-dev_..., checked by lintian
 #   make version-check  the bindings' and debian/changelog's versions against loadstate.h; part of `make test`
 #   make test-install   staging installs: their file list, a C program and a Rust crate (outside the

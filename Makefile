@@ -13,6 +13,18 @@ OUT        := build
 CFLAGS     += -std=c11 -Wall -Wextra -Werror -O1 -g -Iinclude -D_GNU_SOURCE -pthread
 LDLIBS_C   := -L$(BUILD) -lloadstate -Wl,-rpath,$(abspath $(BUILD)) -lpthread
 
+# The version has one source: the LDS_VERSION_* macros of include/loadstate.h,
+# which the library itself is compiled from (lds_version). The SONAME, the
+# pkg-config file and the Debian packages take it from here; `make
+# version-check` compares the bindings' own copies with it.
+VERSION_MAJOR := $(shell awk '/^.define LDS_VERSION_MAJOR / { print $$3 }' include/loadstate.h)
+VERSION_MINOR := $(shell awk '/^.define LDS_VERSION_MINOR / { print $$3 }' include/loadstate.h)
+VERSION_PATCH := $(shell awk '/^.define LDS_VERSION_PATCH / { print $$3 }' include/loadstate.h)
+VERSION    := $(VERSION_MAJOR).$(VERSION_MINOR).$(VERSION_PATCH)
+# The SONAME changes only with the ABI: with the major version. 0.x minor
+# releases only add to the ABI, so every 0.x library is libloadstate.so.0.
+SONAME     := libloadstate.so.$(VERSION_MAJOR)
+
 .PHONY: all deps lib test test-swift readme-check demo dist bench clean
 
 all: lib

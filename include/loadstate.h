@@ -109,7 +109,7 @@ extern "C" {
 /* ------------------------------------------------------------------ */
 
 #define LDS_VERSION_MAJOR 0
-#define LDS_VERSION_MINOR 3
+#define LDS_VERSION_MINOR 4
 #define LDS_VERSION_PATCH 0
 /* The version this header describes, as (major << 16) | (minor << 8) | patch. */
 #define LDS_VERSION ((LDS_VERSION_MAJOR << 16) | (LDS_VERSION_MINOR << 8) | LDS_VERSION_PATCH)

@@ -2,7 +2,8 @@
 #
 #   make demo        build the library and run examples/demo.c (live view on a terminal)
 #   make demo-check  the same demo without a terminal; part of `make test`
-#   make dist        self-contained release libloadstate.so (static Swift stdlib) in dist/
+#   make dist        self-contained release libloadstate.so (static Swift stdlib, SONAME
+#                    libloadstate.so.MAJOR, with that name as a link beside it) in dist/
 #   make test-dist   the C tests against dist/libloadstate.so; part of `make test`
 #   make bench       bench/loads.c against the dist library; BENCH_ARGS="loads cells rounds"
 
@@ -13,6 +14,9 @@ DIST_LIB     := $(DIST)/libloadstate.so
 # optimization lets the C layer use the core's generic cells specialized for
 # byte strings (about 1.8x the load throughput of the build without it).
 DIST_SWIFTFLAGS := -Xswiftc -static-stdlib -Xswiftc -cross-module-optimization -Xswiftc -enforce-exclusivity=unchecked
+# The SONAME: programs linked against the release library (make install, the
+# Debian packages) record libloadstate.so.MAJOR, not the file's own name.
+DIST_SWIFTFLAGS += -Xlinker -soname=$(SONAME)
 # The classic lowering of value operations instead of the type-layout one:
 # with it, copies of the cells' state structs in the code specialized for
 # the C layer call the generic value witnesses through runtime metadata;
@@ -59,6 +63,7 @@ dist: deps $(OUT)/.header-stamp
 	cp $(DIST_BUILD)/release/libloadstate.so $(DIST_LIB).new
 	strip --strip-unneeded $(DIST_LIB).new
 	mv -f $(DIST_LIB).new $(DIST_LIB)
+	ln -sfn libloadstate.so $(DIST)/$(SONAME)
 	cp include/loadstate.h $(DIST)/loadstate.h
 	@set -eo pipefail; fail=0; \
 	echo "dist: ldd $(DIST_LIB)"; ldd $(DIST_LIB) | sed 's/^/  /'; \
@@ -66,6 +71,9 @@ dist: deps $(OUT)/.header-stamp
 	  echo "dist: FAIL: a Swift runtime library is still needed"; fail=1; \
 	else echo "dist: ok: no Swift runtime library needed"; fi; \
 	if ldd $(DIST_LIB) | grep -q 'not found'; then echo "dist: FAIL: a dependency is missing"; fail=1; fi; \
+	soname=$$(readelf -d $(DIST_LIB) | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p'); \
+	if [ "$$soname" = "$(SONAME)" ]; then echo "dist: ok: SONAME $$soname"; \
+	else echo "dist: FAIL: SONAME '$$soname', expected $(SONAME)"; fail=1; fi; \
 	readelf --dyn-syms -W $(DIST_LIB) | awk '$$7 != "UND" && ($$5 == "GLOBAL" || $$5 == "WEAK" || $$5 == "UNIQUE") \
 	  { sub(/@.*/, "", $$8); print $$8 }' | sort > $(DIST)/.exported; \
 	grep -oE '^[A-Za-z_][A-Za-z0-9_ ]*[ *]lds_[a-z0-9_]+\(' include/loadstate.h | grep -oE 'lds_[a-z0-9_]+' \

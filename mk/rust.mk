@@ -1,5 +1,7 @@
 # The Rust binding (bindings/rust): cargo test and the example, run against
-# the debug libloadstate.so.
+# the debug libloadstate.so. LOADSTATE_LIB_DIR wins over pkg-config in
+# build.rs, so this is the library tested even where loadstate is installed
+# system-wide; the example's binary is checked to load it.
 #
 #   make test-rust        cargo test (unit, integration and README doc tests), then examples/tour.rs
 #
@@ -18,6 +20,9 @@ RUST_TEST_ARGS ?=
 test-rust: lib
 	@command -v $(CARGO) >/dev/null || { echo "test-rust: cargo not found (Rust 1.85 or newer is needed)"; exit 1; }
 	cd $(RUST_DIR) && $(RUST_ENV) $(CARGO) test --offline $(RUST_TEST_ARGS)
+	cd $(RUST_DIR) && $(RUST_ENV) $(CARGO) build --offline --quiet --example tour
+	@ldd $(RUST_DIR)/target/debug/examples/tour | grep -q ' => $(abspath $(LIB)) ' || \
+	  { echo "test-rust: the crate does not load $(abspath $(LIB))"; exit 1; }
 	cd $(RUST_DIR) && $(RUST_ENV) $(CARGO) run --offline --quiet --example tour
 
 TEST_TARGETS += test-rust

@@ -25,7 +25,7 @@ from .loaders import EXCEPTION_CODE, Job, Loader
 from .runtime import Runtime
 from .types import QUEUE_MAX, VALUE_MAX, CachePolicy, Delivery, Domain, Event, EventType, Flags, LoadOptions, Snapshot, Status
 
-__version__ = "0.3.0"
+__version__ = "0.4.0"
 
 
 def version() -> tuple:

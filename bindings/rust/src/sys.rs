@@ -10,7 +10,7 @@
 use std::ffi::{c_char, c_int, c_void};
 
 pub const LDS_VERSION_MAJOR: u32 = 0;
-pub const LDS_VERSION_MINOR: u32 = 3;
+pub const LDS_VERSION_MINOR: u32 = 4;
 pub const LDS_VERSION_PATCH: u32 = 0;
 /// The version these declarations describe: `(major << 16) | (minor << 8) | patch`.
 pub const LDS_VERSION: u32 = (LDS_VERSION_MAJOR << 16) | (LDS_VERSION_MINOR << 8) | LDS_VERSION_PATCH;

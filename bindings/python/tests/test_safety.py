@@ -69,9 +69,10 @@ def test_a_loader_returning_the_wrong_type_fails_the_job(rt):
 
 def test_an_exception_from_a_loader_whose_job_no_longer_runs_is_reported(rt, errors):
     errors.expected = True
-    release = threading.Event()
+    started, release = threading.Event(), threading.Event()
 
     def late(job):
+        started.set()
         release.wait(WAIT)
         raise LookupError("nobody listens")
 
@@ -79,6 +80,8 @@ def test_an_exception_from_a_loader_whose_job_no_longer_runs_is_reported(rt, err
     log = Recorder(cell)
     cell.load()
     log.next()
+    # A job cancelled before a worker thread took it up is never run.
+    assert started.wait(WAIT)
     cell.set_loaded(b"manual")        # the job is cancelled...
     log.next()
     release.set()                      # ...and then its loader raises

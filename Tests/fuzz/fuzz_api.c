@@ -524,8 +524,9 @@ static const lds_load_options *pick_options(ctx *c, input *in, opts_buf *ob, boo
       ob->o.cache_key = ob->key;
       ob->o.cache_key_len = 1;
     }
-    if (process) *bad = true;
-    *cached = true;
+    /* Cache 0 means none. */
+    *cached = ob->o.cache != 0;
+    if (process && *cached) *bad = true;
   }
   switch ((f >> 6) & 3) {
   case 1:

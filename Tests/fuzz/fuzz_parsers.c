@@ -320,8 +320,12 @@ static void target_http_encode(input *in) {
   size_t out_len = 0;
   int rc = lds_http_request_encode(&req, &out, &out_len);
   bool must_fail = bad_size || !url || crlf || (req.flags & ~(LDS_HTTP_INSECURE | LDS_HTTP_NO_REDIRECTS));
+  /* A method with CR or LF is accepted today and may be refused once the
+   * http loader's handling of it is fixed: either answer passes. */
+  bool may_fail = method && strpbrk(method, "\r\n");
   if (must_fail && rc != LDS_EINVAL) fail("lds_http_request_encode returned %d for a bad request", rc);
-  if (!must_fail && rc != LDS_OK) fail("lds_http_request_encode returned %d (%s)", rc, lds_strerror(rc));
+  if (!must_fail && rc != LDS_OK && !(may_fail && rc == LDS_EINVAL))
+    fail("lds_http_request_encode returned %d (%s)", rc, lds_strerror(rc));
   if (rc == LDS_OK) {
     http_req q;
     if (!http_decode(out, out_len, &q)) fail("lds_http_request_encode: the encoding does not decode");
@@ -486,6 +490,16 @@ static void on_event(const lds_event *ev, void *user_data) {
   pthread_mutex_unlock(&mu);
 }
 
+static void remove_scratch(void) {
+  const char *names[] = {"a", "empty", "d"};
+  char path[128];
+  for (size_t i = 0; i < 3; i++) {
+    snprintf(path, sizeof path, "%s/%s", scratch, names[i]);
+    remove(path);
+  }
+  rmdir(scratch);
+}
+
 static void setup(void) {
   if (rt) return;
   /* Nothing leaves this machine and no program is found by name. */
@@ -506,6 +520,7 @@ static void setup(void) {
     fail("a built-in loader could not be made");
   snprintf(scratch, sizeof scratch, "/tmp/loadstate-fuzz-XXXXXX");
   if (!mkdtemp(scratch)) fail("mkdtemp: %s", strerror(errno));
+  atexit(remove_scratch);
   char path[128];
   snprintf(path, sizeof path, "%s/a", scratch);
   FILE *f = fopen(path, "w");

@@ -362,17 +362,23 @@ static loader *loader_of(ctx *c, void *user_data) {
   fail("record with unknown loader_data %p", user_data);
 }
 
-/* POLL mode: one round of deliveries, by callbacks or as records. */
-static void deliver(ctx *c, bool records, int max) {
+/* POLL mode: one round of deliveries, by callbacks or as records into
+ * cap bytes (0: the whole buffer). */
+static void deliver(ctx *c, bool records, int max, size_t cap) {
   if (!records) {
     int rc = lds_runtime_dispatch(c->rt, max);
     if (rc < 0) fail("lds_runtime_dispatch returned %d", rc);
     return;
   }
+  if (cap == 0 || cap > sizeof c->records) cap = sizeof c->records;
   size_t used = 0;
-  int rc = lds_runtime_dispatch_records(c->rt, c->records, sizeof c->records, max, &used);
-  if (rc < 0) check_rc("lds_runtime_dispatch_records", rc, R_TOOBIG);
-  if (rc < 0 || used > sizeof c->records) return;
+  int rc = lds_runtime_dispatch_records(c->rt, c->records, cap, max, &used);
+  if (rc < 0) {
+    check_rc("lds_runtime_dispatch_records", rc, R_TOOBIG);
+    if (used <= cap) fail("lds_runtime_dispatch_records: LDS_ETOOBIG for %zu bytes in %zu", used, cap);
+    return;
+  }
+  if (used > cap) fail("lds_runtime_dispatch_records wrote %zu bytes into %zu", used, cap);
   for (size_t off = 0; off < used;) {
     lds_record *r = (lds_record *)(c->records + off);
     if (r->size < sizeof *r || r->size % 8 || off + r->size > used) fail("record of %u bytes at %zu", r->size, off);
@@ -409,7 +415,7 @@ static void run_for(ctx *c, unsigned ms) {
   do {
     struct pollfd pfd = {.fd = lds_runtime_fd(c->rt), .events = POLLIN};
     poll(&pfd, 1, 1);
-    deliver(c, false, 0);
+    deliver(c, false, 0, 0);
   } while (now_ms() < end);
 }
 
@@ -418,7 +424,7 @@ static void run_for(ctx *c, unsigned ms) {
 static void wait_marker(ctx *c, uint64_t seq) {
   uint64_t deadline = now_ms() + 5000;
   for (;;) {
-    if (c->poll) deliver(c, false, 0);
+    if (c->poll) deliver(c, false, 0, 0);
     pthread_mutex_lock(&c->mu);
     bool seen = c->marker_seen >= seq;
     if (!seen && !c->poll) {
@@ -850,7 +856,14 @@ static void step_bad_args(ctx *c, input *in) {
   }
   default: CALL("lds_job_on_cancel", R_INVAL, lds_job_on_cancel(c->rt, 1, NULL, NULL)); break;
   }
-  if (c->poll) return;
+  size_t used;
+  if (c->poll) {
+    CALL("lds_runtime_dispatch_records", R_INVAL, lds_runtime_dispatch_records(c->rt, c->records + 4, 64, 0, &used));
+    CALL("lds_runtime_dispatch_records", R_INVAL, lds_runtime_dispatch_records(c->rt, c->records, 64, 0, NULL));
+    CALL("lds_runtime_dispatch_records", R_INVAL, lds_runtime_dispatch_records(c->rt, NULL, 64, 0, &used));
+    return;
+  }
+  CALL("lds_runtime_dispatch_records", R_STATE, lds_runtime_dispatch_records(c->rt, c->records, 64, 0, &used));
   CALL("lds_runtime_fd", R_STATE, lds_runtime_fd(c->rt));
   CALL("lds_runtime_dispatch", R_STATE, lds_runtime_dispatch(c->rt, 0));
 }
@@ -957,7 +970,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     case 12: step_bad_args(c, &in); break;
     case 13: step_action(c, &in); break;
     case 14:
-      if (c->poll) deliver(c, op & 0x10, (op >> 5) % 4);
+      if (c->poll) deliver(c, op & 0x10, (op >> 5) % 4, (op & 0x10) ? (size_t)u8(&in) * 4 : 0);
       break;
     default: run_for(c, (op >> 4) % 3); break;
     }

@@ -113,8 +113,9 @@ def action(a, cell=0):
     return bytes([13, cell, a])
 
 
-def deliver(records=False, max_events=0):
-    return bytes([14 | (0x10 if records else 0) | (max_events << 5)])
+def deliver(records=False, max_events=0, cap=0):
+    """cap: the records buffer's size in units of 4 bytes (0: all of it)."""
+    return bytes([14 | (0x10 if records else 0) | (max_events << 5)]) + (bytes([cap]) if records else b"")
 
 
 def wait(ms=1):
@@ -162,6 +163,8 @@ API_SEEDS = {
     + cache_op(3, sel=0xF2) + free_loader(0xF3),
     "records": new_cell() + new_loader(3) + load() + deliver(True) + wait() + job(1, extra=value(b"v")) + deliver(True, 1)
     + deliver(True) + deliver(False, 2),
+    "records_small_buffer": new_cell() + new_loader(1) + load(req=b"abcdef") + wait() + deliver(True, 0, 10)
+    + deliver(True, 1, 30) + deliver(True),
     "loader_ex_bad_size": bytes([6, 0xA0]) + new_loader(0, ex=True) + new_cell() + load() + wait(),
 }
 
@@ -256,7 +259,7 @@ def main():
     # fuzzer flips the first byte to try the other); records need POLL.
     api = {}
     for i, (name, data) in enumerate(API_SEEDS.items()):
-        mode = 1 if name == "records" else i % 2
+        mode = 1 if name.startswith("records") else i % 2
         api[f"{name}_{'poll' if mode else 'loop'}"] = bytes([mode]) + data
     write("api", api)
     write("parsers", PARSER_SEEDS)

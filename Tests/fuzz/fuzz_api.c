@@ -135,6 +135,8 @@ typedef struct cell {
   atomic_bool free_returned;
   bool closed;           /* delivery thread: no callback may begin any more */
   uint64_t last_seq;     /* delivery thread */
+  int32_t last_status;   /* delivery thread */
+  uint32_t last_type;    /* delivery thread */
   atomic_uint action;    /* what the next event's callback does */
   atomic_bool probed;    /* an error probe runs: no event expected */
 } cell;
@@ -240,6 +242,8 @@ static void check_event(const lds_event *ev, cell *cl) {
     fail("cell %llu: seq %llu after %llu", (unsigned long long)cl->id, (unsigned long long)ev->seq,
          (unsigned long long)cl->last_seq);
   cl->last_seq = ev->seq;
+  cl->last_status = ev->status;
+  cl->last_type = ev->type;
   if (ev->type < LDS_EVENT_STATE || ev->type > LDS_EVENT_INTERRUPT) fail("event type %u", ev->type);
   int lo = cl->process ? LDS_IDLE : LDS_ABSENT, hi = cl->process ? LDS_FAILED : LDS_ERROR;
   if (ev->status < lo || ev->status > hi)
@@ -637,6 +641,10 @@ static void step_cell_call(ctx *c, input *in) {
     int rc = CALL("lds_loadable_get", ok, lds_loadable_get(c->rt, id, &s));
     if (rc == LDS_OK && s.cell != id) fail("snapshot of cell %llu names %llu", (unsigned long long)id,
                                            (unsigned long long)s.cell);
+    /* POLL mode: the snapshot may be ahead of the events dispatched, never behind. */
+    if (rc == LDS_OK && c->poll && cl && s.seq < cl->last_seq)
+      fail("snapshot of cell %llu at seq %llu after event %llu was dispatched", (unsigned long long)id,
+           (unsigned long long)s.seq, (unsigned long long)cl->last_seq);
     lds_snapshot_clear(&s);
     lds_snapshot_clear(&s);
     break;
@@ -922,6 +930,22 @@ static void probe(ctx *c) {
   }
   marker_mark(c);
   for (int i = 0; i < c->ncells; i++) atomic_store(&c->cells[i].probed, false);
+  /* Every cell is quiet and its events have arrived: its snapshot is its
+   * last event. */
+  for (int i = 0; i < c->ncells; i++) {
+    cell *cl = &c->cells[i];
+    if (!cl->live) continue;
+    lds_snapshot s;
+    int rc = CALL("lds_loadable_get", cl->process ? R_OK | R_NOENT : R_OK, lds_loadable_get(c->rt, cl->id, &s));
+    uint64_t seq = s.seq;
+    int32_t status = s.status;
+    uint32_t type = s.type;
+    lds_snapshot_clear(&s);
+    if (rc == LDS_OK && (seq != cl->last_seq || (seq != 0 && (status != cl->last_status || type != cl->last_type))))
+      fail("cell %llu: snapshot seq %llu status %d type %u, last event seq %llu status %d type %u",
+           (unsigned long long)cl->id, (unsigned long long)seq, status, type, (unsigned long long)cl->last_seq,
+           cl->last_status, cl->last_type);
+  }
 }
 
 static void finish(ctx *c) {

@@ -21,6 +21,9 @@
  *     callback has observed that the free returned;
  *   - a call that returns an error causes no callback (the probe: failing
  *     calls on quiet cells between two marker events);
+ *   - a snapshot is never behind the events dispatched (POLL mode), and
+ *     once every cell is quiet it is the cell's last event;
+ *   - records fit the buffer, or LDS_ETOOBIG reports a larger size;
  *   - each loader's free_data runs exactly once, only after lds_loader_free
  *     or during lds_runtime_free; each job's cancel function and each
  *     lds_job_on_cancel registration run at most once;

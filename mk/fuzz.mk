@@ -19,6 +19,9 @@
 # in the library, not only in the harness) and measured (libFuzzer
 # follows the library's branches, not just the harness's).
 
+# libFuzzer, linked by -fsanitize=fuzzer, is C++: the driver adds -lstdc++.
+DEB_PACKAGES += libstdc++-12-dev
+
 FUZZ_SCRATCH      := .build-fuzz
 FUZZ_LIB_DIR      := $(FUZZ_SCRATCH)/debug
 FUZZ_DIR          := Tests/fuzz

@@ -20,7 +20,8 @@
  *     another thread (LOOP mode) stops every callback that begins after a
  *     callback has observed that the free returned;
  *   - a call that returns an error causes no callback (the probe: failing
- *     calls on quiet cells between two marker events);
+ *     calls on quiet cells between two marker events), and once every cell
+ *     is quiet every job that started has ended (LDS_ECANCELED);
  *   - a snapshot is never behind the events dispatched (POLL mode), and
  *     once every cell is quiet it is the cell's last event;
  *   - records fit the buffer, or LDS_ETOOBIG reports a larger size;
@@ -930,6 +931,19 @@ static void probe(ctx *c) {
       CALL("lds_loadable_set_loaded", R_INVAL, lds_loadable_set_loaded(c->rt, cl->id, NULL, 2));
       CALL("lds_loadable_load", R_NOENT, lds_loadable_load(c->rt, cl->id, UINT64_MAX - 1, "x", 1, NULL));
     }
+  }
+  /* Every job that started has ended: its cell was cancelled, reset, set,
+   * freed or the job completed. */
+  pthread_mutex_lock(&c->mu);
+  int njobs = c->njobs;
+  pthread_mutex_unlock(&c->mu);
+  for (int i = 0; i < njobs; i++) {
+    lds_id job = c->jobs[i].id;
+    int rc = lds_job_is_cancelled(c->rt, job);
+    if (rc != 1) fail("job %llu still runs once every cell is quiet (lds_job_is_cancelled: %d)",
+                      (unsigned long long)job, rc);
+    CALL("lds_job_succeed", R_CANCELED, lds_job_succeed(c->rt, job, "late", 4));
+    CALL("lds_job_progress", R_CANCELED, lds_job_progress(c->rt, job, 1, 1));
   }
   marker_mark(c);
   for (int i = 0; i < c->ncells; i++) atomic_store(&c->cells[i].probed, false);

@@ -29,7 +29,9 @@ FUZZ_OUT          := $(OUT)/fuzz
 FUZZ_HARNESSES    ?= api parsers
 FUZZ_SECONDS      ?= 300
 FUZZ_TEST_SECONDS ?= 10
-FUZZ_MAX_LEN      ?= 512
+# The longest input: API call sequences need a few hundred bytes; the
+# parser harness also takes whole (small) SQLite files.
+FUZZ_MAX_LEN      = $$(case $$h in parsers) echo 8192;; *) echo 512;; esac)
 FUZZ_COVERAGE     := edge,inline-8bit-counters,pc-table,trace-cmp
 FUZZ_CFLAGS       := -std=c11 -Wall -Wextra -Werror -O1 -g -Iinclude -D_GNU_SOURCE -pthread \
                      -fsanitize=fuzzer,address -fuse-ld=lld
@@ -40,7 +42,7 @@ FUZZ_LDLIBS       := -L$(FUZZ_LIB_DIR) -lloadstate -Wl,-rpath,$(abspath $(FUZZ_L
 FUZZ_ENV          := SWIFT_BACKTRACE=enable=no ASAN_OPTIONS=detect_leaks=1
 # -timeout: an input that runs this long is a hang, reported as a crash.
 # Each harness's dictionary, Tests/fuzz/<harness>.dict, is used when present.
-FUZZ_FLAGS        := -max_len=$(FUZZ_MAX_LEN) -timeout=20 -rss_limit_mb=4096 -print_final_stats=1 \
+FUZZ_FLAGS        = -max_len=$(FUZZ_MAX_LEN) -timeout=20 -rss_limit_mb=4096 -print_final_stats=1 \
                      -artifact_prefix=$(abspath $(FUZZ_OUT))/
 FUZZ_DICT         = $$([ -f $(FUZZ_DIR)/$$h.dict ] && echo -dict=$(FUZZ_DIR)/$$h.dict)
 # libFuzzer's progress lines, left out of the logs shown.

@@ -16,6 +16,10 @@
  *   5  the raw bytes as the request of an exec loader load.
  *   6  the raw bytes as a path, under a scratch directory, for a file
  *      loader load.
+ *   7  the raw bytes as the file of a persistent cache (an SQLite
+ *      database: a sound one, one of another schema version, a damaged
+ *      one, or one whose tables hold what the library never writes),
+ *      opened with and without LDS_CACHE_REPLACE_DAMAGED, then used.
  *
  * Safety of the loads: the http loader's every transfer goes through the
  * proxy http://127.0.0.1:1 (a closed port; no_proxy is cleared), and a
@@ -490,9 +494,20 @@ static void on_event(const lds_event *ev, void *user_data) {
   pthread_mutex_unlock(&mu);
 }
 
+static const char *cache_files[] = {"cache.db", "cache.db-wal", "cache.db-shm", "cache.db-journal"};
+
+static void remove_cache_files(void) {
+  char path[128];
+  for (size_t i = 0; i < 4; i++) {
+    snprintf(path, sizeof path, "%s/%s", scratch, cache_files[i]);
+    remove(path);
+  }
+}
+
 static void remove_scratch(void) {
   const char *names[] = {"a", "empty", "d"};
   char path[128];
+  remove_cache_files();
   for (size_t i = 0; i < 3; i++) {
     snprintf(path, sizeof path, "%s/%s", scratch, names[i]);
     remove(path);
@@ -633,17 +648,68 @@ static void target_file_load(input *in) {
   if (o.status != LDS_LOADED && o.status != LDS_ERROR) fail("file loader: status %d", o.status);
 }
 
+static void target_cache_file(input *in) {
+  uint8_t how = u8(in);
+  char path[128];
+  snprintf(path, sizeof path, "%s/cache.db", scratch);
+  remove_cache_files();
+  FILE *f = fopen(path, "wb");
+  if (!f) fail("fopen %s", path);
+  if (in->n && fwrite(in->p, 1, in->n, f) != in->n) fail("fwrite %s", path);
+  fclose(f);
+  lds_persistent_cache_options o = LDS_PERSISTENT_CACHE_OPTIONS_INIT;
+  o.path = path;
+  o.flags = (how & 1) ? LDS_CACHE_REPLACE_DAMAGED : 0;
+  o.max_bytes = (how & 2) ? 48 : 0;
+  o.ttl_ms = (how & 4) ? 1 : 0;
+  lds_id cache = 0;
+  int rc = lds_persistent_cache_new(rt, &o, &cache);
+  if (rc != LDS_OK && rc != LDS_EIO && rc != LDS_ENOMEM)
+    fail("lds_persistent_cache_new returned %d (%s)", rc, lds_strerror(rc));
+  if (rc != LDS_OK) {
+    remove_cache_files();
+    return;
+  }
+  /* Whatever the file held, every call answers with one of its codes. */
+  static const char *keys[] = {"k", "a", "", "key"};
+  for (size_t i = 0; i < 4; i++) {
+    lds_cache_value v;
+    int g = lds_cache_get(rt, cache, keys[i], strlen(keys[i]), &v);
+    if (g != 0 && g != 1 && g != LDS_EIO && g != LDS_ENOMEM) fail("lds_cache_get returned %d", g);
+    if (g == 1 && !v.value) fail("lds_cache_get: a hit without a value");
+    lds_cache_value_clear(&v);
+  }
+  lds_cache_statistics st;
+  int r = lds_cache_stats(rt, cache, &st);
+  if (r != LDS_OK && r != LDS_EIO) fail("lds_cache_stats returned %d", r);
+  r = lds_cache_put(rt, cache, "k", 1, "value-0123456789-0123456789", 27);
+  if (r != LDS_OK && r != LDS_EIO) fail("lds_cache_put returned %d", r);
+  r = lds_cache_put(rt, cache, "n", 1, "v", 1);
+  if (r != LDS_OK && r != LDS_EIO) fail("lds_cache_put returned %d", r);
+  r = lds_cache_invalidate(rt, cache, "k", 1);
+  if (r != LDS_OK && r != LDS_EIO) fail("lds_cache_invalidate returned %d", r);
+  r = lds_cache_remove(rt, cache, "a", 1);
+  if (r != 0 && r != 1 && r != LDS_EIO) fail("lds_cache_remove returned %d", r);
+  if (how & 8) {
+    r = lds_cache_clear(rt, cache);
+    if (r != LDS_OK && r != LDS_EIO) fail("lds_cache_clear returned %d", r);
+  }
+  if (lds_cache_free(rt, cache) != LDS_OK) fail("lds_cache_free failed");
+  remove_cache_files();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   input in = {data, size};
   uint8_t target = u8(&in);
-  switch (target % 7) {
+  switch (target % 8) {
   case 0: target_http_encode(&in); break;
   case 1: target_response_raw(&in); break;
   case 2: target_response_fields(&in); break;
   case 3: target_exec_encode(&in); break;
   case 4: setup(); target_http_load(&in); break;
   case 5: setup(); target_exec_load(&in); break;
-  default: setup(); target_file_load(&in); break;
+  case 6: setup(); target_file_load(&in); break;
+  default: setup(); target_cache_file(&in); break;
   }
   return 0;
 }

@@ -243,6 +243,58 @@ PARSER_SEEDS = {
 }
 
 
+# Persistent cache files (target 7): SQLite databases with small pages.
+# The schema is the library's (Sources/Loadstate/Cache/PersistentCacheSchema.swift).
+CACHE_SCHEMA = """
+CREATE TABLE entries (key BLOB NOT NULL PRIMARY KEY, size INTEGER NOT NULL, stored_at INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL, last_access INTEGER NOT NULL, stale INTEGER NOT NULL, value BLOB NOT NULL);
+CREATE INDEX entries_by_access ON entries (last_access);
+CREATE TABLE totals (id INTEGER PRIMARY KEY CHECK (id = 1), entries INTEGER NOT NULL, bytes INTEGER NOT NULL);
+CREATE TRIGGER entries_inserted AFTER INSERT ON entries BEGIN
+    UPDATE totals SET entries = entries + 1, bytes = bytes + new.size; END;
+CREATE TRIGGER entries_deleted AFTER DELETE ON entries BEGIN
+    UPDATE totals SET entries = entries - 1, bytes = bytes - old.size; END;
+CREATE TRIGGER entries_resized AFTER UPDATE OF size ON entries BEGIN
+    UPDATE totals SET bytes = bytes - old.size + new.size; END;
+"""
+
+
+def sqlite_file(script, version=1):
+    import sqlite3
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "c.db")
+        db = sqlite3.connect(path)
+        db.executescript(f"PRAGMA page_size = 512; PRAGMA journal_mode = DELETE; {script} PRAGMA user_version = {version};")
+        db.commit()
+        db.execute("VACUUM")
+        db.close()
+        with open(path, "rb") as f:
+            return f.read()
+
+
+def cache_seeds():
+    row = "INSERT INTO entries VALUES ({k}, {size}, {stored}, {expires}, {access}, {stale}, {value});"
+    sound = CACHE_SCHEMA + "INSERT INTO totals VALUES (1, 0, 0);" + row.format(
+        k="x'6b'", size=6, stored=1, expires=0, access=1, stale=0, value="x'7631'") + row.format(
+        k="x'61'", size=3, stored=2, expires=0, access=2, stale=1, value="x'3132'")
+    odd = CACHE_SCHEMA + "INSERT INTO totals VALUES (1, 5, -100);" + row.format(
+        k="'k'", size="'big'", stored=-1, expires=9223372036854775807, access=-5, stale=7, value="'text'") + row.format(
+        k="x'61'", size=-40, stored="1.5", expires="x'00'", access=0, stale="NULL", value=3)
+    return {
+        "cache_sound": bytes([7, 0]) + sqlite_file(sound),
+        "cache_sound_small": bytes([7, 2 | 8]) + sqlite_file(sound),
+        "cache_odd_rows": bytes([7, 2]) + sqlite_file(odd.replace("stale INTEGER NOT NULL", "stale INTEGER")),
+        "cache_no_totals_row": bytes([7, 2]) + sqlite_file(CACHE_SCHEMA + row.format(
+            k="x'6b'", size=6, stored=1, expires=0, access=1, stale=0, value="x'7631'")),
+        "cache_other_tables": bytes([7, 0]) + sqlite_file("CREATE TABLE entries (key TEXT); CREATE TABLE t (a);"),
+        "cache_other_version": bytes([7, 1]) + sqlite_file(CACHE_SCHEMA, version=2),
+        "cache_no_version": bytes([7, 0]) + sqlite_file("CREATE TABLE t (a);", version=0),
+        "cache_new_file": bytes([7, 4]),
+        "cache_garbage": bytes([7, 1]) + b"SQLite format 3\x00" + bytes(range(64)),
+    }
+
+
 def write(harness, seeds):
     d = os.path.join(HERE, "corpus", harness)
     os.makedirs(d, exist_ok=True)
@@ -262,6 +314,7 @@ def main():
         mode = 1 if name.startswith("records") else i % 2
         api[f"{name}_{'poll' if mode else 'loop'}"] = bytes([mode]) + data
     write("api", api)
+    PARSER_SEEDS.update(cache_seeds())
     write("parsers", PARSER_SEEDS)
     print(f"{len(api)} api seeds, {len(PARSER_SEEDS)} parser seeds", file=sys.stderr)
 

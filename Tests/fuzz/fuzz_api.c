@@ -5,8 +5,10 @@
  *
  * The first byte picks the delivery mode (LOOP or POLL); every following
  * step reads one opcode byte and the arguments it needs (bytes past the
- * end read as 0). At most MAX_STEPS steps run, then every cell is
- * cancelled, an error probe runs, and the runtime is freed.
+ * end read as 0). At most MAX_STEPS steps run (one of them may hand a
+ * slice of the input to a second host thread that makes calls meanwhile),
+ * then every cell is cancelled, an error probe runs, and the runtime is
+ * freed.
  *
  * Checked (abort() with a message, which libFuzzer reports as a crash):
  *   - every return code is one the header lists for that function, and a
@@ -83,6 +85,8 @@ static void fail(const char *fmt, ...) {
 #define R_IO RC(LDS_EIO)
 
 static _Thread_local int in_call;
+/* Set on the second host thread (step_helper). */
+static _Thread_local bool on_helper;
 
 static int check_rc(const char *what, int rc, unsigned allowed) {
   if (rc > 0 || rc < LDS_EIO || !(allowed & RC(rc))) fail("%s returned %d (%s)", what, rc, lds_strerror(rc));
@@ -645,8 +649,9 @@ static void step_cell_call(ctx *c, input *in) {
     int rc = CALL("lds_loadable_get", ok, lds_loadable_get(c->rt, id, &s));
     if (rc == LDS_OK && s.cell != id) fail("snapshot of cell %llu names %llu", (unsigned long long)id,
                                            (unsigned long long)s.cell);
-    /* POLL mode: the snapshot may be ahead of the events dispatched, never behind. */
-    if (rc == LDS_OK && c->poll && cl && s.seq < cl->last_seq)
+    /* POLL mode: the snapshot may be ahead of the events dispatched, never
+     * behind (checked on the delivery thread, where dispatches happen). */
+    if (rc == LDS_OK && c->poll && !on_helper && cl && s.seq < cl->last_seq)
       fail("snapshot of cell %llu at seq %llu after event %llu was dispatched", (unsigned long long)id,
            (unsigned long long)s.seq, (unsigned long long)cl->last_seq);
     lds_snapshot_clear(&s);
@@ -885,6 +890,48 @@ static void step_action(ctx *c, input *in) {
   if (cl) atomic_store(&cl->action, u8(in) % 5);
 }
 
+/* A second host thread: runs calls (loads, cell calls, job calls,
+ * batches) from its own slice of the input while the main thread goes on,
+ * until the main thread joins it. It makes and frees nothing, so the
+ * bookkeeping of cells, loaders and caches stays with the main thread. */
+typedef struct helper {
+  ctx *c;
+  pthread_t thread;
+  bool running;
+  uint8_t bytes[32];
+  input in;
+} helper;
+
+static void *helper_main(void *arg) {
+  helper *h = arg;
+  on_helper = true;
+  while (h->in.n > 0) {
+    switch (u8(&h->in) % 4) {
+    case 0: step_load(h->c, &h->in); break;
+    case 1: step_cell_call(h->c, &h->in); break;
+    case 2: step_job(h->c, &h->in); break;
+    default: step_submit(h->c, &h->in); break;
+    }
+  }
+  return NULL;
+}
+
+static void helper_join(helper *h) {
+  if (!h->running) return;
+  pthread_join(h->thread, NULL);
+  h->running = false;
+}
+
+static void step_helper(ctx *c, input *in, helper *h) {
+  helper_join(h);
+  size_t len;
+  const uint8_t *p = bytes(in, sizeof h->bytes, &len);
+  memcpy(h->bytes, p, len);
+  h->c = c;
+  h->in = (input){h->bytes, len};
+  h->running = pthread_create(&h->thread, NULL, helper_main, h) == 0;
+}
+
 /* ------------------------------------------------------------------ */
 /* The end of an input: quiet every cell, probe, free                  */
 /* ------------------------------------------------------------------ */
@@ -980,6 +1027,7 @@ static void finish(ctx *c) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   input in = {data, size};
+  helper h = {0};
   ctx *c = calloc(1, sizeof *c);
   if (!c) return 0;
   pthread_mutex_init(&c->mu, NULL);
@@ -1004,8 +1052,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     case 5: step_cell_call(c, &in); break;
     case 6: step_new_loader(c, &in); break;
     case 7: step_free_loader(c, &in); break;
-    case 8:
-    case 9: step_job(c, &in); break;
+    case 8: step_job(c, &in); break;
+    case 9:
+      if (op & 0x80) step_helper(c, &in, &h);
+      else step_job(c, &in);
+      break;
     case 10: step_submit(c, &in); break;
     case 11: step_cache(c, &in); break;
     case 12: step_bad_args(c, &in); break;
@@ -1016,6 +1067,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     default: run_for(c, (op >> 4) % 3); break;
     }
   }
+  helper_join(&h);
   probe(c);
   finish(c);
   pthread_mutex_destroy(&c->mu);

@@ -113,6 +113,13 @@ def action(a, cell=0):
     return bytes([13, cell, a])
 
 
+def helper(*steps):
+    """A second host thread running steps: 0 load, 1 cell call, 2 job call, 3 submit
+    (each step's bytes as for the main thread, its opcode replaced by 0-3)."""
+    body = b"".join(steps)
+    return bytes([0x89, len(body)]) + body
+
+
 def deliver(records=False, max_events=0, cap=0):
     """cap: the records buffer's size in units of 4 bytes (0: all of it)."""
     return bytes([14 | (0x10 if records else 0) | (max_events << 5)]) + (bytes([cap]) if records else b"")
@@ -165,6 +172,10 @@ API_SEEDS = {
     + deliver(True) + deliver(False, 2),
     "records_small_buffer": new_cell() + new_loader(1) + load(req=b"abcdef") + wait() + deliver(True, 0, 10)
     + deliver(True, 1, 30) + deliver(True),
+    "helper_thread": new_cell() + new_cell() + new_loader() + helper(
+        b"\x00" + load(0, req=b"h")[1:], b"\x01" + cell_call(3, 1, value(b"x"))[1:],
+        b"\x02" + job(1, extra=value(b"v"))[1:], b"\x00" + load(1, req=b"g")[1:], b"\x01" + cell_call(1, 0)[1:])
+    + load(1) + job(1, extra=value(b"m")) + wait() + job(1, extra=value(b"n")) + wait(),
     "loader_ex_bad_size": bytes([6, 0xA0]) + new_loader(0, ex=True) + new_cell() + load() + wait(),
 }
 

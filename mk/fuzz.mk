@@ -17,7 +17,11 @@
 # with AddressSanitizer and sanitizer coverage in its own scratch path:
 # the library's Swift code is then both checked (memory errors and leaks
 # in the library, not only in the harness) and measured (libFuzzer
-# follows the library's branches, not just the harness's).
+# follows the library's branches, not just the harness's). Leaks: the
+# Swift runtime keeps caches, so libFuzzer soon stops checking after each
+# input; LeakSanitizer still checks when the process exits, which is what
+# fails test-fuzz. The toolchain's lld links them (the system's gold warns
+# about every ASan symbol it cannot export).
 
 # libFuzzer, linked by -fsanitize=fuzzer, is C++: the driver adds -lstdc++.
 DEB_PACKAGES += libstdc++-12-dev

@@ -1,0 +1,1077 @@
+/*
+ * fuzz_api.c — libFuzzer harness: the input bytes become a short sequence
+ * of C API calls against one runtime, and the header's promises are
+ * checked as the calls and callbacks happen.
+ *
+ * The first byte picks the delivery mode (LOOP or POLL); every following
+ * step reads one opcode byte and the arguments it needs (bytes past the
+ * end read as 0). At most MAX_STEPS steps run (one of them may hand a
+ * slice of the input to a second host thread that makes calls meanwhile),
+ * then every cell is cancelled, an error probe runs, and the runtime is
+ * freed.
+ *
+ * Checked (abort() with a message, which libFuzzer reports as a crash):
+ *   - every return code is one the header lists for that function, and a
+ *     call with a NULL runtime, a NULL out pointer or a bad size returns
+ *     LDS_EINVAL;
+ *   - events: seq is 1, then +1 per event of the cell; the event names its
+ *     cell; type, status (by cell kind) and the value's presence agree;
+ *   - no callback runs inside the call that caused it;
+ *   - no event for a cell starts after its free returned: a free on the
+ *     delivery thread stops every callback of the cell at once; a free from
+ *     another thread (LOOP mode) stops every callback that begins after a
+ *     callback has observed that the free returned;
+ *   - a call that returns an error causes no callback (the probe: failing
+ *     calls on quiet cells between two marker events), and once every cell
+ *     is quiet every job that started has ended (LDS_ECANCELED);
+ *   - a snapshot is never behind the events dispatched (POLL mode), and
+ *     once every cell is quiet it is the cell's last event;
+ *   - records fit the buffer, or LDS_ETOOBIG reports a larger size;
+ *   - each loader's free_data runs exactly once, only after lds_loader_free
+ *     or during lds_runtime_free; each job's cancel function and each
+ *     lds_job_on_cancel registration run at most once;
+ *   - no callback after lds_runtime_free returns (the context the callbacks
+ *     receive is freed right after it: a late one is a use after free).
+ */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "loadstate.h"
+
+#define MAX_STEPS 64
+#define MAX_CELLS 8
+#define MAX_LOADERS 4
+#define MAX_JOBS 64
+#define MAX_CACHES 2
+#define MAX_HOOKS 64
+#define RECORD_BUF 16384
+
+/* ------------------------------------------------------------------ */
+/* Failure                                                             */
+/* ------------------------------------------------------------------ */
+
+static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+static void fail(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("fuzz_api: invariant broken: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  abort();
+}
+
+/* Return-code sets, one bit per code: bit 0 is LDS_OK, bit k is -k. */
+#define RC(code) (1u << (unsigned)(-(code)))
+#define R_OK RC(LDS_OK)
+#define R_INVAL RC(LDS_EINVAL)
+#define R_NOENT RC(LDS_ENOENT)
+#define R_STATE RC(LDS_ESTATE)
+#define R_CANCELED RC(LDS_ECANCELED)
+#define R_NOMEM RC(LDS_ENOMEM)
+#define R_CLOSED RC(LDS_ECLOSED)
+#define R_TOOBIG RC(LDS_ETOOBIG)
+#define R_IO RC(LDS_EIO)
+
+static _Thread_local int in_call;
+/* Set on the second host thread (step_helper). */
+static _Thread_local bool on_helper;
+
+static int check_rc(const char *what, int rc, unsigned allowed) {
+  if (rc > 0 || rc < LDS_EIO || !(allowed & RC(rc))) fail("%s returned %d (%s)", what, rc, lds_strerror(rc));
+  return rc;
+}
+
+/* A call of the library from the host: callbacks may not run inside it. */
+#define CALL(what, allowed, expr)                                           \
+  ({                                                                        \
+    in_call++;                                                              \
+    int rc_ = (expr);                                                       \
+    in_call--;                                                              \
+    check_rc(what, rc_, allowed);                                           \
+  })
+
+/* ------------------------------------------------------------------ */
+/* Input                                                               */
+/* ------------------------------------------------------------------ */
+
+typedef struct input {
+  const uint8_t *p;
+  size_t n;
+} input;
+
+static uint8_t u8(input *in) {
+  if (in->n == 0) return 0;
+  in->n--;
+  return *in->p++;
+}
+
+/* Up to max bytes of the input, pointed at in place. */
+static const uint8_t *bytes(input *in, size_t max, size_t *len) {
+  size_t n = max ? u8(in) % (max + 1) : 0;
+  if (n > in->n) n = in->n;
+  const uint8_t *p = in->p;
+  in->p += n;
+  in->n -= n;
+  *len = n;
+  return p;
+}
+
+/* ------------------------------------------------------------------ */
+/* The context of one input                                            */
+/* ------------------------------------------------------------------ */
+
+struct ctx;
+
+typedef struct cell {
+  struct ctx *ctx;
+  lds_id id;
+  bool process;
+  atomic_bool live;      /* created and not freed */
+  atomic_int free_oks;   /* frees that returned LDS_OK */
+  atomic_bool free_returned;
+  bool closed;           /* delivery thread: no callback may begin any more */
+  uint64_t last_seq;     /* delivery thread */
+  int32_t last_status;   /* delivery thread */
+  uint32_t last_type;    /* delivery thread */
+  atomic_uint action;    /* what the next event's callback does */
+  atomic_bool probed;    /* an error probe runs: no event expected */
+} cell;
+
+typedef struct loader {
+  struct ctx *ctx;
+  lds_id id;
+  unsigned mode;
+  bool live;
+  atomic_bool free_allowed;
+  atomic_int free_calls;
+} loader;
+
+typedef struct job_rec {
+  lds_id id;
+  int cancel_calls;
+} job_rec;
+
+typedef struct hook {
+  struct ctx *ctx;
+  atomic_int calls;
+} hook;
+
+typedef struct ctx {
+  lds_runtime *rt;
+  bool poll;
+  cell cells[MAX_CELLS];
+  _Atomic int ncells;    /* a cell is written before it is counted */
+  cell marker;           /* a loadable cell for ordering: see probe() */
+  uint64_t marker_sent;  /* host thread: marker events asked for */
+  uint64_t marker_seen;  /* under mu: marker events delivered */
+  loader loaders[MAX_LOADERS];
+  _Atomic int nloaders;
+  lds_id caches[MAX_CACHES];
+  int ncaches;
+  pthread_mutex_t mu;    /* jobs, hooks, callbacks counter */
+  pthread_cond_t cv;
+  job_rec jobs[MAX_JOBS];
+  int njobs;
+  hook hooks[MAX_HOOKS];
+  int nhooks;
+  uint64_t callbacks;
+  atomic_bool freeing;   /* lds_runtime_free was called */
+  _Alignas(8) uint8_t records[RECORD_BUF];
+} ctx;
+
+static void on_event(const lds_event *ev, void *user_data);
+
+/* ------------------------------------------------------------------ */
+/* Callbacks                                                           */
+/* ------------------------------------------------------------------ */
+
+static void callback_begin(ctx *c, const char *what) {
+  if (in_call) fail("%s callback runs inside the call that caused it", what);
+  pthread_mutex_lock(&c->mu);
+  c->callbacks++;
+  pthread_cond_broadcast(&c->cv);
+  pthread_mutex_unlock(&c->mu);
+}
+
+/* Delivery thread: a cell whose free has returned, as seen by a callback
+ * now running, may get no callback that begins later. */
+static void close_freed_cells(ctx *c) {
+  for (int i = 0; i < c->ncells; i++)
+    if (atomic_load(&c->cells[i].free_returned)) c->cells[i].closed = true;
+}
+
+static int cell_free(ctx *c, cell *cl, bool on_delivery_thread);
+
+static void run_action(cell *cl) {
+  ctx *c = cl->ctx;
+  unsigned a = atomic_exchange(&cl->action, 0);
+  if (!a || !cl->live) return;
+  switch (a) {
+  case 1:
+    cell_free(c, cl, true);
+    break;
+  case 2:
+    if (cl->process) CALL("lds_process_cancel", R_OK, lds_process_cancel(c->rt, cl->id));
+    else CALL("lds_loadable_cancel", R_OK, lds_loadable_cancel(c->rt, cl->id));
+    break;
+  case 3:
+    if (!cl->process) CALL("lds_loadable_set_loaded", R_OK, lds_loadable_set_loaded(c->rt, cl->id, "cb", 2));
+    break;
+  default:
+    if (c->nloaders) {
+      loader *ld = &c->loaders[0];
+      if (cl->process)
+        CALL("lds_process_run", R_OK | R_NOENT, lds_process_run(c->rt, cl->id, 7, ld->id, "cb", 2, NULL));
+      else
+        CALL("lds_loadable_load", R_OK | R_NOENT, lds_loadable_load(c->rt, cl->id, ld->id, "cb", 2, NULL));
+    }
+    break;
+  }
+}
+
+static void check_event(const lds_event *ev, cell *cl) {
+  if (ev->cell != cl->id) fail("event for cell %llu delivered to cell %llu", (unsigned long long)ev->cell,
+                               (unsigned long long)cl->id);
+  if (cl->closed) fail("event seq %llu for cell %llu after its free returned", (unsigned long long)ev->seq,
+                       (unsigned long long)cl->id);
+  if (ev->seq != cl->last_seq + 1)
+    fail("cell %llu: seq %llu after %llu", (unsigned long long)cl->id, (unsigned long long)ev->seq,
+         (unsigned long long)cl->last_seq);
+  cl->last_seq = ev->seq;
+  cl->last_status = ev->status;
+  cl->last_type = ev->type;
+  if (ev->type < LDS_EVENT_STATE || ev->type > LDS_EVENT_INTERRUPT) fail("event type %u", ev->type);
+  int lo = cl->process ? LDS_IDLE : LDS_ABSENT, hi = cl->process ? LDS_FAILED : LDS_ERROR;
+  if (ev->status < lo || ev->status > hi)
+    fail("cell %llu (%s): status %d", (unsigned long long)cl->id, cl->process ? "process" : "loadable", ev->status);
+  if (ev->status == LDS_LOADED ? ev->value == NULL : (ev->value != NULL || ev->value_len != 0))
+    fail("cell %llu: status %d with value %p length %zu", (unsigned long long)cl->id, ev->status, ev->value,
+         ev->value_len);
+  if (atomic_load(&cl->probed)) fail("cell %llu: event seq %llu after failing calls only",
+                                     (unsigned long long)cl->id, (unsigned long long)ev->seq);
+}
+
+static void handle_event(const lds_event *ev, cell *cl, bool from_record) {
+  ctx *c = cl->ctx;
+  if (from_record && atomic_load(&cl->free_returned)) return;
+  check_event(ev, cl);
+  if (cl == &c->marker) {
+    pthread_mutex_lock(&c->mu);
+    c->marker_seen = ev->seq;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+  }
+  close_freed_cells(c);
+  run_action(cl);
+}
+
+static void on_event(const lds_event *ev, void *user_data) {
+  cell *cl = user_data;
+  callback_begin(cl->ctx, "event");
+  handle_event(ev, cl, false);
+}
+
+static job_rec *find_job(ctx *c, lds_id job) {
+  for (int i = 0; i < c->njobs; i++)
+    if (c->jobs[i].id == job) return &c->jobs[i];
+  return NULL;
+}
+
+static void on_hook(lds_id job, void *data) {
+  hook *h = data;
+  callback_begin(h->ctx, "on_cancel");
+  (void)job;
+  if (atomic_fetch_add(&h->calls, 1) != 0) fail("an lds_job_on_cancel callback ran twice (job %llu)",
+                                                (unsigned long long)job);
+}
+
+static void add_hook(ctx *c, lds_id job) {
+  pthread_mutex_lock(&c->mu);
+  hook *h = c->nhooks < MAX_HOOKS ? &c->hooks[c->nhooks++] : NULL;
+  pthread_mutex_unlock(&c->mu);
+  if (!h) return;
+  h->ctx = c;
+  CALL("lds_job_on_cancel", R_OK | R_CANCELED | R_NOENT | R_CLOSED, lds_job_on_cancel(c->rt, job, on_hook, h));
+}
+
+static void job_start(ctx *c, loader *ld, lds_id job, const void *req, size_t len) {
+  if (len && !req) fail("start with a NULL request of %zu bytes", len);
+  pthread_mutex_lock(&c->mu);
+  if (find_job(c, job)) fail("job %llu started twice", (unsigned long long)job);
+  if (c->njobs < MAX_JOBS) c->jobs[c->njobs++] = (job_rec){.id = job};
+  pthread_mutex_unlock(&c->mu);
+  const unsigned ok = R_OK | R_CANCELED;
+  switch (ld->mode % 8) {
+  case 1: CALL("lds_job_succeed", ok, lds_job_succeed(c->rt, job, req, len)); break;
+  case 2: CALL("lds_job_fail", ok, lds_job_fail(c->rt, job, 5, "start failed")); break;
+  case 3: CALL("lds_job_yield", ok, lds_job_yield(c->rt, job, req, len)); break;
+  case 4: add_hook(c, job); break;
+  case 5: CALL("lds_job_cancel_self", ok, lds_job_cancel_self(c->rt, job)); break;
+  case 6: CALL("lds_job_reset_self", ok, lds_job_reset_self(c->rt, job)); break;
+  case 7:
+    CALL("lds_job_progress", ok, lds_job_progress(c->rt, job, 1, 2));
+    CALL("lds_job_finish", ok, lds_job_finish(c->rt, job));
+    break;
+  default: break;
+  }
+}
+
+static void on_start(lds_runtime *rt, lds_id job, const void *req, size_t len, void *data) {
+  loader *ld = data;
+  callback_begin(ld->ctx, "start");
+  if (rt != ld->ctx->rt) fail("start with another runtime");
+  job_start(ld->ctx, ld, job, req, len);
+}
+
+static void job_cancelled(ctx *c, lds_id job) {
+  pthread_mutex_lock(&c->mu);
+  job_rec *j = find_job(c, job);
+  if (j && ++j->cancel_calls > 1) fail("cancel function ran twice for job %llu", (unsigned long long)job);
+  pthread_mutex_unlock(&c->mu);
+}
+
+static void on_cancel(lds_runtime *rt, lds_id job, void *data) {
+  loader *ld = data;
+  callback_begin(ld->ctx, "cancel");
+  if (rt != ld->ctx->rt) fail("cancel with another runtime");
+  job_cancelled(ld->ctx, job);
+}
+
+static void on_free_data(void *data) {
+  loader *ld = data;
+  callback_begin(ld->ctx, "free_data");
+  if (!atomic_load(&ld->free_allowed) && !atomic_load(&ld->ctx->freeing))
+    fail("free_data of loader %llu before it was freed", (unsigned long long)ld->id);
+  if (atomic_fetch_add(&ld->free_calls, 1) != 0) fail("free_data of loader %llu ran twice", (unsigned long long)ld->id);
+}
+
+/* ------------------------------------------------------------------ */
+/* Delivery                                                            */
+/* ------------------------------------------------------------------ */
+
+static cell *cell_of(ctx *c, void *user_data) {
+  if (user_data == &c->marker) return &c->marker;
+  for (int i = 0; i < c->ncells; i++)
+    if (user_data == &c->cells[i]) return &c->cells[i];
+  fail("record with unknown user_data %p", user_data);
+}
+
+static loader *loader_of(ctx *c, void *user_data) {
+  for (int i = 0; i < c->nloaders; i++)
+    if (user_data == &c->loaders[i]) return &c->loaders[i];
+  fail("record with unknown loader_data %p", user_data);
+}
+
+/* POLL mode: one round of deliveries, by callbacks or as records into
+ * cap bytes (0: the whole buffer). */
+static void deliver(ctx *c, bool records, int max, size_t cap) {
+  if (!records) {
+    int rc = lds_runtime_dispatch(c->rt, max);
+    if (rc < 0) fail("lds_runtime_dispatch returned %d", rc);
+    return;
+  }
+  if (cap == 0 || cap > sizeof c->records) cap = sizeof c->records;
+  size_t used = 0;
+  int rc = lds_runtime_dispatch_records(c->rt, c->records, cap, max, &used);
+  if (rc < 0) {
+    check_rc("lds_runtime_dispatch_records", rc, R_TOOBIG);
+    if (used <= cap) fail("lds_runtime_dispatch_records: LDS_ETOOBIG for %zu bytes in %zu", used, cap);
+    return;
+  }
+  if (used > cap) fail("lds_runtime_dispatch_records wrote %zu bytes into %zu", used, cap);
+  for (size_t off = 0; off < used;) {
+    lds_record *r = (lds_record *)(c->records + off);
+    if (r->size < sizeof *r || r->size % 8 || off + r->size > used) fail("record of %u bytes at %zu", r->size, off);
+    if (r->what == LDS_RECORD_EVENT) {
+      handle_event(&r->event, cell_of(c, r->user_data), true);
+    } else if (r->what == LDS_RECORD_START) {
+      loader *ld = loader_of(c, r->user_data);
+      if (!r->event.request) fail("start record without a request");
+      job_start(c, ld, r->job, r->event.request, r->event.request_len);
+    } else if (r->what == LDS_RECORD_CANCEL) {
+      loader_of(c, r->user_data);
+      job_cancelled(c, r->job);
+    } else {
+      fail("record kind %u", r->what);
+    }
+    off += r->size;
+  }
+}
+
+static uint64_t now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Lets the runtime work for about ms milliseconds. */
+static void run_for(ctx *c, unsigned ms) {
+  uint64_t end = now_ms() + ms;
+  if (!c->poll) {
+    struct timespec ts = {0, (long)ms * 1000000L};
+    nanosleep(&ts, NULL);
+    return;
+  }
+  do {
+    struct pollfd pfd = {.fd = lds_runtime_fd(c->rt), .events = POLLIN};
+    poll(&pfd, 1, 1);
+    deliver(c, false, 0, 0);
+  } while (now_ms() < end);
+}
+
+/* Waits, with a deadline, until the marker cell has had `seq` events. In
+ * POLL mode deliveries run meanwhile. */
+static void wait_marker(ctx *c, uint64_t seq) {
+  uint64_t deadline = now_ms() + 5000;
+  for (;;) {
+    if (c->poll) deliver(c, false, 0, 0);
+    pthread_mutex_lock(&c->mu);
+    bool seen = c->marker_seen >= seq;
+    if (!seen && !c->poll) {
+      struct timespec ts;
+      clock_gettime(CLOCK_REALTIME, &ts);
+      ts.tv_nsec += 5000000;
+      if (ts.tv_nsec >= 1000000000) ts.tv_sec++, ts.tv_nsec -= 1000000000;
+      pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+    }
+    pthread_mutex_unlock(&c->mu);
+    if (seen) return;
+    if (c->poll) {
+      struct pollfd pfd = {.fd = lds_runtime_fd(c->rt), .events = POLLIN};
+      poll(&pfd, 1, 5);
+    }
+    if (now_ms() > deadline) fail("the marker cell's event %llu never came", (unsigned long long)seq);
+  }
+}
+
+/* ------------------------------------------------------------------ */
+/* Picking ids and options                                             */
+/* ------------------------------------------------------------------ */
+
+/* An id that names nothing of the kind asked for: 0, one never made, or a
+ * loader's (a cell's id when the caller wants a loader is avoided by
+ * callers that could be given one of their own). */
+static lds_id stray_id(ctx *c, uint8_t b) {
+  int nl = c->nloaders;
+  switch (b % 4) {
+  case 0: return 0;
+  case 1: return UINT64_MAX;
+  case 2: return nl ? c->loaders[b % nl].id : UINT64_MAX - 1;
+  default: return UINT64_MAX - 1000 + b;
+  }
+}
+
+static cell *pick_cell(ctx *c, input *in) {
+  uint8_t b = u8(in);
+  return c->ncells ? &c->cells[b % c->ncells] : NULL;
+}
+
+/* A cell id: mostly a created cell (perhaps freed), sometimes a stray one. */
+static lds_id pick_cell_id(ctx *c, input *in, cell **out) {
+  uint8_t b = u8(in);
+  *out = NULL;
+  if (b >= 0xF0 || !c->ncells) return stray_id(c, b);
+  *out = &c->cells[b % c->ncells];
+  return (*out)->id;
+}
+
+static lds_id pick_loader_id(ctx *c, input *in) {
+  uint8_t b = u8(in);
+  if (b >= 0xF0 || !c->nloaders) return stray_id(c, b);
+  return c->loaders[b % c->nloaders].id;
+}
+
+static lds_id pick_job_id(ctx *c, input *in) {
+  uint8_t b = u8(in);
+  pthread_mutex_lock(&c->mu);
+  lds_id id = (b < 0xE0 && c->njobs) ? c->jobs[c->njobs - 1 - b % c->njobs].id : 0;
+  pthread_mutex_unlock(&c->mu);
+  return (b < 0xE0 && id) ? id : stray_id(c, b);
+}
+
+static lds_id pick_cache_id(ctx *c, input *in) {
+  uint8_t b = u8(in);
+  if (b >= 0xF0 || !c->ncaches) return stray_id(c, b);
+  return c->caches[b % c->ncaches];
+}
+
+typedef struct opts_buf {
+  lds_load_options o;
+  uint32_t interrupts[4];
+  uint8_t key[4];
+} opts_buf;
+
+/* Load options from the input, or NULL. *bad: the options are invalid on
+ * purpose (the call must return LDS_EINVAL). */
+static const lds_load_options *pick_options(ctx *c, input *in, opts_buf *ob, bool process, bool *bad,
+                                            bool *cached) {
+  uint8_t f = u8(in);
+  *bad = false;
+  *cached = false;
+  if (f % 4 == 0) return NULL;
+  lds_load_options init = LDS_LOAD_OPTIONS_INIT;
+  ob->o = init;
+  ob->o.flags = (f >> 2) & 3;
+  ob->o.timeout_ms = u8(in) % 3;
+  ob->o.retries = u8(in) % 3;
+  ob->o.retry_base_ms = 1;
+  ob->o.retry_max_ms = 2;
+  size_t ni = u8(in) % 5;
+  for (size_t i = 0; i < ni && i < 4; i++) ob->interrupts[i] = 1 + u8(in) % 2;
+  ob->o.interrupt_count = ni;
+  ob->o.interrupts_ms = ni ? ob->interrupts : NULL;
+  if (f & 0x10) {
+    ob->o.cache = pick_cache_id(c, in);
+    ob->o.cache_policy = u8(in) % 4;
+    ob->o.fresh_ms = u8(in) % 4;
+    ob->o.max_age_ms = u8(in) % 8;
+    if (f & 0x20) {
+      ob->key[0] = u8(in);
+      ob->o.cache_key = ob->key;
+      ob->o.cache_key_len = 1;
+    }
+    /* Cache 0 means none. */
+    *cached = ob->o.cache != 0;
+    if (process && *cached) *bad = true;
+  }
+  switch ((f >> 6) & 3) {
+  case 1:
+    ob->o.size = (uint32_t)offsetof(lds_load_options, cache);
+    ob->o.cache = 0;
+    *bad = false;
+    *cached = false;
+    break;
+  case 2:
+    ob->o.size = 8;
+    *bad = true;
+    break;
+  case 3:
+    if (ni == 4) {
+      ob->o.interrupt_count = 65;
+      *bad = true;
+    }
+    break;
+  default:
+    break;
+  }
+  return &ob->o;
+}
+
+/* ------------------------------------------------------------------ */
+/* Steps                                                               */
+/* ------------------------------------------------------------------ */
+
+/* In LOOP mode a callback may free its cell while the host thread does
+ * too: exactly one of the frees returns LDS_OK. In POLL mode every call is
+ * on one thread and the outcome is known in advance. */
+static int cell_free(ctx *c, cell *cl, bool on_delivery_thread) {
+  bool was_live = atomic_load(&cl->live);
+  int rc = cl->process ? CALL("lds_process_free", R_OK | R_NOENT, lds_process_free(c->rt, cl->id))
+                       : CALL("lds_loadable_free", R_OK | R_NOENT, lds_loadable_free(c->rt, cl->id));
+  if (rc == LDS_OK) {
+    if (atomic_fetch_add(&cl->free_oks, 1) != 0) fail("a second free of cell %llu returned LDS_OK", (unsigned long long)cl->id);
+    atomic_store(&cl->live, false);
+    atomic_store(&cl->free_returned, true);
+    if (on_delivery_thread || c->poll) cl->closed = true;
+  } else if (c->poll && was_live) {
+    fail("free of live cell %llu returned %d", (unsigned long long)cl->id, rc);
+  }
+  return rc;
+}
+
+static void step_new_cell(ctx *c, input *in) {
+  if (c->ncells >= MAX_CELLS) return;
+  cell *cl = &c->cells[c->ncells];
+  memset(cl, 0, sizeof *cl);
+  cl->ctx = c;
+  cl->process = u8(in) & 1;
+  lds_id id = 0;
+  int rc = cl->process ? CALL("lds_process_new", R_OK, lds_process_new(c->rt, on_event, cl, &id))
+                       : CALL("lds_loadable_new", R_OK, lds_loadable_new(c->rt, on_event, cl, &id));
+  (void)rc;
+  if (id == 0) fail("a new cell with id 0");
+  cl->id = id;
+  cl->live = true;
+  c->ncells++;
+}
+
+static void step_load(ctx *c, input *in) {
+  cell *cl;
+  lds_id id = pick_cell_id(c, in, &cl);
+  lds_id ld = pick_loader_id(c, in);
+  size_t len;
+  const uint8_t *req = bytes(in, 6, &len);
+  bool process = u8(in) & 1;
+  opts_buf ob;
+  bool bad, cached;
+  const lds_load_options *o = pick_options(c, in, &ob, process, &bad, &cached);
+  /* Which of a bad option and an unknown id is reported first is not
+   * specified; a stray cache id may be either. */
+  unsigned allowed = bad ? R_INVAL | R_NOENT : R_OK | R_NOENT | (cached ? R_INVAL : 0);
+  if (process)
+    CALL("lds_process_run", allowed, lds_process_run(c->rt, id, (int32_t)u8(in), ld, req, len, o));
+  else
+    CALL("lds_loadable_load", allowed, lds_loadable_load(c->rt, id, ld, req, len, o));
+  (void)cl;
+}
+
+static void step_cell_call(ctx *c, input *in) {
+  cell *cl;
+  lds_id id = pick_cell_id(c, in, &cl);
+  uint8_t what = u8(in);
+  const unsigned ok = R_OK | R_NOENT;
+  switch (what % 8) {
+  case 0: CALL("lds_loadable_refresh", ok | R_STATE, lds_loadable_refresh(c->rt, id)); break;
+  case 1: CALL("lds_loadable_cancel", ok, lds_loadable_cancel(c->rt, id)); break;
+  case 2: CALL("lds_loadable_reset", ok, lds_loadable_reset(c->rt, id)); break;
+  case 3: {
+    size_t len;
+    const uint8_t *v = bytes(in, 8, &len);
+    CALL("lds_loadable_set_loaded", ok, lds_loadable_set_loaded(c->rt, id, v, len));
+    break;
+  }
+  case 4: CALL("lds_loadable_set_error", ok, lds_loadable_set_error(c->rt, id, (int32_t)u8(in) - 3, what & 8 ? NULL : "e"));
+    break;
+  case 5: {
+    lds_snapshot s;
+    int rc = CALL("lds_loadable_get", ok, lds_loadable_get(c->rt, id, &s));
+    if (rc == LDS_OK && s.cell != id) fail("snapshot of cell %llu names %llu", (unsigned long long)id,
+                                           (unsigned long long)s.cell);
+    /* POLL mode: the snapshot may be ahead of the events dispatched, never
+     * behind (checked on the delivery thread, where dispatches happen). */
+    if (rc == LDS_OK && c->poll && !on_helper && cl && s.seq < cl->last_seq)
+      fail("snapshot of cell %llu at seq %llu after event %llu was dispatched", (unsigned long long)id,
+           (unsigned long long)s.seq, (unsigned long long)cl->last_seq);
+    lds_snapshot_clear(&s);
+    lds_snapshot_clear(&s);
+    break;
+  }
+  case 6: CALL("lds_process_cancel", ok, lds_process_cancel(c->rt, id)); break;
+  default: CALL("lds_process_reset", ok, lds_process_reset(c->rt, id)); break;
+  }
+}
+
+static void step_free_cell(ctx *c, input *in) {
+  cell *cl;
+  lds_id id = pick_cell_id(c, in, &cl);
+  if (cl) {
+    cell_free(c, cl, false);
+  } else {
+    CALL("lds_loadable_free", R_NOENT, lds_loadable_free(c->rt, id));
+    CALL("lds_process_free", R_NOENT, lds_process_free(c->rt, id));
+  }
+}
+
+static void step_new_loader(ctx *c, input *in) {
+  if (c->nloaders >= MAX_LOADERS) return;
+  loader *ld = &c->loaders[c->nloaders];
+  memset(ld, 0, sizeof *ld);
+  ld->ctx = c;
+  uint8_t b = u8(in);
+  ld->mode = b;
+  lds_id id = 0;
+  if (b & 0x80) {
+    lds_loader_options o = LDS_LOADER_OPTIONS_INIT;
+    o.start = on_start;
+    o.cancel = (b & 0x40) ? on_cancel : NULL;
+    o.free_data = on_free_data;
+    o.loader_data = ld;
+    if (b & 0x20) {
+      o.size = 8;
+      CALL("lds_loader_new_ex", R_INVAL, lds_loader_new_ex(c->rt, &o, &id));
+      return;
+    }
+    CALL("lds_loader_new_ex", R_OK, lds_loader_new_ex(c->rt, &o, &id));
+  } else {
+    CALL("lds_loader_new", R_OK, lds_loader_new(c->rt, on_start, ld, on_free_data, &id));
+  }
+  if (id == 0) fail("a new loader with id 0");
+  ld->id = id;
+  ld->live = true;
+  c->nloaders++;
+}
+
+static void step_free_loader(ctx *c, input *in) {
+  uint8_t b = u8(in);
+  if (b >= 0xF0 || !c->nloaders) {
+    lds_id id = stray_id(c, b);
+    bool known = false;
+    for (int i = 0; i < c->nloaders; i++) known |= c->loaders[i].id == id;
+    if (!known) CALL("lds_loader_free", R_NOENT, lds_loader_free(c->rt, id));
+    return;
+  }
+  loader *ld = &c->loaders[b % c->nloaders];
+  bool was_live = ld->live;
+  if (was_live) atomic_store(&ld->free_allowed, true);
+  int rc = CALL("lds_loader_free", was_live ? R_OK : R_NOENT, lds_loader_free(c->rt, ld->id));
+  if (rc == LDS_OK) ld->live = false;
+}
+
+static void step_job(ctx *c, input *in) {
+  lds_id job = pick_job_id(c, in);
+  uint8_t what = u8(in);
+  const unsigned ok = R_OK | R_NOENT | R_CANCELED;
+  size_t len;
+  const uint8_t *v;
+  switch (what % 10) {
+  case 0:
+    v = bytes(in, 8, &len);
+    CALL("lds_job_yield", ok, lds_job_yield(c->rt, job, v, len));
+    break;
+  case 1:
+    v = bytes(in, 8, &len);
+    CALL("lds_job_succeed", ok, lds_job_succeed(c->rt, job, v, len));
+    break;
+  case 2: CALL("lds_job_finish", ok, lds_job_finish(c->rt, job)); break;
+  case 3: CALL("lds_job_fail", ok, lds_job_fail(c->rt, job, (int32_t)u8(in), what & 0x10 ? NULL : "f")); break;
+  case 4: CALL("lds_job_fail_final", ok, lds_job_fail_final(c->rt, job, 9, "final")); break;
+  case 5: CALL("lds_job_progress", ok, lds_job_progress(c->rt, job, u8(in), u8(in))); break;
+  case 6: CALL("lds_job_cancel_self", ok, lds_job_cancel_self(c->rt, job)); break;
+  case 7: CALL("lds_job_reset_self", ok, lds_job_reset_self(c->rt, job)); break;
+  case 8: {
+    int rc = lds_job_is_cancelled(c->rt, job);
+    if (rc != 0 && rc != 1) check_rc("lds_job_is_cancelled", rc, R_NOENT);
+    break;
+  }
+  default: add_hook(c, job); break;
+  }
+}
+
+static void step_submit(ctx *c, input *in) {
+  lds_op ops[4];
+  int32_t results[4];
+  size_t n = u8(in) % 5;
+  memset(ops, 0, sizeof ops);
+  for (size_t i = 0; i < n; i++) {
+    uint8_t k = u8(in);
+    lds_op *op = &ops[i];
+    op->op = k % 8;
+    cell *cl;
+    if (op->op == LDS_OP_LOAD || op->op == LDS_OP_CANCEL) op->target = pick_cell_id(c, in, &cl);
+    else op->target = pick_job_id(c, in);
+    if (op->op == LDS_OP_LOAD) op->loader = pick_loader_id(c, in);
+    if (op->op == LDS_OP_FAIL) op->code = (int32_t)u8(in);
+    op->data = bytes(in, 6, &op->data_len);
+    if (k & 0x80) op->code = 1;
+  }
+  for (size_t i = 0; i < 4; i++) results[i] = 77;
+  in_call++;
+  int rc = lds_runtime_submit(c->rt, ops, n, results);
+  int empty = lds_runtime_submit(c->rt, NULL, 0, NULL);
+  in_call--;
+  if (empty != 0) fail("an empty lds_runtime_submit returned %d", empty);
+  int count = 0;
+  for (size_t i = 0; i < n; i++) {
+    check_rc("lds_runtime_submit result", results[i], R_OK | R_INVAL | R_NOENT | R_CANCELED | R_STATE);
+    count += results[i] == LDS_OK;
+  }
+  if (rc != count) fail("lds_runtime_submit returned %d with %d calls that returned LDS_OK", rc, count);
+}
+
+static void step_cache(ctx *c, input *in) {
+  uint8_t what = u8(in);
+  if (what % 8 == 0) {
+    if (c->ncaches >= MAX_CACHES) return;
+    lds_memory_cache_options o = LDS_MEMORY_CACHE_OPTIONS_INIT;
+    o.max_entries = u8(in) % 4;
+    o.max_bytes = u8(in) % 32;
+    o.ttl_ms = u8(in) % 3;
+    lds_id id = 0;
+    CALL("lds_memory_cache_new", R_OK, lds_memory_cache_new(c->rt, (what & 8) ? NULL : &o, &id));
+    c->caches[c->ncaches++] = id;
+    return;
+  }
+  lds_id cache = pick_cache_id(c, in);
+  size_t klen, vlen;
+  const uint8_t *key = bytes(in, 4, &klen);
+  const unsigned ok = R_OK | R_NOENT;
+  switch (what % 8) {
+  case 1:
+  case 2: {
+    const uint8_t *v = bytes(in, 16, &vlen);
+    CALL("lds_cache_put", ok, lds_cache_put(c->rt, cache, key, klen, v, vlen));
+    break;
+  }
+  case 3: {
+    lds_cache_value v;
+    in_call++;
+    int rc = lds_cache_get(c->rt, cache, key, klen, &v);
+    in_call--;
+    if (rc != 1) check_rc("lds_cache_get", rc, ok);
+    if (rc == 1 && !v.value) fail("a cache hit without a value");
+    lds_cache_value_clear(&v);
+    break;
+  }
+  case 4: {
+    in_call++;
+    int rc = lds_cache_remove(c->rt, cache, key, klen);
+    in_call--;
+    if (rc != 1) check_rc("lds_cache_remove", rc, ok);
+    break;
+  }
+  case 5: CALL("lds_cache_invalidate", ok, lds_cache_invalidate(c->rt, cache, key, klen)); break;
+  case 6: {
+    lds_cache_statistics s;
+    CALL("lds_cache_stats", ok, lds_cache_stats(c->rt, cache, &s));
+    CALL("lds_cache_clear", ok, lds_cache_clear(c->rt, cache));
+    break;
+  }
+  default: {
+    int rc = CALL("lds_cache_free", ok, lds_cache_free(c->rt, cache));
+    if (rc == LDS_OK)
+      for (int i = 0; i < c->ncaches; i++)
+        if (c->caches[i] == cache) c->caches[i] = c->caches[--c->ncaches];
+    break;
+  }
+  }
+}
+
+/* Calls that must fail with LDS_EINVAL whatever the state. */
+static void step_bad_args(ctx *c, input *in) {
+  lds_id out = 0;
+  cell *cl = pick_cell(c, in);
+  lds_id cid = cl ? cl->id : 1;
+  lds_load_options o = LDS_LOAD_OPTIONS_INIT;
+  switch (u8(in) % 12) {
+  case 0: CALL("lds_loadable_new", R_INVAL, lds_loadable_new(NULL, on_event, NULL, &out)); break;
+  case 1: CALL("lds_loadable_new", R_INVAL, lds_loadable_new(c->rt, NULL, NULL, &out)); break;
+  case 2: CALL("lds_process_new", R_INVAL, lds_process_new(c->rt, on_event, NULL, NULL)); break;
+  case 3: CALL("lds_loader_new", R_INVAL, lds_loader_new(c->rt, NULL, NULL, NULL, &out)); break;
+  case 4: CALL("lds_loader_new_ex", R_INVAL, lds_loader_new_ex(c->rt, NULL, &out)); break;
+  case 5: CALL("lds_memory_cache_new", R_INVAL, lds_memory_cache_new(c->rt, NULL, NULL)); break;
+  case 6: {
+    lds_memory_cache_options mo = LDS_MEMORY_CACHE_OPTIONS_INIT;
+    mo.size = 4;
+    CALL("lds_memory_cache_new", R_INVAL, lds_memory_cache_new(c->rt, &mo, &out));
+    break;
+  }
+  case 7: CALL("lds_loadable_get", R_INVAL, lds_loadable_get(c->rt, cid, NULL)); break;
+  case 8: CALL("lds_runtime_submit", R_INVAL, lds_runtime_submit(c->rt, NULL, 3, NULL)); break;
+  case 9:
+    o.size = 4;
+    CALL("lds_loadable_load", R_INVAL | R_NOENT, lds_loadable_load(c->rt, cid, 1, NULL, 0, &o));
+    break;
+  case 10: {
+    lds_runtime_options ro = LDS_RUNTIME_OPTIONS_INIT;
+    lds_runtime *rt = NULL;
+    ro.delivery = 2 + u8(in);
+    CALL("lds_runtime_new", R_INVAL, lds_runtime_new(&ro, &rt));
+    if (rt) fail("lds_runtime_new set *out on failure");
+    break;
+  }
+  default: CALL("lds_job_on_cancel", R_INVAL, lds_job_on_cancel(c->rt, 1, NULL, NULL)); break;
+  }
+  size_t used;
+  if (c->poll) {
+    CALL("lds_runtime_dispatch_records", R_INVAL, lds_runtime_dispatch_records(c->rt, c->records + 4, 64, 0, &used));
+    CALL("lds_runtime_dispatch_records", R_INVAL, lds_runtime_dispatch_records(c->rt, c->records, 64, 0, NULL));
+    CALL("lds_runtime_dispatch_records", R_INVAL, lds_runtime_dispatch_records(c->rt, NULL, 64, 0, &used));
+    return;
+  }
+  CALL("lds_runtime_dispatch_records", R_STATE, lds_runtime_dispatch_records(c->rt, c->records, 64, 0, &used));
+  CALL("lds_runtime_fd", R_STATE, lds_runtime_fd(c->rt));
+  CALL("lds_runtime_dispatch", R_STATE, lds_runtime_dispatch(c->rt, 0));
+}
+
+static void step_action(ctx *c, input *in) {
+  cell *cl = pick_cell(c, in);
+  if (cl) atomic_store(&cl->action, u8(in) % 5);
+}
+
+/* A second host thread: runs calls (loads, cell calls, job calls,
+ * batches) from its own slice of the input while the main thread goes on,
+ * until the main thread joins it. It makes and frees nothing, so the
+ * bookkeeping of cells, loaders and caches stays with the main thread. */
+typedef struct helper {
+  ctx *c;
+  pthread_t thread;
+  bool running;
+  uint8_t bytes[32];
+  input in;
+} helper;
+
+static void *helper_main(void *arg) {
+  helper *h = arg;
+  on_helper = true;
+  while (h->in.n > 0) {
+    switch (u8(&h->in) % 4) {
+    case 0: step_load(h->c, &h->in); break;
+    case 1: step_cell_call(h->c, &h->in); break;
+    case 2: step_job(h->c, &h->in); break;
+    default: step_submit(h->c, &h->in); break;
+    }
+  }
+  return NULL;
+}
+
+static void helper_join(helper *h) {
+  if (!h->running) return;
+  pthread_join(h->thread, NULL);
+  h->running = false;
+}
+
+static void step_helper(ctx *c, input *in, helper *h) {
+  helper_join(h);
+  size_t len;
+  const uint8_t *p = bytes(in, sizeof h->bytes, &len);
+  memcpy(h->bytes, p, len);
+  h->c = c;
+  h->in = (input){h->bytes, len};
+  h->running = pthread_create(&h->thread, NULL, helper_main, h) == 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* The end of an input: quiet every cell, probe, free                  */
+/* ------------------------------------------------------------------ */
+
+/* An event on the marker cell, and the wait for it. Deliveries are
+ * ordered: once it has arrived, every earlier call has had its events. */
+static void marker_mark(ctx *c) {
+  CALL("lds_loadable_set_loaded", R_OK, lds_loadable_set_loaded(c->rt, c->marker.id, "m", 1));
+  wait_marker(c, ++c->marker_sent);
+}
+
+/* Failing calls on every live cell; none may cause an event. The cells
+ * are made quiet first: callbacks stop acting (a marker shows that the
+ * last acting callback has returned), every running job is cancelled,
+ * then a marker shows that the cancels' events have arrived. */
+static void probe(ctx *c) {
+  for (int i = 0; i < c->ncells; i++) atomic_store(&c->cells[i].action, 0);
+  marker_mark(c);
+  for (int i = 0; i < c->ncells; i++) {
+    cell *cl = &c->cells[i];
+    if (!cl->live) continue;
+    if (cl->process) CALL("lds_process_cancel", R_OK, lds_process_cancel(c->rt, cl->id));
+    else CALL("lds_loadable_cancel", R_OK, lds_loadable_cancel(c->rt, cl->id));
+  }
+  marker_mark(c);
+  lds_load_options small = LDS_LOAD_OPTIONS_INIT;
+  small.size = 4;
+  lds_load_options cached = LDS_LOAD_OPTIONS_INIT;
+  cached.cache = c->ncaches ? c->caches[0] : 1;
+  lds_id ld = c->nloaders ? c->loaders[0].id : UINT64_MAX - 1;
+  const unsigned inval = R_INVAL | R_NOENT;
+  for (int i = 0; i < c->ncells; i++) {
+    cell *cl = &c->cells[i];
+    if (!cl->live) continue;
+    atomic_store(&cl->probed, true);
+    if (cl->process) {
+      CALL("lds_process_run", inval, lds_process_run(c->rt, cl->id, 1, ld, "x", 1, &small));
+      CALL("lds_process_run", inval, lds_process_run(c->rt, cl->id, 1, ld, "x", 1, &cached));
+      CALL("lds_process_run", inval, lds_process_run(c->rt, cl->id, 1, ld, NULL, 3, NULL));
+      CALL("lds_process_run", R_NOENT, lds_process_run(c->rt, cl->id, 1, UINT64_MAX - 1, "x", 1, NULL));
+    } else {
+      CALL("lds_loadable_load", inval, lds_loadable_load(c->rt, cl->id, ld, "x", 1, &small));
+      CALL("lds_loadable_load", inval, lds_loadable_load(c->rt, cl->id, ld, NULL, 3, NULL));
+      CALL("lds_loadable_set_loaded", R_INVAL, lds_loadable_set_loaded(c->rt, cl->id, NULL, 2));
+      CALL("lds_loadable_load", R_NOENT, lds_loadable_load(c->rt, cl->id, UINT64_MAX - 1, "x", 1, NULL));
+    }
+  }
+  /* Every job that started has ended: its cell was cancelled, reset, set,
+   * freed or the job completed. */
+  pthread_mutex_lock(&c->mu);
+  int njobs = c->njobs;
+  pthread_mutex_unlock(&c->mu);
+  for (int i = 0; i < njobs; i++) {
+    lds_id job = c->jobs[i].id;
+    int rc = lds_job_is_cancelled(c->rt, job);
+    if (rc != 1) fail("job %llu still runs once every cell is quiet (lds_job_is_cancelled: %d)",
+                      (unsigned long long)job, rc);
+    CALL("lds_job_succeed", R_CANCELED, lds_job_succeed(c->rt, job, "late", 4));
+    CALL("lds_job_progress", R_CANCELED, lds_job_progress(c->rt, job, 1, 1));
+  }
+  marker_mark(c);
+  for (int i = 0; i < c->ncells; i++) atomic_store(&c->cells[i].probed, false);
+  /* Every cell is quiet and its events have arrived: its snapshot is its
+   * last event. */
+  for (int i = 0; i < c->ncells; i++) {
+    cell *cl = &c->cells[i];
+    if (!cl->live) continue;
+    lds_snapshot s;
+    int rc = CALL("lds_loadable_get", cl->process ? R_OK | R_NOENT : R_OK, lds_loadable_get(c->rt, cl->id, &s));
+    uint64_t seq = s.seq;
+    int32_t status = s.status;
+    uint32_t type = s.type;
+    lds_snapshot_clear(&s);
+    if (rc == LDS_OK && (seq != cl->last_seq || (seq != 0 && (status != cl->last_status || type != cl->last_type))))
+      fail("cell %llu: snapshot seq %llu status %d type %u, last event seq %llu status %d type %u",
+           (unsigned long long)cl->id, (unsigned long long)seq, status, type, (unsigned long long)cl->last_seq,
+           cl->last_status, cl->last_type);
+  }
+}
+
+static void finish(ctx *c) {
+  atomic_store(&c->freeing, true);
+  int rc = lds_runtime_free(c->rt);
+  if (rc != LDS_OK) fail("lds_runtime_free returned %d", rc);
+  for (int i = 0; i < c->nloaders; i++)
+    if (atomic_load(&c->loaders[i].free_calls) != 1)
+      fail("loader %llu: free_data ran %d times", (unsigned long long)c->loaders[i].id,
+           atomic_load(&c->loaders[i].free_calls));
+  lds_id id;
+  if (lds_loadable_new(c->rt, on_event, NULL, &id) != LDS_ECLOSED) fail("a call after lds_runtime_free did not return LDS_ECLOSED");
+  if (lds_runtime_free(c->rt) != LDS_ECLOSED) fail("a second lds_runtime_free did not return LDS_ECLOSED");
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  input in = {data, size};
+  helper h = {0};
+  ctx *c = calloc(1, sizeof *c);
+  if (!c) return 0;
+  pthread_mutex_init(&c->mu, NULL);
+  pthread_cond_init(&c->cv, NULL);
+  uint8_t mode = u8(&in);
+  c->poll = mode & 1;
+  lds_runtime_options ro = LDS_RUNTIME_OPTIONS_INIT;
+  ro.delivery = c->poll ? LDS_DELIVER_POLL : LDS_DELIVER_LOOP;
+  if (lds_runtime_new(&ro, &c->rt) != LDS_OK) fail("lds_runtime_new failed");
+  c->marker.ctx = c;
+  CALL("lds_loadable_new", R_OK, lds_loadable_new(c->rt, on_event, &c->marker, &c->marker.id));
+  c->marker.live = true;
+
+  for (int step = 0; step < MAX_STEPS && in.n > 0; step++) {
+    uint8_t op = u8(&in);
+    switch (op % 16) {
+    case 0: step_new_cell(c, &in); break;
+    case 1: step_free_cell(c, &in); break;
+    case 2:
+    case 3: step_load(c, &in); break;
+    case 4:
+    case 5: step_cell_call(c, &in); break;
+    case 6: step_new_loader(c, &in); break;
+    case 7: step_free_loader(c, &in); break;
+    case 8: step_job(c, &in); break;
+    case 9:
+      if (op & 0x80) step_helper(c, &in, &h);
+      else step_job(c, &in);
+      break;
+    case 10: step_submit(c, &in); break;
+    case 11: step_cache(c, &in); break;
+    case 12: step_bad_args(c, &in); break;
+    case 13: step_action(c, &in); break;
+    case 14:
+      if (c->poll) deliver(c, op & 0x10, (op >> 5) % 4, (op & 0x10) ? (size_t)u8(&in) * 4 : 0);
+      break;
+    default: run_for(c, (op >> 4) % 3); break;
+    }
+  }
+  helper_join(&h);
+  probe(c);
+  finish(c);
+  pthread_mutex_destroy(&c->mu);
+  pthread_cond_destroy(&c->cv);
+  free(c);
+  return 0;
+}

@@ -1,0 +1,720 @@
+/*
+ * fuzz_parsers.c — libFuzzer harness for the byte formats of the C API:
+ * the encoders and decoder of include/loadstate.h, and the requests the
+ * built-in loaders decode.
+ *
+ * The first byte picks a target; the rest is its input:
+ *   0  lds_http_request_encode with fields taken from the input; the
+ *      encoding is decoded here (the documented "LDH1" format) and must
+ *      give the fields back.
+ *   1  lds_http_response_decode over the raw bytes; when it succeeds, the
+ *      parts must lie inside the input and encode back to it exactly.
+ *   2  a response encoded here from fields, decoded by the library.
+ *   3  lds_exec_request_encode with argv, env and cwd from the input; the
+ *      "LDX1" encoding must decode to them.
+ *   4  the raw bytes as the request of an http loader load.
+ *   5  the raw bytes as the request of an exec loader load.
+ *   6  the raw bytes as a path, under a scratch directory, for a file
+ *      loader load.
+ *   7  the raw bytes as the file of a persistent cache (an SQLite
+ *      database: a sound one, one of another schema version, a damaged
+ *      one, or one whose tables hold what the library never writes),
+ *      opened with and without LDS_CACHE_REPLACE_DAMAGED, then used.
+ *
+ * Safety of the loads: the http loader's every transfer goes through the
+ * proxy http://127.0.0.1:1 (a closed port; no_proxy is cleared), and a
+ * request that decodes is rewritten to the URL http://127.0.0.1:1/ before
+ * it is loaded. An exec request whose argument vector decodes gets the
+ * program /nonexistent/loadstate-fuzz instead of its own, and PATH names
+ * no directory, so no command can run. File paths stay inside the scratch
+ * directory: paths with ".." are dropped (a FIFO elsewhere would block
+ * the loader's read).
+ *
+ * Checked: no crash, no leak (AddressSanitizer, LeakSanitizer); round
+ * trips as above; return codes within the documented sets; a load ends
+ * with the expected error (a request that does not decode: LDS_EINVAL in
+ * the loadstate domain; the rewritten ones: a failure to connect or to
+ * spawn, not a value).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "loadstate.h"
+
+#define SAFE_URL "http://127.0.0.1:1/"
+#define SAFE_PROGRAM "/nonexistent/loadstate-fuzz"
+
+static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+static void fail(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("fuzz_parsers: invariant broken: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  abort();
+}
+
+/* ------------------------------------------------------------------ */
+/* Input                                                               */
+/* ------------------------------------------------------------------ */
+
+typedef struct input {
+  const uint8_t *p;
+  size_t n;
+} input;
+
+static uint8_t u8(input *in) {
+  if (in->n == 0) return 0;
+  in->n--;
+  return *in->p++;
+}
+
+static uint32_t u32(input *in) {
+  uint32_t v = 0;
+  for (int i = 0; i < 4; i++) v |= (uint32_t)u8(in) << (8 * i);
+  return v;
+}
+
+/* A NUL-terminated string of up to max bytes of the input (stops early at
+ * a NUL), or NULL when the length byte says so. */
+static char *text(input *in, size_t max, bool may_be_null) {
+  uint8_t b = u8(in);
+  if (may_be_null && b == 0xFF) return NULL;
+  size_t n = b % (max + 1);
+  if (n > in->n) n = in->n;
+  char *s = malloc(n + 1);
+  if (!s) abort();
+  memcpy(s, in->p, n);
+  s[n] = 0;
+  in->p += n;
+  in->n -= n;
+  return s;
+}
+
+/* ------------------------------------------------------------------ */
+/* The wire format, as documented in the header                        */
+/* ------------------------------------------------------------------ */
+
+#define ABSENT 0xFFFFFFFFu
+
+typedef struct reader {
+  const uint8_t *p;
+  size_t n, off;
+} reader;
+
+static bool r_u32(reader *r, uint32_t *v) {
+  if (r->n - r->off < 4) return false;
+  *v = 0;
+  for (int i = 0; i < 4; i++) *v |= (uint32_t)r->p[r->off + i] << (8 * i);
+  r->off += 4;
+  return true;
+}
+
+static bool r_u64(reader *r, uint64_t *v) {
+  uint32_t lo, hi;
+  if (!r_u32(r, &lo) || !r_u32(r, &hi)) return false;
+  *v = (uint64_t)hi << 32 | lo;
+  return true;
+}
+
+/* A field: *absent, or *at / *len into the bytes. */
+typedef struct span {
+  bool absent;
+  size_t at, len;
+} span;
+
+static bool r_field(reader *r, span *s) {
+  uint32_t n;
+  if (!r_u32(r, &n)) return false;
+  s->absent = n == ABSENT;
+  s->at = r->off;
+  s->len = 0;
+  if (s->absent) return true;
+  if (r->n - r->off < n) return false;
+  s->len = n;
+  r->off += n;
+  return true;
+}
+
+static bool has_byte(const reader *r, const span *s, uint8_t b) {
+  return !s->absent && memchr(r->p + s->at, b, s->len) != NULL;
+}
+
+#define MAX_ITEMS 64
+
+/* A list: *absent, or up to MAX_ITEMS fields (more are read but not kept). */
+typedef struct list {
+  bool absent;
+  uint32_t count;
+  span items[MAX_ITEMS];
+  bool any_nul, any_crlf;
+} list;
+
+static bool r_list(reader *r, list *l) {
+  uint32_t n;
+  if (!r_u32(r, &n)) return false;
+  memset(l, 0, sizeof *l);
+  l->absent = n == ABSENT;
+  if (l->absent) return true;
+  l->count = n;
+  for (uint32_t i = 0; i < n; i++) {
+    span s;
+    if (!r_field(r, &s) || s.absent) return false;
+    l->any_nul |= has_byte(r, &s, 0);
+    l->any_crlf |= has_byte(r, &s, '\r') || has_byte(r, &s, '\n');
+    if (i < MAX_ITEMS) l->items[i] = s;
+  }
+  return true;
+}
+
+static bool r_magic(reader *r, const char *magic) {
+  if (r->n < 4 || memcmp(r->p, magic, 4) != 0) return false;
+  r->off = 4;
+  return true;
+}
+
+typedef struct http_req {
+  span method, url, body;
+  list headers;
+  uint32_t timeout_ms, max_redirects, flags;
+  uint64_t max_body;
+} http_req;
+
+/* Whether the bytes decode as an http request, by the rules of the http
+ * loader: method and url text without NUL, url present, header lines
+ * without NUL, CR or LF. */
+static bool http_decode(const uint8_t *p, size_t n, http_req *q) {
+  reader r = {p, n, 0};
+  if (!r_magic(&r, "LDH1") || !r_field(&r, &q->method) || !r_field(&r, &q->url) || q->url.absent ||
+      !r_list(&r, &q->headers) || !r_field(&r, &q->body) || !r_u32(&r, &q->timeout_ms) ||
+      !r_u64(&r, &q->max_body) || !r_u32(&r, &q->max_redirects) || !r_u32(&r, &q->flags))
+    return false;
+  if (has_byte(&r, &q->method, 0) || has_byte(&r, &q->url, 0)) return false;
+  return !q->headers.any_nul && !q->headers.any_crlf;
+}
+
+typedef struct exec_req {
+  list argv, env;
+  span cwd;
+} exec_req;
+
+/* How far an exec request decodes: 0 not even its argument vector, 1 the
+ * argument vector (present, not empty, no NUL) but not the rest, 2 all. */
+static int exec_decode(const uint8_t *p, size_t n, exec_req *q, size_t *argv_end) {
+  reader r = {p, n, 0};
+  if (!r_magic(&r, "LDX1") || !r_list(&r, &q->argv) || q->argv.absent || q->argv.count == 0 || q->argv.any_nul)
+    return 0;
+  *argv_end = r.off;
+  if (!r_list(&r, &q->env) || !r_field(&r, &q->cwd)) return 1;
+  if ((!q->env.absent && q->env.any_nul) || has_byte(&r, &q->cwd, 0)) return 1;
+  return 2;
+}
+
+/* A growing buffer for encodings written here. */
+typedef struct buf {
+  uint8_t *p;
+  size_t n, cap;
+} buf;
+
+static void b_put(buf *b, const void *data, size_t n) {
+  if (b->n + n > b->cap) {
+    b->cap = (b->n + n) * 2 + 64;
+    b->p = realloc(b->p, b->cap);
+    if (!b->p) abort();
+  }
+  if (n) memcpy(b->p + b->n, data, n);
+  b->n += n;
+}
+
+static void b_u32(buf *b, uint32_t v) {
+  uint8_t le[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
+  b_put(b, le, 4);
+}
+
+static void b_u64(buf *b, uint64_t v) {
+  b_u32(b, (uint32_t)v);
+  b_u32(b, (uint32_t)(v >> 32));
+}
+
+static void b_field(buf *b, const uint8_t *base, const span *s) {
+  if (s->absent) return b_u32(b, ABSENT);
+  b_u32(b, (uint32_t)s->len);
+  b_put(b, base + s->at, s->len);
+}
+
+static void b_text(buf *b, const char *s) {
+  b_u32(b, (uint32_t)strlen(s));
+  b_put(b, s, strlen(s));
+}
+
+/* Whether s is well-formed UTF-8: the library keeps text as Swift strings,
+ * which replace ill-formed sequences, so only well-formed text round-trips
+ * byte for byte. */
+static bool utf8_ok(const uint8_t *s, size_t n) {
+  size_t i = 0;
+  while (i < n) {
+    uint8_t c = s[i];
+    size_t k;
+    uint32_t cp;
+    if (c < 0x80) { i++; continue; }
+    if (c >= 0xC2 && c <= 0xDF) k = 1, cp = c & 0x1F;
+    else if (c >= 0xE0 && c <= 0xEF) k = 2, cp = c & 0x0F;
+    else if (c >= 0xF0 && c <= 0xF4) k = 3, cp = c & 0x07;
+    else return false;
+    if (i + k >= n) return false;
+    for (size_t j = 1; j <= k; j++) {
+      if ((s[i + j] & 0xC0) != 0x80) return false;
+      cp = cp << 6 | (s[i + j] & 0x3F);
+    }
+    if ((k == 2 && cp < 0x800) || (k == 3 && (cp < 0x10000 || cp > 0x10FFFF)) || (cp >= 0xD800 && cp <= 0xDFFF))
+      return false;
+    i += k + 1;
+  }
+  return true;
+}
+
+static bool str_ok(const char *s) { return s == NULL || utf8_ok((const uint8_t *)s, strlen(s)); }
+
+static bool span_is(const uint8_t *base, const span *s, const char *want) {
+  return !s->absent && s->len == strlen(want) && memcmp(base + s->at, want, s->len) == 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* 0: lds_http_request_encode                                          */
+/* ------------------------------------------------------------------ */
+
+static void target_http_encode(input *in) {
+  lds_http_request req = LDS_HTTP_REQUEST_INIT;
+  uint8_t shape = u8(in);
+  char *method = text(in, 8, true);
+  char *url = text(in, 40, true);
+  size_t nh = u8(in) % 3;
+  char *headers[2] = {0};
+  bool crlf = false;
+  for (size_t i = 0; i < nh; i++) {
+    headers[i] = text(in, 16, false);
+    crlf |= strpbrk(headers[i], "\r\n") != NULL;
+  }
+  char *body = text(in, 32, false);
+  req.method = method;
+  req.url = url;
+  req.headers = (const char *const *)headers;
+  req.header_count = nh;
+  req.body = (shape & 1) ? NULL : body;
+  req.body_len = (shape & 1) ? 0 : strlen(body);
+  req.timeout_ms = u32(in);
+  req.max_redirects = u8(in) % 8;
+  req.max_body = (uint64_t)u32(in) << (u8(in) % 33);
+  req.flags = u8(in) % 8;
+  bool bad_size = shape & 2 && shape & 4;
+  if (bad_size) req.size = 8;
+
+  void *out = NULL;
+  size_t out_len = 0;
+  int rc = lds_http_request_encode(&req, &out, &out_len);
+  bool must_fail = bad_size || !url || crlf || (req.flags & ~(LDS_HTTP_INSECURE | LDS_HTTP_NO_REDIRECTS));
+  /* A method with CR or LF is accepted today and may be refused once the
+   * http loader's handling of it is fixed: either answer passes. */
+  bool may_fail = method && strpbrk(method, "\r\n");
+  if (must_fail && rc != LDS_EINVAL) fail("lds_http_request_encode returned %d for a bad request", rc);
+  if (!must_fail && rc != LDS_OK && !(may_fail && rc == LDS_EINVAL))
+    fail("lds_http_request_encode returned %d (%s)", rc, lds_strerror(rc));
+  if (rc == LDS_OK) {
+    http_req q;
+    if (!http_decode(out, out_len, &q)) fail("lds_http_request_encode: the encoding does not decode");
+    bool texts_ok = str_ok(method) && str_ok(url) && (nh < 1 || str_ok(headers[0])) &&
+                    (nh < 2 || str_ok(headers[1]));
+    const uint8_t *e = out;
+    if (texts_ok) {
+      if (!span_is(e, &q.method, method ? method : "GET")) fail("http request: method changed");
+      if (!span_is(e, &q.url, url)) fail("http request: url changed");
+      if (q.headers.absent || q.headers.count != nh) fail("http request: %u headers for %zu", q.headers.count, nh);
+      for (size_t i = 0; i < nh; i++)
+        if (!span_is(e, &q.headers.items[i], headers[i])) fail("http request: header %zu changed", i);
+    }
+    if (q.body.len != req.body_len || (req.body_len && memcmp(e + q.body.at, req.body, req.body_len)))
+      fail("http request: body changed");
+    uint32_t redirects = (req.flags & LDS_HTTP_NO_REDIRECTS) ? 0 : req.max_redirects ? req.max_redirects : 5;
+    if (q.timeout_ms != req.timeout_ms || q.max_body != req.max_body || q.max_redirects != redirects ||
+        q.flags != (req.flags & LDS_HTTP_INSECURE))
+      fail("http request: numbers changed (timeout %u/%u, max_body %llu/%llu, redirects %u/%u, flags %u/%u)",
+           q.timeout_ms, req.timeout_ms, (unsigned long long)q.max_body, (unsigned long long)req.max_body,
+           q.max_redirects, redirects, q.flags, req.flags);
+  } else if (out) {
+    fail("lds_http_request_encode set *out on failure");
+  }
+  lds_free(out);
+  if (lds_http_request_encode(NULL, &out, &out_len) != LDS_EINVAL) fail("lds_http_request_encode(NULL) did not fail");
+  free(method);
+  free(url);
+  for (size_t i = 0; i < 2; i++) free(headers[i]);
+  free(body);
+}
+
+/* ------------------------------------------------------------------ */
+/* 1, 2: lds_http_response_decode                                      */
+/* ------------------------------------------------------------------ */
+
+static void check_response(const uint8_t *p, size_t n) {
+  lds_http_response r;
+  memset(&r, 0xA5, sizeof r);
+  int rc = lds_http_response_decode(p, n, &r);
+  reader rd = {p, n, 0};
+  uint32_t status;
+  span headers;
+  bool ok = r_magic(&rd, "LDR1") && r_u32(&rd, &status) && r_field(&rd, &headers) && !headers.absent;
+  if (ok != (rc == LDS_OK)) fail("lds_http_response_decode returned %d for %s encoding", rc, ok ? "a valid" : "an invalid");
+  if (rc != LDS_OK) {
+    if (rc != LDS_EINVAL) fail("lds_http_response_decode returned %d", rc);
+    return;
+  }
+  const uint8_t *h = (const uint8_t *)r.headers, *b = r.body;
+  if (h < p || h + r.headers_len > p + n || b < p || b + r.body_len > p + n)
+    fail("lds_http_response_decode: parts outside the value");
+  if (r.status != (int32_t)status || h != p + headers.at || r.headers_len != headers.len || b != h + r.headers_len ||
+      b + r.body_len != p + n)
+    fail("lds_http_response_decode: parts differ from the encoding");
+  buf again = {0};
+  b_put(&again, "LDR1", 4);
+  b_u32(&again, (uint32_t)r.status);
+  b_u32(&again, (uint32_t)r.headers_len);
+  b_put(&again, r.headers, r.headers_len);
+  b_put(&again, r.body, r.body_len);
+  if (again.n != n || memcmp(again.p, p, n) != 0) fail("lds_http_response_decode: does not encode back");
+  free(again.p);
+}
+
+static void target_response_raw(input *in) {
+  uint8_t *copy = malloc(in->n ? in->n : 1);
+  if (!copy) abort();
+  memcpy(copy, in->p, in->n);
+  check_response(copy, in->n);
+  free(copy);
+  lds_http_response r;
+  if (lds_http_response_decode(NULL, 12, &r) != LDS_EINVAL || lds_http_response_decode("LDR1", 4, NULL) != LDS_EINVAL)
+    fail("lds_http_response_decode accepted a NULL pointer");
+}
+
+static void target_response_fields(input *in) {
+  uint32_t status = u32(in);
+  char *headers = text(in, 64, false);
+  buf e = {0};
+  b_put(&e, "LDR1", 4);
+  b_u32(&e, status);
+  b_text(&e, headers);
+  b_put(&e, in->p, in->n);
+  check_response(e.p, e.n);
+  free(e.p);
+  free(headers);
+}
+
+/* ------------------------------------------------------------------ */
+/* 3: lds_exec_request_encode                                          */
+/* ------------------------------------------------------------------ */
+
+static void target_exec_encode(input *in) {
+  uint8_t shape = u8(in);
+  char *argv[4] = {0}, *env[3] = {0};
+  size_t na = u8(in) % 4, ne = u8(in) % 3;
+  for (size_t i = 0; i < na; i++) argv[i] = text(in, 12, false);
+  for (size_t i = 0; i < ne; i++) env[i] = text(in, 12, false);
+  char *cwd = text(in, 16, true);
+  lds_exec_request req = LDS_EXEC_REQUEST_INIT;
+  req.argv = (const char *const *)argv;
+  req.env = (shape & 1) ? NULL : (const char *const *)env;
+  req.cwd = cwd;
+  bool bad_size = (shape & 6) == 6;
+  if (bad_size) req.size = 4;
+  void *out = NULL;
+  size_t out_len = 0;
+  int rc = lds_exec_request_encode(&req, &out, &out_len);
+  bool must_fail = bad_size || na == 0;
+  if (must_fail != (rc != LDS_OK) || (rc != LDS_OK && rc != LDS_EINVAL))
+    fail("lds_exec_request_encode returned %d (%zu arguments, size %u)", rc, na, req.size);
+  if (rc == LDS_OK) {
+    exec_req q;
+    size_t argv_end;
+    if (exec_decode(out, out_len, &q, &argv_end) != 2) fail("lds_exec_request_encode: the encoding does not decode");
+    const uint8_t *e = out;
+    bool texts_ok = str_ok(cwd);
+    for (size_t i = 0; i < na; i++) texts_ok &= str_ok(argv[i]);
+    for (size_t i = 0; i < ne; i++) texts_ok &= str_ok(env[i]);
+    if (q.argv.count != na) fail("exec request: %u arguments for %zu", q.argv.count, na);
+    if (q.env.absent != !req.env || (req.env && q.env.count != ne)) fail("exec request: environment changed");
+    if (q.cwd.absent != !cwd) fail("exec request: directory presence changed");
+    if (texts_ok) {
+      for (size_t i = 0; i < na; i++)
+        if (!span_is(e, &q.argv.items[i], argv[i])) fail("exec request: argument %zu changed", i);
+      for (size_t i = 0; req.env && i < ne; i++)
+        if (!span_is(e, &q.env.items[i], env[i])) fail("exec request: variable %zu changed", i);
+      if (cwd && !span_is(e, &q.cwd, cwd)) fail("exec request: directory changed");
+    }
+  }
+  lds_free(out);
+  for (size_t i = 0; i < 4; i++) free(argv[i]);
+  for (size_t i = 0; i < 3; i++) free(env[i]);
+  free(cwd);
+}
+
+/* ------------------------------------------------------------------ */
+/* 4-6: requests decoded by the loaders                                */
+/* ------------------------------------------------------------------ */
+
+static lds_runtime *rt;
+static lds_id http_loader, exec_loader, file_loader;
+static char scratch[64];
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+
+typedef struct outcome {
+  bool done;
+  int32_t status, domain, code;
+} outcome;
+
+static void on_event(const lds_event *ev, void *user_data) {
+  outcome *o = user_data;
+  if (ev->type != LDS_EVENT_STATE || ev->status == LDS_LOADING) return;
+  pthread_mutex_lock(&mu);
+  o->done = true;
+  o->status = ev->status;
+  o->domain = ev->error_domain;
+  o->code = ev->error_code;
+  pthread_cond_broadcast(&cv);
+  pthread_mutex_unlock(&mu);
+}
+
+static const char *cache_files[] = {"cache.db", "cache.db-wal", "cache.db-shm", "cache.db-journal"};
+
+static void remove_cache_files(void) {
+  char path[128];
+  for (size_t i = 0; i < 4; i++) {
+    snprintf(path, sizeof path, "%s/%s", scratch, cache_files[i]);
+    remove(path);
+  }
+}
+
+static void remove_scratch(void) {
+  const char *names[] = {"a", "empty", "d"};
+  char path[128];
+  remove_cache_files();
+  for (size_t i = 0; i < 3; i++) {
+    snprintf(path, sizeof path, "%s/%s", scratch, names[i]);
+    remove(path);
+  }
+  rmdir(scratch);
+}
+
+static void setup(void) {
+  if (rt) return;
+  /* Nothing leaves this machine and no program is found by name. */
+  unsetenv("no_proxy");
+  unsetenv("NO_PROXY");
+  setenv("PATH", "/nonexistent/loadstate-fuzz-path", 1);
+  if (lds_runtime_new(NULL, &rt) != LDS_OK) fail("lds_runtime_new failed");
+  lds_http_options ho = LDS_HTTP_OPTIONS_INIT;
+  ho.proxy = SAFE_URL;
+  lds_exec_options eo = LDS_EXEC_OPTIONS_INIT;
+  eo.max_output = 4096;
+  eo.kill_grace_ms = 10;
+  lds_file_options fo = LDS_FILE_OPTIONS_INIT;
+  fo.max_size = 4096;
+  fo.chunk_size = 7;
+  if (lds_http_loader_new(rt, &ho, &http_loader) != LDS_OK || lds_exec_loader_new(rt, &eo, &exec_loader) != LDS_OK ||
+      lds_file_loader_new(rt, &fo, &file_loader) != LDS_OK)
+    fail("a built-in loader could not be made");
+  /* In memory when the machine has /dev/shm: the persistent cache syncs
+   * its file, which on a disk costs more than the rest of an input. */
+  snprintf(scratch, sizeof scratch, "/dev/shm/loadstate-fuzz-XXXXXX");
+  if (!mkdtemp(scratch)) {
+    snprintf(scratch, sizeof scratch, "/tmp/loadstate-fuzz-XXXXXX");
+    if (!mkdtemp(scratch)) fail("mkdtemp: %s", strerror(errno));
+  }
+  atexit(remove_scratch);
+  char path[128];
+  snprintf(path, sizeof path, "%s/a", scratch);
+  FILE *f = fopen(path, "w");
+  if (!f) fail("fopen %s", path);
+  fputs("loadstate fuzz file\n", f);
+  fclose(f);
+  snprintf(path, sizeof path, "%s/empty", scratch);
+  f = fopen(path, "w");
+  if (!f) fail("fopen %s", path);
+  fclose(f);
+  snprintf(path, sizeof path, "%s/d", scratch);
+  mkdir(path, 0700);
+}
+
+/* Loads the request and waits for the load's end. */
+static outcome load(lds_id loader, const void *req, size_t len) {
+  outcome o = {0};
+  lds_id cell;
+  if (lds_loadable_new(rt, on_event, &o, &cell) != LDS_OK) fail("lds_loadable_new failed");
+  lds_load_options opts = LDS_LOAD_OPTIONS_INIT;
+  opts.timeout_ms = 5000;
+  int rc = lds_loadable_load(rt, cell, loader, req, len, &opts);
+  if (rc != LDS_OK) fail("lds_loadable_load returned %d", rc);
+  pthread_mutex_lock(&mu);
+  while (!o.done) pthread_cond_wait(&cv, &mu);
+  pthread_mutex_unlock(&mu);
+  if (lds_loadable_free(rt, cell) != LDS_OK) fail("lds_loadable_free failed");
+  return o;
+}
+
+static bool is_einval(const outcome *o) {
+  return o->status == LDS_ERROR && o->domain == LDS_DOMAIN_LOADSTATE && o->code == LDS_EINVAL;
+}
+
+static void target_http_load(input *in) {
+  http_req q;
+  if (!http_decode(in->p, in->n, &q)) {
+    outcome o = load(http_loader, in->p, in->n);
+    if (!is_einval(&o)) fail("http loader: a request that does not decode ended with status %d, domain %d, code %d",
+                             o.status, o.domain, o.code);
+    return;
+  }
+  /* A CR or LF in the method is a known defect of the http loader, fixed
+   * apart; such inputs keep the default method here. */
+  const uint8_t *p = in->p;
+  reader whole = {p, in->n, 0};
+  bool method_ok = !has_byte(&whole, &q.method, '\r') && !has_byte(&whole, &q.method, '\n');
+  buf e = {0};
+  b_put(&e, "LDH1", 4);
+  if (method_ok) b_field(&e, p, &q.method);
+  else b_u32(&e, ABSENT);
+  b_text(&e, SAFE_URL);
+  if (q.headers.absent) {
+    b_u32(&e, ABSENT);
+  } else {
+    uint32_t kept = q.headers.count < MAX_ITEMS ? q.headers.count : MAX_ITEMS;
+    b_u32(&e, kept);
+    for (uint32_t i = 0; i < kept; i++) b_field(&e, p, &q.headers.items[i]);
+  }
+  b_field(&e, p, &q.body);
+  b_u32(&e, q.timeout_ms == 0 || q.timeout_ms > 2000 ? 2000 : q.timeout_ms);
+  b_u64(&e, q.max_body);
+  b_u32(&e, q.max_redirects);
+  b_u32(&e, q.flags);
+  outcome o = load(http_loader, e.p, e.n);
+  free(e.p);
+  if (o.status != LDS_ERROR) fail("http loader: a load of " SAFE_URL " ended with status %d", o.status);
+}
+
+static void target_exec_load(input *in) {
+  exec_req q;
+  size_t argv_end = 0;
+  int level = exec_decode(in->p, in->n, &q, &argv_end);
+  if (level == 0) {
+    outcome o = load(exec_loader, in->p, in->n);
+    if (!is_einval(&o)) fail("exec loader: a request without a program ended with status %d, domain %d, code %d",
+                             o.status, o.domain, o.code);
+    return;
+  }
+  /* The argument vector decodes: the program is replaced, the other
+   * arguments and whatever follows them are kept as they are. */
+  buf e = {0};
+  b_put(&e, "LDX1", 4);
+  uint32_t kept = q.argv.count < MAX_ITEMS ? q.argv.count : MAX_ITEMS;
+  b_u32(&e, kept);
+  b_text(&e, SAFE_PROGRAM);
+  for (uint32_t i = 1; i < kept; i++) b_field(&e, in->p, &q.argv.items[i]);
+  b_put(&e, in->p + argv_end, in->n - argv_end);
+  exec_req check;
+  size_t end2;
+  int level2 = exec_decode(e.p, e.n, &check, &end2);
+  if (level2 == 0 || !span_is(e.p, &check.argv.items[0], SAFE_PROGRAM)) fail("exec request rewrite went wrong");
+  outcome o = load(exec_loader, e.p, e.n);
+  free(e.p);
+  if (level2 == 2 && !(o.status == LDS_ERROR && o.domain == LDS_DOMAIN_OS))
+    fail("exec loader: " SAFE_PROGRAM " ended with status %d, domain %d, code %d", o.status, o.domain, o.code);
+  if (level2 == 1 && !is_einval(&o))
+    fail("exec loader: a request whose tail does not decode ended with status %d, domain %d, code %d", o.status,
+         o.domain, o.code);
+}
+
+static void target_file_load(input *in) {
+  if (memmem(in->p, in->n, "..", 2)) return;
+  buf e = {0};
+  b_put(&e, scratch, strlen(scratch));
+  b_put(&e, "/", 1);
+  b_put(&e, in->p, in->n);
+  outcome o = load(file_loader, e.p, e.n);
+  free(e.p);
+  if (o.status != LDS_LOADED && o.status != LDS_ERROR) fail("file loader: status %d", o.status);
+}
+
+static void target_cache_file(input *in) {
+  uint8_t how = u8(in);
+  char path[128];
+  snprintf(path, sizeof path, "%s/cache.db", scratch);
+  remove_cache_files();
+  FILE *f = fopen(path, "wb");
+  if (!f) fail("fopen %s", path);
+  if (in->n && fwrite(in->p, 1, in->n, f) != in->n) fail("fwrite %s", path);
+  fclose(f);
+  lds_persistent_cache_options o = LDS_PERSISTENT_CACHE_OPTIONS_INIT;
+  o.path = path;
+  o.flags = (how & 1) ? LDS_CACHE_REPLACE_DAMAGED : 0;
+  o.max_bytes = (how & 2) ? 48 : 0;
+  o.ttl_ms = (how & 4) ? 1 : 0;
+  lds_id cache = 0;
+  int rc = lds_persistent_cache_new(rt, &o, &cache);
+  if (rc != LDS_OK && rc != LDS_EIO && rc != LDS_ENOMEM)
+    fail("lds_persistent_cache_new returned %d (%s)", rc, lds_strerror(rc));
+  if (rc != LDS_OK) {
+    remove_cache_files();
+    return;
+  }
+  /* Whatever the file held, every call answers with one of its codes. */
+  static const char *keys[] = {"k", "a", "", "key"};
+  for (size_t i = 0; i < 4; i++) {
+    lds_cache_value v;
+    int g = lds_cache_get(rt, cache, keys[i], strlen(keys[i]), &v);
+    if (g != 0 && g != 1 && g != LDS_EIO && g != LDS_ENOMEM) fail("lds_cache_get returned %d", g);
+    if (g == 1 && !v.value) fail("lds_cache_get: a hit without a value");
+    lds_cache_value_clear(&v);
+  }
+  lds_cache_statistics st;
+  int r = lds_cache_stats(rt, cache, &st);
+  if (r != LDS_OK && r != LDS_EIO) fail("lds_cache_stats returned %d", r);
+  r = lds_cache_put(rt, cache, "k", 1, "value-0123456789-0123456789", 27);
+  if (r != LDS_OK && r != LDS_EIO) fail("lds_cache_put returned %d", r);
+  r = lds_cache_put(rt, cache, "n", 1, "v", 1);
+  if (r != LDS_OK && r != LDS_EIO) fail("lds_cache_put returned %d", r);
+  r = lds_cache_invalidate(rt, cache, "k", 1);
+  if (r != LDS_OK && r != LDS_EIO) fail("lds_cache_invalidate returned %d", r);
+  r = lds_cache_remove(rt, cache, "a", 1);
+  if (r != 0 && r != 1 && r != LDS_EIO) fail("lds_cache_remove returned %d", r);
+  if (how & 8) {
+    r = lds_cache_clear(rt, cache);
+    if (r != LDS_OK && r != LDS_EIO) fail("lds_cache_clear returned %d", r);
+  }
+  if (lds_cache_free(rt, cache) != LDS_OK) fail("lds_cache_free failed");
+  remove_cache_files();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  input in = {data, size};
+  uint8_t target = u8(&in);
+  switch (target % 8) {
+  case 0: target_http_encode(&in); break;
+  case 1: target_response_raw(&in); break;
+  case 2: target_response_fields(&in); break;
+  case 3: target_exec_encode(&in); break;
+  case 4: setup(); target_http_load(&in); break;
+  case 5: setup(); target_exec_load(&in); break;
+  case 6: setup(); target_file_load(&in); break;
+  default: setup(); target_cache_file(&in); break;
+  }
+  return 0;
+}

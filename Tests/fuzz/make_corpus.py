@@ -1,0 +1,334 @@
+#!/usr/bin/env python3
+"""Writes the seed corpus of the fuzz harnesses: Tests/fuzz/corpus/<harness>/.
+
+Each seed is a small input that drives its harness down one path the
+fuzzer would take long to find alone (a load that succeeds, a shared
+load, a cache policy, a valid http or exec encoding). The byte layout
+follows the harnesses' readers: fuzz_api.c's steps and fuzz_parsers.c's
+targets. Run it again after changing either; `make fuzz-merge` adds what
+a fuzzing run found.
+"""
+import os
+import struct
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+# ---------------------------------------------------------------- api
+# Steps of fuzz_api.c: an opcode byte (its value modulo 16 picks the
+# step), then the step's argument bytes.
+
+def new_cell(process=False):
+    return bytes([0, 1 if process else 0])
+
+
+def free_cell(sel=0):
+    return bytes([1, sel])
+
+
+def opts_none():
+    return bytes([0])
+
+
+def opts(flags=0, timeout=0, retries=0, interrupts=(), cache=None, policy=0, key=None, size_kind=0):
+    """Load options as pick_options reads them; flags: 1 silent, 2 share."""
+    f = 1 | (flags << 2) | (size_kind << 6)
+    if cache is not None:
+        f |= 0x10
+        if key is not None:
+            f |= 0x20
+    out = bytes([f, timeout, retries, len(interrupts)]) + bytes(interrupts)
+    if cache is not None:
+        out += bytes([cache, policy, 3, 0])
+        if key is not None:
+            out += bytes([key])
+    return out
+
+
+def load(cell=0, loader=0, req=b"r", options=opts_none()):
+    return bytes([2, cell, loader, len(req)]) + req + bytes([0]) + options
+
+
+def run(cell=0, loader=0, req=b"p", kind=3, options=opts_none()):
+    return bytes([2, cell, loader, len(req)]) + req + bytes([1]) + options + bytes([kind])
+
+
+def cell_call(what, cell=0, extra=b""):
+    """what: 0 refresh, 1 cancel, 2 reset, 3 set_loaded, 4 set_error, 5 get,
+    6 process cancel, 7 process reset."""
+    return bytes([4, cell, what]) + extra
+
+
+def new_loader(mode=0, ex=False, cancel=False):
+    """mode: 0 record, 1 succeed, 2 fail, 3 yield, 4 on_cancel, 5 cancel_self,
+    6 reset_self, 7 progress and finish (all inside start)."""
+    return bytes([6, mode | (0x80 if ex else 0) | (0x40 if cancel else 0)])
+
+
+def free_loader(sel=0):
+    return bytes([7, sel])
+
+
+def job(what, sel=0, extra=b""):
+    """what: 0 yield, 1 succeed, 2 finish, 3 fail, 4 fail_final, 5 progress,
+    6 cancel_self, 7 reset_self, 8 is_cancelled, 9 on_cancel."""
+    return bytes([8, sel, what]) + extra
+
+
+def value(v):
+    return bytes([len(v)]) + v
+
+
+def submit(*ops):
+    out = bytes([10, len(ops)])
+    for kind, target, data in ops:
+        out += bytes([kind, target])
+        if kind == 1:
+            out += bytes([0])
+        if kind == 6:
+            out += bytes([4])
+        out += value(data)
+    return out
+
+
+def cache_new():
+    return bytes([11, 0, 3, 24, 0])
+
+
+def cache_op(what, key=b"k", val=None, sel=0):
+    """what: 1 put, 3 get, 4 remove, 5 invalidate, 6 stats and clear, 7 free."""
+    out = bytes([11, what, sel]) + value(key)
+    if val is not None:
+        out += value(val)
+    return out
+
+
+def bad(which, cell=0):
+    return bytes([12, cell, which]) + (bytes([5]) if which == 10 else b"")
+
+
+def action(a, cell=0):
+    """a: 1 free the cell, 2 cancel, 3 set_loaded, 4 load (from the callback)."""
+    return bytes([13, cell, a])
+
+
+def helper(*steps):
+    """A second host thread running steps: 0 load, 1 cell call, 2 job call, 3 submit
+    (each step's bytes as for the main thread, its opcode replaced by 0-3)."""
+    body = b"".join(steps)
+    return bytes([0x89, len(body)]) + body
+
+
+def deliver(records=False, max_events=0, cap=0):
+    """cap: the records buffer's size in units of 4 bytes (0: all of it)."""
+    return bytes([14 | (0x10 if records else 0) | (max_events << 5)]) + (bytes([cap]) if records else b"")
+
+
+def wait(ms=1):
+    return bytes([15 | (ms << 4)])
+
+
+API_SEEDS = {
+    "load_succeed": new_cell() + new_loader() + load() + wait() + job(1, extra=value(b"v")) + wait(),
+    "succeed_in_start": new_cell() + new_loader(1) + load() + wait() + cell_call(0) + wait() + cell_call(2),
+    "fail_with_retries": new_cell() + new_loader(2) + load(options=opts(retries=2)) + wait(2) + wait(2),
+    "process_run": new_cell(True) + new_loader(7) + run() + wait() + cell_call(7) + run(kind=9) + wait(),
+    "process_fail_retry": new_cell(True) + new_loader(2) + run(options=opts(retries=1)) + wait(2),
+    "timeout_interrupts": new_cell() + new_loader() + load(options=opts(timeout=2, interrupts=(1, 1))) + wait(2) + wait(2),
+    "silent_refresh": new_cell() + new_loader(1) + load() + wait() + load(options=opts(flags=1)) + wait(),
+    "share": new_cell() + new_cell() + new_loader() + load(0, options=opts(flags=2))
+    + load(1, options=opts(flags=2)) + wait() + job(1, extra=value(b"s")) + wait(),
+    "share_cancel_one": new_cell() + new_cell() + new_loader(4) + load(0, options=opts(flags=2))
+    + load(1, options=opts(flags=2)) + wait() + cell_call(1, 0) + wait() + cell_call(1, 1) + wait(),
+    "cache_first": new_cell() + cache_new() + new_loader(1) + load(options=opts(cache=0, policy=1))
+    + wait() + load(options=opts(cache=0, policy=1)) + wait(),
+    "cache_then_load": new_cell() + cache_new() + cache_op(1, b"r", b"cached") + new_loader(2)
+    + load(options=opts(cache=0, policy=2)) + wait(),
+    "cache_only_key": new_cell() + cache_new() + new_loader() + load(options=opts(cache=0, policy=3, key=7)) + wait(),
+    "cache_invalidate": new_cell() + cache_new() + new_loader(1) + load(options=opts(cache=0))
+    + wait() + cache_op(5, b"") + wait() + cache_op(3, b"r") + cache_op(6) + cache_op(7),
+    "cache_calls": cache_new() + cache_op(1, b"a", b"1") + cache_op(1, b"b", b"22") + cache_op(3, b"a")
+    + cache_op(4, b"b") + cache_op(6) + cache_op(7) + cache_op(3, b"a"),
+    "submit_batch": new_cell() + new_cell() + new_loader() + submit((1, 0, b"x"), (1, 1, b"y")) + wait()
+    + submit((3, 0, b"p"), (4, 1, b"q"), (6, 0, b"err")) + wait(),
+    "job_calls": new_cell() + new_loader() + load() + wait() + job(0, extra=value(b"part")) + job(5, extra=b"\x01\x04")
+    + job(9) + job(8) + job(2) + wait() + job(1, extra=value(b"late")),
+    "job_fail_final": new_cell() + new_loader() + load(options=opts(retries=2)) + wait() + job(4) + wait(),
+    "job_cancel_self": new_cell() + new_loader(0, ex=True, cancel=True) + load() + wait() + job(6) + wait(),
+    "job_reset_self": new_cell(True) + new_loader(6) + run() + wait(),
+    "free_during_load": new_cell() + new_loader(4, ex=True, cancel=True) + load() + wait() + free_cell() + wait()
+    + job(1, extra=value(b"v")) + free_cell(),
+    "free_loader_with_job": new_cell() + new_loader() + load() + wait() + free_loader() + job(1, extra=value(b"v"))
+    + wait() + load() + free_loader(),
+    "callback_frees": new_cell() + new_loader(1) + action(1) + load() + wait() + load(),
+    "callback_loads": new_cell() + new_loader(1) + action(4) + cell_call(3, extra=value(b"x")) + wait() + wait(),
+    "set_calls": new_cell() + cell_call(3, extra=value(b"x")) + cell_call(4, extra=b"\x05") + cell_call(5)
+    + cell_call(2) + cell_call(0) + wait(),
+    "bad_args": b"".join(bad(i) for i in range(12)) + new_cell() + b"".join(bad(i) for i in range(12)),
+    "stray_ids": new_cell() + new_loader() + free_cell(0xF1) + load(0xF0, 0xF3) + job(1, 0xE1)
+    + cache_op(3, sel=0xF2) + free_loader(0xF3),
+    "records": new_cell() + new_loader(3) + load() + deliver(True) + wait() + job(1, extra=value(b"v")) + deliver(True, 1)
+    + deliver(True) + deliver(False, 2),
+    "records_small_buffer": new_cell() + new_loader(1) + load(req=b"abcdef") + wait() + deliver(True, 0, 10)
+    + deliver(True, 1, 30) + deliver(True),
+    "helper_thread": new_cell() + new_cell() + new_loader() + helper(
+        b"\x00" + load(0, req=b"h")[1:], b"\x01" + cell_call(3, 1, value(b"x"))[1:],
+        b"\x02" + job(1, extra=value(b"v"))[1:], b"\x00" + load(1, req=b"g")[1:], b"\x01" + cell_call(1, 0)[1:])
+    + load(1) + job(1, extra=value(b"m")) + wait() + job(1, extra=value(b"n")) + wait(),
+    "loader_ex_bad_size": bytes([6, 0xA0]) + new_loader(0, ex=True) + new_cell() + load() + wait(),
+}
+
+
+# ------------------------------------------------------------ parsers
+# Inputs of fuzz_parsers.c: a target byte, then the target's bytes.
+
+def field(b):
+    return b"\xff\xff\xff\xff" if b is None else struct.pack("<I", len(b)) + b
+
+
+def lst(items):
+    return b"\xff\xff\xff\xff" if items is None else struct.pack("<I", len(items)) + b"".join(field(i) for i in items)
+
+
+def http_req(method=b"GET", url=b"http://127.0.0.1:1/x", headers=(), body=b"", timeout=100, max_body=0, redirects=5, flags=0):
+    return (b"LDH1" + field(method) + field(url) + lst(None if headers is None else list(headers)) + field(body)
+            + struct.pack("<IQII", timeout, max_body, redirects, flags))
+
+
+def exec_req(argv, env=None, cwd=None):
+    return b"LDX1" + lst(argv) + lst(env) + field(cwd)
+
+
+def response(status, headers, body):
+    return b"LDR1" + struct.pack("<i", status) + field(headers) + body
+
+
+def text(s, null=False):
+    return b"\xff" if null else bytes([len(s)]) + s
+
+
+def http_encode(method, url, headers, body, shape=0, timeout=0, redirects=0, max_body=0, shift=0, flags=0):
+    out = bytes([0, shape]) + text(method or b"", method is None) + text(url or b"", url is None)
+    out += bytes([len(headers)]) + b"".join(text(h) for h in headers) + text(body)
+    return out + struct.pack("<I", timeout) + bytes([redirects]) + struct.pack("<I", max_body) + bytes([shift, flags])
+
+
+def exec_encode(argv, env, cwd, shape=0):
+    out = bytes([3, shape, len(argv), len(env)])
+    out += b"".join(text(a) for a in argv) + b"".join(text(e) for e in env)
+    return out + text(cwd or b"", cwd is None)
+
+
+PARSER_SEEDS = {
+    "http_encode_get": http_encode(None, b"http://example.invalid/", [], b""),
+    "http_encode_post": http_encode(b"POST", b"https://h/p?q", [b"Type: a/b", b"X: y"], b"body",
+                                    timeout=1000, redirects=3, max_body=4096, shift=4, flags=1),
+    "http_encode_crlf_header": http_encode(b"GET", b"http://h/", [b"A: b\r\nC: d"], b""),
+    "http_encode_no_url": http_encode(b"GET", None, [], b"", shape=1),
+    "http_encode_bad_size": http_encode(b"GET", b"http://h/", [], b"", shape=6),
+    "http_encode_no_redirects": http_encode(b"PUT", b"http://h/", [], b"x", redirects=7, flags=2),
+    "http_encode_utf8": http_encode("GÉT".encode(), "http://h/é".encode(), ["X: ü".encode()], b"\xff"),
+    "response_ok": bytes([1]) + response(200, b"Content-Type: text/plain\r\n", b"hello"),
+    "response_empty": bytes([1]) + response(204, b"", b""),
+    "response_absent_headers": bytes([1]) + b"LDR1" + struct.pack("<i", 200) + b"\xff\xff\xff\xff",
+    "response_short": bytes([1]) + b"LDR1" + struct.pack("<iI", 500, 40) + b"abc",
+    "response_fields": bytes([2]) + struct.pack("<I", 404) + text(b"A: b\r\n") + b"not found",
+    "exec_encode": exec_encode([b"echo", b"hi"], [b"A=1"], b"/tmp"),
+    "exec_encode_no_env": exec_encode([b"ls"], [], None, shape=1),
+    "exec_encode_empty": exec_encode([], [], None),
+    "http_load": bytes([4]) + http_req(),
+    "http_load_post": bytes([4]) + http_req(b"POST", headers=[b"A: b"], body=b"data", flags=1, max_body=10),
+    "http_load_absent": bytes([4]) + http_req(None, headers=None, body=None),
+    "http_load_bad_url": bytes([4]) + http_req(url=b"ftp://127.0.0.1:1/"),
+    "http_load_truncated": bytes([4]) + http_req()[:30],
+    "exec_load": bytes([5]) + exec_req([b"true", b"x"]),
+    "exec_load_env_cwd": bytes([5]) + exec_req([b"env"], [b"A=1", b"B"], b"/nonexistent"),
+    "exec_load_bad_tail": bytes([5]) + exec_req([b"true"])[:-2],
+    "exec_load_empty_argv": bytes([5]) + exec_req([]),
+    "file_load": bytes([6]) + b"a",
+    "file_load_empty": bytes([6]) + b"empty",
+    "file_load_dir": bytes([6]) + b"d",
+    "file_load_missing": bytes([6]) + b"missing",
+    "file_load_nul": bytes([6]) + b"a\x00b",
+}
+
+
+# Persistent cache files (target 7): SQLite databases with small pages.
+# The schema is the library's (Sources/Loadstate/Cache/PersistentCacheSchema.swift).
+CACHE_SCHEMA = """
+CREATE TABLE entries (key BLOB NOT NULL PRIMARY KEY, size INTEGER NOT NULL, stored_at INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL, last_access INTEGER NOT NULL, stale INTEGER NOT NULL, value BLOB NOT NULL);
+CREATE INDEX entries_by_access ON entries (last_access);
+CREATE TABLE totals (id INTEGER PRIMARY KEY CHECK (id = 1), entries INTEGER NOT NULL, bytes INTEGER NOT NULL);
+CREATE TRIGGER entries_inserted AFTER INSERT ON entries BEGIN
+    UPDATE totals SET entries = entries + 1, bytes = bytes + new.size; END;
+CREATE TRIGGER entries_deleted AFTER DELETE ON entries BEGIN
+    UPDATE totals SET entries = entries - 1, bytes = bytes - old.size; END;
+CREATE TRIGGER entries_resized AFTER UPDATE OF size ON entries BEGIN
+    UPDATE totals SET bytes = bytes - old.size + new.size; END;
+"""
+
+
+def sqlite_file(script, version=1):
+    import sqlite3
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "c.db")
+        db = sqlite3.connect(path)
+        db.executescript(f"PRAGMA page_size = 512; PRAGMA journal_mode = DELETE; {script} PRAGMA user_version = {version};")
+        db.commit()
+        db.execute("VACUUM")
+        db.close()
+        with open(path, "rb") as f:
+            return f.read()
+
+
+def cache_seeds():
+    row = "INSERT INTO entries VALUES ({k}, {size}, {stored}, {expires}, {access}, {stale}, {value});"
+    sound = CACHE_SCHEMA + "INSERT INTO totals VALUES (1, 0, 0);" + row.format(
+        k="x'6b'", size=6, stored=1, expires=0, access=1, stale=0, value="x'7631'") + row.format(
+        k="x'61'", size=3, stored=2, expires=0, access=2, stale=1, value="x'3132'")
+    odd = CACHE_SCHEMA + "INSERT INTO totals VALUES (1, 5, -100);" + row.format(
+        k="'k'", size="'big'", stored=-1, expires=9223372036854775807, access=-5, stale=7, value="'text'") + row.format(
+        k="x'61'", size=-40, stored="1.5", expires="x'00'", access=0, stale="NULL", value=3)
+    return {
+        "cache_sound": bytes([7, 0]) + sqlite_file(sound),
+        "cache_sound_small": bytes([7, 2 | 8]) + sqlite_file(sound),
+        "cache_odd_rows": bytes([7, 2]) + sqlite_file(odd.replace("stale INTEGER NOT NULL", "stale INTEGER")),
+        "cache_no_totals_row": bytes([7, 2]) + sqlite_file(CACHE_SCHEMA + row.format(
+            k="x'6b'", size=6, stored=1, expires=0, access=1, stale=0, value="x'7631'")),
+        "cache_other_tables": bytes([7, 0]) + sqlite_file("CREATE TABLE entries (key TEXT); CREATE TABLE t (a);"),
+        "cache_other_version": bytes([7, 1]) + sqlite_file(CACHE_SCHEMA, version=2),
+        "cache_no_version": bytes([7, 0]) + sqlite_file("CREATE TABLE t (a);", version=0),
+        "cache_new_file": bytes([7, 4]),
+        "cache_garbage": bytes([7, 1]) + b"SQLite format 3\x00" + bytes(range(64)),
+    }
+
+
+def write(harness, seeds):
+    d = os.path.join(HERE, "corpus", harness)
+    os.makedirs(d, exist_ok=True)
+    for name in os.listdir(d):
+        if name.startswith("seed_"):
+            os.remove(os.path.join(d, name))
+    for name, data in seeds.items():
+        with open(os.path.join(d, "seed_" + name), "wb") as f:
+            f.write(data)
+
+
+def main():
+    # Each api seed runs in one delivery mode, LOOP and POLL in turn (the
+    # fuzzer flips the first byte to try the other); records need POLL.
+    api = {}
+    for i, (name, data) in enumerate(API_SEEDS.items()):
+        mode = 1 if name.startswith("records") else i % 2
+        api[f"{name}_{'poll' if mode else 'loop'}"] = bytes([mode]) + data
+    write("api", api)
+    PARSER_SEEDS.update(cache_seeds())
+    write("parsers", PARSER_SEEDS)
+    print(f"{len(api)} api seeds, {len(PARSER_SEEDS)} parser seeds", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -23,6 +23,10 @@ DIST_NO_TYPE_LAYOUT := $(shell $(SWIFT)c -frontend -help-hidden 2>/dev/null | gr
 ifeq ($(DIST_NO_TYPE_LAYOUT),yes)
 DIST_SWIFTFLAGS += -Xswiftc -Xfrontend -Xswiftc -disable-type-layout
 endif
+# Export lds_* and nothing else. Given here, not in Package.swift: SwiftPM
+# refuses unsafe flags in a package used as a dependency, so a plain
+# SwiftPM build of the product exports the Swift symbols too.
+DIST_SWIFTFLAGS += -Xlinker --version-script=$(abspath Sources/LoadstateC/exports.map)
 BENCH_ARGS   ?=
 BENCH_CFLAGS := -std=c11 -Wall -Wextra -Werror -O2 -g -Iinclude -D_GNU_SOURCE -pthread
 

@@ -125,12 +125,14 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     /// then on, so that a job completed after the call is refused.
     /// Returns the ticket a load asked for by this call passes to `load`.
     @discardableResult
+    @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
     public func requestLeave() -> UInt64 {
         runtime.table.withLock { _ in requestLeaveLocked() }
     }
 
     /// Any thread: asks for an operation that ends the cell's load (cancel,
     /// reset, set_*, free) and queues it for the loop thread.
+    @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
     public func leave(then operation: @escaping (Cell) -> Void) {
         requestLeave()
         runtime.loop.execute { [self] in operation(self) }
@@ -142,6 +144,7 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     /// follows a queued reset (or a cancel that follows a queued cancel)
     /// with nothing asked for in between. So a host that cancels one cell
     /// in a loop queues one operation at a time, not one per call.
+    @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
     public func stop(reset: Bool) {
         let queued = runtime.table.withLock { _ -> UInt32 in
             if !reset && !loadRequested { return 0 }
@@ -179,6 +182,7 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     /// With the table lock held: what a load asked for on another thread
     /// records before it is queued (`noteLoadRequested` and `requestLeave`).
     /// Returns the load's ticket (see `load(_:ticket:)`).
+    @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
     public func prepareLoadLocked(loader: UInt64) -> UInt64 {
         noteLoadRequestedLocked(loader: loader)
         return requestLeaveLocked()
@@ -204,6 +208,7 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     /// the load was asked for on another thread; if the cell was asked for
     /// another operation that ends loads since, no job starts before that
     /// operation runs. 0 skips the check.
+    @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
     public func load(_ spec: LoadSpec<Value, Request>, ticket: UInt64 = 0) {
         load(spec, markStale: false, ticket: ticket)
     }
@@ -295,6 +300,7 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     /// read its cache first (cache-first, cache-then-load) reloads without
     /// reading it, and stores the result. A cache-only load reads the cache
     /// again. `ticket` as for `load`.
+    @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
     public func refresh(ticket: UInt64 = 0) {
         guard var spec = lastSpec else { return }
         spec.options.silent = true

@@ -110,7 +110,8 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
 
     /// The cell's latest event (seq 0 before the first); any thread.
     public var latestEvent: CellEvent<Value, Request> {
-        runtime.table.withLock { _ in published }
+        @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
+        get { runtime.table.withLock { _ in published } }
     }
 
     /// The current state. Loop thread only (elsewhere use `latestEvent`).
@@ -204,7 +205,8 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     /// Any thread: the loader `refresh` would use, or nil if no load was
     /// ever asked for.
     public var refreshLoaderID: UInt64? {
-        runtime.table.withLock { _ in loadRequested ? lastLoaderID : nil }
+        @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
+        get { runtime.table.withLock { _ in loadRequested ? lastLoaderID : nil } }
     }
 
     // MARK: - Operations (loop thread)
@@ -345,6 +347,7 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     }
 
     /// Cancels the running load and sets a value.
+    @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
     public func setLoaded(_ value: Value) {
         guard !isFreed else { return }
         abandonSession()
@@ -353,6 +356,7 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     }
 
     /// Cancels the running load and sets an error.
+    @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
     public func setError(_ error: LoadError) {
         guard !isFreed else { return }
         abandonSession()
@@ -375,6 +379,7 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     }
 
     /// Ends the cell: cancels its job, closes its timers. Call `markFreed` first.
+    @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
     public func free() {
         abandonSession()
         timers?.close()

@@ -79,8 +79,9 @@ done
 echo "# command: bench/swiftpm.sh $rounds $loads_args   (make bench-swiftpm builds dist/ first)"
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cpus, $("$swift" --version 2>/dev/null | head -n 1)"
 echo "# loads/s and cpu us/load of the loadstate variant of: loads $loads_args"
-echo "# plain: $plain/libloadstate.so, $(nm -D --defined-only "$plain/libloadstate.so" | wc -l) dynamic symbols" \
-  "(dist: $(nm -D --defined-only "$root/dist/libloadstate.so" | wc -l), the lds_* functions)"
+exported() { nm -D --defined-only "$1" | awk '$2 ~ /^[A-Z]$/' | wc -l; }
+echo "# plain: $plain/libloadstate.so exports $(exported "$plain/libloadstate.so") symbols" \
+  "(dist: $(exported "$root/dist/libloadstate.so"), the lds_* functions)"
 printf '%-6s %-6s %10s %12s\n' round build loads/s 'cpu us/load'
 results=$work/results
 : > "$results"

@@ -13,9 +13,9 @@ DIST_LIB     := $(DIST)/libloadstate.so
 # its byte-string specializations and needs no dynamic exclusivity checks
 # on its hot state, so a plain release build (what a package depending on
 # loadstate gets, see bench/swiftpm.sh) runs the same specialized code;
-# what is left to the options below is measured with callgrind, in
-# instructions a load on both threads of a program that makes 20,000 loads
-# through a host loader (library built with all of them: 8,315).
+# what is left to the options below is measured with callgrind
+# (bench/load_instructions.sh), in instructions a load on both threads
+# (library built with all of them: 8,315).
 # Cross-module optimization inlines the small calls between the C layer
 # and the core: without it 8,669 (+4 %). -enforce-exclusivity=unchecked no
 # longer changes a load's count (8,333 without it), but the caches' state

@@ -23,11 +23,10 @@ let package = Package(
             name: "LoadstateC",
             dependencies: ["Loadstate", "CLoadstateABI"],
             path: "Sources/LoadstateC",
-            exclude: ["exports.map"],
-            linkerSettings: [
-                // Export lds_* and nothing else from libloadstate.so.
-                .unsafeFlags(["-Xlinker", "--version-script=Sources/LoadstateC/exports.map"]),
-            ]
+            // The linker version script of `make dist`, which exports lds_*
+            // and nothing else. Not a linker setting here: SwiftPM refuses
+            // unsafe flags in a package that others depend on.
+            exclude: ["exports.map"]
         ),
         // The Swift example of the README; built with the tests.
         .executableTarget(

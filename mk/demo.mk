@@ -10,23 +10,38 @@
 DIST         := dist
 DIST_BUILD   := .build-dist
 DIST_LIB     := $(DIST)/libloadstate.so
-# -static-stdlib links the Swift runtime into the library; cross-module
-# optimization lets the C layer use the core's generic cells specialized for
-# byte strings (about 1.8x the load throughput of the build without it).
+# -static-stdlib links the Swift runtime into the library. The core exports
+# its byte-string specializations and needs no dynamic exclusivity checks
+# on its hot state, so a plain release build (what a package depending on
+# loadstate gets, see bench/swiftpm.sh) runs the same specialized code;
+# what is left to the options below is measured with callgrind
+# (bench/load_instructions.sh), in instructions a load on both threads
+# (library built with all of them: 8,315).
+# Cross-module optimization inlines the small calls between the C layer
+# and the core: without it 8,669 (+4 %). -enforce-exclusivity=unchecked no
+# longer changes a load's count (8,333 without it), but the caches' state
+# still has dynamic checks: without it bench/cache.c's memory cache hits
+# drop to about half (3.6-4.4 M against 6.0-8.8 M hits/s, 3 interleaved
+# rounds of `cache 10000 100 1000000 1`).
 DIST_SWIFTFLAGS := -Xswiftc -static-stdlib -Xswiftc -cross-module-optimization -Xswiftc -enforce-exclusivity=unchecked
 # The SONAME: programs linked against the release library (make install, the
 # Debian packages) record libloadstate.so.MAJOR, not the file's own name.
 DIST_SWIFTFLAGS += -Xlinker -soname=$(SONAME)
 # The classic lowering of value operations instead of the type-layout one:
-# with it, copies of the cells' state structs in the code specialized for
-# the C layer call the generic value witnesses through runtime metadata;
-# without it they are plain retains (1.18x the load throughput of `make
-# bench`, 0.84x the CPU per load). A hidden compiler option: used only when
+# with it, copies and destroys of the cells' generic state structs (specs,
+# states, events, job operations) call the generic value witnesses through
+# runtime metadata; without it they are plain retains and releases.
+# Without this option 10,246 (+23 %), the largest gap between dist and a
+# plain release build (10,939). A hidden compiler option: used only when
 # this compiler lists it.
 DIST_NO_TYPE_LAYOUT := $(shell $(SWIFT)c -frontend -help-hidden 2>/dev/null | grep -q -- '-disable-type-layout' && echo yes)
 ifeq ($(DIST_NO_TYPE_LAYOUT),yes)
 DIST_SWIFTFLAGS += -Xswiftc -Xfrontend -Xswiftc -disable-type-layout
 endif
+# Export lds_* and nothing else. Given here, not in Package.swift: SwiftPM
+# refuses unsafe flags in a package used as a dependency, so a plain
+# SwiftPM build of the product exports the Swift symbols too.
+DIST_SWIFTFLAGS += -Xlinker --version-script=$(abspath Sources/LoadstateC/exports.map)
 BENCH_ARGS   ?=
 BENCH_CFLAGS := -std=c11 -Wall -Wextra -Werror -O2 -g -Iinclude -D_GNU_SOURCE -pthread
 

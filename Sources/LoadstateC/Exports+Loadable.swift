@@ -112,8 +112,8 @@ func startLoad(_ rt: OpaquePointer?, _ id: UInt64, _ flavor: CellFlavor, _ kind:
                               options: options, choice: choice, share: share)
         }
         guard let found else { return LDS_ENOENT }
-        let (cell, spec, ticket) = (found.cell, found.spec, found.ticket)
-        runtime.loop.execute { cell.load(spec, ticket: ticket) }
+        // The closure takes `found` whole: taking its fields apart would copy the spec.
+        runtime.loop.execute { found.cell.load(found.spec, ticket: found.ticket) }
         return LDS_OK
     }
 }

@@ -40,38 +40,46 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
 
     // Stored properties are laid out in this order: pointers and words
     // first, small fields last, so that cells stay small.
+    //
+    // The variables are `@exclusivity(unchecked)`: the loop thread and the
+    // table lock order every access to them, and the dynamic exclusivity
+    // checks (a runtime call per access) cost about a fifth of a load's
+    // instructions in a build that cannot pass
+    // `-enforce-exclusivity=unchecked`, such as a package's dependency. The
+    // same holds for the job's, the loader's, the handle map's and the
+    // loop's state.
     unowned(unsafe) let runtime: Runtime
     private let observer: CellObserver<Value, Request>
     private let freed = Atomic<Bool>(false)
 
     // Written on the loop thread under the table lock.
-    private var published: CellEvent<Value, Request>
+    @exclusivity(unchecked) private var published: CellEvent<Value, Request>
 
     // Guarded by the table lock: what callers on other threads check.
     /// The job the cell waits for, as seen from other threads.
-    private var currentJob: Job<Value, Request>?
-    private var lastLoaderID: UInt64 = 0
+    @exclusivity(unchecked) private var currentJob: Job<Value, Request>?
+    @exclusivity(unchecked) private var lastLoaderID: UInt64 = 0
     /// How many operations that end the cell's load (cancel, reset, load,
     /// set_*, free) were asked for.
-    private var leaveRequests: UInt32 = 0
+    @exclusivity(unchecked) private var leaveRequests: UInt32 = 0
 
     // Loop thread only.
-    private var loads: UInt32 = 0
-    private var session: Session?
+    @exclusivity(unchecked) private var loads: UInt32 = 0
+    @exclusivity(unchecked) private var session: Session?
     /// The spec of the last load started: the running one, or what `refresh` reloads.
-    private var lastSpec: LoadSpec<Value, Request>?
-    private var timers: LoadTimers?
-    private var rng = SystemRandomNumberGenerator()
+    @exclusivity(unchecked) private var lastSpec: LoadSpec<Value, Request>?
+    @exclusivity(unchecked) private var timers: LoadTimers?
+    @exclusivity(unchecked) private var rng = SystemRandomNumberGenerator()
 
     // Guarded by the table lock.
     /// Set when the cell asked to leave a job other cells also wait for:
     /// how many of its operations were accepted then (the cell gets no later one).
-    var leaveMark: UInt32?
+    @exclusivity(unchecked) var leaveMark: UInt32?
     /// `leaveRequests` when the queued cancel or reset that has not run yet
     /// was asked for (0: none queued), and whether it is a reset.
-    private var queuedStop: UInt32 = 0
-    private var queuedStopResets = false
-    private var loadRequested = false
+    @exclusivity(unchecked) private var queuedStop: UInt32 = 0
+    @exclusivity(unchecked) private var queuedStopResets = false
+    @exclusivity(unchecked) private var loadRequested = false
 
     public let flavor: CellFlavor
 
@@ -102,7 +110,8 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
 
     /// The cell's latest event (seq 0 before the first); any thread.
     public var latestEvent: CellEvent<Value, Request> {
-        runtime.table.withLock { _ in published }
+        @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
+        get { runtime.table.withLock { _ in published } }
     }
 
     /// The current state. Loop thread only (elsewhere use `latestEvent`).
@@ -125,12 +134,14 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     /// then on, so that a job completed after the call is refused.
     /// Returns the ticket a load asked for by this call passes to `load`.
     @discardableResult
+    @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
     public func requestLeave() -> UInt64 {
         runtime.table.withLock { _ in requestLeaveLocked() }
     }
 
     /// Any thread: asks for an operation that ends the cell's load (cancel,
     /// reset, set_*, free) and queues it for the loop thread.
+    @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
     public func leave(then operation: @escaping (Cell) -> Void) {
         requestLeave()
         runtime.loop.execute { [self] in operation(self) }
@@ -142,6 +153,7 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     /// follows a queued reset (or a cancel that follows a queued cancel)
     /// with nothing asked for in between. So a host that cancels one cell
     /// in a loop queues one operation at a time, not one per call.
+    @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
     public func stop(reset: Bool) {
         let queued = runtime.table.withLock { _ -> UInt32 in
             if !reset && !loadRequested { return 0 }
@@ -179,6 +191,7 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     /// With the table lock held: what a load asked for on another thread
     /// records before it is queued (`noteLoadRequested` and `requestLeave`).
     /// Returns the load's ticket (see `load(_:ticket:)`).
+    @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
     public func prepareLoadLocked(loader: UInt64) -> UInt64 {
         noteLoadRequestedLocked(loader: loader)
         return requestLeaveLocked()
@@ -192,7 +205,8 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     /// Any thread: the loader `refresh` would use, or nil if no load was
     /// ever asked for.
     public var refreshLoaderID: UInt64? {
-        runtime.table.withLock { _ in loadRequested ? lastLoaderID : nil }
+        @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
+        get { runtime.table.withLock { _ in loadRequested ? lastLoaderID : nil } }
     }
 
     // MARK: - Operations (loop thread)
@@ -204,6 +218,7 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     /// the load was asked for on another thread; if the cell was asked for
     /// another operation that ends loads since, no job starts before that
     /// operation runs. 0 skips the check.
+    @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
     public func load(_ spec: LoadSpec<Value, Request>, ticket: UInt64 = 0) {
         load(spec, markStale: false, ticket: ticket)
     }
@@ -295,6 +310,7 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     /// read its cache first (cache-first, cache-then-load) reloads without
     /// reading it, and stores the result. A cache-only load reads the cache
     /// again. `ticket` as for `load`.
+    @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
     public func refresh(ticket: UInt64 = 0) {
         guard var spec = lastSpec else { return }
         spec.options.silent = true
@@ -331,6 +347,7 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     }
 
     /// Cancels the running load and sets a value.
+    @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
     public func setLoaded(_ value: Value) {
         guard !isFreed else { return }
         abandonSession()
@@ -339,6 +356,7 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     }
 
     /// Cancels the running load and sets an error.
+    @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
     public func setError(_ error: LoadError) {
         guard !isFreed else { return }
         abandonSession()
@@ -361,6 +379,7 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     }
 
     /// Ends the cell: cancels its job, closes its timers. Call `markFreed` first.
+    @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
     public func free() {
         abandonSession()
         timers?.close()

@@ -18,54 +18,55 @@ public final class Job<Value, Request>: Handle, @unchecked Sendable {
 
     // Stored properties are laid out in this order: pointers first, small
     // fields last, so that the many jobs of a busy runtime stay small.
+    // Variables: `@exclusivity(unchecked)`, as the cell's (see `Cell`).
 
     // Loop thread only.
     unowned(unsafe) let runtime: Runtime
     public let loader: Loader<Value, Request>
     public let request: Request
     /// The cells waiting for this job, in the order they joined.
-    var waiters: Waiters<Cell<Value, Request>>
+    @exclusivity(unchecked) var waiters: Waiters<Cell<Value, Request>>
 
     // Guarded by the table lock.
-    var inbox = Inbox<JobOperation<Value>>()
-    var cancelHooks: [() -> Void] = []
+    @exclusivity(unchecked) var inbox = Inbox<JobOperation<Value>>()
+    @exclusivity(unchecked) var cancelHooks: [() -> Void] = []
 
     // Loop thread only.
     /// Called on the loop thread, once, when the job is cancelled (from
     /// outside or inside, superseded, timed out, its cells or runtime
     /// freed); not when it ends by succeed, finish or fail. For loaders
     /// that work on the loop itself; hosts use `Runtime.onCancel`.
-    public var onLoopCancel: (() -> Void)?
+    @exclusivity(unchecked) public var onLoopCancel: (() -> Void)?
     /// What only shared or cached jobs need.
     private let extras: Extras?
 
     // Guarded by the table lock.
     /// How many cells wait for the job (as `waiters`, for other threads).
-    var waiterCount: UInt32 = 1
+    @exclusivity(unchecked) var waiterCount: UInt32 = 1
     /// How many of them asked to leave (their leave is not yet run).
-    var pendingLeaves: UInt32 = 0
+    @exclusivity(unchecked) var pendingLeaves: UInt32 = 0
     /// How many operations were accepted; they are delivered in this order.
-    var accepted: UInt32 = 0
+    @exclusivity(unchecked) var accepted: UInt32 = 0
 
     // Loop thread only.
     /// How many operations were delivered.
-    private var delivered: UInt32 = 0
+    @exclusivity(unchecked) private var delivered: UInt32 = 0
     /// 1 for the first try, 2 for the first retry, ...
     public let attempt: UInt32
 
     // Guarded by the table lock.
-    var phase: Phase = .running
-    var drainScheduled = false
+    @exclusivity(unchecked) var phase: Phase = .running
+    @exclusivity(unchecked) var drainScheduled = false
 
     // Loop thread only.
     /// Whether the job yielded a value.
-    var yielded = false
+    @exclusivity(unchecked) var yielded = false
     /// Set while its loader's `start` runs: operations submitted from
     /// there are applied when `start` returns (`settleAfterStart`).
-    var isStarting = false
+    @exclusivity(unchecked) var isStarting = false
     /// An operation was submitted from inside `start`.
-    var settleAfterStart = false
-    private var finished = false
+    @exclusivity(unchecked) var settleAfterStart = false
+    @exclusivity(unchecked) private var finished = false
 
     /// The key and cache of a shared or cached job, and the last value it
     /// yielded (stored in the cache when it finishes).

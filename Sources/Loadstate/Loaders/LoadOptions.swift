@@ -39,6 +39,7 @@ public struct LoadSpec<Value, Request> {
     /// Process cells: the kind of the run.
     public var kind: Int32
 
+    @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
     public init(loader: Loader<Value, Request>, request: Request, kind: Int32 = 0,
                 options: LoadOptions = LoadOptions(), cache: CacheUse<Value>? = nil) {
         self.loader = loader

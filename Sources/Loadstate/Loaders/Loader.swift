@@ -5,13 +5,13 @@
 /// of loads; `retire` (on the loop) removes it from use; `released` runs on
 /// the loop once it is retired and its last job has ended.
 open class Loader<Value, Request>: Handle, @unchecked Sendable {
-    // Loop thread only.
-    private var activeJobs = 0
-    private var retired = false
-    private var isReleased = false
+    // Loop thread only; `@exclusivity(unchecked)` as the cell's state (see `Cell`).
+    @exclusivity(unchecked) private var activeJobs = 0
+    @exclusivity(unchecked) private var retired = false
+    @exclusivity(unchecked) private var isReleased = false
     /// The storage of a settled job's inbox, for the next job's operations
     /// submitted on the loop thread (a job completed in its start).
-    var spareInbox: Inbox<JobOperation<Value>>?
+    @exclusivity(unchecked) var spareInbox: Inbox<JobOperation<Value>>?
 
     public override init(id: UInt64) {
         super.init(id: id)

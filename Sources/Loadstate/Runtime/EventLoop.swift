@@ -36,8 +36,9 @@ public final class EventLoop: @unchecked Sendable {
     private let spinNs: UInt64
     /// Loop thread only: whether `drain` is running a work item, and the
     /// work that item asked to run once it returns (see `afterCurrent`).
-    private var inItem = false
-    private var followUps: [() -> Void] = []
+    /// Touched by every load: no dynamic exclusivity checks (see `Cell`).
+    @exclusivity(unchecked) private var inItem = false
+    @exclusivity(unchecked) private var followUps: [() -> Void] = []
     /// Loop thread only: the lingering work, and the handles `stop` leaves
     /// open to it.
     private var lingering: [ObjectIdentifier: (work: any Lingering, handle: UnsafeMutableRawPointer)] = [:]

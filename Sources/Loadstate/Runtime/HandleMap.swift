@@ -6,13 +6,13 @@
 /// them, where Dictionary's SipHash cost more than the rest of a lookup (a
 /// load looks ids up five or six times). Removal shifts the entries after
 /// it back, so no tombstones accumulate. Not thread-safe: the table's lock
-/// guards it.
+/// guards it (so its variables go without dynamic exclusivity checks).
 public final class HandleMap {
     /// The ids, 0 for an empty slot (no id is 0), and their objects.
-    private var ids: UnsafeMutablePointer<UInt64>
-    private var slots: UnsafeMutablePointer<Handle?>
-    private var mask: Int
-    public private(set) var count = 0
+    @exclusivity(unchecked) private var ids: UnsafeMutablePointer<UInt64>
+    @exclusivity(unchecked) private var slots: UnsafeMutablePointer<Handle?>
+    @exclusivity(unchecked) private var mask: Int
+    @exclusivity(unchecked) public private(set) var count = 0
 
     static let initialCapacity = 64
 

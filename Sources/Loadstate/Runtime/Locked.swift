@@ -8,7 +8,9 @@ import Glibc
 /// so the sanitizer runs see the library's locking as it is.
 public final class Locked<State>: @unchecked Sendable {
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    private var state: State
+    /// Only reached with the mutex held, which already excludes
+    /// overlapping accesses: no dynamic exclusivity check.
+    @exclusivity(unchecked) private var state: State
 
     public init(_ state: State) {
         self.state = state

@@ -80,6 +80,7 @@ public final class Runtime: @unchecked Sendable {
     /// Queues an operation of a running job. Returns `.cancelled` when the
     /// job no longer runs, `.notFound` when `id` never named such a job.
     @discardableResult
+    @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
     public func submit<Value, Request>(_ op: JobOperation<Value>, job id: UInt64,
                                        of type: Job<Value, Request>.Type) -> ResultCode {
         var scheduled: Job<Value, Request>?
@@ -149,6 +150,7 @@ public final class Runtime: @unchecked Sendable {
     }
 
     /// Registers a callback for when the job is cancelled.
+    @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
     public func onCancel<Value, Request>(job id: UInt64, of type: Job<Value, Request>.Type,
                                          _ hook: @escaping () -> Void) -> ResultCode {
         table.withLock { storage -> ResultCode in
@@ -164,6 +166,7 @@ public final class Runtime: @unchecked Sendable {
     }
 
     /// Whether a job should stop: true once it no longer runs.
+    @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
     public func isJobCancelled<Value, Request>(_ id: UInt64, of type: Job<Value, Request>.Type) -> Result<Bool, ResultCode> {
         table.withLock { storage in
             if let job = storage.handles[id] as? Job<Value, Request> {
@@ -174,6 +177,7 @@ public final class Runtime: @unchecked Sendable {
     }
 
     /// Whether the job is still running (for host callbacks queued earlier).
+    @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
     public func isRunning<Value, Request>(_ job: Job<Value, Request>) -> Bool {
         table.withLock { _ in job.phase == .running }
     }

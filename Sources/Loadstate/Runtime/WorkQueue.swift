@@ -23,8 +23,9 @@ final class WorkQueue: @unchecked Sendable {
     private let queued = Atomic<Bool>(false)
     /// How many items wait (not counting a batch the consumer took).
     private let waiting = Atomic<Int>(0)
-    /// Consumer-only: the array handed back on each take, to keep its capacity.
-    private var spare: [WorkItem] = []
+    /// Consumer-only: the array handed back on each take, to keep its
+    /// capacity. No dynamic exclusivity checks (see `Cell`).
+    @exclusivity(unchecked) private var spare: [WorkItem] = []
 
     /// Appends an item; returns true when the consumer must be woken.
     func push(_ item: WorkItem) -> Bool {

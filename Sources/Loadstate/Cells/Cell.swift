@@ -528,7 +528,11 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
                 next.attempt = attempt
                 emit(.state, next)
             } else {
-                emit(.state, settled(.error, error: error))
+                // An error that carries a value of the cell's type (an HTTP
+                // response outside 2xx) keeps it in the error state.
+                let carried = flavor == .loadable ? (error.underlying as? any ErrorWithValue)?.failureValue : nil
+                let value = carried as? Value
+                emit(.state, settled(.error, value: value, error: error))
             }
         case .cancelSelf:
             endSession()

@@ -622,6 +622,19 @@ int lds_loadable_set_loaded(lds_runtime *rt, lds_id cell, const void *value, siz
 int lds_loadable_set_error(lds_runtime *rt, lds_id cell, int32_t code, const char *message);
 
 /*
+ * Turns the cell's PROGRESS events on (enabled != 0, the default) or off.
+ * Off, progress its jobs report is dropped: no LDS_EVENT_PROGRESS event,
+ * and no seq number taken. Takes effect at once: progress the loop thread
+ * handles from then on follows the new setting (progress a job reported
+ * just before the call may go either way), and in LDS_DELIVER_POLL mode
+ * PROGRESS events already waiting for dispatch are still delivered. Any
+ * thread, including callbacks.
+ *
+ * Returns LDS_OK; LDS_EINVAL (rt NULL); LDS_ENOENT; LDS_ECLOSED.
+ */
+int lds_loadable_set_progress(lds_runtime *rt, lds_id cell, int enabled);
+
+/*
  * Copies the cell's latest event into *out (fields as in lds_event, with
  * owned copies). Before the first event the snapshot shows the initial
  * state with seq 0 and type LDS_EVENT_STATE. In POLL mode the snapshot may
@@ -1330,6 +1343,9 @@ int lds_process_cancel(lds_runtime *rt, lds_id cell);
 
 /* Cancels the running job and makes the cell idle. */
 int lds_process_reset(lds_runtime *rt, lds_id cell);
+
+/* Turns the cell's PROGRESS events on or off, as lds_loadable_set_progress. */
+int lds_process_set_progress(lds_runtime *rt, lds_id cell, int enabled);
 
 #ifdef __cplusplus
 }

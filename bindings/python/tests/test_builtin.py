@@ -17,14 +17,14 @@ def test_file_loader_reads_a_file_with_progress(rt, tmp_path):
     path.write_bytes(b"0123456789" * 10)
     cell = rt.loadable(rt.file_loader(chunk_size=16))
     log = Recorder(cell)
-    state = cell.load(path).result(WAIT)
+    state = cell.load(path).state(WAIT)
     assert (state.status, state.value, state.request) == (Status.LOADED, b"0123456789" * 10, str(path))
     progress = [e for e in log.all if e.type is EventType.PROGRESS]
     assert progress and progress[-1].progress_total == 100
 
 
 def test_file_loader_reports_a_missing_file_in_the_os_domain(rt, tmp_path):
-    state = rt.loadable(rt.file_loader()).load(tmp_path / "missing").result(WAIT)
+    state = rt.loadable(rt.file_loader()).load(tmp_path / "missing").state(WAIT)
     assert (state.status, state.error_domain) == (Status.ERROR, Domain.OS)
     assert state.error_code == 2 and "missing" in state.error_message
 
@@ -32,10 +32,10 @@ def test_file_loader_reports_a_missing_file_in_the_os_domain(rt, tmp_path):
 def test_exec_loader_returns_stdout_and_fails_on_a_nonzero_exit(rt):
     cell = rt.loadable(rt.exec_loader())
     ok = cell.load(loadstate.ExecRequest(["sh", "-c", 'printf "%s" "$GREETING"; pwd'], env={"GREETING": "hi "},
-                                         cwd="/")).result(WAIT)
+                                         cwd="/")).state(WAIT)
     assert ok.value == b"hi /\n"
     assert ok.request == loadstate.ExecRequest(["sh", "-c", 'printf "%s" "$GREETING"; pwd'], ["GREETING=hi "], "/")
-    failed = cell.load(["sh", "-c", "echo oops >&2; exit 3"]).result(WAIT)
+    failed = cell.load(["sh", "-c", "echo oops >&2; exit 3"]).state(WAIT)
     assert (failed.status, failed.error_domain, failed.error_code) == (Status.ERROR, Domain.EXIT, 3)
     assert "oops" in failed.error_message
 
@@ -71,7 +71,7 @@ def server():
 
 def test_http_loader_gets_a_response(rt, server):
     cell = rt.loadable(rt.http_loader(proxy=""))
-    state = cell.load(loadstate.HttpRequest(f"{server}/hello", headers=[("X-Test", "yes")])).result(WAIT)
+    state = cell.load(loadstate.HttpRequest(f"{server}/hello", headers=[("X-Test", "yes")])).state(WAIT)
     assert state.status is Status.LOADED
     response = state.value
     assert isinstance(response, loadstate.HttpResponse)
@@ -81,7 +81,7 @@ def test_http_loader_gets_a_response(rt, server):
 
 
 def test_http_loader_reports_statuses_outside_2xx_in_the_http_domain(rt, server):
-    state = rt.loadable(rt.http_loader(proxy="")).load(f"{server}/missing").result(WAIT)
+    state = rt.loadable(rt.http_loader(proxy="")).load(f"{server}/missing").state(WAIT)
     assert (state.status, state.error_domain, state.error_code) == (Status.ERROR, Domain.HTTP, 404)
 
 

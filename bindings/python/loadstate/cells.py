@@ -100,9 +100,8 @@ class _CellState:
         subscribers = self.subscribers
         if subscribers or self.streams:
             event = self._event = self._build(raw, value, request, message)
-            progress = raw[0] == EventType.PROGRESS
             for callback, wants_progress in subscribers:
-                if progress and not wants_progress:
+                if not wants_progress and raw[0] == EventType.PROGRESS:
                     continue
                 try:
                     callback(event)
@@ -110,7 +109,7 @@ class _CellState:
                     self.core.report(exc, f"the event callback {getattr(callback, '__qualname__', callback)!r}")
             for ref in self.streams:
                 stream = ref()
-                if stream is not None and (stream.progress or not progress):
+                if stream is not None and (stream.progress or raw[0] != EventType.PROGRESS):
                     stream._push(event)
         else:
             self._event = None
@@ -377,7 +376,7 @@ class Cell(Generic[T]):
                     and not loader._closed and not state.closed and len(raw) <= VALUE_MAX)
         c_options = keep = None
         silent = False
-        policy = CachePolicy.LOAD_ONLY
+        policy = 0  # CachePolicy.LOAD_ONLY, without an enum lookup on every load
         if options is not None and not options.is_default():
             if options.cache is not None and not isinstance(options.cache, Cache):
                 raise TypeError(f"cache must be a loadstate.Cache or None, not {type(options.cache).__name__}")
@@ -622,7 +621,7 @@ class Load(Generic[T]):
                  "_error", "_loop", "_future", "_more", "_sync")
 
     def __init__(self, cell: Cell[T], state: _CellState, request: Optional[bytes], silent: bool,
-                 kind: Optional[int], policy: CachePolicy = CachePolicy.LOAD_ONLY) -> None:
+                 kind: Optional[int], policy: int = CachePolicy.LOAD_ONLY) -> None:
         #: The cell the load runs on.
         self.cell = cell
         self._state = state
@@ -641,31 +640,41 @@ class Load(Generic[T]):
         self._more: Optional[List[Tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]]] = None
         self._sync: Optional[threading.Event] = None
 
-    def _feed(self, raw: Tuple[Any, ...], request: Optional[bytes], state: _CellState) -> None:
-        """Runs on the delivery thread for every event of the cell while the load waits (the hot path)."""
-        if raw[0] != EventType.STATE:
+    def _feed(self, raw: Tuple[Any, ...], request: Optional[bytes], state: _CellState, *,
+              STATE: int = EventType.STATE.value, LOADING: int = Status.LOADING.value,
+              RUNNING: int = Status.RUNNING.value, CANCELLED: int = Flags.CANCELLED.value,
+              FROM_CACHE: int = Flags.FROM_CACHE.value, REFRESHING: int = Flags.REFRESHING.value,
+              UNDER_WAY: int = (Flags.PARTIAL | Flags.REFRESHING).value) -> None:
+        """Runs on the delivery thread for every event of the cell while the load waits.
+
+        The hot path of every load: the header's values come in as plain
+        ints bound once (keyword defaults, read as locals), because an
+        operation on an IntFlag member costs about 1 µs and reading an enum
+        member about 80 ns, against about 12 ns for an int.
+        """
+        if raw[0] != STATE:
             return
         status = raw[3]
         flags = raw[5]
         if not self._started:
             # Wait for this load's own start, skipping events still in flight from before it.
-            if flags & Flags.CANCELLED:
+            if flags & CANCELLED:
                 return
-            if self._policy and (flags & Flags.FROM_CACHE or raw[13] == 0):
+            if self._policy and (flags & FROM_CACHE or raw[13] == 0):
                 self._served_from_cache(raw, request, state)
                 return
             if raw[13] != 1:
                 return
             if self._silent:
-                if not flags & Flags.REFRESHING:
+                if not flags & REFRESHING:
                     return
-            elif (status != Status.LOADING and status != Status.RUNNING) or (
+            elif (status != LOADING and status != RUNNING) or (
                     self._request is not None and request != self._request) or (
                     self._kind is not None and raw[4] != self._kind):
                 return
             self._started = True
             return
-        if status == Status.LOADING or status == Status.RUNNING or flags & (Flags.PARTIAL | Flags.REFRESHING):
+        if status == LOADING or status == RUNNING or flags & UNDER_WAY:
             return
         try:
             state.waiters.remove(self)
@@ -686,7 +695,7 @@ class Load(Generic[T]):
         """A load with a cache may begin with the cached entry (or a cache-only miss) instead of LOADING."""
         if self._request is not None and request != self._request:
             return
-        hit = raw[3] == Status.LOADED and raw[5] & Flags.FROM_CACHE
+        hit = raw[3] == Status.LOADED and raw[5] & Flags.FROM_CACHE.value
         miss = raw[3] == Status.ERROR and raw[10] == Domain.LOADSTATE and raw[11] == Code.ENOENT
         if hit and self._policy == CachePolicy.CACHE_THEN_LOAD:
             self._started = True       # a silent load revalidates it: its outcome settles the load

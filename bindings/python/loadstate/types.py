@@ -149,24 +149,30 @@ def event_from_raw(cell: int, raw: Tuple[Any, ...], value: Any, request: Any, me
     """Builds the :class:`Event` of an unpacked ``lds_event`` (``raw``), with its value, request and
     message already copied (and decoded) by the caller.
 
-    Runs on the delivery thread for every event that Python code sees: the
-    integers become enum members through lookup tables, and unknown ones
-    stay integers.
+    Runs on the delivery thread for every event that Python code sees, so
+    it sets the fields itself as :func:`make_event` does (one call less),
+    and the integers become enum members through lookup tables; unknown
+    ones stay integers.
     """
     flags = _FLAGS.get(raw[5])
     if flags is None:
         flags = _FLAGS[raw[5]] = Flags(raw[5])
-    return make_event((_TYPES.get(raw[0], raw[0]), cell, raw[2], _STATUSES.get(raw[3], raw[3]), raw[4], flags,
-                       value, request, _DOMAINS.get(raw[10], raw[10]), raw[11],
-                       message.decode("utf-8", "replace") if message is not None else None,
-                       raw[13], raw[14], raw[15], raw[16], raw[17]))
+    event: Event[Any] = object.__new__(Event)
+    d = event.__dict__
+    (d["type"], d["cell"], d["seq"], d["status"], d["kind"], d["flags"], d["value"], d["request"],
+     d["error_domain"], d["error_code"], d["error_message"], d["attempt"], d["elapsed_ms"], d["progress_done"],
+     d["progress_total"], d["updated_at_ms"]) = (
+        _TYPES.get(raw[0], raw[0]), cell, raw[2], _STATUSES.get(raw[3], raw[3]), raw[4], flags, value, request,
+        _DOMAINS.get(raw[10], raw[10]), raw[11], message.decode("utf-8", "replace") if message is not None else None,
+        raw[13], raw[14], raw[15], raw[16], raw[17])
+    return event
 
 
-# make_event names the fields one by one: it must follow the class.
+# make_event and event_from_raw name the fields one by one: they must follow the class.
 if _EVENT_FIELDS != ("type", "cell", "seq", "status", "kind", "flags", "value", "request", "error_domain",
                      "error_code", "error_message", "attempt", "elapsed_ms", "progress_done", "progress_total",
                      "updated_at_ms"):  # pragma: no cover - a change to Event without one to make_event
-    raise ImportError("loadstate.types.make_event does not match the fields of Event")
+    raise ImportError("loadstate.types.make_event and event_from_raw do not match the fields of Event")
 
 
 def milliseconds(name: str, seconds: Optional[float], limit: int = 0xFFFFFFFF) -> int:

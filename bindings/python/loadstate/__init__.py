@@ -26,7 +26,7 @@ from .builtin import (EXEC_REQUEST, HTTP_INSECURE, HTTP_NO_REDIRECTS, HTTP_REQUE
 from .cache import Cache, CacheEntry, CacheStats
 from .cells import Cell, EventStream, Load, Loadable, Process
 from .codec import BYTES, JSON, TEXT, Codec
-from .enums import QUEUE_MAX, VALUE_MAX, CachePolicy, Code, Delivery, Domain, EventType, Flags, Status
+from .enums import QUEUE_MAX, VALUE_MAX, CachePolicy, Code, Delivery, Domain, EventType, Flags, HttpFlags, Status
 from .errors import (Busy, Cancelled, Closed, Error, InvalidArgument, IOFailure, LibraryNotFound, LoadFailed,
                      NotFound, OutOfMemory, TimedOut, TooBig, WrongState, error_for_code)
 from .loaders import EXCEPTION_CODE, Job, Loader
@@ -52,7 +52,7 @@ __all__ = [
     "Event", "Snapshot", "LoadOptions", "Status", "Flags", "EventType", "Domain", "Delivery", "CachePolicy", "Code",
     "VALUE_MAX", "QUEUE_MAX",
     "Codec", "BYTES", "TEXT", "JSON", "PATH", "EXEC_REQUEST", "HTTP_REQUEST", "HTTP_RESPONSE",
-    "ExecRequest", "HttpRequest", "HttpResponse", "HTTP_INSECURE", "HTTP_NO_REDIRECTS",
+    "ExecRequest", "HttpRequest", "HttpResponse", "HttpFlags", "HTTP_INSECURE", "HTTP_NO_REDIRECTS",
     "Error", "InvalidArgument", "NotFound", "WrongState", "Cancelled", "TimedOut", "OutOfMemory", "Closed",
     "TooBig", "IOFailure", "Busy", "LibraryNotFound", "LoadFailed", "error_for_code", "EXCEPTION_CODE",
     "Library", "load_library", "ENV_VAR", "LIBRARY_NAME", "version", "strerror",

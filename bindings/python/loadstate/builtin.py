@@ -19,15 +19,18 @@ from typing import Any, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ._library import ExecRequestC, HttpRequestC, HttpResponseC, load_library
 from .codec import Codec
+from .enums import HttpFlags
 from .errors import InvalidArgument
 from .types import milliseconds
 
 __all__ = ["ExecRequest", "HttpRequest", "HttpResponse", "PATH", "EXEC_REQUEST", "HTTP_REQUEST", "HTTP_RESPONSE",
-           "HTTP_INSECURE", "HTTP_NO_REDIRECTS", "EXEC_STREAM_LINES"]
+           "HTTP_INSECURE", "HTTP_NO_REDIRECTS"]
 
-EXEC_STREAM_LINES = 1 << 0
-HTTP_INSECURE = 1 << 0
-HTTP_NO_REDIRECTS = 1 << 1
+#: Skip TLS certificate and host verification (the header's ``LDS_HTTP_INSECURE``).
+HTTP_INSECURE = HttpFlags.INSECURE
+#: Do not follow redirects (``LDS_HTTP_NO_REDIRECTS``).
+HTTP_NO_REDIRECTS = HttpFlags.NO_REDIRECTS
+# In the request encodings, a length or count of 0xFFFFFFFF marks an absent field.
 _ABSENT = 0xFFFFFFFF
 
 
@@ -106,7 +109,8 @@ class ExecRequest:
     def encode(self) -> bytes:
         """The library's encoding ("LDX1") of the request."""
         if isinstance(self.argv, (str, bytes)) or not self.argv:
-            raise InvalidArgument(InvalidArgument.code, "invalid argument", "argv must be a non-empty list of arguments")
+            raise InvalidArgument(InvalidArgument.code, "invalid argument",
+                                  "argv must be a non-empty list of arguments")
         argv = [_text(a) for a in self.argv]
         env = None
         if self.env is not None:
@@ -140,7 +144,7 @@ class HttpRequest:
         timeout: seconds for the whole transfer (``None``: none; the load's timeout still applies).
         max_redirects: redirects to follow (0: the library's default of 5).
         max_body: the largest body accepted (0: :data:`loadstate.VALUE_MAX`).
-        flags: :data:`HTTP_INSECURE`, :data:`HTTP_NO_REDIRECTS`.
+        flags: :class:`~loadstate.enums.HttpFlags` (:data:`HTTP_INSECURE`, :data:`HTTP_NO_REDIRECTS`).
 
     :meth:`encode` raises :class:`loadstate.InvalidArgument` for a method that is not an HTTP
     token, a URL holding a control character or a space, and header lines that are not
@@ -265,7 +269,8 @@ def _response_encode(value: Any) -> bytes:
         return value.encode()
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value)
-    raise TypeError(f"the http response codec takes an HttpResponse or its encoding (bytes), not {type(value).__name__}")
+    raise TypeError("the http response codec takes an HttpResponse or its encoding (bytes), "
+                    f"not {type(value).__name__}")
 
 
 #: Requests of the file loader: a path (``str``, ``bytes`` or path-like); decoded as ``str``.

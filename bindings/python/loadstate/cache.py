@@ -16,15 +16,13 @@ from typing import TYPE_CHECKING, Any, Generic, Iterator, Optional, TypeVar, Uni
 
 from ._library import CacheStatisticsC, CacheValueC, MemoryCacheOptionsC, PersistentCacheOptionsC
 from .codec import Codec
-from .enums import Code
+from .enums import CacheFlags, Code
 from .types import milliseconds
 
 if TYPE_CHECKING:
     from .runtime import Runtime
 
 __all__ = ["Cache", "CacheEntry", "CacheStats"]
-
-CACHE_REPLACE_DAMAGED = 1 << 0
 
 Key = Union[bytes, str]
 V = TypeVar("V")
@@ -117,7 +115,7 @@ class Cache(MutableMapping[Key, V]):
     def _persistent(cls, runtime: "Runtime", path: Union[str, "os.PathLike[str]"], max_bytes: int,
                     ttl: Optional[float], replace_damaged: bool, codec: Codec[V]) -> "Cache[V]":
         options = PersistentCacheOptionsC(sizeof(PersistentCacheOptionsC),
-                                          CACHE_REPLACE_DAMAGED if replace_damaged else 0, os.fsencode(path),
+                                          CacheFlags.REPLACE_DAMAGED if replace_damaged else 0, os.fsencode(path),
                                           max_bytes, milliseconds("ttl", ttl))
         out = c_uint64()
         core = runtime._core

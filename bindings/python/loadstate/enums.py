@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import enum
 
-__all__ = ["Status", "Flags", "EventType", "Domain", "Delivery", "CachePolicy", "Code", "LoadFlags", "VALUE_MAX",
-           "QUEUE_MAX"]
+__all__ = ["Status", "Flags", "EventType", "Domain", "Delivery", "CachePolicy", "Code", "LoadFlags", "HttpFlags",
+           "ExecFlags", "CacheFlags", "VALUE_MAX", "QUEUE_MAX"]
 
 #: The largest value, request or message, in bytes, the library accepts (256 MiB).
 VALUE_MAX = 256 * 1024 * 1024
@@ -133,3 +133,25 @@ class LoadFlags(enum.IntFlag):
     NONE = 0
     SILENT = 1 << 0
     SHARE = 1 << 1
+
+
+class HttpFlags(enum.IntFlag):
+    """Flags of an http request (``lds_http_request.flags``: ``LDS_HTTP_*``)."""
+
+    NONE = 0
+    INSECURE = 1 << 0
+    NO_REDIRECTS = 1 << 1
+
+
+class ExecFlags(enum.IntFlag):
+    """Flags of the exec loader (``lds_exec_options.flags``: ``LDS_EXEC_*``)."""
+
+    NONE = 0
+    STREAM_LINES = 1 << 0
+
+
+class CacheFlags(enum.IntFlag):
+    """Flags of a persistent cache (``lds_persistent_cache_options.flags``: ``LDS_CACHE_*``)."""
+
+    NONE = 0
+    REPLACE_DAMAGED = 1 << 0

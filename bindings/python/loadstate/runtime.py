@@ -14,7 +14,7 @@ from .builtin import HttpResponse
 from .cache import Cache
 from .cells import EventCallback, Loadable, Process
 from .codec import BYTES, Codec
-from .enums import Delivery
+from .enums import Delivery, ExecFlags
 from .loaders import Job, Loader
 from .types import milliseconds
 
@@ -205,7 +205,7 @@ class Runtime:
         tail as message. ``stream_lines`` yields stdout so far at each newline;
         cancelling sends SIGTERM, then SIGKILL after ``kill_grace`` seconds.
         """
-        options = ExecOptionsC(ctypes.sizeof(ExecOptionsC), builtin.EXEC_STREAM_LINES if stream_lines else 0,
+        options = ExecOptionsC(ctypes.sizeof(ExecOptionsC), ExecFlags.STREAM_LINES if stream_lines else 0,
                                milliseconds("kill_grace", kill_grace), max_output)
         return self._builtin("exec", self._core.dll.lds_exec_loader_new, options, BYTES, builtin.EXEC_REQUEST)
 

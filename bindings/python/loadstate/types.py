@@ -249,8 +249,8 @@ class LoadOptions:
             raise TypeError(f"cache_key must be bytes, str or None, not {type(key).__name__}")
         return (int(flags), milliseconds("timeout", self.timeout), delays, self.retries,
                 milliseconds("retry_base", self.retry_base), milliseconds("retry_max", self.retry_max),
-                self.cache.id if self.cache is not None else 0, key, int(self.policy), milliseconds("fresh", self.fresh),
-                milliseconds("max_age", self.max_age, limit=(1 << 64) - 1))
+                self.cache.id if self.cache is not None else 0, key, int(self.policy),
+                milliseconds("fresh", self.fresh), milliseconds("max_age", self.max_age, limit=(1 << 64) - 1))
 
 
 _DEFAULT_OPTIONS = LoadOptions()

@@ -23,6 +23,7 @@ import threading
 import traceback
 from ctypes import byref, c_void_p
 from queue import SimpleQueue
+from threading import get_ident
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ._library import (CANCEL_FN, EVENT_FN, EVENT_LAYOUT, FREE_FN, LOADER_CANCEL_FN, LOADER_FN, OP_LAYOUT,
@@ -338,7 +339,7 @@ class Core:
         if self.closed:
             raise self.lib.error(Code.ECLOSED, "lds_runtime_dispatch")
         outer = self._dispatch_thread
-        self._dispatch_thread = threading.get_ident()
+        self._dispatch_thread = get_ident()
         try:
             done = 0
             while True:
@@ -401,7 +402,7 @@ class Core:
         ``owner._refused(code)`` is called if the library refuses the call.
         """
         deferred = self.deferred
-        if not deferred and self._dispatch_thread != threading.get_ident():
+        if not deferred and self._dispatch_thread != get_ident():
             # Outside this thread's own dispatch, whose end submits the batch.
             self.loop.call_soon(self.flush)  # type: ignore[union-attr]
         deferred.append((op, target, loader, data, owner))
@@ -409,7 +410,7 @@ class Core:
     def flush(self) -> None:
         """Submits the deferred calls (one lds_runtime_submit); hands each refused one to its owner."""
         deferred = self.deferred
-        if not deferred or self.batch_thread != threading.get_ident():
+        if not deferred or self.batch_thread != get_ident():
             return
         self.deferred = []
         count = len(deferred)
@@ -455,14 +456,14 @@ class Core:
             except RuntimeError:
                 running = None
             if running is loop:
-                self.batch_thread = threading.get_ident()
+                self.batch_thread = get_ident()
         loop.add_reader(fd, self._readable)
 
     def _readable(self) -> None:
         # At most a batch per wake-up, so a steady stream of events cannot
         # starve the rest of the asyncio loop; the fd stays readable.
         outer = self._dispatch_thread
-        self._dispatch_thread = self._reader_thread = threading.get_ident()
+        self._dispatch_thread = self._reader_thread = get_ident()
         try:
             rc = self._take(1024)
         finally:
@@ -474,7 +475,7 @@ class Core:
                 self.report(self.lib.error(rc, "lds_runtime_dispatch"), "the asyncio reader")
 
     def detach(self) -> None:
-        if self.batch_thread == threading.get_ident():
+        if self.batch_thread == get_ident():
             self.flush()
         with self._lock:
             loop, fd = self.loop, self._watched_fd
@@ -507,7 +508,7 @@ class Core:
         raises :class:`WrongState`, or with ``deferred_ok`` hands the close
         to a short-lived thread (used by finalizers, which may run anywhere).
         """
-        if self._dispatch_thread == threading.get_ident():
+        if self._dispatch_thread == get_ident():
             # Inside a POLL-mode callback: lds_runtime_free would refuse.
             if deferred_ok:
                 threading.Thread(target=self.close, name="loadstate-close", daemon=True).start()
@@ -545,7 +546,7 @@ class Core:
         Inside the attached loop's reader the answer is known without asking
         asyncio (whose get_running_loop makes a system call).
         """
-        if loop is self.loop and self._reader_thread == threading.get_ident():
+        if loop is self.loop and self._reader_thread == get_ident():
             fn(arg)
             return
         try:

@@ -28,6 +28,7 @@ import inspect
 import threading
 import weakref
 from ctypes import byref, c_uint64, sizeof
+from threading import get_ident
 from typing import TYPE_CHECKING, Any, Callable, Generic, Optional, Tuple, TypeVar
 
 from . import _core
@@ -243,7 +244,7 @@ class Job:
     def _complete(self, result: Any) -> None:
         if self._detached or self._ended:
             return
-        if self._core.batch_thread == threading.get_ident():
+        if self._core.batch_thread == get_ident():
             # The loader returned on the attached asyncio loop: the ending joins the batch.
             self._defer_end(result, b"" if result is None else self._codec.encode(result))
             return
@@ -371,7 +372,7 @@ class _LoaderState:
             if type(result) is bytes and self.codec is BYTES and not job._ended and not job._detached:
                 # The common case of an inline loader, without the general path's checks.
                 core = self.core
-                if core.batch_thread == threading.get_ident():
+                if core.batch_thread == get_ident():
                     job._defer_end(result, result)  # on the attached asyncio loop: joins the batch
                     return
                 rc = core.dll.lds_job_succeed(core.c_handle, job_id, result, len(result))
@@ -402,7 +403,7 @@ class _LoaderState:
         # after the start.
         core.jobs[job.id] = job
         job._watching = True
-        if loop is core.loop and core._reader_thread == threading.get_ident():
+        if loop is core.loop and core._reader_thread == get_ident():
             running: Optional[asyncio.AbstractEventLoop] = loop
         else:
             try:

@@ -200,8 +200,12 @@ typedef struct lds_runtime lds_runtime;
  *   status          the cell's status after the event
  *   kind            process cells: the kind of the current or last run; 0 for loadable cells
  *   flags           LDS_FLAG_* bits
- *   value           LDS_LOADED only: the value (NULL with value_len 0 otherwise;
- *                   a loaded empty value has a non-NULL pointer and length 0)
+ *   value           LDS_LOADED: the value (a loaded empty value has a non-NULL
+ *                   pointer and length 0). LDS_ERROR: what the failed load
+ *                   produced, when its loader gives one: the http loader's
+ *                   encoded response of a status outside 2xx (see
+ *                   lds_http_loader_new); NULL otherwise. Other statuses and
+ *                   events: NULL with value_len 0
  *   request         the request of the load this state belongs to, or NULL
  *   error_domain    LDS_ERROR / LDS_FAILED: LDS_DOMAIN_*; also set on an LDS_LOADED
  *                   cached value whose revalidation failed (LDS_POLICY_CACHE_THEN_LOAD);
@@ -616,6 +620,19 @@ int lds_loadable_set_loaded(lds_runtime *rt, lds_id cell, const void *value, siz
  * LDS_VALUE_MAX); LDS_EAGAIN (see LDS_QUEUE_MAX); LDS_ECLOSED.
  */
 int lds_loadable_set_error(lds_runtime *rt, lds_id cell, int32_t code, const char *message);
+
+/*
+ * Turns the cell's PROGRESS events on (enabled != 0, the default) or off.
+ * Off, progress its jobs report is dropped: no LDS_EVENT_PROGRESS event,
+ * and no seq number taken. Takes effect at once: progress the loop thread
+ * handles from then on follows the new setting (progress a job reported
+ * just before the call may go either way), and in LDS_DELIVER_POLL mode
+ * PROGRESS events already waiting for dispatch are still delivered. Any
+ * thread, including callbacks.
+ *
+ * Returns LDS_OK; LDS_EINVAL (rt NULL); LDS_ENOENT; LDS_ECLOSED.
+ */
+int lds_loadable_set_progress(lds_runtime *rt, lds_id cell, int enabled);
 
 /*
  * Copies the cell's latest event into *out (fields as in lds_event, with
@@ -1060,7 +1077,9 @@ int lds_http_response_decode(const void *value, size_t len, lds_http_response *o
  * under 64 KiB reports none).
  *
  * A status outside 2xx is an error in LDS_DOMAIN_HTTP with the status as
- * code. With retries (lds_load_options.retries), 5xx, 408 and 429 are
+ * code; the LDS_ERROR event (and snapshot) carries the response as its
+ * value, encoded as a successful job's value is (status, headers, body),
+ * so a host can read what the server said. With retries (lds_load_options.retries), 5xx, 408 and 429 are
  * retried; other statuses are final. The back-off before such a retry is
  * the server's Retry-After when it sends one the loader can read: delay
  * seconds (digits only; a number past any range saturates instead of
@@ -1324,6 +1343,9 @@ int lds_process_cancel(lds_runtime *rt, lds_id cell);
 
 /* Cancels the running job and makes the cell idle. */
 int lds_process_reset(lds_runtime *rt, lds_id cell);
+
+/* Turns the cell's PROGRESS events on or off, as lds_loadable_set_progress. */
+int lds_process_set_progress(lds_runtime *rt, lds_id cell, int enabled);
 
 #ifdef __cplusplus
 }

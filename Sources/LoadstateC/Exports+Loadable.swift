@@ -209,3 +209,16 @@ public func ldsSnapshotClear(_ snap: UnsafeMutablePointer<lds_snapshot>?) {
     free(snap.pointee.error_message)
     snap.pointee = lds_snapshot()
 }
+
+/// Turns a cell's PROGRESS events on or off; takes effect at once, from any thread.
+func setProgress(_ rt: OpaquePointer?, _ id: UInt64, _ flavor: CellFlavor, _ enabled: Int32) -> Int32 {
+    withCell(rt, id, flavor) { _, cell in
+        cell.deliversProgress = enabled != 0
+        return LDS_OK
+    }
+}
+
+@_cdecl("lds_loadable_set_progress")
+public func ldsLoadableSetProgress(_ rt: OpaquePointer?, _ id: UInt64, _ enabled: Int32) -> Int32 {
+    setProgress(rt, id, .loadable, enabled)
+}

@@ -34,3 +34,8 @@ public func ldsProcessReset(_ rt: OpaquePointer?, _ id: UInt64) -> Int32 {
         return LDS_OK
     }
 }
+
+@_cdecl("lds_process_set_progress")
+public func ldsProcessSetProgress(_ rt: OpaquePointer?, _ id: UInt64, _ enabled: Int32) -> Int32 {
+    setProgress(rt, id, .process, enabled)
+}

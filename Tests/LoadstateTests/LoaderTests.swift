@@ -118,6 +118,8 @@ struct HTTPLoaderTests {
             #expect(last.state.status == .error)
             #expect(last.state.error?.domain == .http)
             #expect(last.state.error?.code == code)
+            // The error state keeps the response the server sent.
+            #expect(response([last])?.status == code)
         }
     }
 

@@ -2,11 +2,12 @@
  * test_http_edges.c — the http loader at its edges: requests that would
  * write lines of their own into the HTTP request are refused, and
  * connection failures keep their errno when the process runs out of file
- * descriptors.
+ * descriptors, and the error of a status outside 2xx carries the response.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -172,5 +173,100 @@ TEST(http_connections_out_of_descriptors_fail_with_their_errno) {
   CHECK(setrlimit(RLIMIT_NOFILE, &saved) == 0);
   for (int i = 0; i < EDGE_LOADS; i++) rec_destroy(&loads->rec[i]);
   free(loads);
+  lds_free(buf);
+}
+
+/* A server on 127.0.0.1 that answers one connection with a fixed response. */
+typedef struct one_answer {
+  int listener;
+  const char *response;
+} one_answer;
+
+static void *answer_once(void *data) {
+  one_answer *server = data;
+  int conn = accept(server->listener, NULL, NULL);
+  if (conn < 0) return NULL;
+  char request[4096];
+  size_t got = 0;
+  while (got < sizeof request - 1) {
+    ssize_t n = read(conn, request + got, sizeof request - 1 - got);
+    if (n <= 0) break;
+    got += (size_t)n;
+    request[got] = 0;
+    if (strstr(request, "\r\n\r\n")) break;
+  }
+  size_t length = strlen(server->response);
+  for (size_t sent = 0; sent < length;) {
+    ssize_t n = write(conn, server->response + sent, length - sent);
+    if (n <= 0) break;
+    sent += (size_t)n;
+  }
+  close(conn);
+  return NULL;
+}
+
+/* Listens on a free port of 127.0.0.1; the port, or -1. */
+static int listen_local(int *listener) {
+  int s = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a;
+  memset(&a, 0, sizeof a);
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof a) != 0 || listen(s, 1) != 0 ||
+      getsockname(s, (struct sockaddr *)&a, &len) != 0) {
+    if (s >= 0) close(s);
+    return -1;
+  }
+  *listener = s;
+  return ntohs(a.sin_port);
+}
+
+TEST(http_error_event_of_a_status_outside_2xx_carries_the_response) {
+  one_answer server = {-1, "HTTP/1.1 404 Not Found\r\nContent-Length: 9\r\nX-Reason: gone\r\n"
+                           "Connection: close\r\n\r\nnot here!"};
+  int port = listen_local(&server.listener);
+  REQUIRE(port > 0);
+  pthread_t thread;
+  REQUIRE(pthread_create(&thread, NULL, answer_once, &server) == 0);
+  lds_runtime *rt = rt_new(LDS_DELIVER_LOOP);
+  REQUIRE(rt != NULL);
+  lds_http_options opts = LDS_HTTP_OPTIONS_INIT;
+  opts.proxy = "";
+  lds_id loader = 0;
+  REQUIRE_RC(lds_http_loader_new(rt, &opts, &loader), LDS_OK);
+  char url[64];
+  snprintf(url, sizeof url, "http://127.0.0.1:%d/missing", port);
+  lds_http_request req = LDS_HTTP_REQUEST_INIT;
+  req.url = url;
+  void *buf = NULL;
+  size_t len = 0;
+  REQUIRE_RC(lds_http_request_encode(&req, &buf, &len), LDS_OK);
+  recorder rec;
+  rec_init(&rec, rt);
+  lds_id cell = cell_new(rt, &rec);
+  REQUIRE_RC(lds_loadable_load(rt, cell, loader, buf, len, NULL), LDS_OK);
+  REQUIRE(WAIT_FOR(rec.count >= 2));
+  const lds_event *e = rec_last(&rec);
+  CHECK_EQ(e->status, LDS_ERROR);
+  CHECK_EQ(e->error_domain, LDS_DOMAIN_HTTP);
+  CHECK_EQ(e->error_code, 404);
+  REQUIRE(e->value != NULL);
+  lds_http_response response;
+  REQUIRE_RC(lds_http_response_decode(e->value, e->value_len, &response), LDS_OK);
+  CHECK_EQ(response.status, 404);
+  CHECK_BYTES(response.body, response.body_len, "not here!");
+  char headers[256] = {0};
+  memcpy(headers, response.headers, response.headers_len < sizeof headers - 1 ? response.headers_len : 0);
+  CHECK(strstr(headers, "X-Reason: gone") != NULL);
+  lds_snapshot s;
+  REQUIRE_RC(lds_loadable_get(rt, cell, &s), LDS_OK);
+  CHECK_EQ(s.status, LDS_ERROR);
+  CHECK(s.value != NULL && s.value_len == e->value_len && memcmp(s.value, e->value, s.value_len) == 0);
+  lds_snapshot_clear(&s);
+  rt_free(rt);
+  rec_destroy(&rec);
+  pthread_join(thread, NULL);
+  close(server.listener);
   lds_free(buf);
 }

@@ -40,6 +40,37 @@ TEST(test_progress_events) {
   fixture_finish(&f);
 }
 
+TEST(test_progress_events_can_be_turned_off_and_on) {
+  fixture f;
+  fixture_init(&f, LDS_DELIVER_LOOP, NULL);
+  REQUIRE_RC(lds_loadable_set_progress(f.rt, f.cell, 0), LDS_OK);
+  REQUIRE_RC(fx_load(&f, "r1", NULL), LDS_OK);
+  REQUIRE(HOST_WAIT(&f.h, 1));
+  lds_id job = host_job_at(&f.h, 0);
+  REQUIRE_RC(lds_job_progress(f.rt, job, 3, 10), LDS_OK);
+  REQUIRE_RC(fx_succeed(&f, job, "v"), LDS_OK);
+  REQUIRE(REC_WAIT(&f.rec, 2));
+  CHECK_STATE(rec_at(&f.rec, 0), 1, LDS_LOADING, 0);
+  CHECK_STATE(rec_at(&f.rec, 1), 2, LDS_LOADED, 0);
+  REQUIRE_RC(lds_loadable_set_progress(f.rt, f.cell, 1), LDS_OK);
+  REQUIRE_RC(fx_load(&f, "r2", NULL), LDS_OK);
+  REQUIRE(HOST_WAIT(&f.h, 2));
+  job = host_job_at(&f.h, 1);
+  REQUIRE_RC(lds_job_progress(f.rt, job, 5, 10), LDS_OK);
+  REQUIRE_RC(fx_succeed(&f, job, "w"), LDS_OK);
+  REQUIRE(REC_WAIT(&f.rec, 5));
+  CHECK_STATE(rec_at(&f.rec, 2), 3, LDS_LOADING, 0);
+  const lds_event *e = rec_at(&f.rec, 3);
+  CHECK_EQ(e->type, LDS_EVENT_PROGRESS);
+  CHECK_EQ(e->seq, 4);
+  CHECK_EQ(e->progress_done, 5);
+  CHECK_STATE(rec_at(&f.rec, 4), 5, LDS_LOADED, 0);
+  CHECK_RC(lds_loadable_set_progress(f.rt, f.cell + 1000, 0), LDS_ENOENT);
+  CHECK_RC(lds_process_set_progress(f.rt, f.cell, 0), LDS_ENOENT);
+  CHECK_RC(lds_loadable_set_progress(NULL, f.cell, 0), LDS_EINVAL);
+  fixture_finish(&f);
+}
+
 TEST(test_on_cancel_runs_on_cancel_in_order_not_on_succeed) {
   fixture f;
   fixture_init(&f, LDS_DELIVER_LOOP, NULL);

@@ -51,6 +51,8 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     unowned(unsafe) let runtime: Runtime
     private let observer: CellObserver<Value, Request>
     private let freed = Atomic<Bool>(false)
+    /// Whether the cell emits PROGRESS events (set from any thread).
+    private let reportsProgress = Atomic<Bool>(true)
 
     // Written on the loop thread under the table lock.
     @exclusivity(unchecked) private var published: CellEvent<Value, Request>
@@ -97,6 +99,15 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
                               state: .initial(at: Clock.wallMs()), stateChanged: true,
                               isCancelled: false, elapsedMs: 0, progressDone: 0, progressTotal: 0)
         super.init(id: id)
+    }
+
+    /// Whether progress reported by the cell's jobs becomes PROGRESS
+    /// events (the default). Off, the progress is dropped: no event, no
+    /// `seq` taken. Any thread may change it; it applies to progress
+    /// reported from then on.
+    public var deliversProgress: Bool {
+        get { reportsProgress.load(ordering: .relaxed) }
+        set { reportsProgress.store(newValue, ordering: .relaxed) }
     }
 
     /// Whether the cell was freed; a freed cell emits nothing.
@@ -510,7 +521,9 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
             next.isRefreshing = state.isRefreshing
             emit(.state, next)
         case .progress(let done, let total):
-            emit(.progress, progress: (done, total))
+            if reportsProgress.load(ordering: .relaxed) {
+                emit(.progress, progress: (done, total))
+            }
         case .succeed(let value):
             endSession()
             emit(.state, settled(.loaded, value: flavor == .loadable ? value : nil))
@@ -547,7 +560,11 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
                 next.attempt = attempt
                 emit(.state, next)
             } else {
-                emit(.state, settled(.error, error: error))
+                // An error that carries a value of the cell's type (an HTTP
+                // response outside 2xx) keeps it in the error state.
+                let carried = flavor == .loadable ? (error.underlying as? any ErrorWithValue)?.failureValue : nil
+                let value = carried as? Value
+                emit(.state, settled(.error, value: value, error: error))
             }
         case .cancelSelf:
             endSession()

@@ -1,7 +1,10 @@
 /// The state of a cell: its status plus what goes with it.
 ///
-/// `value` is set only when the status is `.loaded`; `error` only when it is
-/// `.error`. `request` is the request of the load this state belongs to.
+/// `value` is set when the status is `.loaded`, and in an `.error` state
+/// whose load failed with an error carrying a value (`ErrorWithValue`: the
+/// response of an HTTP status outside 2xx); `error` only when the status is
+/// `.error` (or on a cached value whose revalidation failed). `request` is
+/// the request of the load this state belongs to.
 public struct CellState<Value, Request> {
     // Stored properties in this order keep the struct small.
     public var value: Value?

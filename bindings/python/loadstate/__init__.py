@@ -3,15 +3,22 @@
 A :class:`Runtime` owns cells and loaders. A :class:`Loadable` cell goes
 absent -> loading -> loaded | error; a :class:`Process` cell goes idle ->
 running(kind) -> finished(kind) | failed(kind). Loaders are Python
-callables receiving a :class:`Job`. Every state change is an :class:`Event`.
+callables receiving a :class:`Job`, or the library's own (file, exec,
+http). Every state change is an :class:`Event`.
+
+``await cell.get(request)`` (or ``cell.load(request).value()``) returns the
+value and raises on failure; ``await cell.load(request)`` (or
+``.state()``) returns the settled state, failures included.
 
 >>> import loadstate
 >>> with loadstate.Runtime() as rt:
 ...     upper = rt.loader(lambda job: job.request.upper())
 ...     cell = rt.loadable(upper)
-...     cell.load(b"hello").result(timeout=5).value
+...     cell.load(b"hello").value(timeout=5)
 b'HELLO'
 """
+
+from typing import Tuple
 
 from ._library import ENV_VAR, LIBRARY_NAME, Library, load_library
 from .builtin import (EXEC_REQUEST, HTTP_INSECURE, HTTP_NO_REDIRECTS, HTTP_REQUEST, HTTP_RESPONSE, PATH, ExecRequest,
@@ -19,16 +26,17 @@ from .builtin import (EXEC_REQUEST, HTTP_INSECURE, HTTP_NO_REDIRECTS, HTTP_REQUE
 from .cache import Cache, CacheEntry, CacheStats
 from .cells import Cell, EventStream, Load, Loadable, Process
 from .codec import BYTES, JSON, TEXT, Codec
+from .enums import QUEUE_MAX, VALUE_MAX, CachePolicy, Code, Delivery, Domain, EventType, Flags, HttpFlags, Status
 from .errors import (Busy, Cancelled, Closed, Error, InvalidArgument, IOFailure, LibraryNotFound, LoadFailed,
                      NotFound, OutOfMemory, TimedOut, TooBig, WrongState, error_for_code)
 from .loaders import EXCEPTION_CODE, Job, Loader
 from .runtime import Runtime
-from .types import QUEUE_MAX, VALUE_MAX, CachePolicy, Delivery, Domain, Event, EventType, Flags, LoadOptions, Snapshot, Status
+from .types import Event, LoadOptions, Snapshot
 
 __version__ = "0.4.0"
 
 
-def version() -> tuple:
+def version() -> Tuple[int, int, int]:
     """The loaded library's version as ``(major, minor, patch)``."""
     return load_library().version
 
@@ -41,10 +49,10 @@ def strerror(code: int) -> str:
 __all__ = [
     "Runtime", "Loader", "Job", "Cell", "Loadable", "Process", "Load", "EventStream", "Cache", "CacheEntry",
     "CacheStats",
-    "Event", "Snapshot", "LoadOptions", "Status", "Flags", "EventType", "Domain", "Delivery", "CachePolicy",
+    "Event", "Snapshot", "LoadOptions", "Status", "Flags", "EventType", "Domain", "Delivery", "CachePolicy", "Code",
     "VALUE_MAX", "QUEUE_MAX",
     "Codec", "BYTES", "TEXT", "JSON", "PATH", "EXEC_REQUEST", "HTTP_REQUEST", "HTTP_RESPONSE",
-    "ExecRequest", "HttpRequest", "HttpResponse", "HTTP_INSECURE", "HTTP_NO_REDIRECTS",
+    "ExecRequest", "HttpRequest", "HttpResponse", "HttpFlags", "HTTP_INSECURE", "HTTP_NO_REDIRECTS",
     "Error", "InvalidArgument", "NotFound", "WrongState", "Cancelled", "TimedOut", "OutOfMemory", "Closed",
     "TooBig", "IOFailure", "Busy", "LibraryNotFound", "LoadFailed", "error_for_code", "EXCEPTION_CODE",
     "Library", "load_library", "ENV_VAR", "LIBRARY_NAME", "version", "strerror",

@@ -1,6 +1,6 @@
 """The runtime's machinery behind the public classes.
 
-The C library calls back through four ctypes function objects defined once
+The C library calls back through five ctypes function objects made once
 at module level, so they live as long as the interpreter and are never
 released while C may call them. Each callback receives a small integer
 token (as ``user_data`` / ``loader_data``) that names the Python object it
@@ -23,35 +23,30 @@ import threading
 import traceback
 from ctypes import byref, c_void_p
 from queue import SimpleQueue
-from typing import Any, Callable, Dict, List, Optional
+from threading import get_ident
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ._library import (CANCEL_FN, EVENT_FN, EVENT_LAYOUT, FREE_FN, LOADER_CANCEL_FN, LOADER_FN, OP_LAYOUT,
                        RECORD_CANCEL, RECORD_EVENT, RECORD_LAYOUT, RECORD_START, Library, RuntimeOptions)
+from .enums import Code, Delivery
 from .errors import Closed, WrongState
-from .types import Delivery
 
 logger = logging.getLogger("loadstate")
 
 ErrorHandler = Callable[[BaseException, str], None]
-
-LDS_ESTATE = -3
-LDS_ECANCELED = -4
-LDS_ECLOSED = -7
-LDS_ETOOBIG = -8
 
 # POLL mode takes events and loader starts as records (one foreign call per
 # batch instead of one callback each) into a buffer of this many bytes;
 # a larger record gets a buffer of its own.
 RECORDS_BUFFER = 64 * 1024
 
+# How many exceptions raised by loaders a runtime keeps for their loads' callers.
+RAISED_KEPT = 64
+
 # token -> runtime core or loader state. Tokens are never reused.
 _objects: Dict[int, Any] = {}
 _tokens = itertools.count(1)
 
-_unpack = EVENT_LAYOUT.unpack
-_unpack_record_from = RECORD_LAYOUT.unpack_from
-_pack_op = OP_LAYOUT.pack
-_get_ident = threading.get_ident
 # The event struct seen as bytes in place (struct reads it without a copy).
 _event_bytes_at = (ctypes.c_char * EVENT_LAYOUT.size).from_address
 # Any address seen as a (huge) byte array: slicing copies just the bytes
@@ -80,7 +75,7 @@ def _last_resort(exc: BaseException, where: str) -> None:
     traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
 
 
-def _deliver(core: Any, raw: tuple) -> None:
+def _deliver(core: Any, raw: Tuple[Any, ...]) -> None:
     """Hands an unpacked ``lds_event`` to its cell (a callback or a record)."""
     try:
         state = core.cells.get(raw[1])
@@ -101,20 +96,20 @@ def _start(token: Optional[int], job: int, request: Optional[int], request_len: 
         loader.core.report(exc, f"starting a job of {loader.name}")
 
 
-@EVENT_FN
-def _event_callback(address: int, token: Optional[int]) -> None:
+def _on_event(address: int, token: Optional[int]) -> None:
+    """A cell's ``lds_event_fn``."""
     core = _objects.get(token)  # type: ignore[arg-type]
     if core is not None:
-        _deliver(core, _unpack(_event_bytes_at(address)))
+        _deliver(core, EVENT_LAYOUT.unpack(_event_bytes_at(address)))
 
 
-@LOADER_FN
-def _start_callback(_rt: int, job: int, request: Optional[int], request_len: int, token: Optional[int]) -> None:
+def _on_start(_rt: int, job: int, request: Optional[int], request_len: int, token: Optional[int]) -> None:
+    """A Python loader's ``lds_loader_fn``."""
     _start(token, job, request, request_len)
 
 
-@FREE_FN
-def _free_callback(token: Optional[int]) -> None:
+def _on_free(token: Optional[int]) -> None:
+    """A Python loader's ``free_data``: the library holds the loader no more."""
     loader = _objects.pop(token, None)  # type: ignore[arg-type]
     if loader is not None:
         try:
@@ -123,8 +118,8 @@ def _free_callback(token: Optional[int]) -> None:
             _last_resort(exc, "releasing a loader")
 
 
-@CANCEL_FN
-def _cancel_callback(job: int, token: Optional[int]) -> None:
+def _on_cancel(job: int, token: Optional[int]) -> None:
+    """A job's cancel hook (``lds_job_on_cancel``)."""
     core = _objects.get(token)  # type: ignore[arg-type]
     if core is not None:
         _job_cancelled(core, job)
@@ -147,9 +142,18 @@ def _loader_job_cancelled(token: Optional[int], job: int) -> None:
         _job_cancelled(loader.core, job)
 
 
-@LOADER_CANCEL_FN
-def _loader_cancel_callback(_rt: int, job: int, token: Optional[int]) -> None:
+def _on_loader_cancel(_rt: int, job: int, token: Optional[int]) -> None:
+    """An async loader's cancel function: one of its jobs was cancelled."""
     _loader_job_cancelled(token, job)
+
+
+# The C function objects of the callbacks, made once: they live as long as
+# the interpreter, so C can never call one that was released.
+event_callback = EVENT_FN(_on_event)
+start_callback = LOADER_FN(_on_start)
+free_callback = FREE_FN(_on_free)
+cancel_callback = CANCEL_FN(_on_cancel)
+loader_cancel_callback = LOADER_CANCEL_FN(_on_loader_cancel)
 
 
 def default_error_handler(exc: BaseException, context: str) -> None:
@@ -249,7 +253,7 @@ class Core:
         # attached), as (op, target, loader, data, owner) tuples, with
         # owner._refused(code) called when the library refuses the call.
         self.batch_thread: Optional[int] = None
-        self.deferred: List[tuple] = []
+        self.deferred: List[Tuple[Any, ...]] = []
         self._results = (ctypes.c_int32 * 256)()
         self.delivery = Delivery(delivery)
         self.on_error = on_error or default_error_handler
@@ -260,6 +264,9 @@ class Core:
         self.c_handle = out  # the handle as a ctypes value, passed as is on every call
         self.cells: Dict[int, Any] = {}
         self.jobs: Dict[int, Any] = {}
+        # Exceptions raised by loaders of this process, by the (code, message)
+        # the failure carries through the library: the newest RAISED_KEPT.
+        self._raised: Dict[Tuple[int, Optional[str]], BaseException] = {}
         self.closing = False
         self.closed = False
         self._lock = threading.Lock()
@@ -286,6 +293,20 @@ class Core:
             raise self.lib.error(rc, detail)
         return rc
 
+    def remember_raised(self, code: int, message: Optional[str], exc: BaseException) -> None:
+        """Keeps the exception a loader raised, under the code and message its job fails with."""
+        traceback.clear_frames(exc.__traceback__)  # the frames' locals are not kept alive
+        with self._lock:
+            raised = self._raised
+            raised.pop((code, message), None)
+            raised[(code, message)] = exc
+            if len(raised) > RAISED_KEPT:
+                del raised[next(iter(raised))]
+
+    def raised(self, code: int, message: Optional[str]) -> Optional[BaseException]:
+        """The exception a loader raised for a failure with this code and message, if one is kept."""
+        return self._raised.get((code, message))
+
     def report(self, exc: BaseException, context: str) -> None:
         """Hands an exception that has no caller to the runtime's error handler."""
         if isinstance(exc, Closed) and self.closing:
@@ -311,14 +332,14 @@ class Core:
 
     def fd(self) -> int:
         if self.closed:
-            raise self.lib.error(LDS_ECLOSED, "lds_runtime_fd")
+            raise self.lib.error(Code.ECLOSED, "lds_runtime_fd")
         return self.check(self.dll.lds_runtime_fd(self.c_handle), "lds_runtime_fd")
 
     def dispatch(self, max_events: int = 0) -> int:
         if self.closed:
-            raise self.lib.error(LDS_ECLOSED, "lds_runtime_dispatch")
+            raise self.lib.error(Code.ECLOSED, "lds_runtime_dispatch")
         outer = self._dispatch_thread
-        self._dispatch_thread = threading.get_ident()
+        self._dispatch_thread = get_ident()
         try:
             done = 0
             while True:
@@ -337,15 +358,15 @@ class Core:
     def _take(self, max_records: int) -> int:
         """One lds_runtime_dispatch_records call, its records handled; its return code.
 
-        Like lds_runtime_dispatch, refuses (LDS_ESTATE) a second dispatcher,
+        Like lds_runtime_dispatch, refuses (``LDS_ESTATE``) a second dispatcher,
         nested or on another thread, while records are being handled.
         """
         if not self._taking.acquire(blocking=False):
-            return LDS_ESTATE
+            return Code.ESTATE
         try:
             buffer = self._records
-            rc = self._take_records(self.c_handle, buffer, RECORDS_BUFFER, max_records, self._used_ref)
-            if rc == LDS_ETOOBIG:
+            rc: int = self._take_records(self.c_handle, buffer, RECORDS_BUFFER, max_records, self._used_ref)
+            if rc == Code.ETOOBIG:
                 needed = self._used.value
                 buffer = (ctypes.c_uint64 * ((needed + 7) // 8))()
                 rc = self._take_records(self.c_handle, buffer, needed, max_records, self._used_ref)
@@ -361,7 +382,7 @@ class Core:
         """Delivers each record as its callback would have: events to cells, starts and cancels to loaders."""
         offset = 0
         while offset < used:
-            record = _unpack_record_from(buffer, offset)
+            record = RECORD_LAYOUT.unpack_from(buffer, offset)
             what = record[1]
             if what == RECORD_EVENT:
                 _deliver(self, record[4:])
@@ -381,7 +402,7 @@ class Core:
         ``owner._refused(code)`` is called if the library refuses the call.
         """
         deferred = self.deferred
-        if not deferred and self._dispatch_thread != _get_ident():
+        if not deferred and self._dispatch_thread != get_ident():
             # Outside this thread's own dispatch, whose end submits the batch.
             self.loop.call_soon(self.flush)  # type: ignore[union-attr]
         deferred.append((op, target, loader, data, owner))
@@ -389,16 +410,16 @@ class Core:
     def flush(self) -> None:
         """Submits the deferred calls (one lds_runtime_submit); hands each refused one to its owner."""
         deferred = self.deferred
-        if not deferred or self.batch_thread != _get_ident():
+        if not deferred or self.batch_thread != get_ident():
             return
         self.deferred = []
         count = len(deferred)
         blob = b"".join([call[3] for call in deferred])
-        address = ctypes.cast(blob, c_void_p).value or 0
+        address = ctypes.cast(ctypes.c_char_p(blob), c_void_p).value or 0
         ops = []
         for op, target, loader, data, _ in deferred:
             size = len(data)
-            ops.append(_pack_op(op, 0, target, loader, address if size else 0, size))
+            ops.append(OP_LAYOUT.pack(op, 0, target, loader, address if size else 0, size))
             address += size
         results = self._results
         if len(results) < count:
@@ -426,7 +447,7 @@ class Core:
             if self.loop is not None:
                 if self.loop is loop:
                     return
-                raise WrongState(LDS_ESTATE, "not allowed in the current state",
+                raise WrongState(Code.ESTATE, "not allowed in the current state",
                                  "the runtime is already attached to another event loop")
             self.loop = loop
             self._watched_fd = fd
@@ -435,26 +456,26 @@ class Core:
             except RuntimeError:
                 running = None
             if running is loop:
-                self.batch_thread = _get_ident()
+                self.batch_thread = get_ident()
         loop.add_reader(fd, self._readable)
 
     def _readable(self) -> None:
         # At most a batch per wake-up, so a steady stream of events cannot
         # starve the rest of the asyncio loop; the fd stays readable.
         outer = self._dispatch_thread
-        self._dispatch_thread = self._reader_thread = threading.get_ident()
+        self._dispatch_thread = self._reader_thread = get_ident()
         try:
             rc = self._take(1024)
         finally:
             self._dispatch_thread = outer
             self._reader_thread = None
-        if rc < 0 and rc != LDS_ESTATE:
+        if rc < 0 and rc != Code.ESTATE:
             self.detach()
-            if rc != LDS_ECLOSED:
+            if rc != Code.ECLOSED:
                 self.report(self.lib.error(rc, "lds_runtime_dispatch"), "the asyncio reader")
 
     def detach(self) -> None:
-        if self.batch_thread == _get_ident():
+        if self.batch_thread == get_ident():
             self.flush()
         with self._lock:
             loop, fd = self.loop, self._watched_fd
@@ -487,19 +508,19 @@ class Core:
         raises :class:`WrongState`, or with ``deferred_ok`` hands the close
         to a short-lived thread (used by finalizers, which may run anywhere).
         """
-        if self._dispatch_thread == threading.get_ident():
+        if self._dispatch_thread == get_ident():
             # Inside a POLL-mode callback: lds_runtime_free would refuse.
             if deferred_ok:
                 threading.Thread(target=self.close, name="loadstate-close", daemon=True).start()
                 return
-            raise self.lib.error(LDS_ESTATE, "close() cannot run inside a loadstate callback")
+            raise self.lib.error(Code.ESTATE, "close() cannot run inside a loadstate callback")
         with self._lock:
             if self.closed or self.closing:
                 return
             self.closing = True
         self.detach()
         rc = self.dll.lds_runtime_free(self.c_handle)
-        if rc == LDS_ESTATE:
+        if rc == Code.ESTATE:
             with self._lock:
                 self.closing = False
             if deferred_ok:
@@ -516,7 +537,7 @@ class Core:
         self.jobs.clear()
         if self._workers is not None:
             self._workers.stop()
-        if rc < 0 and rc != LDS_ECLOSED:
+        if rc < 0 and rc != Code.ECLOSED:
             raise self.lib.error(rc, "lds_runtime_free")
 
     def call_in_loop(self, loop: asyncio.AbstractEventLoop, fn: Callable[[Any], Any], arg: Any) -> None:
@@ -525,7 +546,7 @@ class Core:
         Inside the attached loop's reader the answer is known without asking
         asyncio (whose get_running_loop makes a system call).
         """
-        if loop is self.loop and self._reader_thread == threading.get_ident():
+        if loop is self.loop and self._reader_thread == get_ident():
             fn(arg)
             return
         try:
@@ -539,7 +560,3 @@ class Core:
             loop.call_soon_threadsafe(fn, arg)
         except RuntimeError:
             pass  # the loop is closed: nobody is left to wake
-
-
-callbacks = {"event": _event_callback, "start": _start_callback, "free": _free_callback, "cancel": _cancel_callback,
-             "loader_cancel": _loader_cancel_callback}

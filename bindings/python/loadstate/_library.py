@@ -33,7 +33,7 @@ from ctypes import (CFUNCTYPE, POINTER, Structure, c_char_p, c_int, c_int32, c_s
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple, Union
 
-from .errors import LibraryNotFound, error_for_code
+from .errors import Error, LibraryNotFound, error_for_code
 
 __all__ = ["Library", "load_library", "ENV_VAR", "LIBRARY_NAME"]
 
@@ -268,6 +268,7 @@ _PROTOTYPES: Dict[str, Tuple[object, List[object]]] = {
     "lds_loadable_set_loaded": (c_int, [_rt, _id, c_char_p, c_size_t]),
     "lds_loadable_set_error": (c_int, [_rt, _id, c_int32, c_char_p]),
     "lds_loadable_get": (c_int, [_rt, _id, POINTER(SnapshotC)]),
+    "lds_loadable_set_progress": (c_int, [_rt, _id, c_int]),
     "lds_snapshot_clear": (None, [POINTER(SnapshotC)]),
     "lds_loader_new": (c_int, [_rt, LOADER_FN, c_void_p, FREE_FN, POINTER(c_uint64)]),
     "lds_loader_new_ex": (c_int, [_rt, POINTER(LoaderOptionsC), POINTER(c_uint64)]),
@@ -304,6 +305,7 @@ _PROTOTYPES: Dict[str, Tuple[object, List[object]]] = {
     "lds_process_run": (c_int, [_rt, _id, c_int32, _id, c_char_p, c_size_t, POINTER(LoadOptionsC)]),
     "lds_process_cancel": (c_int, [_rt, _id]),
     "lds_process_reset": (c_int, [_rt, _id]),
+    "lds_process_set_progress": (c_int, [_rt, _id, c_int]),
 }
 
 
@@ -340,7 +342,7 @@ class Library:
             self._messages[code] = message
         return message
 
-    def error(self, code: int, detail: Optional[str] = None):
+    def error(self, code: int, detail: Optional[str] = None) -> Error:
         """The exception for a negative return code."""
         return error_for_code(code, self.strerror(code), detail)
 

@@ -18,16 +18,19 @@ from dataclasses import dataclass, field
 from typing import Any, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ._library import ExecRequestC, HttpRequestC, HttpResponseC, load_library
-from .codec import BYTES, Codec
+from .codec import Codec
+from .enums import HttpFlags
 from .errors import InvalidArgument
-from .types import _milliseconds
+from .types import milliseconds
 
 __all__ = ["ExecRequest", "HttpRequest", "HttpResponse", "PATH", "EXEC_REQUEST", "HTTP_REQUEST", "HTTP_RESPONSE",
-           "HTTP_INSECURE", "HTTP_NO_REDIRECTS", "EXEC_STREAM_LINES"]
+           "HTTP_INSECURE", "HTTP_NO_REDIRECTS"]
 
-EXEC_STREAM_LINES = 1 << 0
-HTTP_INSECURE = 1 << 0
-HTTP_NO_REDIRECTS = 1 << 1
+#: Skip TLS certificate and host verification (the header's ``LDS_HTTP_INSECURE``).
+HTTP_INSECURE = HttpFlags.INSECURE
+#: Do not follow redirects (``LDS_HTTP_NO_REDIRECTS``).
+HTTP_NO_REDIRECTS = HttpFlags.NO_REDIRECTS
+# In the request encodings, a length or count of 0xFFFFFFFF marks an absent field.
 _ABSENT = 0xFFFFFFFF
 
 
@@ -65,12 +68,12 @@ class _Reader:
     def u32(self) -> int:
         (value,) = struct.unpack_from("<I", self.data, self.at)
         self.at += 4
-        return value
+        return int(value)
 
     def u64(self) -> int:
         (value,) = struct.unpack_from("<Q", self.data, self.at)
         self.at += 8
-        return value
+        return int(value)
 
     def field(self) -> Optional[bytes]:
         length = self.u32()
@@ -106,7 +109,8 @@ class ExecRequest:
     def encode(self) -> bytes:
         """The library's encoding ("LDX1") of the request."""
         if isinstance(self.argv, (str, bytes)) or not self.argv:
-            raise InvalidArgument(-1, "invalid argument", "argv must be a non-empty list of arguments")
+            raise InvalidArgument(InvalidArgument.code, "invalid argument",
+                                  "argv must be a non-empty list of arguments")
         argv = [_text(a) for a in self.argv]
         env = None
         if self.env is not None:
@@ -140,7 +144,7 @@ class HttpRequest:
         timeout: seconds for the whole transfer (``None``: none; the load's timeout still applies).
         max_redirects: redirects to follow (0: the library's default of 5).
         max_body: the largest body accepted (0: :data:`loadstate.VALUE_MAX`).
-        flags: :data:`HTTP_INSECURE`, :data:`HTTP_NO_REDIRECTS`.
+        flags: :class:`~loadstate.enums.HttpFlags` (:data:`HTTP_INSECURE`, :data:`HTTP_NO_REDIRECTS`).
 
     :meth:`encode` raises :class:`loadstate.InvalidArgument` for a method that is not an HTTP
     token, a URL holding a control character or a space, and header lines that are not
@@ -158,11 +162,17 @@ class HttpRequest:
 
     def encode(self) -> bytes:
         """The library's encoding ("LDH1") of the request."""
+        if not isinstance(self.url, str):
+            raise TypeError(f"url must be a str, not {type(self.url).__name__}")
+        if not isinstance(self.method, str):
+            raise TypeError(f"method must be a str, not {type(self.method).__name__}")
+        if not isinstance(self.body, (bytes, bytearray, memoryview)):
+            raise TypeError(f"body must be bytes, not {type(self.body).__name__}")
         lines = [(h if isinstance(h, str) else f"{h[0]}: {h[1]}").encode("utf-8") for h in self.headers]
         headers = _strings(lines)
         request = HttpRequestC(sizeof(HttpRequestC), self.method.encode("ascii"), self.url.encode("utf-8"),
                                headers, len(lines), bytes(self.body), len(self.body),
-                               _milliseconds("timeout", self.timeout), self.max_redirects, self.max_body, self.flags)
+                               milliseconds("timeout", self.timeout), self.max_redirects, self.max_body, self.flags)
         return _library_call(load_library().dll.lds_http_request_encode, request)
 
     @classmethod
@@ -228,36 +238,46 @@ class HttpResponse:
 def _path_encode(value: Any) -> bytes:
     if value is None:
         return b""
+    if not isinstance(value, (str, bytes, os.PathLike)):
+        raise TypeError(f"the file loader takes a path (str, bytes or os.PathLike), not {type(value).__name__}")
     return _text(value)
 
 
 def _exec_encode(value: Any) -> bytes:
     if value is None:
         return b""
-    if not isinstance(value, ExecRequest):
-        value = ExecRequest(list(value))
-    return value.encode()
+    if isinstance(value, ExecRequest):
+        return value.encode()
+    if isinstance(value, (list, tuple)) and all(isinstance(a, (str, bytes, os.PathLike)) for a in value):
+        return ExecRequest(list(value)).encode()
+    raise TypeError("the exec loader takes an ExecRequest or a list of arguments (str, bytes or os.PathLike), "
+                    f"not {type(value).__name__}")
 
 
 def _http_encode(value: Any) -> bytes:
     if value is None:
         return b""
     if isinstance(value, str):
-        value = HttpRequest(value)
-    return value.encode()
+        return HttpRequest(value).encode()
+    if isinstance(value, HttpRequest):
+        return value.encode()
+    raise TypeError(f"the http loader takes an HttpRequest or a URL (str), not {type(value).__name__}")
 
 
 def _response_encode(value: Any) -> bytes:
     if isinstance(value, HttpResponse):
         return value.encode()
-    return BYTES.encode(value)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    raise TypeError("the http response codec takes an HttpResponse or its encoding (bytes), "
+                    f"not {type(value).__name__}")
 
 
 #: Requests of the file loader: a path (``str``, ``bytes`` or path-like); decoded as ``str``.
-PATH = Codec("path", _path_encode, os.fsdecode)
+PATH: Codec[str] = Codec("path", _path_encode, os.fsdecode)
 #: Requests of the exec loader: an :class:`ExecRequest` or a list of arguments.
-EXEC_REQUEST = Codec("exec request", _exec_encode, ExecRequest.decode)
+EXEC_REQUEST: Codec[ExecRequest] = Codec("exec request", _exec_encode, ExecRequest.decode)
 #: Requests of the http loader: an :class:`HttpRequest` or a URL.
-HTTP_REQUEST = Codec("http request", _http_encode, HttpRequest.decode)
+HTTP_REQUEST: Codec[HttpRequest] = Codec("http request", _http_encode, HttpRequest.decode)
 #: Values of the http loader: :class:`HttpResponse`.
-HTTP_RESPONSE = Codec("http response", _response_encode, HttpResponse.decode)
+HTTP_RESPONSE: Codec[HttpResponse] = Codec("http response", _response_encode, HttpResponse.decode)

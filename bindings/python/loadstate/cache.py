@@ -9,27 +9,29 @@ from __future__ import annotations
 
 import os
 import weakref
+from collections.abc import MutableMapping
 from ctypes import byref, c_uint64, sizeof, string_at
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Optional, Union
+from typing import TYPE_CHECKING, Any, Generic, Iterator, Optional, TypeVar, Union, overload
 
 from ._library import CacheStatisticsC, CacheValueC, MemoryCacheOptionsC, PersistentCacheOptionsC
 from .codec import Codec
-from .types import _milliseconds
+from .enums import CacheFlags, Code
+from .types import milliseconds
 
 if TYPE_CHECKING:
     from .runtime import Runtime
 
 __all__ = ["Cache", "CacheEntry", "CacheStats"]
 
-CACHE_REPLACE_DAMAGED = 1 << 0
-
 Key = Union[bytes, str]
+V = TypeVar("V")
+D = TypeVar("D")
 
 
 @dataclass(frozen=True)
-class CacheEntry:
-    """An entry found by :meth:`Cache.get`.
+class CacheEntry(Generic[V]):
+    """An entry found by :meth:`Cache.entry`.
 
     Attributes:
         value: the value, decoded with the cache's codec.
@@ -38,7 +40,7 @@ class CacheEntry:
         stale: its key prefix was invalidated since that put.
     """
 
-    value: Any
+    value: V
     stored_at_ms: int
     expires_at_ms: int
     stale: bool
@@ -56,8 +58,12 @@ class CacheStats:
     bytes: int
 
 
-def _key(key: Key) -> bytes:
-    return key.encode("utf-8") if isinstance(key, str) else bytes(key)
+def _key(key: Key, name: str = "key") -> bytes:
+    if isinstance(key, str):
+        return key.encode("utf-8")
+    if isinstance(key, (bytes, bytearray, memoryview)):
+        return bytes(key)
+    raise TypeError(f"{name} must be bytes or str, not {type(key).__name__}")
 
 
 def _free_cache(runtime_core: Any, cache_id: int) -> None:
@@ -65,17 +71,25 @@ def _free_cache(runtime_core: Any, cache_id: int) -> None:
         runtime_core.dll.lds_cache_free(runtime_core.c_handle, cache_id)
 
 
-class Cache:
-    """A bounded key-value cache of a runtime; make one with :meth:`Runtime.memory_cache` or
-    :meth:`Runtime.persistent_cache`.
+class Cache(MutableMapping[Key, V]):
+    """A bounded key-value cache of a runtime, of values ``V``; make one with
+    :meth:`Runtime.memory_cache` or :meth:`Runtime.persistent_cache`.
 
-    Keys are ``bytes`` or ``str`` (stored as UTF-8); values go through the
-    cache's codec. When a put takes the cache over a bound, the least
-    recently used entries are evicted. Close it with :meth:`close` (or
+    A mutable mapping: ``cache[key] = value``, ``cache[key]``, ``del cache[key]``,
+    ``key in cache``, ``len(cache)``, ``cache.get(key, default)``,
+    ``cache.pop(key)``, ``cache.setdefault(...)``, ``cache.update(...)``.
+    Keys are ``bytes`` or ``str`` (stored as UTF-8; ``bytes`` keys come back
+    as they were); values go through the cache's codec. When a put takes the
+    cache over a bound, the least recently used entries are evicted, and an
+    expired entry counts as missing. Close it with :meth:`close` (or
     ``with``); the runtime's close frees every cache still open.
+
+    The library has no call that lists a cache's keys: iterating (and so
+    ``keys()``, ``items()``, ``values()``, ``popitem()``) raises
+    :class:`TypeError`.
     """
 
-    def __init__(self, runtime: "Runtime", cache_id: c_uint64, codec: Codec) -> None:
+    def __init__(self, runtime: "Runtime", cache_id: c_uint64, codec: Codec[V]) -> None:
         core = runtime._core
         self._runtime = runtime
         self._core = core
@@ -89,9 +103,9 @@ class Cache:
 
     @classmethod
     def _memory(cls, runtime: "Runtime", name: Optional[str], max_entries: int, max_bytes: int,
-                ttl: Optional[float], codec: Codec) -> "Cache":
+                ttl: Optional[float], codec: Codec[V]) -> "Cache[V]":
         options = MemoryCacheOptionsC(sizeof(MemoryCacheOptionsC), name.encode("utf-8") if name is not None else None,
-                                      max_entries, max_bytes, _milliseconds("ttl", ttl))
+                                      max_entries, max_bytes, milliseconds("ttl", ttl))
         out = c_uint64()
         core = runtime._core
         core.check(core.dll.lds_memory_cache_new(core.c_handle, byref(options), byref(out)), "memory cache")
@@ -99,25 +113,39 @@ class Cache:
 
     @classmethod
     def _persistent(cls, runtime: "Runtime", path: Union[str, "os.PathLike[str]"], max_bytes: int,
-                    ttl: Optional[float], replace_damaged: bool, codec: Codec) -> "Cache":
+                    ttl: Optional[float], replace_damaged: bool, codec: Codec[V]) -> "Cache[V]":
         options = PersistentCacheOptionsC(sizeof(PersistentCacheOptionsC),
-                                          CACHE_REPLACE_DAMAGED if replace_damaged else 0, os.fsencode(path),
-                                          max_bytes, _milliseconds("ttl", ttl))
+                                          CacheFlags.REPLACE_DAMAGED if replace_damaged else 0, os.fsencode(path),
+                                          max_bytes, milliseconds("ttl", ttl))
         out = c_uint64()
         core = runtime._core
         core.check(core.dll.lds_persistent_cache_new(core.c_handle, byref(options), byref(out)),
                    f"persistent cache {os.fspath(path)!r}")
         return cls(runtime, out, codec)
 
-    def put(self, key: Key, value: Any) -> None:
+    def put(self, key: Key, value: V) -> None:
         """Stores ``value`` under ``key`` (replacing any entry), then evicts to stay within the bounds."""
-        data = self.codec.encode(value)
         raw = _key(key)
+        try:
+            data = self.codec.encode(value)
+        except TypeError as exc:
+            raise TypeError(f"value: {exc}") from None
         self._core.check(self._core.dll.lds_cache_put(self._core.c_handle, self._c_id, raw, len(raw), data,
                                                       len(data)), "cache put")
 
-    def get(self, key: Key) -> Optional[CacheEntry]:
-        """The entry under ``key``, or ``None`` on a miss (an expired entry is dropped and missed)."""
+    @overload
+    def get(self, key: Key) -> Optional[V]: ...
+
+    @overload
+    def get(self, key: Key, default: D) -> Union[V, D]: ...
+
+    def get(self, key: Key, default: Any = None) -> Any:
+        """The value under ``key``, or ``default`` on a miss (an expired entry is dropped and missed)."""
+        entry = self.entry(key)
+        return default if entry is None else entry.value
+
+    def entry(self, key: Key) -> Optional[CacheEntry[V]]:
+        """The entry under ``key`` with its times and staleness, or ``None`` on a miss."""
         raw = _key(key)
         out = CacheValueC()
         rc = self._core.dll.lds_cache_get(self._core.c_handle, self._c_id, raw, len(raw), byref(out))
@@ -130,21 +158,35 @@ class Cache:
         finally:
             self._core.dll.lds_cache_value_clear(byref(out))
 
-    def __getitem__(self, key: Key) -> Any:
-        entry = self.get(key)
+    def __getitem__(self, key: Key) -> V:
+        entry = self.entry(key)
         if entry is None:
             raise KeyError(key)
         return entry.value
 
-    def __setitem__(self, key: Key, value: Any) -> None:
+    def __setitem__(self, key: Key, value: V) -> None:
         self.put(key, value)
 
     def __delitem__(self, key: Key) -> None:
         if not self.remove(key):
             raise KeyError(key)
 
-    def __contains__(self, key: Key) -> bool:
-        return self.get(key) is not None
+    def __contains__(self, key: object) -> bool:
+        if not isinstance(key, (bytes, str, bytearray, memoryview)):
+            return False
+        return self.entry(key) is not None  # type: ignore[arg-type]
+
+    def __len__(self) -> int:
+        """How many entries the cache holds now (``lds_cache_stats``), expired ones not yet dropped included."""
+        return self.stats().entries
+
+    def __iter__(self) -> Iterator[Key]:
+        raise TypeError("a loadstate.Cache cannot list its keys: the library has no call for it")
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    __hash__ = object.__hash__
 
     def remove(self, key: Key) -> bool:
         """Drops the entry under ``key``; returns whether there was one."""
@@ -160,7 +202,7 @@ class Cache:
         """Marks the entries whose key begins with ``prefix`` (all by default) stale; every cell showing one
         of them (loaded through this cache, no load running) reloads it silently, flagged ``STALE`` and
         ``REFRESHING`` meanwhile."""
-        raw = _key(prefix)
+        raw = _key(prefix, "prefix")
         self._core.check(self._core.dll.lds_cache_invalidate(self._core.c_handle, self._c_id, raw, len(raw)),
                          "cache invalidate")
 
@@ -177,10 +219,10 @@ class Cache:
         self._finalizer.detach()
         if not self._core.closed:
             rc = self._core.dll.lds_cache_free(self._core.c_handle, self._c_id)
-            if rc < 0 and rc != -7:
+            if rc < 0 and rc != Code.ECLOSED:
                 raise self._core.lib.error(rc, "cache close")
 
-    def __enter__(self) -> "Cache":
+    def __enter__(self) -> "Cache[V]":
         return self
 
     def __exit__(self, *exc_info: Any) -> None:

@@ -16,14 +16,19 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Generic, TypeVar
 
 __all__ = ["Codec", "BYTES", "TEXT", "JSON"]
 
+T = TypeVar("T")
+
 
 @dataclass(frozen=True)
-class Codec:
-    """A pair of functions between Python values and bytes.
+class Codec(Generic[T]):
+    """A pair of functions between Python values of type ``T`` and bytes.
+
+    ``encode`` raises :class:`TypeError`, naming the types it accepts, for a
+    value it cannot encode.
 
     Attributes:
         name: a short name for messages.
@@ -33,7 +38,7 @@ class Codec:
 
     name: str
     encode: Callable[[Any], bytes]
-    decode: Callable[[bytes], Any]
+    decode: Callable[[bytes], T]
 
     def __repr__(self) -> str:
         return f"<Codec {self.name}>"
@@ -46,7 +51,7 @@ def _bytes_encode(value: Any) -> bytes:
         return value
     if isinstance(value, (bytearray, memoryview)):
         return bytes(value)
-    raise TypeError(f"the bytes codec needs bytes, bytearray or memoryview, not {type(value).__name__}"
+    raise TypeError(f"the bytes codec takes bytes, bytearray, memoryview or None, not {type(value).__name__}"
                     " (give the cell or loader codec=loadstate.TEXT or loadstate.JSON)")
 
 
@@ -58,7 +63,7 @@ def _text_encode(value: Any) -> bytes:
     if value is None:
         return b""
     if not isinstance(value, str):
-        raise TypeError(f"the text codec needs str, not {type(value).__name__}")
+        raise TypeError(f"the text codec takes str or None, not {type(value).__name__}")
     return value.encode("utf-8")
 
 
@@ -67,7 +72,11 @@ def _text_decode(data: bytes) -> str:
 
 
 def _json_encode(value: Any) -> bytes:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    try:
+        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    except TypeError as exc:
+        raise TypeError(f"the json codec takes what json.dumps accepts: {exc}") from None
+    return text.encode("utf-8")
 
 
 def _json_decode(data: bytes) -> Any:
@@ -75,8 +84,8 @@ def _json_decode(data: bytes) -> Any:
 
 
 #: Values are bytes (``bytearray`` and ``memoryview`` are accepted too); the default.
-BYTES = Codec("bytes", _bytes_encode, _identity)
+BYTES: Codec[bytes] = Codec("bytes", _bytes_encode, _identity)
 #: Values are ``str``, stored as UTF-8.
-TEXT = Codec("text", _text_encode, _text_decode)
+TEXT: Codec[str] = Codec("text", _text_encode, _text_decode)
 #: Values are anything :func:`json.dumps` accepts, stored as compact UTF-8 JSON.
-JSON = Codec("json", _json_encode, _json_decode)
+JSON: Codec[Any] = Codec("json", _json_encode, _json_decode)

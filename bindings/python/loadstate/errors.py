@@ -1,13 +1,23 @@
 """Exceptions raised by loadstate.
 
-Every failing call of the C library returns a negative code; the binding
-turns it into an instance of the :class:`Error` subclass for that code,
-carrying the code and the library's own message (``lds_strerror``).
+Every exception of the package derives from :class:`Error`. Those that
+mean what a built-in exception means derive from it too, so that code
+written against the built-ins catches them: :class:`TimedOut` is a
+:class:`TimeoutError`, :class:`IOFailure` an :class:`OSError`,
+:class:`InvalidArgument` a :class:`ValueError`, :class:`NotFound` a
+:class:`LookupError`, :class:`OutOfMemory` a :class:`MemoryError`.
+
+A failing call of the C library returns a negative code; the binding
+raises the :class:`Error` subclass for that code (:func:`error_for_code`).
+A failed *load* is a :class:`LoadFailed`: its error domain, code and
+message, and what the load produced (an HTTP response outside 2xx).
 """
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Dict, List, Optional, Tuple, Type
+
+from .enums import Code, Domain
 
 __all__ = [
     "Error",
@@ -20,6 +30,7 @@ __all__ = [
     "Closed",
     "TooBig",
     "IOFailure",
+    "Busy",
     "LibraryNotFound",
     "LoadFailed",
     "error_for_code",
@@ -27,7 +38,7 @@ __all__ = [
 
 
 class Error(Exception):
-    """A call into loadstate failed.
+    """A call into loadstate failed, or a load did (:class:`LoadFailed`).
 
     Attributes:
         code: the library's return code (a negative ``LDS_E*`` value).
@@ -50,66 +61,67 @@ class Error(Exception):
             text = f"{self.detail}: {text}"
         return f"{text} (code {self.code})"
 
-    def __reduce__(self):  # keep pickling (and copying) working with the custom __init__
+    def __reduce__(self) -> Tuple[Any, ...]:  # keep pickling (and copying) working with the custom __init__
         return (type(self), (self.code, self.message, self.detail))
 
 
 class InvalidArgument(Error, ValueError):
-    """``LDS_EINVAL``: an argument is invalid."""
+    """``LDS_EINVAL``: an argument has the right type but an invalid value."""
 
-    code = -1
+    code = Code.EINVAL
 
 
 class NotFound(Error, LookupError):
     """``LDS_ENOENT``: no object of that kind has this id (never created, freed, or of another kind)."""
 
-    code = -2
+    code = Code.ENOENT
 
 
 class WrongState(Error):
     """``LDS_ESTATE``: the call is not allowed in the current state."""
 
-    code = -3
+    code = Code.ESTATE
 
 
 class Cancelled(Error):
     """``LDS_ECANCELED``: the job no longer runs (cancelled, superseded, timed out or already completed).
 
-    Raised by the job operations of a job that no longer runs. A loader may
-    also raise it to cancel its own job.
+    Raised by the job operations of a job that no longer runs, and by
+    :meth:`Load.value <loadstate.Load.value>` for a load that was cancelled
+    or reset. A loader may also raise it to cancel its own job.
     """
 
-    code = -4
+    code = Code.ECANCELED
 
 
-class TimedOut(Error):
+class TimedOut(Error, TimeoutError):
     """``LDS_ETIMEDOUT``: a load took longer than its timeout, or a wait timed out."""
 
-    code = -5
+    code = Code.ETIMEDOUT
 
 
 class OutOfMemory(Error, MemoryError):
     """``LDS_ENOMEM``: out of memory or of an operating-system resource."""
 
-    code = -6
+    code = Code.ENOMEM
 
 
 class Closed(Error):
     """``LDS_ECLOSED``: the runtime (or the cell) is being closed or has been closed."""
 
-    code = -7
+    code = Code.ECLOSED
 
 
 class TooBig(Error, ValueError):
     """``LDS_ETOOBIG``: a value, request or message is larger than :data:`loadstate.VALUE_MAX`."""
 
-    code = -8
+    code = Code.ETOOBIG
 
 
-class IOFailure(Error):
+class IOFailure(Error, OSError):
     """``LDS_EIO``: an operating-system call failed."""
 
-    code = -9
+    code = Code.EIO
 
 
 class Busy(Error):
@@ -118,12 +130,12 @@ class Busy(Error):
     Nothing was done; the call may be made again once the loop has caught up.
     """
 
-    code = -10
+    code = Code.EAGAIN
 
 
-_BY_CODE = {cls.code: cls for cls in
-            (InvalidArgument, NotFound, WrongState, Cancelled, TimedOut, OutOfMemory, Closed, TooBig, IOFailure,
-             Busy)}
+_BY_CODE: Dict[int, Type[Error]] = {cls.code: cls for cls in
+                                    (InvalidArgument, NotFound, WrongState, Cancelled, TimedOut, OutOfMemory,
+                                     Closed, TooBig, IOFailure, Busy)}
 
 
 def error_for_code(code: int, message: str, detail: Optional[str] = None) -> Error:
@@ -131,53 +143,74 @@ def error_for_code(code: int, message: str, detail: Optional[str] = None) -> Err
     return _BY_CODE.get(code, Error)(code, message, detail)
 
 
-class LibraryNotFound(OSError):
+class LibraryNotFound(Error, OSError):
     """``libloadstate.so`` could not be loaded from any of the places tried.
 
     Attributes:
         attempts: ``(place, reason)`` pairs, in the order they were tried.
     """
 
-    def __init__(self, attempts: "list[tuple[str, str]]") -> None:
+    def __init__(self, attempts: List[Tuple[str, str]]) -> None:
         self.attempts = list(attempts)
         lines = ["libloadstate.so could not be loaded; tried:"]
         lines += [f"  {place}: {reason}" for place, reason in self.attempts]
         lines.append("Install the loadstate wheel, install libloadstate (a Debian package or `make install`), "
                      "or set LOADSTATE_LIBRARY to the path of libloadstate.so.")
-        super().__init__("\n".join(lines))
-
-
-class LoadFailed(Exception):
-    """The error of a failed load, and the way a loader fails with a chosen code.
-
-    Raise it from a loader to fail the job with ``code`` and ``message``
-    (domain :attr:`Domain.HOST <loadstate.Domain.HOST>`); with ``final``,
-    the load is not retried even if it has retries left. :attr:`Event.error
-    <loadstate.Event.error>` returns one for an event in the error state.
-
-    Attributes:
-        code: the error's code in its domain.
-        message: the error's message, or ``None``.
-        domain: the error domain (:class:`loadstate.Domain`, or an int).
-        final: whether retrying is pointless.
-    """
-
-    def __init__(self, code: int, message: Optional[str] = None, domain: int = 2, final: bool = False) -> None:
-        super().__init__(code, message, domain)
-        self.code = code
-        self.message = message
-        self.domain = domain
-        self.final = final
+        super().__init__(Code.EIO, "\n".join(lines))
 
     def __str__(self) -> str:
-        from .types import Domain  # local import: types imports this module
+        return self.message
 
-        try:
-            name = Domain(self.domain).name.lower()
-        except ValueError:
-            name = str(self.domain)
+    def __reduce__(self) -> Tuple[Any, ...]:
+        return (type(self), (self.attempts,))
+
+
+def _domain(value: int) -> int:
+    """``value`` as a :class:`Domain` member when it is one, else as it is."""
+    try:
+        return Domain(value)
+    except ValueError:
+        return value
+
+
+class LoadFailed(Error):
+    """The error of a failed load, and the way a loader fails with a chosen code.
+
+    :meth:`Load.value <loadstate.Load.value>` and :meth:`Loadable.get
+    <loadstate.Loadable.get>` raise it for a load that ends in ``ERROR``
+    (``FAILED``); :attr:`Event.error <loadstate.Event.error>` and
+    :meth:`Event.raise_for_error <loadstate.Event.raise_for_error>` make
+    one from an event. Raise it from a loader to fail the job with ``code``
+    and ``message`` (domain :attr:`Domain.HOST <loadstate.Domain.HOST>`);
+    with ``final``, the load is not retried even if it has retries left.
+
+    Attributes:
+        code: the error's code in its domain (an HTTP status, an errno, an exit status, ...).
+        message: the error's message, or ``None``.
+        domain: the error domain (:class:`loadstate.Domain`).
+        final: whether retrying is pointless.
+        value: what the failed load produced, decoded like a loaded value; for the http
+            loader the :class:`~loadstate.HttpResponse` of a status outside 2xx. ``None``
+            when the load produced nothing.
+    """
+
+    def __init__(self, code: int, message: Optional[str] = None, domain: int = Domain.HOST, final: bool = False,
+                 value: Any = None) -> None:
+        super().__init__(code, message or "", None)
+        self.message: Optional[str] = message  # type: ignore[assignment]
+        self.domain = _domain(domain)
+        self.final = final
+        self.value = value
+
+    @property
+    def response(self) -> Any:
+        """The http loader: the :class:`~loadstate.HttpResponse` the server sent; ``None`` otherwise."""
+        return self.value if self.domain == Domain.HTTP else None
+
+    def __str__(self) -> str:
+        name = self.domain.name.lower() if isinstance(self.domain, Domain) else str(self.domain)
         text = f"{name} error {self.code}"
         return f"{text}: {self.message}" if self.message else text
 
-    def __reduce__(self):
-        return (type(self), (self.code, self.message, self.domain, self.final))
+    def __reduce__(self) -> Tuple[Any, ...]:
+        return (type(self), (self.code, self.message, self.domain, self.final, self.value))

@@ -13,6 +13,12 @@ keeping the last yielded value), by raising (:class:`~loadstate.LoadFailed`
 picks the code; any other exception fails with code 1 and the exception as
 message; :class:`~loadstate.Cancelled` cancels the job), or explicitly
 through the job's methods. Generators yield partial values.
+
+The exception a callable raises is kept: :meth:`Load.value
+<loadstate.Load.value>` and :meth:`Loadable.get <loadstate.Loadable.get>`
+raise that very object (its type, its traceback) to the caller, as
+awaiting an asyncio task does, while the library carries its code and
+message to every other host.
 """
 
 from __future__ import annotations
@@ -22,13 +28,13 @@ import inspect
 import threading
 import weakref
 from ctypes import byref, c_uint64, sizeof
-from typing import TYPE_CHECKING, Any, Callable, Optional, Tuple
+from threading import get_ident
+from typing import TYPE_CHECKING, Any, Callable, Generic, Optional, Tuple, TypeVar
 
 from . import _core
-from ._library import LOADER_CANCEL_FN, LoaderOptionsC
-from ._library import OP_FINISH as _OP_FINISH
-from ._library import OP_SUCCEED as _OP_SUCCEED
+from ._library import LOADER_CANCEL_FN, OP_FINISH, OP_SUCCEED, LoaderOptionsC
 from .codec import BYTES, Codec
+from .enums import Code
 from .errors import Cancelled, Closed, InvalidArgument, LoadFailed
 
 if TYPE_CHECKING:
@@ -39,8 +45,9 @@ __all__ = ["Loader", "Job", "EXCEPTION_CODE"]
 #: The code a job fails with when its loader raises an exception other than :class:`LoadFailed`.
 EXCEPTION_CODE = 1
 
+T = TypeVar("T")
+
 _HOOK_LOCK = threading.Lock()
-_get_ident = threading.get_ident
 
 
 class Job:
@@ -55,7 +62,7 @@ class Job:
     __slots__ = ("_core", "id", "raw_request", "_codec", "_loader_name", "_ended", "_detached", "_watching",
                  "_fired", "_cancel_event", "_task", "_loop", "_hooks")
 
-    def __init__(self, core: _core.Core, job_id: int, raw_request: bytes, codec: Codec, loader_name: str) -> None:
+    def __init__(self, core: _core.Core, job_id: int, raw_request: bytes, codec: Codec[Any], loader_name: str) -> None:
         self._core = core
         #: The job's id in its runtime.
         self.id = job_id
@@ -95,12 +102,12 @@ class Job:
         """Ends the job in the batch of the attached loop (Core.defer): finish for ``None``, else
         succeed with ``data``, the result encoded."""
         self._ended_by_us()
-        self._core.defer(_OP_FINISH if result is None else _OP_SUCCEED, self.id, 0, data, self)
+        self._core.defer(OP_FINISH if result is None else OP_SUCCEED, self.id, 0, data, self)
 
     def _refused(self, code: int) -> None:
         """A deferred ending the library refused: as a refused call of the job's own."""
         self._ended = False
-        if code != _core.LDS_ECANCELED and code != _core.LDS_ECLOSED:
+        if code != Code.ECANCELED and code != Code.ECLOSED:
             self._fail_with(self._core.lib.error(code, f"job {self.id}: completion"))
 
     def yield_(self, value: Any) -> None:
@@ -132,7 +139,7 @@ class Job:
         stays ``LOADING`` and a new job starts after a back-off. With
         ``final``, retrying is skipped (a failure retrying cannot fix).
         """
-        text = None if message is None else message.replace("\0", "\\0").encode("utf-8")
+        text = None if message is None else _sendable(message).encode("utf-8")
         fail = self._core.dll.lds_job_fail_final if final else self._core.dll.lds_job_fail
         self._call(fail(self._core.c_handle, self.id, code, text), "fail")
         self._ended_by_us()
@@ -156,7 +163,7 @@ class Job:
         """Whether the job no longer runs (cancelled, superseded, timed out, ended, runtime closed)."""
         if self._ended or self._fired:
             return True
-        rc = self._core.dll.lds_job_is_cancelled(self._core.c_handle, self.id)
+        rc: int = self._core.dll.lds_job_is_cancelled(self._core.c_handle, self.id)
         return rc != 0
 
     def on_cancel(self, callback: Callable[["Job"], Any]) -> None:
@@ -171,7 +178,7 @@ class Job:
         """
         with _HOOK_LOCK:
             if self._fired:
-                raise self._core.lib.error(_core.LDS_ECANCELED, f"job {self.id}: on_cancel")
+                raise self._core.lib.error(Code.ECANCELED, f"job {self.id}: on_cancel")
             self._hooks = self._hooks + (callback,)
         try:
             self._watch()
@@ -204,7 +211,7 @@ class Job:
             return
         core = self._core
         core.jobs[self.id] = self
-        rc = core.dll.lds_job_on_cancel(core.c_handle, self.id, _core._cancel_callback, core.token)
+        rc = core.dll.lds_job_on_cancel(core.c_handle, self.id, _core.cancel_callback, core.token)
         if rc < 0:
             core.jobs.pop(self.id, None)
             raise core.lib.error(rc, f"job {self.id}: on_cancel")
@@ -237,7 +244,7 @@ class Job:
     def _complete(self, result: Any) -> None:
         if self._detached or self._ended:
             return
-        if self._core.batch_thread == _get_ident():
+        if self._core.batch_thread == get_ident():
             # The loader returned on the attached asyncio loop: the ending joins the batch.
             self._defer_end(result, b"" if result is None else self._codec.encode(result))
             return
@@ -264,6 +271,8 @@ class Job:
             code, message, final = exc.code, exc.message, exc.final
         else:
             code, message = EXCEPTION_CODE, f"{type(exc).__name__}: {exc}"
+        # Kept before the failure is sent: the failed state may reach a waiter at once.
+        self._core.remember_raised(code, None if message is None else _sendable(message), exc)
         try:
             self.fail(code, message, final=final)
             return
@@ -273,6 +282,11 @@ class Job:
 
     def __repr__(self) -> str:
         return f"<Job {self.id} of {self._loader_name}>"
+
+
+def _sendable(message: str) -> str:
+    """A message as the library can carry it: a C string, so with every NUL written ``\\0``."""
+    return message.replace("\0", "\\0")
 
 
 def _cancel(task: "asyncio.Future[Any]") -> None:
@@ -336,7 +350,7 @@ async def _run_async(job: Job, fn: Callable[[Job], Any], generator: bool) -> Non
 class _LoaderState:
     """What the library's callbacks need of a loader (registered under its token)."""
 
-    def __init__(self, core: _core.Core, fn: Callable[[Job], Any], codec: Codec, mode: str,
+    def __init__(self, core: _core.Core, fn: Callable[[Job], Any], codec: Codec[Any], mode: str,
                  loop: Optional[asyncio.AbstractEventLoop], name: str) -> None:
         self.core = core
         self.fn = fn
@@ -358,13 +372,13 @@ class _LoaderState:
             if type(result) is bytes and self.codec is BYTES and not job._ended and not job._detached:
                 # The common case of an inline loader, without the general path's checks.
                 core = self.core
-                if core.batch_thread == _get_ident():
+                if core.batch_thread == get_ident():
                     job._defer_end(result, result)  # on the attached asyncio loop: joins the batch
                     return
                 rc = core.dll.lds_job_succeed(core.c_handle, job_id, result, len(result))
                 if rc == 0:
                     job._ended_by_us()
-                elif rc != _core.LDS_ECANCELED and rc != _core.LDS_ECLOSED:
+                elif rc != Code.ECANCELED and rc != Code.ECLOSED:
                     job._fail_with(core.lib.error(rc, f"job {job_id}: succeed"))
                 return
             _finish_sync(job, result)
@@ -389,7 +403,7 @@ class _LoaderState:
         # after the start.
         core.jobs[job.id] = job
         job._watching = True
-        if loop is core.loop and core._reader_thread == threading.get_ident():
+        if loop is core.loop and core._reader_thread == get_ident():
             running: Optional[asyncio.AbstractEventLoop] = loop
         else:
             try:
@@ -426,9 +440,10 @@ def _release_loader(core: _core.Core, loader_id: int) -> None:
         core.dll.lds_loader_free(core.c_handle, loader_id)
 
 
-class Loader:
-    """A loader: a Python callable (see :meth:`Runtime.loader`) or one built into the library
-    (:meth:`Runtime.file_loader`, :meth:`Runtime.exec_loader`, :meth:`Runtime.http_loader`).
+class Loader(Generic[T]):
+    """A loader of values of type ``T``: a Python callable (see :meth:`Runtime.loader`) or one built
+    into the library (:meth:`Runtime.file_loader`, :meth:`Runtime.exec_loader`,
+    :meth:`Runtime.http_loader`, a ``Loader[HttpResponse]``).
 
     The library keeps a callable until the loader is closed and its last
     job has ended. Closing (or dropping) the loader makes new loads with it
@@ -442,13 +457,15 @@ class Loader:
         request_codec: how requests to the loader are encoded.
     """
 
-    def __init__(self, runtime: "Runtime", fn: Callable[[Job], Any], *, codec: Codec = BYTES,
+    def __init__(self, runtime: "Runtime", fn: Callable[[Job], Any], *, codec: Codec[Any] = BYTES,
                  inline: bool = False, loop: Optional[asyncio.AbstractEventLoop] = None) -> None:
         if not callable(fn):
-            raise TypeError(f"a loader needs a callable, not {type(fn).__name__}")
+            raise TypeError(f"fn must be a callable taking a loadstate.Job, not {type(fn).__name__}")
+        if not isinstance(codec, Codec):
+            raise TypeError(f"codec must be a loadstate.Codec, not {type(codec).__name__}")
         is_async = inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn)
         if is_async and inline:
-            raise InvalidArgument(-1, "invalid argument", "an async loader cannot run inline")
+            raise InvalidArgument(InvalidArgument.code, "invalid argument", "an async loader cannot run inline")
         mode = "async" if is_async else ("inline" if inline else "thread")
         if is_async and loop is None:
             try:
@@ -462,9 +479,9 @@ class Loader:
         out = c_uint64()
         # An async loader's jobs are all watched (a cancel cancels the task):
         # the loader's cancel function reports them, with no hook per job.
-        options = LoaderOptionsC(sizeof(LoaderOptionsC), _core._start_callback,
-                                 _core._loader_cancel_callback if mode == "async" else LOADER_CANCEL_FN(),
-                                 _core._free_callback, token)
+        options = LoaderOptionsC(sizeof(LoaderOptionsC), _core.start_callback,
+                                 _core.loader_cancel_callback if mode == "async" else LOADER_CANCEL_FN(),
+                                 _core.free_callback, token)
         rc = core.dll.lds_loader_new_ex(core.c_handle, byref(options), byref(out))
         if rc < 0:
             _core.unregister(token)
@@ -472,14 +489,14 @@ class Loader:
         self._adopt(runtime, out, fn, mode, codec, codec)
 
     @classmethod
-    def _builtin(cls, runtime: "Runtime", loader_id: c_uint64, mode: str, codec: Codec,
-                 request_codec: Codec) -> "Loader":
-        loader = cls.__new__(cls)
+    def _builtin(cls, runtime: "Runtime", loader_id: c_uint64, mode: str, codec: Codec[T],
+                 request_codec: Codec[Any]) -> "Loader[T]":
+        loader: Loader[T] = cls.__new__(cls)
         loader._adopt(runtime, loader_id, None, mode, codec, request_codec)
         return loader
 
     def _adopt(self, runtime: "Runtime", loader_id: c_uint64, fn: Optional[Callable[[Job], Any]], mode: str,
-               codec: Codec, request_codec: Codec) -> None:
+               codec: Codec[Any], request_codec: Codec[Any]) -> None:
         core = runtime._core
         self._runtime = runtime
         self._core = core
@@ -506,10 +523,10 @@ class Loader:
         self._finalizer.detach()
         if not self._core.closed:
             rc = self._core.dll.lds_loader_free(self._core.c_handle, self.id)
-            if rc < 0 and rc != _core.LDS_ECLOSED:
+            if rc < 0 and rc != Code.ECLOSED:
                 raise self._core.lib.error(rc, "close")
 
-    def __enter__(self) -> "Loader":
+    def __enter__(self) -> "Loader[T]":
         return self
 
     def __exit__(self, *exc_info: Any) -> None:

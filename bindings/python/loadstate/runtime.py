@@ -6,18 +6,21 @@ import asyncio
 import ctypes
 import os
 import weakref
-from typing import Any, Callable, Optional, Union, overload
+from typing import Any, Callable, Optional, TypeVar, Union, overload
 
 from . import _core, builtin
 from ._library import ExecOptionsC, FileOptionsC, HttpOptionsC, Library, load_library
+from .builtin import HttpResponse
 from .cache import Cache
 from .cells import EventCallback, Loadable, Process
 from .codec import BYTES, Codec
+from .enums import Delivery, ExecFlags
 from .loaders import Job, Loader
-from .types import Delivery, _milliseconds
+from .types import milliseconds
 
 __all__ = ["Runtime"]
 
+T = TypeVar("T")
 LoaderFunction = Callable[[Job], Any]
 
 
@@ -27,6 +30,8 @@ def _delivery(value: Union[Delivery, str, int]) -> Delivery:
             return Delivery[value.upper()]
         except KeyError:
             raise ValueError(f"delivery must be 'loop' or 'poll', not {value!r}") from None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"delivery must be a loadstate.Delivery, 'loop' or 'poll', not {type(value).__name__}")
     return Delivery(value)
 
 
@@ -50,22 +55,24 @@ class Runtime:
             codecs, or loaders whose job no longer runs. The default logs
             them on the ``loadstate`` logger.
         workers: the most threads that run plain-function loaders at once.
-        spin: seconds (at most 0.1) the runtime's thread keeps polling for
-            more work once it has run out, before it sleeps
-            (``lds_runtime_options.spin_us``). Python makes its calls a few
-            microseconds apart; within this time they need no wake-up
-            system call. The default, 50 microseconds, costs at most that
-            much CPU time after each burst of calls; 0 turns it off.
     """
 
     def __init__(self, delivery: Union[Delivery, str, int] = Delivery.LOOP, *,
                  library: Union[None, str, "os.PathLike[str]", Library] = None,
                  on_error: Optional[Callable[[BaseException, str], None]] = None,
-                 workers: int = min(32, (os.cpu_count() or 1) + 4), spin: float = 50e-6) -> None:
-        if not 0 <= spin <= 0.1:
-            raise ValueError(f"spin must be between 0 and 0.1 seconds, not {spin!r}")
+                 workers: int = min(32, (os.cpu_count() or 1) + 4), _spin: float = 50e-6) -> None:
+        # _spin: seconds (at most 0.1) the runtime's thread keeps polling for
+        # more work once it has run out, before it sleeps (spin_us): calls
+        # from Python come a few microseconds apart, and within that time
+        # they need no wake-up system call. A tuning knob of the binding.
+        if not 0 <= _spin <= 0.1:
+            raise ValueError(f"_spin must be between 0 and 0.1 seconds, not {_spin!r}")
+        if on_error is not None and not callable(on_error):
+            raise TypeError(f"on_error must be callable or None, not {type(on_error).__name__}")
+        if isinstance(workers, bool) or not isinstance(workers, int):
+            raise TypeError(f"workers must be an int, not {type(workers).__name__}")
         lib = library if isinstance(library, Library) else load_library(library)
-        self._core = _core.Core(lib, _delivery(delivery), on_error, workers, round(spin * 1e6))
+        self._core = _core.Core(lib, _delivery(delivery), on_error, workers, round(_spin * 1e6))
         self._finalizer = weakref.finalize(self, self._core.close, True)
 
     # -- properties -------------------------------------------------------
@@ -145,13 +152,22 @@ class Runtime:
     # -- factories ----------------------------------------------------------
 
     @overload
-    def loader(self, fn: LoaderFunction, *, codec: Codec = ..., inline: bool = ...) -> Loader: ...
+    def loader(self, fn: LoaderFunction, *, codec: Codec[T], inline: bool = ...,
+               loop: Optional[asyncio.AbstractEventLoop] = ...) -> Loader[T]: ...
 
     @overload
-    def loader(self, fn: None = ..., *, codec: Codec = ..., inline: bool = ...) -> Callable[[LoaderFunction], Loader]:
-        ...
+    def loader(self, fn: LoaderFunction, *, inline: bool = ...,
+               loop: Optional[asyncio.AbstractEventLoop] = ...) -> Loader[bytes]: ...
 
-    def loader(self, fn: Optional[LoaderFunction] = None, *, codec: Codec = BYTES, inline: bool = False,
+    @overload
+    def loader(self, fn: None = ..., *, codec: Codec[T], inline: bool = ...,
+               loop: Optional[asyncio.AbstractEventLoop] = ...) -> Callable[[LoaderFunction], Loader[T]]: ...
+
+    @overload
+    def loader(self, fn: None = ..., *, inline: bool = ...,
+               loop: Optional[asyncio.AbstractEventLoop] = ...) -> Callable[[LoaderFunction], Loader[bytes]]: ...
+
+    def loader(self, fn: Optional[LoaderFunction] = None, *, codec: Codec[Any] = BYTES, inline: bool = False,
                loop: Optional[asyncio.AbstractEventLoop] = None) -> Any:
         """Makes a :class:`Loader` of ``fn(job)``; usable as a decorator, with or without arguments.
 
@@ -168,7 +184,7 @@ class Runtime:
             return lambda f: Loader(self, f, codec=codec, inline=inline, loop=loop)
         return Loader(self, fn, codec=codec, inline=inline, loop=loop)
 
-    def file_loader(self, *, chunk_size: int = 0, max_size: int = 0) -> Loader:
+    def file_loader(self, *, chunk_size: int = 0, max_size: int = 0) -> Loader[bytes]:
         """The library's file loader: a request is a path, the value the file's contents.
 
         PROGRESS events count bytes. A missing or unreadable file is an error
@@ -181,7 +197,7 @@ class Runtime:
         return self._builtin("file", self._core.dll.lds_file_loader_new, options, BYTES, builtin.PATH)
 
     def exec_loader(self, *, stream_lines: bool = False, kill_grace: Optional[float] = None,
-                    max_output: int = 0) -> Loader:
+                    max_output: int = 0) -> Loader[bytes]:
         """The library's exec loader: a request is an :class:`ExecRequest` (or a list of arguments),
         the value the command's stdout.
 
@@ -189,17 +205,19 @@ class Runtime:
         tail as message. ``stream_lines`` yields stdout so far at each newline;
         cancelling sends SIGTERM, then SIGKILL after ``kill_grace`` seconds.
         """
-        options = ExecOptionsC(ctypes.sizeof(ExecOptionsC), builtin.EXEC_STREAM_LINES if stream_lines else 0,
-                               _milliseconds("kill_grace", kill_grace), max_output)
+        options = ExecOptionsC(ctypes.sizeof(ExecOptionsC), ExecFlags.STREAM_LINES if stream_lines else 0,
+                               milliseconds("kill_grace", kill_grace), max_output)
         return self._builtin("exec", self._core.dll.lds_exec_loader_new, options, BYTES, builtin.EXEC_REQUEST)
 
     def http_loader(self, *, max_connections: int = 0, user_agent: Optional[str] = None,
-                    proxy: Optional[str] = None) -> Loader:
+                    proxy: Optional[str] = None) -> Loader[HttpResponse]:
         """The library's HTTP loader (libcurl on the runtime's loop): a request is an
         :class:`HttpRequest` (or a URL), the value an :class:`HttpResponse`.
 
-        A status outside 2xx is an error in the ``HTTP`` domain; with
-        retries, 5xx, 408 and 429 are retried. ``proxy``: ``None`` takes it
+        A status outside 2xx is an error in the ``HTTP`` domain, with the
+        status as code and the response as the error state's value: the
+        :class:`LoadFailed` that :meth:`Loadable.get` raises has it as
+        :attr:`~LoadFailed.response`. With retries, 5xx, 408 and 429 are retried. ``proxy``: ``None`` takes it
         from the environment (``http_proxy``...), ``""`` uses none, else the
         proxy's URL.
         """
@@ -209,13 +227,13 @@ class Runtime:
         return self._builtin("http", self._core.dll.lds_http_loader_new, options, builtin.HTTP_RESPONSE,
                              builtin.HTTP_REQUEST)
 
-    def _builtin(self, mode: str, new: Any, options: Any, codec: Codec, request_codec: Codec) -> Loader:
+    def _builtin(self, mode: str, new: Any, options: Any, codec: Codec[T], request_codec: Codec[Any]) -> Loader[T]:
         out = ctypes.c_uint64()
         self._core.check(new(self._core.c_handle, ctypes.byref(options), ctypes.byref(out)), f"{mode} loader")
         return Loader._builtin(self, out, mode, codec, request_codec)
 
     def memory_cache(self, name: Optional[str] = None, *, max_entries: int = 0, max_bytes: int = 0,
-                     ttl: Optional[float] = None, codec: Codec = BYTES) -> Cache:
+                     ttl: Optional[float] = None, codec: Codec[Any] = BYTES) -> Cache[Any]:
         """A new, empty memory cache.
 
         Args:
@@ -228,7 +246,8 @@ class Runtime:
         return Cache._memory(self, name, max_entries, max_bytes, ttl, codec)
 
     def persistent_cache(self, path: Union[str, "os.PathLike[str]"], *, max_bytes: int = 0,
-                         ttl: Optional[float] = None, replace_damaged: bool = False, codec: Codec = BYTES) -> Cache:
+                         ttl: Optional[float] = None, replace_damaged: bool = False,
+                         codec: Codec[Any] = BYTES) -> Cache[Any]:
         """Opens (or creates, mode 0600) the persistent cache in the SQLite file ``path``.
 
         Entries stored earlier, by this process or another, are served
@@ -243,8 +262,21 @@ class Runtime:
         """
         return Cache._persistent(self, path, max_bytes, ttl, replace_damaged, codec)
 
-    def loadable(self, loader: Optional[Loader] = None, *, codec: Optional[Codec] = None,
-                 request_codec: Optional[Codec] = None, on_event: Optional[EventCallback] = None) -> Loadable:
+    @overload
+    def loadable(self, loader: Loader[T], *, codec: None = ..., request_codec: Optional[Codec[Any]] = ...,
+                 on_event: Optional[EventCallback] = ...) -> Loadable[T]: ...
+
+    @overload
+    def loadable(self, loader: Optional[Loader[Any]] = ..., *, codec: Codec[T],
+                 request_codec: Optional[Codec[Any]] = ..., on_event: Optional[EventCallback] = ...) -> Loadable[T]:
+        ...
+
+    @overload
+    def loadable(self, loader: None = ..., *, codec: None = ..., request_codec: Optional[Codec[Any]] = ...,
+                 on_event: Optional[EventCallback] = ...) -> Loadable[bytes]: ...
+
+    def loadable(self, loader: Optional[Loader[Any]] = None, *, codec: Optional[Codec[Any]] = None,
+                 request_codec: Optional[Codec[Any]] = None, on_event: Optional[EventCallback] = None) -> Any:
         """Makes a :class:`Loadable` cell (absent at first).
 
         Args:
@@ -253,12 +285,13 @@ class Runtime:
                 encoded); default: the loader's codec, else :data:`BYTES`.
             request_codec: how requests are encoded and decoded; default:
                 the loader's request codec, else ``codec``.
-            on_event: a callback for every event, on the delivery thread.
+            on_event: a callback for every event, on the delivery thread
+                (``PROGRESS`` events included; see :meth:`Cell.subscribe`).
         """
         return Loadable(self, loader, codec=codec, request_codec=request_codec, on_event=on_event)
 
-    def process(self, loader: Optional[Loader] = None, *, codec: Optional[Codec] = None,
-                request_codec: Optional[Codec] = None, on_event: Optional[EventCallback] = None) -> Process:
+    def process(self, loader: Optional[Loader[Any]] = None, *, codec: Optional[Codec[Any]] = None,
+                request_codec: Optional[Codec[Any]] = None, on_event: Optional[EventCallback] = None) -> Process:
         """Makes a :class:`Process` cell (idle at first); arguments as for :meth:`loadable`."""
         return Process(self, loader, codec=codec, request_codec=request_codec, on_event=on_event)
 

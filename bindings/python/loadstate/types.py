@@ -1,110 +1,28 @@
-"""Constants, events and load options."""
+"""Events and load options, and the header's constants (from :mod:`loadstate.enums`)."""
 
 from __future__ import annotations
 
-import enum
 import math
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence, Tuple
+from typing import Any, Dict, Generic, Optional, Sequence, Tuple, TypeVar
 
+from .enums import QUEUE_MAX, VALUE_MAX, CachePolicy, Delivery, Domain, EventType, Flags, LoadFlags, Status
 from .errors import InvalidArgument, LoadFailed
 
 __all__ = ["Status", "Flags", "EventType", "Domain", "Delivery", "CachePolicy", "Event", "Snapshot", "LoadOptions",
            "VALUE_MAX", "QUEUE_MAX"]
 
-#: The largest value, request or message, in bytes, the library accepts (256 MiB).
-VALUE_MAX = 256 * 1024 * 1024
-
-#: The most operations host threads may have waiting for a runtime's loop thread
-#: (262,144); a call that would queue more raises :class:`loadstate.Busy` and changes nothing.
-QUEUE_MAX = 262_144
-
-LOAD_SILENT = 1 << 0
-LOAD_SHARE = 1 << 1
-
-
-class Status(enum.IntEnum):
-    """The status of a cell (``LDS_ABSENT`` ... ``LDS_FAILED``)."""
-
-    ABSENT = 0
-    LOADING = 1
-    LOADED = 2
-    ERROR = 3
-    IDLE = 4
-    RUNNING = 5
-    FINISHED = 6
-    FAILED = 7
-
-
-class Flags(enum.IntFlag):
-    """Event flags (``LDS_FLAG_*``)."""
-
-    NONE = 0
-    REFRESHING = 1 << 0
-    PARTIAL = 1 << 1
-    STALE = 1 << 2
-    FROM_CACHE = 1 << 3
-    CANCELLED = 1 << 4
-
-
-class EventType(enum.IntEnum):
-    """What an event reports (``LDS_EVENT_*``)."""
-
-    STATE = 1
-    PROGRESS = 2
-    INTERRUPT = 3
-
-
-class Domain(enum.IntEnum):
-    """Where an error comes from (``LDS_DOMAIN_*``); ``NONE`` when there is no error."""
-
-    NONE = 0
-    LOADSTATE = 1
-    HOST = 2
-    OS = 3
-    HTTP = 4
-    EXIT = 5
-
-
-class Delivery(enum.IntEnum):
-    """Where callbacks run (``LDS_DELIVER_*``).
-
-    ``LOOP``: on the runtime's own loop thread. ``POLL``: on the thread that
-    calls :meth:`Runtime.dispatch <loadstate.Runtime.dispatch>`, such as an
-    asyncio loop watching :attr:`Runtime.fd <loadstate.Runtime.fd>`.
-    """
-
-    LOOP = 0
-    POLL = 1
-
-
-class CachePolicy(enum.IntEnum):
-    """How a load with a cache uses it (``LDS_POLICY_*``).
-
-    ``LOAD_ONLY``: always load; a success is stored. ``CACHE_FIRST``: a
-    fresh entry is shown (``FROM_CACHE``) and nothing is loaded; otherwise
-    load and store. ``CACHE_THEN_LOAD``: an entry is shown at once
-    (``FROM_CACHE``, and ``STALE`` when not fresh), then a silent load
-    revalidates it; a failed revalidation keeps the cached value and sets
-    the error fields. ``CACHE_ONLY``: the entry, or an error ``NOT_FOUND``;
-    nothing is loaded.
-    """
-
-    LOAD_ONLY = 0
-    CACHE_FIRST = 1
-    CACHE_THEN_LOAD = 2
-    CACHE_ONLY = 3
-
+T_co = TypeVar("T_co", covariant=True)
 
 _BUSY = (Status.LOADING, Status.RUNNING)
 
 
 @dataclass(frozen=True)
-class Event:
-    """One event of a cell, or a snapshot of its latest one.
+class Event(Generic[T_co]):
+    """One event of a cell, or a snapshot of its latest one; ``Event[T]`` for a cell of values ``T``.
 
     Fields mirror ``lds_event``; ``value`` and ``request`` are decoded with
-    the cell's codec (``bytes`` by default).
+    the cell's codecs (``bytes`` by default).
 
     Attributes:
         type: what happened (:class:`EventType`).
@@ -113,7 +31,9 @@ class Event:
         status: the cell's status after the event.
         kind: process cells: the kind of the current or last run.
         flags: :class:`Flags` bits.
-        value: the value when the status is ``LOADED``, else ``None``.
+        value: the value when the status is ``LOADED``; in ``ERROR``, what the failed load
+            produced, if anything (the http loader: the :class:`~loadstate.HttpResponse` of a
+            status outside 2xx); else ``None``.
         request: the request of the load this state belongs to, or ``None``.
         error_domain: the error's :class:`Domain` (``NONE`` unless ``ERROR``/``FAILED``).
         error_code: the error's code in its domain.
@@ -131,7 +51,7 @@ class Event:
     status: Status
     kind: int
     flags: Flags
-    value: Any
+    value: Optional[T_co]
     request: Any
     error_domain: Domain
     error_code: int
@@ -187,24 +107,29 @@ class Event:
         """
         if self.error_domain == Domain.NONE:
             return None
-        return LoadFailed(self.error_code, self.error_message, self.error_domain)
+        value = self.value if self.status == Status.ERROR else None
+        return LoadFailed(self.error_code, self.error_message, self.error_domain, value=value)
+
+    def raise_for_error(self) -> None:
+        """Raises the state's :class:`LoadFailed` when the status is ``ERROR`` or ``FAILED``."""
+        if self.status == Status.ERROR or self.status == Status.FAILED:
+            raise self.error or LoadFailed(self.error_code, self.error_message, self.error_domain)
 
 
 #: A snapshot (``lds_loadable_get``) has the same fields as an event.
 Snapshot = Event
 
 _EVENT_FIELDS = tuple(Event.__dataclass_fields__)
-_new = object.__new__
 
 
-def make_event(values: Tuple[Any, ...]) -> Event:
+def make_event(values: Tuple[Any, ...]) -> Event[Any]:
     """Builds an :class:`Event` from its field values in order.
 
     The same result as ``Event(*values)`` in a quarter of the time: events
     are built on the delivery thread for every load, and the frozen
     ``__init__`` sets each field through ``object.__setattr__``.
     """
-    event = _new(Event)
+    event: Event[Any] = object.__new__(Event)
     d = event.__dict__
     (d["type"], d["cell"], d["seq"], d["status"], d["kind"], d["flags"], d["value"], d["request"],
      d["error_domain"], d["error_code"], d["error_message"], d["attempt"], d["elapsed_ms"], d["progress_done"],
@@ -212,21 +137,61 @@ def make_event(values: Tuple[Any, ...]) -> Event:
     return event
 
 
-# make_event names the fields one by one: it must follow the class.
+# The enum members by value, for event_from_raw: a dict lookup instead of
+# an enum call (which costs about ten times as much) for every event.
+_TYPES = {int(member): member for member in EventType}
+_STATUSES = {int(member): member for member in Status}
+_DOMAINS = {int(member): member for member in Domain}
+_FLAGS: Dict[int, Flags] = {}
+
+
+def event_from_raw(cell: int, raw: Tuple[Any, ...], value: Any, request: Any, message: Optional[bytes]) -> Event[Any]:
+    """Builds the :class:`Event` of an unpacked ``lds_event`` (``raw``), with its value, request and
+    message already copied (and decoded) by the caller.
+
+    Runs on the delivery thread for every event that Python code sees, so
+    it sets the fields itself as :func:`make_event` does (one call less),
+    and the integers become enum members through lookup tables; unknown
+    ones stay integers.
+    """
+    flags = _FLAGS.get(raw[5])
+    if flags is None:
+        flags = _FLAGS[raw[5]] = Flags(raw[5])
+    event: Event[Any] = object.__new__(Event)
+    d = event.__dict__
+    (d["type"], d["cell"], d["seq"], d["status"], d["kind"], d["flags"], d["value"], d["request"],
+     d["error_domain"], d["error_code"], d["error_message"], d["attempt"], d["elapsed_ms"], d["progress_done"],
+     d["progress_total"], d["updated_at_ms"]) = (
+        _TYPES.get(raw[0], raw[0]), cell, raw[2], _STATUSES.get(raw[3], raw[3]), raw[4], flags, value, request,
+        _DOMAINS.get(raw[10], raw[10]), raw[11], message.decode("utf-8", "replace") if message is not None else None,
+        raw[13], raw[14], raw[15], raw[16], raw[17])
+    return event
+
+
+# make_event and event_from_raw name the fields one by one: they must follow the class.
 if _EVENT_FIELDS != ("type", "cell", "seq", "status", "kind", "flags", "value", "request", "error_domain",
                      "error_code", "error_message", "attempt", "elapsed_ms", "progress_done", "progress_total",
                      "updated_at_ms"):  # pragma: no cover - a change to Event without one to make_event
-    raise ImportError("loadstate.types.make_event does not match the fields of Event")
+    raise ImportError("loadstate.types.make_event and event_from_raw do not match the fields of Event")
 
 
-def _milliseconds(name: str, seconds: Optional[float], limit: int = 0xFFFFFFFF) -> int:
+def milliseconds(name: str, seconds: Optional[float], limit: int = 0xFFFFFFFF) -> int:
+    """A duration argument in seconds (``None``: 0) as whole milliseconds, checked.
+
+    Raises:
+        TypeError: ``seconds`` is not a number.
+        InvalidArgument: it is negative, NaN, or longer than ``limit`` ms.
+    """
     if seconds is None:
         return 0
-    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or math.isnan(seconds) or seconds < 0:
-        raise InvalidArgument(-1, "invalid argument", f"{name} must be a number of seconds >= 0, not {seconds!r}")
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+        raise TypeError(f"{name} must be a number of seconds (int or float) or None, not {type(seconds).__name__}")
+    if math.isnan(seconds) or seconds < 0:
+        raise InvalidArgument(InvalidArgument.code, "invalid argument",
+                              f"{name} must be a number of seconds >= 0, not {seconds!r}")
     ms = round(seconds * 1000)
     if ms > limit:
-        raise InvalidArgument(-1, "invalid argument", f"{name} is too long ({seconds!r} s)")
+        raise InvalidArgument(InvalidArgument.code, "invalid argument", f"{name} is too long ({seconds!r} s)")
     return ms
 
 
@@ -268,22 +233,24 @@ class LoadOptions:
         return self == _DEFAULT_OPTIONS
 
     def _c_fields(self) -> Tuple[Any, ...]:
-        if isinstance(self.retries, bool) or not isinstance(self.retries, int) or not 0 <= self.retries <= 0xFFFFFFFF:
-            raise InvalidArgument(-1, "invalid argument", f"retries must be an int >= 0, not {self.retries!r}")
-        delays = tuple(_milliseconds("interrupts", d) for d in self.interrupts)
-        flags = (LOAD_SILENT if self.silent else 0) | (LOAD_SHARE if self.share else 0)
+        if isinstance(self.retries, bool) or not isinstance(self.retries, int):
+            raise TypeError(f"retries must be an int, not {type(self.retries).__name__}")
+        if not 0 <= self.retries <= 0xFFFFFFFF:
+            raise InvalidArgument(InvalidArgument.code, "invalid argument",
+                                  f"retries must be an int >= 0, not {self.retries!r}")
+        delays = tuple(milliseconds("interrupts", d) for d in self.interrupts)
+        flags = (LoadFlags.SILENT if self.silent else 0) | (LoadFlags.SHARE if self.share else 0)
         key = self.cache_key
         if isinstance(key, str):
             key = key.encode("utf-8")
-        elif key is not None:
+        elif isinstance(key, (bytes, bytearray, memoryview)):
             key = bytes(key)
-        fresh = _milliseconds("fresh", self.fresh)
-        if fresh > 0xFFFFFFFF:  # pragma: no cover - _milliseconds bounds it already
-            raise InvalidArgument(-1, "invalid argument", "fresh is too long")
-        return (flags, _milliseconds("timeout", self.timeout), delays, self.retries,
-                _milliseconds("retry_base", self.retry_base), _milliseconds("retry_max", self.retry_max),
-                self.cache.id if self.cache is not None else 0, key, int(self.policy), fresh,
-                _milliseconds("max_age", self.max_age, limit=(1 << 64) - 1))
+        elif key is not None:
+            raise TypeError(f"cache_key must be bytes, str or None, not {type(key).__name__}")
+        return (int(flags), milliseconds("timeout", self.timeout), delays, self.retries,
+                milliseconds("retry_base", self.retry_base), milliseconds("retry_max", self.retry_max),
+                self.cache.id if self.cache is not None else 0, key, int(self.policy),
+                milliseconds("fresh", self.fresh), milliseconds("max_age", self.max_age, limit=(1 << 64) - 1))
 
 
 _DEFAULT_OPTIONS = LoadOptions()

@@ -254,7 +254,7 @@ def test_loop_mode_runtime_can_be_awaited_and_runs_async_loaders(errors):
 
 def test_result_in_poll_mode_without_a_loop_dispatches_while_waiting(poll_rt):
     cell = poll_rt.loadable(poll_rt.loader(lambda job: job.request * 2))
-    assert cell.load(b"ab").result(WAIT).value == b"abab"
+    assert cell.load(b"ab").state(WAIT).value == b"abab"
 
 
 def test_result_on_the_dispatching_loop_is_refused(errors):
@@ -262,7 +262,7 @@ def test_result_on_the_dispatching_loop_is_refused(errors):
         async with loadstate.Runtime(Delivery.POLL, on_error=errors) as rt:
             load = rt.loadable(rt.loader(lambda job: None, inline=True)).load()
             with pytest.raises(loadstate.WrongState):
-                load.result(0)
+                load.state(0)
             await load
 
     run(main())
@@ -273,7 +273,7 @@ def test_async_loader_without_a_loop_fails_its_job(rt):
         return b"x"
 
     loader = rt.loader(never)
-    state = rt.loadable(loader).load().result(WAIT)
+    state = rt.loadable(loader).load().state(WAIT)
     assert state.status is Status.ERROR and "no asyncio loop" in state.error_message
 
 
@@ -346,7 +346,7 @@ def test_poll_dispatch_inside_a_callback_is_refused(errors):
 @pytest.mark.parametrize("spin", [0, 50e-6, 0.002])
 def test_loads_settle_whatever_the_spin(errors, spin):
     async def main():
-        async with loadstate.Runtime(Delivery.POLL, on_error=errors, spin=spin) as rt:
+        async with loadstate.Runtime(Delivery.POLL, on_error=errors, _spin=spin) as rt:
             cell = rt.loadable(rt.loader(lambda job: job.request, inline=True))
             for i in range(20):
                 assert (await cell.load(b"%d" % i)).value == b"%d" % i
@@ -358,4 +358,4 @@ def test_loads_settle_whatever_the_spin(errors, spin):
 def test_spin_is_checked():
     for bad in (-1e-6, 0.2):
         with pytest.raises(ValueError):
-            loadstate.Runtime(spin=bad)
+            loadstate.Runtime(_spin=bad)

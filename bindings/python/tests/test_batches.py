@@ -198,7 +198,7 @@ def test_no_deferral_without_an_attached_loop(errors):
     try:
         spy = SubmitSpy(rt)
         cell = echo_cell(rt)
-        assert cell.load(b"sync").result(WAIT).value == b"sync"
+        assert cell.load(b"sync").state(WAIT).value == b"sync"
         assert spy.batches == [] and rt._core.batch_thread is None
         assert threading.get_ident() != rt._core.batch_thread
     finally:
@@ -287,13 +287,13 @@ def _one_by_one(operations) -> list:
         for position, (op, index, arg) in enumerate(_script(operations)):
             if op == "settle":
                 for load in loads:
-                    load.result(WAIT)
+                    load.state(WAIT)
             else:
                 load = _apply(cells, position, op, index, arg)
                 if load is not None:
                     loads.append(load)
         for load in loads:
-            load.result(WAIT)
+            load.state(WAIT)
         return [_fields(log) for log in logs]
 
 

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import http.server
 import threading
+from unittest import mock
 
 import pytest
 from conftest import WAIT, Recorder
 
 import loadstate
-from loadstate import Domain, EventType, Status
+from loadstate import Domain, EventType, Status, cells
 
 
 def test_file_loader_reads_a_file_with_progress(rt, tmp_path):
@@ -17,14 +19,14 @@ def test_file_loader_reads_a_file_with_progress(rt, tmp_path):
     path.write_bytes(b"0123456789" * 10)
     cell = rt.loadable(rt.file_loader(chunk_size=16))
     log = Recorder(cell)
-    state = cell.load(path).result(WAIT)
+    state = cell.load(path).state(WAIT)
     assert (state.status, state.value, state.request) == (Status.LOADED, b"0123456789" * 10, str(path))
     progress = [e for e in log.all if e.type is EventType.PROGRESS]
     assert progress and progress[-1].progress_total == 100
 
 
 def test_file_loader_reports_a_missing_file_in_the_os_domain(rt, tmp_path):
-    state = rt.loadable(rt.file_loader()).load(tmp_path / "missing").result(WAIT)
+    state = rt.loadable(rt.file_loader()).load(tmp_path / "missing").state(WAIT)
     assert (state.status, state.error_domain) == (Status.ERROR, Domain.OS)
     assert state.error_code == 2 and "missing" in state.error_message
 
@@ -32,10 +34,10 @@ def test_file_loader_reports_a_missing_file_in_the_os_domain(rt, tmp_path):
 def test_exec_loader_returns_stdout_and_fails_on_a_nonzero_exit(rt):
     cell = rt.loadable(rt.exec_loader())
     ok = cell.load(loadstate.ExecRequest(["sh", "-c", 'printf "%s" "$GREETING"; pwd'], env={"GREETING": "hi "},
-                                         cwd="/")).result(WAIT)
+                                         cwd="/")).state(WAIT)
     assert ok.value == b"hi /\n"
     assert ok.request == loadstate.ExecRequest(["sh", "-c", 'printf "%s" "$GREETING"; pwd'], ["GREETING=hi "], "/")
-    failed = cell.load(["sh", "-c", "echo oops >&2; exit 3"]).result(WAIT)
+    failed = cell.load(["sh", "-c", "echo oops >&2; exit 3"]).state(WAIT)
     assert (failed.status, failed.error_domain, failed.error_code) == (Status.ERROR, Domain.EXIT, 3)
     assert "oops" in failed.error_message
 
@@ -45,11 +47,18 @@ def test_exec_requests_need_arguments():
         loadstate.ExecRequest([]).encode()
 
 
+MEBIBYTE = 1 << 20
+
+
 class _Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self):  # noqa: N802 - the stdlib's name
         status = 404 if self.path == "/missing" else 200
         body = f"{self.command} {self.path} {self.headers.get('X-Test')}".encode()
+        if self.path == "/big":
+            body = bytes(MEBIBYTE)
         self.send_response(status)
+        if status == 404:
+            self.send_header("X-Reason", "no such page")
         self.send_header("Content-Type", "text/plain")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -71,7 +80,7 @@ def server():
 
 def test_http_loader_gets_a_response(rt, server):
     cell = rt.loadable(rt.http_loader(proxy=""))
-    state = cell.load(loadstate.HttpRequest(f"{server}/hello", headers=[("X-Test", "yes")])).result(WAIT)
+    state = cell.load(loadstate.HttpRequest(f"{server}/hello", headers=[("X-Test", "yes")])).state(WAIT)
     assert state.status is Status.LOADED
     response = state.value
     assert isinstance(response, loadstate.HttpResponse)
@@ -81,8 +90,65 @@ def test_http_loader_gets_a_response(rt, server):
 
 
 def test_http_loader_reports_statuses_outside_2xx_in_the_http_domain(rt, server):
-    state = rt.loadable(rt.http_loader(proxy="")).load(f"{server}/missing").result(WAIT)
+    state = rt.loadable(rt.http_loader(proxy="")).load(f"{server}/missing").state(WAIT)
     assert (state.status, state.error_domain, state.error_code) == (Status.ERROR, Domain.HTTP, 404)
+    assert state.value == loadstate.HttpResponse(404, state.value.headers, b"GET /missing None")
+    assert state.value.header("x-reason") == "no such page"
+
+
+def test_a_status_outside_2xx_raises_load_failed_with_the_response(rt, server):
+    cell = rt.loadable(rt.http_loader(proxy=""))
+    with pytest.raises(loadstate.LoadFailed) as failed:
+        cell.load(f"{server}/missing").value(WAIT)
+    error = failed.value
+    assert isinstance(error, loadstate.Error)
+    assert (error.domain, error.code) == (Domain.HTTP, 404)
+    assert error.message.startswith("HTTP 404")
+    assert error.response.status == 404
+    assert error.response.header("X-Reason") == "no such page"
+    assert error.response.body == b"GET /missing None"
+    assert str(error).startswith("http error 404: HTTP 404")
+
+
+def test_get_of_an_http_cell_returns_the_response_or_raises(server):
+    async def main():
+        async with loadstate.Runtime(loadstate.Delivery.POLL) as rt:
+            cell = rt.loadable(rt.http_loader(proxy=""))
+            response = await cell.get(f"{server}/hello")
+            assert (response.status, response.body) == (200, b"GET /hello None")
+            with pytest.raises(loadstate.LoadFailed) as failed:
+                await cell.get(loadstate.HttpRequest(f"{server}/missing"))
+            assert failed.value.response.status == 404
+
+    asyncio.run(main())
+
+
+def _deliveries(rt, server, delivery_mode_listens):
+    """How many events of a 1 MiB download reach Python, and how many of them are PROGRESS events."""
+    seen = []
+    original = cells._CellState.deliver
+
+    def counting(state, raw):
+        seen.append(raw[0])
+        original(state, raw)
+
+    cell = rt.loadable(rt.http_loader(proxy=""))
+    delivery_mode_listens(cell)
+    with mock.patch.object(cells._CellState, "deliver", counting):
+        response = cell.load(f"{server}/big").value(WAIT)
+    assert len(response.body) == MEBIBYTE
+    return len(seen), seen.count(EventType.PROGRESS)
+
+
+@pytest.mark.parametrize("delivery", [loadstate.Delivery.LOOP, loadstate.Delivery.POLL])
+def test_progress_events_reach_python_only_when_something_listens_for_them(server, delivery):
+    with loadstate.Runtime(delivery) as rt:
+        assert _deliveries(rt, server, lambda cell: None) == (2, 0)
+        assert _deliveries(rt, server, lambda cell: cell.subscribe(lambda event: None, progress=False)) == (2, 0)
+        events, progress = _deliveries(rt, server, lambda cell: cell.subscribe(lambda event: None))
+        assert progress >= 8 and events == progress + 2
+        events, progress = _deliveries(rt, server, lambda cell: cell.subscribe(lambda event: None)())
+        assert (events, progress) == (2, 0)       # unsubscribed: off again
 
 
 def test_http_request_and_response_encodings_round_trip():

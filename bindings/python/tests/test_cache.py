@@ -17,8 +17,8 @@ def test_memory_cache_puts_gets_and_evicts_the_least_recently_used(rt):
         cache[b"b"] = [2]
         assert cache["a"] == {"id": 1}     # a is now the most recently used
         cache["c"] = 3                      # evicts b
-        assert "b" not in cache and cache.get("c").value == 3
-        entry = cache.get("a")
+        assert "b" not in cache and cache.entry("c").value == 3
+        entry = cache.entry("a")
         assert entry.expires_at_ms == 0 and not entry.stale and entry.stored_at_ms > 0
         assert cache.remove("a") and not cache.remove("a")
         with pytest.raises(KeyError):
@@ -28,7 +28,7 @@ def test_memory_cache_puts_gets_and_evicts_the_least_recently_used(rt):
         cache.clear()
         assert cache.stats().entries == 0
     with pytest.raises(loadstate.NotFound):
-        cache.get("c")
+        cache.entry("c")
 
 
 def test_persistent_cache_keeps_entries_across_runtimes(tmp_path):
@@ -65,7 +65,7 @@ def test_shared_loads_run_the_loader_once_for_every_cell(rt):
     for log in logs:
         assert log.next().status is Status.LOADING
     release.set()
-    assert [load.result(WAIT).value for load in loads] == [b"result of same"] * 3
+    assert [load.state(WAIT).value for load in loads] == [b"result of same"] * 3
     assert runs == [b"same"]
 
 
@@ -102,14 +102,14 @@ def test_load_only_stores_and_cache_first_serves_a_fresh_entry_without_loading(r
     loader, runs = counted
     cache = rt.memory_cache()
     cell = rt.loadable(loader)
-    assert cell.load(b"k", cache=cache).result(WAIT).value == b"k#1"
-    assert cache.get(b"k").value == b"k#1"
+    assert cell.load(b"k", cache=cache).state(WAIT).value == b"k#1"
+    assert cache.entry(b"k").value == b"k#1"
     log = Recorder(cell)
-    state = cell.load(b"k", cache=cache, policy=loadstate.CachePolicy.CACHE_FIRST, fresh=60).result(WAIT)
+    state = cell.load(b"k", cache=cache, policy=loadstate.CachePolicy.CACHE_FIRST, fresh=60).state(WAIT)
     assert (state.value, state.from_cache, state.stale, state.attempt) == (b"k#1", True, False, 0)
     assert [e.seq for e in log.take(1)] == [state.seq] and runs == [b"k"]
     # With no fresh time nothing is fresh: cache-first loads again.
-    assert cell.load(b"k", cache=cache, policy=loadstate.CachePolicy.CACHE_FIRST).result(WAIT).value == b"k#2"
+    assert cell.load(b"k", cache=cache, policy=loadstate.CachePolicy.CACHE_FIRST).state(WAIT).value == b"k#2"
 
 
 def test_cache_then_load_shows_the_entry_then_revalidates(rt, counted):
@@ -118,12 +118,12 @@ def test_cache_then_load_shows_the_entry_then_revalidates(rt, counted):
     cache.put(b"k", b"cached")
     cell = rt.loadable(loader)
     log = Recorder(cell)
-    final = cell.load(b"k", cache=cache, policy=loadstate.CachePolicy.CACHE_THEN_LOAD).result(WAIT)
+    final = cell.load(b"k", cache=cache, policy=loadstate.CachePolicy.CACHE_THEN_LOAD).state(WAIT)
     events = log.until(lambda e: e.seq == final.seq)
     assert (events[0].status, events[0].value, events[0].from_cache) == (Status.LOADED, b"cached", True)
     assert any(e.refreshing and e.value == b"cached" for e in events[:-1])  # revalidating over it
     assert (final.value, final.from_cache, final.refreshing) == (b"k#1", False, False)
-    assert cache.get(b"k").value == b"k#1"
+    assert cache.entry(b"k").value == b"k#1"
 
 
 def test_a_failed_revalidation_keeps_the_cached_value_with_the_error(rt):
@@ -133,7 +133,7 @@ def test_a_failed_revalidation_keeps_the_cached_value_with_the_error(rt):
 
     cache = rt.memory_cache()
     cache.put(b"k", b"cached")
-    state = rt.loadable(down).load(b"k", cache=cache, policy=loadstate.CachePolicy.CACHE_THEN_LOAD).result(WAIT)
+    state = rt.loadable(down).load(b"k", cache=cache, policy=loadstate.CachePolicy.CACHE_THEN_LOAD).state(WAIT)
     assert (state.status, state.value, state.from_cache) == (Status.LOADED, b"cached", True)
     assert (state.error_domain, state.error_code, state.error_message) == (loadstate.Domain.HOST, 503, "down")
     assert state.error.code == 503
@@ -143,12 +143,12 @@ def test_cache_only_serves_the_entry_or_fails_not_found(rt, counted):
     loader, runs = counted
     cache = rt.memory_cache(codec=loadstate.BYTES)
     cell = rt.loadable(loader)
-    missing = cell.load(b"k", cache=cache, policy=loadstate.CachePolicy.CACHE_ONLY).result(WAIT)
+    missing = cell.load(b"k", cache=cache, policy=loadstate.CachePolicy.CACHE_ONLY).state(WAIT)
     assert (missing.status, missing.error_domain, missing.error_code) == (
         Status.ERROR, loadstate.Domain.LOADSTATE, loadstate.NotFound.code)
     cache.put(b"other key", b"v")
     hit = cell.load(b"ignored", cache=cache, cache_key="other key", policy=loadstate.CachePolicy.CACHE_ONLY)
-    assert (hit.result(WAIT).value, hit.result(WAIT).from_cache) == (b"v", True)
+    assert (hit.state(WAIT).value, hit.state(WAIT).from_cache) == (b"v", True)
     assert runs == []
 
 
@@ -156,8 +156,8 @@ def test_invalidation_reloads_the_cells_showing_the_entries(rt, counted):
     loader, runs = counted
     cache = rt.memory_cache()
     users, posts = rt.loadable(loader), rt.loadable(loader)
-    users.load(b"user:1", cache=cache).result(WAIT)
-    posts.load(b"post:1", cache=cache).result(WAIT)
+    users.load(b"user:1", cache=cache).state(WAIT)
+    posts.load(b"post:1", cache=cache).state(WAIT)
     user_log, post_log = Recorder(users), Recorder(posts)
     cache.invalidate("user:")
     reloading, reloaded = user_log.take(2)

@@ -45,7 +45,7 @@ def test_an_exception_in_a_loader_fails_the_job_with_its_message(rt, inline):
     def broken(job):
         raise RuntimeError("disk on fire")
 
-    state = rt.loadable(rt.loader(broken, inline=inline)).load(b"q").result(WAIT)
+    state = rt.loadable(rt.loader(broken, inline=inline)).load(b"q").state(WAIT)
     assert (state.status, state.error_code, state.error_message) == (
         Status.ERROR, loadstate.EXCEPTION_CODE, "RuntimeError: disk on fire")
 
@@ -57,13 +57,13 @@ def test_an_exception_in_a_generator_loader_fails_after_its_partials(rt):
 
     cell = rt.loadable(rt.loader(gen))
     log = Recorder(cell)
-    state = cell.load().result(WAIT)
+    state = cell.load().state(WAIT)
     assert [e.value for e in log.take(3)] == [None, b"part", None]
     assert state.error_message == "ValueError: half way"
 
 
 def test_a_loader_returning_the_wrong_type_fails_the_job(rt):
-    state = rt.loadable(rt.loader(lambda job: "text without a codec")).load().result(WAIT)
+    state = rt.loadable(rt.loader(lambda job: "text without a codec")).load().state(WAIT)
     assert state.status is Status.ERROR and state.error_message.startswith("TypeError")
 
 
@@ -149,7 +149,7 @@ def test_closing_with_work_in_flight_cancels_it_and_wakes_waiters(errors):
     assert jobs.cancelled == [parked_job.id] and hooks == ["thread"]
     for load in (parked, threaded):
         with pytest.raises(loadstate.Closed):
-            load.result(WAIT)
+            load.state(WAIT)
     with pytest.raises(loadstate.Closed):
         parked_job.succeed(b"x")
     with pytest.raises(loadstate.Closed):
@@ -186,7 +186,7 @@ def test_loader_state_is_released_after_close_and_its_last_job(rt, jobs):
 
     loader = rt.loader(fn, inline=True)
     cell = rt.loadable(loader)
-    cell.load().result(WAIT)
+    cell.load().state(WAIT)
     ref = weakref.ref(fn)
     from loadstate import _core
     tokens = [token for token, obj in _core._objects.items() if getattr(obj, "fn", None) is fn]

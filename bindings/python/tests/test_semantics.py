@@ -37,7 +37,7 @@ def test_events_are_numbered_from_1(rt, jobs):
 def test_load_emits_loading_with_request_then_loaded(rt):
     cell = rt.loadable(rt.loader(lambda job: job.request + b"!"))
     log = Recorder(cell)
-    final = cell.load(b"req").result(WAIT)
+    final = cell.load(b"req").state(WAIT)
     assert [fields(e) for e in log.take(2)] == [
         state(Status.LOADING, request=b"req", attempt=1),
         state(Status.LOADED, value=b"req!", request=b"req", attempt=1),
@@ -51,7 +51,7 @@ def test_load_failure_is_an_error_in_the_host_domain(rt):
         raise loadstate.LoadFailed(42, "nope")
 
     cell = rt.loadable(fails)
-    final = cell.load(b"r").result(WAIT)
+    final = cell.load(b"r").state(WAIT)
     assert fields(final) == state(Status.ERROR, request=b"r", attempt=1, domain=HOST, code=42, message="nope")
     assert isinstance(final.error, loadstate.LoadFailed) and final.error.code == 42
 
@@ -105,7 +105,7 @@ def test_refresh_reloads_the_last_request_silently(rt, jobs):
         state(Status.LOADED, value=b"one", request=b"q", flags=REFRESHING, attempt=1),
         state(Status.LOADED, value=b"two", request=b"q", attempt=1),
     ]
-    assert refreshed.result(WAIT).value == b"two"
+    assert refreshed.state(WAIT).value == b"two"
 
 
 def test_refresh_works_after_a_failure(rt, jobs):
@@ -178,7 +178,7 @@ def test_generator_loader_yields_partials_then_returns_the_value(rt):
 
     cell = rt.loadable(gen)
     log = Recorder(cell)
-    assert cell.load(b"q").result(WAIT).value == b"abc"
+    assert cell.load(b"q").state(WAIT).value == b"abc"
     assert [(e.value, e.flags) for e in log.take(4)] == [(None, S), (b"a", PARTIAL), (b"ab", PARTIAL), (b"abc", S)]
 
 
@@ -197,7 +197,7 @@ def test_cancel_restores_the_state_before_the_load_flagged_cancelled(rt, jobs, h
         job.cancel()
     restored = log.next()
     assert fields(restored) == state(Status.LOADED, value=b"before", flags=CANCELLED)
-    assert load.result(WAIT) == restored
+    assert load.state(WAIT) == restored
     assert job.cancelled and jobs.cancelled == [job.id]
     with pytest.raises(loadstate.Cancelled):
         job.succeed(b"late")
@@ -385,7 +385,7 @@ def test_a_retry_that_succeeds_reports_its_attempt(rt, jobs):
         state(Status.LOADING, request=b"q", attempt=2),
         state(Status.LOADED, value=b"ok", request=b"q", attempt=2),
     ]
-    assert final.result(WAIT).attempt == 2
+    assert final.state(WAIT).attempt == 2
 
 
 def test_refresh_without_an_earlier_load_is_a_wrong_state(rt):
@@ -398,7 +398,7 @@ def test_refresh_without_an_earlier_load_is_a_wrong_state(rt):
 def test_refresh_after_the_loader_was_freed_is_not_found(rt):
     loader = rt.loader(lambda job: b"v")
     cell = rt.loadable()
-    cell.load(b"q", loader=loader).result(WAIT)
+    cell.load(b"q", loader=loader).state(WAIT)
     loader.close()
     with pytest.raises(loadstate.NotFound):
         cell.refresh()
@@ -446,7 +446,7 @@ def test_freeing_a_cell_cancels_its_job_and_stops_its_events(rt, jobs):
     with pytest.raises(loadstate.Cancelled):
         job.succeed(b"late")
     with pytest.raises(loadstate.Closed):
-        load.result(WAIT)
+        load.state(WAIT)
     assert log.pending() == []
     with pytest.raises(loadstate.NotFound):
         rt._core.check(rt._core.dll.lds_loadable_load(rt._core.c_handle, cell.id, jobs.loader.id, b"", 0, None))

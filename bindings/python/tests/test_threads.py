@@ -37,7 +37,7 @@ def test_10000_loads_from_8_threads_are_all_accounted_for(errors):
                 request = f"{index}:{n}".encode()
                 cell = rt.loadable(threaded if n % 2 else inline, on_event=count)
                 loads.append((request, cell.load(request)))
-            results[index] = [(request, load.result(WAIT)) for request, load in loads]
+            results[index] = [(request, load.state(WAIT)) for request, load in loads]
 
         threads = [threading.Thread(target=drive, args=(i,)) for i in range(THREADS)]
         for thread in threads:
@@ -73,7 +73,7 @@ def test_loads_on_one_cell_from_many_threads_end_in_one_settled_state(rt):
         thread.start()
     for thread in threads:
         thread.join()
-    outcomes = [load.result(WAIT) for load in loads]
+    outcomes = [load.state(WAIT) for load in loads]
     assert all(outcome.settled for outcome in outcomes)
     last = max(outcomes, key=lambda event: event.seq)
     assert last.status is Status.LOADED

@@ -300,9 +300,9 @@ final class HTTPTransfer {
             if success {
                 return .succeed(parsed.encoded())
             }
-            let response = parsed
-            let error = LoadError(domain: .http, code: status, message: "HTTP \(status) from \(request.url)")
-            return .fail(error, retry: retryAdvice(status: status, response: response))
+            let error = LoadError(domain: .http, code: status, message: "HTTP \(status) from \(request.url)",
+                                  underlying: HTTPStatusError(response: parsed))
+            return .fail(error, retry: retryAdvice(status: status, response: parsed))
         }
         let detail = String(cString: errorBuffer)
         let reason = detail.isEmpty ? String(cString: curl_easy_strerror(result)) : detail

@@ -1,0 +1,157 @@
+"""The constants of ``include/loadstate.h`` as Python enums, and the library's limits.
+
+This module imports nothing of the package: every other module names the
+header's constants through it.
+
+Members print as ``Class.NAME`` (``print(Status.LOADED)`` shows
+``Status.LOADED``) and still compare equal to the header's integers.
+"""
+
+from __future__ import annotations
+
+import enum
+
+__all__ = ["Status", "Flags", "EventType", "Domain", "Delivery", "CachePolicy", "Code", "LoadFlags", "HttpFlags",
+           "ExecFlags", "CacheFlags", "VALUE_MAX", "QUEUE_MAX"]
+
+#: The largest value, request or message, in bytes, the library accepts (256 MiB).
+VALUE_MAX = 256 * 1024 * 1024
+
+#: The most operations host threads may have waiting for a runtime's loop thread
+#: (262,144); a call that would queue more raises :class:`loadstate.Busy` and changes nothing.
+QUEUE_MAX = 262_144
+
+
+class _Named(enum.IntEnum):
+    """An int enum that prints its name, ``Class.NAME``, in ``str()`` and f-strings."""
+
+    def __str__(self) -> str:
+        return f"{type(self).__name__}.{self.name}"
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
+
+
+class Status(_Named):
+    """The status of a cell (``LDS_ABSENT`` ... ``LDS_FAILED``)."""
+
+    ABSENT = 0
+    LOADING = 1
+    LOADED = 2
+    ERROR = 3
+    IDLE = 4
+    RUNNING = 5
+    FINISHED = 6
+    FAILED = 7
+
+
+class Flags(enum.IntFlag):
+    """Event flags (``LDS_FLAG_*``); ``str()`` names the flags set, ``Flags.PARTIAL|REFRESHING``."""
+
+    NONE = 0
+    REFRESHING = 1 << 0
+    PARTIAL = 1 << 1
+    STALE = 1 << 2
+    FROM_CACHE = 1 << 3
+    CANCELLED = 1 << 4
+
+    def __str__(self) -> str:
+        return f"Flags.{self.name}" if self.name else "Flags.NONE"
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
+
+
+class EventType(_Named):
+    """What an event reports (``LDS_EVENT_*``)."""
+
+    STATE = 1
+    PROGRESS = 2
+    INTERRUPT = 3
+
+
+class Domain(_Named):
+    """Where an error comes from (``LDS_DOMAIN_*``); ``NONE`` when there is no error."""
+
+    NONE = 0
+    LOADSTATE = 1
+    HOST = 2
+    OS = 3
+    HTTP = 4
+    EXIT = 5
+
+
+class Delivery(_Named):
+    """Where callbacks run (``LDS_DELIVER_*``).
+
+    ``LOOP``: on the runtime's own loop thread. ``POLL``: on the thread that
+    calls :meth:`Runtime.dispatch <loadstate.Runtime.dispatch>`, such as an
+    asyncio loop watching :attr:`Runtime.fd <loadstate.Runtime.fd>`.
+    """
+
+    LOOP = 0
+    POLL = 1
+
+
+class CachePolicy(_Named):
+    """How a load with a cache uses it (``LDS_POLICY_*``).
+
+    ``LOAD_ONLY``: always load; a success is stored. ``CACHE_FIRST``: a
+    fresh entry is shown (``FROM_CACHE``) and nothing is loaded; otherwise
+    load and store. ``CACHE_THEN_LOAD``: an entry is shown at once
+    (``FROM_CACHE``, and ``STALE`` when not fresh), then a silent load
+    revalidates it; a failed revalidation keeps the cached value and sets
+    the error fields. ``CACHE_ONLY``: the entry, or an error ``NOT_FOUND``;
+    nothing is loaded.
+    """
+
+    LOAD_ONLY = 0
+    CACHE_FIRST = 1
+    CACHE_THEN_LOAD = 2
+    CACHE_ONLY = 3
+
+
+class Code(_Named):
+    """The library's return codes (``LDS_OK`` and the negative ``LDS_E*``)."""
+
+    OK = 0
+    EINVAL = -1
+    ENOENT = -2
+    ESTATE = -3
+    ECANCELED = -4
+    ETIMEDOUT = -5
+    ENOMEM = -6
+    ECLOSED = -7
+    ETOOBIG = -8
+    EIO = -9
+    EAGAIN = -10
+
+
+class LoadFlags(enum.IntFlag):
+    """Flags of one load (``lds_load_options.flags``: ``LDS_LOAD_*``)."""
+
+    NONE = 0
+    SILENT = 1 << 0
+    SHARE = 1 << 1
+
+
+class HttpFlags(enum.IntFlag):
+    """Flags of an http request (``lds_http_request.flags``: ``LDS_HTTP_*``)."""
+
+    NONE = 0
+    INSECURE = 1 << 0
+    NO_REDIRECTS = 1 << 1
+
+
+class ExecFlags(enum.IntFlag):
+    """Flags of the exec loader (``lds_exec_options.flags``: ``LDS_EXEC_*``)."""
+
+    NONE = 0
+    STREAM_LINES = 1 << 0
+
+
+class CacheFlags(enum.IntFlag):
+    """Flags of a persistent cache (``lds_persistent_cache_options.flags``: ``LDS_CACHE_*``)."""
+
+    NONE = 0
+    REPLACE_DAMAGED = 1 << 0

@@ -1,0 +1,356 @@
+"""The Python idioms of the binding: exceptions by default, states when asked, built-in
+exception types, type errors that say what is wanted, a cache that is a mapping, enums that
+print their names, async iteration."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import traceback
+from collections.abc import MutableMapping
+
+import pytest
+from conftest import WAIT
+
+import loadstate
+from loadstate import Delivery, Domain, EventType, Flags, Status, errors
+
+
+def run(coroutine):
+    return asyncio.run(coroutine)
+
+
+# -- errors ---------------------------------------------------------------
+
+
+def test_value_returns_the_value_of_a_load(rt):
+    cell = rt.loadable(rt.loader(lambda job: job.request.upper()))
+    assert cell.load(b"abc").value(WAIT) == b"ABC"
+
+
+def test_value_raises_load_failed_with_domain_code_and_message(rt):
+    def refuse(job):
+        raise loadstate.LoadFailed(404, "no such table")
+
+    cell = rt.loadable(rt.loader(refuse))
+    with pytest.raises(loadstate.LoadFailed) as failed:
+        cell.load(b"t").value(WAIT)
+    assert (failed.value.domain, failed.value.code, failed.value.message) == (Domain.HOST, 404, "no such table")
+    assert failed.value.value is None and failed.value.response is None
+
+
+def test_value_raises_load_failed_for_an_error_set_by_hand(rt, jobs):
+    cell = rt.loadable(jobs.loader)
+    load = cell.load(b"q")
+    jobs.next()
+    cell.set_error(7, "broken")
+    with pytest.raises(loadstate.LoadFailed) as failed:
+        load.value(WAIT)
+    assert (failed.value.code, failed.value.message, str(failed.value)) == (7, "broken", "host error 7: broken")
+
+
+def test_state_returns_a_failed_state_without_raising(rt):
+    def refuse(job):
+        raise loadstate.LoadFailed(3, "no")
+
+    state = rt.loadable(rt.loader(refuse)).load().state(WAIT)
+    assert (state.status, state.error_code) == (Status.ERROR, 3)
+    with pytest.raises(loadstate.LoadFailed):
+        state.raise_for_error()
+
+
+def test_raise_for_error_is_quiet_for_a_loaded_state(rt):
+    state = rt.loadable(rt.loader(lambda job: b"v")).load().state(WAIT)
+    assert state.raise_for_error() is None and state.error is None
+
+
+def _frames(exc):
+    return [frame.name for frame in traceback.extract_tb(exc.__traceback__)]
+
+
+def test_an_exception_raised_in_a_thread_loader_reaches_the_caller_with_its_type_and_traceback(rt):
+    def lookup(job):
+        return {}["missing"]
+
+    with pytest.raises(KeyError) as raised:
+        rt.loadable(rt.loader(lookup)).load().value(WAIT)
+    assert "lookup" in _frames(raised.value)
+
+
+def test_an_exception_raised_in_an_inline_loader_reaches_the_caller(rt):
+    def divide(job):
+        return 1 // 0
+
+    with pytest.raises(ZeroDivisionError) as raised:
+        rt.loadable(rt.loader(divide, inline=True)).load().value(WAIT)
+    assert "divide" in _frames(raised.value)
+
+
+def test_an_exception_raised_in_an_async_loader_reaches_the_awaiting_caller():
+    class Refused(Exception):
+        pass
+
+    async def main():
+        async with loadstate.Runtime(Delivery.POLL) as rt:
+            @rt.loader
+            async def fetch(job):
+                await asyncio.sleep(0)
+                raise Refused("the server said no")
+
+            cell = rt.loadable(fetch)
+            with pytest.raises(Refused) as raised:
+                await cell.get(b"x")
+            assert "fetch" in _frames(raised.value)
+            state = await cell.load(b"y")        # the states keep code and message
+            assert (state.error_code, state.error_message) == (loadstate.EXCEPTION_CODE,
+                                                               "Refused: the server said no")
+
+    run(main())
+
+
+def test_a_load_failed_raised_by_a_loader_is_re_raised_as_it_was(rt):
+    original = loadstate.LoadFailed(9, "bad input", final=True)
+
+    def refuse(job):
+        raise original
+
+    with pytest.raises(loadstate.LoadFailed) as raised:
+        rt.loadable(rt.loader(refuse)).load().value(WAIT)
+    assert raised.value is original
+
+
+def test_value_of_a_cancelled_or_reset_load_raises_cancelled(rt, jobs):
+    cell = rt.loadable(jobs.loader)
+    load = cell.load(b"a")
+    jobs.next()
+    cell.cancel()
+    with pytest.raises(loadstate.Cancelled):
+        load.value(WAIT)
+    load = cell.load(b"b")
+    jobs.next()
+    cell.reset()
+    with pytest.raises(loadstate.Cancelled):
+        load.value(WAIT)
+
+
+def test_value_of_a_run_is_none_and_a_failed_run_raises(rt):
+    cell = rt.process(rt.loader(lambda job: b"ignored"))
+    assert cell.run(kind=1).value(WAIT) is None
+
+    def fail(job):
+        raise loadstate.LoadFailed(5, "stopped")
+
+    with pytest.raises(loadstate.LoadFailed) as failed:
+        cell.run(kind=2, loader=rt.loader(fail)).value(WAIT)
+    assert failed.value.code == 5
+
+
+def test_result_is_deprecated_and_still_returns_the_state(rt):
+    cell = rt.loadable(rt.loader(lambda job: b"v"))
+    with pytest.warns(DeprecationWarning, match="Load.state"):
+        state = cell.load().result(WAIT)
+    assert state.value == b"v"
+
+
+def test_get_is_cancelled_with_its_task():
+    async def main():
+        async with loadstate.Runtime(Delivery.POLL) as rt:
+            started = asyncio.Event()
+
+            @rt.loader
+            async def slow(job):
+                started.set()
+                await asyncio.sleep(3600)
+
+            cell = rt.loadable(slow)
+            task = asyncio.ensure_future(cell.get(b"x"))
+            await started.wait()
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            async for event in cell.events():
+                if event.settled:
+                    break
+            assert event.cancelled and event.status is Status.ABSENT
+
+    run(main())
+
+
+def test_every_exception_of_the_package_is_a_loadstate_error():
+    for name in errors.__all__:
+        value = getattr(errors, name)
+        if isinstance(value, type):
+            assert issubclass(value, loadstate.Error), name
+
+
+@pytest.mark.parametrize("cls, builtin", [
+    (loadstate.TimedOut, TimeoutError), (loadstate.IOFailure, OSError), (loadstate.InvalidArgument, ValueError),
+    (loadstate.TooBig, ValueError), (loadstate.NotFound, LookupError), (loadstate.OutOfMemory, MemoryError),
+    (loadstate.LibraryNotFound, OSError), (loadstate.LoadFailed, loadstate.Error),
+])
+def test_exceptions_subclass_the_built_in_they_mean(cls, builtin):
+    assert issubclass(cls, builtin)
+
+
+def test_an_unsettled_wait_raises_a_timeout_error(rt, jobs):
+    load = rt.loadable(jobs.loader).load(b"slow")
+    with pytest.raises(TimeoutError):
+        load.value(0.01)
+
+
+def test_a_load_timeout_raises_load_failed_in_the_loadstate_domain(rt, jobs):
+    load = rt.loadable(jobs.loader).load(b"slow", timeout=0.01)
+    with pytest.raises(loadstate.LoadFailed) as failed:
+        load.value(WAIT)
+    assert (failed.value.domain, failed.value.code) == (Domain.LOADSTATE, loadstate.Code.ETIMEDOUT)
+
+
+def test_error_codes_and_library_errors_pickle_and_print():
+    import pickle
+
+    error = loadstate.error_for_code(-5, "timed out", "waiting")
+    assert isinstance(error, loadstate.TimedOut) and isinstance(error, TimeoutError)
+    assert str(error) == "waiting: timed out (code -5)"
+    again = pickle.loads(pickle.dumps(error))
+    assert (type(again), again.code, again.message, again.detail) == (loadstate.TimedOut, -5, "timed out", "waiting")
+    failed = pickle.loads(pickle.dumps(loadstate.LoadFailed(404, "gone", Domain.HTTP, value=b"body")))
+    assert (failed.code, failed.domain, failed.value) == (404, Domain.HTTP, b"body")
+
+
+# -- type errors ------------------------------------------------------------
+
+
+def test_a_wrong_request_type_names_the_parameter_and_the_accepted_types(rt):
+    cell = rt.loadable(rt.http_loader(proxy=""))
+    with pytest.raises(TypeError, match=r"request: .*HttpRequest or a URL \(str\), not dict"):
+        cell.load({"url": "http://x"})
+    with pytest.raises(TypeError, match=r"request: .*bytes.*not int"):
+        rt.loadable(rt.loader(lambda job: None)).load(5)
+    with pytest.raises(TypeError, match=r"request: .*ExecRequest or a list of arguments"):
+        rt.loadable(rt.exec_loader()).load(5)
+    with pytest.raises(TypeError, match=r"request: .*path"):
+        rt.loadable(rt.file_loader()).load(3.5)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda rt, cell: cell.set_loaded("text"), r"value: .*bytes"),
+    (lambda rt, cell: cell.load(b"x", loader="loader"), r"loader must be a loadstate.Loader"),
+    (lambda rt, cell: cell.load(b"x", timeout="5"), r"timeout must be a number of seconds"),
+    (lambda rt, cell: cell.load(b"x", retries=1.5), r"retries must be an int"),
+    (lambda rt, cell: cell.load(b"x", cache="cache"), r"cache must be a loadstate.Cache"),
+    (lambda rt, cell: cell.load(b"x", options={"silent": True}), r"options must be a loadstate.LoadOptions"),
+    (lambda rt, cell: cell.set_error("7"), r"code must be an int"),
+    (lambda rt, cell: rt.loadable(codec="json"), r"codec must be a loadstate.Codec"),
+    (lambda rt, cell: rt.loader(lambda job: None, codec=str), r"codec must be a loadstate.Codec"),
+    (lambda rt, cell: rt.loader(42), r"fn must be a callable"),
+    (lambda rt, cell: cell.subscribe(None), r"callback must be callable"),
+    (lambda rt, cell: rt.process().run(kind="1"), r"kind must be an int"),
+    (lambda rt, cell: loadstate.Runtime(delivery=1.5), r"delivery must be"),
+])
+def test_wrong_argument_types_raise_type_error_naming_the_parameter(rt, call, message):
+    cell = rt.loadable(rt.loader(lambda job: b""))
+    with pytest.raises(TypeError, match=message):
+        call(rt, cell)
+
+
+def test_a_cache_key_of_the_wrong_type_is_a_type_error(rt):
+    with rt.memory_cache() as cache:
+        with pytest.raises(TypeError, match="key must be bytes or str, not int"):
+            cache[5] = b"v"
+        assert 5 not in cache
+
+
+# -- idioms ---------------------------------------------------------------
+
+
+def test_a_cache_is_a_mutable_mapping(rt):
+    with rt.memory_cache(codec=loadstate.JSON) as cache:
+        assert isinstance(cache, MutableMapping)
+        assert len(cache) == 0 and not cache
+        cache["a"] = 1
+        cache.update({"b": 2, "c": 3})
+        assert len(cache) == 3 and cache
+        assert cache.get("a") == 1 and cache.get("zz") is None and cache.get("zz", 0) == 0
+        assert cache.pop("b") == 2 and cache.pop("b", "gone") == "gone"
+        assert cache.setdefault("c", 9) == 3 and cache.setdefault("d", 4) == 4
+        del cache["d"]
+        with pytest.raises(KeyError):
+            del cache["d"]
+        with pytest.raises(KeyError):
+            cache["d"]
+        assert "a" in cache and "d" not in cache
+        assert cache.entry("a").value == 1 and cache.entry("d") is None
+        assert len(cache) == 2
+        cache.clear()
+        assert len(cache) == 0
+        assert cache == cache and cache != {} and hash(cache) == hash(cache)
+
+
+def test_a_cache_says_it_cannot_list_its_keys(rt):
+    with rt.memory_cache() as cache:
+        cache["a"] = b"1"
+        with pytest.raises(TypeError, match="cannot list its keys"):
+            list(cache)
+        with pytest.raises(TypeError, match="cannot list its keys"):
+            cache.items()  # a view: listing it iterates
+            list(cache.items())
+
+
+def test_enums_print_their_names_and_compare_as_ints():
+    assert str(Status.LOADED) == "Status.LOADED" and f"{Status.LOADED}" == "Status.LOADED"
+    assert f"{Domain.HTTP:>12}" == " Domain.HTTP"
+    assert str(EventType.PROGRESS) == "EventType.PROGRESS" and str(Delivery.POLL) == "Delivery.POLL"
+    assert str(Flags.PARTIAL | Flags.REFRESHING) in ("Flags.REFRESHING|PARTIAL", "Flags.PARTIAL|REFRESHING")
+    assert str(Flags.NONE) == "Flags.NONE"
+    assert str(loadstate.Code.ENOENT) == "Code.ENOENT" and loadstate.Code.ENOENT == -2
+    assert Status.LOADED == 2 and Status(2) is Status.LOADED and int(Domain.HTTP) == 4
+    assert repr(Status.LOADED) == "<Status.LOADED: 2>"
+
+
+def test_events_work_with_async_for_and_anext():
+    async def main():
+        async with loadstate.Runtime(Delivery.POLL) as rt:
+            cell = rt.loadable(rt.loader(lambda job: job.request, inline=True))
+            async with cell.events() as events:
+                await cell.load(b"v")
+                first = await anext(events)
+                second = await anext(events)
+            assert (first.status, second.status, second.value) == (Status.LOADING, Status.LOADED, b"v")
+            values = []
+            stream = cell.events()
+            cell.set_loaded(b"w")
+            cell.reset()
+            async for event in stream:
+                values.append((event.status, event.value))
+                if event.status is Status.ABSENT:
+                    break
+            assert values == [(Status.LOADED, b"w"), (Status.ABSENT, None)]
+
+    run(main())
+
+
+def test_a_stream_can_leave_out_progress_events():
+    async def main():
+        async with loadstate.Runtime(Delivery.POLL) as rt:
+            @rt.loader
+            async def steps(job):
+                for done in range(3):
+                    job.progress(done, 3)
+                    await asyncio.sleep(0)
+                return b"done"
+
+            cell = rt.loadable(steps)
+            async with cell.events(progress=False) as quiet, cell.events() as everything:
+                await cell.load()
+                quiet_types = [(await anext(quiet)).type for _ in range(2)]
+                all_types = [(await anext(everything)).type for _ in range(5)]
+            assert quiet_types == [EventType.STATE, EventType.STATE]
+            assert all_types.count(EventType.PROGRESS) == 3
+
+    run(main())
+
+
+def test_spin_is_not_part_of_the_public_api():
+    assert "spin" not in inspect.signature(loadstate.Runtime).parameters
+    with pytest.raises(TypeError):
+        loadstate.Runtime(spin=0)  # type: ignore[call-arg]

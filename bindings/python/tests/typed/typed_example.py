@@ -1,0 +1,45 @@
+"""Code typed as a user of the binding writes it; tests/test_typing.py runs mypy --strict over it
+and compares each reveal_type with the type named in the comment on its line (builtins without
+"builtins.")."""
+
+from __future__ import annotations
+
+import loadstate
+
+
+async def main(url: str) -> None:
+    async with loadstate.Runtime(loadstate.Delivery.POLL) as rt:
+        http = rt.http_loader()
+        reveal_type(http)  # loadstate.loaders.Loader[loadstate.builtin.HttpResponse]
+        pages = rt.loadable(http)
+        reveal_type(pages)  # loadstate.cells.Loadable[loadstate.builtin.HttpResponse]
+        response = await pages.get(url)
+        reveal_type(response)  # loadstate.builtin.HttpResponse
+        load = pages.load(loadstate.HttpRequest(url, headers=[("Accept", "text/html")]))
+        reveal_type(load)  # loadstate.cells.Load[loadstate.builtin.HttpResponse]
+        reveal_type(load.value())  # loadstate.builtin.HttpResponse
+        state = await load
+        reveal_type(state)  # loadstate.types.Event[loadstate.builtin.HttpResponse]
+        reveal_type(state.value)  # loadstate.builtin.HttpResponse | None
+        try:
+            await pages.get(url)
+        except loadstate.LoadFailed as failed:
+            reveal_type(failed.code)  # int
+        async for event in pages.events():
+            reveal_type(event)  # loadstate.types.Event[loadstate.builtin.HttpResponse]
+            break
+
+        text = rt.loadable(codec=loadstate.TEXT)
+        reveal_type(text)  # loadstate.cells.Loadable[str]
+        reveal_type(await text.get())  # str
+        raw = rt.loadable(rt.loader(lambda job: job.raw_request))
+        reveal_type(raw)  # loadstate.cells.Loadable[bytes]
+        reveal_type(rt.loader(lambda job: "x", codec=loadstate.TEXT))  # loadstate.loaders.Loader[str]
+        files = rt.loadable(rt.file_loader())
+        reveal_type(files.snapshot())  # loadstate.types.Event[bytes]
+        runs = rt.process(rt.loader(lambda job: None))
+        reveal_type(runs.run(kind=1))  # loadstate.cells.Load[None]
+
+        with rt.memory_cache(codec=loadstate.JSON) as cache:
+            cache["user:7"] = {"name": "Ada"}
+            reveal_type(len(cache))  # int

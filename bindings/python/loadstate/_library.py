@@ -42,7 +42,7 @@ LIBRARY_NAME = "libloadstate.so"
 
 # The version this binding is written against: same major, at least this minor.
 _VERSION_MAJOR = 0
-_VERSION_MINOR = 3
+_VERSION_MINOR = 4
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 

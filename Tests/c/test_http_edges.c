@@ -79,6 +79,19 @@ TEST(http_encode_refuses_a_header_line_that_is_not_name_colon_value) {
 }
 
 /* A port on 127.0.0.1 nothing listens on: bound, then closed. */
+/* An http loader without a proxy on rt, and a GET of
+ * http://127.0.0.1:port<path> encoded into *buf (free with lds_free). */
+static bool local_get(lds_runtime *rt, int port, const char *path, lds_id *loader, void **buf, size_t *len) {
+  lds_http_options opts = LDS_HTTP_OPTIONS_INIT;
+  opts.proxy = "";
+  if (!CHECK_RC(lds_http_loader_new(rt, &opts, loader), LDS_OK)) return false;
+  char url[96];
+  snprintf(url, sizeof url, "http://127.0.0.1:%d%s", port, path);
+  lds_http_request req = LDS_HTTP_REQUEST_INIT;
+  req.url = url;
+  return CHECK_RC(lds_http_request_encode(&req, buf, len), LDS_OK);
+}
+
 static int closed_port(void) {
   int s = socket(AF_INET, SOCK_STREAM, 0);
   struct sockaddr_in a;
@@ -117,17 +130,10 @@ TEST(http_connections_out_of_descriptors_fail_with_their_errno) {
   REQUIRE(port > 0);
   lds_runtime *rt = rt_new(LDS_DELIVER_LOOP);
   REQUIRE(rt != NULL);
-  lds_http_options opts = LDS_HTTP_OPTIONS_INIT;
-  opts.proxy = "";
   lds_id loader = 0;
-  REQUIRE_RC(lds_http_loader_new(rt, &opts, &loader), LDS_OK);
-  char url[64];
-  snprintf(url, sizeof url, "http://127.0.0.1:%d/", port);
-  lds_http_request req = LDS_HTTP_REQUEST_INIT;
-  req.url = url;
   void *buf = NULL;
   size_t len = 0;
-  REQUIRE_RC(lds_http_request_encode(&req, &buf, &len), LDS_OK);
+  REQUIRE(local_get(rt, port, "/", &loader, &buf, &len));
   edge_loads *loads = calloc(1, sizeof *loads);
   REQUIRE(loads != NULL);
   for (int i = 0; i < EDGE_LOADS; i++) {
@@ -231,17 +237,10 @@ TEST(http_error_event_of_a_status_outside_2xx_carries_the_response) {
   REQUIRE(pthread_create(&thread, NULL, answer_once, &server) == 0);
   lds_runtime *rt = rt_new(LDS_DELIVER_LOOP);
   REQUIRE(rt != NULL);
-  lds_http_options opts = LDS_HTTP_OPTIONS_INIT;
-  opts.proxy = "";
   lds_id loader = 0;
-  REQUIRE_RC(lds_http_loader_new(rt, &opts, &loader), LDS_OK);
-  char url[64];
-  snprintf(url, sizeof url, "http://127.0.0.1:%d/missing", port);
-  lds_http_request req = LDS_HTTP_REQUEST_INIT;
-  req.url = url;
   void *buf = NULL;
   size_t len = 0;
-  REQUIRE_RC(lds_http_request_encode(&req, &buf, &len), LDS_OK);
+  REQUIRE(local_get(rt, port, "/missing", &loader, &buf, &len));
   recorder rec;
   rec_init(&rec, rt);
   lds_id cell = cell_new(rt, &rec);

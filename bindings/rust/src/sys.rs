@@ -515,6 +515,7 @@ unsafe extern "C" {
     pub fn lds_loadable_reset(rt: *mut lds_runtime, cell: lds_id) -> c_int;
     pub fn lds_loadable_set_loaded(rt: *mut lds_runtime, cell: lds_id, value: *const c_void, len: usize) -> c_int;
     pub fn lds_loadable_set_error(rt: *mut lds_runtime, cell: lds_id, code: i32, message: *const c_char) -> c_int;
+    pub fn lds_loadable_set_progress(rt: *mut lds_runtime, cell: lds_id, enabled: c_int) -> c_int;
     pub fn lds_loadable_get(rt: *mut lds_runtime, cell: lds_id, out: *mut lds_snapshot) -> c_int;
     pub fn lds_snapshot_clear(snap: *mut lds_snapshot);
 
@@ -601,4 +602,5 @@ unsafe extern "C" {
     ) -> c_int;
     pub fn lds_process_cancel(rt: *mut lds_runtime, cell: lds_id) -> c_int;
     pub fn lds_process_reset(rt: *mut lds_runtime, cell: lds_id) -> c_int;
+    pub fn lds_process_set_progress(rt: *mut lds_runtime, cell: lds_id, enabled: c_int) -> c_int;
 }

@@ -92,19 +92,29 @@ static bool local_get(lds_runtime *rt, int port, const char *path, lds_id *loade
   return CHECK_RC(lds_http_request_encode(&req, buf, len), LDS_OK);
 }
 
-static int closed_port(void) {
+/* Listens on a free port of 127.0.0.1; the port, or -1. */
+static int listen_local(int *listener) {
   int s = socket(AF_INET, SOCK_STREAM, 0);
   struct sockaddr_in a;
   memset(&a, 0, sizeof a);
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   socklen_t len = sizeof a;
-  if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof a) != 0 || getsockname(s, (struct sockaddr *)&a, &len) != 0) {
+  if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof a) != 0 || listen(s, 1) != 0 ||
+      getsockname(s, (struct sockaddr *)&a, &len) != 0) {
     if (s >= 0) close(s);
     return -1;
   }
-  close(s);
+  *listener = s;
   return ntohs(a.sin_port);
+}
+
+/* A free port of 127.0.0.1 with nothing listening on it; the port, or -1. */
+static int closed_port(void) {
+  int s = -1;
+  int port = listen_local(&s);
+  if (port > 0) close(s);
+  return port;
 }
 
 /* The lowest descriptor not open yet: how many this process uses. */
@@ -209,23 +219,6 @@ static void *answer_once(void *data) {
   }
   close(conn);
   return NULL;
-}
-
-/* Listens on a free port of 127.0.0.1; the port, or -1. */
-static int listen_local(int *listener) {
-  int s = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a;
-  memset(&a, 0, sizeof a);
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof a) != 0 || listen(s, 1) != 0 ||
-      getsockname(s, (struct sockaddr *)&a, &len) != 0) {
-    if (s >= 0) close(s);
-    return -1;
-  }
-  *listener = s;
-  return ntohs(a.sin_port);
 }
 
 TEST(http_error_event_of_a_status_outside_2xx_carries_the_response) {

@@ -63,7 +63,7 @@ fuzz-lib: deps $(OUT)/.header-stamp
 	$(SWIFT) build --sanitize=address --scratch-path $(FUZZ_SCRATCH) --product loadstate \
 	  -Xswiftc -sanitize-coverage=$(FUZZ_COVERAGE)
 
-$(FUZZ_OUT)/fuzz_%: $(FUZZ_DIR)/fuzz_%.c include/loadstate.h fuzz-lib
+$(FUZZ_OUT)/fuzz_%: $(FUZZ_DIR)/fuzz_%.c $(FUZZ_DIR)/fuzz_input.h include/loadstate.h fuzz-lib
 	@mkdir -p $(FUZZ_OUT)
 	$(TOOLCHAIN_CC) $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_LDLIBS)
 

@@ -48,6 +48,9 @@
 
 #include "loadstate.h"
 
+#define FUZZ_NAME "fuzz_api"
+#include "fuzz_input.h"
+
 #define MAX_STEPS 64
 #define MAX_CELLS 8
 #define MAX_LOADERS 4
@@ -57,20 +60,8 @@
 #define RECORD_BUF 16384
 
 /* ------------------------------------------------------------------ */
-/* Failure                                                             */
+/* Return codes                                                        */
 /* ------------------------------------------------------------------ */
-
-static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-
-static void fail(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  fputs("fuzz_api: invariant broken: ", stderr);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
-  va_end(ap);
-  abort();
-}
 
 /* Return-code sets, one bit per code: bit 0 is LDS_OK, bit k is -k. */
 #define RC(code) (1u << (unsigned)(-(code)))
@@ -105,17 +96,6 @@ static int check_rc(const char *what, int rc, unsigned allowed) {
 /* ------------------------------------------------------------------ */
 /* Input                                                               */
 /* ------------------------------------------------------------------ */
-
-typedef struct input {
-  const uint8_t *p;
-  size_t n;
-} input;
-
-static uint8_t u8(input *in) {
-  if (in->n == 0) return 0;
-  in->n--;
-  return *in->p++;
-}
 
 /* Up to max bytes of the input, pointed at in place. */
 static const uint8_t *bytes(input *in, size_t max, size_t *len) {

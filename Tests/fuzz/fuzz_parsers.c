@@ -50,35 +50,15 @@
 
 #include "loadstate.h"
 
+#define FUZZ_NAME "fuzz_parsers"
+#include "fuzz_input.h"
+
 #define SAFE_URL "http://127.0.0.1:1/"
 #define SAFE_PROGRAM "/nonexistent/loadstate-fuzz"
-
-static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-
-static void fail(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  fputs("fuzz_parsers: invariant broken: ", stderr);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
-  va_end(ap);
-  abort();
-}
 
 /* ------------------------------------------------------------------ */
 /* Input                                                               */
 /* ------------------------------------------------------------------ */
-
-typedef struct input {
-  const uint8_t *p;
-  size_t n;
-} input;
-
-static uint8_t u8(input *in) {
-  if (in->n == 0) return 0;
-  in->n--;
-  return *in->p++;
-}
 
 static uint32_t u32(input *in) {
   uint32_t v = 0;

@@ -95,18 +95,20 @@ def checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Layout:
     return Layout(tmp_path, repository / "bindings" / "python" / "loadstate", monkeypatch)
 
 
+def found_in_turn(layout: Layout, names: list[str]) -> None:
+    """Checks that each place is the one found while it exists, then removes it."""
+    for name in names:
+        assert layout.found() == name
+        layout.remove(name)
+
+
 def test_an_explicit_path_comes_before_the_environment_variable(installed):
     assert loadstate.load_library(installed.files["explicit"]).path == str(installed.files["explicit"])
     assert installed.found() == "env"
 
 
 def test_installed_the_order_is_env_then_the_package_copy_then_the_system(installed):
-    assert installed.found() == "env"
-    installed.remove("env")
-    assert installed.found() == "package copy"
-    installed.remove("package copy")
-    assert installed.found() == "system"
-    installed.remove("system")
+    found_in_turn(installed, ["env", "package copy", "system"])
     assert installed.places_tried() == ["$LOADSTATE_LIBRARY", "package copy", "system library path",
                                         "checkout build"]
 
@@ -120,14 +122,7 @@ def test_installed_the_checkout_builds_of_the_machine_are_not_looked_at(installe
 
 
 def test_in_a_checkout_the_order_is_env_then_debug_then_dist_then_the_system(checkout):
-    assert checkout.found() == "env"
-    checkout.remove("env")
-    assert checkout.found() == "checkout debug"
-    checkout.remove("checkout debug")
-    assert checkout.found() == "checkout dist"
-    checkout.remove("checkout dist")
-    assert checkout.found() == "system"
-    checkout.remove("system")
+    found_in_turn(checkout, ["env", "checkout debug", "checkout dist", "system"])
     assert checkout.places_tried() == ["$LOADSTATE_LIBRARY", "package copy", "checkout debug build",
                                        "checkout dist build", "system library path"]
 

@@ -1291,6 +1291,41 @@ int lds_cache_remove(lds_runtime *rt, lds_id cache, const void *key, size_t key_
 int lds_cache_clear(lds_runtime *rt, lds_id cache);
 
 /*
+ * The keys listed by lds_cache_keys, owned by the caller: key i is the
+ * lengths[i] bytes at keys[i] (a key may be empty). All of it lives in one
+ * block the library allocated; release it with lds_cache_key_list_clear.
+ */
+typedef struct lds_cache_key_list {
+  size_t count;                /* how many keys */
+  const void *const *keys;     /* count pointers; NULL when count is 0 */
+  const size_t *lengths;       /* count lengths; NULL when count is 0 */
+  void *block;                 /* the allocation behind keys, lengths and the bytes */
+} lds_cache_key_list;
+
+/*
+ * Lists the keys of the cache's live entries that begin with prefix
+ * (prefix_len bytes; 0 lists every key) into *out, a copy taken under the
+ * cache's lock: later puts and removes do not change it. A memory cache
+ * lists its keys from the most to the least recently used, a persistent
+ * cache in byte order. Entries whose time to live has passed are left out
+ * (a later get drops them); listing counts as no hit and no use, so the
+ * eviction order does not change. The list is at most as large as the
+ * cache's byte bound; on failure *out is zeroed.
+ *
+ * Returns LDS_OK; LDS_EINVAL (rt or out NULL, prefix NULL with a length);
+ * LDS_ENOENT (no such cache); LDS_ETOOBIG (prefix over LDS_VALUE_MAX);
+ * LDS_EIO; LDS_ENOMEM; LDS_ECLOSED.
+ */
+int lds_cache_keys(lds_runtime *rt, lds_id cache, const void *prefix, size_t prefix_len,
+                   lds_cache_key_list *out);
+
+/*
+ * Releases what an lds_cache_key_list owns and zeroes it. NULL and a
+ * zeroed list are accepted; clearing twice is harmless. Any thread.
+ */
+void lds_cache_key_list_clear(lds_cache_key_list *list);
+
+/*
  * Copies the cache's counters into *out (zeroed on failure).
  *
  * Returns LDS_OK; LDS_EINVAL (rt or out NULL); LDS_ENOENT; LDS_EIO; LDS_ECLOSED.

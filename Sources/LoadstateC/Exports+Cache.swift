@@ -194,3 +194,58 @@ public func ldsCacheStats(_ rt: OpaquePointer?, _ id: UInt64, _ out: UnsafeMutab
         }
     }
 }
+
+@_cdecl("lds_cache_keys")
+public func ldsCacheKeys(_ rt: OpaquePointer?, _ id: UInt64, _ prefix: UnsafeRawPointer?, _ prefixLength: Int,
+                         _ out: UnsafeMutablePointer<lds_cache_key_list>?) -> Int32 {
+    guard let out else { return LDS_EINVAL }
+    out.pointee = lds_cache_key_list()
+    return withCache(rt, id) { cache in
+        let p: Bytes
+        switch copyBytes(prefix, prefixLength) {
+        case .success(let b): p = b
+        case .failure(let rc): return rc.rawValue
+        }
+        do throws(CacheError) {
+            return giveKeys(try cache.keys(prefix: p), out)
+        } catch {
+            return code(error)
+        }
+    }
+}
+
+/// Lays the keys out in one block, pointers first, then lengths, then the
+/// bytes, and hands it to the caller: LDS_OK, or LDS_ENOMEM.
+private func giveKeys(_ keys: [Bytes], _ out: UnsafeMutablePointer<lds_cache_key_list>) -> Int32 {
+    guard !keys.isEmpty else { return LDS_OK }
+    let tableBytes = keys.count * (MemoryLayout<UnsafeRawPointer?>.stride + MemoryLayout<Int>.stride)
+    var total = tableBytes
+    for key in keys {
+        let (sum, overflow) = total.addingReportingOverflow(key.count)
+        guard !overflow else { return LDS_ENOMEM }
+        total = sum
+    }
+    guard let block = malloc(max(total, 1)) else { return LDS_ENOMEM }
+    let pointers = block.bindMemory(to: UnsafeRawPointer?.self, capacity: keys.count)
+    let lengthsStart = block + keys.count * MemoryLayout<UnsafeRawPointer?>.stride
+    let lengths = lengthsStart.bindMemory(to: Int.self, capacity: keys.count)
+    var cursor = block + tableBytes
+    for (i, key) in keys.enumerated() {
+        key.withUnsafeBytes { bytes in
+            if let base = bytes.baseAddress { memcpy(cursor, base, bytes.count) }
+        }
+        pointers[i] = UnsafeRawPointer(cursor)
+        lengths[i] = key.count
+        cursor += key.count
+    }
+    out.pointee = lds_cache_key_list(count: keys.count, keys: UnsafePointer(pointers), lengths: UnsafePointer(lengths),
+                                     block: block)
+    return LDS_OK
+}
+
+@_cdecl("lds_cache_key_list_clear")
+public func ldsCacheKeyListClear(_ list: UnsafeMutablePointer<lds_cache_key_list>?) {
+    guard let list else { return }
+    free(list.pointee.block)
+    list.pointee = lds_cache_key_list()
+}

@@ -159,9 +159,9 @@ public final class MemoryCache: Handle, CacheStore, @unchecked Sendable {
         }
     }
 
-    /// The keys from most to least recently used.
-    func keysByRecency() -> [[UInt8]] {
-        state.withLock { $0.table.keysByRecency() }
+    public func keys(prefix: [UInt8]) -> [[UInt8]] {
+        let nowMs = now()
+        return state.withLock { $0.table.keys(prefix: prefix, liveAt: nowMs) }
     }
 }
 

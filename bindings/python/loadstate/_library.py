@@ -235,6 +235,13 @@ class CacheStatisticsC(Structure):
                 ("entries", c_uint64), ("bytes", c_uint64)]
 
 
+class CacheKeyListC(Structure):
+    """``lds_cache_key_list``."""
+
+    _fields_ = [("count", c_size_t), ("keys", POINTER(c_void_p)), ("lengths", POINTER(c_size_t)),
+                ("block", c_void_p)]
+
+
 EVENT_FN = CFUNCTYPE(None, c_void_p, c_void_p)
 LOADER_FN = CFUNCTYPE(None, c_void_p, c_uint64, c_void_p, c_size_t, c_void_p)
 FREE_FN = CFUNCTYPE(None, c_void_p)
@@ -300,6 +307,8 @@ _PROTOTYPES: Dict[str, Tuple[object, List[object]]] = {
     "lds_cache_clear": (c_int, [_rt, _id]),
     "lds_cache_stats": (c_int, [_rt, _id, POINTER(CacheStatisticsC)]),
     "lds_cache_invalidate": (c_int, [_rt, _id, c_char_p, c_size_t]),
+    "lds_cache_keys": (c_int, [_rt, _id, c_char_p, c_size_t, POINTER(CacheKeyListC)]),
+    "lds_cache_key_list_clear": (None, [POINTER(CacheKeyListC)]),
     "lds_process_new": (c_int, [_rt, EVENT_FN, c_void_p, POINTER(c_uint64)]),
     "lds_process_free": (c_int, [_rt, _id]),
     "lds_process_run": (c_int, [_rt, _id, c_int32, _id, c_char_p, c_size_t, POINTER(LoadOptionsC)]),

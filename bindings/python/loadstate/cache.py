@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import os
 import weakref
-from collections.abc import MutableMapping
+from collections.abc import ItemsView, MutableMapping, ValuesView
 from ctypes import byref, c_uint64, sizeof, string_at
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, Iterator, Optional, TypeVar, Union, overload
+from typing import TYPE_CHECKING, Any, Generic, Iterator, List, Optional, Tuple, TypeVar, Union, overload
 
-from ._library import CacheStatisticsC, CacheValueC, MemoryCacheOptionsC, PersistentCacheOptionsC
+from ._library import CacheKeyListC, CacheStatisticsC, CacheValueC, MemoryCacheOptionsC, PersistentCacheOptionsC
 from .codec import Codec
 from .enums import CacheFlags, Code
 from .types import milliseconds
@@ -76,17 +76,20 @@ class Cache(MutableMapping[Key, V]):
     :meth:`Runtime.memory_cache` or :meth:`Runtime.persistent_cache`.
 
     A mutable mapping: ``cache[key] = value``, ``cache[key]``, ``del cache[key]``,
-    ``key in cache``, ``len(cache)``, ``cache.get(key, default)``,
-    ``cache.pop(key)``, ``cache.setdefault(...)``, ``cache.update(...)``.
-    Keys are ``bytes`` or ``str`` (stored as UTF-8; ``bytes`` keys come back
-    as they were); values go through the cache's codec. When a put takes the
-    cache over a bound, the least recently used entries are evicted, and an
-    expired entry counts as missing. Close it with :meth:`close` (or
-    ``with``); the runtime's close frees every cache still open.
+    ``key in cache``, ``len(cache)``, ``iter(cache)``, ``cache.get(key, default)``,
+    ``cache.pop(key)``, ``cache.items()``, ``cache.setdefault(...)``,
+    ``cache.update(...)``. Keys are given as ``bytes`` or ``str`` (a ``str``
+    is stored as its UTF-8 bytes) and are listed as ``bytes``; values go
+    through the cache's codec. When a put takes the cache over a bound, the
+    least recently used entries are evicted, and an expired entry counts as
+    missing. Close it with :meth:`close` (or ``with``); the runtime's close
+    frees every cache still open.
 
-    The library has no call that lists a cache's keys: iterating (and so
-    ``keys()``, ``items()``, ``values()``, ``popitem()``) raises
-    :class:`TypeError`.
+    Iterating lists the keys of a snapshot taken when it begins
+    (:meth:`keys_with_prefix`): a memory cache from the most to the least
+    recently used, a persistent cache in byte order. Changing the cache
+    while iterating is allowed; ``items()`` and ``values()`` skip an entry
+    removed meanwhile.
     """
 
     def __init__(self, runtime: "Runtime", cache_id: c_uint64, codec: Codec[V]) -> None:
@@ -181,7 +184,30 @@ class Cache(MutableMapping[Key, V]):
         return self.stats().entries
 
     def __iter__(self) -> Iterator[Key]:
-        raise TypeError("a loadstate.Cache cannot list its keys: the library has no call for it")
+        return iter(self.keys_with_prefix())
+
+    def keys_with_prefix(self, prefix: Key = b"") -> List[bytes]:
+        """The keys of the live entries that begin with ``prefix`` (all by default), listed in one call
+        (``lds_cache_keys``): a memory cache from the most to the least recently used, a persistent cache
+        in byte order. Listing is no use of an entry: it changes neither the counters nor the eviction
+        order, and expired entries are left out."""
+        raw = _key(prefix, "prefix")
+        out = CacheKeyListC()
+        self._core.check(self._core.dll.lds_cache_keys(self._core.c_handle, self._c_id, raw, len(raw), byref(out)),
+                         "cache keys")
+        try:
+            return [string_at(out.keys[i], out.lengths[i]) for i in range(out.count)]
+        finally:
+            self._core.dll.lds_cache_key_list_clear(byref(out))
+
+    def items(self) -> ItemsView[Key, V]:
+        """The entries as ``(key, value)`` pairs, keys as ``bytes``; an entry removed or expired while
+        iterating is skipped."""
+        return _CacheItems(self)
+
+    def values(self) -> ValuesView[V]:
+        """The values of the entries; an entry removed or expired while iterating is skipped."""
+        return _CacheValues(self)
 
     def __eq__(self, other: object) -> bool:
         return self is other
@@ -230,3 +256,30 @@ class Cache(MutableMapping[Key, V]):
 
     def __repr__(self) -> str:
         return f"<loadstate.Cache {self.id}>"
+
+
+_MISSING: Any = object()
+
+
+class _CacheItems(ItemsView[Key, V]):
+    """``Cache.items()``: a live view that reads each value as it goes, skipping entries gone meanwhile."""
+
+    _mapping: Cache[V]
+
+    def __iter__(self) -> Iterator[Tuple[Key, V]]:
+        for key in self._mapping:
+            value = self._mapping.get(key, _MISSING)
+            if value is not _MISSING:
+                yield key, value
+
+
+class _CacheValues(ValuesView[V]):
+    """``Cache.values()``: like :class:`_CacheItems`, values only."""
+
+    _mapping: Cache[V]
+
+    def __iter__(self) -> Iterator[V]:
+        for key in self._mapping:
+            value = self._mapping.get(key, _MISSING)
+            if value is not _MISSING:
+                yield value

@@ -286,14 +286,46 @@ def test_a_cache_is_a_mutable_mapping(rt):
         assert cache == cache and cache != {} and hash(cache) == hash(cache)
 
 
-def test_a_cache_says_it_cannot_list_its_keys(rt):
-    with rt.memory_cache() as cache:
-        cache["a"] = b"1"
-        with pytest.raises(TypeError, match="cannot list its keys"):
-            list(cache)
-        with pytest.raises(TypeError, match="cannot list its keys"):
-            cache.items()  # a view: listing it iterates
-            list(cache.items())
+def test_a_memory_cache_lists_its_keys_most_recent_first(rt):
+    with rt.memory_cache(codec=loadstate.JSON) as cache:
+        cache["a"] = 1
+        cache[b"b"] = 2
+        cache["c/1"] = 3
+        cache["a"]  # a use: "a" is now the most recent
+        assert list(cache) == [b"a", b"c/1", b"b"]
+        assert list(cache.keys()) == [b"a", b"c/1", b"b"]
+        assert cache.keys_with_prefix("c/") == [b"c/1"] and cache.keys_with_prefix(b"zz") == []
+        assert cache.stats().hits == 1  # listing keys is no use of an entry
+        # Reading the values is: items() gets each in turn, so "b" ends up the most recent.
+        assert list(cache.items()) == [(b"a", 1), (b"c/1", 3), (b"b", 2)]
+        assert list(cache) == [b"b", b"c/1", b"a"]
+        assert list(cache.values()) == [2, 3, 1]
+        assert dict(cache) == {b"a": 1, b"b": 2, b"c/1": 3}
+        with pytest.raises(TypeError, match="prefix must be bytes or str, not int"):
+            cache.keys_with_prefix(3)  # type: ignore[arg-type]
+        key, value = cache.popitem()
+        assert key in (b"a", b"b", b"c/1") and key not in cache and len(cache) == 2
+
+
+def test_cache_items_skip_entries_removed_while_iterating(rt):
+    with rt.memory_cache(codec=loadstate.JSON) as cache:
+        cache.update({"a": 1, "b": 2, "c": 3})
+        seen = []
+        for key, value in cache.items():
+            seen.append((key, value))
+            cache.pop(b"b", None)
+            cache.pop(b"a", None)
+        assert seen == [(b"c", 3)]
+
+
+def test_a_persistent_cache_lists_its_keys_in_byte_order(rt, tmp_path):
+    with rt.persistent_cache(tmp_path / "cache.db") as cache:
+        for key in ("b", "a", "c"):
+            cache[key] = key.encode()
+        assert list(cache) == [b"a", b"b", b"c"] and len(cache) == 3
+        assert dict(cache.items()) == {b"a": b"a", b"b": b"b", b"c": b"c"}
+    with rt.persistent_cache(tmp_path / "cache.db") as cache:
+        assert list(cache) == [b"a", b"b", b"c"]
 
 
 def test_enums_print_their_names_and_compare_as_ints():

@@ -15,6 +15,7 @@ from typing import (TYPE_CHECKING, Any, Callable, Deque, Generator, Generic, Lis
 
 from . import _core
 from ._library import OP_LOAD, LoadOptionsC, SnapshotC
+from .builtin import HttpRequest
 from .cache import Cache
 from .codec import BYTES, Codec
 from .enums import VALUE_MAX, CachePolicy, Code, Delivery, Domain, EventType, Flags, Status
@@ -46,6 +47,10 @@ def _options_struct(options: LoadOptions) -> Tuple[LoadOptionsC, Any]:
     return struct, (array, key)  # what the struct points to must outlive the call
 
 
+# Decoded requests of these types are shared by the events that carry the same request.
+_IMMUTABLE = frozenset({str, bytes, int, float, bool, type(None), tuple, HttpRequest})
+
+
 class _CellState:
     """What the runtime keeps for a cell: the delivery side, shared by the public object.
 
@@ -54,7 +59,8 @@ class _CellState:
     """
 
     __slots__ = ("core", "id", "c_id", "process", "codec", "request_codec", "latest", "value", "request", "message",
-                 "_event", "waiters", "subscribers", "streams", "progress", "gen", "closed", "__weakref__")
+                 "_event", "waiters", "subscribers", "streams", "progress", "gen", "closed", "_request_seen",
+                 "__weakref__")
 
     def __init__(self, core: _core.Core, process: bool, codec: Codec[Any], request_codec: Codec[Any]) -> None:
         self.core = core
@@ -83,6 +89,9 @@ class _CellState:
         # cancel the cell only while it is still the latest operation.
         self.gen = 0
         self.closed = False
+        # The last request decoded, as (bytes, decoded value): the events of a
+        # load repeat its request, which is then decoded once per load.
+        self._request_seen: Tuple[Optional[bytes], Any] = (None, None)
 
     def deliver(self, raw: Tuple[Any, ...]) -> None:
         """Runs on the delivery thread for every event of the cell, with the unpacked ``lds_event``."""
@@ -138,7 +147,12 @@ class _CellState:
         if value is not None and self.codec is not BYTES:
             decoded_value = self._decode(self.codec, value, "value")
         if request is not None and self.request_codec is not BYTES:
-            decoded_request = self._decode(self.request_codec, request, "request") if request else None
+            seen, decoded = self._request_seen
+            if request == seen and type(decoded) in _IMMUTABLE:
+                decoded_request = decoded
+            else:
+                decoded_request = self._decode(self.request_codec, request, "request") if request else None
+                self._request_seen = (request, decoded_request)
         return event_from_raw(self.id, raw, decoded_value, decoded_request, message)
 
     def _decode(self, codec: Codec[Any], data: bytes, what: str) -> Any:

@@ -1270,6 +1270,25 @@ int lds_cache_get(lds_runtime *rt, lds_id cache, const void *key, size_t key_len
                   lds_cache_value *out);
 
 /*
+ * Looks key up like lds_cache_get, and copies the value into the caller's
+ * buffer instead of a copy the library allocates: made for hosts that
+ * read many small values (a binding's mapping access), where an
+ * allocation and a second call cost more than the lookup. *len receives
+ * the value's length. When it is larger than cap, nothing is copied and
+ * the call still counts as a hit: call again with a buffer of *len bytes
+ * (the entry may have changed meanwhile, so check *len again).
+ *
+ *   buf  cap bytes; may be NULL when cap is 0.
+ *   len  receives the value's length (0 on a miss or failure).
+ *
+ * Returns 1 (found); 0 (missing); LDS_EINVAL (rt or len NULL, buf NULL
+ * with cap > 0, key NULL with a length); LDS_ENOENT (no such cache);
+ * LDS_ETOOBIG; LDS_EIO; LDS_ECLOSED. Threads: any, like lds_cache_get.
+ */
+int lds_cache_read(lds_runtime *rt, lds_id cache, const void *key, size_t key_len, void *buf, size_t cap,
+                   size_t *len);
+
+/*
  * Releases the value an lds_cache_value owns and zeroes it. NULL and a
  * zeroed value are accepted; clearing twice is harmless. Any thread.
  */

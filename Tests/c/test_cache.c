@@ -177,3 +177,40 @@ TEST(test_cache_keys_lists_live_keys_by_prefix) {
   rt_free(rt);
   unlink(path);
 }
+
+/* lds_cache_read copies into the caller's buffer when the value fits and
+ * gives its length either way; a miss gives 0 and a length of 0. */
+TEST(test_cache_read_copies_into_the_callers_buffer) {
+  lds_runtime *rt = rt_new(LDS_DELIVER_LOOP);
+  lds_id cache;
+  REQUIRE_RC(lds_memory_cache_new(rt, NULL, &cache), LDS_OK);
+  REQUIRE_RC(lds_cache_put(rt, cache, "k", 1, "a value", 7), LDS_OK);
+  REQUIRE_RC(lds_cache_put(rt, cache, "empty", 5, NULL, 0), LDS_OK);
+  char buf[16];
+  size_t len = 99;
+  memset(buf, '#', sizeof buf);
+  CHECK_RC(lds_cache_read(rt, cache, "k", 1, buf, sizeof buf, &len), 1);
+  CHECK_EQ(len, 7);
+  CHECK_BYTES(buf, len, "a value");
+  memset(buf, '#', sizeof buf);
+  CHECK_RC(lds_cache_read(rt, cache, "k", 1, buf, 6, &len), 1); /* too small: the length only */
+  CHECK_EQ(len, 7);
+  CHECK(buf[0] == '#');
+  CHECK_RC(lds_cache_read(rt, cache, "k", 1, NULL, 0, &len), 1);
+  CHECK_EQ(len, 7);
+  CHECK_RC(lds_cache_read(rt, cache, "empty", 5, buf, sizeof buf, &len), 1);
+  CHECK_EQ(len, 0);
+  CHECK_RC(lds_cache_read(rt, cache, "missing", 7, buf, sizeof buf, &len), 0);
+  CHECK_EQ(len, 0);
+  lds_cache_statistics st;
+  REQUIRE_RC(lds_cache_stats(rt, cache, &st), LDS_OK);
+  CHECK_EQ(st.hits, 4);
+  CHECK_EQ(st.misses, 1);
+  CHECK_RC(lds_cache_read(rt, cache, "k", 1, NULL, 4, &len), LDS_EINVAL);
+  CHECK_RC(lds_cache_read(rt, cache, "k", 1, buf, sizeof buf, NULL), LDS_EINVAL);
+  CHECK_RC(lds_cache_read(rt, cache, NULL, 1, buf, sizeof buf, &len), LDS_EINVAL);
+  CHECK_RC(lds_cache_read(rt, cache, "k", 1, buf, (size_t)-1, &len), LDS_EINVAL);
+  CHECK_RC(lds_cache_read(NULL, cache, "k", 1, buf, sizeof buf, &len), LDS_EINVAL);
+  CHECK_RC(lds_cache_read(rt, 424242, "k", 1, buf, sizeof buf, &len), LDS_ENOENT);
+  rt_free(rt);
+}

@@ -39,6 +39,8 @@ ErrorHandler = Callable[[BaseException, str], None]
 # batch instead of one callback each) into a buffer of this many bytes;
 # a larger record gets a buffer of its own.
 RECORDS_BUFFER = 64 * 1024
+# The largest records buffer a runtime keeps once a large value made it grow.
+RECORDS_BUFFER_KEPT = 8 * 1024 * 1024
 
 # How many exceptions raised by loaders a runtime keeps for their loads' callers.
 RAISED_KEPT = 64
@@ -365,11 +367,15 @@ class Core:
             return Code.ESTATE
         try:
             buffer = self._records
-            rc: int = self._take_records(self.c_handle, buffer, RECORDS_BUFFER, max_records, self._used_ref)
+            rc: int = self._take_records(self.c_handle, buffer, ctypes.sizeof(buffer), max_records, self._used_ref)
             if rc == Code.ETOOBIG:
+                # A record larger than the buffer (a large value): a buffer that
+                # fits it, kept for the next ones up to RECORDS_BUFFER_KEPT bytes.
                 needed = self._used.value
-                buffer = (ctypes.c_uint64 * ((needed + 7) // 8))()
-                rc = self._take_records(self.c_handle, buffer, needed, max_records, self._used_ref)
+                buffer = (ctypes.c_uint64 * ((max(needed, 2 * ctypes.sizeof(buffer)) + 7) // 8))()
+                if ctypes.sizeof(buffer) <= RECORDS_BUFFER_KEPT:
+                    self._records = buffer
+                rc = self._take_records(self.c_handle, buffer, ctypes.sizeof(buffer), max_records, self._used_ref)
             if rc > 0:
                 self._handle_records(buffer, self._used.value)
             return rc

@@ -303,4 +303,4 @@ EXEC_REQUEST: Codec[ExecRequest] = Codec("exec request", _exec_encode, ExecReque
 #: Requests of the http loader: an :class:`HttpRequest` or a URL.
 HTTP_REQUEST: Codec[HttpRequest] = Codec("http request", _http_encode, HttpRequest.decode)
 #: Values of the http loader: :class:`HttpResponse`.
-HTTP_RESPONSE: Codec[HttpResponse] = Codec("http response", _response_encode, HttpResponse.decode)
+HTTP_RESPONSE: Codec[HttpResponse] = Codec("http response", _response_encode, HttpResponse.decode, decodes_views=True)

@@ -47,6 +47,11 @@ def _options_struct(options: LoadOptions) -> Tuple[LoadOptionsC, Any]:
     return struct, (array, key)  # what the struct points to must outlive the call
 
 
+# Values at least this large are decoded straight from the library's memory by codecs that can.
+_DECODE_IN_PLACE = 64 * 1024
+# No value decoded in place.
+_NOT_DECODED: Any = object()
+
 # Decoded requests of these types are shared by the events that carry the same request.
 _IMMUTABLE = frozenset({str, bytes, int, float, bool, type(None), tuple, HttpRequest})
 
@@ -59,7 +64,7 @@ class _CellState:
     """
 
     __slots__ = ("core", "id", "c_id", "process", "codec", "request_codec", "latest", "value", "request", "message",
-                 "_event", "waiters", "subscribers", "streams", "progress", "gen", "closed", "_request_seen",
+                 "_event", "waiters", "subscribers", "streams", "progress", "gen", "closed", "_request_seen", "decoded",
                  "__weakref__")
 
     def __init__(self, core: _core.Core, process: bool, codec: Codec[Any], request_codec: Codec[Any]) -> None:
@@ -92,6 +97,8 @@ class _CellState:
         # The last request decoded, as (bytes, decoded value): the events of a
         # load repeat its request, which is then decoded once per load.
         self._request_seen: Tuple[Optional[bytes], Any] = (None, None)
+        # The latest value already decoded (from the library's memory), or _NOT_DECODED.
+        self.decoded: Any = _NOT_DECODED
 
     def deliver(self, raw: Tuple[Any, ...]) -> None:
         """Runs on the delivery thread for every event of the cell, with the unpacked ``lds_event``."""
@@ -99,7 +106,12 @@ class _CellState:
             return
         # Copy what the event points to: the pointers die with the callback.
         pointer = raw[6]
-        value: Optional[bytes] = _core.memory_at(pointer)[:raw[7]] if pointer else None  # type: ignore[assignment]
+        value: Optional[bytes]
+        if pointer and raw[7] >= _DECODE_IN_PLACE and self.codec.decodes_views:
+            value, self.decoded = None, self._decode_view(memoryview(_core.memory_at(pointer)).cast("B")[:raw[7]])
+        else:
+            value = _core.memory_at(pointer)[:raw[7]] if pointer else None  # type: ignore[assignment]
+            self.decoded = _NOT_DECODED
         pointer = raw[8]
         request: Optional[bytes] = _core.memory_at(pointer)[:raw[9]] if pointer else None  # type: ignore[assignment]
         message = raw[12]
@@ -144,7 +156,9 @@ class _CellState:
                message: Optional[bytes]) -> Event[Any]:
         decoded_value: Any = value
         decoded_request: Any = request
-        if value is not None and self.codec is not BYTES:
+        if self.decoded is not _NOT_DECODED and raw is self.latest:
+            decoded_value = self.decoded
+        elif value is not None and self.codec is not BYTES:
             decoded_value = self._decode(self.codec, value, "value")
         if request is not None and self.request_codec is not BYTES:
             seen, decoded = self._request_seen
@@ -154,6 +168,14 @@ class _CellState:
                 decoded_request = self._decode(self.request_codec, request, "request") if request else None
                 self._request_seen = (request, decoded_request)
         return event_from_raw(self.id, raw, decoded_value, decoded_request, message)
+
+    def _decode_view(self, view: memoryview) -> Any:
+        """Decodes a value in the library's memory, valid during this callback only."""
+        try:
+            return self.codec.decode(view)  # type: ignore[arg-type]
+        except Exception as exc:  # noqa: BLE001 - reported; the event keeps the raw bytes
+            self.core.report(exc, f"decoding the value of cell {self.id} with the {self.codec.name} codec")
+            return bytes(view)
 
     def _decode(self, codec: Codec[Any], data: bytes, what: str) -> Any:
         try:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import threading
 import traceback
 from collections.abc import MutableMapping
 
@@ -305,6 +306,38 @@ def test_a_memory_cache_lists_its_keys_most_recent_first(rt):
             cache.keys_with_prefix(3)  # type: ignore[arg-type]
         key, value = cache.popitem()
         assert key in (b"a", b"b", b"c/1") and key not in cache and len(cache) == 2
+
+
+@pytest.mark.parametrize("kind", ["memory", "persistent"])
+def test_cache_values_of_every_size_read_back_whole(rt, tmp_path, kind):
+    with (rt.memory_cache() if kind == "memory" else rt.persistent_cache(tmp_path / "c.db")) as cache:
+        sizes = [0, 1, 16 * 1024 - 1, 16 * 1024, 16 * 1024 + 1, 3 * 1024 * 1024]
+        for size in sizes:
+            cache[f"k{size}"] = bytes([size % 251]) * size
+        for size in sizes:
+            assert cache[f"k{size}"] == bytes([size % 251]) * size and f"k{size}" in cache
+        assert cache.get("nothing") is None and "nothing" not in cache
+
+
+def test_cache_reads_from_many_threads_each_get_their_own_value(rt, tmp_path):
+    with rt.memory_cache() as memory, rt.persistent_cache(tmp_path / "c.db") as persistent:
+        for cache in (memory, persistent):
+            for i in range(50):
+                cache[f"k{i}"] = f"value {i}".encode() * (i * 40)
+        wrong = []
+
+        def read(cache):
+            for _ in range(20):
+                for i in range(50):
+                    if cache[f"k{i}"] != f"value {i}".encode() * (i * 40):
+                        wrong.append(i)
+
+        threads = [threading.Thread(target=read, args=(c,)) for c in (memory, persistent) for _ in range(3)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert wrong == []
 
 
 def test_cache_items_skip_entries_removed_while_iterating(rt):

@@ -596,6 +596,10 @@ unsafe extern "C" {
     pub fn lds_cache_remove(rt: *mut lds_runtime, cache: lds_id, key: *const c_void, key_len: usize) -> c_int;
     pub fn lds_cache_clear(rt: *mut lds_runtime, cache: lds_id) -> c_int;
     pub fn lds_cache_stats(rt: *mut lds_runtime, cache: lds_id, out: *mut lds_cache_statistics) -> c_int;
+    pub fn lds_cache_read(
+        rt: *mut lds_runtime, cache: lds_id, key: *const c_void, key_len: usize, buf: *mut c_void, cap: usize,
+        len: *mut usize,
+    ) -> c_int;
     pub fn lds_cache_keys(
         rt: *mut lds_runtime, cache: lds_id, prefix: *const c_void, prefix_len: usize, out: *mut lds_cache_key_list,
     ) -> c_int;

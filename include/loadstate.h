@@ -833,7 +833,9 @@ int lds_job_on_cancel(lds_runtime *rt, lds_id job,
  * one function of the API, called with the fields shown; fields a kind
  * does not use must be 0 (they may take a meaning in a later version).
  */
-#define LDS_OP_LOAD    1  /* lds_loadable_load(rt, target, loader, data, data_len, NULL) */
+#define LDS_OP_LOAD    1  /* lds_loadable_load(rt, target, loader, data, data_len, opts) where opts is
+                             NULL, or (since 0.4) holds only flags = code: LDS_LOAD_SILENT and
+                             LDS_LOAD_SHARE, no other bit */
 #define LDS_OP_CANCEL  2  /* lds_loadable_cancel(rt, target) */
 #define LDS_OP_YIELD   3  /* lds_job_yield(rt, target, data, data_len) */
 #define LDS_OP_SUCCEED 4  /* lds_job_succeed(rt, target, data, data_len) */
@@ -843,7 +845,7 @@ int lds_job_on_cancel(lds_runtime *rt, lds_id job,
 
 typedef struct lds_op {
   uint32_t op;         /* LDS_OP_* */
-  int32_t code;        /* LDS_OP_FAIL: the error code (domain HOST); else 0 */
+  int32_t code;        /* LDS_OP_FAIL: the error code (domain HOST); LDS_OP_LOAD: load flags; else 0 */
   lds_id target;       /* the cell (LOAD, CANCEL) or the job (YIELD, SUCCEED, FINISH, FAIL) */
   lds_id loader;       /* LDS_OP_LOAD: the loader; else 0 */
   const void *data;    /* the request (LOAD), the value (YIELD, SUCCEED) or the message (FAIL); copied */

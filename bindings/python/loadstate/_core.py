@@ -400,8 +400,9 @@ class Core:
 
     # -- batches --------------------------------------------------------
 
-    def defer(self, op: int, target: int, loader: int, data: bytes, owner: Any) -> None:
-        """Defers a call into the batch submitted at the end of the current loop callback.
+    def defer(self, op: int, target: int, loader: int, data: bytes, owner: Any, code: int = 0) -> None:
+        """Defers a call into the batch submitted at the end of the current loop callback (``code``: the
+        ``lds_op``'s code field, the flags of a load).
 
         Only on :attr:`batch_thread`; every other call made through
         :attr:`dll` submits the batch first, so the order of calls holds.
@@ -411,7 +412,7 @@ class Core:
         if not deferred and self._dispatch_thread != get_ident():
             # Outside this thread's own dispatch, whose end submits the batch.
             self.loop.call_soon(self.flush)  # type: ignore[union-attr]
-        deferred.append((op, target, loader, data, owner))
+        deferred.append((op, target, loader, data, owner, code))
 
     def flush(self) -> None:
         """Submits the deferred calls (one lds_runtime_submit); hands each refused one to its owner."""
@@ -423,9 +424,9 @@ class Core:
         blob = b"".join([call[3] for call in deferred])
         address = ctypes.cast(ctypes.c_char_p(blob), c_void_p).value or 0
         ops = []
-        for op, target, loader, data, _ in deferred:
+        for op, target, loader, data, _, code in deferred:
             size = len(data)
-            ops.append(OP_LAYOUT.pack(op, 0, target, loader, address if size else 0, size))
+            ops.append(OP_LAYOUT.pack(op, code, target, loader, address if size else 0, size))
             address += size
         results = self._results
         if len(results) < count:

@@ -21,7 +21,7 @@ from .codec import BYTES, Codec
 from .enums import VALUE_MAX, CachePolicy, Code, Delivery, Domain, EventType, Flags, Status
 from .errors import Cancelled, Closed, Error, InvalidArgument, TimedOut, WrongState
 from .loaders import Loader
-from .types import Event, LoadOptions, event_from_raw
+from .types import _FLAG_ONLY_OPTIONS, Event, LoadOptions, event_from_raw
 
 if TYPE_CHECKING:
     from .runtime import Runtime
@@ -408,14 +408,17 @@ class Cell(Generic[T]):
                 raw = state.request_codec.encode(request)
             except TypeError as exc:
                 raise TypeError(f"request: {exc}") from None
-        # On the attached asyncio loop a load without options joins the batch
-        # submitted at the end of the loop's current callback (Core.defer).
-        deferred = (options is None and kind is None and core.batch_thread == get_ident()
+        # On the attached asyncio loop a load with no options but its flags
+        # joins the batch submitted at the end of the loop's current callback
+        # (Core.defer; the op's code carries the flags).
+        deferred = (kind is None and (options is None or options.only_flags()) and core.batch_thread == get_ident()
                     and not loader._closed and not state.closed and len(raw) <= VALUE_MAX)
         c_options = keep = None
         silent = False
         policy = 0  # CachePolicy.LOAD_ONLY, without an enum lookup on every load
-        if options is not None and not options.is_default():
+        if deferred and options is not None:
+            silent = options.silent
+        elif options is not None and not options.is_default():
             if options.cache is not None and not isinstance(options.cache, Cache):
                 raise TypeError(f"cache must be a loadstate.Cache or None, not {type(options.cache).__name__}")
             if options.cache is not None and options.cache._core is not core:
@@ -431,7 +434,8 @@ class Cell(Generic[T]):
         waiters = state.waiters
         waiters.append(load)  # before the call: the start event may come at once
         if deferred:
-            core.defer(OP_LOAD, state.id, loader.id, raw, load)
+            core.defer(OP_LOAD, state.id, loader.id, raw, load,
+                       options.load_flags() if options is not None else 0)
             rc = 0
         elif kind is None:
             rc = core.dll.lds_loadable_load(core.c_handle, state.c_id, loader.c_id, raw, len(raw), c_options)
@@ -532,9 +536,11 @@ class Loadable(Cell[T]):
         README, "asyncio"); a refusal only the library can detect then fails
         the awaited load instead of raising here.
         """
-        if (options is None and cache is None and not (silent or share or interrupts or retries)
+        if (options is None and cache is None and not (interrupts or retries)
                 and timeout is None and retry_base is None and retry_max is None):
-            return self._begin(loader, request, None, None, "load")  # the defaults: no options struct at all
+            # The defaults, or flags only: no options struct at all.
+            flags = _FLAG_ONLY_OPTIONS[bool(silent), bool(share)] if silent or share else None
+            return self._begin(loader, request, flags, None, "load")
         return self._begin(loader, request, _options(
             options, silent=silent, share=share, timeout=timeout, interrupts=interrupts, retries=retries,
             retry_base=retry_base, retry_max=retry_max, cache=cache, cache_key=cache_key, policy=policy, fresh=fresh,

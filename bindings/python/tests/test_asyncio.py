@@ -78,8 +78,10 @@ def test_shared_and_silent_loads_from_the_loop_join_its_batch(errors):
             assert calls == [b"k"] and batches[0] == 50  # one batch of 50 loads (then the job's succeed)
             assert {state.value for state in states} == {b"value of k"}
             release.clear()
+            refreshing = asyncio.Event()
+            cells[0].subscribe(lambda event: refreshing.set() if event.refreshing else None)
             again = cells[0].load(b"j", silent=True)
-            await asyncio.sleep(0)
+            await refreshing.wait()
             assert cells[0].latest.value == b"value of k" and cells[0].latest.refreshing
             release.set()
             assert (await again).value == b"value of j"

@@ -57,7 +57,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bindings" / "python"))
 
@@ -78,6 +78,13 @@ def setup() -> None:
     if missing:
         print("installing from PyPI:", " ".join(missing), flush=True)
         subprocess.run([sys.executable, "-m", "pip", "install", "-q", *missing], check=True)
+    if not (PYCURL_SYSTEM / "pycurl").exists():
+        # pycurl's wheel carries a libcurl of its own (8.x); this one is built against the
+        # system's (Debian's libcurl4-openssl-dev), the libcurl loadstate uses.
+        print("building pycurl against the system's libcurl", flush=True)
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-binary", "pycurl", "--no-deps",
+                        "--target", str(PYCURL_SYSTEM), "pycurl"], check=True,
+                       env=dict(os.environ, PYCURL_SSL_LIBRARY="openssl"))
     if shutil.which("nginx") is None and not Path("/usr/sbin/nginx").exists():
         print("installing nginx (apt-get)", flush=True)
         env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
@@ -173,6 +180,39 @@ def http_loadstate(url: str, size: int, n: int, concurrency: int) -> None:
     asyncio.run(main())
 
 
+def http_loadstate_callbacks(url: str, size: int, n: int, concurrency: int) -> None:
+    """The same GETs driven by event callbacks, the way the pycurl program is driven: no coroutine per
+    request; each cell starts its next load from the callback that reports the last one, and the
+    thread waits in ``rt.poll`` (``select`` on the runtime's descriptor) as pycurl's waits in
+    ``multi.select``."""
+    with loadstate.Runtime(delivery=loadstate.Delivery.POLL) as rt:
+        http = rt.http_loader(max_connections=concurrency)
+        left = [n - min(n, concurrency)]
+        done = [0]
+
+        def follow(cell: "loadstate.Loadable[loadstate.HttpResponse]") -> Callable[[Any], None]:
+            def on_event(event: Any) -> None:
+                if event.status == loadstate.Status.LOADING:
+                    return
+                response = event.value
+                if event.status != loadstate.Status.LOADED or len(response.body) != size:
+                    raise AssertionError(f"loadstate: {event}")
+                done[0] += 1
+                if left[0]:
+                    left[0] -= 1
+                    cell.load(url)
+            return on_event
+
+        cells = [rt.loadable(http) for _ in range(min(n, concurrency))]
+        for cell in cells:
+            cell.subscribe(follow(cell), progress=False)
+            cell.load(url)
+        while done[0] < n:
+            rt.poll(1.0)
+        for cell in cells:
+            cell.close()
+
+
 def http_pycurl(url: str, size: int, n: int, concurrency: int) -> None:
     import pycurl
 
@@ -213,6 +253,23 @@ def http_pycurl(url: str, size: int, n: int, concurrency: int) -> None:
     for easy in free:
         easy.close()
     multi.close()
+
+
+PYCURL_SYSTEM = Path(__file__).resolve().parent.parent / "build" / "bench" / "pycurl-system"
+
+
+def pycurl_in_child(url: str, size: int, n: int, concurrency: int, path: Optional[Path]) -> Tuple[float, float]:
+    """Runs http_pycurl in a child Python (with ``path`` first on its import path: a pycurl built
+    against the system's libcurl), which reports the wall and CPU seconds of the GETs alone."""
+    code = ("import sys, time; sys.path.insert(0, sys.argv[1]) if sys.argv[1] else None; "
+            "sys.path.insert(1, sys.argv[2]); import python_peers as p; "
+            "w, c = time.perf_counter(), time.process_time(); "
+            "p.http_pycurl(sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])); "
+            "print(time.perf_counter() - w, time.process_time() - c)")
+    out = subprocess.run([sys.executable, "-c", code, str(path) if path else "", str(Path(__file__).parent), url,
+                          str(size), str(n), str(concurrency)], check=True, capture_output=True, text=True).stdout
+    wall, cpu = out.split()
+    return float(wall), float(cpu)
 
 
 def http_aiohttp(url: str, size: int, n: int, concurrency: int) -> None:
@@ -364,11 +421,12 @@ def cache_ops(make: Callable[[], Any], close: Callable[[Any], None], keys: List[
 # -- rounds --------------------------------------------------------------------------------------------------------
 
 
-def measure(variants: List[Tuple[str, Callable[[], None], bool]], rounds: int, ops: int,
+def measure(variants: List[Tuple[str, Callable[[], Any], bool]], rounds: int, ops: int,
             unit: str) -> Dict[str, float]:
     """Runs each variant ``rounds`` times, interleaved; prints medians; returns the median rates.
 
-    A variant flagged True times only the part it marks with ``_timed_start`` / ``_timed_end``."""
+    A variant flagged True times only the part it marks with ``_timed_start`` / ``_timed_end``; one
+    whose run returns ``(wall, cpu)`` measured itself (in a child process)."""
     walls: Dict[str, List[float]] = {name: [] for name, _, _ in variants}
     cpus: Dict[str, List[float]] = {name: [] for name, _, _ in variants}
     for _ in range(rounds):
@@ -376,9 +434,11 @@ def measure(variants: List[Tuple[str, Callable[[], None], bool]], rounds: int, o
             gc.collect()
             _timed_end.clear()
             wall0, cpu0 = time.perf_counter(), time.process_time()
-            run()
+            measured = run()
             wall1, cpu1 = time.perf_counter(), time.process_time()
-            if marked:
+            if measured is not None:
+                (wall0, cpu0), (wall1, cpu1) = (0.0, 0.0), measured
+            elif marked:
                 (wall0, cpu0), (wall1, cpu1) = _timed_start, _timed_end[-1]
             walls[name].append(wall1 - wall0)
             cpus[name].append(cpu1 - cpu0)
@@ -435,9 +495,12 @@ def main() -> None:
                 n = args.n if name == "1k" else args.big_requests
                 url = nginx.url(name)
                 print(f"\nHTTP GET of {size} bytes: {n} requests, concurrency {args.c}")
-                variants: List[Tuple[str, Callable[[], None], bool]] = [
+                variants: List[Tuple[str, Callable[[], Any], bool]] = [
                     ("loadstate (asyncio)", lambda: http_loadstate(url, size, n, args.c), False),
+                    ("loadstate (callbacks)", lambda: http_loadstate_callbacks(url, size, n, args.c), False),
                     ("pycurl CurlMulti", lambda: http_pycurl(url, size, n, args.c), False),
+                    ("pycurl CurlMulti, system libcurl", lambda: pycurl_in_child(url, size, n, args.c, PYCURL_SYSTEM),
+                     False),
                     ("aiohttp", lambda: http_aiohttp(url, size, n, args.c), False),
                 ]
                 if name == "1k":

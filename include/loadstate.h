@@ -167,6 +167,8 @@ extern "C" {
 #define LDS_FLAG_STALE       (1u << 2)  /* the value came from a cache and is older than its fresh time */
 #define LDS_FLAG_FROM_CACHE  (1u << 3)  /* the value came from a cache */
 #define LDS_FLAG_CANCELLED   (1u << 4)  /* this state was restored because a load was cancelled */
+#define LDS_FLAG_REVALIDATED (1u << 7)  /* since 0.5: with FROM_CACHE, the cached value was confirmed
+                                           current by its loader (an HTTP 304, see lds_http_loader_new) */
 
 /* Load flags (lds_load_options.flags). */
 #define LDS_LOAD_SILENT      (1u << 0)  /* keep the current state while loading; emit REFRESHING */

@@ -11,12 +11,18 @@ public struct CacheEntry: Sendable, Equatable {
     public var expiresAtMs: UInt64
     /// Set by `markStale(prefix:)`; a later put of the key clears it.
     public var isStale: Bool
+    /// What the loader that produced the value keeps beside it (the http
+    /// loader: its validators and freshness, an `HTTPCacheRecord`); empty
+    /// for values put by hosts. Replaced by every put of the key.
+    public var meta: [UInt8]
 
-    public init(value: [UInt8], storedAtMs: UInt64, expiresAtMs: UInt64 = 0, isStale: Bool = false) {
+    public init(value: [UInt8], storedAtMs: UInt64, expiresAtMs: UInt64 = 0, isStale: Bool = false,
+                meta: [UInt8] = []) {
         self.value = value
         self.storedAtMs = storedAtMs
         self.expiresAtMs = expiresAtMs
         self.isStale = isStale
+        self.meta = meta
     }
 
     /// Whether the entry's time to live has passed at `nowMs`.
@@ -41,16 +47,21 @@ public struct CacheEntryView {
     public let storedAtMs: UInt64
     public let expiresAtMs: UInt64
     public let isStale: Bool
+    /// The entry's metadata (see `CacheEntry.meta`), owned by the cache.
+    public let meta: UnsafeRawBufferPointer
 
-    public init(value: UnsafeRawBufferPointer, storedAtMs: UInt64, expiresAtMs: UInt64, isStale: Bool) {
+    public init(value: UnsafeRawBufferPointer, storedAtMs: UInt64, expiresAtMs: UInt64, isStale: Bool,
+                meta: UnsafeRawBufferPointer = UnsafeRawBufferPointer(start: nil, count: 0)) {
         self.value = value
         self.storedAtMs = storedAtMs
         self.expiresAtMs = expiresAtMs
         self.isStale = isStale
+        self.meta = meta
     }
 
     /// An owned copy.
     public var entry: CacheEntry {
-        CacheEntry(value: Array(value), storedAtMs: storedAtMs, expiresAtMs: expiresAtMs, isStale: isStale)
+        CacheEntry(value: Array(value), storedAtMs: storedAtMs, expiresAtMs: expiresAtMs, isStale: isStale,
+                   meta: Array(meta))
     }
 }

@@ -19,8 +19,9 @@ public protocol CacheStore: AnyObject, Sendable {
     /// stale, then evicts least recently used entries until the cache is
     /// within its bounds. `ttlMs`: nil for the cache's default, 0 for no
     /// expiry. An entry larger than the byte bound is not kept (and any
-    /// older entry under the key is dropped).
-    func put(_ key: [UInt8], _ value: [UInt8], ttlMs: UInt64?) throws(CacheError)
+    /// older entry under the key is dropped). `meta` is kept beside the
+    /// value (see `CacheEntry.meta`) and counts towards the byte bound.
+    func put(_ key: [UInt8], _ value: [UInt8], ttlMs: UInt64?, meta: [UInt8]) throws(CacheError)
 
     /// Drops the entry under `key`; whether there was one.
     @discardableResult
@@ -52,6 +53,11 @@ public protocol CacheStore: AnyObject, Sendable {
 extension CacheStore {
     /// Stores with the cache's default time to live.
     public func put(_ key: [UInt8], _ value: [UInt8]) throws(CacheError) {
-        try put(key, value, ttlMs: nil)
+        try put(key, value, ttlMs: nil, meta: [])
+    }
+
+    /// Stores without metadata.
+    public func put(_ key: [UInt8], _ value: [UInt8], ttlMs: UInt64?) throws(CacheError) {
+        try put(key, value, ttlMs: ttlMs, meta: [])
     }
 }

@@ -526,7 +526,13 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
             }
         case .succeed(let value):
             endSession()
-            emit(.state, settled(.loaded, value: flavor == .loadable ? value : nil))
+            var next = settled(.loaded, value: flavor == .loadable ? value : nil)
+            if let origin = job.cacheWrite?.origin, origin != .loaded {
+                next.isFromCache = true
+                next.isRevalidated = origin == .revalidated
+                next.isStale = origin == .staleOnError
+            }
+            emit(.state, next)
         case .finish:
             endSession()
             var next: CellState<Value, Request>

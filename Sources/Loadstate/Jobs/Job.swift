@@ -74,6 +74,7 @@ public final class Job<Value, Request>: Handle, @unchecked Sendable {
         let shareKey: ShareKey?
         let cache: CacheUse<Value>?
         var lastYield: Value?
+        var cacheWrite: CacheWrite?
 
         init(shareKey: ShareKey?, cache: CacheUse<Value>?) {
             self.shareKey = shareKey
@@ -83,6 +84,18 @@ public final class Job<Value, Request>: Handle, @unchecked Sendable {
 
     /// The key loads share this job by, if any.
     var shareKey: ShareKey? { extras?.shareKey }
+
+    /// The cache the job's result goes into, if any (its loader may read
+    /// the entry there, to revalidate it).
+    public var cache: CacheUse<Value>? { extras?.cache }
+
+    /// Loop thread: what the loader says about the value it ends the job
+    /// with (see `CacheWrite`); set before the job succeeds. Ignored by a
+    /// job without a cache.
+    public var cacheWrite: CacheWrite? {
+        get { extras?.cacheWrite }
+        set { extras?.cacheWrite = newValue }
+    }
 
     init(id: UInt64, runtime: Runtime, cell: Cell<Value, Request>, loader: Loader<Value, Request>,
          request: Request, attempt: UInt32, shareKey: ShareKey?, cache: CacheUse<Value>?) {
@@ -128,7 +141,7 @@ public final class Job<Value, Request>: Handle, @unchecked Sendable {
             // Stored once for all the cells waiting, before they show it.
             switch op {
             case .yield(let value): extras.lastYield = value
-            case .succeed(let value): cache.store(value)
+            case .succeed(let value): cache.store(value, write: extras.cacheWrite)
             case .finish: if let lastYield = extras.lastYield { cache.store(lastYield) }
             default: break
             }

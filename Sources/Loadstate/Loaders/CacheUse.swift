@@ -49,16 +49,31 @@ public final class CacheUse<Value> {
     /// was stored. Nil on a miss, an entry past the maximum age, a value
     /// that does not decode, or a store that fails (a cache never fails a load).
     func lookup(at now: UInt64) -> (value: Value, stale: Bool, storedAt: UInt64)? {
-        guard let entry = try? store.get(key) else { return nil }
+        guard let entry = entry(at: now) else { return nil }
         let age = now > entry.storedAtMs ? now - entry.storedAtMs : 0
-        if maxAgeMs > 0 && age > maxAgeMs { return nil }
         guard let value = decode(entry.value) else { return nil }
         return (value, entry.isStale || age >= freshMs, entry.storedAtMs)
     }
 
-    /// Stores a loaded value; a failing store is ignored.
-    func store(_ value: Value) {
-        try? store.put(key, encode(value))
+    /// The entry under the key as it is stored, if it is younger than the
+    /// maximum age (for a loader that revalidates it); nil on a miss or a
+    /// store that fails.
+    public func entry(at now: UInt64) -> CacheEntry? {
+        guard let entry = try? store.get(key) else { return nil }
+        let age = now > entry.storedAtMs ? now - entry.storedAtMs : 0
+        if maxAgeMs > 0 && age > maxAgeMs { return nil }
+        return entry
+    }
+
+    /// Stores a loaded value, as `write` says when its loader gave one; a
+    /// failing store is ignored.
+    func store(_ value: Value, write: CacheWrite? = nil) {
+        guard let write else {
+            try? store.put(key, encode(value))
+            return
+        }
+        guard write.store else { return }
+        try? store.put(key, encode(value), ttlMs: nil, meta: write.meta)
     }
 }
 

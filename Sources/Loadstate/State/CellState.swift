@@ -26,6 +26,8 @@ public struct CellState<Value, Request> {
     public var isFromCache: Bool = false
     /// The cached value is older than the load's fresh time, or was invalidated.
     public var isStale: Bool = false
+    /// The cached value was confirmed unchanged by its loader (an HTTP 304).
+    public var isRevalidated: Bool = false
 
     public var error: LoadError? {
         get { errorBox?.error }

@@ -68,7 +68,8 @@ public final class HTTPLoader: Loader<[UInt8], [UInt8]>, @unchecked Sendable {
             multi = CurlMulti(loop: runtime.loop.loop, maxConnections: options.maxConnections)
         }
         guard let multi,
-              let transfer = HTTPTransfer(job: job, runtime: runtime, request: request, options: options, multi: multi)
+              let transfer = HTTPTransfer(job: job, runtime: runtime, request: request, options: options, multi: multi,
+                                          revalidation: HTTPRevalidation.of(job, request: request, nowMs: Clock.wallMs()))
         else {
             return fail(LoadError(.outOfMemory, message: "cannot set up libcurl"))
         }

@@ -13,6 +13,8 @@ final class HTTPTransfer {
     private let runtime: Runtime
     private let request: HTTPRequest
     private let maxBody: UInt64
+    /// The cached response this request revalidates, if any.
+    private let revalidation: HTTPRevalidation?
     private var headerList: UnsafeMutablePointer<curl_slist>?
     /// The response in its encoded form (`HTTPResponse.encoded`): the fixed
     /// part (status and headers length filled in at the end), the header
@@ -41,7 +43,7 @@ final class HTTPTransfer {
     private let multi: CurlMulti
 
     init?(job: Job<[UInt8], [UInt8]>, runtime: Runtime, request: HTTPRequest, options: HTTPLoader.Options,
-          multi: CurlMulti) {
+          multi: CurlMulti, revalidation: HTTPRevalidation? = nil) {
         guard let handle = multi.takeHandle() else { return nil }
         self.handle = handle
         easy = handle.easy
@@ -49,6 +51,7 @@ final class HTTPTransfer {
         self.job = job
         self.runtime = runtime
         self.request = request
+        self.revalidation = revalidation
         maxBody = request.maxBody == 0 ? 256 << 20 : request.maxBody
         errorBuffer[0] = 0
         handle.socketErrno = 0
@@ -148,7 +151,8 @@ final class HTTPTransfer {
             }
         }
         handle.plainGet = plainGet
-        if request.headers.isEmpty {
+        let conditions = revalidation?.record.conditionalHeaders ?? []
+        if request.headers.isEmpty && conditions.isEmpty {
             if handle.headers != handle.agentHeader {
                 lds_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, handle.agentHeader)
                 handle.headers = handle.agentHeader
@@ -161,6 +165,9 @@ final class HTTPTransfer {
                 headerList = curl_slist_append(headerList, agent)
             }
             for line in request.headers {
+                headerList = curl_slist_append(headerList, line)
+            }
+            for line in conditions {
                 headerList = curl_slist_append(headerList, line)
             }
             lds_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headerList)
@@ -293,7 +300,16 @@ final class HTTPTransfer {
             lds_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &longStatus)
             let status = Int32(clamping: longStatus)
             let headersEnd = bodyStart ?? makeResponse(bodyCapacity: 0)
+            if status == 304, let revalidation {
+                let (value, record) = revalidation.updated(with: response[HTTPResponse.encodedHeadersStart..<headersEnd])
+                job.cacheWrite = CacheWrite(meta: record.encoded(), origin: .revalidated)
+                return .succeed(value)
+            }
             let success = (200..<300).contains(status)
+            if success && job.cache != nil {
+                let record = HTTPCacheRecord(headers: HTTPHeaderLines(response[HTTPResponse.encodedHeadersStart..<headersEnd]))
+                job.cacheWrite = CacheWrite(meta: record.hasValidators ? record.encoded() : [])
+            }
             if success && trailers.isEmpty {
                 // The common case: the value is the buffer it arrived in.
                 HTTPResponse.finishEncoding(&response, status: status, headersEnd: headersEnd)

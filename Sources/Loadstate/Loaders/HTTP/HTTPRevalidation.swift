@@ -1,0 +1,82 @@
+/// A cached response the http loader asks the server about (RFC 9110
+/// section 13, RFC 9111 section 4.3): the request carries its validators
+/// (`If-None-Match`, `If-Modified-Since`); a `304 Not Modified` answer
+/// makes the stored response current again, with the header lines the 304
+/// carries in place of its own.
+struct HTTPRevalidation {
+    let stored: HTTPResponse
+    let record: HTTPCacheRecord
+
+    /// The entry of `job`'s cache that `request` may revalidate: a GET
+    /// without a body, whose headers ask no condition of their own, and a
+    /// stored 2xx response (within the load's maximum age) with a
+    /// validator. Reads the validators from the entry's record, or from
+    /// the stored headers when the entry has none (an entry stored by an
+    /// earlier version).
+    static func of(_ job: Job<[UInt8], [UInt8]>, request: HTTPRequest, nowMs: UInt64) -> HTTPRevalidation? {
+        guard let cache = job.cache, request.method.uppercased() == "GET", request.body.isEmpty,
+              !request.headers.contains(where: isConditional),
+              let entry = cache.entry(at: nowMs),
+              let stored = HTTPResponse(decoding: entry.value), (200..<300).contains(stored.status)
+        else { return nil }
+        let record = HTTPCacheRecord(decoding: entry.meta) ?? HTTPCacheRecord(headers: HTTPHeaderLines(stored.headers))
+        guard record.hasValidators else { return nil }
+        return HTTPRevalidation(stored: stored, record: record)
+    }
+
+    private static let conditionalNames = ["if-none-match:", "if-modified-since:", "if-match:",
+                                           "if-unmodified-since:", "if-range:"].map { Array($0.utf8) }
+
+    /// Whether a request header line asks a condition (the host's own:
+    /// then the loader adds none, and a 304 is the host's to read).
+    private static func isConditional(_ line: String) -> Bool {
+        let bytes = Array(line.utf8)
+        return conditionalNames.contains { name in
+            bytes.count >= name.count && HTTPHeaderLines.equalsIgnoringCase(bytes[0..<name.count], name)
+        }
+    }
+
+    /// Header fields a 304 does not replace in the stored response
+    /// (RFC 9111 section 3.2: they describe the 304's own message).
+    private static let kept = ["content-length", "content-encoding", "transfer-encoding", "content-range",
+                               "connection", "keep-alive", "te", "trailer", "upgrade",
+                               "proxy-connection"].map { Array($0.utf8) }
+
+    /// The stored response brought up to date by a 304 whose header lines
+    /// are `notModified`: each field the 304 carries (but those of `kept`)
+    /// replaces the stored lines of that name. When the result would pass
+    /// `HTTPLoader.headersMax`, the stored header lines stay as they were.
+    /// Returns the response's encoding and its new record.
+    func updated(with notModified: ArraySlice<UInt8>) -> (value: [UInt8], record: HTTPCacheRecord) {
+        var replacing: [[UInt8]] = []
+        var fresh: [UInt8] = []
+        HTTPHeaderLines(notModified).forEach { name, value in
+            let lower = name.map(HTTPHeaderLines.lower)
+            guard !Self.kept.contains(lower), HTTPHeaderLines.isSendable(value) || value.isEmpty else { return }
+            if !replacing.contains(lower) { replacing.append(lower) }
+            fresh.append(contentsOf: name)
+            fresh.append(contentsOf: ": ".utf8)
+            fresh.append(contentsOf: value)
+            fresh.append(contentsOf: "\r\n".utf8)
+        }
+        var response = stored
+        if !replacing.isEmpty {
+            var merged: [UInt8] = []
+            var start = stored.headers.startIndex
+            let headers = stored.headers
+            while start < headers.endIndex {
+                var end = start
+                while end < headers.endIndex && headers[end] != UInt8(ascii: "\n") { end += 1 }
+                let line = headers[start..<min(end + 1, headers.endIndex)]
+                let name = line.firstIndex(of: UInt8(ascii: ":")).map { line[start..<$0].map(HTTPHeaderLines.lower) }
+                if name.map({ !replacing.contains($0) }) ?? true { merged.append(contentsOf: line) }
+                start = end + 1
+            }
+            merged.append(contentsOf: fresh)
+            if merged.count <= HTTPLoader.headersMax { response.headers = merged }
+        }
+        var record = HTTPCacheRecord(headers: HTTPHeaderLines(response.headers))
+        if !record.hasValidators { record = self.record }
+        return (response.encoded(), record)
+    }
+}

@@ -1112,6 +1112,29 @@ int lds_http_response_decode(const void *value, size_t len, lds_http_response *o
  * text when libcurl's does not give it), followed by the URL.
  * Cancelling aborts the transfer at once and closes its socket.
  *
+ * Caching (since 0.5), for loads with a cache (lds_load_options.cache):
+ *   Validators. A 2xx response stored in the cache keeps its ETag and
+ *     Last-Modified beside it (each when it is at most 8 KiB with no
+ *     control character but tab). A later load of the same cache key that
+ *     goes to the network (any policy but LDS_POLICY_CACHE_ONLY, a refresh,
+ *     an invalidation's reload), when its request is a GET without a body
+ *     and names no condition of its own (If-None-Match, If-Modified-Since,
+ *     If-Match, If-Unmodified-Since, If-Range), sends If-None-Match and
+ *     If-Modified-Since with the stored validators, provided the entry is
+ *     younger than the load's max_age_ms. A request with a condition of its
+ *     own gets the server's answer as it is (a 304 is then an http error).
+ *   304 Not Modified. The stored response stays the value: its status and
+ *     body, its header lines with those the 304 carries in their place
+ *     (but Content-Length, Content-Encoding, Transfer-Encoding,
+ *     Content-Range and the connection's own fields; when the result would
+ *     pass LDS_HTTP_HEADERS_MAX the stored lines stay). The entry is stored
+ *     again with it (its stored_at_ms is now, its stale flag cleared), and
+ *     the cell shows LDS_LOADED flagged LDS_FLAG_FROM_CACHE |
+ *     LDS_FLAG_REVALIDATED. No body is transferred.
+ *   Entries stored by a version before 0.5 (a persistent cache file of
+ *     schema version 1) have no validators beside them: the stored header
+ *     lines are read instead.
+ *
  * opts may be NULL. Returns LDS_OK; LDS_EINVAL; LDS_ENOMEM; LDS_ECLOSED.
  */
 int lds_http_loader_new(lds_runtime *rt, const lds_http_options *opts, lds_id *out);
@@ -1128,7 +1151,9 @@ int lds_http_loader_new(lds_runtime *rt, const lds_http_options *opts, lds_id *o
  *
  * Both are bounded: when a put takes a cache over a bound, least recently
  * used entries (by get or put) are evicted until it is within bounds
- * again. The bytes of a cache are the lengths of its keys plus its values.
+ * again. The bytes of a cache are the lengths of its keys plus its values,
+ * plus what the http loader keeps beside a response it stores (its
+ * validators, see lds_http_loader_new; tens of bytes).
  * An entry larger than the byte bound is not kept (and an older entry
  * under its key is dropped). An entry may have a time to live (ttl_ms): a
  * get after it has passed drops the entry and reports a miss.
@@ -1225,7 +1250,12 @@ int lds_memory_cache_new(lds_runtime *rt, const lds_memory_cache_options *opts, 
  * A file that is not an SQLite database, or is a database but not a cache
  * of this library's schema version, is left alone and gives LDS_EIO,
  * unless opts->flags has LDS_CACHE_REPLACE_DAMAGED: then it is deleted
- * and created anew, empty.
+ * and created anew, empty. Schema versions: 0.5 writes version 2 (a
+ * column for what a loader keeps beside a value). A version 1 file,
+ * written before 0.5, is upgraded in place when it is opened, in one
+ * transaction, and keeps its entries; a library before 0.5 sees a
+ * version 2 file as another schema (LDS_EIO, or replaced with
+ * LDS_CACHE_REPLACE_DAMAGED).
  *
  * Returns LDS_OK; LDS_EINVAL (rt, opts, opts->path or out NULL, bad size,
  * unknown flag); LDS_EIO (the file cannot be opened or created, or is

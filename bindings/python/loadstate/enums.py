@@ -54,6 +54,7 @@ class Flags(enum.IntFlag):
     STALE = 1 << 2
     FROM_CACHE = 1 << 3
     CANCELLED = 1 << 4
+    REVALIDATED = 1 << 7
 
     def __str__(self) -> str:
         return f"Flags.{self.name}" if self.name else "Flags.NONE"

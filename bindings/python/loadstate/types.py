@@ -93,6 +93,11 @@ class Event(Generic[T_co]):
         return bool(self.flags & Flags.STALE)
 
     @property
+    def revalidated(self) -> bool:
+        """The cached value was confirmed current by its loader (an HTTP 304)."""
+        return bool(self.flags & Flags.REVALIDATED)
+
+    @property
     def settled(self) -> bool:
         """A state event with no load under way: not loading, partial or refreshing."""
         return (self.type == EventType.STATE and self.status not in _BUSY

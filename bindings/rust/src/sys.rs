@@ -62,6 +62,7 @@ pub const LDS_FLAG_PARTIAL: u32 = 1 << 1;
 pub const LDS_FLAG_STALE: u32 = 1 << 2;
 pub const LDS_FLAG_FROM_CACHE: u32 = 1 << 3;
 pub const LDS_FLAG_CANCELLED: u32 = 1 << 4;
+pub const LDS_FLAG_REVALIDATED: u32 = 1 << 7;
 
 pub const LDS_LOAD_SILENT: u32 = 1 << 0;
 pub const LDS_LOAD_SHARE: u32 = 1 << 1;

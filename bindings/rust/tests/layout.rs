@@ -350,6 +350,7 @@ fn structs_and_constants_match_the_c_header() {
         LDS_FLAG_STALE,
         LDS_FLAG_FROM_CACHE,
         LDS_FLAG_CANCELLED,
+        LDS_FLAG_REVALIDATED,
         LDS_LOAD_SILENT,
         LDS_LOAD_SHARE,
         LDS_POLICY_LOAD_ONLY,

@@ -173,6 +173,10 @@ extern "C" {
 /* Load flags (lds_load_options.flags). */
 #define LDS_LOAD_SILENT      (1u << 0)  /* keep the current state while loading; emit REFRESHING */
 #define LDS_LOAD_SHARE       (1u << 1)  /* share one job with the running loads of the same loader and key */
+#define LDS_LOAD_IGNORE_CACHE_HEADERS (1u << 5)  /* since 0.5: with a cache, the loader's rules from
+                                                 its responses' headers (the http loader's
+                                                 Cache-Control, Expires, Vary) do not apply: fresh_ms
+                                                 alone decides freshness and every value is stored */
 
 /* Delivery modes (lds_runtime_options.delivery). */
 #define LDS_DELIVER_LOOP  0  /* callbacks run on the loop thread (default) */

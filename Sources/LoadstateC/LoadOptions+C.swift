@@ -11,6 +11,8 @@ struct CacheChoice {
     var policy: CachePolicy
     var freshMs: UInt64
     var maxAgeMs: UInt64
+    /// Not LDS_LOAD_IGNORE_CACHE_HEADERS.
+    var followsLoaderRules: Bool
 }
 
 extension LoadOptions {
@@ -25,7 +27,7 @@ extension LoadOptions {
         guard let pointer else { return .success((options, nil)) }
         let (c, size) = readSized(pointer)
         guard size >= firstVersionSize else { return .failure(.invalidArgument) }
-        let knownFlags = UInt32(LDS_LOAD_SILENT) | UInt32(LDS_LOAD_SHARE)
+        let knownFlags = UInt32(LDS_LOAD_SILENT) | UInt32(LDS_LOAD_SHARE) | UInt32(LDS_LOAD_IGNORE_CACHE_HEADERS)
         guard c.flags & ~knownFlags == 0 else { return .failure(.invalidArgument) }
         options.silent = c.flags & UInt32(LDS_LOAD_SILENT) != 0
         options.timeoutMs = c.timeout_ms
@@ -49,6 +51,7 @@ extension LoadOptions {
             }
         }
         return .success((options, CacheChoice(id: c.cache, key: key, policy: policy, freshMs: UInt64(c.fresh_ms),
-                                              maxAgeMs: c.max_age_ms)))
+                                              maxAgeMs: c.max_age_ms,
+                                              followsLoaderRules: c.flags & UInt32(LDS_LOAD_IGNORE_CACHE_HEADERS) == 0)))
     }
 }

@@ -286,8 +286,10 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
 
     /// Shows what the cache holds for a load, as its policy says.
     private func serveFromCache(_ cache: CacheUse<Value>, spec: LoadSpec<Value, Request>) -> CacheOutcome {
-        let hit = cache.lookup(at: Clock.wallMs())
-        func cached(_ hit: (value: Value, stale: Bool, storedAt: UInt64)) -> CellState<Value, Request> {
+        let now = Clock.wallMs()
+        let hit = cache.lookup(at: now) { spec.loader.judge($0, request: spec.request, nowMs: now) }
+        func cached(_ hit: (value: Value, stale: Bool, serveWhileRevalidating: Bool, storedAt: UInt64))
+            -> CellState<Value, Request> {
             var next = CellState(status: .loaded, kind: spec.kind, value: hit.value, error: nil, request: spec.request,
                                  isPartial: false, isRefreshing: false, attempt: 0, updatedAt: hit.storedAt)
             next.isFromCache = true
@@ -307,6 +309,7 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
             }
             return .served
         case .cacheFirst:
+            if let hit, hit.serveWhileRevalidating { return .revalidate(cached(hit)) }
             guard let hit, !hit.stale else { return .load }
             emit(.state, cached(hit))
             return .served

@@ -1,8 +1,20 @@
 /// What a loader that understands the values it caches (the http loader)
-/// says about the value it ends a job with: whether and how it is stored,
-/// and where it came from. Set on the job (`Job.cacheWrite`) before the
-/// job succeeds; without one, a cached job's value is stored as it is.
+/// says about the value it ends a job with: what becomes of the cache
+/// entry, and where the value came from. Set on the job (`Job.cacheWrite`)
+/// before the job succeeds; without one, a cached job's value is stored as
+/// it is.
 public struct CacheWrite: Sendable, Equatable {
+    /// What becomes of the entry under the load's key.
+    public enum Entry: Sendable, Equatable {
+        /// The value is stored, with `meta` beside it.
+        case store
+        /// The entry stays as it is (a stale value served again).
+        case keep
+        /// The value must not be stored (HTTP `no-store`); any older entry
+        /// under the key is dropped, as the value supersedes it.
+        case remove
+    }
+
     /// Where the value a job ends with came from.
     public enum Origin: Sendable, Equatable {
         /// Loaded: the usual case.
@@ -15,14 +27,13 @@ public struct CacheWrite: Sendable, Equatable {
         case staleOnError
     }
 
-    /// False keeps the value out of the cache (and leaves the entry there as it is).
-    public var store: Bool
-    /// Kept beside the value (`CacheEntry.meta`).
+    public var entry: Entry
+    /// Kept beside the value (`CacheEntry.meta`) when it is stored.
     public var meta: [UInt8]
     public var origin: Origin
 
-    public init(store: Bool = true, meta: [UInt8] = [], origin: Origin = .loaded) {
-        self.store = store
+    public init(entry: Entry = .store, meta: [UInt8] = [], origin: Origin = .loaded) {
+        self.entry = entry
         self.meta = meta
         self.origin = origin
     }

@@ -68,8 +68,9 @@ public final class HTTPLoader: Loader<[UInt8], [UInt8]>, @unchecked Sendable {
             multi = CurlMulti(loop: runtime.loop.loop, maxConnections: options.maxConnections)
         }
         guard let multi,
-              let transfer = HTTPTransfer(job: job, runtime: runtime, request: request, options: options, multi: multi,
-                                          revalidation: HTTPRevalidation.of(job, request: request, nowMs: Clock.wallMs()))
+              let transfer = HTTPTransfer(job: job, runtime: runtime, request: request, loader: self, multi: multi,
+                                          revalidation: HTTPRevalidation.of(job, request: request, loader: self,
+                                                                            nowMs: Clock.wallMs()))
         else {
             return fail(LoadError(.outOfMemory, message: "cannot set up libcurl"))
         }
@@ -93,6 +94,12 @@ public final class HTTPLoader: Loader<[UInt8], [UInt8]>, @unchecked Sendable {
             if lower != expected { return false }
         }
         return true
+    }
+
+    /// A stored response's own rules, when the load follows them (see
+    /// `HTTPLoader+Caching`).
+    public override func judge(_ entry: CacheEntry, request: [UInt8], nowMs: UInt64) -> CacheJudgement? {
+        judgeEntry(entry, request: request, nowMs: nowMs)
     }
 
     public override func released(runtime: Runtime) {

@@ -1,27 +1,53 @@
-/// A cached response the http loader asks the server about (RFC 9110
-/// section 13, RFC 9111 section 4.3): the request carries its validators
-/// (`If-None-Match`, `If-Modified-Since`); a `304 Not Modified` answer
-/// makes the stored response current again, with the header lines the 304
-/// carries in place of its own.
+/// A cached response that a GET of the http loader may stand for (RFC
+/// 9110 section 13, RFC 9111 section 4.3): when it has validators, the
+/// request carries them (`If-None-Match`, `If-Modified-Since`), and a
+/// `304 Not Modified` answer makes the stored response current again, with
+/// the header lines the 304 carries in place of its own; when the load
+/// fails and the response allows it (`stale-if-error`), it is served
+/// instead of the error.
 struct HTTPRevalidation {
     let stored: HTTPResponse
     let record: HTTPCacheRecord
+    /// When the entry was stored.
+    var storedAtMs: UInt64 = 0
+    /// Whether the request carries the validators (it asks no condition of its own).
+    var sendsConditions = true
+    /// Whether the load follows the stored response's rules (`stale-if-error`).
+    var followsRules = false
 
-    /// The entry of `job`'s cache that `request` may revalidate: a GET
-    /// without a body, whose headers ask no condition of their own, and a
-    /// stored 2xx response (within the load's maximum age) with a
-    /// validator. Reads the validators from the entry's record, or from
-    /// the stored headers when the entry has none (an entry stored by an
-    /// earlier version).
-    static func of(_ job: Job<[UInt8], [UInt8]>, request: HTTPRequest, nowMs: UInt64) -> HTTPRevalidation? {
+    /// The entry of `job`'s cache that `request` may stand for: a GET
+    /// without a body, and a stored 2xx response (within the load's
+    /// maximum age) that answers the request (`Vary`, when the load
+    /// follows the response's rules). Reads the validators from the
+    /// entry's record, or from the stored headers when the entry has none
+    /// (an entry stored by an earlier version).
+    static func of(_ job: Job<[UInt8], [UInt8]>, request: HTTPRequest, loader: HTTPLoader,
+                   nowMs: UInt64) -> HTTPRevalidation? {
         guard let cache = job.cache, request.method.uppercased() == "GET", request.body.isEmpty,
-              !request.headers.contains(where: isConditional),
               let entry = cache.entry(at: nowMs),
               let stored = HTTPResponse(decoding: entry.value), (200..<300).contains(stored.status)
         else { return nil }
-        let record = HTTPCacheRecord(decoding: entry.meta) ?? HTTPCacheRecord(headers: HTTPHeaderLines(stored.headers))
-        guard record.hasValidators else { return nil }
-        return HTTPRevalidation(stored: stored, record: record)
+        let kept = HTTPCacheRecord(decoding: entry.meta)
+        if cache.followsLoaderRules, let kept,
+           !kept.matches(requestValue: { loader.requestValue($0, of: request) }) {
+            return nil
+        }
+        var revalidation = HTTPRevalidation(stored: stored,
+                                            record: kept ?? HTTPCacheRecord(headers: HTTPHeaderLines(stored.headers)))
+        revalidation.storedAtMs = entry.storedAtMs
+        revalidation.sendsConditions = revalidation.record.hasValidators && !request.headers.contains(where: isConditional)
+        revalidation.followsRules = cache.followsLoaderRules
+        return revalidation
+    }
+
+    /// The request header lines of the conditions it asks.
+    var conditionalHeaders: [String] {
+        sendsConditions ? record.conditionalHeaders : []
+    }
+
+    /// Whether the stored response stands in for a failed load now.
+    func servesOnError(nowMs: UInt64) -> Bool {
+        followsRules && record.servesOnError(storedAtMs: storedAtMs, nowMs: nowMs)
     }
 
     private static let conditionalNames = ["if-none-match:", "if-modified-since:", "if-match:",
@@ -46,8 +72,8 @@ struct HTTPRevalidation {
     /// are `notModified`: each field the 304 carries (but those of `kept`)
     /// replaces the stored lines of that name. When the result would pass
     /// `HTTPLoader.headersMax`, the stored header lines stay as they were.
-    /// Returns the response's encoding and its new record.
-    func updated(with notModified: ArraySlice<UInt8>) -> (value: [UInt8], record: HTTPCacheRecord) {
+    /// Returns the response's encoding and its header lines.
+    func updated(with notModified: ArraySlice<UInt8>) -> (value: [UInt8], headers: [UInt8]) {
         var replacing: [[UInt8]] = []
         var fresh: [UInt8] = []
         HTTPHeaderLines(notModified).forEach { name, value in
@@ -75,8 +101,6 @@ struct HTTPRevalidation {
             merged.append(contentsOf: fresh)
             if merged.count <= HTTPLoader.headersMax { response.headers = merged }
         }
-        var record = HTTPCacheRecord(headers: HTTPHeaderLines(response.headers))
-        if !record.hasValidators { record = self.record }
-        return (response.encoded(), record)
+        return (response.encoded(), response.headers)
     }
 }

@@ -42,8 +42,12 @@ final class HTTPTransfer {
     /// Where the easy handle came from and goes back to (kept alive for that).
     private let multi: CurlMulti
 
-    init?(job: Job<[UInt8], [UInt8]>, runtime: Runtime, request: HTTPRequest, options: HTTPLoader.Options,
+    /// The loader, for its caching rules (kept alive by the job anyway).
+    private unowned(unsafe) let loader: HTTPLoader
+
+    init?(job: Job<[UInt8], [UInt8]>, runtime: Runtime, request: HTTPRequest, loader: HTTPLoader,
           multi: CurlMulti, revalidation: HTTPRevalidation? = nil) {
+        let options = loader.options
         guard let handle = multi.takeHandle() else { return nil }
         self.handle = handle
         easy = handle.easy
@@ -52,6 +56,7 @@ final class HTTPTransfer {
         self.runtime = runtime
         self.request = request
         self.revalidation = revalidation
+        self.loader = loader
         maxBody = request.maxBody == 0 ? 256 << 20 : request.maxBody
         errorBuffer[0] = 0
         handle.socketErrno = 0
@@ -151,7 +156,7 @@ final class HTTPTransfer {
             }
         }
         handle.plainGet = plainGet
-        let conditions = revalidation?.record.conditionalHeaders ?? []
+        let conditions = revalidation?.conditionalHeaders ?? []
         if request.headers.isEmpty && conditions.isEmpty {
             if handle.headers != handle.agentHeader {
                 lds_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, handle.agentHeader)
@@ -300,15 +305,19 @@ final class HTTPTransfer {
             lds_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &longStatus)
             let status = Int32(clamping: longStatus)
             let headersEnd = bodyStart ?? makeResponse(bodyCapacity: 0)
-            if status == 304, let revalidation {
-                let (value, record) = revalidation.updated(with: response[HTTPResponse.encodedHeadersStart..<headersEnd])
-                job.cacheWrite = CacheWrite(meta: record.encoded(), origin: .revalidated)
+            if status == 304, let revalidation, revalidation.sendsConditions {
+                let (value, headers) = revalidation.updated(with: response[HTTPResponse.encodedHeadersStart..<headersEnd])
+                var write = cacheWrite(for: HTTPHeaderLines(headers))
+                write.origin = .revalidated
+                job.cacheWrite = write
                 return .succeed(value)
             }
             let success = (200..<300).contains(status)
             if success && job.cache != nil {
-                let record = HTTPCacheRecord(headers: HTTPHeaderLines(response[HTTPResponse.encodedHeadersStart..<headersEnd]))
-                job.cacheWrite = CacheWrite(meta: record.hasValidators ? record.encoded() : [])
+                job.cacheWrite = cacheWrite(for: HTTPHeaderLines(response[HTTPResponse.encodedHeadersStart..<headersEnd]))
+            }
+            if !success, [500, 502, 503, 504].contains(status), let stale = staleOnError() {
+                return stale
             }
             if success && trailers.isEmpty {
                 // The common case: the value is the buffer it arrived in.
@@ -324,6 +333,10 @@ final class HTTPTransfer {
             let error = LoadError(domain: .http, code: status, message: "HTTP \(status) from \(request.url)",
                                   underlying: HTTPStatusError(response: parsed))
             return .fail(error, retry: retryAdvice(status: status, response: parsed))
+        }
+        if refusal == nil, result != CURLE_TOO_MANY_REDIRECTS, result != CURLE_UNSUPPORTED_PROTOCOL,
+           result != CURLE_URL_MALFORMAT, let stale = staleOnError() {
+            return stale
         }
         let detail = String(cString: errorBuffer)
         let reason = detail.isEmpty ? String(cString: curl_easy_strerror(result)) : detail
@@ -361,6 +374,21 @@ final class HTTPTransfer {
     private func osMessage(_ message: String, _ code: Int32) -> String {
         guard code == handle.socketErrno, let text = strerror(code) else { return message }
         return "\(String(cString: text)): \(message)"
+    }
+
+    /// What a 2xx (or updated 304) response does to the job's cache entry.
+    private func cacheWrite(for headers: HTTPHeaderLines) -> CacheWrite {
+        loader.cacheWrite(for: headers, request: request, followsRules: job.cache?.followsLoaderRules ?? false,
+                          nowMs: Clock.wallMs())
+    }
+
+    /// The stored response, when it may stand in for a failed load
+    /// (`stale-if-error`): shown from the cache and stale, the entry left
+    /// as it is.
+    private func staleOnError() -> JobOperation<[UInt8]>? {
+        guard let revalidation, revalidation.servesOnError(nowMs: Clock.wallMs()) else { return nil }
+        job.cacheWrite = CacheWrite(entry: .keep, origin: .staleOnError)
+        return .succeed(revalidation.stored.encoded())
     }
 
     /// 5xx, 408 and 429 are worth retrying, after the delay `Retry-After`

@@ -329,7 +329,10 @@ typedef struct lds_load_options {
  *
  *   LDS_POLICY_LOAD_ONLY       always load; a successful result is stored.
  *   LDS_POLICY_CACHE_FIRST     a fresh entry is shown (LOADED, LDS_FLAG_FROM_CACHE)
- *                              and nothing is loaded; otherwise load and store.
+ *                              and nothing is loaded; otherwise load and store
+ *                              (a stale entry its loader allows to, HTTP's
+ *                              stale-while-revalidate, is shown while a silent
+ *                              load revalidates it, as CACHE_THEN_LOAD does).
  *   LDS_POLICY_CACHE_THEN_LOAD an entry (fresh or not) is shown at once, in one
  *                              event flagged FROM_CACHE | REFRESHING (and STALE when
  *                              not fresh), while a silent load revalidates it: success replaces and stores the
@@ -341,6 +344,9 @@ typedef struct lds_load_options {
  *
  * An entry is fresh while younger than fresh_ms and not invalidated
  * (lds_cache_invalidate); entries older than max_age_ms count as missing.
+ * The http loader's responses carry rules of their own that replace
+ * fresh_ms (Cache-Control, Expires, Vary: see lds_http_loader_new) unless
+ * the load sets LDS_LOAD_IGNORE_CACHE_HEADERS.
  * A cached value's updated_at_ms is the time it was stored. With
  * LDS_LOAD_SHARE the share key is the cache key; the result of a shared job
  * is stored once.
@@ -1138,6 +1144,56 @@ int lds_http_response_decode(const void *value, size_t len, lds_http_response *o
  *   Entries stored by a version before 0.5 (a persistent cache file of
  *     schema version 1) have no validators beside them: the stored header
  *     lines are read instead.
+ *   Response headers, as a private cache (RFC 9111), unless the load sets
+ *   LDS_LOAD_IGNORE_CACHE_HEADERS (then fresh_ms alone decides freshness,
+ *   every 2xx response is stored and Vary is not checked; validators and
+ *   304s work as above). Read from the final response (a 304: the stored
+ *   response with the 304's lines), when it is stored:
+ *     Cache-Control: max-age=N   the entry is fresh while its age is under
+ *                                N seconds, whatever fresh_ms says. Its age
+ *                                is the time since it was stored, plus its
+ *                                age when it arrived: the larger of the Age
+ *                                header and the time since its Date header.
+ *     Expires (without max-age)  fresh until that HTTP-date, measured from
+ *                                the response's Date (or its arrival); an
+ *                                Expires that does not parse ("0") is past.
+ *     neither                    fresh_ms decides, as for any value.
+ *     no-store (in the response, or in the request's own Cache-Control)
+ *                                the response is not stored, and an older
+ *                                entry under the key is dropped; the cell
+ *                                shows it as usual.
+ *     no-cache                   stored, but stale at once: a cache-first
+ *                                load revalidates it every time.
+ *     stale-while-revalidate=N   for N seconds after it turns stale, a
+ *                                cache-first load shows it (LOADED,
+ *                                FROM_CACHE | STALE | REFRESHING) and
+ *                                revalidates it silently, as
+ *                                LDS_POLICY_CACHE_THEN_LOAD does.
+ *     stale-if-error=N           until N seconds after it turns stale, a
+ *                                GET that fails (a transport failure, a
+ *                                timeout of the transfer, or status 500,
+ *                                502, 503 or 504) ends with the stored
+ *                                response instead, shown LOADED with
+ *                                FROM_CACHE | STALE and no error; the entry
+ *                                stays as it was.
+ *     must-revalidate            once stale, never shown by
+ *                                stale-while-revalidate or stale-if-error
+ *                                (no-cache forbids them too).
+ *     s-maxage, proxy-revalidate, private, public
+ *                                for shared caches: no effect here.
+ *     Vary: a, b                 the request's values of those fields (its
+ *                                own header lines, or the loader's
+ *                                User-Agent) are kept; a later load whose
+ *                                request sends other values (or sends one
+ *                                where the stored request sent none, or the
+ *                                reverse) does not use the entry: a miss
+ *                                (one entry per cache key: the new response
+ *                                takes its place). Vary: * matches nothing.
+ *   Numbers are read with saturation: delta-seconds are ASCII digits only,
+ *   counted at most 2^31 seconds (RFC 9111 section 1.2.2); a directive
+ *   with a sign, a fraction or other bytes in its number is ignored; a
+ *   directive given twice counts with its smaller number. Directive names
+ *   are read in any case, arguments with or without quotes.
  *
  * opts may be NULL. Returns LDS_OK; LDS_EINVAL; LDS_ENOMEM; LDS_ECLOSED.
  */

@@ -88,10 +88,11 @@ static int listen_here(int *listener) {
   return ntohs(a.sin_port);
 }
 
-/* Loads url through `cache` under key "page" with `policy`; waits for
- * the settled event and returns how many events the cell had. */
-static size_t cached_get(lds_runtime *rt, lds_id loader, lds_id cache, const char *url, uint32_t policy,
-                         recorder *rec) {
+/* Loads url through `cache` under key "page" with `policy` (and load
+ * `flags`); waits for the settled event and returns how many events the
+ * cell had. */
+static size_t cached_get_flags(lds_runtime *rt, lds_id loader, lds_id cache, const char *url, uint32_t policy,
+                               uint32_t flags, recorder *rec) {
   lds_http_request req = LDS_HTTP_REQUEST_INIT;
   req.url = url;
   void *buf = NULL;
@@ -104,11 +105,25 @@ static size_t cached_get(lds_runtime *rt, lds_id loader, lds_id cache, const cha
   o.cache_key = "page";
   o.cache_key_len = 4;
   o.cache_policy = policy;
+  o.flags = flags;
   CHECK_RC(lds_loadable_load(rt, cell, loader, buf, len, &o), LDS_OK);
   lds_free(buf);
   WAIT_FOR(rec->count >= 1 && (rec_last(rec)->status == LDS_LOADED || rec_last(rec)->status == LDS_ERROR) &&
            !(rec_last(rec)->flags & LDS_FLAG_REFRESHING));
   return rec_count(rec);
+}
+
+static size_t cached_get(lds_runtime *rt, lds_id loader, lds_id cache, const char *url, uint32_t policy,
+                         recorder *rec) {
+  return cached_get_flags(rt, loader, cache, url, policy, 0, rec);
+}
+
+/* A memory cache and an http loader without a proxy. */
+static void cache_and_loader(lds_runtime *rt, lds_id *cache, lds_id *loader) {
+  CHECK_RC(lds_memory_cache_new(rt, NULL, cache), LDS_OK);
+  lds_http_options ho = LDS_HTTP_OPTIONS_INIT;
+  ho.proxy = "";
+  CHECK_RC(lds_http_loader_new(rt, &ho, loader), LDS_OK);
 }
 
 TEST(http_a_stored_response_is_revalidated_and_a_304_keeps_its_body) {
@@ -172,4 +187,37 @@ TEST(http_a_stored_response_is_revalidated_and_a_304_keeps_its_body) {
   pthread_join(thread, NULL);
   close(server.listener);
   unlink(path);
+}
+
+/* Cache-Control: no-store keeps a response out of the cache, unless the
+ * load sets LDS_LOAD_IGNORE_CACHE_HEADERS. */
+TEST(http_no_store_is_not_stored_unless_the_load_ignores_cache_headers) {
+  etag_server server = {.answers = 2, .etag = "\"ns\"", .body = "secret", .extra = "Cache-Control: no-store\r\n"};
+  int port = listen_here(&server.listener);
+  REQUIRE(port > 0);
+  pthread_t thread;
+  REQUIRE(pthread_create(&thread, NULL, serve_etag, &server) == 0);
+  lds_runtime *rt = rt_new(LDS_DELIVER_LOOP);
+  lds_id cache, loader;
+  cache_and_loader(rt, &cache, &loader);
+  char url[96];
+  snprintf(url, sizeof url, "http://127.0.0.1:%d/secret", port);
+  lds_cache_value v;
+
+  recorder first;
+  cached_get(rt, loader, cache, url, LDS_POLICY_LOAD_ONLY, &first);
+  CHECK_EQ(rec_last(&first)->status, LDS_LOADED);
+  CHECK_RC(lds_cache_get(rt, cache, "page", 4, &v), 0);
+
+  recorder second;
+  cached_get_flags(rt, loader, cache, url, LDS_POLICY_LOAD_ONLY, LDS_LOAD_IGNORE_CACHE_HEADERS, &second);
+  CHECK_EQ(rec_last(&second)->status, LDS_LOADED);
+  REQUIRE_RC(lds_cache_get(rt, cache, "page", 4, &v), 1);
+  lds_cache_value_clear(&v);
+
+  rt_free(rt);
+  rec_destroy(&first);
+  rec_destroy(&second);
+  pthread_join(thread, NULL);
+  close(server.listener);
 }

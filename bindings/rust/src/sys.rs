@@ -66,6 +66,7 @@ pub const LDS_FLAG_REVALIDATED: u32 = 1 << 7;
 
 pub const LDS_LOAD_SILENT: u32 = 1 << 0;
 pub const LDS_LOAD_SHARE: u32 = 1 << 1;
+pub const LDS_LOAD_IGNORE_CACHE_HEADERS: u32 = 1 << 5;
 
 pub const LDS_DELIVER_LOOP: u32 = 0;
 pub const LDS_DELIVER_POLL: u32 = 1;

@@ -353,6 +353,7 @@ fn structs_and_constants_match_the_c_header() {
         LDS_FLAG_REVALIDATED,
         LDS_LOAD_SILENT,
         LDS_LOAD_SHARE,
+        LDS_LOAD_IGNORE_CACHE_HEADERS,
         LDS_POLICY_LOAD_ONLY,
         LDS_POLICY_CACHE_FIRST,
         LDS_POLICY_CACHE_THEN_LOAD,

@@ -998,6 +998,8 @@ int lds_exec_loader_new(lds_runtime *rt, const lds_exec_options *opts, lds_id *o
 
 #define LDS_HTTP_INSECURE      (1u << 0)  /* skip TLS certificate and host verification */
 #define LDS_HTTP_NO_REDIRECTS  (1u << 1)  /* do not follow redirects */
+#define LDS_HTTP_NO_COMPRESSION (1u << 2) /* since 0.5: ask for no compressed response (no
+                                             Accept-Encoding) and decode none */
 
 /*
  * Bounds on one HTTP response, whatever the request (each redirect and
@@ -1048,7 +1050,8 @@ typedef struct lds_http_request {
  * Encodes an HTTP request into a new buffer for lds_loadable_load; free it
  * with lds_free. The encoding: "LDH1", method, url (fields), headers
  * (list), body (field), u32 timeout_ms, u64 max_body, u32 max_redirects,
- * u32 flags (bit 0: insecure) — fields and lists as for exec requests.
+ * u32 flags (bit 0: insecure; since 0.5, bit 1: no compression; other
+ * bits are ignored) — fields and lists as for exec requests.
  * The method, url and headers are checked as lds_http_request describes,
  * so that none can add lines of its own to the request sent (CR, LF); the
  * http loader checks a request it is given the same way, and fails a job
@@ -1086,7 +1089,23 @@ int lds_http_response_decode(const void *value, size_t len, lds_http_response *o
  * runtime's libuv loop. The value of a job is an encoded response (see
  * lds_http_response_decode). Only http and https are allowed, also for
  * redirects; TLS verification is on unless the request sets
- * LDS_HTTP_INSECURE. PROGRESS events count body bytes
+ * LDS_HTTP_INSECURE.
+ *
+ * Compression (since 0.5): unless the request sets LDS_HTTP_NO_COMPRESSION,
+ * it sends "Accept-Encoding:" with every encoding the libcurl in use
+ * decodes ("gzip, deflate", then "br" and "zstd" when libcurl has them;
+ * a request's own Accept-Encoding line is sent instead, and those four
+ * are still decoded) and the value's body is the decoded body; the
+ * header lines stay as received (Content-Encoding and Content-Length
+ * describe the bytes on the wire). max_body bounds the decoded body:
+ * decoding stops, and the load fails with LDS_ETOOBIG, as soon as the
+ * decoded bytes pass it, so a small compressed body that expands without
+ * bound (a compression bomb) costs at most max_body of memory. A body
+ * that does not decode is LDS_EIO. With LDS_HTTP_NO_COMPRESSION no
+ * Accept-Encoding is sent and the body is kept as it arrives, encoded or
+ * not.
+ *
+ * PROGRESS events count body bytes
  * (one every 64 KiB or so, then one when the body is complete; a body
  * under 64 KiB reports none).
  *

@@ -125,7 +125,7 @@ public func ldsHttpRequestEncode(_ req: UnsafePointer<lds_http_request>?,
     guard let req, let out, let outLength else { return LDS_EINVAL }
     let c = req.pointee
     guard Int(c.size) >= MemoryLayout<lds_http_request>.size, let url = c.url else { return LDS_EINVAL }
-    let known = UInt32(LDS_HTTP_INSECURE) | UInt32(LDS_HTTP_NO_REDIRECTS)
+    let known = UInt32(LDS_HTTP_INSECURE) | UInt32(LDS_HTTP_NO_REDIRECTS) | UInt32(LDS_HTTP_NO_COMPRESSION)
     guard c.flags & ~known == 0 else { return LDS_EINVAL }
     var headers: [String] = []
     if c.header_count != 0 {
@@ -144,7 +144,8 @@ public func ldsHttpRequestEncode(_ req: UnsafePointer<lds_http_request>?,
     let request = HTTPRequest(method: c.method.map { String(cString: $0) } ?? "GET", url: String(cString: url),
                               headers: headers, body: body, timeoutMs: c.timeout_ms, maxBody: c.max_body,
                               maxRedirects: noRedirects ? 0 : (c.max_redirects == 0 ? 5 : c.max_redirects),
-                              insecure: c.flags & UInt32(LDS_HTTP_INSECURE) != 0)
+                              insecure: c.flags & UInt32(LDS_HTTP_INSECURE) != 0,
+                              compressed: c.flags & UInt32(LDS_HTTP_NO_COMPRESSION) == 0)
     guard request.problem == nil else { return LDS_EINVAL }
     return giveBuffer(request.encoded(), out, outLength)
 }

@@ -304,6 +304,13 @@ static bool header_ok(const char *s) {
   return true;
 }
 
+
+/* The flag bits of the "LDH1" encoding for the flags of a request:
+ * bit 0 insecure, bit 1 no compression (no redirects is max_redirects 0). */
+static uint32_t encoded_http_flags(uint32_t flags) {
+  return ((flags & LDS_HTTP_INSECURE) ? 1u : 0u) | ((flags & LDS_HTTP_NO_COMPRESSION) ? 2u : 0u);
+}
+
 static void target_http_encode(input *in) {
   lds_http_request req = LDS_HTTP_REQUEST_INIT;
   uint8_t shape = u8(in);
@@ -326,7 +333,7 @@ static void target_http_encode(input *in) {
   req.timeout_ms = u32(in);
   req.max_redirects = u8(in) % 8;
   req.max_body = (uint64_t)u32(in) << (u8(in) % 33);
-  req.flags = u8(in) % 8;
+  req.flags = u8(in) % 16;
   bool bad_size = shape & 2 && shape & 4;
   if (bad_size) req.size = 8;
 
@@ -335,7 +342,8 @@ static void target_http_encode(input *in) {
   int rc = lds_http_request_encode(&req, &out, &out_len);
   bool fields_ok = (!method || token_ok(method, strlen(method))) && url && url_ok(url) &&
                    (nh < 1 || header_ok(headers[0])) && (nh < 2 || header_ok(headers[1]));
-  bool must_fail = bad_size || !fields_ok || crlf || (req.flags & ~(LDS_HTTP_INSECURE | LDS_HTTP_NO_REDIRECTS));
+  bool must_fail = bad_size || !fields_ok || crlf ||
+                   (req.flags & ~(LDS_HTTP_INSECURE | LDS_HTTP_NO_REDIRECTS | LDS_HTTP_NO_COMPRESSION));
   if (must_fail && rc != LDS_EINVAL) fail("lds_http_request_encode returned %d for a bad request", rc);
   if (!must_fail && rc != LDS_OK) fail("lds_http_request_encode returned %d (%s)", rc, lds_strerror(rc));
   if (rc == LDS_OK) {
@@ -355,7 +363,7 @@ static void target_http_encode(input *in) {
       fail("http request: body changed");
     uint32_t redirects = (req.flags & LDS_HTTP_NO_REDIRECTS) ? 0 : req.max_redirects ? req.max_redirects : 5;
     if (q.timeout_ms != req.timeout_ms || q.max_body != req.max_body || q.max_redirects != redirects ||
-        q.flags != (req.flags & LDS_HTTP_INSECURE))
+        q.flags != encoded_http_flags(req.flags))
       fail("http request: numbers changed (timeout %u/%u, max_body %llu/%llu, redirects %u/%u, flags %u/%u)",
            q.timeout_ms, req.timeout_ms, (unsigned long long)q.max_body, (unsigned long long)req.max_body,
            q.max_redirects, redirects, q.flags, req.flags);

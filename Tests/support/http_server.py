@@ -25,6 +25,10 @@ Routes:
                       If-Modified-Since equals DATE. Every answer carries
                       X-Answer: the number of requests for KEY so far
   /count/KEY          "BODIES REQUESTS": the bodies and the requests /cached/KEY answered
+  /gzip/N             200 with N bytes of "z", sent gzip-compressed (Content-Encoding: gzip)
+                      whatever the request accepts
+  /gzip-bomb/MIB      the same with MIB MiB of zero bytes (a compression bomb, about
+                      1 KiB on the wire per MiB decoded)
 
 Hostile answers, written raw (then the connection is closed; each stops
 early when the client goes away):
@@ -32,6 +36,7 @@ early when the client goes away):
   /headers/N/SIZE     N header lines of SIZE bytes each
   /trailers/N         a chunked body "ok", then N trailer lines of 62 bytes
 """
+import gzip
 import socket
 import sys
 import threading
@@ -42,6 +47,8 @@ from urllib.parse import parse_qs, urlparse
 
 calls = {}
 calls_lock = threading.Lock()
+# Compressed bodies already made, by route and size.
+compressed = {}
 # /cached/KEY: requests answered and bodies sent, by key.
 cached_requests = {}
 cached_bodies = {}
@@ -136,6 +143,14 @@ class Handler(BaseHTTPRequestHandler):
                 self.send_body(200, b"ok after %d" % n)
         elif route == "cached":
             self.cached(parts[1], parse_qs(url.query))
+        elif route in ("gzip", "gzip-bomb"):
+            size = int(parts[1]) * (1 << 20 if route == "gzip-bomb" else 1)
+            with calls_lock:
+                if (route, size) not in compressed:
+                    plain = b"z" * size if route == "gzip" else bytes(size)
+                    compressed[(route, size)] = gzip.compress(plain, compresslevel=9)
+                body = compressed[(route, size)]
+            self.send_body(200, body, [("Content-Encoding", "gzip")])
         elif route == "count":
             with calls_lock:
                 counts = b"%d %d" % (cached_bodies.get(parts[1], 0), cached_requests.get(parts[1], 0))

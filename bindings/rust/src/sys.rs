@@ -226,6 +226,7 @@ pub const LDS_EXEC_STREAM_LINES: u32 = 1 << 0;
 
 pub const LDS_HTTP_INSECURE: u32 = 1 << 0;
 pub const LDS_HTTP_NO_REDIRECTS: u32 = 1 << 1;
+pub const LDS_HTTP_NO_COMPRESSION: u32 = 1 << 2;
 
 pub const LDS_HTTP_STATUS_LINE_MAX: u32 = 8192;
 pub const LDS_HTTP_HEADERS_MAX: u32 = 65536;

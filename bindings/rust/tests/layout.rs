@@ -369,6 +369,7 @@ fn structs_and_constants_match_the_c_header() {
         LDS_EXEC_STREAM_LINES,
         LDS_HTTP_INSECURE,
         LDS_HTTP_NO_REDIRECTS,
+        LDS_HTTP_NO_COMPRESSION,
         LDS_HTTP_STATUS_LINE_MAX,
         LDS_HTTP_HEADERS_MAX,
         LDS_HTTP_HEADER_LINES_MAX,

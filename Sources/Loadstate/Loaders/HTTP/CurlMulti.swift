@@ -328,6 +328,7 @@ final class EasyHandle {
     /// values differ from any request's).
     var maxRedirects = UInt32.max
     var insecure: Bool?
+    var compressed: Bool?
     var timeoutMs = UInt32.max
     /// Whether the last request was a GET with no body.
     var plainGet = false

@@ -4,7 +4,8 @@
 extension HTTPLoader {
     /// The value the request sends for a header field (`name` in lower
     /// case): its lines of that name joined by ", ", or the loader's own
-    /// value for a field it adds (`User-Agent`); nil when none is sent.
+    /// value for a field it adds (`User-Agent`, and `Accept-Encoding` for a
+    /// compressed request); nil when none is sent.
     func requestValue(_ name: [UInt8], of request: HTTPRequest) -> [UInt8]? {
         var joined: [UInt8]?
         for line in request.headers {
@@ -21,6 +22,9 @@ extension HTTPLoader {
         }
         if joined == nil && name == Array("user-agent".utf8) && !options.userAgent.isEmpty {
             return Array(options.userAgent.utf8)
+        }
+        if joined == nil && name == Array("accept-encoding".utf8) && request.compressed {
+            return Array(Self.acceptEncoding.utf8)
         }
         return joined
     }

@@ -3,6 +3,8 @@
 ///     "LDH1"  field method  field url  list headers  field body
 ///             u32 timeout_ms  u64 max_body  u32 max_redirects  u32 flags
 ///
+/// Flags: bit 0 skips TLS verification, bit 1 asks for no compressed
+/// response, bit 2 asks for HTTP/2; other bits are ignored.
 /// (fields and lists as in `ExecRequest`; integers little-endian).
 public struct HTTPRequest: Sendable, Equatable {
     public var method: String
@@ -18,9 +20,13 @@ public struct HTTPRequest: Sendable, Equatable {
     public var maxRedirects: UInt32
     /// Skip TLS certificate and host verification.
     public var insecure: Bool
+    /// Ask for a compressed response (every encoding libcurl decodes) and
+    /// decode it; `maxBody` bounds the decoded body.
+    public var compressed: Bool
 
     public init(method: String = "GET", url: String, headers: [String] = [], body: [UInt8] = [],
-                timeoutMs: UInt32 = 0, maxBody: UInt64 = 0, maxRedirects: UInt32 = 5, insecure: Bool = false) {
+                timeoutMs: UInt32 = 0, maxBody: UInt64 = 0, maxRedirects: UInt32 = 5, insecure: Bool = false,
+                compressed: Bool = true) {
         self.method = method
         self.url = url
         self.headers = headers
@@ -29,11 +35,14 @@ public struct HTTPRequest: Sendable, Equatable {
         self.maxBody = maxBody
         self.maxRedirects = maxRedirects
         self.insecure = insecure
+        self.compressed = compressed
     }
 
     static let magic = "LDH1"
     /// Flag bit: skip TLS verification.
     public static let insecureFlag: UInt32 = 1
+    /// Flag bit: ask for no compressed response.
+    public static let identityFlag: UInt32 = 2
 
     public func encoded() -> [UInt8] {
         var w = WireWriter(magic: Self.magic)
@@ -44,7 +53,7 @@ public struct HTTPRequest: Sendable, Equatable {
         w.u32(timeoutMs)
         w.u64(maxBody)
         w.u32(maxRedirects)
-        w.u32(insecure ? Self.insecureFlag : 0)
+        w.u32((insecure ? Self.insecureFlag : 0) | (compressed ? 0 : Self.identityFlag))
         return w.bytes
     }
 
@@ -69,6 +78,7 @@ public struct HTTPRequest: Sendable, Equatable {
         self.maxBody = maxBody
         maxRedirects = redirects
         insecure = flags & Self.insecureFlag != 0
+        compressed = flags & Self.identityFlag == 0
     }
 }
 

@@ -129,6 +129,12 @@ final class HTTPTransfer {
             lds_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, request.insecure ? 0 : 2)
             handle.insecure = request.insecure
         }
+        if handle.compressed != request.compressed {
+            // The encodings this libcurl decodes; with none set, curl
+            // neither asks for nor decodes a compressed body.
+            lds_easy_setopt_str(easy, CURLOPT_ACCEPT_ENCODING, request.compressed ? HTTPLoader.acceptEncoding : nil)
+            handle.compressed = request.compressed
+        }
         if handle.timeoutMs != request.timeoutMs {
             lds_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, Int(request.timeoutMs))
             handle.timeoutMs = request.timeoutMs
@@ -212,6 +218,11 @@ final class HTTPTransfer {
             var contentLength: curl_off_t = -1
             lds_easy_getinfo_off(easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &contentLength)
             announced = contentLength > 0 ? UInt64(contentLength) : 0
+            if announced > 0 && request.compressed
+                && HTTPHeaderLines(handle.headerLines).first("content-encoding") != nil {
+                // The length of the encoded body: the decoded one is unknown.
+                announced = 0
+            }
             let body = announced > 0 ? Int(min(announced, maxBody, 16 << 20)) : max(length, 1024)
             start = makeResponse(bodyCapacity: body)
         }

@@ -1000,6 +1000,12 @@ int lds_exec_loader_new(lds_runtime *rt, const lds_exec_options *opts, lds_id *o
 #define LDS_HTTP_NO_REDIRECTS  (1u << 1)  /* do not follow redirects */
 #define LDS_HTTP_NO_COMPRESSION (1u << 2) /* since 0.5: ask for no compressed response (no
                                              Accept-Encoding) and decode none */
+#define LDS_HTTP_HTTP2         (1u << 3)  /* since 0.5: HTTP/2, multiplexed: by ALPN over TLS
+                                             (HTTP/1.1 when the server does not offer it), with
+                                             prior knowledge over plain http (the server must
+                                             speak HTTP/2 there) */
+#define LDS_HTTP_HTTP1         (1u << 4)  /* since 0.5: HTTP/1.1 only. Neither flag: HTTP/2 by
+                                             ALPN over TLS, HTTP/1.1 over plain http */
 
 /*
  * Bounds on one HTTP response, whatever the request (each redirect and
@@ -1040,18 +1046,25 @@ typedef struct lds_http_request {
   size_t body_len;
   uint32_t timeout_ms;          /* whole transfer; 0: none (the load's timeout_ms still applies) */
   uint32_t max_redirects;       /* 0: 5. Redirects go only between http and https */
-  uint64_t max_body;            /* largest body accepted; 0: LDS_VALUE_MAX */
-  uint32_t flags;               /* LDS_HTTP_INSECURE, LDS_HTTP_NO_REDIRECTS */
+  uint64_t max_body;            /* largest body accepted (decoded, when compressed); 0: LDS_VALUE_MAX */
+  uint32_t flags;               /* LDS_HTTP_INSECURE, LDS_HTTP_NO_REDIRECTS, LDS_HTTP_NO_COMPRESSION,
+                                   LDS_HTTP_HTTP2 or LDS_HTTP_HTTP1 */
+  /* Since 0.5, read only when size covers it (size may end before it). */
+  const char *ca_file;          /* NULL: verify servers with the system's CA certificates;
+                                   otherwise a file of PEM CA certificates to trust instead
+                                   (a self-signed server's own certificate, for instance) */
 } lds_http_request;
 
-#define LDS_HTTP_REQUEST_INIT { (uint32_t)sizeof(lds_http_request), NULL, NULL, NULL, 0, NULL, 0, 0, 0, 0, 0 }
+#define LDS_HTTP_REQUEST_INIT { (uint32_t)sizeof(lds_http_request), NULL, NULL, NULL, 0, NULL, 0, 0, 0, 0, 0, NULL }
 
 /*
  * Encodes an HTTP request into a new buffer for lds_loadable_load; free it
  * with lds_free. The encoding: "LDH1", method, url (fields), headers
  * (list), body (field), u32 timeout_ms, u64 max_body, u32 max_redirects,
- * u32 flags (bit 0: insecure; since 0.5, bit 1: no compression; other
- * bits are ignored) — fields and lists as for exec requests.
+ * u32 flags (bit 0: insecure; since 0.5, bit 1: no compression, bit 2:
+ * HTTP/2, bit 3: HTTP/1.1 only; other bits are ignored), then, since 0.5
+ * and only when ca_file is set, ca_file (field) — fields and lists as for
+ * exec requests. Decoders accept the encoding with or without ca_file.
  * The method, url and headers are checked as lds_http_request describes,
  * so that none can add lines of its own to the request sent (CR, LF); the
  * http loader checks a request it is given the same way, and fails a job
@@ -1060,7 +1073,8 @@ typedef struct lds_http_request {
  *
  * Returns LDS_OK; LDS_EINVAL (NULL pointers, no url, a method that is not
  * a token, a url or header with a control character, a header line that
- * is not "Name: value", an unknown flag, bad size); LDS_ETOOBIG; LDS_ENOMEM.
+ * is not "Name: value", an unknown flag, both LDS_HTTP_HTTP2 and
+ * LDS_HTTP_HTTP1, bad size); LDS_ETOOBIG; LDS_ENOMEM.
  */
 int lds_http_request_encode(const lds_http_request *req, void **out, size_t *out_len);
 
@@ -1104,6 +1118,21 @@ int lds_http_response_decode(const void *value, size_t len, lds_http_response *o
  * that does not decode is LDS_EIO. With LDS_HTTP_NO_COMPRESSION no
  * Accept-Encoding is sent and the body is kept as it arrives, encoded or
  * not.
+ *
+ * HTTP versions (since 0.5): by default libcurl speaks HTTP/2 over TLS
+ * when the server offers it (ALPN) and HTTP/1.1 over plain http.
+ * LDS_HTTP_HTTP2 asks for HTTP/2 also over plain http (prior knowledge:
+ * the server must speak it, there is no fallback) and lets transfers to
+ * one host share HTTP/2 connections: a new request waits for a connection
+ * that can take one more stream rather than opening one of its own, so
+ * 1,000 concurrent requests to one server use a few connections (the
+ * server's stream limit, often 100 or 128, decides how many).
+ * LDS_HTTP_HTTP1 keeps to HTTP/1.1. The response's header lines of an
+ * HTTP/2 answer are lower case, as HTTP/2 sends them. ca_file replaces
+ * the system's CA certificates for the request (a server with a
+ * self-signed certificate is trusted by naming that certificate, not by
+ * turning verification off); a file that cannot be read fails the load
+ * (LDS_EIO).
  *
  * PROGRESS events count body bytes
  * (one every 64 KiB or so, then one when the body is complete; a body

@@ -305,10 +305,12 @@ static bool header_ok(const char *s) {
 }
 
 
-/* The flag bits of the "LDH1" encoding for the flags of a request:
- * bit 0 insecure, bit 1 no compression (no redirects is max_redirects 0). */
+/* The flag bits of the "LDH1" encoding for the flags of a request: bit 0
+ * insecure, bit 1 no compression, bit 2 HTTP/2, bit 3 HTTP/1.1 only (no
+ * redirects is max_redirects 0). */
 static uint32_t encoded_http_flags(uint32_t flags) {
-  return ((flags & LDS_HTTP_INSECURE) ? 1u : 0u) | ((flags & LDS_HTTP_NO_COMPRESSION) ? 2u : 0u);
+  return ((flags & LDS_HTTP_INSECURE) ? 1u : 0u) | ((flags & LDS_HTTP_NO_COMPRESSION) ? 2u : 0u) |
+         ((flags & LDS_HTTP_HTTP2) ? 4u : 0u) | ((flags & LDS_HTTP_HTTP1) ? 8u : 0u);
 }
 
 static void target_http_encode(input *in) {
@@ -333,7 +335,7 @@ static void target_http_encode(input *in) {
   req.timeout_ms = u32(in);
   req.max_redirects = u8(in) % 8;
   req.max_body = (uint64_t)u32(in) << (u8(in) % 33);
-  req.flags = u8(in) % 16;
+  req.flags = u8(in) % 64;
   bool bad_size = shape & 2 && shape & 4;
   if (bad_size) req.size = 8;
 
@@ -343,7 +345,9 @@ static void target_http_encode(input *in) {
   bool fields_ok = (!method || token_ok(method, strlen(method))) && url && url_ok(url) &&
                    (nh < 1 || header_ok(headers[0])) && (nh < 2 || header_ok(headers[1]));
   bool must_fail = bad_size || !fields_ok || crlf ||
-                   (req.flags & ~(LDS_HTTP_INSECURE | LDS_HTTP_NO_REDIRECTS | LDS_HTTP_NO_COMPRESSION));
+                   (req.flags & ~(LDS_HTTP_INSECURE | LDS_HTTP_NO_REDIRECTS | LDS_HTTP_NO_COMPRESSION |
+                                  LDS_HTTP_HTTP2 | LDS_HTTP_HTTP1)) ||
+                   ((req.flags & LDS_HTTP_HTTP2) && (req.flags & LDS_HTTP_HTTP1));
   if (must_fail && rc != LDS_EINVAL) fail("lds_http_request_encode returned %d for a bad request", rc);
   if (!must_fail && rc != LDS_OK) fail("lds_http_request_encode returned %d (%s)", rc, lds_strerror(rc));
   if (rc == LDS_OK) {

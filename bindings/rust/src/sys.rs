@@ -227,6 +227,8 @@ pub const LDS_EXEC_STREAM_LINES: u32 = 1 << 0;
 pub const LDS_HTTP_INSECURE: u32 = 1 << 0;
 pub const LDS_HTTP_NO_REDIRECTS: u32 = 1 << 1;
 pub const LDS_HTTP_NO_COMPRESSION: u32 = 1 << 2;
+pub const LDS_HTTP_HTTP2: u32 = 1 << 3;
+pub const LDS_HTTP_HTTP1: u32 = 1 << 4;
 
 pub const LDS_HTTP_STATUS_LINE_MAX: u32 = 8192;
 pub const LDS_HTTP_HEADERS_MAX: u32 = 65536;
@@ -318,6 +320,7 @@ pub struct lds_http_request {
     pub max_redirects: u32,
     pub max_body: u64,
     pub flags: u32,
+    pub ca_file: *const c_char,
 }
 
 impl lds_http_request {
@@ -334,6 +337,7 @@ impl lds_http_request {
         max_redirects: 0,
         max_body: 0,
         flags: 0,
+        ca_file: core::ptr::null(),
     };
 }
 

@@ -292,7 +292,7 @@ fn structs_and_constants_match_the_c_header() {
     fields!(lds_exec_request: size, argv, env, cwd);
     fields!(lds_http_options: size, max_connections, user_agent, proxy);
     fields!(lds_http_request: size, method, url, headers, header_count, body, body_len, timeout_ms,
-        max_redirects, max_body, flags);
+        max_redirects, max_body, flags, ca_file);
     fields!(lds_http_response: status, headers, headers_len, body, body_len);
     fields!(lds_memory_cache_options: size, name, max_entries, max_bytes, ttl_ms);
     fields!(lds_persistent_cache_options: size, flags, path, max_bytes, ttl_ms);
@@ -370,6 +370,8 @@ fn structs_and_constants_match_the_c_header() {
         LDS_HTTP_INSECURE,
         LDS_HTTP_NO_REDIRECTS,
         LDS_HTTP_NO_COMPRESSION,
+        LDS_HTTP_HTTP2,
+        LDS_HTTP_HTTP1,
         LDS_HTTP_STATUS_LINE_MAX,
         LDS_HTTP_HEADERS_MAX,
         LDS_HTTP_HEADER_LINES_MAX,

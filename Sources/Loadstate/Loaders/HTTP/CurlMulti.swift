@@ -329,6 +329,12 @@ final class EasyHandle {
     var maxRedirects = UInt32.max
     var insecure: Bool?
     var compressed: Bool?
+    var version: HTTPRequest.Version?
+    /// The URL's scheme was https when the version was set.
+    var versionOverTLS = false
+    var caFile: String?
+    /// libcurl's own CA file, to go back to after a request that named one.
+    var defaultCAFile: String?
     var timeoutMs = UInt32.max
     /// Whether the last request was a GET with no body.
     var plainGet = false

@@ -4,7 +4,9 @@
 ///             u32 timeout_ms  u64 max_body  u32 max_redirects  u32 flags
 ///
 /// Flags: bit 0 skips TLS verification, bit 1 asks for no compressed
-/// response, bit 2 asks for HTTP/2; other bits are ignored.
+/// response, bit 2 asks for HTTP/2, bit 3 for HTTP/1.1 only; other bits
+/// are ignored. Then, optionally (since 0.5), `field ca_file`: present
+/// only when the request names a CA file.
 /// (fields and lists as in `ExecRequest`; integers little-endian).
 public struct HTTPRequest: Sendable, Equatable {
     public var method: String
@@ -23,10 +25,28 @@ public struct HTTPRequest: Sendable, Equatable {
     /// Ask for a compressed response (every encoding libcurl decodes) and
     /// decode it; `maxBody` bounds the decoded body.
     public var compressed: Bool
+    /// Which HTTP version to speak.
+    public var version: Version
+    /// A file of CA certificates (PEM) to verify the server with, in place
+    /// of the system's; nil for the system's.
+    public var caFile: String?
+
+    /// The HTTP versions a request may ask for.
+    public enum Version: Sendable, Equatable {
+        /// libcurl's choice: HTTP/2 over TLS when the server offers it
+        /// (ALPN), HTTP/1.1 otherwise.
+        case automatic
+        /// HTTP/1.1 only.
+        case http1
+        /// HTTP/2, multiplexed: by ALPN over TLS (HTTP/1.1 when the server
+        /// does not offer HTTP/2), with prior knowledge in cleartext (the
+        /// server must speak it).
+        case http2
+    }
 
     public init(method: String = "GET", url: String, headers: [String] = [], body: [UInt8] = [],
                 timeoutMs: UInt32 = 0, maxBody: UInt64 = 0, maxRedirects: UInt32 = 5, insecure: Bool = false,
-                compressed: Bool = true) {
+                compressed: Bool = true, version: Version = .automatic, caFile: String? = nil) {
         self.method = method
         self.url = url
         self.headers = headers
@@ -36,6 +56,8 @@ public struct HTTPRequest: Sendable, Equatable {
         self.maxRedirects = maxRedirects
         self.insecure = insecure
         self.compressed = compressed
+        self.version = version
+        self.caFile = caFile
     }
 
     static let magic = "LDH1"
@@ -43,6 +65,9 @@ public struct HTTPRequest: Sendable, Equatable {
     public static let insecureFlag: UInt32 = 1
     /// Flag bit: ask for no compressed response.
     public static let identityFlag: UInt32 = 2
+    /// Flag bits: HTTP/2, and HTTP/1.1 only.
+    public static let http2Flag: UInt32 = 4
+    public static let http1Flag: UInt32 = 8
 
     public func encoded() -> [UInt8] {
         var w = WireWriter(magic: Self.magic)
@@ -53,7 +78,9 @@ public struct HTTPRequest: Sendable, Equatable {
         w.u32(timeoutMs)
         w.u64(maxBody)
         w.u32(maxRedirects)
-        w.u32((insecure ? Self.insecureFlag : 0) | (compressed ? 0 : Self.identityFlag))
+        let versionFlag = version == .http2 ? Self.http2Flag : version == .http1 ? Self.http1Flag : 0
+        w.u32((insecure ? Self.insecureFlag : 0) | (compressed ? 0 : Self.identityFlag) | versionFlag)
+        if let caFile { w.field(Array(caFile.utf8)) }
         return w.bytes
     }
 
@@ -79,6 +106,13 @@ public struct HTTPRequest: Sendable, Equatable {
         maxRedirects = redirects
         insecure = flags & Self.insecureFlag != 0
         compressed = flags & Self.identityFlag == 0
+        version = flags & Self.http2Flag != 0 ? .http2 : flags & Self.http1Flag != 0 ? .http1 : .automatic
+        if r.rest.isEmpty {
+            caFile = nil
+        } else {
+            guard let file = r.text(), let present = file, r.rest.isEmpty else { return nil }
+            caFile = present
+        }
     }
 }
 

@@ -113,6 +113,10 @@ final class HTTPTransfer {
             lds_easy_setopt_ptr(easy, CURLOPT_WRITEDATA, me)
             lds_easy_setopt_ptr(easy, CURLOPT_HEADERDATA, me)
             lds_easy_setopt_ptr(easy, CURLOPT_ERRORBUFFER, errorBuffer)
+            var cainfo: UnsafeMutableRawPointer?
+            if lds_easy_getinfo_ptr(easy, CURLINFO_CAINFO, &cainfo) == CURLE_OK, let cainfo {
+                handle.defaultCAFile = String(cString: cainfo.assumingMemoryBound(to: CChar.self))
+            }
             handle.isSetUp = true
         }
         if handle.url != request.url {
@@ -134,6 +138,14 @@ final class HTTPTransfer {
             // neither asks for nor decodes a compressed body.
             lds_easy_setopt_str(easy, CURLOPT_ACCEPT_ENCODING, request.compressed ? HTTPLoader.acceptEncoding : nil)
             handle.compressed = request.compressed
+        }
+        let overTLS = HTTPLoader.startsWithIgnoringCase(request.url, "https:")
+        if handle.version != request.version || handle.versionOverTLS != overTLS {
+            configureVersion(overTLS: overTLS)
+        }
+        if handle.caFile != request.caFile {
+            lds_easy_setopt_str(easy, CURLOPT_CAINFO, request.caFile ?? handle.defaultCAFile)
+            handle.caFile = request.caFile
         }
         if handle.timeoutMs != request.timeoutMs {
             lds_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, Int(request.timeoutMs))
@@ -184,6 +196,23 @@ final class HTTPTransfer {
             lds_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headerList)
             handle.headers = headerList  // taken back by `detach` before the list is freed
         }
+    }
+
+    /// Sets the HTTP version the request asks for. HTTP/2 transfers wait
+    /// for a connection that can take one more stream (PIPEWAIT) rather
+    /// than open one of their own, so that concurrent requests to one host
+    /// share connections.
+    private func configureVersion(overTLS: Bool) {
+        let version: Int
+        switch request.version {
+        case .automatic: version = Int(CURL_HTTP_VERSION_NONE)
+        case .http1: version = Int(CURL_HTTP_VERSION_1_1)
+        case .http2: version = Int(overTLS ? CURL_HTTP_VERSION_2TLS : CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE)
+        }
+        lds_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, version)
+        lds_easy_setopt_long(easy, CURLOPT_PIPEWAIT, request.version == .http2 ? 1 : 0)
+        handle.version = request.version
+        handle.versionOverTLS = overTLS
     }
 
     /// The methods curl is set up for differently; any other is sent as is.

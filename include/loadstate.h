@@ -1061,8 +1061,10 @@ typedef struct lds_http_request {
  * Encodes an HTTP request into a new buffer for lds_loadable_load; free it
  * with lds_free. The encoding: "LDH1", method, url (fields), headers
  * (list), body (field), u32 timeout_ms, u64 max_body, u32 max_redirects,
- * u32 flags (bit 0: insecure; since 0.5, bit 1: no compression, bit 2:
- * HTTP/2, bit 3: HTTP/1.1 only; other bits are ignored), then, since 0.5
+ * u32 flags (the request's flags without LDS_HTTP_NO_REDIRECTS, which is
+ * max_redirects 0: bit 0 insecure; since 0.5, LDS_HTTP_NO_COMPRESSION,
+ * LDS_HTTP_HTTP2 and LDS_HTTP_HTTP1 at their bits; decoders ignore
+ * other bits), then, since 0.5
  * and only when ca_file is set, ca_file (field) — fields and lists as for
  * exec requests. Decoders accept the encoding with or without ca_file.
  * The method, url and headers are checked as lds_http_request describes,
@@ -1124,9 +1126,13 @@ int lds_http_response_decode(const void *value, size_t len, lds_http_response *o
  * LDS_HTTP_HTTP2 asks for HTTP/2 also over plain http (prior knowledge:
  * the server must speak it, there is no fallback) and lets transfers to
  * one host share HTTP/2 connections: a new request waits for a connection
- * that can take one more stream rather than opening one of its own, so
- * 1,000 concurrent requests to one server use a few connections (the
- * server's stream limit, often 100 or 128, decides how many).
+ * that can take one more stream rather than opening one of its own, up
+ * to 1,000 streams a connection or the server's own limit (its SETTINGS;
+ * nginx's http2_max_concurrent_streams is 128 by default), so 1,000
+ * concurrent requests to a server that allows 1,000 streams share one
+ * connection. Requests that start while every connection is at the
+ * server's limit each open a connection of their own (libcurl's
+ * behaviour): bound them with max_connections.
  * LDS_HTTP_HTTP1 keeps to HTTP/1.1. The response's header lines of an
  * HTTP/2 answer are lower case, as HTTP/2 sends them. ca_file replaces
  * the system's CA certificates for the request (a server with a

@@ -305,12 +305,10 @@ static bool header_ok(const char *s) {
 }
 
 
-/* The flag bits of the "LDH1" encoding for the flags of a request: bit 0
- * insecure, bit 1 no compression, bit 2 HTTP/2, bit 3 HTTP/1.1 only (no
- * redirects is max_redirects 0). */
+/* The flag bits of the "LDH1" encoding for the flags of a request: its
+ * flags but LDS_HTTP_NO_REDIRECTS (which is max_redirects 0). */
 static uint32_t encoded_http_flags(uint32_t flags) {
-  return ((flags & LDS_HTTP_INSECURE) ? 1u : 0u) | ((flags & LDS_HTTP_NO_COMPRESSION) ? 2u : 0u) |
-         ((flags & LDS_HTTP_HTTP2) ? 4u : 0u) | ((flags & LDS_HTTP_HTTP1) ? 8u : 0u);
+  return flags & ~(uint32_t)LDS_HTTP_NO_REDIRECTS;
 }
 
 static void target_http_encode(input *in) {

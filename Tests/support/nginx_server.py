@@ -19,7 +19,8 @@ connection it came on) and X-Protocol (HTTP/1.1 or HTTP/2.0), so that a
 client can count the connections its requests used. Routes: /ok ("ok"),
 /100k (102,400 bytes, with nginx's ETag and Last-Modified; a matching
 If-None-Match gets a 304), /text (64 KiB of text, gzip-compressed for
-clients that accept it).
+clients that accept it). HTTP/2 connections take up to 1,000 concurrent
+streams.
 """
 import json
 import shutil
@@ -77,7 +78,7 @@ http {{
     scgi_temp_path {work}/scgi;
     keepalive_requests 1000000;
     keepalive_timeout 60s;
-    http2_max_concurrent_streams 128;
+    http2_max_concurrent_streams 1000;
     types {{ text/plain text; }}
     default_type application/octet-stream;
     gzip on;

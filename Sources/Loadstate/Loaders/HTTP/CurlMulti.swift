@@ -99,7 +99,15 @@ final class CurlMulti {
         // the handles currently added, and each transfer's handle leaves as
         // soon as it is done, so the default would close most of them.
         lds_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, max(maxConnections, Self.idleConnections))
+        // Streams one HTTP/2 connection may carry at once, when the server
+        // allows as many (it says how many in its SETTINGS): curl's default
+        // of 100 would send the 101st concurrent request to a connection
+        // of its own.
+        lds_multi_setopt_long(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, Self.http2StreamsMax)
     }
+
+    /// See CURLMOPT_MAX_CONCURRENT_STREAMS above.
+    static let http2StreamsMax = 1000
 
     /// An easy handle for a new transfer: an idle one (with the options of
     /// its last request), or a new one whose sockets curl opens and closes

@@ -3,9 +3,10 @@
 ///     "LDH1"  field method  field url  list headers  field body
 ///             u32 timeout_ms  u64 max_body  u32 max_redirects  u32 flags
 ///
-/// Flags: bit 0 skips TLS verification, bit 1 asks for no compressed
-/// response, bit 2 asks for HTTP/2, bit 3 for HTTP/1.1 only; other bits
-/// are ignored. Then, optionally (since 0.5), `field ca_file`: present
+/// Flags: the C API's `LDS_HTTP_*` bits but LDS_HTTP_NO_REDIRECTS (which is
+/// `max_redirects` 0): bit 0 skips TLS verification, bit 2 asks for no
+/// compressed response, bit 3 for HTTP/2, bit 4 for HTTP/1.1 only; other
+/// bits are ignored. Then, optionally (since 0.5), `field ca_file`: present
 /// only when the request names a CA file.
 /// (fields and lists as in `ExecRequest`; integers little-endian).
 public struct HTTPRequest: Sendable, Equatable {
@@ -64,10 +65,10 @@ public struct HTTPRequest: Sendable, Equatable {
     /// Flag bit: skip TLS verification.
     public static let insecureFlag: UInt32 = 1
     /// Flag bit: ask for no compressed response.
-    public static let identityFlag: UInt32 = 2
+    public static let identityFlag: UInt32 = 4
     /// Flag bits: HTTP/2, and HTTP/1.1 only.
-    public static let http2Flag: UInt32 = 4
-    public static let http1Flag: UInt32 = 8
+    public static let http2Flag: UInt32 = 8
+    public static let http1Flag: UInt32 = 16
 
     public func encoded() -> [UInt8] {
         var w = WireWriter(magic: Self.magic)

@@ -134,6 +134,7 @@ class LoadFlags(enum.IntFlag):
     NONE = 0
     SILENT = 1 << 0
     SHARE = 1 << 1
+    IGNORE_CACHE_HEADERS = 1 << 5
 
 
 class HttpFlags(enum.IntFlag):
@@ -142,6 +143,9 @@ class HttpFlags(enum.IntFlag):
     NONE = 0
     INSECURE = 1 << 0
     NO_REDIRECTS = 1 << 1
+    NO_COMPRESSION = 1 << 2
+    HTTP2 = 1 << 3
+    HTTP1 = 1 << 4
 
 
 class ExecFlags(enum.IntFlag):

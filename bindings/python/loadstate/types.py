@@ -218,6 +218,9 @@ class LoadOptions:
         policy: how the cache is used (:class:`CachePolicy`).
         fresh: entries younger than this many seconds are fresh; older are stale.
         max_age: entries older than this many seconds count as missing (``None``: no limit).
+        ignore_cache_headers: with a cache, the http loader's rules from its responses'
+            ``Cache-Control``, ``Expires`` and ``Vary`` do not apply: ``fresh`` alone decides
+            and every response is stored (``LDS_LOAD_IGNORE_CACHE_HEADERS``).
     """
 
     silent: bool = False
@@ -232,6 +235,7 @@ class LoadOptions:
     policy: CachePolicy = CachePolicy.LOAD_ONLY
     fresh: Optional[float] = None
     max_age: Optional[float] = None
+    ignore_cache_headers: bool = False
 
     def is_default(self) -> bool:
         """Whether these are the library's defaults (sent as a NULL pointer)."""
@@ -253,7 +257,8 @@ class LoadOptions:
             raise InvalidArgument(InvalidArgument.code, "invalid argument",
                                   f"retries must be an int >= 0, not {self.retries!r}")
         delays = tuple(milliseconds("interrupts", d) for d in self.interrupts)
-        flags = (LoadFlags.SILENT if self.silent else 0) | (LoadFlags.SHARE if self.share else 0)
+        flags = ((LoadFlags.SILENT if self.silent else 0) | (LoadFlags.SHARE if self.share else 0)
+                 | (LoadFlags.IGNORE_CACHE_HEADERS if self.ignore_cache_headers else 0))
         key = self.cache_key
         if isinstance(key, str):
             key = key.encode("utf-8")

@@ -42,6 +42,7 @@ pub struct LoadOptions {
     cache_policy: CachePolicy,
     fresh_ms: u32,
     max_age_ms: u64,
+    ignore_cache_headers: bool,
 }
 
 /// How a load with a cache uses it (`LDS_POLICY_*`). Whatever the policy,
@@ -173,11 +174,20 @@ impl LoadOptions {
         self
     }
 
+    /// With a cache, the http loader's rules from its responses'
+    /// `Cache-Control`, `Expires` and `Vary` do not apply: [`fresh`](Self::fresh)
+    /// alone decides and every response is stored (`LDS_LOAD_IGNORE_CACHE_HEADERS`).
+    pub fn ignore_cache_headers(mut self, ignore: bool) -> LoadOptions {
+        self.ignore_cache_headers = ignore;
+        self
+    }
+
     /// The C struct; it borrows the interrupt delays and the cache key of `self`.
     pub(crate) fn to_raw(&self) -> sys::lds_load_options {
         sys::lds_load_options {
             flags: if self.silent { sys::LDS_LOAD_SILENT } else { 0 }
-                | if self.share { sys::LDS_LOAD_SHARE } else { 0 },
+                | if self.share { sys::LDS_LOAD_SHARE } else { 0 }
+                | if self.ignore_cache_headers { sys::LDS_LOAD_IGNORE_CACHE_HEADERS } else { 0 },
             timeout_ms: self.timeout_ms,
             interrupts_ms: if self.interrupts_ms.is_empty() { std::ptr::null() } else { self.interrupts_ms.as_ptr() },
             interrupt_count: self.interrupts_ms.len(),

@@ -57,7 +57,7 @@ int main(void) {
   FIELD(lds_http_request, size); FIELD(lds_http_request, method); FIELD(lds_http_request, url);
   FIELD(lds_http_request, headers); FIELD(lds_http_request, header_count); FIELD(lds_http_request, body);
   FIELD(lds_http_request, body_len); FIELD(lds_http_request, timeout_ms); FIELD(lds_http_request, max_redirects);
-  FIELD(lds_http_request, max_body); FIELD(lds_http_request, flags);
+  FIELD(lds_http_request, max_body); FIELD(lds_http_request, flags); FIELD(lds_http_request, ca_file);
   SIZE(lds_http_response);
   FIELD(lds_http_response, status); FIELD(lds_http_response, headers); FIELD(lds_http_response, headers_len);
   FIELD(lds_http_response, body); FIELD(lds_http_response, body_len);
@@ -109,7 +109,7 @@ int main(void) {
          ho.proxy != NULL);
   lds_http_request hr = LDS_HTTP_REQUEST_INIT;
   printf("init lds_http_request %u %d %zu %zu %u %u %llu %u\n", hr.size,
-         hr.method != NULL || hr.url != NULL || hr.headers != NULL || hr.body != NULL,
+         hr.method != NULL || hr.url != NULL || hr.headers != NULL || hr.body != NULL || hr.ca_file != NULL,
          hr.header_count, hr.body_len, hr.timeout_ms, hr.max_redirects, U(hr.max_body), hr.flags);
   lds_memory_cache_options mo = LDS_MEMORY_CACHE_OPTIONS_INIT;
   printf("init lds_memory_cache_options %u %d %llu %llu %llu\n", mo.size, mo.name != NULL,
@@ -430,7 +430,11 @@ fn structs_and_constants_match_the_c_header() {
         ),
     );
     let hr = lds_http_request::INIT;
-    let any_set = !hr.method.is_null() || !hr.url.is_null() || !hr.headers.is_null() || !hr.body.is_null();
+    let any_set = !hr.method.is_null()
+        || !hr.url.is_null()
+        || !hr.headers.is_null()
+        || !hr.body.is_null()
+        || !hr.ca_file.is_null();
     checker.check(
         "init lds_http_request",
         format!(

@@ -21,6 +21,9 @@ client can count the connections its requests used. Routes: /ok ("ok"),
 If-None-Match gets a 304), /text (64 KiB of text, gzip-compressed for
 clients that accept it). HTTP/2 connections take up to 1,000 concurrent
 streams.
+
+With --access-log, nginx writes one line per answer, the bytes it sent
+for it (headers and body), to the file the JSON line names as "log".
 """
 import json
 import shutil
@@ -62,6 +65,8 @@ def main() -> None:
                     "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
                     "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
     ports = {"tls": free_port(), "h2c": free_port(), "plain": free_port()}
+    log = work / "access.log"
+    access = f"log_format sent '$bytes_sent'; access_log {log} sent;" if "--access-log" in sys.argv else "access_log off;"
     conf = work / "nginx.conf"
     conf.write_text(f"""
 master_process off;
@@ -70,7 +75,7 @@ pid {work}/nginx.pid;
 error_log {work}/error.log warn;
 events {{ worker_connections 8192; }}
 http {{
-    access_log off;
+    {access}
     client_body_temp_path {work}/body;
     proxy_temp_path {work}/proxy;
     fastcgi_temp_path {work}/fastcgi;
@@ -101,7 +106,7 @@ http {{
         deadline = time.monotonic() + 10
         for port in ports.values():
             wait_for(port, process, deadline)
-        print(json.dumps({**ports, "ca": str(cert)}), flush=True)
+        print(json.dumps({**ports, "ca": str(cert), "log": str(log)}), flush=True)
         sys.stdin.read()
     finally:
         process.terminate()

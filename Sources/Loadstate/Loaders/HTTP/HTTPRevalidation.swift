@@ -6,7 +6,11 @@
 /// fails and the response allows it (`stale-if-error`), it is served
 /// instead of the error.
 struct HTTPRevalidation {
-    let stored: HTTPResponse
+    /// The stored response in its encoding (`HTTPResponse.encoded()`), as
+    /// the cache gave it: its body is not copied out of it.
+    let storedValue: [UInt8]
+    /// Where its header lines lie in `storedValue` (the body follows).
+    let headerLines: Range<Int>
     let record: HTTPCacheRecord
     /// When the entry was stored.
     var storedAtMs: UInt64 = 0
@@ -25,19 +29,45 @@ struct HTTPRevalidation {
                    nowMs: UInt64) -> HTTPRevalidation? {
         guard let cache = job.cache, request.method.uppercased() == "GET", request.body.isEmpty,
               let entry = cache.entry(at: nowMs),
-              let stored = HTTPResponse(decoding: entry.value), (200..<300).contains(stored.status)
+              let (status, headerLines) = Self.parts(of: entry.value), (200..<300).contains(status)
         else { return nil }
         let kept = HTTPCacheRecord(decoding: entry.meta)
         if cache.followsLoaderRules, let kept,
            !kept.matches(requestValue: { loader.requestValue($0, of: request) }) {
             return nil
         }
-        var revalidation = HTTPRevalidation(stored: stored,
-                                            record: kept ?? HTTPCacheRecord(headers: HTTPHeaderLines(stored.headers)))
+        let record = kept ?? HTTPCacheRecord(headers: HTTPHeaderLines(entry.value[headerLines]))
+        var revalidation = HTTPRevalidation(storedValue: entry.value, headerLines: headerLines, record: record)
         revalidation.storedAtMs = entry.storedAtMs
         revalidation.sendsConditions = revalidation.record.hasValidators && !request.headers.contains(where: isConditional)
         revalidation.followsRules = cache.followsLoaderRules
         return revalidation
+    }
+
+    init(storedValue: [UInt8], headerLines: Range<Int>, record: HTTPCacheRecord) {
+        self.storedValue = storedValue
+        self.headerLines = headerLines
+        self.record = record
+    }
+
+    /// A stored response, for the tests.
+    init(stored: HTTPResponse, record: HTTPCacheRecord) {
+        let value = stored.encoded()
+        self.init(storedValue: value, headerLines: Self.parts(of: value)?.headerLines ?? 0..<0, record: record)
+    }
+
+    /// The status and the range of the header lines of an encoded response
+    /// (`HTTPResponse`), read without copying it; nil when it is not one.
+    static func parts(of value: [UInt8]) -> (status: Int32, headerLines: Range<Int>)? {
+        let start = HTTPResponse.encodedHeadersStart
+        guard value.count >= start, value.starts(with: HTTPResponse.magic.utf8) else { return nil }
+        func u32(_ at: Int) -> UInt32 {
+            (0..<4).reduce(UInt32(0)) { $0 | UInt32(value[at + $1]) << (8 * UInt32($1)) }
+        }
+        let status = Int32(bitPattern: u32(4))
+        let length = Int(u32(8))
+        guard value.count - start >= length else { return nil }
+        return (status, start..<(start + length))
     }
 
     /// The request header lines of the conditions it asks.
@@ -72,8 +102,9 @@ struct HTTPRevalidation {
     /// are `notModified`: each field the 304 carries (but those of `kept`)
     /// replaces the stored lines of that name. When the result would pass
     /// `HTTPLoader.headersMax`, the stored header lines stay as they were.
-    /// Returns the response's encoding and its header lines.
-    func updated(with notModified: ArraySlice<UInt8>) -> (value: [UInt8], headers: [UInt8]) {
+    /// Returns the response's encoding (the stored one itself when nothing
+    /// changed) and its header lines.
+    func updated(with notModified: ArraySlice<UInt8>) -> (value: [UInt8], headers: ArraySlice<UInt8>) {
         var replacing: [[UInt8]] = []
         var fresh: [UInt8] = []
         HTTPHeaderLines(notModified).forEach { name, value in
@@ -85,22 +116,28 @@ struct HTTPRevalidation {
             fresh.append(contentsOf: value)
             fresh.append(contentsOf: "\r\n".utf8)
         }
-        var response = stored
-        if !replacing.isEmpty {
-            var merged: [UInt8] = []
-            var start = stored.headers.startIndex
-            let headers = stored.headers
-            while start < headers.endIndex {
-                var end = start
-                while end < headers.endIndex && headers[end] != UInt8(ascii: "\n") { end += 1 }
-                let line = headers[start..<min(end + 1, headers.endIndex)]
-                let name = line.firstIndex(of: UInt8(ascii: ":")).map { line[start..<$0].map(HTTPHeaderLines.lower) }
-                if name.map({ !replacing.contains($0) }) ?? true { merged.append(contentsOf: line) }
-                start = end + 1
-            }
-            merged.append(contentsOf: fresh)
-            if merged.count <= HTTPLoader.headersMax { response.headers = merged }
+        let headers = storedValue[headerLines]
+        guard !replacing.isEmpty else { return (storedValue, headers) }
+        var merged: [UInt8] = []
+        var start = headers.startIndex
+        while start < headers.endIndex {
+            var end = start
+            while end < headers.endIndex && headers[end] != UInt8(ascii: "\n") { end += 1 }
+            let line = headers[start..<min(end + 1, headers.endIndex)]
+            let name = line.firstIndex(of: UInt8(ascii: ":")).map { line[start..<$0].map(HTTPHeaderLines.lower) }
+            if name.map({ !replacing.contains($0) }) ?? true { merged.append(contentsOf: line) }
+            start = end + 1
         }
-        return (response.encoded(), response.headers)
+        merged.append(contentsOf: fresh)
+        if merged.count > HTTPLoader.headersMax || merged.elementsEqual(headers) { return (storedValue, headers) }
+        // One copy of the body, behind the new header lines.
+        let body = storedValue[headerLines.upperBound...]
+        var value = HTTPResponse.encodingStart(capacity: HTTPResponse.encodedHeadersStart + merged.count + body.count)
+        value.append(contentsOf: merged)
+        let headersEnd = value.count
+        value.append(contentsOf: body)
+        let status = Self.parts(of: storedValue)?.status ?? 200
+        HTTPResponse.finishEncoding(&value, status: status, headersEnd: headersEnd)
+        return (value, value[HTTPResponse.encodedHeadersStart..<headersEnd])
     }
 }

@@ -428,7 +428,7 @@ final class HTTPTransfer {
     private func staleOnError() -> JobOperation<[UInt8]>? {
         guard let revalidation, revalidation.servesOnError(nowMs: Clock.wallMs()) else { return nil }
         job.cacheWrite = CacheWrite(entry: .keep, origin: .staleOnError)
-        return .succeed(revalidation.stored.encoded())
+        return .succeed(revalidation.storedValue)
     }
 
     /// 5xx, 408 and 429 are worth retrying, after the delay `Retry-After`

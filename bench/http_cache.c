@@ -6,7 +6,9 @@
  *     unchanged 100 KiB resources (ROUNDS x RESOURCES requests), first as
  *     full reloads (no cache), then through a memory cache that holds
  *     them: each request carries If-None-Match and nginx answers 304.
- *     Prints the time and the bytes nginx sent for each, and the ratios.
+ *     Prints the time and the bytes nginx sent for each, and the ratios;
+ *     once over loopback as it is, once from nginx's "slow" server, which
+ *     sends bodies at 10 MB/s a connection (a link of 80 Mbit/s).
  *  2. HTTP/2 against HTTP/1.1: CONCURRENT GETs at once over TLS, through
  *     a new loader each round (so each round opens its connections),
  *     with LDS_HTTP_HTTP2 and with LDS_HTTP_HTTP1, alternating; prints
@@ -34,7 +36,7 @@ static double now_s(void) {
 typedef struct server {
   pid_t pid;
   int stdin_fd;
-  int tls, plain;
+  int tls, plain, slow;
   char ca[512], log[512];
 } server;
 
@@ -82,6 +84,8 @@ static int start_nginx(const char *script, server *s) {
   s->tls = atoi(number);
   json_field(line, "plain", number, sizeof number);
   s->plain = atoi(number);
+  json_field(line, "slow", number, sizeof number);
+  s->slow = atoi(number);
   json_field(line, "ca", s->ca, sizeof s->ca);
   json_field(line, "log", s->log, sizeof s->log);
   return s->tls > 0 && s->plain > 0 ? 0 : -1;
@@ -202,6 +206,57 @@ static double revalidation_rounds(lds_runtime *rt, lds_id loader, lds_id cache, 
   return now_s() - start;
 }
 
+/* Part 1 against the server on `port`: full reloads, then revalidations
+ * of what a memory cache holds. `offset`: where the access log's lines of
+ * this part begin (moved past them). */
+static void revalidation(lds_runtime *rt, const server *s, int port, const char *how, lds_id *cells, int resources,
+                         int rounds, long *offset) {
+  lds_http_options ho = LDS_HTTP_OPTIONS_INIT;
+  ho.proxy = "";
+  lds_id loader;
+  lds_http_loader_new(rt, &ho, &loader);
+  void **requests = calloc((size_t)resources, sizeof *requests);
+  size_t *lengths = calloc((size_t)resources, sizeof *lengths);
+  for (int i = 0; i < resources; i++) {
+    char url[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/100k?r=%d", port, i);
+    requests[i] = encode_get(url, LDS_HTTP_HTTP1, NULL, &lengths[i]);
+  }
+  lds_memory_cache_options mo = LDS_MEMORY_CACHE_OPTIONS_INIT;
+  mo.max_bytes = 256u << 20;
+  lds_id cache;
+  lds_memory_cache_new(rt, &mo, &cache);
+  long end = 0;
+  int total = rounds * resources;
+  /* Warm up the connections, and fill the cache (not measured). */
+  revalidation_rounds(rt, loader, 0, cells, requests, lengths, resources, 1);
+  lds_load_options fill = LDS_LOAD_OPTIONS_INIT;
+  fill.cache = cache;
+  reset_counts();
+  for (int i = 0; i < resources; i++) lds_loadable_load(rt, cells[i], loader, requests[i], lengths[i], &fill);
+  wait_settled(resources);
+  log_bytes(s->log, *offset, 2L * resources, offset);
+
+  double full_s = revalidation_rounds(rt, loader, 0, cells, requests, lengths, resources, rounds);
+  long long full_bytes = log_bytes(s->log, *offset, total, &end);
+  *offset = end;
+  double reval_s = revalidation_rounds(rt, loader, cache, cells, requests, lengths, resources, rounds);
+  long long reval_bytes = log_bytes(s->log, *offset, total, &end);
+  *offset = end;
+  printf("revalidation %s: %d GETs of unchanged 100 KiB resources (%d at once, %d rounds)\n", how, total,
+         resources, rounds);
+  printf("  full reloads   %8.3f s  %10.1f req/s  %12lld bytes sent\n", full_s, total / full_s, full_bytes);
+  printf("  revalidations  %8.3f s  %10.1f req/s  %12lld bytes sent (all %d answered 304)\n", reval_s,
+         total / reval_s, reval_bytes, total);
+  printf("  revalidation is %.1fx faster and transfers %.2f%% of the bytes\n", full_s / reval_s,
+         100.0 * (double)reval_bytes / (double)full_bytes);
+  for (int i = 0; i < resources; i++) lds_free(requests[i]);
+  free(requests);
+  free(lengths);
+  lds_cache_free(rt, cache);
+  lds_loader_free(rt, loader);
+}
+
 static int compare(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return x < y ? -1 : x > y;
@@ -231,42 +286,9 @@ int main(int argc, char **argv) {
   /* ---- 1. revalidation against full reloads ---- */
   lds_http_options ho = LDS_HTTP_OPTIONS_INIT;
   ho.proxy = "";
-  lds_id loader;
-  lds_http_loader_new(rt, &ho, &loader);
-  void **requests = calloc((size_t)resources, sizeof *requests);
-  size_t *lengths = calloc((size_t)resources, sizeof *lengths);
-  for (int i = 0; i < resources; i++) {
-    char url[128];
-    snprintf(url, sizeof url, "http://127.0.0.1:%d/100k?r=%d", s.plain, i);
-    requests[i] = encode_get(url, LDS_HTTP_HTTP1, NULL, &lengths[i]);
-  }
-  lds_memory_cache_options mo = LDS_MEMORY_CACHE_OPTIONS_INIT;
-  mo.max_bytes = 256u << 20;
-  lds_id cache;
-  lds_memory_cache_new(rt, &mo, &cache);
-  long offset = 0, end = 0;
-  int total = rounds * resources;
-  /* Warm up the connections, and fill the cache (not measured). */
-  revalidation_rounds(rt, loader, 0, cells, requests, lengths, resources, 1);
-  lds_load_options fill = LDS_LOAD_OPTIONS_INIT;
-  fill.cache = cache;
-  reset_counts();
-  for (int i = 0; i < resources; i++) lds_loadable_load(rt, cells[i], loader, requests[i], lengths[i], &fill);
-  wait_settled(resources);
-  log_bytes(s.log, 0, 2L * resources, &offset);
-
-  double full_s = revalidation_rounds(rt, loader, 0, cells, requests, lengths, resources, rounds);
-  long long full_bytes = log_bytes(s.log, offset, total, &end);
-  offset = end;
-  double reval_s = revalidation_rounds(rt, loader, cache, cells, requests, lengths, resources, rounds);
-  long long reval_bytes = log_bytes(s.log, offset, total, &end);
-  printf("revalidation: %d GETs of unchanged 100 KiB resources (%d at once, %d rounds)\n", total, resources,
-         rounds);
-  printf("  full reloads   %8.3f s  %10.1f req/s  %12lld bytes sent\n", full_s, total / full_s, full_bytes);
-  printf("  revalidations  %8.3f s  %10.1f req/s  %12lld bytes sent (all %d answered 304)\n", reval_s,
-         total / reval_s, reval_bytes, total);
-  printf("  revalidation is %.1fx faster and transfers %.2f%% of the bytes\n", full_s / reval_s,
-         100.0 * (double)reval_bytes / (double)full_bytes);
+  long offset = 0;
+  revalidation(rt, &s, s.plain, "over loopback", cells, resources, rounds, &offset);
+  revalidation(rt, &s, s.slow, "at 10 MB/s a connection", cells, resources, rounds, &offset);
 
   /* ---- 2. HTTP/2 against HTTP/1.1 ---- */
   char url[128];
@@ -312,7 +334,6 @@ int main(int argc, char **argv) {
   printf("  HTTP/2 takes %.2fx the time of HTTP/1.1\n", m2 / m1);
 
   lds_runtime_free(rt);
-  for (int i = 0; i < resources; i++) lds_free(requests[i]);
   lds_free(h2);
   lds_free(h1);
   stop_nginx(&s);

@@ -7,8 +7,9 @@
  *     full reloads (no cache), then through a memory cache that holds
  *     them: each request carries If-None-Match and nginx answers 304.
  *     Prints the time and the bytes nginx sent for each, and the ratios;
- *     once over loopback as it is, once from nginx's "slow" server, which
- *     sends bodies at 10 MB/s a connection (a link of 80 Mbit/s).
+ *     over loopback as it is, then from nginx's "slow" and "slower"
+ *     servers, which send bodies at 10 MB/s and 1 MB/s a connection (links
+ *     of 80 and 8 Mbit/s).
  *  2. HTTP/2 against HTTP/1.1: CONCURRENT GETs at once over TLS, through
  *     a new loader each round (so each round opens its connections),
  *     with LDS_HTTP_HTTP2 and with LDS_HTTP_HTTP1, alternating; prints
@@ -36,7 +37,7 @@ static double now_s(void) {
 typedef struct server {
   pid_t pid;
   int stdin_fd;
-  int tls, plain, slow;
+  int tls, plain, slow, slower;
   char ca[512], log[512];
 } server;
 
@@ -86,6 +87,8 @@ static int start_nginx(const char *script, server *s) {
   s->plain = atoi(number);
   json_field(line, "slow", number, sizeof number);
   s->slow = atoi(number);
+  json_field(line, "slower", number, sizeof number);
+  s->slower = atoi(number);
   json_field(line, "ca", s->ca, sizeof s->ca);
   json_field(line, "log", s->log, sizeof s->log);
   return s->tls > 0 && s->plain > 0 ? 0 : -1;
@@ -289,6 +292,7 @@ int main(int argc, char **argv) {
   long offset = 0;
   revalidation(rt, &s, s.plain, "over loopback", cells, resources, rounds, &offset);
   revalidation(rt, &s, s.slow, "at 10 MB/s a connection", cells, resources, rounds, &offset);
+  revalidation(rt, &s, s.slower, "at 1 MB/s a connection", cells, resources, rounds, &offset);
 
   /* ---- 2. HTTP/2 against HTTP/1.1 ---- */
   char url[128];

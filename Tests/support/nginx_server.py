@@ -5,13 +5,14 @@ Makes a directory of its own with a self-signed certificate for 127.0.0.1
 a configuration, and the files it serves; starts nginx on three free
 ports; prints one line of JSON:
 
-  {"tls": PORT, "h2c": PORT, "plain": PORT, "slow": PORT, "ca": "/path/cert.pem", "log": "/path/access.log"}
+  {"tls": PORT, "h2c": PORT, "plain": PORT, "slow": PORT, "slower": PORT, "ca": "/path/cert.pem", "log": "/path/access.log"}
 
   tls    HTTPS, HTTP/2 offered by ALPN (HTTP/1.1 for clients that do not ask)
   h2c    cleartext HTTP/2 only (clients need prior knowledge)
   plain  cleartext HTTP/1.1
   slow   cleartext HTTP/1.1 sending each response body at 10 MB/s (nginx's
          limit_rate), as a link of 80 Mbit/s per connection would
+  slower the same at 1 MB/s (8 Mbit/s per connection, a mobile link)
 
 and serves until stdin closes (so it never outlives its parent), then
 stops nginx and removes the directory.
@@ -66,7 +67,8 @@ def main() -> None:
     subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
                     "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
                     "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
-    ports = {"tls": free_port(), "h2c": free_port(), "plain": free_port(), "slow": free_port()}
+    ports = {"tls": free_port(), "h2c": free_port(), "plain": free_port(), "slow": free_port(),
+             "slower": free_port()}
     log = work / "access.log"
     access = f"log_format sent '$bytes_sent'; access_log {log} sent;" if "--access-log" in sys.argv else "access_log off;"
     conf = work / "nginx.conf"
@@ -100,6 +102,7 @@ http {{
     server {{ listen 127.0.0.1:{ports["h2c"]} http2 backlog=4096; location = /ok {{ return 200 "ok"; }} }}
     server {{ listen 127.0.0.1:{ports["plain"]} backlog=4096; location = /ok {{ return 200 "ok"; }} }}
     server {{ listen 127.0.0.1:{ports["slow"]} backlog=4096; limit_rate 10m; }}
+    server {{ listen 127.0.0.1:{ports["slower"]} backlog=4096; limit_rate 1m; }}
 }}
 """)
     binary = shutil.which("nginx") or "/usr/sbin/nginx"

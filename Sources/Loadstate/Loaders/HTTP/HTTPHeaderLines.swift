@@ -39,6 +39,26 @@ struct HTTPHeaderLines {
         values(name).first
     }
 
+    /// Whether a line is named `lowercase`; allocates nothing (for the
+    /// path every response takes).
+    func has(_ lowercase: StaticString) -> Bool {
+        let name = UnsafeBufferPointer(start: lowercase.utf8Start, count: lowercase.utf8CodeUnitCount)
+        var lineStart = bytes.startIndex
+        while lineStart < bytes.endIndex {
+            if bytes.endIndex - lineStart > name.count && bytes[lineStart + name.count] == UInt8(ascii: ":") {
+                var matches = true
+                for i in 0..<name.count where Self.lower(bytes[lineStart + i]) != name[i] {
+                    matches = false
+                    break
+                }
+                if matches { return true }
+            }
+            guard let newline = bytes[lineStart...].firstIndex(of: UInt8(ascii: "\n")) else { break }
+            lineStart = newline + 1
+        }
+        return false
+    }
+
     /// Whether `bytes` spells `lowercase` in any ASCII case.
     static func equalsIgnoringCase<C: Collection<UInt8>>(_ bytes: C, _ lowercase: [UInt8]) -> Bool {
         guard bytes.count == lowercase.count else { return false }

@@ -247,8 +247,7 @@ final class HTTPTransfer {
             var contentLength: curl_off_t = -1
             lds_easy_getinfo_off(easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &contentLength)
             announced = contentLength > 0 ? UInt64(contentLength) : 0
-            if announced > 0 && request.compressed
-                && HTTPHeaderLines(handle.headerLines).first("content-encoding") != nil {
+            if announced > 0 && request.compressed && HTTPHeaderLines(handle.headerLines).has("content-encoding") {
                 // The length of the encoded body: the decoded one is unknown.
                 announced = 0
             }

@@ -1130,9 +1130,11 @@ int lds_http_response_decode(const void *value, size_t len, lds_http_response *o
  * to 1,000 streams a connection or the server's own limit (its SETTINGS;
  * nginx's http2_max_concurrent_streams is 128 by default), so 1,000
  * concurrent requests to a server that allows 1,000 streams share one
- * connection. Requests that start while every connection is at the
- * server's limit each open a connection of their own (libcurl's
- * behaviour): bound them with max_connections.
+ * connection once it is up. Requests that start while every connection
+ * is at its limit each open a connection of their own (libcurl's
+ * behaviour; while a connection is being set up, before the server has
+ * said its limit, libcurl counts on 100 streams): bound them with
+ * max_connections.
  * LDS_HTTP_HTTP1 keeps to HTTP/1.1. The response's header lines of an
  * HTTP/2 answer are lower case, as HTTP/2 sends them. ca_file replaces
  * the system's CA certificates for the request (a server with a

@@ -46,12 +46,13 @@ struct HTTPCompressionTests {
 
     @Test func aCompressionBombFailsWithTooBigAndMemoryStaysBounded() async {
         let before = peakResidentBytes()
-        let request = HTTPRequest(url: TestServer.shared.url("/gzip-bomb/256"), maxBody: 1 << 20)
+        let request = HTTPRequest(url: TestServer.shared.url("/gzip-bomb/1024"), maxBody: 1 << 20)
         let events = await f.run(request.encoded())
         let error = events.last?.state.error
         #expect(error?.domain == .loadstate)
         #expect(error?.code == ResultCode.tooBig.rawValue)
-        // 256 MiB decoded would show; the bound keeps it to about 1 MiB.
-        #expect(peakResidentBytes() - before < 64 << 20)
+        // 1 GiB decoded would show; the bound keeps it to about 1 MiB (the
+        // margin is for the other tests of this process, running meanwhile).
+        #expect(peakResidentBytes() - before < 400 << 20)
     }
 }

@@ -37,6 +37,7 @@ early when the client goes away):
   /trailers/N         a chunked body "ok", then N trailer lines of 62 bytes
 """
 import gzip
+import io
 import socket
 import sys
 import threading
@@ -147,8 +148,13 @@ class Handler(BaseHTTPRequestHandler):
             size = int(parts[1]) * (1 << 20 if route == "gzip-bomb" else 1)
             with calls_lock:
                 if (route, size) not in compressed:
-                    plain = b"z" * size if route == "gzip" else bytes(size)
-                    compressed[(route, size)] = gzip.compress(plain, compresslevel=9)
+                    # Compressed a MiB at a time: the bomb's plain form is never held.
+                    out = io.BytesIO()
+                    with gzip.GzipFile(fileobj=out, mode="wb", compresslevel=9) as writer:
+                        chunk = b"z" * min(size, 1 << 20) if route == "gzip" else bytes(min(size, 1 << 20))
+                        for at in range(0, size, len(chunk) or 1):
+                            writer.write(chunk[:size - at])
+                    compressed[(route, size)] = out.getvalue()
                 body = compressed[(route, size)]
             self.send_body(200, body, [("Content-Encoding", "gzip")])
         elif route == "count":

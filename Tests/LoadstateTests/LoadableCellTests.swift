@@ -1,6 +1,6 @@
 import Observation
 import Testing
-@testable import Loadstate
+@_spi(LoadstateC) @testable import Loadstate
 
 struct Boom: Error, Equatable {}
 

@@ -35,14 +35,14 @@ public struct CacheEntry: Sendable, Equatable {
 
 /// A memory-cache entry seen in place, without a copy: valid only inside
 /// the closure that receives it (`MemoryCache.read`).
-public struct CacheEntryView {
+@usableFromInline package struct CacheEntryView {
     /// The value's bytes, owned by the cache.
-    public let value: UnsafeRawBufferPointer
-    public let storedAtMs: UInt64
-    public let expiresAtMs: UInt64
-    public let isStale: Bool
+    @usableFromInline package let value: UnsafeRawBufferPointer
+    @usableFromInline package let storedAtMs: UInt64
+    @usableFromInline package let expiresAtMs: UInt64
+    @usableFromInline package let isStale: Bool
 
-    public init(value: UnsafeRawBufferPointer, storedAtMs: UInt64, expiresAtMs: UInt64, isStale: Bool) {
+    @usableFromInline package init(value: UnsafeRawBufferPointer, storedAtMs: UInt64, expiresAtMs: UInt64, isStale: Bool) {
         self.value = value
         self.storedAtMs = storedAtMs
         self.expiresAtMs = expiresAtMs
@@ -50,7 +50,7 @@ public struct CacheEntryView {
     }
 
     /// An owned copy.
-    public var entry: CacheEntry {
+    @usableFromInline package var entry: CacheEntry {
         CacheEntry(value: Array(value), storedAtMs: storedAtMs, expiresAtMs: expiresAtMs, isStale: isStale)
     }
 }

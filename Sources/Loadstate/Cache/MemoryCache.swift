@@ -41,7 +41,7 @@ public final class MemoryCache: Handle, CacheStore, @unchecked Sendable {
     private let state = Locked(State())
 
     /// `now` gives wall-clock milliseconds; tests inject their own clock.
-    public init(id: UInt64, name: String, options: Options = Options(),
+    @usableFromInline package init(id: UInt64, name: String, options: Options = Options(),
                 now: @escaping @Sendable () -> UInt64 = Clock.wallMs) {
         self.name = name
         var options = options
@@ -58,7 +58,7 @@ public final class MemoryCache: Handle, CacheStore, @unchecked Sendable {
     /// Looks up a key given as raw bytes and passes the live entry, in
     /// place, to `body`, under the cache's lock (keep it short); nil on a
     /// miss. Like `get`, without allocating.
-    public func read<R>(_ key: UnsafeRawBufferPointer, _ body: (CacheEntryView) -> R) -> R? {
+    @usableFromInline package func read<R>(_ key: UnsafeRawBufferPointer, _ body: (CacheEntryView) -> R) -> R? {
         let digest = CacheKey.digest(of: key)
         return state.withLock { s in
             guard let block = s.table.find(key, digest: digest) else {

@@ -46,7 +46,7 @@ public final class PersistentCache: Handle, CacheStore, @unchecked Sendable {
     }
 
     /// `PRAGMA user_version` of the files this library writes.
-    public static var schemaVersion: Int64 { PersistentCacheSchema.version }
+    @usableFromInline package static var schemaVersion: Int64 { PersistentCacheSchema.version }
 
     public let path: String
     public var name: String { path }
@@ -59,7 +59,7 @@ public final class PersistentCache: Handle, CacheStore, @unchecked Sendable {
     /// Throws `ResultCode.io` when the file cannot be opened, or is not a
     /// cache of this schema version and `replaceDamaged` is false; the
     /// message names the file. `now` gives wall-clock milliseconds.
-    public init(id: UInt64, path: String, options: Options = Options(),
+    @usableFromInline package init(id: UInt64, path: String, options: Options = Options(),
                 now: @escaping @Sendable () -> UInt64 = Clock.wallMs) throws(CacheError) {
         self.path = path
         self.options = options

@@ -9,8 +9,8 @@
 /// A loader made for an inline (`async`) load hands its first job to the
 /// awaiting caller instead of starting a task; later jobs (a `refresh`)
 /// run in tasks like any other.
-public final class SwiftLoader<Value: Sendable, Request: Sendable>: Loader<Value, Request>, @unchecked Sendable {
-    public typealias Body = @Sendable (JobContext<Value>) async throws -> Value?
+@_spi(LoadstateC) public final class SwiftLoader<Value: Sendable, Request: Sendable>: Loader<Value, Request>, @unchecked Sendable {
+    @usableFromInline package typealias Body = @Sendable (JobContext<Value>) async throws -> Value?
 
     let body: Body
     /// What the caller of an inline load receives: the job's context and a
@@ -23,12 +23,12 @@ public final class SwiftLoader<Value: Sendable, Request: Sendable>: Loader<Value
     /// Loop thread only: the caller of an inline load, waiting for its job.
     var inlineCaller: CheckedContinuation<InlineStart?, Never>?
 
-    public init(id: UInt64, body: @escaping Body) {
+    @usableFromInline package init(id: UInt64, body: @escaping Body) {
         self.body = body
         super.init(id: id)
     }
 
-    public override func start(_ job: Job<Value, Request>, runtime: Runtime) {
+    @_spi(LoadstateC) public override func start(_ job: Job<Value, Request>, runtime: Runtime) {
         let context = Self.context(for: job.id, runtime: runtime)
         if let caller = inlineCaller {
             inlineCaller = nil

@@ -19,7 +19,7 @@ public struct ExecRequest: Sendable, Equatable {
 
     static let magic = "LDX1"
 
-    public func encoded() -> [UInt8] {
+    @usableFromInline package func encoded() -> [UInt8] {
         var w = WireWriter(magic: Self.magic)
         w.list(argv.map { Array($0.utf8) })
         w.list(environment.map { $0.map { Array($0.utf8) } })
@@ -28,7 +28,7 @@ public struct ExecRequest: Sendable, Equatable {
     }
 
     /// Nil when the bytes are not a well-formed request with a program.
-    public init?(decoding bytes: [UInt8]) {
+    @usableFromInline package init?(decoding bytes: [UInt8]) {
         guard var r = WireReader(bytes, magic: Self.magic),
               let argv = r.list(), let argvList = argv, !argvList.isEmpty,
               let env = r.list(), let dir = r.field() else { return nil }

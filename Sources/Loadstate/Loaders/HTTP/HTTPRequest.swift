@@ -33,9 +33,9 @@ public struct HTTPRequest: Sendable, Equatable {
 
     static let magic = "LDH1"
     /// Flag bit: skip TLS verification.
-    public static let insecureFlag: UInt32 = 1
+    @usableFromInline package static let insecureFlag: UInt32 = 1
 
-    public func encoded() -> [UInt8] {
+    @usableFromInline package func encoded() -> [UInt8] {
         var w = WireWriter(magic: Self.magic)
         w.field(Array(method.utf8))
         w.field(Array(url.utf8))
@@ -49,7 +49,7 @@ public struct HTTPRequest: Sendable, Equatable {
     }
 
     /// Nil when the bytes are not a well-formed request.
-    public init?(decoding bytes: [UInt8]) {
+    @usableFromInline package init?(decoding bytes: [UInt8]) {
         guard var r = WireReader(bytes, magic: Self.magic),
               let method = r.text(), let url = r.text() ?? nil,
               let headers = r.list(), let body = r.field(),
@@ -129,7 +129,7 @@ public struct HTTPResponse: Sendable, Equatable {
 
     static let magic = "LDR1"
 
-    public func encoded() -> [UInt8] {
+    @usableFromInline package func encoded() -> [UInt8] {
         var w = WireWriter(magic: Self.magic, capacity: 8 + headers.count + body.count)
         w.i32(status)
         w.field(headers)
@@ -160,7 +160,7 @@ public struct HTTPResponse: Sendable, Equatable {
         withUnsafeBytes(of: length.littleEndian) { bytes.replaceSubrange(start + 4..<start + 8, with: $0) }
     }
 
-    public init?(decoding bytes: [UInt8]) {
+    @usableFromInline package init?(decoding bytes: [UInt8]) {
         guard var r = WireReader(bytes, magic: Self.magic), let status = r.i32(), let headers = r.field() ?? nil
         else { return nil }
         self.status = status

@@ -66,11 +66,12 @@ public enum LoadableState<Value> {
 extension LoadableState: Sendable where Value: Sendable {}
 
 extension LoadableState: Equatable where Value: Equatable {
-    /// Errors are equal when their descriptions are.
+    /// Errors are equal when they are of one `Equatable` type and `==`,
+    /// or the same object; otherwise they differ.
     public static func == (a: LoadableState, b: LoadableState) -> Bool {
         switch (a, b) {
         case (.absent, .absent), (.loading, .loading): return true
-        case (.error(let x), .error(let y)): return String(describing: x) == String(describing: y)
+        case (.error(let x), .error(let y)): return sameError(x, y)
         case (.loaded(let x), .loaded(let y)): return x == y
         default: return false
         }

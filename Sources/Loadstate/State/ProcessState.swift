@@ -66,13 +66,14 @@ extension ProcessState where ProcessKind: Equatable {
 extension ProcessState: Sendable where ProcessKind: Sendable {}
 
 extension ProcessState: Equatable where ProcessKind: Equatable {
-    /// Errors are equal when their descriptions are.
+    /// Errors are equal when they are of one `Equatable` type and `==`,
+    /// or the same object; otherwise they differ.
     public static func == (a: ProcessState, b: ProcessState) -> Bool {
         switch (a, b) {
         case (.idle, .idle): return true
         case (.running(let x), .running(let y)), (.finished(let x), .finished(let y)): return x == y
         case (.failed(let x, let e), .failed(let y, let f)):
-            return x == y && String(describing: e) == String(describing: f)
+            return x == y && sameError(e, f)
         default: return false
         }
     }

@@ -366,6 +366,15 @@ protocol RuntimeResident: AnyObject {
                                isPartial: false, isRefreshing: false, attempt: 0, updatedAt: Clock.wallMs()))
     }
 
+    /// Cancels the running load and shows `loading` with no job behind it
+    /// (full manual control: a later `set*`, load, cancel or reset ends it).
+    @usableFromInline package func setLoading() {
+        guard !isFreed else { return }
+        abandonSession()
+        emit(.state, CellState(status: .loading, kind: state.kind, value: nil, error: nil, request: nil,
+                               isPartial: false, isRefreshing: false, attempt: 0, updatedAt: Clock.wallMs()))
+    }
+
     /// Cancels the running load and sets an error.
     @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
     @usableFromInline package func setError(_ error: LoadError) {

@@ -10,12 +10,13 @@
 /// awaiting caller instead of starting a task; later jobs (a `refresh`)
 /// run in tasks like any other.
 @_spi(LoadstateC) public final class SwiftLoader<Value: Sendable, Request: Sendable>: Loader<Value, Request>, @unchecked Sendable {
-    @usableFromInline package typealias Body = @Sendable (JobContext<Value>) async throws -> Value?
+    @usableFromInline package typealias Body = @Sendable (Request, JobContext<Value>) async throws -> Value?
 
     let body: Body
     /// What the caller of an inline load receives: the job's context and a
     /// stream that ends when the job is cancelled.
     struct InlineStart: Sendable {
+        let request: Request
         let context: JobContext<Value>
         let cancelled: AsyncStream<Void>
     }
@@ -34,11 +35,12 @@
             inlineCaller = nil
             let (cancelled, signal) = AsyncStream<Void>.makeStream()
             job.onLoopCancel = { signal.finish() }
-            caller.resume(returning: InlineStart(context: context, cancelled: cancelled))
+            caller.resume(returning: InlineStart(request: job.request, context: context, cancelled: cancelled))
             return
         }
         let body = self.body
-        let task = Task { await Self.perform(body, context) }
+        let request = job.request
+        let task = Task { await Self.perform(body, request, context) }
         job.onLoopCancel = { task.cancel() }
     }
 
@@ -57,10 +59,10 @@
     }
 
     /// Runs the body and reports how it ended.
-    static func perform(_ body: Body, _ context: JobContext<Value>) async {
+    static func perform(_ body: Body, _ request: Request, _ context: JobContext<Value>) async {
         let ending: JobOperation<Value>
         do {
-            if let value = try await body(context) {
+            if let value = try await body(request, context) {
                 ending = .succeed(value)
             } else {
                 ending = .finish

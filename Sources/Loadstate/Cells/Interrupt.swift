@@ -14,7 +14,7 @@
 ///     }
 ///
 /// `elapsed` is measured on the runtime's clock when the interrupt fires;
-/// it is never less than `delay`.
+/// it is never less than `delay`. Equality compares the delays only.
 public struct Interrupt: Sendable, Hashable, CustomStringConvertible {
     /// The sum of the scheduled delays up to and including this interrupt.
     public var delay: Duration
@@ -30,16 +30,37 @@ public struct Interrupt: Sendable, Hashable, CustomStringConvertible {
         self.number = number
     }
 
-    /// Matches an interrupt whose scheduled delay is `pattern`, so that a
-    /// `switch` over an interrupt can name delays as `case .seconds(5):`.
-    public static func ~= (pattern: Duration, value: Interrupt) -> Bool {
-        pattern == value.delay
+    /// An interrupt at a scheduled delay, to compare with: `case
+    /// .seconds(5):` in a `switch` over an interrupt, or `interrupt ==
+    /// .milliseconds(400)`.
+    public init(delay: Duration) {
+        self.init(delay: delay, elapsed: delay, number: 0)
     }
 
-    /// Whether the interrupt's scheduled delay is `delay`.
-    public static func == (interrupt: Interrupt, delay: Duration) -> Bool {
-        interrupt.delay == delay
+    /// Interrupts are equal when their scheduled delays are: an interrupt
+    /// is named by when it was due, whatever the clock measured.
+    public static func == (a: Interrupt, b: Interrupt) -> Bool {
+        a.delay == b.delay
     }
+
+    /// Hashes the scheduled delay, as `==` compares it.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(delay)
+    }
+
+    /// The interrupt due after `seconds`.
+    public static func seconds<T: BinaryInteger>(_ seconds: T) -> Interrupt { Interrupt(delay: .seconds(seconds)) }
+
+    /// The interrupt due after `seconds`.
+    public static func seconds(_ seconds: Double) -> Interrupt { Interrupt(delay: .seconds(seconds)) }
+
+    /// The interrupt due after `milliseconds`.
+    public static func milliseconds<T: BinaryInteger>(_ milliseconds: T) -> Interrupt {
+        Interrupt(delay: .milliseconds(milliseconds))
+    }
+
+    /// The interrupt due after `milliseconds`.
+    public static func milliseconds(_ milliseconds: Double) -> Interrupt { Interrupt(delay: .milliseconds(milliseconds)) }
 
     /// A description giving both times.
     public var description: String { "interrupt \(number) at \(delay) (elapsed \(elapsed))" }

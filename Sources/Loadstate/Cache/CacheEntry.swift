@@ -4,6 +4,7 @@
 /// `storedAtMs`; the cache itself only drops entries whose time to live
 /// has passed (`expiresAtMs`).
 public struct CacheEntry: Sendable, Equatable {
+    /// The stored bytes.
     public var value: [UInt8]
     /// Wall-clock time (ms since the Unix epoch) of the put that stored it.
     public var storedAtMs: UInt64
@@ -12,6 +13,8 @@ public struct CacheEntry: Sendable, Equatable {
     /// Set by `markStale(prefix:)`; a later put of the key clears it.
     public var isStale: Bool
 
+    /// An entry holding `value`, stored at `storedAtMs` (wall-clock ms), expiring at
+    /// `expiresAtMs` (0: never).
     public init(value: [UInt8], storedAtMs: UInt64, expiresAtMs: UInt64 = 0, isStale: Bool = false) {
         self.value = value
         self.storedAtMs = storedAtMs

@@ -29,6 +29,7 @@ public protocol CacheStore: AnyObject, Sendable {
     /// Drops every entry (the counters stay).
     func clear() throws(CacheError)
 
+    /// The cache's counters and its current size.
     func stats() throws(CacheError) -> CacheStats
 
     /// Marks every entry whose key begins with `prefix` stale; how many.

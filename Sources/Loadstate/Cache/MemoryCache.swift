@@ -6,6 +6,7 @@
 /// cache's lock, O(1) for one key); `close` (or the runtime's close) drops
 /// every entry, and the closed cache keeps nothing that is put into it.
 public final class MemoryCache: Handle, CacheStore, @unchecked Sendable {
+    /// The bounds of a memory cache.
     public struct Options: Sendable {
         /// Most entries held (at least 1).
         public var maxEntries = 10_000
@@ -14,6 +15,7 @@ public final class MemoryCache: Handle, CacheStore, @unchecked Sendable {
         /// Default time to live of an entry, in ms; 0: entries do not expire.
         public var ttlMs: UInt64 = 0
 
+        /// Bounds; the defaults hold up to 10,000 entries and 64 MiB that never expire.
         public init(maxEntries: Int = 10_000, maxBytes: Int = 64 << 20, ttlMs: UInt64 = 0) {
             self.maxEntries = maxEntries
             self.maxBytes = maxBytes
@@ -36,6 +38,7 @@ public final class MemoryCache: Handle, CacheStore, @unchecked Sendable {
     }
 
     public let name: String
+    /// The bounds the cache was made with.
     public let options: Options
     private let now: @Sendable () -> UInt64
     private let state = Locked(State())

@@ -24,6 +24,7 @@ import Glibc
 /// lock; `close` (or the runtime's close) writes the recorded accesses and
 /// closes the file; after it, operations throw `ResultCode.closed`.
 public final class PersistentCache: Handle, CacheStore, @unchecked Sendable {
+    /// The bounds of a persistent cache.
     public struct Options: Sendable {
         /// Most bytes of keys and values held.
         public var maxBytes: Int
@@ -36,6 +37,7 @@ public final class PersistentCache: Handle, CacheStore, @unchecked Sendable {
         /// each) before all of them are written in one transaction.
         public var pendingAccessLimit: Int
 
+        /// Bounds; the defaults hold up to 256 MiB of entries that never expire.
         public init(maxBytes: Int = 256 << 20, ttlMs: UInt64 = 0, replaceDamaged: Bool = false,
                     pendingAccessLimit: Int = 262_144) {
             self.maxBytes = maxBytes
@@ -48,8 +50,10 @@ public final class PersistentCache: Handle, CacheStore, @unchecked Sendable {
     /// `PRAGMA user_version` of the files this library writes.
     @usableFromInline package static var schemaVersion: Int64 { PersistentCacheSchema.version }
 
+    /// The cache file.
     public let path: String
     public var name: String { path }
+    /// The bounds the cache was opened with.
     public let options: Options
     private let now: @Sendable () -> UInt64
     /// nil once closed.

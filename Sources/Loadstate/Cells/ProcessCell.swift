@@ -10,6 +10,7 @@ public final class ProcessCell<ProcessKind: Sendable>: Observable, @unchecked Se
     private let registrar = ObservationRegistrar()
     private let driver: CellDriver<Void, ProcessKind, ProcessState<ProcessKind>>
 
+    /// An idle process cell on `runtime`.
     public init(runtime: Runtime = .shared) {
         let subject = WeakSubject<ProcessCell>()
         driver = CellDriver(runtime: runtime, flavor: .process, initial: .idle,

@@ -25,6 +25,7 @@ public final class Runtime: @unchecked Sendable {
         loop = try EventLoop(spinMicroseconds: spinMicroseconds)
     }
 
+    /// Whether `close` was called.
     public var isClosed: Bool { closed.load(ordering: .acquiring) }
 
     /// The most operations from host threads that wait for the loop thread:

@@ -1,26 +1,34 @@
 /// The state of a process (logging in, saving, deleting): idle, running a
 /// kind of process, failed, or finished.
 public enum ProcessState<ProcessKind> {
+    /// No process ran yet, or the cell was reset.
     case idle
+    /// A process of this kind runs.
     case running(ProcessKind)
+    /// The process of this kind failed with this error.
     case failed(process: ProcessKind, error: any Error)
+    /// The process of this kind finished.
     case finished(ProcessKind)
 
+    /// Whether no process ran yet.
     public var isIdle: Bool {
         if case .idle = self { return true }
         return false
     }
 
+    /// Whether a process runs.
     public var isRunning: Bool {
         if case .running = self { return true }
         return false
     }
 
+    /// Whether the last process failed.
     public var hasFailed: Bool {
         if case .failed = self { return true }
         return false
     }
 
+    /// Whether the last process finished.
     public var hasFinished: Bool {
         if case .finished = self { return true }
         return false
@@ -40,23 +48,30 @@ public enum ProcessState<ProcessKind> {
         return nil
     }
 
+    /// Sets `.idle`.
     public mutating func setIdle() { self = .idle }
+    /// Sets `.running(process)`.
     public mutating func start(_ process: ProcessKind) { self = .running(process) }
+    /// Sets `.finished(process)`.
     public mutating func finish(_ process: ProcessKind) { self = .finished(process) }
+    /// Sets `.failed(process:error:)`.
     public mutating func fail(_ process: ProcessKind, error: any Error) { self = .failed(process: process, error: error) }
 }
 
 extension ProcessState where ProcessKind: Equatable {
+    /// Whether a process of this kind runs.
     public func isRunning(_ process: ProcessKind) -> Bool {
         if case .running(let kind) = self { return kind == process }
         return false
     }
 
+    /// Whether the last process was of this kind and failed.
     public func hasFailed(_ process: ProcessKind) -> Bool {
         if case .failed(let kind, _) = self { return kind == process }
         return false
     }
 
+    /// Whether the last process was of this kind and finished.
     public func hasFinished(_ process: ProcessKind) -> Bool {
         if case .finished(let kind) = self { return kind == process }
         return false

@@ -7,10 +7,15 @@
 /// where a list is a u32 count of fields and a field is a u32 length and
 /// its bytes, little-endian; 0xFFFFFFFF marks an absent list or field.
 public struct ExecRequest: Sendable, Equatable {
+    /// The program and its arguments; the program is looked up in `PATH`
+    /// when it has no slash.
     public var argv: [String]
+    /// `NAME=value` entries; nil inherits the runtime's environment.
     public var environment: [String]?
+    /// The working directory; nil keeps the runtime's.
     public var directory: String?
 
+    /// A command to run.
     public init(argv: [String], environment: [String]? = nil, directory: String? = nil) {
         self.argv = argv
         self.environment = environment

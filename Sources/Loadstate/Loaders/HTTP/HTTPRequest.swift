@@ -5,10 +5,13 @@
 ///
 /// (fields and lists as in `ExecRequest`; integers little-endian).
 public struct HTTPRequest: Sendable, Equatable {
+    /// The method, an HTTP token (`GET`, `POST`, ...).
     public var method: String
+    /// An http or https URL.
     public var url: String
     /// "Name: value" lines.
     public var headers: [String]
+    /// The request body (empty: none).
     public var body: [UInt8]
     /// 0: no limit of the request's own (the load's timeout still applies).
     public var timeoutMs: UInt32
@@ -19,6 +22,7 @@ public struct HTTPRequest: Sendable, Equatable {
     /// Skip TLS certificate and host verification.
     public var insecure: Bool
 
+    /// A request; only `url` is needed for a GET.
     public init(method: String = "GET", url: String, headers: [String] = [], body: [UInt8] = [],
                 timeoutMs: UInt32 = 0, maxBody: UInt64 = 0, maxRedirects: UInt32 = 5, insecure: Bool = false) {
         self.method = method
@@ -116,11 +120,14 @@ extension HTTPRequest {
 ///
 ///     "LDR1"  i32 status  field headers  then the body to the end
 public struct HTTPResponse: Sendable, Equatable {
+    /// The final response's status code.
     public var status: Int32
     /// The raw header lines of the final response, CRLF-separated.
     public var headers: [UInt8]
+    /// The body of the final response.
     public var body: [UInt8]
 
+    /// A response with these parts.
     public init(status: Int32, headers: [UInt8], body: [UInt8]) {
         self.status = status
         self.headers = headers

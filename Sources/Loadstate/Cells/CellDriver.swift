@@ -149,6 +149,19 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
         await settled()
     }
 
+    /// Returns once the load running now has ended (at once when none runs).
+    func waitForLoad() async {
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            runtime.loop.execute { [self] in
+                if let load = core.currentLoad {
+                    loadWaiters.append((load, done))
+                } else {
+                    done.resume()
+                }
+            }
+        }
+    }
+
     /// Reloads the last load silently. Returns false if there was none.
     @discardableResult
     func refresh() -> Bool {

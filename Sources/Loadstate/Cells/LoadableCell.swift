@@ -209,6 +209,14 @@ public final class LoadableCellWith<Request: Sendable, Value: Sendable>: Observa
     /// Returns once every call made on the cell before it has taken effect.
     public func settled() async { await driver.settled() }
 
+    /// Returns once the load that runs when the calls made before this one
+    /// have taken effect has ended: its result is shown, or it was
+    /// cancelled or superseded. At once when no load runs.
+    ///
+    ///     user.refresh()
+    ///     await user.waitForLoad()   // the refreshed value is shown
+    public func waitForLoad() async { await driver.waitForLoad() }
+
     // MARK: - Specs
 
     private func loaderSpec(_ request: Request, _ settings: LoadSettings,

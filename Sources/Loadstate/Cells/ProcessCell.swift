@@ -89,6 +89,10 @@ public final class ProcessCell<ProcessKind: Sendable>: Observable, @unchecked Se
     /// Returns once every call made on the cell before it has taken effect.
     public func settled() async { await driver.settled() }
 
+    /// Returns once the run that runs when the calls made before this one
+    /// have taken effect has ended. At once when none runs.
+    public func waitForRun() async { await driver.waitForLoad() }
+
     @Sendable
     static func translate(_ state: CellState<Void, ProcessKind>) -> ProcessState<ProcessKind> {
         guard let kind = state.request else { return .idle }

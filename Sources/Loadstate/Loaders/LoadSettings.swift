@@ -1,21 +1,21 @@
 /// How a Swift cell runs one load: the Swift face of `LoadOptions`.
-public struct LoadSettings: Sendable {
+struct LoadSettings: Sendable {
     /// Keep the current state visible while loading (flagged refreshing).
-    public var silently: Bool
+    var silently: Bool
     /// Fail with `TimeoutError` when the load takes longer.
-    public var timeout: Duration?
+    var timeout: Duration?
     /// Delays between calls of the interrupt handler.
-    public var interrupts: [Duration]
+    var interrupts: [Duration]
     /// Extra attempts after a failure, with exponential back-off and jitter.
-    public var retries: Int
+    var retries: Int
     /// The back-off before the first retry; each later one may double it.
-    public var retryBase: Duration
+    var retryBase: Duration
     /// The longest back-off.
-    public var retryMax: Duration
+    var retryMax: Duration
 
     /// Settings for one load; the defaults load once, loudly, without limits.
-    public init(silently: Bool = false, timeout: Duration? = nil, interrupts: [Duration] = [],
-                retries: Int = 0, retryBase: Duration = .milliseconds(100), retryMax: Duration = .seconds(30)) {
+    init(silently: Bool = false, timeout: Duration? = nil, interrupts: [Duration] = [],
+         retries: Int = 0, retryBase: Duration = .milliseconds(100), retryMax: Duration = .seconds(30)) {
         self.silently = silently
         self.timeout = timeout
         self.interrupts = interrupts

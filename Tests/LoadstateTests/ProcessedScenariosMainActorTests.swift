@@ -15,6 +15,8 @@ final class NumbersModel {
     var interrupts: [Interrupt] = []
     var bodyRuns = 0
     let saving = ProcessCell<Chore>()
+    @Process var publishing
+    @Process<Chore> var chore
 
     /// Starts a load in a task of its own (the form a button's action
     /// uses): it waits until `release` opens.
@@ -287,6 +289,24 @@ struct ProcessedScenariosMainActorTests {
         }
         #expect(await r.take(3) == [.idle, .running(.save), .failed(process: .save, error: TimeoutError())])
         #expect(model.interrupts.count == 1)
+    }
+
+    @Test func processPropertyWrapper() async {
+        let r = StateRecorder(model.$publishing.states)
+        await model.$publishing.run { self.model.bodyRuns += 1 }
+        #expect(await r.take(3) == [.idle, .running(.process), .finished(.process)])
+        #expect(model.publishing == .finished(.process))
+        #expect(model.bodyRuns == 1)
+    }
+
+    @Test func settingAProcessPropertyByHand() async {
+        let r = StateRecorder(model.$chore.states)
+        model.chore = .running(.save)
+        model.chore = .failed(process: .save, error: EquatableError())
+        model.chore = .finished(.delete)
+        model.chore = .idle
+        #expect(await r.take(5) == [.idle, .running(.save), .failed(process: .save, error: EquatableError()),
+                                    .finished(.delete), .idle])
     }
 
     @Test func processCancelledByTheCaller() async {

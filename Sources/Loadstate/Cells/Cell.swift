@@ -366,13 +366,13 @@ protocol RuntimeResident: AnyObject {
                                isPartial: false, isRefreshing: false, attempt: 0, updatedAt: Clock.wallMs()))
     }
 
-    /// Cancels the running load and shows `loading` with no job behind it
-    /// (full manual control: a later `set*`, load, cancel or reset ends it).
-    @usableFromInline package func setLoading() {
+    /// Cancels the running load and shows `newState`, whatever it is (full
+    /// manual control: a `loading` state has no job behind it, and a later
+    /// `set*`, load, cancel or reset ends it).
+    @usableFromInline package func setState(_ newState: CellState<Value, Request>) {
         guard !isFreed else { return }
         abandonSession()
-        emit(.state, CellState(status: .loading, kind: state.kind, value: nil, error: nil, request: nil,
-                               isPartial: false, isRefreshing: false, attempt: 0, updatedAt: Clock.wallMs()))
+        emit(.state, newState)
     }
 
     /// Cancels the running load and sets an error.

@@ -179,7 +179,7 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
     func reset() { core.stop(reset: true) }
     func setLoaded(_ value: Value) { core.leave { $0.setLoaded(value) } }
     func setError(_ error: LoadError) { core.leave { $0.setError(error) } }
-    func setLoading() { core.leave { $0.setLoading() } }
+    func setState(_ state: CellState<Value, Request>) { core.leave { $0.setState(state) } }
 
     /// Returns once everything queued for the loop before the call is done.
     func settled() async {

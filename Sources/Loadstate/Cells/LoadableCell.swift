@@ -200,7 +200,9 @@ public final class LoadableCellWith<Request: Sendable, Value: Sendable>: Observa
     public func setState(_ state: LoadableState<Value>) {
         switch state {
         case .absent: driver.reset()
-        case .loading: driver.setLoading()
+        case .loading:
+            driver.setState(CellState(status: .loading, kind: 0, value: nil, error: nil, request: nil,
+                                      isPartial: false, isRefreshing: false, attempt: 0, updatedAt: Clock.wallMs()))
         case .error(let error): setError(error)
         case .loaded(let value): driver.setLoaded(value)
         }

@@ -86,6 +86,24 @@ public final class ProcessCell<ProcessKind: Sendable>: Observable, @unchecked Se
     /// Cancels the running process and makes the cell `.idle`.
     public func reset() { driver.reset() }
 
+    /// Cancels the running process and shows `state`: full manual control
+    /// (`.running(kind)` shows a run with no process behind it until the
+    /// next call).
+    public func setState(_ state: ProcessState<ProcessKind>) {
+        let status: Status
+        var error: LoadError?
+        switch state {
+        case .idle: return driver.reset()
+        case .running: status = .loading
+        case .finished: status = .loaded
+        case .failed(_, let failure):
+            status = .error
+            error = LoadError(domain: .host, code: 0, message: String(describing: failure), underlying: failure)
+        }
+        driver.setState(CellState(status: status, kind: 0, value: nil, error: error, request: state.process,
+                                  isPartial: false, isRefreshing: false, attempt: 0, updatedAt: Clock.wallMs()))
+    }
+
     /// Returns once every call made on the cell before it has taken effect.
     public func settled() async { await driver.settled() }
 

@@ -94,6 +94,23 @@ struct BuiltinLoaderTests {
         }
     }
 
+    @Test func cancellingTheCallerStopsARunningCommand() async throws {
+        var template = Array("/tmp/loadstate-started-XXXXXX".utf8CString)
+        close(mkstemp(&template))
+        let marker = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        unlink(marker)
+        defer { unlink(marker) }
+        let commands = BuiltinLoader.exec()
+        let task = Task {
+            try await commands.fetch(ExecRequest(argv: ["/bin/sh", "-c", "touch \"$0\"; exec sleep 60", marker]))
+        }
+        // The command runs once it made the marker.
+        while access(marker, F_OK) != 0 { await Task.yield() }
+        task.cancel()
+        let result = await task.result
+        #expect(throws: CancellationError.self) { try result.get() }
+    }
+
     @Test func aFetchOnAClosedRuntimeFails() async throws {
         let runtime = try Runtime()
         let files = BuiltinLoader.file(runtime: runtime)

@@ -16,7 +16,8 @@
 ///
 /// The function is `@Sendable` and runs outside any actor: a loader
 /// serves cells of any isolation. Throw `CancelLoadable` or
-/// `ResetLoadable` to cancel or reset every waiting cell.
+/// `ResetLoadable` to cancel or reset every waiting cell. A loader serves
+/// the cells of the runtime it was made on.
 public final class LoadFunction<Request: Sendable, Value: Sendable>: Sendable {
     let loader: SwiftLoader<Value, Request>
     let shareKey: (@Sendable (Request) -> String)?

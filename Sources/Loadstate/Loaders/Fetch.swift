@@ -5,7 +5,8 @@
 /// fetch itself as a resident, so that closing the runtime ends it with
 /// `ResultCode.closed`); the load runs on the loop; the first final state
 /// (loaded, error, or the state a cancel restores) resumes the caller
-/// once, then the cell is freed. Loop thread only, apart from `init`.
+/// once, then the cell is freed. Loop thread only, apart from `init`. Its
+/// id is of the job kind: it stands for the job its caller waits for.
 final class Fetch: Handle, RuntimeResident, @unchecked Sendable {
     typealias Bytes = [UInt8]
 

@@ -13,8 +13,8 @@
     @usableFromInline package typealias Body = @Sendable (Request, JobContext<Value>) async throws -> Value?
 
     let body: Body
-    /// What the caller of an inline load receives: the job's context and a
-    /// stream that ends when the job is cancelled.
+    /// What the caller of an inline load receives: the job's request and
+    /// context, and a stream that ends when the job is cancelled.
     struct InlineStart: Sendable {
         let request: Request
         let context: JobContext<Value>

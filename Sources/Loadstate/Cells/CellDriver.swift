@@ -15,6 +15,8 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
         var detail: CellState<Value, Request>
         var subscribers: [Int: AsyncStream<Public>.Continuation] = [:]
         var nextSubscriber = 0
+        /// How many state changes the streams were given.
+        var changes = 0
     }
 
     let runtime: Runtime
@@ -71,20 +73,27 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
     var isPartial: Bool { mirror.withLock { $0.detail.isPartial } }
 
     /// A stream of every state from now on, starting with the current one.
-    func states() -> AsyncStream<Public> {
+    func states() -> AsyncStream<Public> { countedStates().stream }
+
+    /// `states()`, and how many state changes the streams were given before
+    /// it (its first state is the one after them).
+    func countedStates() -> (stream: AsyncStream<Public>, changes: Int) {
         let (stream, continuation) = AsyncStream<Public>.makeStream()
-        let key = mirror.withLock { m -> Int in
+        let (key, changes) = mirror.withLock { m -> (Int, Int) in
             let key = m.nextSubscriber
             m.nextSubscriber += 1
             m.subscribers[key] = continuation
             continuation.yield(m.state)
-            return key
+            return (key, m.changes)
         }
         continuation.onTermination = { [weak self] _ in
             _ = self?.mirror.withLock { $0.subscribers.removeValue(forKey: key) }
         }
-        return stream
+        return (stream, changes)
     }
+
+    /// How many state changes the streams were given.
+    var stateChanges: Int { mirror.withLock { $0.changes } }
 
     // MARK: - Loads
 
@@ -223,6 +232,7 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
                     m.state = public_
                     m.detail = event.state
                     if event.stateChanged {
+                        m.changes += 1
                         for s in m.subscribers.values { s.yield(public_) }
                     }
                 }

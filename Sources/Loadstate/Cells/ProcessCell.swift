@@ -8,7 +8,7 @@ import Observation
 /// Two cells never affect each other.
 public final class ProcessCell<ProcessKind: Sendable>: Observable, @unchecked Sendable {
     private let registrar = ObservationRegistrar()
-    private let driver: CellDriver<Void, ProcessKind, ProcessState<ProcessKind>>
+    let driver: CellDriver<Void, ProcessKind, ProcessState<ProcessKind>>
 
     /// An idle process cell on `runtime`.
     public init(runtime: Runtime = .shared) {

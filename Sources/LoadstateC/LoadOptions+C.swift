@@ -1,5 +1,5 @@
 import CLoadstateABI
-import Loadstate
+@_spi(LoadstateC) import Loadstate
 
 /// The most interrupt delays one load may have.
 let maxInterrupts = 64

@@ -1,7 +1,7 @@
 import CLibUV
 import Synchronization
 import Testing
-@testable import Loadstate
+@_spi(LoadstateC) @testable import Loadstate
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -29,6 +29,7 @@ public protocol CacheStore: AnyObject, Sendable {
     /// Drops every entry (the counters stay).
     func clear() throws(CacheError)
 
+    /// The cache's counters and its current size.
     func stats() throws(CacheError) -> CacheStats
 
     /// The keys of the live entries that begin with `prefix` (every key

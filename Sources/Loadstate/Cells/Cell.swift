@@ -21,7 +21,7 @@ protocol RuntimeResident: AnyObject {
 /// The cell's state is kept once, in `published` (the latest event): the
 /// loop thread writes it under the table lock with each event, and reads
 /// it without the lock (it is the only writer).
-public final class Cell<Value, Request>: Handle, @unchecked Sendable {
+@_spi(LoadstateC) public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     struct Session {
         /// The state before the load (or before the first of a chain of
         /// superseding loads), restored by a cancel.
@@ -83,15 +83,15 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     @exclusivity(unchecked) private var queuedStopResets = false
     @exclusivity(unchecked) private var loadRequested = false
 
-    public let flavor: CellFlavor
+    @usableFromInline package let flavor: CellFlavor
 
     /// A cell whose events go to a closure.
-    public convenience init(id: UInt64, flavor: CellFlavor, runtime: Runtime,
+    @usableFromInline package convenience init(id: UInt64, flavor: CellFlavor, runtime: Runtime,
                             observer: @escaping (Cell, CellEvent<Value, Request>) -> Void) {
         self.init(id: id, flavor: flavor, runtime: runtime, observer: ClosureObserver(observer))
     }
 
-    public init(id: UInt64, flavor: CellFlavor, runtime: Runtime, observer: CellObserver<Value, Request>) {
+    @usableFromInline package init(id: UInt64, flavor: CellFlavor, runtime: Runtime, observer: CellObserver<Value, Request>) {
         self.flavor = flavor
         self.runtime = runtime
         self.observer = observer
@@ -105,32 +105,32 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     /// events (the default). Off, the progress is dropped: no event, no
     /// `seq` taken. Any thread may change it; it applies to progress
     /// reported from then on.
-    public var deliversProgress: Bool {
+    @usableFromInline package var deliversProgress: Bool {
         get { reportsProgress.load(ordering: .relaxed) }
         set { reportsProgress.store(newValue, ordering: .relaxed) }
     }
 
     /// Whether the cell was freed; a freed cell emits nothing.
-    public var isFreed: Bool { freed.load(ordering: .acquiring) }
+    @usableFromInline package var isFreed: Bool { freed.load(ordering: .acquiring) }
 
     /// Any thread: no event of the cell is reported after this returns
     /// (apart from one already being reported on another thread).
-    public func markFreed() {
+    @usableFromInline package func markFreed() {
         freed.store(true, ordering: .releasing)
     }
 
     /// The cell's latest event (seq 0 before the first); any thread.
-    public var latestEvent: CellEvent<Value, Request> {
+    @usableFromInline package var latestEvent: CellEvent<Value, Request> {
         @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
         get { runtime.table.withLock { _ in published } }
     }
 
     /// The current state. Loop thread only (elsewhere use `latestEvent`).
-    public var state: CellState<Value, Request> { published.state }
+    @usableFromInline package var state: CellState<Value, Request> { published.state }
 
     /// Any thread: records that a load with this loader was asked for, so
     /// that `refresh` can be accepted or refused at once.
-    public func noteLoadRequested(loader: UInt64) {
+    @usableFromInline package func noteLoadRequested(loader: UInt64) {
         runtime.table.withLock { _ in noteLoadRequestedLocked(loader: loader) }
     }
 
@@ -146,14 +146,14 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     /// Returns the ticket a load asked for by this call passes to `load`.
     @discardableResult
     @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
-    public func requestLeave() -> UInt64 {
+    @usableFromInline package func requestLeave() -> UInt64 {
         runtime.table.withLock { _ in requestLeaveLocked() }
     }
 
     /// Any thread: asks for an operation that ends the cell's load (cancel,
     /// reset, set_*, free) and queues it for the loop thread.
     @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
-    public func leave(then operation: @escaping (Cell) -> Void) {
+    @usableFromInline package func leave(then operation: @escaping (Cell) -> Void) {
         requestLeave()
         runtime.loop.execute { [self] in operation(self) }
     }
@@ -165,7 +165,7 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     /// with nothing asked for in between. So a host that cancels one cell
     /// in a loop queues one operation at a time, not one per call.
     @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
-    public func stop(reset: Bool) {
+    @usableFromInline package func stop(reset: Bool) {
         let queued = runtime.table.withLock { _ -> UInt32 in
             if !reset && !loadRequested { return 0 }
             if queuedStop != 0 && queuedStop == leaveRequests && (queuedStopResets || !reset) { return 0 }
@@ -186,7 +186,7 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
 
     /// `requestLeave`, with the table lock already held.
     @discardableResult
-    public func requestLeaveLocked() -> UInt64 {
+    @usableFromInline package func requestLeaveLocked() -> UInt64 {
         leaveRequests &+= 1
         if leaveRequests == 0 { leaveRequests = 1 }  // 0 means: not checked
         guard let job = currentJob, job.phase == .running, leaveMark == nil else { return UInt64(leaveRequests) }
@@ -203,19 +203,19 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     /// records before it is queued (`noteLoadRequested` and `requestLeave`).
     /// Returns the load's ticket (see `load(_:ticket:)`).
     @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
-    public func prepareLoadLocked(loader: UInt64) -> UInt64 {
+    @usableFromInline package func prepareLoadLocked(loader: UInt64) -> UInt64 {
         noteLoadRequestedLocked(loader: loader)
         return requestLeaveLocked()
     }
 
     /// `prepareLoadLocked`, taking the table lock.
-    public func prepareLoad(loader: UInt64) -> UInt64 {
+    @usableFromInline package func prepareLoad(loader: UInt64) -> UInt64 {
         runtime.table.withLock { _ in prepareLoadLocked(loader: loader) }
     }
 
     /// Any thread: the loader `refresh` would use, or nil if no load was
     /// ever asked for.
-    public var refreshLoaderID: UInt64? {
+    @usableFromInline package var refreshLoaderID: UInt64? {
         @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
         get { runtime.table.withLock { _ in loadRequested ? lastLoaderID : nil } }
     }
@@ -230,7 +230,7 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     /// another operation that ends loads since, no job starts before that
     /// operation runs. 0 skips the check.
     @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
-    public func load(_ spec: LoadSpec<Value, Request>, ticket: UInt64 = 0) {
+    @usableFromInline package func load(_ spec: LoadSpec<Value, Request>, ticket: UInt64 = 0) {
         load(spec, markStale: false, ticket: ticket)
     }
 
@@ -322,7 +322,7 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     /// reading it, and stores the result. A cache-only load reads the cache
     /// again. `ticket` as for `load`.
     @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
-    public func refresh(ticket: UInt64 = 0) {
+    @usableFromInline package func refresh(ticket: UInt64 = 0) {
         guard var spec = lastSpec else { return }
         spec.options.silent = true
         if let cache = spec.cache, cache.policy == .cacheFirst || cache.policy == .cacheThenLoad {
@@ -343,14 +343,14 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     }
 
     /// Cancels the running load: the state before it comes back, flagged cancelled.
-    public func cancel() {
+    @usableFromInline package func cancel() {
         guard !isFreed, var restore = abandonSession() else { return }
         restore.isRefreshing = false
         emit(.state, restore, cancelled: true)
     }
 
     /// Cancels the running load and makes the cell absent.
-    public func reset() {
+    @usableFromInline package func reset() {
         guard !isFreed else { return }
         let hadSession = abandonSession() != nil
         if !hadSession && state.status == .absent && !state.isRefreshing { return }
@@ -359,16 +359,25 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
 
     /// Cancels the running load and sets a value.
     @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
-    public func setLoaded(_ value: Value) {
+    @usableFromInline package func setLoaded(_ value: Value) {
         guard !isFreed else { return }
         abandonSession()
         emit(.state, CellState(status: .loaded, kind: 0, value: value, error: nil, request: nil,
                                isPartial: false, isRefreshing: false, attempt: 0, updatedAt: Clock.wallMs()))
     }
 
+    /// Cancels the running load and shows `newState`, whatever it is (full
+    /// manual control: a `loading` state has no job behind it, and a later
+    /// `set*`, load, cancel or reset ends it).
+    @usableFromInline package func setState(_ newState: CellState<Value, Request>) {
+        guard !isFreed else { return }
+        abandonSession()
+        emit(.state, newState)
+    }
+
     /// Cancels the running load and sets an error.
     @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
-    public func setError(_ error: LoadError) {
+    @usableFromInline package func setError(_ error: LoadError) {
         guard !isFreed else { return }
         abandonSession()
         emit(.state, CellState(status: .error, kind: state.kind, value: nil, error: error, request: nil,
@@ -377,7 +386,7 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
 
     /// Fails the load numbered `serial` (see `CellEvent.load`) if it still
     /// runs: its job is cancelled and the cell shows `error`.
-    public func failLoad(_ serial: UInt64, with error: LoadError) {
+    @usableFromInline package func failLoad(_ serial: UInt64, with error: LoadError) {
         guard !isFreed, let s = session, UInt64(s.serial) == serial, let spec = lastSpec else { return }
         if let job = s.job {
             job.leave(self)
@@ -391,7 +400,7 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
 
     /// Ends the cell: cancels its job, closes its timers. Call `markFreed` first.
     @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
-    public func free() {
+    @usableFromInline package func free() {
         abandonSession()
         timers?.close()
         timers = nil
@@ -680,7 +689,7 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     }
 
     /// The number of the load under way (see `CellEvent.load`), if any.
-    public var currentLoad: UInt64? { session.map { UInt64($0.serial) } }
+    @usableFromInline package var currentLoad: UInt64? { session.map { UInt64($0.serial) } }
 
     // MARK: - Events
 
@@ -700,8 +709,8 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
 /// overrides `cellEvent`. One object per cell, where a closure over
 /// concrete Value and Request types would take two (its context, and the
 /// thunk that adapts it to the cell's generic signature).
-open class CellObserver<Value, Request> {
-    public init() {}
+@_spi(LoadstateC) open class CellObserver<Value, Request> {
+    @usableFromInline package init() {}
 
     /// Called for each event of `cell` (not after the cell was freed).
     open func cellEvent(_ cell: Cell<Value, Request>, _ event: CellEvent<Value, Request>) {}

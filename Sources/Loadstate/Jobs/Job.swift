@@ -10,11 +10,11 @@
 /// leaves first applies what the inbox holds, so every operation that was
 /// accepted takes effect before the leave; the job is cancelled only when
 /// its last waiting cell leaves.
-public final class Job<Value, Request>: Handle, @unchecked Sendable {
+@_spi(LoadstateC) public final class Job<Value, Request>: Handle, @unchecked Sendable {
     /// `cancelling`: the only cell waiting for the job asked to leave it (a
     /// cancel, reset, new load... called but not yet run on the loop); the
     /// job takes no more operations.
-    public enum Phase { case running, cancelling, ending, ended }
+    @usableFromInline package enum Phase { case running, cancelling, ending, ended }
 
     // Stored properties are laid out in this order: pointers first, small
     // fields last, so that the many jobs of a busy runtime stay small.
@@ -22,8 +22,8 @@ public final class Job<Value, Request>: Handle, @unchecked Sendable {
 
     // Loop thread only.
     unowned(unsafe) let runtime: Runtime
-    public let loader: Loader<Value, Request>
-    public let request: Request
+    @usableFromInline package let loader: Loader<Value, Request>
+    @usableFromInline package let request: Request
     /// The cells waiting for this job, in the order they joined.
     @exclusivity(unchecked) var waiters: Waiters<Cell<Value, Request>>
 
@@ -36,7 +36,7 @@ public final class Job<Value, Request>: Handle, @unchecked Sendable {
     /// outside or inside, superseded, timed out, its cells or runtime
     /// freed); not when it ends by succeed, finish or fail. For loaders
     /// that work on the loop itself; hosts use `Runtime.onCancel`.
-    @exclusivity(unchecked) public var onLoopCancel: (() -> Void)?
+    @exclusivity(unchecked) @usableFromInline package var onLoopCancel: (() -> Void)?
     /// What only shared or cached jobs need.
     private let extras: Extras?
 
@@ -52,7 +52,7 @@ public final class Job<Value, Request>: Handle, @unchecked Sendable {
     /// How many operations were delivered.
     @exclusivity(unchecked) private var delivered: UInt32 = 0
     /// 1 for the first try, 2 for the first retry, ...
-    public let attempt: UInt32
+    @usableFromInline package let attempt: UInt32
 
     // Guarded by the table lock.
     @exclusivity(unchecked) var phase: Phase = .running
@@ -212,11 +212,11 @@ public final class Job<Value, Request>: Handle, @unchecked Sendable {
 
 /// What loads share a job by: the loader and a key (the cache key, or the
 /// request when there is none).
-public struct ShareKey: Hashable, Sendable {
-    public let loader: UInt64
-    public let key: [UInt8]
+@usableFromInline package struct ShareKey: Hashable, Sendable {
+    @usableFromInline package let loader: UInt64
+    @usableFromInline package let key: [UInt8]
 
-    public init(loader: UInt64, key: [UInt8]) {
+    @usableFromInline package init(loader: UInt64, key: [UInt8]) {
         self.loader = loader
         self.key = key
     }

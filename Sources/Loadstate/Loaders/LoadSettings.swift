@@ -1,18 +1,21 @@
 /// How a Swift cell runs one load: the Swift face of `LoadOptions`.
-public struct LoadSettings: Sendable {
+struct LoadSettings: Sendable {
     /// Keep the current state visible while loading (flagged refreshing).
-    public var silently: Bool
+    var silently: Bool
     /// Fail with `TimeoutError` when the load takes longer.
-    public var timeout: Duration?
+    var timeout: Duration?
     /// Delays between calls of the interrupt handler.
-    public var interrupts: [Duration]
+    var interrupts: [Duration]
     /// Extra attempts after a failure, with exponential back-off and jitter.
-    public var retries: Int
-    public var retryBase: Duration
-    public var retryMax: Duration
+    var retries: Int
+    /// The back-off before the first retry; each later one may double it.
+    var retryBase: Duration
+    /// The longest back-off.
+    var retryMax: Duration
 
-    public init(silently: Bool = false, timeout: Duration? = nil, interrupts: [Duration] = [],
-                retries: Int = 0, retryBase: Duration = .milliseconds(100), retryMax: Duration = .seconds(30)) {
+    /// Settings for one load; the defaults load once, loudly, without limits.
+    init(silently: Bool = false, timeout: Duration? = nil, interrupts: [Duration] = [],
+         retries: Int = 0, retryBase: Duration = .milliseconds(100), retryMax: Duration = .seconds(30)) {
         self.silently = silently
         self.timeout = timeout
         self.interrupts = interrupts
@@ -28,13 +31,6 @@ public struct LoadSettings: Sendable {
     }
 
     private static func milliseconds(_ d: Duration) -> UInt32 {
-        let (seconds, attoseconds) = d.components
-        let ms = seconds * 1000 + attoseconds / 1_000_000_000_000_000
-        return UInt32(clamping: max(ms, 0))
+        UInt32(clamping: d.saturatingMilliseconds)
     }
 }
-
-/// Called at each interrupt delay with the time since the load began.
-/// Throwing fails the load with the thrown error (throw `TimeoutError`
-/// to give up); returning lets it go on.
-public typealias InterruptHandler = @Sendable (_ elapsed: Duration) throws -> Void

@@ -4,7 +4,7 @@
 /// Lifecycle: created, inserted in the runtime's table, used by any number
 /// of loads; `retire` (on the loop) removes it from use; `released` runs on
 /// the loop once it is retired and its last job has ended.
-open class Loader<Value, Request>: Handle, @unchecked Sendable {
+@_spi(LoadstateC) open class Loader<Value, Request>: Handle, @unchecked Sendable {
     // Loop thread only; `@exclusivity(unchecked)` as the cell's state (see `Cell`).
     @exclusivity(unchecked) private var activeJobs = 0
     @exclusivity(unchecked) private var retired = false
@@ -13,7 +13,7 @@ open class Loader<Value, Request>: Handle, @unchecked Sendable {
     /// submitted on the loop thread (a job completed in its start).
     @exclusivity(unchecked) var spareInbox: Inbox<JobOperation<Value>>?
 
-    public override init(id: UInt64) {
+    @usableFromInline package override init(id: UInt64) {
         super.init(id: id)
     }
 
@@ -37,10 +37,10 @@ open class Loader<Value, Request>: Handle, @unchecked Sendable {
     }
 
     /// Whether the loader was taken out of use. Loop thread only.
-    public var isRetired: Bool { retired }
+    @usableFromInline package var isRetired: Bool { retired }
 
     /// Takes the loader out of use; it is released when its jobs are done.
-    public func retire(runtime: Runtime) {
+    @usableFromInline package func retire(runtime: Runtime) {
         retired = true
         releaseIfIdle(runtime: runtime)
     }

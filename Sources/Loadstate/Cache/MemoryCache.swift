@@ -93,7 +93,7 @@ public final class MemoryCache: Handle, CacheStore, @unchecked Sendable {
 
     /// Stores a key and a value given as raw bytes, copied once, into the
     /// entry's block (before the lock is taken).
-    public func put(_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer, ttlMs: UInt64?) {
+    package func put(_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer, ttlMs: UInt64?) {
         let nowMs = now()
         let expires = CacheEntry.expiry(storedAt: nowMs, ttlMs: ttlMs ?? options.ttlMs)
         let digest = CacheKey.digest(of: key)
@@ -163,6 +163,8 @@ public final class MemoryCache: Handle, CacheStore, @unchecked Sendable {
         }
     }
 
+    /// The keys of the live entries that begin with `prefix`, from the most
+    /// to the least recently used (see `CacheStore.keys(prefix:)`).
     public func keys(prefix: [UInt8]) -> [[UInt8]] {
         let nowMs = now()
         return state.withLock { $0.table.keys(prefix: prefix, liveAt: nowMs) }

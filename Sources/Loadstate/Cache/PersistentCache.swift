@@ -147,6 +147,8 @@ public final class PersistentCache: Handle, CacheStore, @unchecked Sendable {
         }
     }
 
+    /// The keys of the live entries that begin with `prefix`, in byte order
+    /// (see `CacheStore.keys(prefix:)`).
     public func keys(prefix: [UInt8]) throws(CacheError) -> [[UInt8]] {
         let nowMs = now()
         return try withStore("keys") { s throws(SQLiteError) in try s.keys(prefix: prefix, liveAt: nowMs) }

@@ -328,7 +328,7 @@ class Library:
             ``argtypes`` and ``restype`` set.
         read_holding_gil: ``lds_cache_read`` called without releasing the GIL (through a
             :class:`ctypes.PyDLL`), for memory caches, whose reads never wait: the call is
-            cheaper, and a buffer shared by every thread is safe during it.
+            cheaper.
         version: ``lds_version()``, as ``(major, minor, patch)``.
     """
 

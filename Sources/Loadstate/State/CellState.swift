@@ -26,6 +26,9 @@ public struct CellState<Value, Request> {
     public var isFromCache: Bool = false
     /// The cached value is older than the load's fresh time, or was invalidated.
     public var isStale: Bool = false
+    /// The load waits for its loader's admission (a concurrency or rate
+    /// limit): its job has not started yet.
+    public var isQueued: Bool = false
 
     public var error: LoadError? {
         get { errorBox?.error }

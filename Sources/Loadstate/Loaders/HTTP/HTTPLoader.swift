@@ -14,6 +14,8 @@ public final class HTTPLoader: Loader<[UInt8], [UInt8]>, @unchecked Sendable {
     public struct Options: Sendable {
         /// The most connections open at once; 0 for curl's default.
         public var maxConnections: Int
+        /// The most connections open at once to one host; 0 for no limit.
+        public var maxPerHost: Int = 0
         public var userAgent: String
         /// The proxy to use: nil follows the environment (`http_proxy`,
         /// `https_proxy`, `no_proxy`, as curl does); "" uses none.
@@ -63,7 +65,8 @@ public final class HTTPLoader: Loader<[UInt8], [UInt8]>, @unchecked Sendable {
             return fail(LoadError(.invalidArgument, message: "only http and https are allowed: \(request.url)"))
         }
         if multi == nil {
-            multi = CurlMulti(loop: runtime.loop.loop, maxConnections: options.maxConnections)
+            multi = CurlMulti(loop: runtime.loop.loop, maxConnections: options.maxConnections,
+                              maxPerHost: options.maxPerHost)
         }
         guard let multi,
               let transfer = HTTPTransfer(job: job, runtime: runtime, request: request, options: options, multi: multi)

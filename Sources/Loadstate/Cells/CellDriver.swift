@@ -13,6 +13,7 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
         var state: Public
         var isRefreshing = false
         var isPartial = false
+        var isQueued = false
         var subscribers: [Int: AsyncStream<Public>.Continuation] = [:]
         var nextSubscriber = 0
     }
@@ -63,6 +64,7 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
     var state: Public { mirror.withLock { $0.state } }
     var isRefreshing: Bool { mirror.withLock { $0.isRefreshing } }
     var isPartial: Bool { mirror.withLock { $0.isPartial } }
+    var isQueued: Bool { mirror.withLock { $0.isQueued } }
 
     /// A stream of every state from now on, starting with the current one.
     func states() -> AsyncStream<Public> {
@@ -134,6 +136,12 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
         return true
     }
 
+    /// Gives the load under way another priority in its queue.
+    func setPriority(_ priority: Int) {
+        let value = Int32(clamping: priority)
+        runtime.loop.execute { [core] in core.setPriority(value) }
+    }
+
     func cancel() { core.stop(reset: false) }
     func reset() { core.stop(reset: true) }
     func setLoaded(_ value: Value) { core.leave { $0.setLoaded(value) } }
@@ -149,6 +157,7 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
     private func makeSpec(_ settings: LoadSettings, request: Request, kind: Int32,
                           body: @escaping SwiftLoader<Value, Request>.Body) -> LoadSpec<Value, Request> {
         let loader = SwiftLoader<Value, Request>(id: runtime.table.makeID(.loader), body: body)
+        if let queue = settings.queue, queue.runtime === runtime { loader.share(queue.admission) }
         return LoadSpec(loader: loader, request: request, kind: kind, options: settings.options)
     }
 
@@ -191,6 +200,7 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
                     m.state = public_
                     m.isRefreshing = event.state.isRefreshing
                     m.isPartial = event.state.isPartial
+                    m.isQueued = event.state.isQueued
                     if event.stateChanged {
                         for s in m.subscribers.values { s.yield(public_) }
                     }

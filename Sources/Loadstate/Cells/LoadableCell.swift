@@ -39,24 +39,42 @@ public final class LoadableCell<Value: Sendable>: Observable, @unchecked Sendabl
     /// The loaded value was yielded by a load that still runs.
     public var isPartial: Bool { driver.isPartial }
 
+    /// The load waits for its `LoadQueue`: its body has not started.
+    public var isQueued: Bool { driver.isQueued }
+
+    /// Gives the load under way another priority: a load that still waits
+    /// in its queue moves to its place for the new priority (a running one
+    /// is not affected). Kept for `refresh`.
+    public func setPriority(_ priority: Int) { driver.setPriority(priority) }
+
     /// Every state from now on, starting with the current one. Silent loads
     /// add no state of their own: only their results appear.
     public var states: AsyncStream<LoadableState<Value>> { driver.states() }
 
     /// Starts a load in a new task; `body` returns the value.
+    ///
+    /// With a `queue`, the load waits for its limits (`isQueued` meanwhile),
+    /// at `priority` (higher first). With a `refreshInterval`, the cell
+    /// polls: it reloads silently that long after each successful load,
+    /// until a failure, `cancel`, `reset`, `setValue`, `setError` or a new load.
     public func load(silently: Bool = false, timeout: Duration? = nil, interrupts: [Duration] = [],
-                     retries: Int = 0, onInterrupt: InterruptHandler? = nil,
+                     retries: Int = 0, queue: LoadQueue? = nil, priority: Int = 0,
+                     refreshInterval: Duration? = nil, onInterrupt: InterruptHandler? = nil,
                      _ body: @escaping @Sendable () async throws -> Value) {
-        let settings = LoadSettings(silently: silently, timeout: timeout, interrupts: interrupts, retries: retries)
+        let settings = LoadSettings(silently: silently, timeout: timeout, interrupts: interrupts, retries: retries,
+                                    queue: queue, priority: priority, refreshInterval: refreshInterval)
         driver.load(settings, request: (), kind: 0, onInterrupt: onInterrupt) { _ in try await body() }
     }
 
     /// Starts a load in a new task; `body` yields values as they come, and
-    /// the last one stays when it returns.
+    /// the last one stays when it returns. `queue`, `priority` and
+    /// `refreshInterval` as for the load that returns its value.
     public func load(silently: Bool = false, timeout: Duration? = nil, interrupts: [Duration] = [],
-                     retries: Int = 0, onInterrupt: InterruptHandler? = nil,
+                     retries: Int = 0, queue: LoadQueue? = nil, priority: Int = 0,
+                     refreshInterval: Duration? = nil, onInterrupt: InterruptHandler? = nil,
                      _ body: @escaping @Sendable (Yield<Value>) async throws -> Void) {
-        let settings = LoadSettings(silently: silently, timeout: timeout, interrupts: interrupts, retries: retries)
+        let settings = LoadSettings(silently: silently, timeout: timeout, interrupts: interrupts, retries: retries,
+                                    queue: queue, priority: priority, refreshInterval: refreshInterval)
         driver.load(settings, request: (), kind: 0, onInterrupt: onInterrupt) { context in
             try await body(Yield(context: context))
             return nil

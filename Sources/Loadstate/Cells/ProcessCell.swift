@@ -27,14 +27,24 @@ public final class ProcessCell<ProcessKind: Sendable>: Observable, @unchecked Se
     /// A silent run goes on over the current state.
     public var isRefreshing: Bool { driver.isRefreshing }
 
+    /// The run waits for its `LoadQueue`: its body has not started.
+    public var isQueued: Bool { driver.isQueued }
+
+    /// Gives the run under way another priority in its queue, as
+    /// `LoadableCell.setPriority`.
+    public func setPriority(_ priority: Int) { driver.setPriority(priority) }
+
     /// Every state from now on, starting with the current one.
     public var states: AsyncStream<ProcessState<ProcessKind>> { driver.states() }
 
-    /// Runs `body` as process `kind` in a new task.
+    /// Runs `body` as process `kind` in a new task; with a `queue`, once
+    /// its limits let it (at `priority`, higher first; `isQueued` meanwhile).
     public func run(_ kind: ProcessKind, silently: Bool = false, timeout: Duration? = nil,
-                    interrupts: [Duration] = [], retries: Int = 0, onInterrupt: InterruptHandler? = nil,
+                    interrupts: [Duration] = [], retries: Int = 0, queue: LoadQueue? = nil, priority: Int = 0,
+                    onInterrupt: InterruptHandler? = nil,
                     _ body: @escaping @Sendable () async throws -> Void) {
-        let settings = LoadSettings(silently: silently, timeout: timeout, interrupts: interrupts, retries: retries)
+        let settings = LoadSettings(silently: silently, timeout: timeout, interrupts: interrupts, retries: retries,
+                                    queue: queue, priority: priority)
         driver.load(settings, request: kind, kind: 0, onInterrupt: onInterrupt) { _ in try await body() }
     }
 

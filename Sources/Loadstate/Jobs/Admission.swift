@@ -41,7 +41,7 @@ public struct LoaderLimits: Sendable, Equatable {
 /// Removing a waiting job (cancelled, superseded, timed out, freed) or
 /// changing its priority leaves a dead entry behind, skipped when it comes
 /// up; the queue is rebuilt without them when they outnumber the live ones.
-public final class Admission {
+public final class Admission: @unchecked Sendable {
     private struct Entry {
         var priority: Int32
         var ticket: UInt64
@@ -141,7 +141,12 @@ public final class Admission {
         guard ticket != 0 else { return }
         waiter.admissionTicket = 0
         holders[ticket] = nil
-        if heap.count > 64 && heap.count > 2 * holders.count { compact() }
+        if holders.isEmpty {
+            heap = []
+            closeTimer()
+        } else if heap.count > 64 && heap.count > 2 * holders.count {
+            compact()
+        }
     }
 
     /// Loop: a job counted as running ended.
@@ -153,10 +158,17 @@ public final class Admission {
     /// Loop: stops admitting; jobs still waiting never start.
     public func close() {
         closed = true
-        timer?.close()
-        timer = nil
+        closeTimer()
         heap = []
         holders = [:]
+    }
+
+    /// The timer exists only while jobs wait (they keep the admission
+    /// alive), so that it never outlives the admission.
+    private func closeTimer() {
+        timer?.close()
+        timer = nil
+        timerArmed = false
     }
 
     private func schedulePump() {
@@ -181,6 +193,7 @@ public final class Admission {
                 if limits.ratePerSecond > 0 { tokens += 1 }
             }
         }
+        if holders.isEmpty { closeTimer() }
     }
 
     /// Wakes the queue when the next token is due.

@@ -1,0 +1,153 @@
+import Testing
+@testable import Loadstate
+
+/// Names of load bodies as they start, as a stream the test waits on.
+final class Starts: @unchecked Sendable {
+    private let names = Locked<[String]>([])
+    private let stream: AsyncStream<String>
+    private let continuation: AsyncStream<String>.Continuation
+    private var iterator: AsyncStream<String>.Iterator
+
+    init() {
+        (stream, continuation) = AsyncStream<String>.makeStream()
+        iterator = stream.makeAsyncIterator()
+    }
+
+    func started(_ name: String) {
+        names.withLock { $0.append(name) }
+        continuation.yield(name)
+    }
+
+    /// The next body to start.
+    func next() async -> String? { await iterator.next() }
+
+    var all: [String] { names.withLock { $0 } }
+}
+
+/// Waits `ms` on the runtime's own timers: a load that times out.
+func elapse(_ ms: Int, on runtime: Runtime) async {
+    let clock = LoadableCell<Int>(runtime: runtime)
+    let never = Gate()
+    await clock.load(timeout: .milliseconds(ms)) {
+        await never.wait()
+        return 0
+    }
+}
+
+/// Scheduling through the Swift API: `LoadQueue`, priorities, polling.
+@Suite(.timeLimit(.minutes(1)))
+struct SchedulingTests {
+    @Test func loadsBeyondTheQueueLimitWaitAndStartByPriority() async throws {
+        let runtime = try Runtime()
+        defer { _ = runtime.close() }
+        let queue = LoadQueue(maxConcurrent: 1, runtime: runtime)
+        let starts = Starts()
+        let gates = ["first", "low", "high", "moved"].map { ($0, Gate()) }
+        let cells = gates.map { _ in LoadableCell<String>(runtime: runtime) }
+        let priorities = [0, -1, 5, 0]
+        for (i, (name, gate)) in gates.enumerated() {
+            cells[i].load(queue: queue, priority: priorities[i]) {
+                starts.started(name)
+                await gate.wait()
+                return name
+            }
+            if i == 0 { #expect(await starts.next() == "first") }
+        }
+        for cell in cells { await cell.settled() }
+        #expect(cells[3].isQueued && cells[1].isQueued && !cells[0].isQueued)
+        cells[3].setPriority(9)
+        // Each body waits for its gate: open the one that started.
+        gates[0].1.open()
+        for _ in 1..<gates.count {
+            let name = await starts.next()
+            gates.first { $0.0 == name }?.1.open()
+        }
+        #expect(starts.all == ["first", "moved", "high", "low"])
+        for cell in cells { _ = await StateRecorder(cell.states).until(\.isLoaded) }
+        #expect(!cells[1].isQueued)
+    }
+
+    @Test func aCancelledQueuedLoadNeverRunsItsBody() async throws {
+        let runtime = try Runtime()
+        defer { _ = runtime.close() }
+        let queue = LoadQueue(maxConcurrent: 1, runtime: runtime)
+        let starts = Starts()
+        let gate = Gate()
+        let running = LoadableCell<Int>(runtime: runtime)
+        let waiting = LoadableCell<Int>(runtime: runtime)
+        running.load(queue: queue) {
+            starts.started("running")
+            await gate.wait()
+            return 1
+        }
+        #expect(await starts.next() == "running")
+        waiting.load(queue: queue) {
+            starts.started("cancelled")
+            return 2
+        }
+        await waiting.settled()
+        #expect(waiting.isQueued && waiting.state == .loading)
+        waiting.cancel()
+        await waiting.settled()
+        #expect(waiting.state == .absent && !waiting.isQueued)
+        gate.open()
+        _ = await StateRecorder(running.states).until(\.isLoaded)
+        running.load(queue: queue) {
+            starts.started("after")
+            return 3
+        }
+        #expect(await starts.next() == "after")
+        #expect(starts.all == ["running", "after"])
+    }
+
+    @Test func pollingRefreshesUntilCancelledAndPausesWithTheRuntime() async throws {
+        let runtime = try Runtime()
+        defer { _ = runtime.close() }
+        let starts = Starts()
+        let count = Locked(0)
+        let cell = LoadableCell<Int>(runtime: runtime)
+        cell.load(refreshInterval: .milliseconds(10)) {
+            let n = count.withLock { c -> Int in
+                c += 1
+                return c
+            }
+            starts.started("poll")
+            return n
+        }
+        for _ in 0..<3 { _ = await starts.next() }
+        runtime.pausePolling()
+        await elapse(30, on: runtime)
+        let paused = count.withLock { $0 }
+        await elapse(60, on: runtime)
+        #expect(count.withLock { $0 } == paused)
+        runtime.resumePolling()
+        for _ in 0..<2 { _ = await starts.next() }
+        cell.cancel()
+        await elapse(30, on: runtime)
+        let stopped = count.withLock { $0 }
+        await elapse(60, on: runtime)
+        #expect(count.withLock { $0 } == stopped)
+    }
+
+    @Test func processRunsWaitInTheirQueueToo() async throws {
+        let runtime = try Runtime()
+        defer { _ = runtime.close() }
+        let queue = LoadQueue(maxConcurrent: 1, runtime: runtime)
+        let gate = Gate()
+        let first = ProcessCell<Int>(runtime: runtime)
+        let second = ProcessCell<Int>(runtime: runtime)
+        let starts = Starts()
+        first.run(1, queue: queue) {
+            starts.started("first")
+            await gate.wait()
+        }
+        #expect(await starts.next() == "first")
+        second.run(2, queue: queue, priority: 3) { starts.started("second") }
+        await second.settled()
+        #expect(second.isQueued && second.state == .running(2))
+        second.setPriority(4)
+        gate.open()
+        #expect(await starts.next() == "second")
+        _ = await StateRecorder(second.states).until { $0 == .finished(2) }
+    }
+}

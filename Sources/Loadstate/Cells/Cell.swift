@@ -344,6 +344,11 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     /// again. `ticket` as for `load`.
     @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
     public func refresh(ticket: UInt64 = 0) {
+        reload(ticket: ticket)
+    }
+
+    /// `refresh`'s work (also a poll's).
+    private func reload(ticket: UInt64) {
         guard var spec = lastSpec else { return }
         spec.options.silent = true
         if let cache = spec.cache, cache.policy == .cacheFirst || cache.policy == .cacheThenLoad {
@@ -487,7 +492,7 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
             return
         }
         let failures = pollFailures
-        refresh()
+        reload(ticket: 0)
         pollFailures = failures
     }
 
@@ -537,29 +542,35 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
                       request: spec.request, attempt: attempt, shareKey: shareKey, cache: spec.cache,
                       isPrefetch: isPrefetch)
         let admission = loader.admission
+        // Whether the loader's limits let the job start now (it then counts
+        // as running); without limits, always.
+        let admitted = admission?.tryStart() ?? true
         let started = runtime.table.withLock { storage -> Bool in
             // A load already superseded by a later call starts no job: the
             // operation that call queued ends it.
             guard !isStale(ticket: ticket) else { return false }
-            // A job that may wait is seen by job calls once it is admitted.
-            if admission == nil { storage.handles[job.id] = job }
+            // A job that waits is seen by job calls once it is admitted.
+            if admitted { storage.handles[job.id] = job }
             currentJob = job
             return true
         }
-        guard started else { return }
+        guard started else {
+            if admitted { admission?.untake() }
+            return
+        }
         if let shareKey { runtime.share(shareKey, job: job) }
         session?.job = job
         loader.jobStarted()
         if let admission {
             job.priority = priority
-            guard admission.tryStart() else {
+            guard admitted else {
                 job.admissionPhase = .waiting
-                admission.enqueue(job, priority: priority)
+                // Made here, where the job's types are known: its start runs specialized.
+                job.admissionTicket = admission.enqueue(priority: priority) { job.admitted() }
                 if !shownQueued { showQueued(true) }
                 return
             }
             job.admissionPhase = .counted
-            runtime.table.withLock { storage in storage.handles[job.id] = job }
             if shownQueued { showQueued(false) }
         }
         job.begin()

@@ -1,15 +1,5 @@
 import CLibUV
 
-/// Work that an `Admission` holds until it may start: a job.
-protocol AdmissionWaiter: AnyObject {
-    /// The ticket of the work's live entry in the queue; 0 when it has none.
-    var admissionTicket: UInt64 { get set }
-    /// Loop: the admission lets the work start now, counted as running.
-    /// Returns false when the work no longer wants to start (every cell
-    /// waiting for it is leaving): it is then not counted.
-    func admitted() -> Bool
-}
-
 /// The limits of a loader's jobs: how many run at once, and a token bucket
 /// on how fast they start.
 public struct LoaderLimits: Sendable, Equatable {
@@ -38,10 +28,18 @@ public struct LoaderLimits: Sendable, Equatable {
 /// Lifecycle: made with its loop; used on the loop thread only; `close`
 /// (loop thread) releases its timer, after which nothing waits.
 ///
-/// Removing a waiting job (cancelled, superseded, timed out, freed) or
-/// changing its priority leaves a dead entry behind, skipped when it comes
-/// up; the queue is rebuilt without them when they outnumber the live ones.
+/// A waiting job is held as its `Start`: a closure made where the job's
+/// types are known, so that starting it runs specialized code. Its entry
+/// is named by a ticket. Removing a waiting job (cancelled, superseded,
+/// timed out, freed) or changing its priority leaves a dead entry behind,
+/// skipped when it comes up; the queue is rebuilt without them when they
+/// outnumber the live ones.
 public final class Admission: @unchecked Sendable {
+    /// Loop: starts a waiting job, counted as running. Returns false when
+    /// the job no longer wants to start (every cell waiting for it is
+    /// leaving): it is then not counted.
+    typealias Start = () -> Bool
+
     private struct Entry {
         var priority: Int32
         var ticket: UInt64
@@ -58,11 +56,11 @@ public final class Admission: @unchecked Sendable {
     // Loop thread only.
     /// Jobs counted as running.
     public private(set) var running = 0
-    /// A binary heap of entries (dead ones among them); the waiters
+    /// A binary heap of entries (dead ones among them); the waiting jobs
     /// themselves are in `holders`.
     private var heap: [Entry] = []
-    /// The live waiters, by ticket (what keeps them alive while they wait).
-    private var holders: [UInt64: AdmissionWaiter] = [:]
+    /// The live waiting jobs, by ticket (what keeps them alive while they wait).
+    private var holders: [UInt64: Start] = [:]
     private var nextTicket: UInt64 = 1
     private var tokens: Double
     private var refilledAtNs: UInt64 = 0
@@ -112,35 +110,39 @@ public final class Admission: @unchecked Sendable {
         return true
     }
 
+    /// Loop: takes back a `tryStart` whose job did not start after all.
+    func untake() {
+        if limits.ratePerSecond > 0 { tokens = min(capacity, tokens + 1) }
+        running -= 1
+        if !holders.isEmpty { schedulePump() }
+    }
+
     private func take() {
         if limits.ratePerSecond > 0 { tokens -= 1 }
         running += 1
     }
 
-    /// Loop: queues a job that may not start yet.
-    func enqueue(_ waiter: AdmissionWaiter, priority: Int32) {
+    /// Loop: queues a job that may not start yet; returns its ticket.
+    func enqueue(priority: Int32, _ start: @escaping Start) -> UInt64 {
         let ticket = nextTicket
         nextTicket &+= 1
-        waiter.admissionTicket = ticket
-        holders[ticket] = waiter
+        holders[ticket] = start
         push(Entry(priority: priority, ticket: ticket))
         schedulePump()
+        return ticket
     }
 
-    /// Loop: gives a waiting job another priority; it goes behind the jobs
-    /// already waiting at that priority.
-    func reprioritize(_ waiter: AdmissionWaiter, priority: Int32) {
-        guard waiter.admissionTicket != 0 else { return }
-        remove(waiter)
-        enqueue(waiter, priority: priority)
+    /// Loop: gives the waiting job of `ticket` another priority; it goes
+    /// behind the jobs already waiting at that priority. Returns its new
+    /// ticket (0 when it was not waiting).
+    func reprioritize(ticket: UInt64, priority: Int32) -> UInt64 {
+        guard let start = holders.removeValue(forKey: ticket) else { return 0 }
+        return enqueue(priority: priority, start)
     }
 
-    /// Loop: takes a waiting job out of the queue; it will not start.
-    func remove(_ waiter: AdmissionWaiter) {
-        let ticket = waiter.admissionTicket
-        guard ticket != 0 else { return }
-        waiter.admissionTicket = 0
-        holders[ticket] = nil
+    /// Loop: takes the waiting job of `ticket` out of the queue; it will not start.
+    func remove(ticket: UInt64) {
+        guard holders.removeValue(forKey: ticket) != nil else { return }
         if holders.isEmpty {
             heap = []
             closeTimer()
@@ -186,9 +188,9 @@ public final class Admission: @unchecked Sendable {
                 armTimer()
                 return
             }
-            guard let waiter = popLive() else { return }
+            guard let start = popLive() else { return }
             take()
-            if !waiter.admitted() {
+            if !start() {
                 running -= 1
                 if limits.ratePerSecond > 0 { tokens += 1 }
             }
@@ -217,16 +219,15 @@ public final class Admission: @unchecked Sendable {
 
     // MARK: - Heap
 
-    private func popLive() -> AdmissionWaiter? {
+    private func popLive() -> Start? {
         while let top = heap.first {
             let last = heap.removeLast()
             if !heap.isEmpty {
                 heap[0] = last
                 siftDown(0)
             }
-            guard let waiter = holders.removeValue(forKey: top.ticket) else { continue }
-            waiter.admissionTicket = 0
-            return waiter
+            guard let start = holders.removeValue(forKey: top.ticket) else { continue }
+            return start
         }
         return nil
     }

@@ -136,7 +136,9 @@ public final class Job<Value, Request>: Handle, @unchecked Sendable {
         waiters.forEach { highest = max(highest, $0.waitingPriority) }
         guard highest != priority else { return }
         priority = highest
-        if admissionPhase == .waiting { loader.admission?.reprioritize(self, priority: highest) }
+        if admissionPhase == .waiting, let admission = loader.admission {
+            admissionTicket = admission.reprioritize(ticket: admissionTicket, priority: highest)
+        }
     }
 
     /// Loop: applies the operations queued in the inbox to every waiting cell.
@@ -240,7 +242,7 @@ public final class Job<Value, Request>: Handle, @unchecked Sendable {
         finished = true
         if let shareKey { runtime.unshare(shareKey, job: self) }
         switch admissionPhase {
-        case .waiting: loader.admission?.remove(self)
+        case .waiting: loader.admission?.remove(ticket: admissionTicket)
         case .counted: loader.admission?.ended()
         case .unlimited, .dropped: break
         }
@@ -261,11 +263,13 @@ public final class Job<Value, Request>: Handle, @unchecked Sendable {
     var acceptsWaiters: Bool { !finished }
 }
 
-extension Job: AdmissionWaiter {
-    /// Loop: the loader's admission lets the job start: unless every cell
-    /// waiting for it is leaving, it becomes visible to job calls, its
-    /// cells show that it runs, and the loader starts it.
+extension Job {
+    /// Loop: the loader's admission lets the job start (see
+    /// `Admission.Start`): unless every cell waiting for it is leaving, it
+    /// becomes visible to job calls, its cells show that it runs, and the
+    /// loader starts it.
     func admitted() -> Bool {
+        admissionTicket = 0
         let starts = runtime.table.withLock { storage -> Bool in
             guard phase == .running else { return false }
             storage.handles[id] = self

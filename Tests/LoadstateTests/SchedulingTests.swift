@@ -129,6 +129,55 @@ struct SchedulingTests {
         #expect(count.withLock { $0 } == stopped)
     }
 
+    /// The queue on its own: dead entries (removed or moved jobs) are
+    /// dropped, and jobs come out by priority, then in order.
+    @Test func theQueueSkipsDeadEntriesAndKeepsPriorityOrder() async throws {
+        let runtime = try Runtime()
+        defer { _ = runtime.close() }
+        final class Box: @unchecked Sendable {
+            var tickets = [UInt64](repeating: 0, count: 200)
+            var started: [Int] = []
+        }
+        let box = Box()
+        let (order, expected, waitingAfter) = await withCheckedContinuation {
+            (done: CheckedContinuation<([Int], [Int], Int), Never>) in
+            runtime.loop.execute {
+                let admission = Admission(limits: LoaderLimits(maxConcurrent: 1), loop: runtime.loop)
+                #expect(admission.tryStart())
+                var expected: [(priority: Int32, index: Int)] = []
+                func start(_ i: Int) -> Admission.Start {
+                    { ticket, call in
+                        guard box.tickets[i] == ticket else { return nil }
+                        if call == .probe { return true }
+                        box.tickets[i] = 0
+                        box.started.append(i)
+                        admission.ended()
+                        if box.started.count == expected.count {
+                            done.resume(returning: (box.started, expected.map(\.index), admission.waiting))
+                        }
+                        return true
+                    }
+                }
+                for i in 0..<200 { box.tickets[i] = admission.enqueue(priority: Int32(i % 3), start(i)) }
+                for i in 0..<150 where i % 10 != 0 {
+                    box.tickets[i] = 0
+                    admission.remove()
+                }
+                admission.remove()
+                box.tickets[170] = admission.enqueue(priority: 9, start(170))
+                for i in 0..<200 where box.tickets[i] != 0 {
+                    expected.append((i == 170 ? 9 : Int32(i % 3), i))
+                }
+                // Higher priority first (170 alone at 9), in order within one.
+                expected.sort { a, b in a.priority != b.priority ? a.priority > b.priority : a.index < b.index }
+                #expect(admission.waiting == expected.count)
+                admission.ended()
+            }
+        }
+        #expect(order == expected)
+        #expect(waitingAfter == 0)
+    }
+
     @Test func processRunsWaitInTheirQueueToo() async throws {
         let runtime = try Runtime()
         defer { _ = runtime.close() }

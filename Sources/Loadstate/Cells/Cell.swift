@@ -566,7 +566,7 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
             guard admitted else {
                 job.admissionPhase = .waiting
                 // Made here, where the job's types are known: its start runs specialized.
-                job.admissionTicket = admission.enqueue(priority: priority) { job.admitted() }
+                job.admissionTicket = admission.enqueue(priority: priority, job.admissionStart())
                 if !shownQueued { showQueued(true) }
                 return
             }

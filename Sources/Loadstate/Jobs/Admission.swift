@@ -30,19 +30,26 @@ public struct LoaderLimits: Sendable, Equatable {
 ///
 /// A waiting job is held as its `Start`: a closure made where the job's
 /// types are known, so that starting it runs specialized code. Its entry
-/// is named by a ticket. Removing a waiting job (cancelled, superseded,
-/// timed out, freed) or changing its priority leaves a dead entry behind,
-/// skipped when it comes up; the queue is rebuilt without them when they
-/// outnumber the live ones.
+/// is named by a ticket, which the job keeps while it waits. Removing a
+/// waiting job (cancelled, superseded, timed out, freed) or changing its
+/// priority leaves a dead entry behind (the job no longer holds its
+/// ticket), skipped when it comes up; the queue is rebuilt without them
+/// when they outnumber the live ones. An entry costs 32 bytes and its
+/// closure's context; nothing else is kept per waiting job.
 public final class Admission: @unchecked Sendable {
-    /// Loop: starts a waiting job, counted as running. Returns false when
-    /// the job no longer wants to start (every cell waiting for it is
-    /// leaving): it is then not counted.
-    typealias Start = () -> Bool
+    enum Call { case probe, start }
+
+    /// Loop: called with an entry's ticket. nil when the job no longer
+    /// waits under that ticket (a dead entry). Otherwise `probe` returns
+    /// true and does nothing; `start` starts the job, counted as running,
+    /// and returns true, or false when the job no longer wants to start
+    /// (every cell waiting for it is leaving): it is then not counted.
+    typealias Start = (_ ticket: UInt64, _ call: Call) -> Bool?
 
     private struct Entry {
         var priority: Int32
         var ticket: UInt64
+        var start: Start
 
         /// Whether this entry comes out before `other`.
         func precedes(_ other: Entry) -> Bool {
@@ -56,11 +63,11 @@ public final class Admission: @unchecked Sendable {
     // Loop thread only.
     /// Jobs counted as running.
     public private(set) var running = 0
-    /// A binary heap of entries (dead ones among them); the waiting jobs
-    /// themselves are in `holders`.
+    /// A binary heap of entries, dead ones among them; their closures keep
+    /// the waiting jobs alive.
     private var heap: [Entry] = []
-    /// The live waiting jobs, by ticket (what keeps them alive while they wait).
-    private var holders: [UInt64: Start] = [:]
+    /// How many jobs wait (live entries).
+    private var live = 0
     private var nextTicket: UInt64 = 1
     private var tokens: Double
     private var refilledAtNs: UInt64 = 0
@@ -76,7 +83,7 @@ public final class Admission: @unchecked Sendable {
     }
 
     /// How many jobs wait.
-    public var waiting: Int { holders.count }
+    public var waiting: Int { live }
 
     private var capacity: Double { Double(max(limits.burst, 1)) }
 
@@ -99,7 +106,7 @@ public final class Admission: @unchecked Sendable {
     /// Loop: whether a job asking now would wait.
     func mustWait() -> Bool {
         refill()
-        return !holders.isEmpty || !hasRoom || !hasToken
+        return live > 0 || !hasRoom || !hasToken
     }
 
     /// Loop: counts a job as running if it may start now (nothing waits,
@@ -114,7 +121,7 @@ public final class Admission: @unchecked Sendable {
     func untake() {
         if limits.ratePerSecond > 0 { tokens = min(capacity, tokens + 1) }
         running -= 1
-        if !holders.isEmpty { schedulePump() }
+        if live > 0 { schedulePump() }
     }
 
     private func take() {
@@ -122,31 +129,25 @@ public final class Admission: @unchecked Sendable {
         running += 1
     }
 
-    /// Loop: queues a job that may not start yet; returns its ticket.
+    /// Loop: queues a job that may not start yet; returns its ticket, which
+    /// the job must keep while it waits (and drop when it stops waiting).
     func enqueue(priority: Int32, _ start: @escaping Start) -> UInt64 {
         let ticket = nextTicket
         nextTicket &+= 1
-        holders[ticket] = start
-        push(Entry(priority: priority, ticket: ticket))
+        live += 1
+        push(Entry(priority: priority, ticket: ticket, start: start))
         schedulePump()
         return ticket
     }
 
-    /// Loop: gives the waiting job of `ticket` another priority; it goes
-    /// behind the jobs already waiting at that priority. Returns its new
-    /// ticket (0 when it was not waiting).
-    func reprioritize(ticket: UInt64, priority: Int32) -> UInt64 {
-        guard let start = holders.removeValue(forKey: ticket) else { return 0 }
-        return enqueue(priority: priority, start)
-    }
-
-    /// Loop: takes the waiting job of `ticket` out of the queue; it will not start.
-    func remove(ticket: UInt64) {
-        guard holders.removeValue(forKey: ticket) != nil else { return }
-        if holders.isEmpty {
+    /// Loop: a waiting job no longer waits under the ticket it held (it was
+    /// taken out of the queue, or is queued again under a new one).
+    func remove() {
+        live -= 1
+        if live == 0 {
             heap = []
             closeTimer()
-        } else if heap.count > 64 && heap.count > 2 * holders.count {
+        } else if heap.count > 64 && heap.count > 2 * live {
             compact()
         }
     }
@@ -154,7 +155,7 @@ public final class Admission: @unchecked Sendable {
     /// Loop: a job counted as running ended.
     func ended() {
         running -= 1
-        if !holders.isEmpty { schedulePump() }
+        if live > 0 { schedulePump() }
     }
 
     /// Loop: stops admitting; jobs still waiting never start.
@@ -162,7 +163,7 @@ public final class Admission: @unchecked Sendable {
         closed = true
         closeTimer()
         heap = []
-        holders = [:]
+        live = 0
     }
 
     /// The timer exists only while jobs wait (they keep the admission
@@ -182,20 +183,25 @@ public final class Admission: @unchecked Sendable {
     /// Starts waiting jobs while the limits allow.
     private func pump() {
         pumpScheduled = false
-        while !closed, !holders.isEmpty, hasRoom {
+        while !closed, live > 0, hasRoom {
             refill()
             guard hasToken else {
                 armTimer()
                 return
             }
-            guard let start = popLive() else { return }
+            guard let entry = pop() else { break }
+            guard entry.start(entry.ticket, .probe) != nil else { continue }
+            live -= 1
             take()
-            if !start() {
+            if entry.start(entry.ticket, .start) != true {
                 running -= 1
                 if limits.ratePerSecond > 0 { tokens += 1 }
             }
         }
-        if holders.isEmpty { closeTimer() }
+        if live == 0 {
+            heap = []
+            closeTimer()
+        }
     }
 
     /// Wakes the queue when the next token is due.
@@ -219,17 +225,14 @@ public final class Admission: @unchecked Sendable {
 
     // MARK: - Heap
 
-    private func popLive() -> Start? {
-        while let top = heap.first {
-            let last = heap.removeLast()
-            if !heap.isEmpty {
-                heap[0] = last
-                siftDown(0)
-            }
-            guard let start = holders.removeValue(forKey: top.ticket) else { continue }
-            return start
+    private func pop() -> Entry? {
+        guard let top = heap.first else { return nil }
+        let last = heap.removeLast()
+        if !heap.isEmpty {
+            heap[0] = last
+            siftDown(0)
         }
-        return nil
+        return top
     }
 
     private func push(_ entry: Entry) {
@@ -259,7 +262,7 @@ public final class Admission: @unchecked Sendable {
 
     /// Drops the dead entries and rebuilds the heap.
     private func compact() {
-        heap.removeAll { holders[$0.ticket] == nil }
+        heap.removeAll { $0.start($0.ticket, .probe) == nil }
         var i = heap.count / 2
         while i > 0 {
             i -= 1

@@ -137,7 +137,8 @@ public final class Job<Value, Request>: Handle, @unchecked Sendable {
         guard highest != priority else { return }
         priority = highest
         if admissionPhase == .waiting, let admission = loader.admission {
-            admissionTicket = admission.reprioritize(ticket: admissionTicket, priority: highest)
+            admission.remove()
+            admissionTicket = admission.enqueue(priority: highest, admissionStart())
         }
     }
 
@@ -242,7 +243,9 @@ public final class Job<Value, Request>: Handle, @unchecked Sendable {
         finished = true
         if let shareKey { runtime.unshare(shareKey, job: self) }
         switch admissionPhase {
-        case .waiting: loader.admission?.remove(ticket: admissionTicket)
+        case .waiting:
+            admissionTicket = 0
+            loader.admission?.remove()
         case .counted: loader.admission?.ended()
         case .unlimited, .dropped: break
         }
@@ -264,6 +267,15 @@ public final class Job<Value, Request>: Handle, @unchecked Sendable {
 }
 
 extension Job {
+    /// What the loader's admission holds while the job waits (see
+    /// `Admission.Start`); made where the job's types are known.
+    func admissionStart() -> Admission.Start {
+        { [self] ticket, call in
+            guard admissionTicket == ticket else { return nil }
+            return call == .probe ? true : admitted()
+        }
+    }
+
     /// Loop: the loader's admission lets the job start (see
     /// `Admission.Start`): unless every cell waiting for it is leaving, it
     /// becomes visible to job calls, its cells show that it runs, and the

@@ -69,6 +69,10 @@
  *     waiting for the loop thread, in     lds_runtime_options.queue_max
  *     its queue or in one job's queue     (<= LDS_QUEUE_MAX_LIMIT)
  *   repeated cancels/resets of a cell   1 queued (the rest coalesce)    -
+ *   loads waiting in a loader's queue   one entry per load that began   - (each holds
+ *     (max_concurrent, rate_per_s)        on the loop (so, with the       about 300 bytes
+ *                                         runtime's queue, bounded by     beside its cell)
+ *                                         the host's loads)
  *   http: status line                   LDS_HTTP_STATUS_LINE_MAX (8 KiB) LDS_ETOOBIG
  *   http: header lines, per response    LDS_HTTP_HEADERS_MAX (64 KiB),  LDS_ETOOBIG
  *                                         LDS_HTTP_HEADER_LINES_MAX
@@ -1428,9 +1432,10 @@ int lds_process_set_progress(lds_runtime *rt, lds_id cell, int enabled);
  * until they end (succeed, finish, fail, cancel). Limits cost nothing to
  * loaders that have none.
  *
- * Bounds: the queue holds at most one entry per load waiting on the loop
+ * Bounds: the queue holds one entry per load that waits on the loop
  * (loads still in the runtime's own queue are bounded by LDS_QUEUE_MAX);
- * about 100 bytes per waiting job beyond its cell and request.
+ * a waiting load holds about 300 bytes beside its cell and request (its
+ * job, its first event, its entry), measured in bench/README.md.
  *
  * POLLING. A load with refresh_interval_ms > 0 polls: refresh_interval_ms
  * after the load succeeded, the cell refreshes itself (as

@@ -225,6 +225,8 @@ TEST(test_sched_limit_holds_exactly_under_10000_loads_from_8_threads) {
   CHECK_EQ(l->max_running, LIMIT);
   CHECK_EQ(l->cancels, 0);
   rt_free(rt);
+  free(l->ring);
+  free(l);
 }
 
 /* ------------------------------------------------------------------ */

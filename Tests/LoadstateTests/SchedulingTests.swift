@@ -178,6 +178,38 @@ struct SchedulingTests {
         #expect(waitingAfter == 0)
     }
 
+    /// `Runtime.prefetch`: a load of the same key meanwhile joins its job,
+    /// one made later finds the value in the cache; the loader runs once.
+    @Test func prefetchThenLoadCallsTheLoaderOnce() async throws {
+        let runtime = try Runtime()
+        defer { _ = runtime.close() }
+        let loader = ManualLoader(runtime: runtime)
+        let store = MemoryCache(id: runtime.table.makeID(.cache), name: "prefetch")
+        let cache = CacheUse<String>(store: store, key: Array("k".utf8), policy: .cacheFirst, freshMs: 60_000,
+                                     encode: { Array($0.utf8) }, decode: { String(decoding: $0, as: UTF8.self) })
+        let spec = LoadSpec(loader: loader as Loader<String, String>, request: "k", cache: cache)
+        runtime.prefetch(spec)
+        let job = await loader.nextJob()
+        func cell() -> (Cell<String, String>, EventLog<String, String>) {
+            let log = EventLog<String, String>()
+            let cell = Cell<String, String>(id: runtime.table.makeID(.loadable), flavor: .loadable, runtime: runtime,
+                                            observer: log.observer)
+            runtime.table.insert(cell)
+            return (cell, log)
+        }
+        let (joining, joiningLog) = cell()
+        runtime.loop.execute { joining.load(spec) }
+        #expect(await joiningLog.next().state.status == .loading)
+        runtime.submit(.succeed("value"), job: job, of: Job<String, String>.self)
+        let loaded = await joiningLog.next()
+        #expect(loaded.state.status == .loaded && loaded.state.value == "value")
+        let (later, laterLog) = cell()
+        runtime.loop.execute { later.load(spec) }
+        let cached = await laterLog.next()
+        #expect(cached.state.isFromCache && cached.state.value == "value")
+        #expect(loader.startedJobs == 1)
+    }
+
     @Test func processRunsWaitInTheirQueueToo() async throws {
         let runtime = try Runtime()
         defer { _ = runtime.close() }

@@ -174,10 +174,14 @@ public final class Admission: @unchecked Sendable {
         timerArmed = false
     }
 
+    /// `pump` as a closure made once: a job that ends schedules it without
+    /// allocating.
+    private lazy var pumpLater: () -> Void = { [weak self] in self?.pump() }
+
     private func schedulePump() {
         guard !pumpScheduled, !closed, hasRoom else { return }
         pumpScheduled = true
-        loop.afterCurrent { [self] in pump() }
+        loop.afterCurrent(pumpLater)
     }
 
     /// Starts waiting jobs while the limits allow.

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import http.server
+import threading
+import urllib.request
 from typing import List
 
 import pytest
@@ -210,3 +213,65 @@ def test_limits_and_priorities_are_checked(rt):
     cell.close()
     with pytest.raises(loadstate.NotFound):
         cell.set_priority(1)
+
+
+class _Holds(http.server.BaseHTTPRequestHandler):
+    """``/hold`` answers once ``/release`` was called; ``/held/N/MS`` answers, within MS ms,
+    as soon as N requests are held, with how many are."""
+
+    protocol_version = "HTTP/1.1"
+    cv = threading.Condition()
+    held = 0
+    released = False
+
+    def do_GET(self) -> None:
+        parts = self.path.strip("/").split("/")
+        cls = type(self)
+        with cls.cv:
+            if parts[0] == "hold":
+                cls.held += 1
+                cls.cv.notify_all()
+                cls.cv.wait_for(lambda: cls.released, timeout=WAIT)
+                cls.held -= 1
+                body = b"held"
+            elif parts[0] == "held":
+                count, ms = int(parts[1]), int(parts[2])
+                cls.cv.wait_for(lambda: cls.held >= count, timeout=ms / 1000)
+                body = b"%d" % cls.held
+            else:
+                cls.released = True
+                cls.cv.notify_all()
+                body = b"released"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.mark.parametrize("per_host", [1, 0])
+def test_max_per_host_holds_connections_to_one_host(rt, per_host):
+    handler = type("Holds", (_Holds,), {"cv": threading.Condition(), "held": 0, "released": False})
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{httpd.server_address[1]}"
+    try:
+        loader = rt.http_loader(proxy="", max_per_host=per_host)
+        loads = [rt.loadable(loader).load(f"{base}/hold") for _ in range(2)]
+
+        direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+        def held(count: int, ms: int) -> int:
+            with direct.open(f"{base}/held/{count}/{ms}", timeout=WAIT) as answer:
+                return int(answer.read())
+
+        assert held(1, int(WAIT * 1000)) >= 1
+        # With one connection per host the second request waits inside libcurl.
+        assert held(2, 300) == (1 if per_host else 2)
+        direct.open(f"{base}/release", timeout=WAIT).read()
+        assert all(load.state(WAIT).status is Status.LOADED for load in loads)
+    finally:
+        httpd.shutdown()
+        httpd.server_close()

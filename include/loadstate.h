@@ -852,7 +852,9 @@ int lds_job_on_cancel(lds_runtime *rt, lds_id job,
  * one function of the API, called with the fields shown; fields a kind
  * does not use must be 0 (they may take a meaning in a later version).
  */
-#define LDS_OP_LOAD    1  /* lds_loadable_load(rt, target, loader, data, data_len, NULL) */
+#define LDS_OP_LOAD    1  /* lds_loadable_load(rt, target, loader, data, data_len, opts) where opts is
+                             NULL, or (since 0.4) holds only flags = code: LDS_LOAD_SILENT and
+                             LDS_LOAD_SHARE, no other bit */
 #define LDS_OP_CANCEL  2  /* lds_loadable_cancel(rt, target) */
 #define LDS_OP_YIELD   3  /* lds_job_yield(rt, target, data, data_len) */
 #define LDS_OP_SUCCEED 4  /* lds_job_succeed(rt, target, data, data_len) */
@@ -862,7 +864,7 @@ int lds_job_on_cancel(lds_runtime *rt, lds_id job,
 
 typedef struct lds_op {
   uint32_t op;         /* LDS_OP_* */
-  int32_t code;        /* LDS_OP_FAIL: the error code (domain HOST); else 0 */
+  int32_t code;        /* LDS_OP_FAIL: the error code (domain HOST); LDS_OP_LOAD: load flags; else 0 */
   lds_id target;       /* the cell (LOAD, CANCEL) or the job (YIELD, SUCCEED, FINISH, FAIL) */
   lds_id loader;       /* LDS_OP_LOAD: the loader; else 0 */
   const void *data;    /* the request (LOAD), the value (YIELD, SUCCEED) or the message (FAIL); copied */
@@ -1308,6 +1310,25 @@ int lds_cache_get(lds_runtime *rt, lds_id cache, const void *key, size_t key_len
                   lds_cache_value *out);
 
 /*
+ * Looks key up like lds_cache_get, and copies the value into the caller's
+ * buffer instead of a copy the library allocates: made for hosts that
+ * read many small values (a binding's mapping access), where an
+ * allocation and a second call cost more than the lookup. *len receives
+ * the value's length. When it is larger than cap, nothing is copied and
+ * the call still counts as a hit: call again with a buffer of *len bytes
+ * (the entry may have changed meanwhile, so check *len again).
+ *
+ *   buf  cap bytes; may be NULL when cap is 0.
+ *   len  receives the value's length (0 on a miss or failure).
+ *
+ * Returns 1 (found); 0 (missing); LDS_EINVAL (rt or len NULL, buf NULL
+ * with cap > 0, key NULL with a length); LDS_ENOENT (no such cache);
+ * LDS_ETOOBIG; LDS_EIO; LDS_ECLOSED. Threads: any, like lds_cache_get.
+ */
+int lds_cache_read(lds_runtime *rt, lds_id cache, const void *key, size_t key_len, void *buf, size_t cap,
+                   size_t *len);
+
+/*
  * Releases the value an lds_cache_value owns and zeroes it. NULL and a
  * zeroed value are accepted; clearing twice is harmless. Any thread.
  */
@@ -1327,6 +1348,41 @@ int lds_cache_remove(lds_runtime *rt, lds_id cache, const void *key, size_t key_
  * Returns LDS_OK; LDS_EINVAL; LDS_ENOENT; LDS_EIO; LDS_ECLOSED.
  */
 int lds_cache_clear(lds_runtime *rt, lds_id cache);
+
+/*
+ * The keys listed by lds_cache_keys, owned by the caller: key i is the
+ * lengths[i] bytes at keys[i] (a key may be empty). All of it lives in one
+ * block the library allocated; release it with lds_cache_key_list_clear.
+ */
+typedef struct lds_cache_key_list {
+  size_t count;                /* how many keys */
+  const void *const *keys;     /* count pointers; NULL when count is 0 */
+  const size_t *lengths;       /* count lengths; NULL when count is 0 */
+  void *block;                 /* the allocation behind keys, lengths and the bytes */
+} lds_cache_key_list;
+
+/*
+ * Lists the keys of the cache's live entries that begin with prefix
+ * (prefix_len bytes; 0 lists every key) into *out, a copy taken under the
+ * cache's lock: later puts and removes do not change it. A memory cache
+ * lists its keys from the most to the least recently used, a persistent
+ * cache in byte order. Entries whose time to live has passed are left out
+ * (a later get drops them); listing counts as no hit and no use, so the
+ * eviction order does not change. The list is at most as large as the
+ * cache's byte bound; on failure *out is zeroed.
+ *
+ * Returns LDS_OK; LDS_EINVAL (rt or out NULL, prefix NULL with a length);
+ * LDS_ENOENT (no such cache); LDS_ETOOBIG (prefix over LDS_VALUE_MAX);
+ * LDS_EIO; LDS_ENOMEM; LDS_ECLOSED.
+ */
+int lds_cache_keys(lds_runtime *rt, lds_id cache, const void *prefix, size_t prefix_len,
+                   lds_cache_key_list *out);
+
+/*
+ * Releases what an lds_cache_key_list owns and zeroes it. NULL and a
+ * zeroed list are accepted; clearing twice is harmless. Any thread.
+ */
+void lds_cache_key_list_clear(lds_cache_key_list *list);
 
 /*
  * Copies the cache's counters into *out (zeroed on failure).

@@ -88,7 +88,15 @@ public func ldsCacheFree(_ rt: OpaquePointer?, _ id: UInt64) -> Int32 {
 @_cdecl("lds_cache_put")
 public func ldsCachePut(_ rt: OpaquePointer?, _ id: UInt64, _ key: UnsafeRawPointer?, _ keyLength: Int,
                         _ value: UnsafeRawPointer?, _ valueLength: Int) -> Int32 {
-    withCache(rt, id) { cache in
+    let checked = checkBuffer(key, keyLength) == .ok ? checkBuffer(value, valueLength) : checkBuffer(key, keyLength)
+    guard checked == .ok else { return checked.rawValue }
+    return withCache(rt, id) { cache in
+        if let memory = cache as? MemoryCache {
+            // Copied once, into the entry.
+            memory.put(UnsafeRawBufferPointer(start: keyLength == 0 ? nil : key, count: keyLength),
+                       UnsafeRawBufferPointer(start: valueLength == 0 ? nil : value, count: valueLength), ttlMs: nil)
+            return LDS_OK
+        }
         let k: Bytes, v: Bytes
         switch (copyBytes(key, keyLength), copyBytes(value, valueLength)) {
         case (.failure(let rc), _), (_, .failure(let rc)): return rc.rawValue
@@ -133,6 +141,45 @@ public func ldsCacheGet(_ rt: OpaquePointer?, _ id: UInt64, _ key: UnsafeRawPoin
             return code(error)
         }
     }
+}
+
+@_cdecl("lds_cache_read")
+public func ldsCacheRead(_ rt: OpaquePointer?, _ id: UInt64, _ key: UnsafeRawPointer?, _ keyLength: Int,
+                         _ buffer: UnsafeMutableRawPointer?, _ capacity: Int,
+                         _ length: UnsafeMutablePointer<Int>?) -> Int32 {
+    guard let length, capacity >= 0, buffer != nil || capacity == 0 else { return LDS_EINVAL }
+    length.pointee = 0
+    let rc = checkBuffer(key, keyLength)
+    guard rc == .ok else { return rc.rawValue }
+    let k = UnsafeRawBufferPointer(start: keyLength == 0 ? nil : key, count: keyLength)
+    let room = UnsafeMutableRawBufferPointer(start: capacity == 0 ? nil : buffer, count: capacity)
+    return withRuntime(rt) { runtime in
+        if let rc = runtime.memoryCaches.find(id, { cache in cache.read(k) { copy($0.value, room, length) } ?? 0 }) {
+            return rc
+        }
+        guard let handle = runtime.table.lookup(id, as: Handle.self) else { return LDS_ENOENT }
+        if let cache = handle as? MemoryCache {
+            return cache.read(k) { copy($0.value, room, length) } ?? 0
+        }
+        guard let cache = handle as? PersistentCache else { return LDS_ENOENT }
+        do throws(CacheError) {
+            guard let entry = try cache.get(Bytes(k)) else { return 0 }
+            return entry.value.withUnsafeBytes { copy($0, room, length) }
+        } catch {
+            return code(error)
+        }
+    }
+}
+
+/// Copies a found value into the caller's room when it fits, and gives its
+/// length either way: 1.
+private func copy(_ value: UnsafeRawBufferPointer, _ room: UnsafeMutableRawBufferPointer,
+                  _ length: UnsafeMutablePointer<Int>) -> Int32 {
+    length.pointee = value.count
+    if value.count <= room.count, let source = value.baseAddress, let target = room.baseAddress {
+        memcpy(target, source, value.count)
+    }
+    return 1
 }
 
 /// Hands a copy of an entry to the caller: 1, or LDS_ENOMEM.
@@ -193,4 +240,59 @@ public func ldsCacheStats(_ rt: OpaquePointer?, _ id: UInt64, _ out: UnsafeMutab
             return code(error)
         }
     }
+}
+
+@_cdecl("lds_cache_keys")
+public func ldsCacheKeys(_ rt: OpaquePointer?, _ id: UInt64, _ prefix: UnsafeRawPointer?, _ prefixLength: Int,
+                         _ out: UnsafeMutablePointer<lds_cache_key_list>?) -> Int32 {
+    guard let out else { return LDS_EINVAL }
+    out.pointee = lds_cache_key_list()
+    return withCache(rt, id) { cache in
+        let p: Bytes
+        switch copyBytes(prefix, prefixLength) {
+        case .success(let b): p = b
+        case .failure(let rc): return rc.rawValue
+        }
+        do throws(CacheError) {
+            return giveKeys(try cache.keys(prefix: p), out)
+        } catch {
+            return code(error)
+        }
+    }
+}
+
+/// Lays the keys out in one block, pointers first, then lengths, then the
+/// bytes, and hands it to the caller: LDS_OK, or LDS_ENOMEM.
+private func giveKeys(_ keys: [Bytes], _ out: UnsafeMutablePointer<lds_cache_key_list>) -> Int32 {
+    guard !keys.isEmpty else { return LDS_OK }
+    let tableBytes = keys.count * (MemoryLayout<UnsafeRawPointer?>.stride + MemoryLayout<Int>.stride)
+    var total = tableBytes
+    for key in keys {
+        let (sum, overflow) = total.addingReportingOverflow(key.count)
+        guard !overflow else { return LDS_ENOMEM }
+        total = sum
+    }
+    guard let block = malloc(max(total, 1)) else { return LDS_ENOMEM }
+    let pointers = block.bindMemory(to: UnsafeRawPointer?.self, capacity: keys.count)
+    let lengthsStart = block + keys.count * MemoryLayout<UnsafeRawPointer?>.stride
+    let lengths = lengthsStart.bindMemory(to: Int.self, capacity: keys.count)
+    var cursor = block + tableBytes
+    for (i, key) in keys.enumerated() {
+        key.withUnsafeBytes { bytes in
+            if let base = bytes.baseAddress { memcpy(cursor, base, bytes.count) }
+        }
+        pointers[i] = UnsafeRawPointer(cursor)
+        lengths[i] = key.count
+        cursor += key.count
+    }
+    out.pointee = lds_cache_key_list(count: keys.count, keys: UnsafePointer(pointers), lengths: UnsafePointer(lengths),
+                                     block: block)
+    return LDS_OK
+}
+
+@_cdecl("lds_cache_key_list_clear")
+public func ldsCacheKeyListClear(_ list: UnsafeMutablePointer<lds_cache_key_list>?) {
+    guard let list else { return }
+    free(list.pointee.block)
+    list.pointee = lds_cache_key_list()
 }

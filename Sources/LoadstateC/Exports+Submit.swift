@@ -42,9 +42,10 @@ private func submitLoads(_ runtime: Runtime, _ ops: UnsafePointer<lds_op>, _ ran
     // The requests are copied, and the fields checked, before the lock.
     var requests: [Bytes?] = []
     requests.reserveCapacity(range.count)
+    let loadFlags = UInt32(LDS_LOAD_SILENT) | UInt32(LDS_LOAD_SHARE)
     for index in range {
         let op = ops[index]
-        guard op.code == 0 else {
+        guard UInt32(bitPattern: op.code) & ~loadFlags == 0 else {
             requests.append(nil)
             results?[index] = LDS_EINVAL
             continue
@@ -60,13 +61,17 @@ private func submitLoads(_ runtime: Runtime, _ ops: UnsafePointer<lds_op>, _ ran
     var loads: [PreparedLoad] = []
     loads.reserveCapacity(range.count)
     let defaults = LoadOptions()
+    var silent = LoadOptions()
+    silent.silent = true
     runtime.table.withLock { storage in
         for (offset, index) in range.enumerated() {
             guard let request = requests[offset] else { continue }
             let op = ops[index]
+            let flags = UInt32(bitPattern: op.code)
             guard let load = prepareLoadLocked(&storage, cell: op.target, flavor: .loadable, loader: op.loader,
-                                               request: request, kind: 0, options: defaults, choice: nil,
-                                               share: false) else {
+                                               request: request, kind: 0,
+                                               options: flags & UInt32(LDS_LOAD_SILENT) != 0 ? silent : defaults,
+                                               choice: nil, share: flags & UInt32(LDS_LOAD_SHARE) != 0) else {
                 results?[index] = LDS_ENOENT
                 continue
             }

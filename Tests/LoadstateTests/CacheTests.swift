@@ -151,6 +151,29 @@ struct CacheStoreTests {
     }
 
     @Test(arguments: CacheKind.allCases)
+    func keysListsLiveEntriesUnderAPrefixWithoutUsingThem(_ store: CacheKind) throws {
+        let dir = TemporaryDirectory()
+        let clock = ManualClock()
+        let cache = try store.make(dir, clock: clock)
+        defer { cache.close() }
+        try cache.put(b("b/1"), b("v"), ttlMs: 100)
+        try cache.put(b("a/1"), b("v"))
+        try cache.put(b("b/2"), b("v"))
+        try cache.put([0xFF, 0x00], b("v"))
+        let all = try cache.keys(prefix: [])
+        #expect(all == (store == .memory ? [[0xFF, 0x00], b("b/2"), b("a/1"), b("b/1")]
+                                         : [b("a/1"), b("b/1"), b("b/2"), [0xFF, 0x00]]))
+        #expect(Set(try cache.keys(prefix: b("b/"))) == [b("b/1"), b("b/2")])
+        #expect(try cache.keys(prefix: [0xFF]) == [[0xFF, 0x00]])
+        #expect(try cache.keys(prefix: b("c")) == [])
+        clock.advance(100)
+        #expect(Set(try cache.keys(prefix: b("b/"))) == [b("b/2")])
+        // Listing is no use: the counters did not move and the expired entry is still held.
+        let stats = try cache.stats()
+        #expect(stats.hits == 0 && stats.misses == 0 && stats.entries == 4)
+    }
+
+    @Test(arguments: CacheKind.allCases)
     func aPutReplacesTheEntryAndItsSize(_ store: CacheKind) throws {
         let dir = TemporaryDirectory()
         let cache = try store.make(dir)
@@ -353,15 +376,15 @@ struct MemoryCacheTests {
     @Test func getsAndPutsKeepRecencyOrder() {
         let cache = memoryCache()
         for key in ["a", "b", "c"] { cache.put(b(key), b("v")) }
-        #expect(cache.keysByRecency() == [b("c"), b("b"), b("a")])
+        #expect(cache.keys(prefix: []) == [b("c"), b("b"), b("a")])
         _ = cache.get(b("a"))
-        #expect(cache.keysByRecency() == [b("a"), b("c"), b("b")])
+        #expect(cache.keys(prefix: []) == [b("a"), b("c"), b("b")])
         cache.put(b("b"), b("w"))
-        #expect(cache.keysByRecency() == [b("b"), b("a"), b("c")])
+        #expect(cache.keys(prefix: []) == [b("b"), b("a"), b("c")])
         cache.remove(b("a"))
-        #expect(cache.keysByRecency() == [b("b"), b("c")])
+        #expect(cache.keys(prefix: []) == [b("b"), b("c")])
         _ = cache.get(b("missing"))
-        #expect(cache.keysByRecency() == [b("b"), b("c")])
+        #expect(cache.keys(prefix: []) == [b("b"), b("c")])
     }
 
     @Test func theEntryCountBoundEvictsTheLeastRecent() {
@@ -369,13 +392,13 @@ struct MemoryCacheTests {
         for i in 0..<5 { cache.put(b("k\(i)"), b("v")) }
         let stats = cache.stats()
         #expect(stats.entries == 3 && stats.evictions == 2)
-        #expect(cache.keysByRecency() == [b("k4"), b("k3"), b("k2")])
+        #expect(cache.keys(prefix: []) == [b("k4"), b("k3"), b("k2")])
     }
 
     @Test func freedSlotsAreReused() {
         let cache = memoryCache(maxEntries: 2)
         for i in 0..<1000 { cache.put(b("k\(i)"), b("v")) }
-        #expect(cache.keysByRecency() == [b("k999"), b("k998")])
+        #expect(cache.keys(prefix: []) == [b("k999"), b("k998")])
         #expect(cache.stats().evictions == 998)
     }
 
@@ -408,10 +431,10 @@ struct MemoryCacheTests {
                 order.removeAll { $0 == k }
                 values[k] = nil
             }
-            if i % 100 == 0 && cache.keysByRecency() != order.map({ b("k\($0)") }) { mismatches += 1 }
+            if i % 100 == 0 && cache.keys(prefix: []) != order.map({ b("k\($0)") }) { mismatches += 1 }
         }
         #expect(mismatches == 0)
-        #expect(cache.keysByRecency() == order.map { b("k\($0)") })
+        #expect(cache.keys(prefix: []) == order.map { b("k\($0)") })
     }
 
     @Test func theNameIsKept() {
@@ -448,7 +471,7 @@ struct MemoryCacheTests {
         let stats = cache.stats()
         #expect(stats.entries <= 100 && stats.bytes <= 4096)
         #expect(stats.hits + stats.misses == 4 * 13_333)
-        #expect(UInt64(cache.keysByRecency().count) == stats.entries)
+        #expect(UInt64(cache.keys(prefix: []).count) == stats.entries)
     }
 
     @Test func theRuntimeClosesItsCaches() throws {

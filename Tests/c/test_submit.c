@@ -99,6 +99,37 @@ TEST(test_submit_loads_start_in_batch_order) {
   trio_finish(&t, &f);
 }
 
+/* A load of a batch takes LDS_LOAD_SHARE and LDS_LOAD_SILENT in its code:
+ * three cells share one job, and a silent load keeps the shown value. */
+TEST(test_submit_loads_take_the_share_and_silent_flags) {
+  fixture f;
+  fixture_init(&f, LDS_DELIVER_LOOP, NULL);
+  trio t;
+  trio_init(&t, &f);
+  lds_op ops[3] = {op_load(f.cell, f.loader, "same"), op_load(t.cell_b, f.loader, "same"),
+                   op_load(t.cell_c, f.loader, "same")};
+  for (int i = 0; i < 3; i++) ops[i].code = (int32_t)LDS_LOAD_SHARE;
+  int32_t results[3] = {99, 99, 99};
+  REQUIRE_RC(lds_runtime_submit(f.rt, ops, 3, results), 3);
+  REQUIRE(HOST_WAIT(&f.h, 1));
+  REQUIRE_RC(fx_succeed(&f, host_job_at(&f.h, 0), "shared"), LDS_OK);
+  REQUIRE(REC_WAIT(&f.rec, 2));
+  REQUIRE(REC_WAIT(&t.rec_b, 2));
+  REQUIRE(REC_WAIT(&t.rec_c, 2));
+  CHECK_EQ(f.h.starts, 1);
+  CHECK_STATE(rec_at(&t.rec_c, 1), 2, LDS_LOADED, 0);
+  CHECK_BYTES(rec_at(&t.rec_c, 1)->value, rec_at(&t.rec_c, 1)->value_len, "shared");
+  /* Silent: the value stays, flagged REFRESHING, until the new one. */
+  lds_op silent = op_load(f.cell, f.loader, "again");
+  silent.code = (int32_t)LDS_LOAD_SILENT;
+  REQUIRE_RC(lds_runtime_submit(f.rt, &silent, 1, results), 1);
+  REQUIRE(REC_WAIT(&f.rec, 3));
+  CHECK_STATE(rec_at(&f.rec, 2), 3, LDS_LOADED, LDS_FLAG_REFRESHING);
+  CHECK_BYTES(rec_at(&f.rec, 2)->value, rec_at(&f.rec, 2)->value_len, "shared");
+  REQUIRE(HOST_WAIT(&f.h, 2));
+  trio_finish(&t, &f);
+}
+
 TEST(test_submit_job_calls_yield_succeed_fail_finish) {
   fixture f;
   fixture_init(&f, LDS_DELIVER_LOOP, NULL);
@@ -189,7 +220,7 @@ TEST(test_submit_bad_calls_get_their_own_code_and_stop_nothing) {
   ops[n] = op_load(f.cell, f.loader, "ok"), want[n++] = LDS_OK;
   ops[n] = op_load(f.cell, f.loader, "x"), ops[n].op = 99, want[n++] = LDS_EINVAL;
   ops[n] = op_load(f.cell, f.loader, "x"), ops[n].op = 0, want[n++] = LDS_EINVAL;
-  ops[n] = op_load(f.cell, f.loader, "x"), ops[n].code = 1, want[n++] = LDS_EINVAL;
+  ops[n] = op_load(f.cell, f.loader, "x"), ops[n].code = 4, want[n++] = LDS_EINVAL;   /* not a load flag */
   ops[n] = op_load(12345, f.loader, "x"), want[n++] = LDS_ENOENT;
   ops[n] = op_load(f.cell, 12345, "x"), want[n++] = LDS_ENOENT;
   ops[n] = op_load(proc, f.loader, "x"), want[n++] = LDS_ENOENT;

@@ -811,6 +811,12 @@ static void step_cache(ctx *c, input *in) {
   case 6: {
     lds_cache_statistics s;
     CALL("lds_cache_stats", ok, lds_cache_stats(c->rt, cache, &s));
+    lds_cache_key_list keys;
+    if (CALL("lds_cache_keys", ok, lds_cache_keys(c->rt, cache, key, klen, &keys)) == LDS_OK) {
+      for (size_t i = 0; i < keys.count; i++)
+        if (keys.lengths[i] < klen || (klen && memcmp(keys.keys[i], key, klen) != 0)) fail("a listed key without the prefix");
+    }
+    lds_cache_key_list_clear(&keys);
     CALL("lds_cache_clear", ok, lds_cache_clear(c->rt, cache));
     break;
   }

@@ -31,6 +31,12 @@ public protocol CacheStore: AnyObject, Sendable {
 
     func stats() throws(CacheError) -> CacheStats
 
+    /// The keys of the live entries that begin with `prefix` (every key
+    /// when it is empty): a memory cache lists them from most to least
+    /// recently used, a persistent cache in byte order. Expired entries
+    /// are left out (not dropped); nothing counts as a hit or a use.
+    func keys(prefix: [UInt8]) throws(CacheError) -> [[UInt8]]
+
     /// Marks every entry whose key begins with `prefix` stale; how many.
     @discardableResult
     func markStale(prefix: [UInt8]) throws(CacheError) -> Int

@@ -154,12 +154,14 @@ final class LRUTable {
         return found
     }
 
-    /// The keys from most to least recently used (for tests).
-    func keysByRecency() -> [[UInt8]] {
+    /// The keys beginning with `prefix` whose entry has not expired at
+    /// `nowMs`, from most to least recently used.
+    func keys(prefix: [UInt8], liveAt nowMs: UInt64) -> [[UInt8]] {
         var keys: [[UInt8]] = []
         var i = head
-        while i != Self.none {
-            keys.append(Array(blocks[Int(i)]!.key))
+        while i != Self.none, let block = blocks[Int(i)] {
+            let expires = block.header.pointee.expiresAtMs
+            if (expires == 0 || nowMs < expires) && block.hasKeyPrefix(prefix) { keys.append(Array(block.key)) }
             i = links[Int(i)].next
         }
         return keys

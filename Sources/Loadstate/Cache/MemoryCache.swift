@@ -85,23 +85,24 @@ public final class MemoryCache: Handle, CacheStore, @unchecked Sendable {
     }
 
     public func put(_ key: [UInt8], _ value: [UInt8], ttlMs: UInt64?) {
+        key.withUnsafeBytes { k in value.withUnsafeBytes { v in put(k, v, ttlMs: ttlMs) } }
+    }
+
+    /// Stores a key and a value given as raw bytes, copied once, into the
+    /// entry's block (before the lock is taken).
+    public func put(_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer, ttlMs: UInt64?) {
         let nowMs = now()
         let expires = CacheEntry.expiry(storedAt: nowMs, ttlMs: ttlMs ?? options.ttlMs)
-        let digest = key.withUnsafeBytes { CacheKey.digest(of: $0) }
+        let digest = CacheKey.digest(of: key)
         if key.count + value.count > options.maxBytes {
             state.withLock { s in
                 guard !s.isClosed else { return }
-                key.withUnsafeBytes { _ = s.remove($0, digest: digest) }
+                _ = s.remove(key, digest: digest)
                 s.stats.evictions += 1
             }
             return
         }
-        // Copied into its block before the lock is taken.
-        let block = key.withUnsafeBytes { k in
-            value.withUnsafeBytes { v in
-                EntryBlock(key: k, value: v, storedAtMs: nowMs, expiresAtMs: expires)
-            }
-        }
+        let block = EntryBlock(key: key, value: value, storedAtMs: nowMs, expiresAtMs: expires)
         state.withLock { s in
             guard !s.isClosed else {
                 block.free()
@@ -159,9 +160,9 @@ public final class MemoryCache: Handle, CacheStore, @unchecked Sendable {
         }
     }
 
-    /// The keys from most to least recently used.
-    func keysByRecency() -> [[UInt8]] {
-        state.withLock { $0.table.keysByRecency() }
+    public func keys(prefix: [UInt8]) -> [[UInt8]] {
+        let nowMs = now()
+        return state.withLock { $0.table.keys(prefix: prefix, liveAt: nowMs) }
     }
 }
 

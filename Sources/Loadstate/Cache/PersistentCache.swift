@@ -143,6 +143,11 @@ public final class PersistentCache: Handle, CacheStore, @unchecked Sendable {
         }
     }
 
+    public func keys(prefix: [UInt8]) throws(CacheError) -> [[UInt8]] {
+        let nowMs = now()
+        return try withStore("keys") { s throws(SQLiteError) in try s.keys(prefix: prefix, liveAt: nowMs) }
+    }
+
     @discardableResult
     public func markStale(prefix: [UInt8]) throws(CacheError) -> Int {
         try withStore("mark stale") { s throws(SQLiteError) in

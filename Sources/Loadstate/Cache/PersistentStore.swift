@@ -26,6 +26,8 @@ final class PersistentStore {
     private let deleteRange: SQLiteStatement
     private let staleFrom: SQLiteStatement
     private let staleRange: SQLiteStatement
+    private let keysFrom: SQLiteStatement
+    private let keysRange: SQLiteStatement
     private let readTotals: SQLiteStatement
     private let begin: SQLiteStatement
     private let commit: SQLiteStatement
@@ -113,6 +115,8 @@ final class PersistentStore {
             deleteRange = try db.prepare("DELETE FROM entries WHERE key >= ?1 AND key < ?2 RETURNING rowid")
             staleFrom = try db.prepare("UPDATE entries SET stale = 1 WHERE key >= ?1")
             staleRange = try db.prepare("UPDATE entries SET stale = 1 WHERE key >= ?1 AND key < ?2")
+            keysFrom = try db.prepare("SELECT key, expires_at FROM entries WHERE key >= ?1 ORDER BY key")
+            keysRange = try db.prepare("SELECT key, expires_at FROM entries WHERE key >= ?1 AND key < ?2 ORDER BY key")
             readTotals = try db.prepare("SELECT entries, bytes FROM totals")
             begin = try db.prepare("BEGIN IMMEDIATE")
             commit = try db.prepare("COMMIT")
@@ -146,6 +150,19 @@ final class PersistentStore {
         defer { readTotals.reset() }
         guard try readTotals.step() else { return (0, 0) }
         return (UInt64(clamping: readTotals.int64(0)), UInt64(clamping: readTotals.int64(1)))
+    }
+
+    /// The keys beginning with `prefix` whose entry has not expired at
+    /// `nowMs`, in byte order.
+    func keys(prefix: [UInt8], liveAt nowMs: UInt64) throws(SQLiteError) -> [[UInt8]] {
+        let statement = try bindPrefix(prefix, from: keysFrom, range: keysRange)
+        defer { statement.reset() }
+        var keys: [[UInt8]] = []
+        while try statement.step() {
+            let expires = UInt64(clamping: statement.int64(1))
+            if expires == 0 || nowMs < expires { keys.append(statement.bytes(0)) }
+        }
+        return keys
     }
 
     func integrityCheck() throws(SQLiteError) -> String {

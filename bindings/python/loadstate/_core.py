@@ -39,6 +39,8 @@ ErrorHandler = Callable[[BaseException, str], None]
 # batch instead of one callback each) into a buffer of this many bytes;
 # a larger record gets a buffer of its own.
 RECORDS_BUFFER = 64 * 1024
+# The largest records buffer a runtime keeps once a large value made it grow.
+RECORDS_BUFFER_KEPT = 8 * 1024 * 1024
 
 # How many exceptions raised by loaders a runtime keeps for their loads' callers.
 RAISED_KEPT = 64
@@ -365,11 +367,15 @@ class Core:
             return Code.ESTATE
         try:
             buffer = self._records
-            rc: int = self._take_records(self.c_handle, buffer, RECORDS_BUFFER, max_records, self._used_ref)
+            rc: int = self._take_records(self.c_handle, buffer, ctypes.sizeof(buffer), max_records, self._used_ref)
             if rc == Code.ETOOBIG:
+                # A record larger than the buffer (a large value): a buffer that
+                # fits it, kept for the next ones up to RECORDS_BUFFER_KEPT bytes.
                 needed = self._used.value
-                buffer = (ctypes.c_uint64 * ((needed + 7) // 8))()
-                rc = self._take_records(self.c_handle, buffer, needed, max_records, self._used_ref)
+                buffer = (ctypes.c_uint64 * ((max(needed, 2 * ctypes.sizeof(buffer)) + 7) // 8))()
+                if ctypes.sizeof(buffer) <= RECORDS_BUFFER_KEPT:
+                    self._records = buffer
+                rc = self._take_records(self.c_handle, buffer, ctypes.sizeof(buffer), max_records, self._used_ref)
             if rc > 0:
                 self._handle_records(buffer, self._used.value)
             return rc
@@ -394,8 +400,9 @@ class Core:
 
     # -- batches --------------------------------------------------------
 
-    def defer(self, op: int, target: int, loader: int, data: bytes, owner: Any) -> None:
-        """Defers a call into the batch submitted at the end of the current loop callback.
+    def defer(self, op: int, target: int, loader: int, data: bytes, owner: Any, code: int = 0) -> None:
+        """Defers a call into the batch submitted at the end of the current loop callback (``code``: the
+        ``lds_op``'s code field, the flags of a load).
 
         Only on :attr:`batch_thread`; every other call made through
         :attr:`dll` submits the batch first, so the order of calls holds.
@@ -405,7 +412,7 @@ class Core:
         if not deferred and self._dispatch_thread != get_ident():
             # Outside this thread's own dispatch, whose end submits the batch.
             self.loop.call_soon(self.flush)  # type: ignore[union-attr]
-        deferred.append((op, target, loader, data, owner))
+        deferred.append((op, target, loader, data, owner, code))
 
     def flush(self) -> None:
         """Submits the deferred calls (one lds_runtime_submit); hands each refused one to its owner."""
@@ -417,9 +424,9 @@ class Core:
         blob = b"".join([call[3] for call in deferred])
         address = ctypes.cast(ctypes.c_char_p(blob), c_void_p).value or 0
         ops = []
-        for op, target, loader, data, _ in deferred:
+        for op, target, loader, data, _, code in deferred:
             size = len(data)
-            ops.append(OP_LAYOUT.pack(op, 0, target, loader, address if size else 0, size))
+            ops.append(OP_LAYOUT.pack(op, code, target, loader, address if size else 0, size))
             address += size
         results = self._results
         if len(results) < count:

@@ -241,6 +241,13 @@ class CacheStatisticsC(Structure):
                 ("entries", c_uint64), ("bytes", c_uint64)]
 
 
+class CacheKeyListC(Structure):
+    """``lds_cache_key_list``."""
+
+    _fields_ = [("count", c_size_t), ("keys", POINTER(c_void_p)), ("lengths", POINTER(c_size_t)),
+                ("block", c_void_p)]
+
+
 EVENT_FN = CFUNCTYPE(None, c_void_p, c_void_p)
 LOADER_FN = CFUNCTYPE(None, c_void_p, c_uint64, c_void_p, c_size_t, c_void_p)
 FREE_FN = CFUNCTYPE(None, c_void_p)
@@ -307,6 +314,9 @@ _PROTOTYPES: Dict[str, Tuple[object, List[object]]] = {
     "lds_cache_clear": (c_int, [_rt, _id]),
     "lds_cache_stats": (c_int, [_rt, _id, POINTER(CacheStatisticsC)]),
     "lds_cache_invalidate": (c_int, [_rt, _id, c_char_p, c_size_t]),
+    "lds_cache_read": (c_int, [_rt, _id, c_char_p, c_size_t, c_void_p, c_size_t, POINTER(c_size_t)]),
+    "lds_cache_keys": (c_int, [_rt, _id, c_char_p, c_size_t, POINTER(CacheKeyListC)]),
+    "lds_cache_key_list_clear": (None, [POINTER(CacheKeyListC)]),
     "lds_process_new": (c_int, [_rt, EVENT_FN, c_void_p, POINTER(c_uint64)]),
     "lds_process_free": (c_int, [_rt, _id]),
     "lds_process_run": (c_int, [_rt, _id, c_int32, _id, c_char_p, c_size_t, POINTER(LoadOptionsC)]),
@@ -328,6 +338,9 @@ class Library:
         path: the file that was loaded.
         dll: the :class:`ctypes.CDLL`; its ``lds_*`` functions have
             ``argtypes`` and ``restype`` set.
+        read_holding_gil: ``lds_cache_read`` called without releasing the GIL (through a
+            :class:`ctypes.PyDLL`), for memory caches, whose reads never wait: the call is
+            cheaper, and a buffer shared by every thread is safe during it.
         version: ``lds_version()``, as ``(major, minor, patch)``.
     """
 
@@ -338,6 +351,9 @@ class Library:
             function = getattr(self.dll, name)  # AttributeError: not a loadstate library
             function.restype = restype
             function.argtypes = argtypes
+        read: Any = ctypes.PyDLL(path).lds_cache_read
+        read.restype, read.argtypes = _PROTOTYPES["lds_cache_read"]
+        self.read_holding_gil = read
         self.path = path if os.sep in path else _file_of(self.dll, path)
         raw = self.dll.lds_version()
         self.version = (raw >> 16, (raw >> 8) & 0xFF, raw & 0xFF)

@@ -8,14 +8,15 @@ including from callbacks.
 from __future__ import annotations
 
 import os
+import threading
 import weakref
-from collections.abc import MutableMapping
-from ctypes import byref, c_uint64, sizeof, string_at
+from collections.abc import ItemsView, MutableMapping, ValuesView
+from ctypes import byref, c_char, c_size_t, c_uint64, sizeof, string_at
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, Iterator, Optional, TypeVar, Union, overload
+from typing import TYPE_CHECKING, Any, Generic, Iterator, List, Optional, Tuple, TypeVar, Union, overload
 
-from ._library import CacheStatisticsC, CacheValueC, MemoryCacheOptionsC, PersistentCacheOptionsC
-from .codec import Codec
+from ._library import CacheKeyListC, CacheStatisticsC, CacheValueC, MemoryCacheOptionsC, PersistentCacheOptionsC
+from .codec import BYTES, Codec
 from .enums import CacheFlags, Code
 from .types import milliseconds
 
@@ -58,6 +59,13 @@ class CacheStats:
     bytes: int
 
 
+# No entry under a key.
+_MISSING: Any = object()
+
+# The bytes of each cache's read buffer: values up to this size are read with one call into the library.
+_READ_BUFFER = 16 * 1024
+
+
 def _key(key: Key, name: str = "key") -> bytes:
     if isinstance(key, str):
         return key.encode("utf-8")
@@ -76,20 +84,23 @@ class Cache(MutableMapping[Key, V]):
     :meth:`Runtime.memory_cache` or :meth:`Runtime.persistent_cache`.
 
     A mutable mapping: ``cache[key] = value``, ``cache[key]``, ``del cache[key]``,
-    ``key in cache``, ``len(cache)``, ``cache.get(key, default)``,
-    ``cache.pop(key)``, ``cache.setdefault(...)``, ``cache.update(...)``.
-    Keys are ``bytes`` or ``str`` (stored as UTF-8; ``bytes`` keys come back
-    as they were); values go through the cache's codec. When a put takes the
-    cache over a bound, the least recently used entries are evicted, and an
-    expired entry counts as missing. Close it with :meth:`close` (or
-    ``with``); the runtime's close frees every cache still open.
+    ``key in cache``, ``len(cache)``, ``iter(cache)``, ``cache.get(key, default)``,
+    ``cache.pop(key)``, ``cache.items()``, ``cache.setdefault(...)``,
+    ``cache.update(...)``. Keys are given as ``bytes`` or ``str`` (a ``str``
+    is stored as its UTF-8 bytes) and are listed as ``bytes``; values go
+    through the cache's codec. When a put takes the cache over a bound, the
+    least recently used entries are evicted, and an expired entry counts as
+    missing. Close it with :meth:`close` (or ``with``); the runtime's close
+    frees every cache still open.
 
-    The library has no call that lists a cache's keys: iterating (and so
-    ``keys()``, ``items()``, ``values()``, ``popitem()``) raises
-    :class:`TypeError`.
+    Iterating lists the keys of a snapshot taken when it begins
+    (:meth:`keys_with_prefix`): a memory cache from the most to the least
+    recently used, a persistent cache in byte order. Changing the cache
+    while iterating is allowed; ``items()`` and ``values()`` skip an entry
+    removed meanwhile.
     """
 
-    def __init__(self, runtime: "Runtime", cache_id: c_uint64, codec: Codec[V]) -> None:
+    def __init__(self, runtime: "Runtime", cache_id: c_uint64, codec: Codec[V], memory: bool = True) -> None:
         core = runtime._core
         self._runtime = runtime
         self._core = core
@@ -100,6 +111,15 @@ class Cache(MutableMapping[Key, V]):
         self.codec = codec
         self._finalizer = weakref.finalize(self, _free_cache, core, self.id)
         self._finalizer.atexit = False
+        # Reads (see _read): a buffer for the value and one for its length.
+        # A memory cache's read holds the GIL, so they serve every thread; a
+        # persistent cache's read releases it while SQLite works, so it takes
+        # the lock.
+        self._read_value = core.lib.read_holding_gil if memory else core.dll.lds_cache_read
+        self._buffer = (c_char * _READ_BUFFER)()
+        self._length = c_size_t()
+        self._length_ref = byref(self._length)
+        self._lock: Optional[threading.Lock] = None if memory else threading.Lock()
 
     @classmethod
     def _memory(cls, runtime: "Runtime", name: Optional[str], max_entries: int, max_bytes: int,
@@ -109,7 +129,7 @@ class Cache(MutableMapping[Key, V]):
         out = c_uint64()
         core = runtime._core
         core.check(core.dll.lds_memory_cache_new(core.c_handle, byref(options), byref(out)), "memory cache")
-        return cls(runtime, out, codec)
+        return cls(runtime, out, codec, memory=True)
 
     @classmethod
     def _persistent(cls, runtime: "Runtime", path: Union[str, "os.PathLike[str]"], max_bytes: int,
@@ -121,7 +141,7 @@ class Cache(MutableMapping[Key, V]):
         core = runtime._core
         core.check(core.dll.lds_persistent_cache_new(core.c_handle, byref(options), byref(out)),
                    f"persistent cache {os.fspath(path)!r}")
-        return cls(runtime, out, codec)
+        return cls(runtime, out, codec, memory=False)
 
     def put(self, key: Key, value: V) -> None:
         """Stores ``value`` under ``key`` (replacing any entry), then evicts to stay within the bounds."""
@@ -141,8 +161,48 @@ class Cache(MutableMapping[Key, V]):
 
     def get(self, key: Key, default: Any = None) -> Any:
         """The value under ``key``, or ``default`` on a miss (an expired entry is dropped and missed)."""
-        entry = self.entry(key)
-        return default if entry is None else entry.value
+        value = self._lookup(key)
+        return default if value is _MISSING else value
+
+    def _lookup(self, key: Key) -> Any:
+        """The value under ``key``, decoded, or ``_MISSING``."""
+        raw = key.encode("utf-8") if key.__class__ is str else _key(key)
+        lock = self._lock
+        if lock is None:
+            data = self._read(raw)
+        else:
+            with lock:
+                data = self._read(raw)
+        if data is None:
+            return _MISSING
+        return data if self.codec is BYTES else self.codec.decode(data)
+
+    def _read(self, raw: bytes) -> Optional[bytes]:
+        """The hot path of every read: one call into the library (``lds_cache_read``), which copies the
+        value into the cache's buffer, and one copy from there into ``bytes``; ``None`` on a miss."""
+        buffer: Any = self._buffer  # a c_char array: a slice of it is bytes
+        rc = self._read_value(self._core.c_handle, self._c_id, raw, len(raw), buffer, _READ_BUFFER, self._length_ref)
+        if rc == 1:
+            length = self._length.value
+            return buffer[:length] if length <= _READ_BUFFER else self._read_large(raw, length)
+        if rc == 0:
+            return None
+        raise self._core.lib.error(rc, "cache get")
+
+    def _read_large(self, raw: bytes, length: int) -> Optional[bytes]:
+        """A value larger than the cache's buffer: read again into one of its size (again if the entry grew
+        meanwhile)."""
+        while True:
+            buffer: Any = (c_char * length)()
+            rc = self._read_value(self._core.c_handle, self._c_id, raw, len(raw), buffer, length, self._length_ref)
+            if rc == 0:
+                return None
+            if rc != 1:
+                raise self._core.lib.error(rc, "cache get")
+            if self._length.value <= length:
+                data: bytes = buffer[:self._length.value]
+                return data
+            length = self._length.value
 
     def entry(self, key: Key) -> Optional[CacheEntry[V]]:
         """The entry under ``key`` with its times and staleness, or ``None`` on a miss."""
@@ -159,10 +219,10 @@ class Cache(MutableMapping[Key, V]):
             self._core.dll.lds_cache_value_clear(byref(out))
 
     def __getitem__(self, key: Key) -> V:
-        entry = self.entry(key)
-        if entry is None:
+        value = self._lookup(key)
+        if value is _MISSING:
             raise KeyError(key)
-        return entry.value
+        return value  # type: ignore[no-any-return]
 
     def __setitem__(self, key: Key, value: V) -> None:
         self.put(key, value)
@@ -174,14 +234,37 @@ class Cache(MutableMapping[Key, V]):
     def __contains__(self, key: object) -> bool:
         if not isinstance(key, (bytes, str, bytearray, memoryview)):
             return False
-        return self.entry(key) is not None  # type: ignore[arg-type]
+        return self._lookup(key) is not _MISSING  # type: ignore[arg-type]
 
     def __len__(self) -> int:
         """How many entries the cache holds now (``lds_cache_stats``), expired ones not yet dropped included."""
         return self.stats().entries
 
     def __iter__(self) -> Iterator[Key]:
-        raise TypeError("a loadstate.Cache cannot list its keys: the library has no call for it")
+        return iter(self.keys_with_prefix())
+
+    def keys_with_prefix(self, prefix: Key = b"") -> List[bytes]:
+        """The keys of the live entries that begin with ``prefix`` (all by default), listed in one call
+        (``lds_cache_keys``): a memory cache from the most to the least recently used, a persistent cache
+        in byte order. Listing is no use of an entry: it changes neither the counters nor the eviction
+        order, and expired entries are left out."""
+        raw = _key(prefix, "prefix")
+        out = CacheKeyListC()
+        self._core.check(self._core.dll.lds_cache_keys(self._core.c_handle, self._c_id, raw, len(raw), byref(out)),
+                         "cache keys")
+        try:
+            return [string_at(out.keys[i], out.lengths[i]) for i in range(out.count)]
+        finally:
+            self._core.dll.lds_cache_key_list_clear(byref(out))
+
+    def items(self) -> ItemsView[Key, V]:
+        """The entries as ``(key, value)`` pairs, keys as ``bytes``; an entry removed or expired while
+        iterating is skipped."""
+        return _CacheItems(self)
+
+    def values(self) -> ValuesView[V]:
+        """The values of the entries; an entry removed or expired while iterating is skipped."""
+        return _CacheValues(self)
 
     def __eq__(self, other: object) -> bool:
         return self is other
@@ -230,3 +313,27 @@ class Cache(MutableMapping[Key, V]):
 
     def __repr__(self) -> str:
         return f"<loadstate.Cache {self.id}>"
+
+
+class _CacheItems(ItemsView[Key, V]):
+    """``Cache.items()``: a live view that reads each value as it goes, skipping entries gone meanwhile."""
+
+    _mapping: Cache[V]
+
+    def __iter__(self) -> Iterator[Tuple[Key, V]]:
+        for key in self._mapping:
+            value = self._mapping.get(key, _MISSING)
+            if value is not _MISSING:
+                yield key, value
+
+
+class _CacheValues(ValuesView[V]):
+    """``Cache.values()``: like :class:`_CacheItems`, values only."""
+
+    _mapping: Cache[V]
+
+    def __iter__(self) -> Iterator[V]:
+        for key in self._mapping:
+            value = self._mapping.get(key, _MISSING)
+            if value is not _MISSING:
+                yield value

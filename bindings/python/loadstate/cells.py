@@ -15,12 +15,13 @@ from typing import (TYPE_CHECKING, Any, Callable, Deque, Generator, Generic, Lis
 
 from . import _core
 from ._library import OP_LOAD, LoadOptionsC, SnapshotC
+from .builtin import HttpRequest
 from .cache import Cache
 from .codec import BYTES, Codec
 from .enums import VALUE_MAX, CachePolicy, Code, Delivery, Domain, EventType, Flags, Status
 from .errors import Cancelled, Closed, Error, InvalidArgument, TimedOut, WrongState
 from .loaders import Loader
-from .types import Event, LoadOptions, event_from_raw
+from .types import _FLAG_ONLY_OPTIONS, Event, LoadOptions, event_from_raw
 
 if TYPE_CHECKING:
     from .runtime import Runtime
@@ -46,6 +47,15 @@ def options_struct(options: LoadOptions) -> Tuple[LoadOptionsC, Any]:
     return struct, (array, key)  # what the struct points to must outlive the call
 
 
+# Values at least this large are decoded straight from the library's memory by codecs that can.
+_DECODE_IN_PLACE = 64 * 1024
+# No value decoded in place.
+_NOT_DECODED: Any = object()
+
+# Decoded requests of these types are shared by the events that carry the same request.
+_IMMUTABLE = frozenset({str, bytes, int, float, bool, type(None), tuple, HttpRequest})
+
+
 class _CellState:
     """What the runtime keeps for a cell: the delivery side, shared by the public object.
 
@@ -54,7 +64,8 @@ class _CellState:
     """
 
     __slots__ = ("core", "id", "c_id", "process", "codec", "request_codec", "latest", "value", "request", "message",
-                 "_event", "waiters", "subscribers", "streams", "progress", "gen", "closed", "__weakref__")
+                 "_event", "waiters", "subscribers", "streams", "progress", "gen", "closed", "_request_seen", "decoded",
+                 "__weakref__")
 
     def __init__(self, core: _core.Core, process: bool, codec: Codec[Any], request_codec: Codec[Any]) -> None:
         self.core = core
@@ -83,6 +94,11 @@ class _CellState:
         # cancel the cell only while it is still the latest operation.
         self.gen = 0
         self.closed = False
+        # The last request decoded, as (bytes, decoded value): the events of a
+        # load repeat its request, which is then decoded once per load.
+        self._request_seen: Tuple[Optional[bytes], Any] = (None, None)
+        # The latest value already decoded (from the library's memory), or _NOT_DECODED.
+        self.decoded: Any = _NOT_DECODED
 
     def deliver(self, raw: Tuple[Any, ...]) -> None:
         """Runs on the delivery thread for every event of the cell, with the unpacked ``lds_event``."""
@@ -90,7 +106,12 @@ class _CellState:
             return
         # Copy what the event points to: the pointers die with the callback.
         pointer = raw[6]
-        value: Optional[bytes] = _core.memory_at(pointer)[:raw[7]] if pointer else None  # type: ignore[assignment]
+        value: Optional[bytes]
+        if pointer and raw[7] >= _DECODE_IN_PLACE and self.codec.decodes_views:
+            value, self.decoded = None, self._decode_view(memoryview(_core.memory_at(pointer)).cast("B")[:raw[7]])
+        else:
+            value = _core.memory_at(pointer)[:raw[7]] if pointer else None  # type: ignore[assignment]
+            self.decoded = _NOT_DECODED
         pointer = raw[8]
         request: Optional[bytes] = _core.memory_at(pointer)[:raw[9]] if pointer else None  # type: ignore[assignment]
         message = raw[12]
@@ -135,11 +156,26 @@ class _CellState:
                message: Optional[bytes]) -> Event[Any]:
         decoded_value: Any = value
         decoded_request: Any = request
-        if value is not None and self.codec is not BYTES:
+        if self.decoded is not _NOT_DECODED and raw is self.latest:
+            decoded_value = self.decoded
+        elif value is not None and self.codec is not BYTES:
             decoded_value = self._decode(self.codec, value, "value")
         if request is not None and self.request_codec is not BYTES:
-            decoded_request = self._decode(self.request_codec, request, "request") if request else None
+            seen, decoded = self._request_seen
+            if request == seen and type(decoded) in _IMMUTABLE:
+                decoded_request = decoded
+            else:
+                decoded_request = self._decode(self.request_codec, request, "request") if request else None
+                self._request_seen = (request, decoded_request)
         return event_from_raw(self.id, raw, decoded_value, decoded_request, message)
+
+    def _decode_view(self, view: memoryview) -> Any:
+        """Decodes a value in the library's memory, valid during this callback only."""
+        try:
+            return self.codec.decode(view)  # type: ignore[arg-type]
+        except Exception as exc:  # noqa: BLE001 - reported; the event keeps the raw bytes
+            self.core.report(exc, f"decoding the value of cell {self.id} with the {self.codec.name} codec")
+            return bytes(view)
 
     def _decode(self, codec: Codec[Any], data: bytes, what: str) -> Any:
         try:
@@ -388,14 +424,17 @@ class Cell(Generic[T]):
                 raw = state.request_codec.encode(request)
             except TypeError as exc:
                 raise TypeError(f"request: {exc}") from None
-        # On the attached asyncio loop a load without options joins the batch
-        # submitted at the end of the loop's current callback (Core.defer).
-        deferred = (options is None and kind is None and core.batch_thread == get_ident()
+        # On the attached asyncio loop a load with no options but its flags
+        # joins the batch submitted at the end of the loop's current callback
+        # (Core.defer; the op's code carries the flags).
+        deferred = (kind is None and (options is None or options.only_flags()) and core.batch_thread == get_ident()
                     and not loader._closed and not state.closed and len(raw) <= VALUE_MAX)
         c_options = keep = None
         silent = False
         policy = 0  # CachePolicy.LOAD_ONLY, without an enum lookup on every load
-        if options is not None and not options.is_default():
+        if deferred and options is not None:
+            silent = options.silent
+        elif options is not None and not options.is_default():
             if options.cache is not None and not isinstance(options.cache, Cache):
                 raise TypeError(f"cache must be a loadstate.Cache or None, not {type(options.cache).__name__}")
             if options.cache is not None and options.cache._core is not core:
@@ -411,7 +450,8 @@ class Cell(Generic[T]):
         waiters = state.waiters
         waiters.append(load)  # before the call: the start event may come at once
         if deferred:
-            core.defer(OP_LOAD, state.id, loader.id, raw, load)
+            core.defer(OP_LOAD, state.id, loader.id, raw, load,
+                       options.load_flags() if options is not None else 0)
             rc = 0
         elif kind is None:
             rc = core.dll.lds_loadable_load(core.c_handle, state.c_id, loader.c_id, raw, len(raw), c_options)
@@ -517,10 +557,11 @@ class Loadable(Cell[T]):
         README, "asyncio"); a refusal only the library can detect then fails
         the awaited load instead of raising here.
         """
-        if (options is None and cache is None and not (silent or share or interrupts or retries or priority
-                                                       or poll_on_error)
+        if (options is None and cache is None and not (interrupts or retries or priority or poll_on_error)
                 and timeout is None and retry_base is None and retry_max is None and refresh_interval is None):
-            return self._begin(loader, request, None, None, "load")  # the defaults: no options struct at all
+            # The defaults, or flags only: no options struct at all.
+            flags = _FLAG_ONLY_OPTIONS[bool(silent), bool(share)] if silent or share else None
+            return self._begin(loader, request, flags, None, "load")
         return self._begin(loader, request, _options(
             options, silent=silent, share=share, timeout=timeout, interrupts=interrupts, retries=retries,
             retry_base=retry_base, retry_max=retry_max, cache=cache, cache_key=cache_key, policy=policy, fresh=fresh,

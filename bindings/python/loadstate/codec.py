@@ -34,11 +34,15 @@ class Codec(Generic[T]):
         name: a short name for messages.
         encode: value -> bytes.
         decode: bytes -> value.
+        decodes_views: ``decode`` also takes a ``memoryview`` and keeps no reference to it (it copies what
+            it keeps), so a large value is decoded straight from the library's memory during the callback
+            that delivers it, without a copy into ``bytes`` first.
     """
 
     name: str
     encode: Callable[[Any], bytes]
     decode: Callable[[bytes], T]
+    decodes_views: bool = False
 
     def __repr__(self) -> str:
         return f"<Codec {self.name}>"
@@ -68,7 +72,7 @@ def _text_encode(value: Any) -> bytes:
 
 
 def _text_decode(data: bytes) -> str:
-    return data.decode("utf-8")
+    return str(data, "utf-8")
 
 
 def _json_encode(value: Any) -> bytes:
@@ -86,6 +90,6 @@ def _json_decode(data: bytes) -> Any:
 #: Values are bytes (``bytearray`` and ``memoryview`` are accepted too); the default.
 BYTES: Codec[bytes] = Codec("bytes", _bytes_encode, _identity)
 #: Values are ``str``, stored as UTF-8.
-TEXT: Codec[str] = Codec("text", _text_encode, _text_decode)
+TEXT: Codec[str] = Codec("text", _text_encode, _text_decode, decodes_views=True)
 #: Values are anything :func:`json.dumps` accepts, stored as compact UTF-8 JSON.
 JSON: Codec[Any] = Codec("json", _json_encode, _json_decode)

@@ -245,6 +245,15 @@ class LoadOptions:
         """Whether these are the library's defaults (sent as a NULL pointer)."""
         return self == _DEFAULT_OPTIONS
 
+    def only_flags(self) -> bool:
+        """Whether these options are the defaults but for ``silent`` and ``share`` (a batch's load carries
+        those two)."""
+        return self == _FLAG_ONLY_OPTIONS.get((self.silent, self.share))
+
+    def load_flags(self) -> int:
+        """``lds_load_options.flags``: :data:`LoadFlags.SILENT` and :data:`LoadFlags.SHARE`."""
+        return (LoadFlags.SILENT.value if self.silent else 0) | (LoadFlags.SHARE.value if self.share else 0)
+
     def _c_fields(self) -> Tuple[Any, ...]:
         if isinstance(self.retries, bool) or not isinstance(self.retries, int):
             raise TypeError(f"retries must be an int, not {type(self.retries).__name__}")
@@ -274,6 +283,8 @@ class LoadOptions:
 
 
 _DEFAULT_OPTIONS = LoadOptions()
+_FLAG_ONLY_OPTIONS = {(silent, share): LoadOptions(silent=silent, share=share)
+                      for silent in (False, True) for share in (False, True)}
 
 
 @dataclass(frozen=True)

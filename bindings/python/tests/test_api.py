@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import threading
 import traceback
 from collections.abc import MutableMapping
 
@@ -286,14 +287,78 @@ def test_a_cache_is_a_mutable_mapping(rt):
         assert cache == cache and cache != {} and hash(cache) == hash(cache)
 
 
-def test_a_cache_says_it_cannot_list_its_keys(rt):
-    with rt.memory_cache() as cache:
-        cache["a"] = b"1"
-        with pytest.raises(TypeError, match="cannot list its keys"):
-            list(cache)
-        with pytest.raises(TypeError, match="cannot list its keys"):
-            cache.items()  # a view: listing it iterates
-            list(cache.items())
+def test_a_memory_cache_lists_its_keys_most_recent_first(rt):
+    with rt.memory_cache(codec=loadstate.JSON) as cache:
+        cache["a"] = 1
+        cache[b"b"] = 2
+        cache["c/1"] = 3
+        cache["a"]  # a use: "a" is now the most recent
+        assert list(cache) == [b"a", b"c/1", b"b"]
+        assert list(cache.keys()) == [b"a", b"c/1", b"b"]
+        assert cache.keys_with_prefix("c/") == [b"c/1"] and cache.keys_with_prefix(b"zz") == []
+        assert cache.stats().hits == 1  # listing keys is no use of an entry
+        # Reading the values is: items() gets each in turn, so "b" ends up the most recent.
+        assert list(cache.items()) == [(b"a", 1), (b"c/1", 3), (b"b", 2)]
+        assert list(cache) == [b"b", b"c/1", b"a"]
+        assert list(cache.values()) == [2, 3, 1]
+        assert dict(cache) == {b"a": 1, b"b": 2, b"c/1": 3}
+        with pytest.raises(TypeError, match="prefix must be bytes or str, not int"):
+            cache.keys_with_prefix(3)  # type: ignore[arg-type]
+        key, value = cache.popitem()
+        assert key in (b"a", b"b", b"c/1") and key not in cache and len(cache) == 2
+
+
+@pytest.mark.parametrize("kind", ["memory", "persistent"])
+def test_cache_values_of_every_size_read_back_whole(rt, tmp_path, kind):
+    with (rt.memory_cache() if kind == "memory" else rt.persistent_cache(tmp_path / "c.db")) as cache:
+        sizes = [0, 1, 16 * 1024 - 1, 16 * 1024, 16 * 1024 + 1, 3 * 1024 * 1024]
+        for size in sizes:
+            cache[f"k{size}"] = bytes([size % 251]) * size
+        for size in sizes:
+            assert cache[f"k{size}"] == bytes([size % 251]) * size and f"k{size}" in cache
+        assert cache.get("nothing") is None and "nothing" not in cache
+
+
+def test_cache_reads_from_many_threads_each_get_their_own_value(rt, tmp_path):
+    with rt.memory_cache() as memory, rt.persistent_cache(tmp_path / "c.db") as persistent:
+        for cache in (memory, persistent):
+            for i in range(50):
+                cache[f"k{i}"] = f"value {i}".encode() * (i * 40)
+        wrong = []
+
+        def read(cache):
+            for _ in range(20):
+                for i in range(50):
+                    if cache[f"k{i}"] != f"value {i}".encode() * (i * 40):
+                        wrong.append(i)
+
+        threads = [threading.Thread(target=read, args=(c,)) for c in (memory, persistent) for _ in range(3)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert wrong == []
+
+
+def test_cache_items_skip_entries_removed_while_iterating(rt):
+    with rt.memory_cache(codec=loadstate.JSON) as cache:
+        cache.update({"a": 1, "b": 2, "c": 3})
+        seen = []
+        for key, value in cache.items():
+            seen.append((key, value))
+            cache.pop(b"b", None)
+            cache.pop(b"a", None)
+        assert seen == [(b"c", 3)]
+
+
+def test_a_persistent_cache_lists_its_keys_in_byte_order(rt, tmp_path):
+    with rt.persistent_cache(tmp_path / "cache.db") as cache:
+        for key in ("b", "a", "c"):
+            cache[key] = key.encode()
+        assert list(cache) == [b"a", b"b", b"c"] and len(cache) == 3
+        assert dict(cache.items()) == {b"a": b"a", b"b": b"b", b"c": b"c"}
+    with rt.persistent_cache(tmp_path / "cache.db") as cache:
+        assert list(cache) == [b"a", b"b", b"c"]
 
 
 def test_enums_print_their_names_and_compare_as_ints():

@@ -56,6 +56,40 @@ def test_await_load_returns_the_settled_state(errors):
     run(main())
 
 
+def test_shared_and_silent_loads_from_the_loop_join_its_batch(errors):
+    async def main():
+        async with loadstate.Runtime(Delivery.POLL, on_error=errors) as rt:
+            release = asyncio.Event()
+            calls = []
+
+            @rt.loader
+            async def slow(job):
+                calls.append(job.request)
+                await release.wait()
+                return b"value of " + job.request
+
+            cells = [rt.loadable(slow) for _ in range(50)]
+            submitted = rt._core._submit
+            batches = []
+            rt._core._submit = lambda *args: batches.append(args[2]) or submitted(*args)
+            loads = [cell.load(b"k", share=True) for cell in cells]
+            release.set()
+            states = await asyncio.gather(*loads)
+            assert calls == [b"k"] and batches[0] == 50  # one batch of 50 loads (then the job's succeed)
+            assert {state.value for state in states} == {b"value of k"}
+            release.clear()
+            refreshing = asyncio.Event()
+            cells[0].subscribe(lambda event: refreshing.set() if event.refreshing else None)
+            again = cells[0].load(b"j", silent=True)
+            await refreshing.wait()
+            assert cells[0].latest.value == b"value of k" and cells[0].latest.refreshing
+            release.set()
+            assert (await again).value == b"value of j"
+
+    run(main())
+    assert errors.items == []
+
+
 def test_await_skips_events_from_before_the_load(errors):
     async def main():
         async with loadstate.Runtime(Delivery.POLL, on_error=errors) as rt:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import http.server
 import threading
 from unittest import mock
@@ -12,6 +13,7 @@ from conftest import WAIT, Recorder
 
 import loadstate
 from loadstate import Domain, EventType, Status, cells
+from loadstate._library import HttpResponseC
 
 
 def test_file_loader_reads_a_file_with_progress(rt, tmp_path):
@@ -159,6 +161,36 @@ def test_http_request_and_response_encodings_round_trip():
     assert loadstate.HttpRequest.decode(no_redirects.encode()) == no_redirects
     response = loadstate.HttpResponse(201, [("Location", "/x")], b"made")
     assert loadstate.HttpResponse.decode(response.encode()) == response
+    assert loadstate.HttpResponse.decode(memoryview(response.encode())) == response
+    assert type(loadstate.HttpResponse.decode(memoryview(response.encode())).body) is bytes
+    assert loadstate.HttpResponse.decode(loadstate.HttpResponse(204).encode()) == loadstate.HttpResponse(204)
+
+
+def test_http_response_decoding_agrees_with_the_library():
+    library = loadstate.load_library()
+    out = HttpResponseC()
+    for response in (loadstate.HttpResponse(200, [("A", "1"), ("Set-Cookie", "x=1; y")], b"\r\n\x00body"),
+                     loadstate.HttpResponse(-1, [], b""), loadstate.HttpResponse(599, [("Empty", "")], b"x" * 4096)):
+        data = response.encode()
+        assert library.dll.lds_http_response_decode(data, len(data), ctypes.byref(out)) == 0
+        assert loadstate.HttpResponse.decode(data) == loadstate.HttpResponse(
+            out.status, response.headers, ctypes.string_at(out.body, out.body_len))
+
+
+@pytest.mark.parametrize("data", [b"", b"LDR1", b"LDR2" + bytes(8), b"LDR1" + bytes(4) + b"\x05\x00\x00\x00abcd",
+                                  b"LDR1" + bytes(4) + b"\xff\xff\xff\xff"])
+def test_an_http_response_that_is_not_one_is_refused_as_the_library_refuses_it(data):
+    library = loadstate.load_library()
+    assert library.dll.lds_http_response_decode(data, len(data), ctypes.byref(HttpResponseC())) == loadstate.Code.EINVAL
+    with pytest.raises(loadstate.InvalidArgument, match="not an encoded HTTP response"):
+        loadstate.HttpResponse.decode(data)
+
+
+def test_a_url_loaded_again_has_the_same_encoding():
+    first = loadstate.HTTP_REQUEST.encode("http://127.0.0.1:1/again")
+    assert loadstate.HTTP_REQUEST.encode("http://127.0.0.1:1/again") == first
+    assert first == loadstate.HttpRequest("http://127.0.0.1:1/again").encode()
+    assert loadstate.HTTP_REQUEST.encode("http://127.0.0.1:1/other") != first
 
 
 @pytest.mark.parametrize("line", ["Bad: a\nInjected: b", "Bad: a\r\nInjected: b", "Bad: a\rInjected: b"])

@@ -75,7 +75,8 @@ STRUCTS = {
     "lds_exec_request": "ExecRequestC", "lds_http_options": "HttpOptionsC", "lds_http_request": "HttpRequestC",
     "lds_http_response": "HttpResponseC", "lds_memory_cache_options": "MemoryCacheOptionsC",
     "lds_persistent_cache_options": "PersistentCacheOptionsC", "lds_cache_value": "CacheValueC",
-    "lds_cache_statistics": "CacheStatisticsC", "lds_record": "RecordC", "lds_op": "OpC",
+    "lds_cache_statistics": "CacheStatisticsC", "lds_cache_key_list": "CacheKeyListC", "lds_record": "RecordC",
+    "lds_op": "OpC",
     "lds_loader_options": "LoaderOptionsC",
 }
 

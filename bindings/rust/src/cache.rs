@@ -208,6 +208,32 @@ impl Cache {
         Ok(())
     }
 
+    /// The keys of the live entries that begin with `prefix` (every key
+    /// when it is empty), copied in one call: a memory cache lists them
+    /// from the most to the least recently used, a persistent cache in
+    /// byte order. Listing is no use of an entry (the counters and the
+    /// eviction order stay); expired entries are left out.
+    pub fn keys(&self, prefix: &[u8]) -> Result<Vec<Vec<u8>>> {
+        let mut raw = sys::lds_cache_key_list::zeroed();
+        // SAFETY: valid handle, buffer and out pointer.
+        check(unsafe {
+            sys::lds_cache_keys(self.shared.raw(), self.id, prefix.as_ptr().cast(), prefix.len(), &mut raw)
+        })?;
+        let mut keys = Vec::with_capacity(raw.count);
+        for i in 0..raw.count {
+            // SAFETY: a filled list holds `count` pointers and lengths, key i
+            // being lengths[i] bytes at keys[i].
+            let key = unsafe {
+                let (pointer, length) = (*raw.keys.add(i), *raw.lengths.add(i));
+                if length == 0 { Vec::new() } else { std::slice::from_raw_parts(pointer.cast::<u8>(), length).to_vec() }
+            };
+            keys.push(key);
+        }
+        // SAFETY: releases what the library allocated.
+        unsafe { sys::lds_cache_key_list_clear(&mut raw) };
+        Ok(keys)
+    }
+
     /// The cache's counters.
     pub fn stats(&self) -> Result<CacheStats> {
         let mut raw = sys::lds_cache_statistics::default();

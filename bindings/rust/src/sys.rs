@@ -447,6 +447,22 @@ pub struct lds_cache_statistics {
     pub bytes: u64,
 }
 
+#[repr(C)]
+#[derive(Debug)]
+pub struct lds_cache_key_list {
+    pub count: usize,
+    pub keys: *const *const c_void,
+    pub lengths: *const usize,
+    pub block: *mut c_void,
+}
+
+impl lds_cache_key_list {
+    /// An all-zero list, the state `lds_cache_key_list_clear` leaves behind.
+    pub const fn zeroed() -> Self {
+        lds_cache_key_list { count: 0, keys: core::ptr::null(), lengths: core::ptr::null(), block: core::ptr::null_mut() }
+    }
+}
+
 /// A delivery handed over as data by `lds_runtime_dispatch_records`.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
@@ -617,6 +633,14 @@ unsafe extern "C" {
     pub fn lds_cache_remove(rt: *mut lds_runtime, cache: lds_id, key: *const c_void, key_len: usize) -> c_int;
     pub fn lds_cache_clear(rt: *mut lds_runtime, cache: lds_id) -> c_int;
     pub fn lds_cache_stats(rt: *mut lds_runtime, cache: lds_id, out: *mut lds_cache_statistics) -> c_int;
+    pub fn lds_cache_read(
+        rt: *mut lds_runtime, cache: lds_id, key: *const c_void, key_len: usize, buf: *mut c_void, cap: usize,
+        len: *mut usize,
+    ) -> c_int;
+    pub fn lds_cache_keys(
+        rt: *mut lds_runtime, cache: lds_id, prefix: *const c_void, prefix_len: usize, out: *mut lds_cache_key_list,
+    ) -> c_int;
+    pub fn lds_cache_key_list_clear(list: *mut lds_cache_key_list);
 
     pub fn lds_cache_invalidate(rt: *mut lds_runtime, cache: lds_id, prefix: *const c_void, prefix_len: usize)
     -> c_int;

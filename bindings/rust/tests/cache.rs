@@ -117,6 +117,24 @@ fn a_persistent_cache_keeps_its_entries_across_opens() {
 }
 
 #[test]
+fn caches_list_their_keys_under_a_prefix() {
+    let dir = ScratchDir::new("keys");
+    let runtime = Runtime::new().unwrap();
+    let memory = runtime.memory_cache(&MemoryCacheOptions::new()).unwrap();
+    let persistent = runtime.persistent_cache(&PersistentCacheOptions::new(dir.0.join("cache.sqlite"))).unwrap();
+    for key in [&b"b/1"[..], b"a", b"", b"b/2"] {
+        memory.put(key, b"v").unwrap();
+        persistent.put(key, b"v").unwrap();
+    }
+    memory.get(b"a").unwrap();
+    assert_eq!(memory.keys(b"").unwrap(), [&b"a"[..], b"b/2", b"", b"b/1"]);
+    assert_eq!(persistent.keys(b"").unwrap(), [&b""[..], b"a", b"b/1", b"b/2"]);
+    assert_eq!(persistent.keys(b"b/").unwrap(), [&b"b/1"[..], b"b/2"]);
+    assert!(memory.keys(b"zz").unwrap().is_empty());
+    assert_eq!(memory.stats().unwrap().hits, 1, "listing is no use of an entry");
+}
+
+#[test]
 fn a_damaged_file_is_refused_unless_it_may_be_replaced() {
     let dir = ScratchDir::new("damaged");
     let path = dir.0.join("not-a-cache");

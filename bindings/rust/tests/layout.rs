@@ -89,6 +89,9 @@ int main(void) {
   SIZE(lds_cache_statistics);
   FIELD(lds_cache_statistics, hits); FIELD(lds_cache_statistics, misses); FIELD(lds_cache_statistics, evictions);
   FIELD(lds_cache_statistics, expirations); FIELD(lds_cache_statistics, entries); FIELD(lds_cache_statistics, bytes);
+  SIZE(lds_cache_key_list);
+  FIELD(lds_cache_key_list, count); FIELD(lds_cache_key_list, keys); FIELD(lds_cache_key_list, lengths);
+  FIELD(lds_cache_key_list, block);
 
   lds_loader_options lso = LDS_LOADER_OPTIONS_INIT;
   printf("init lds_loader_options %u %d\n", lso.size,
@@ -302,6 +305,7 @@ fn structs_and_constants_match_the_c_header() {
     fields!(lds_persistent_cache_options: size, flags, path, max_bytes, ttl_ms);
     fields!(lds_cache_value: value, value_len, stored_at_ms, expires_at_ms, stale);
     fields!(lds_cache_statistics: hits, misses, evictions, expirations, entries, bytes);
+    fields!(lds_cache_key_list: count, keys, lengths, block);
     fields!(lds_record: size, what, user_data, job, event);
     fields!(lds_op: op, code, target, loader, data, data_len);
     fields!(lds_loader_options: size, start, cancel, free_data, loader_data, max_concurrent, rate_per_s, burst);

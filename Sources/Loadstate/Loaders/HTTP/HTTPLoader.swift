@@ -39,6 +39,8 @@ public final class HTTPLoader: Loader<[UInt8], [UInt8]>, @unchecked Sendable {
     package static let headersMax = 64 << 10
     package static let headerLinesMax = 1024
     package static let trailersMax = 64 << 10
+    /// The receive buffer of each connection (CURLOPT_BUFFERSIZE).
+    static let receiveBufferSize = 64 << 10
 
     public let options: Options
     // Loop thread only.

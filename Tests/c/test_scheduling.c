@@ -314,6 +314,53 @@ TEST(test_sched_cancelled_queued_job_never_calls_the_loader) {
   for (int i = 0; i < CELLS; i++) rec_destroy(&rec[i]);
 }
 
+static void count_free(void *data) {
+  sched_loader *l = data;
+  harness_lock();
+  l->closing = true; /* here: free_data ran */
+  harness_notify();
+  harness_unlock();
+}
+
+/* A freed loader's queued jobs still start in turn; free_data runs once
+ * the last of them has ended. */
+TEST(test_sched_freed_loader_still_starts_its_queued_jobs_then_frees_its_data) {
+  lds_runtime *rt = rt_new(LDS_DELIVER_LOOP);
+  sched_loader l;
+  memset(&l, 0, sizeof l);
+  l.rt = rt;
+  lds_loader_options o = LDS_LOADER_OPTIONS_INIT;
+  o.start = sched_start;
+  o.free_data = count_free;
+  o.loader_data = &l;
+  o.max_concurrent = 1;
+  lds_id loader = 0;
+  REQUIRE_RC(lds_loader_new_ex(rt, &o, &loader), LDS_OK);
+  recorder a, b;
+  rec_init(&a, rt);
+  rec_init(&b, rt);
+  lds_id ca = cell_new(rt, &a), cb = cell_new(rt, &b);
+  REQUIRE_RC(load_text(rt, ca, loader, "a", NULL), LDS_OK);
+  REQUIRE(WAIT_FOR(l.starts == 1));
+  REQUIRE_RC(load_text(rt, cb, loader, "b", NULL), LDS_OK);
+  REQUIRE(REC_WAIT(&b, 1));
+  REQUIRE_RC(lds_loader_free(rt, loader), LDS_OK);
+  CHECK_RC(load_text(rt, ca, loader, "c", NULL), LDS_ENOENT);
+  REQUIRE_RC(sched_succeed(&l, 0), LDS_OK);
+  REQUIRE(WAIT_FOR(l.starts == 2));
+  CHECK_STR(sched_request(&l, 1), "b");
+  harness_lock();
+  bool freed_early = l.closing;
+  harness_unlock();
+  CHECK(!freed_early);
+  REQUIRE_RC(sched_succeed(&l, 1), LDS_OK);
+  REQUIRE(WAIT_FOR(l.closing));
+  REQUIRE(WAIT_FOR(rec_last(&b)->status == LDS_LOADED));
+  rt_free(rt);
+  rec_destroy(&a);
+  rec_destroy(&b);
+}
+
 /* ------------------------------------------------------------------ */
 /* Priorities                                                          */
 /* ------------------------------------------------------------------ */

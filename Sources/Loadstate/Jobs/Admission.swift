@@ -36,7 +36,7 @@ public struct LoaderLimits: Sendable, Equatable {
 /// ticket), skipped when it comes up; the queue is rebuilt without them
 /// when they outnumber the live ones. An entry costs 32 bytes and its
 /// closure's context; nothing else is kept per waiting job.
-public final class Admission: @unchecked Sendable {
+final class Admission: @unchecked Sendable {
     enum Call { case probe, start }
 
     /// Loop: called with an entry's ticket. nil when the job no longer
@@ -57,12 +57,12 @@ public final class Admission: @unchecked Sendable {
         }
     }
 
-    public let limits: LoaderLimits
+    let limits: LoaderLimits
     private unowned(unsafe) let loop: EventLoop
 
     // Loop thread only.
     /// Jobs counted as running.
-    public private(set) var running = 0
+    private(set) var running = 0
     /// A binary heap of entries, dead ones among them; their closures keep
     /// the waiting jobs alive.
     private var heap: [Entry] = []
@@ -76,14 +76,14 @@ public final class Admission: @unchecked Sendable {
     private var pumpScheduled = false
     private var closed = false
 
-    public init(limits: LoaderLimits, loop: EventLoop) {
+    init(limits: LoaderLimits, loop: EventLoop) {
         self.limits = limits
         self.loop = loop
         tokens = Double(max(limits.burst, 1))
     }
 
     /// How many jobs wait.
-    public var waiting: Int { live }
+    var waiting: Int { live }
 
     private var capacity: Double { Double(max(limits.burst, 1)) }
 
@@ -159,7 +159,7 @@ public final class Admission: @unchecked Sendable {
     }
 
     /// Loop: stops admitting; jobs still waiting never start.
-    public func close() {
+    func close() {
         closed = true
         closeTimer()
         heap = []

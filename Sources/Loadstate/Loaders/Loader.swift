@@ -14,7 +14,7 @@ open class Loader<Value, Request>: Handle, @unchecked Sendable {
     @exclusivity(unchecked) var spareInbox: Inbox<JobOperation<Value>>?
     /// What holds the loader's jobs to its limits; nil: no limit.
     /// Set before the loader is used.
-    public private(set) var admission: Admission?
+    private(set) var admission: Admission?
     private var ownsAdmission = false
 
     public override init(id: UInt64) {
@@ -30,7 +30,7 @@ open class Loader<Value, Request>: Handle, @unchecked Sendable {
 
     /// Holds the loader's jobs to an admission shared with other loaders.
     /// Call before the loader is used.
-    public func share(_ admission: Admission) {
+    func share(_ admission: Admission) {
         self.admission = admission
         ownsAdmission = false
     }

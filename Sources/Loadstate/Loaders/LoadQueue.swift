@@ -11,6 +11,7 @@
 /// ignore it. Waiting loads keep the queue alive.
 public final class LoadQueue: Sendable {
     let admission: Admission
+    /// The runtime whose loads the queue holds.
     public let runtime: Runtime
     @usableFromInline package let limits: LoaderLimits
 

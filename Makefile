@@ -25,7 +25,7 @@ VERSION    := $(VERSION_MAJOR).$(VERSION_MINOR).$(VERSION_PATCH)
 # releases only add to the ABI, so every 0.x library is libloadstate.so.0.
 SONAME     := libloadstate.so.$(VERSION_MAJOR)
 
-.PHONY: all deps lib test test-swift readme-check demo dist bench clean
+.PHONY: all deps lib test test-swift readme-check readme-swift-check demo dist bench clean
 
 all: lib
 
@@ -56,7 +56,7 @@ $(OUT)/.header-stamp: include/loadstate.h
 	@touch $@
 
 # lib first: some Swift tests compile C clients against the built library.
-test-swift: lib readme-check
+test-swift: lib readme-check readme-swift-check
 	$(SWIFT) test --disable-xctest 2>&1 | grep -vE '^(✔|◇) Test [^ ]+\(\)' | tail -n 30; exit $${PIPESTATUS[0]}
 	$(SWIFT) run LoadstateExample
 
@@ -64,6 +64,14 @@ test-swift: lib readme-check
 readme-check:
 	@awk '/^```c$$/{on=1;next} /^```$$/{if(on){exit}} on' README.md | diff -u examples/hello.c - \
 	  && echo "README C example matches examples/hello.c"
+
+# The README's Swift tour is examples/swift-tour/Tour.swift, word for word,
+# and runs against the local test server with the output it shows.
+readme-swift-check:
+	@awk '/^```swift$$/{on=1;buf="";next} /^```$$/{if(on && buf ~ /^import Loadstate\n/){printf "%s", buf; exit} on=0} on{buf=buf $$0 "\n"}' README.md \
+	  | diff -u examples/swift-tour/Tour.swift - \
+	  && echo "README Swift tour matches examples/swift-tour/Tour.swift"
+	SWIFT="$(SWIFT)" examples/swift-tour/run.sh
 
 # Every test suite; each area's rules add themselves to TEST_TARGETS.
 TEST_TARGETS := test-swift

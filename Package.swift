@@ -34,6 +34,14 @@ let package = Package(
             dependencies: ["Loadstate"],
             path: "examples/swift"
         ),
+        // The tour of the README's Swift section, word for word; run by
+        // `make readme-swift-check` against a local http server.
+        .executableTarget(
+            name: "LoadstateTour",
+            dependencies: ["Loadstate"],
+            path: "examples/swift-tour",
+            exclude: ["run.sh", "expected.txt"]
+        ),
         .testTarget(
             name: "LoadstateTests",
             dependencies: ["Loadstate"],

@@ -18,11 +18,11 @@ Sections (``--only`` picks some, comma-separated):
   usual single-flight helper), with the same loader. Both check that the
   loader ran once and that every await got the value. The time to make the
   K cells is printed apart.
-* ``memory``: puts then gets of M keys in a memory cache, 100-byte and
-  10 KiB values: ``rt.memory_cache()`` (as a mapping) against
-  ``cachetools.TTLCache``.
+* ``memory``: M keys in a memory cache, 100-byte and 10 KiB values: puts
+  into a new cache, puts that replace every entry, and gets:
+  ``rt.memory_cache()`` (as a mapping) against ``cachetools.TTLCache``.
 * ``persistent``: the same in a file: ``rt.persistent_cache(path)`` against
-  ``diskcache.Cache(dir)``; writes, then hits.
+  ``diskcache.Cache(dir)``.
 
 Every variant runs R rounds, interleaved (round 1 of each variant, then
 round 2, ...). Printed per variant: the median rate, the median wall time
@@ -396,8 +396,8 @@ _timed_end: List[Tuple[float, float]] = []
 
 def cache_ops(make: Callable[[], Any], close: Callable[[Any], None], keys: List[str], value: bytes,
               what: str) -> Callable[[], None]:
-    """A round on a new cache: puts every key (``what`` = "put", timed), then gets every key (timed when
-    ``what`` is "get")."""
+    """A round on a new cache: puts every key (timed when ``what`` is "put"), then, timed, puts every key
+    again ("replace") or gets every key ("get")."""
 
     def run() -> None:
         cache = make()
@@ -405,7 +405,11 @@ def cache_ops(make: Callable[[], Any], close: Callable[[Any], None], keys: List[
         _timed_start = (time.perf_counter(), time.process_time())
         for key in keys:
             cache[key] = value
-        if what == "get":
+        if what == "replace":
+            _timed_start = (time.perf_counter(), time.process_time())
+            for key in keys:
+                cache[key] = value
+        elif what == "get":
             _timed_start = (time.perf_counter(), time.process_time())
             for key in keys:
                 if cache[key] is None:
@@ -524,8 +528,9 @@ def main() -> None:
         for size in (100, 10 * 1024):
             value = os.urandom(size)
             with loadstate.Runtime() as rt:
-                for what in ("put", "get"):
-                    print(f"\nmemory cache {what}s: {args.m} keys, {size}-byte values")
+                for what in ("put", "replace", "get"):
+                    print(f"\nmemory cache {what}s: {args.m} keys, {size}-byte values"
+                          + (" (puts into a new cache)" if what == "put" else ""))
                     variants = [
                         ("loadstate memory_cache", cache_ops(
                             lambda: rt.memory_cache(max_entries=args.m * 2, max_bytes=1 << 34, ttl=600),
@@ -549,8 +554,9 @@ def main() -> None:
                     counter[0] += 1
                     return os.path.join(tmp, f"{kind}-{counter[0]}")
 
-                for what in ("put", "get"):
-                    print(f"\npersistent cache {what}s: {args.disk_keys} keys, {size}-byte values")
+                for what in ("put", "replace", "get"):
+                    print(f"\npersistent cache {what}s: {args.disk_keys} keys, {size}-byte values"
+                          + (" (puts into a new file)" if what == "put" else ""))
                     variants = [
                         ("loadstate persistent_cache", cache_ops(
                             lambda: rt.persistent_cache(fresh("lds") + ".db", max_bytes=1 << 34),

@@ -57,6 +57,9 @@ echo "swiftpm.sh: building the consumer package (swift build -c release) in $wor
 (cd "$work/consumer" && "$swift" build -c release 2>&1 | tail -n 3)
 plain=$work/consumer/.build/release
 [[ -f $plain/libloadstate.so ]] || { echo "swiftpm.sh: no $plain/libloadstate.so" >&2; exit 1; }
+# bench/loads is linked against dist/, whose SONAME is libloadstate.so.0;
+# SwiftPM's library has no SONAME, so give it that name too.
+ln -sf libloadstate.so "$plain/libloadstate.so.0"
 
 "$cc" -std=c11 -O2 -I"$root/include" -D_GNU_SOURCE -pthread "$root/bench/loads.c" -o "$work/loads" \
   -L"$root/dist" -lloadstate -luv -lpthread
@@ -72,7 +75,9 @@ run() { # run <label> <library path>
 }
 
 for lib in "$root/dist" "$plain:$swift_libs"; do
-  LD_LIBRARY_PATH=$lib ldd "$work/loads" | grep -q "${lib%%:*}/libloadstate.so" \
+  # Through a file: with pipefail, grep -q closing the pipe early could fail ldd.
+  LD_LIBRARY_PATH=$lib ldd "$work/loads" > "$work/ldd.txt"
+  grep -q "${lib%%:*}/libloadstate.so" "$work/ldd.txt" \
     || { echo "swiftpm.sh: loads does not load the library in ${lib%%:*}" >&2; exit 1; }
 done
 

@@ -5,6 +5,9 @@
 #   make python-wheel         build/python/loadstate-VERSION-py3-none-PLATFORM.whl, carrying dist/libloadstate.so
 #   make test-python-install  the README's install commands and the wheel, each in a fresh venv
 #   make bench-python         bench/python_loads.py against dist/libloadstate.so; BENCH_PYTHON_ARGS="-n 100000"
+#   make bench-python-peers   bench/python_peers.py: against pycurl, aiohttp, httpx, cachetools and
+#                             diskcache (installed from PyPI, nginx from Debian, when missing);
+#                             BENCH_PEERS_ARGS="--only http1k,flight -r 5"
 #
 # PYTEST_ARGS is passed to pytest, e.g. make test-python PYTEST_ARGS="-k cancel"
 # The package needs nothing but the standard library. The tests need pytest
@@ -17,8 +20,9 @@ PYTHON_DIR        := bindings/python
 PYTHON_WHEEL_DIR  := $(OUT)/python
 PYTEST_ARGS       ?=
 BENCH_PYTHON_ARGS ?=
+BENCH_PEERS_ARGS  ?=
 
-.PHONY: test-python python-deps python-build-deps python-wheel test-python-install bench-python
+.PHONY: test-python python-deps python-build-deps python-wheel test-python-install bench-python bench-python-peers
 
 # Debian's python3 makes venvs only with python3-venv.
 DEB_PACKAGES += python3-venv
@@ -55,5 +59,8 @@ test-python-install: lib python-wheel python-deps
 
 bench-python: dist
 	LOADSTATE_LIBRARY=$(abspath $(DIST_LIB)) $(PYTHON) bench/python_loads.py $(BENCH_PYTHON_ARGS)
+
+bench-python-peers: dist
+	LOADSTATE_LIBRARY=$(abspath $(DIST_LIB)) $(PYTHON) bench/python_peers.py --setup $(BENCH_PEERS_ARGS)
 
 TEST_TARGETS += test-python test-python-install

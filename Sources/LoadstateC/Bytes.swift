@@ -1,5 +1,5 @@
 import CLoadstateABI
-import Loadstate
+@_spi(LoadstateC) import Loadstate
 
 /// Values and requests of the C API are byte strings.
 typealias Bytes = [UInt8]

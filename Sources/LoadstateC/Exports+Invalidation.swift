@@ -1,5 +1,5 @@
 import CLoadstateABI
-import Loadstate
+@_spi(LoadstateC) import Loadstate
 
 @_cdecl("lds_cache_invalidate")
 public func ldsCacheInvalidate(_ rt: OpaquePointer?, _ id: UInt64, _ prefix: UnsafeRawPointer?,

@@ -1,5 +1,5 @@
 import CLoadstateABI
-import Loadstate
+@_spi(LoadstateC) import Loadstate
 
 @inline(__always)
 private func submit(_ rt: OpaquePointer?, _ job: UInt64, _ op: JobOperation<Bytes>) -> Int32 {

@@ -1,5 +1,5 @@
 import CLoadstateABI
-import Loadstate
+@_spi(LoadstateC) import Loadstate
 
 @_cdecl("lds_strerror")
 public func ldsStrerror(_ code: Int32) -> UnsafePointer<CChar> {

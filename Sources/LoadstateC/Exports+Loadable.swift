@@ -1,5 +1,5 @@
 import CLoadstateABI
-import Loadstate
+@_spi(LoadstateC) import Loadstate
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,5 +1,5 @@
 import CLoadstateABI
-import Loadstate
+@_spi(LoadstateC) import Loadstate
 
 @_cdecl("lds_process_new")
 public func ldsProcessNew(_ rt: OpaquePointer?, _ onEvent: lds_event_fn?, _ userData: UnsafeMutableRawPointer?,

@@ -1,5 +1,5 @@
 import CLoadstateABI
-import Loadstate
+@_spi(LoadstateC) import Loadstate
 
 @_cdecl("lds_runtime_new")
 public func ldsRuntimeNew(_ opts: UnsafePointer<lds_runtime_options>?,

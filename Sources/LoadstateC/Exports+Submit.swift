@@ -1,5 +1,5 @@
 import CLoadstateABI
-import Loadstate
+@_spi(LoadstateC) import Loadstate
 
 /// `lds_runtime_submit`: a batch of calls made in order under one entry
 /// into the runtime. A run of consecutive loads is looked up under one

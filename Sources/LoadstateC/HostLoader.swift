@@ -1,5 +1,5 @@
 import CLoadstateABI
-import Loadstate
+@_spi(LoadstateC) import Loadstate
 
 /// A host's cancel function (`lds_loader_options.cancel`).
 typealias HostCancelFunction = @convention(c) (OpaquePointer?, UInt64, UnsafeMutableRawPointer?) -> Void

@@ -1,5 +1,5 @@
 import CLoadstateABI
-import Loadstate
+@_spi(LoadstateC) import Loadstate
 import Synchronization
 #if canImport(Glibc)
 import Glibc

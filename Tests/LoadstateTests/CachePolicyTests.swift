@@ -1,5 +1,5 @@
 import Testing
-@testable import Loadstate
+@_spi(LoadstateC) @testable import Loadstate
 
 /// Loads that read and fill a cache, by policy; invalidation.
 @Suite(.timeLimit(.minutes(1)))

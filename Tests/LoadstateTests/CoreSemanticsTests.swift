@@ -1,5 +1,5 @@
 import Testing
-@testable import Loadstate
+@_spi(LoadstateC) @testable import Loadstate
 
 /// One test per row of the semantics table, on the core state machine.
 @Suite(.timeLimit(.minutes(1)))

@@ -1,5 +1,5 @@
 import Testing
-@testable import Loadstate
+@_spi(LoadstateC) @testable import Loadstate
 
 private func response(_ events: [CellEvent<Bytes, Bytes>]) -> HTTPResponse? {
     events.last?.state.value.flatMap { HTTPResponse(decoding: $0) }

@@ -1,6 +1,6 @@
 import Observation
 import Testing
-@testable import Loadstate
+@_spi(LoadstateC) @testable import Loadstate
 
 struct Boom: Error, Equatable {}
 
@@ -144,12 +144,12 @@ struct LoadableCellTests {
     @Test func interruptAnsweredWithATimeout() async {
         let cell = LoadableCell<Int>()
         let calls = Locked<[Duration]>([])
-        await cell.load(interrupts: [.milliseconds(10)], onInterrupt: { elapsed in
-            calls.withLock { $0.append(elapsed) }
-            throw TimeoutError()
-        }) {
+        await cell.load(interrupts: [.milliseconds(10)]) {
             try await Task.sleep(for: .seconds(60))
             return 1
+        } onInterrupt: { interrupt in
+            calls.withLock { $0.append(interrupt.elapsed) }
+            throw TimeoutError()
         }
         #expect(cell.state.error is TimeoutError)
         #expect(calls.withLock { $0.count } == 1)
@@ -159,7 +159,7 @@ struct LoadableCellTests {
     @Test func interruptNotNeededBecauseTheLoadEndedFirst() async {
         let cell = LoadableCell<Int>()
         let calls = Locked(0)
-        await cell.load(interrupts: [.seconds(30)], onInterrupt: { _ in calls.withLock { $0 += 1 } }) { 1 }
+        await cell.load(interrupts: [.seconds(30)]) { 1 } onInterrupt: { _ in calls.withLock { $0 += 1 } }
         #expect(cell.state == .loaded(1))
         #expect(calls.withLock { $0 } == 0)
     }
@@ -168,12 +168,12 @@ struct LoadableCellTests {
         let cell = LoadableCell<Int>()
         let gate = Gate()
         let calls = Locked(0)
-        await cell.load(interrupts: [.milliseconds(10), .seconds(30)], onInterrupt: { _ in
-            calls.withLock { $0 += 1 }
-            gate.open()
-        }) {
+        await cell.load(interrupts: [.milliseconds(10), .seconds(30)]) {
             await gate.wait()
             return 1
+        } onInterrupt: { _ in
+            calls.withLock { $0 += 1 }
+            gate.open()
         }
         #expect(cell.state == .loaded(1))
         #expect(calls.withLock { $0 } == 1)
@@ -182,10 +182,11 @@ struct LoadableCellTests {
     @Test func twoInterruptsThenATimeout() async {
         let cell = LoadableCell<Int>()
         let calls = Locked<[Duration]>([])
-        await cell.load(timeout: .milliseconds(150), interrupts: [.milliseconds(10), .milliseconds(10)],
-                        onInterrupt: { elapsed in calls.withLock { $0.append(elapsed) } }) {
+        await cell.load(timeout: .milliseconds(150), interrupts: [.milliseconds(10), .milliseconds(10)]) {
             try await Task.sleep(for: .seconds(60))
             return 1
+        } onInterrupt: { interrupt in
+            calls.withLock { $0.append(interrupt.elapsed) }
         }
         #expect(cell.state.error is TimeoutError)
         let seen = calls.withLock { $0 }

@@ -1,5 +1,5 @@
 import Testing
-@testable import Loadstate
+@_spi(LoadstateC) @testable import Loadstate
 #if canImport(Glibc)
 import Glibc
 #endif

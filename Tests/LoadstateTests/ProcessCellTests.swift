@@ -1,5 +1,5 @@
 import Testing
-@testable import Loadstate
+@_spi(LoadstateC) @testable import Loadstate
 
 enum Chore: Equatable, Sendable {
     case save
@@ -94,8 +94,10 @@ struct ProcessCellTests {
 
     @Test func interruptAnsweredWithATimeout() async {
         let cell = ProcessCell<Chore>()
-        await cell.run(.save, interrupts: [.milliseconds(10)], onInterrupt: { _ in throw TimeoutError() }) {
+        await cell.run(.save, interrupts: [.milliseconds(10)]) {
             try await Task.sleep(for: .seconds(60))
+        } onInterrupt: { _ in
+            throw TimeoutError()
         }
         #expect(cell.state.error is TimeoutError)
         #expect(cell.state.hasFailed(.save))
@@ -104,7 +106,7 @@ struct ProcessCellTests {
     @Test func interruptNotNeeded() async {
         let cell = ProcessCell<Chore>()
         let calls = Locked(0)
-        await cell.run(.save, interrupts: [.seconds(30)], onInterrupt: { _ in calls.withLock { $0 += 1 } }) {}
+        await cell.run(.save, interrupts: [.seconds(30)]) {} onInterrupt: { _ in calls.withLock { $0 += 1 } }
         #expect(cell.state == .finished(.save))
         #expect(calls.withLock { $0 } == 0)
     }
@@ -113,11 +115,11 @@ struct ProcessCellTests {
         let cell = ProcessCell<Chore>()
         let gate = Gate()
         let calls = Locked(0)
-        await cell.run(.save, interrupts: [.milliseconds(10), .seconds(30)], onInterrupt: { _ in
+        await cell.run(.save, interrupts: [.milliseconds(10), .seconds(30)]) {
+            await gate.wait()
+        } onInterrupt: { _ in
             calls.withLock { $0 += 1 }
             gate.open()
-        }) {
-            await gate.wait()
         }
         #expect(cell.state == .finished(.save))
         #expect(calls.withLock { $0 } == 1)
@@ -126,9 +128,10 @@ struct ProcessCellTests {
     @Test func twoInterruptsThenATimeout() async {
         let cell = ProcessCell<Chore>()
         let calls = Locked(0)
-        await cell.run(.save, timeout: .milliseconds(150), interrupts: [.milliseconds(10), .milliseconds(10)],
-                       onInterrupt: { _ in calls.withLock { $0 += 1 } }) {
+        await cell.run(.save, timeout: .milliseconds(150), interrupts: [.milliseconds(10), .milliseconds(10)]) {
             try await Task.sleep(for: .seconds(60))
+        } onInterrupt: { _ in
+            calls.withLock { $0 += 1 }
         }
         #expect(cell.state.error is TimeoutError)
         #expect(calls.withLock { $0 } == 2)

@@ -1,5 +1,5 @@
 import Testing
-@testable import Loadstate
+@_spi(LoadstateC) @testable import Loadstate
 
 /// An actor whose executor is a runtime's loop.
 actor LoopBound {

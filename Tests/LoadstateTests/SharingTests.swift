@@ -2,7 +2,7 @@ import Testing
 #if canImport(Glibc)
 import Glibc
 #endif
-@testable import Loadstate
+@_spi(LoadstateC) @testable import Loadstate
 
 /// Loads with the same loader and share key wait for one job.
 @Suite(.timeLimit(.minutes(1)))

@@ -1,4 +1,4 @@
-@testable import Loadstate
+@_spi(LoadstateC) @testable import Loadstate
 
 /// Collects a core cell's events and hands them out one by one.
 final class EventLog<Value: Sendable, Request: Sendable>: @unchecked Sendable {

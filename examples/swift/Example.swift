@@ -25,9 +25,11 @@ struct Example {
         print("refreshed:", numbers.state)
 
         // A load that takes too long: the interrupt handler gives up.
-        await numbers.load(interrupts: [.milliseconds(20)], onInterrupt: { _ in throw TimeoutError() }) {
+        await numbers.load(interrupts: [.milliseconds(20)]) {
             try await Task.sleep(for: .seconds(10))
             return []
+        } onInterrupt: { _ in
+            throw TimeoutError()
         }
         print("slow load:", numbers.state.error is TimeoutError ? "timed out" : "\(numbers.state)")
 

@@ -4,6 +4,7 @@
 /// `storedAtMs`; the cache itself only drops entries whose time to live
 /// has passed (`expiresAtMs`).
 public struct CacheEntry: Sendable, Equatable {
+    /// The stored bytes.
     public var value: [UInt8]
     /// Wall-clock time (ms since the Unix epoch) of the put that stored it.
     public var storedAtMs: UInt64
@@ -16,6 +17,8 @@ public struct CacheEntry: Sendable, Equatable {
     /// for values put by hosts. Replaced by every put of the key.
     public var meta: [UInt8]
 
+    /// An entry holding `value`, stored at `storedAtMs` (wall-clock ms), expiring at
+    /// `expiresAtMs` (0: never), with `meta` beside it.
     public init(value: [UInt8], storedAtMs: UInt64, expiresAtMs: UInt64 = 0, isStale: Bool = false,
                 meta: [UInt8] = []) {
         self.value = value
@@ -41,17 +44,17 @@ public struct CacheEntry: Sendable, Equatable {
 
 /// A memory-cache entry seen in place, without a copy: valid only inside
 /// the closure that receives it (`MemoryCache.read`).
-public struct CacheEntryView {
+@usableFromInline package struct CacheEntryView {
     /// The value's bytes, owned by the cache.
-    public let value: UnsafeRawBufferPointer
-    public let storedAtMs: UInt64
-    public let expiresAtMs: UInt64
-    public let isStale: Bool
+    @usableFromInline package let value: UnsafeRawBufferPointer
+    @usableFromInline package let storedAtMs: UInt64
+    @usableFromInline package let expiresAtMs: UInt64
+    @usableFromInline package let isStale: Bool
     /// The entry's metadata (see `CacheEntry.meta`), owned by the cache.
-    public let meta: UnsafeRawBufferPointer
+    @usableFromInline package let meta: UnsafeRawBufferPointer
 
-    public init(value: UnsafeRawBufferPointer, storedAtMs: UInt64, expiresAtMs: UInt64, isStale: Bool,
-                meta: UnsafeRawBufferPointer = UnsafeRawBufferPointer(start: nil, count: 0)) {
+    @usableFromInline package init(value: UnsafeRawBufferPointer, storedAtMs: UInt64, expiresAtMs: UInt64,
+                                   isStale: Bool, meta: UnsafeRawBufferPointer = UnsafeRawBufferPointer(start: nil, count: 0)) {
         self.value = value
         self.storedAtMs = storedAtMs
         self.expiresAtMs = expiresAtMs
@@ -60,7 +63,7 @@ public struct CacheEntryView {
     }
 
     /// An owned copy.
-    public var entry: CacheEntry {
+    @usableFromInline package var entry: CacheEntry {
         CacheEntry(value: Array(value), storedAtMs: storedAtMs, expiresAtMs: expiresAtMs, isStale: isStale,
                    meta: Array(meta))
     }

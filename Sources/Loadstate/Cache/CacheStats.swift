@@ -14,5 +14,6 @@ public struct CacheStats: Sendable, Equatable {
     /// Bytes held now: the lengths of the keys and values.
     public var bytes: UInt64 = 0
 
+    /// All counters at zero.
     public init() {}
 }

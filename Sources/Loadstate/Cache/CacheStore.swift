@@ -19,8 +19,13 @@ public protocol CacheStore: AnyObject, Sendable {
     /// stale, then evicts least recently used entries until the cache is
     /// within its bounds. `ttlMs`: nil for the cache's default, 0 for no
     /// expiry. An entry larger than the byte bound is not kept (and any
-    /// older entry under the key is dropped). `meta` is kept beside the
-    /// value (see `CacheEntry.meta`) and counts towards the byte bound.
+    /// older entry under the key is dropped).
+    func put(_ key: [UInt8], _ value: [UInt8], ttlMs: UInt64?) throws(CacheError)
+
+    /// Stores like `put(_:_:ttlMs:)`, with `meta` kept beside the value
+    /// (see `CacheEntry.meta`), counted towards the byte bound. A store
+    /// that keeps no metadata (the default implementation) drops it: the
+    /// http loader then reads what it needs from the stored response.
     func put(_ key: [UInt8], _ value: [UInt8], ttlMs: UInt64?, meta: [UInt8]) throws(CacheError)
 
     /// Drops the entry under `key`; whether there was one.
@@ -30,6 +35,7 @@ public protocol CacheStore: AnyObject, Sendable {
     /// Drops every entry (the counters stay).
     func clear() throws(CacheError)
 
+    /// The cache's counters and its current size.
     func stats() throws(CacheError) -> CacheStats
 
     /// The keys of the live entries that begin with `prefix` (every key
@@ -53,11 +59,11 @@ public protocol CacheStore: AnyObject, Sendable {
 extension CacheStore {
     /// Stores with the cache's default time to live.
     public func put(_ key: [UInt8], _ value: [UInt8]) throws(CacheError) {
-        try put(key, value, ttlMs: nil, meta: [])
+        try put(key, value, ttlMs: nil)
     }
 
-    /// Stores without metadata.
-    public func put(_ key: [UInt8], _ value: [UInt8], ttlMs: UInt64?) throws(CacheError) {
-        try put(key, value, ttlMs: ttlMs, meta: [])
+    /// Stores without the metadata: for stores that keep none.
+    public func put(_ key: [UInt8], _ value: [UInt8], ttlMs: UInt64?, meta: [UInt8]) throws(CacheError) {
+        try put(key, value, ttlMs: ttlMs)
     }
 }

@@ -6,6 +6,7 @@
 /// cache's lock, O(1) for one key); `close` (or the runtime's close) drops
 /// every entry, and the closed cache keeps nothing that is put into it.
 public final class MemoryCache: Handle, CacheStore, @unchecked Sendable {
+    /// The bounds of a memory cache.
     public struct Options: Sendable {
         /// Most entries held (at least 1).
         public var maxEntries = 10_000
@@ -14,6 +15,7 @@ public final class MemoryCache: Handle, CacheStore, @unchecked Sendable {
         /// Default time to live of an entry, in ms; 0: entries do not expire.
         public var ttlMs: UInt64 = 0
 
+        /// Bounds; the defaults hold up to 10,000 entries and 64 MiB that never expire.
         public init(maxEntries: Int = 10_000, maxBytes: Int = 64 << 20, ttlMs: UInt64 = 0) {
             self.maxEntries = maxEntries
             self.maxBytes = maxBytes
@@ -36,12 +38,13 @@ public final class MemoryCache: Handle, CacheStore, @unchecked Sendable {
     }
 
     public let name: String
+    /// The bounds the cache was made with.
     public let options: Options
     private let now: @Sendable () -> UInt64
     private let state = Locked(State())
 
     /// `now` gives wall-clock milliseconds; tests inject their own clock.
-    public init(id: UInt64, name: String, options: Options = Options(),
+    @usableFromInline package init(id: UInt64, name: String, options: Options = Options(),
                 now: @escaping @Sendable () -> UInt64 = Clock.wallMs) {
         self.name = name
         var options = options
@@ -58,7 +61,7 @@ public final class MemoryCache: Handle, CacheStore, @unchecked Sendable {
     /// Looks up a key given as raw bytes and passes the live entry, in
     /// place, to `body`, under the cache's lock (keep it short); nil on a
     /// miss. Like `get`, without allocating.
-    public func read<R>(_ key: UnsafeRawBufferPointer, _ body: (CacheEntryView) -> R) -> R? {
+    @usableFromInline package func read<R>(_ key: UnsafeRawBufferPointer, _ body: (CacheEntryView) -> R) -> R? {
         let digest = CacheKey.digest(of: key)
         return state.withLock { s in
             guard let block = s.table.find(key, digest: digest) else {
@@ -88,6 +91,7 @@ public final class MemoryCache: Handle, CacheStore, @unchecked Sendable {
         put(key, value, ttlMs: ttlMs, meta: [])
     }
 
+    /// Stores with `meta` beside the value (see `CacheStore`).
     public func put(_ key: [UInt8], _ value: [UInt8], ttlMs: UInt64?, meta: [UInt8]) {
         key.withUnsafeBytes { k in
             value.withUnsafeBytes { v in meta.withUnsafeBytes { m in put(k, v, ttlMs: ttlMs, meta: m) } }
@@ -96,8 +100,8 @@ public final class MemoryCache: Handle, CacheStore, @unchecked Sendable {
 
     /// Stores a key, a value and metadata given as raw bytes, copied once,
     /// into the entry's block (before the lock is taken).
-    public func put(_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer, ttlMs: UInt64?,
-                    meta: UnsafeRawBufferPointer = UnsafeRawBufferPointer(start: nil, count: 0)) {
+    package func put(_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer, ttlMs: UInt64?,
+                     meta: UnsafeRawBufferPointer = UnsafeRawBufferPointer(start: nil, count: 0)) {
         let nowMs = now()
         let expires = CacheEntry.expiry(storedAt: nowMs, ttlMs: ttlMs ?? options.ttlMs)
         let digest = CacheKey.digest(of: key)
@@ -168,6 +172,8 @@ public final class MemoryCache: Handle, CacheStore, @unchecked Sendable {
         }
     }
 
+    /// The keys of the live entries that begin with `prefix`, from the most
+    /// to the least recently used (see `CacheStore.keys(prefix:)`).
     public func keys(prefix: [UInt8]) -> [[UInt8]] {
         let nowMs = now()
         return state.withLock { $0.table.keys(prefix: prefix, liveAt: nowMs) }

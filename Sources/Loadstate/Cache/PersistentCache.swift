@@ -24,6 +24,7 @@ import Glibc
 /// lock; `close` (or the runtime's close) writes the recorded accesses and
 /// closes the file; after it, operations throw `ResultCode.closed`.
 public final class PersistentCache: Handle, CacheStore, @unchecked Sendable {
+    /// The bounds of a persistent cache.
     public struct Options: Sendable {
         /// Most bytes of keys and values held.
         public var maxBytes: Int
@@ -36,6 +37,7 @@ public final class PersistentCache: Handle, CacheStore, @unchecked Sendable {
         /// each) before all of them are written in one transaction.
         public var pendingAccessLimit: Int
 
+        /// Bounds; the defaults hold up to 256 MiB of entries that never expire.
         public init(maxBytes: Int = 256 << 20, ttlMs: UInt64 = 0, replaceDamaged: Bool = false,
                     pendingAccessLimit: Int = 262_144) {
             self.maxBytes = maxBytes
@@ -46,10 +48,12 @@ public final class PersistentCache: Handle, CacheStore, @unchecked Sendable {
     }
 
     /// `PRAGMA user_version` of the files this library writes.
-    public static var schemaVersion: Int64 { PersistentCacheSchema.version }
+    @usableFromInline package static var schemaVersion: Int64 { PersistentCacheSchema.version }
 
+    /// The cache file.
     public let path: String
     public var name: String { path }
+    /// The bounds the cache was opened with.
     public let options: Options
     private let now: @Sendable () -> UInt64
     /// nil once closed.
@@ -59,7 +63,7 @@ public final class PersistentCache: Handle, CacheStore, @unchecked Sendable {
     /// Throws `ResultCode.io` when the file cannot be opened, or is not a
     /// cache of this schema version and `replaceDamaged` is false; the
     /// message names the file. `now` gives wall-clock milliseconds.
-    public init(id: UInt64, path: String, options: Options = Options(),
+    @usableFromInline package init(id: UInt64, path: String, options: Options = Options(),
                 now: @escaping @Sendable () -> UInt64 = Clock.wallMs) throws(CacheError) {
         self.path = path
         self.options = options
@@ -103,6 +107,12 @@ public final class PersistentCache: Handle, CacheStore, @unchecked Sendable {
         }
     }
 
+    /// Stores with the cache's time to live unless `ttlMs` says otherwise (see `CacheStore`).
+    public func put(_ key: [UInt8], _ value: [UInt8], ttlMs: UInt64?) throws(CacheError) {
+        try put(key, value, ttlMs: ttlMs, meta: [])
+    }
+
+    /// Stores with `meta` beside the value (see `CacheStore`).
     public func put(_ key: [UInt8], _ value: [UInt8], ttlMs: UInt64?, meta: [UInt8]) throws(CacheError) {
         let nowMs = now()
         let expires = CacheEntry.expiry(storedAt: nowMs, ttlMs: ttlMs ?? options.ttlMs)
@@ -143,6 +153,8 @@ public final class PersistentCache: Handle, CacheStore, @unchecked Sendable {
         }
     }
 
+    /// The keys of the live entries that begin with `prefix`, in byte order
+    /// (see `CacheStore.keys(prefix:)`).
     public func keys(prefix: [UInt8]) throws(CacheError) -> [[UInt8]] {
         let nowMs = now()
         return try withStore("keys") { s throws(SQLiteError) in try s.keys(prefix: prefix, liveAt: nowMs) }

@@ -21,7 +21,7 @@ protocol RuntimeResident: AnyObject {
 /// The cell's state is kept once, in `published` (the latest event): the
 /// loop thread writes it under the table lock with each event, and reads
 /// it without the lock (it is the only writer).
-public final class Cell<Value, Request>: Handle, @unchecked Sendable {
+@_spi(LoadstateC) public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     struct Session {
         /// The state before the load (or before the first of a chain of
         /// superseding loads), restored by a cancel.
@@ -36,6 +36,9 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
         /// job starts for it meanwhile.
         var ticket: UInt32
         var attempt: UInt32
+        /// Where the load's job waits in its loader's queue (see
+        /// `LoadOptions.priority`, `setPriority`).
+        var priority: Int32
     }
 
     // Stored properties are laid out in this order: pointers and words
@@ -72,6 +75,13 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     @exclusivity(unchecked) private var lastSpec: LoadSpec<Value, Request>?
     @exclusivity(unchecked) private var timers: LoadTimers?
     @exclusivity(unchecked) private var rng = SystemRandomNumberGenerator()
+    /// Polls that failed in a row (see `pollAfterLoad`).
+    @exclusivity(unchecked) private var pollFailures: UInt32 = 0
+    /// The cell waits in the runtime's `PollControl` for polling to resume.
+    @exclusivity(unchecked) private var pollParked = false
+    /// The cell runs a prefetch (`Runtime.prefetch`): its jobs take loads
+    /// of their key that do not ask to share.
+    @exclusivity(unchecked) var isPrefetch = false
 
     // Guarded by the table lock.
     /// Set when the cell asked to leave a job other cells also wait for:
@@ -83,15 +93,15 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     @exclusivity(unchecked) private var queuedStopResets = false
     @exclusivity(unchecked) private var loadRequested = false
 
-    public let flavor: CellFlavor
+    @usableFromInline package let flavor: CellFlavor
 
     /// A cell whose events go to a closure.
-    public convenience init(id: UInt64, flavor: CellFlavor, runtime: Runtime,
+    @usableFromInline package convenience init(id: UInt64, flavor: CellFlavor, runtime: Runtime,
                             observer: @escaping (Cell, CellEvent<Value, Request>) -> Void) {
         self.init(id: id, flavor: flavor, runtime: runtime, observer: ClosureObserver(observer))
     }
 
-    public init(id: UInt64, flavor: CellFlavor, runtime: Runtime, observer: CellObserver<Value, Request>) {
+    @usableFromInline package init(id: UInt64, flavor: CellFlavor, runtime: Runtime, observer: CellObserver<Value, Request>) {
         self.flavor = flavor
         self.runtime = runtime
         self.observer = observer
@@ -105,32 +115,32 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     /// events (the default). Off, the progress is dropped: no event, no
     /// `seq` taken. Any thread may change it; it applies to progress
     /// reported from then on.
-    public var deliversProgress: Bool {
+    @usableFromInline package var deliversProgress: Bool {
         get { reportsProgress.load(ordering: .relaxed) }
         set { reportsProgress.store(newValue, ordering: .relaxed) }
     }
 
     /// Whether the cell was freed; a freed cell emits nothing.
-    public var isFreed: Bool { freed.load(ordering: .acquiring) }
+    @usableFromInline package var isFreed: Bool { freed.load(ordering: .acquiring) }
 
     /// Any thread: no event of the cell is reported after this returns
     /// (apart from one already being reported on another thread).
-    public func markFreed() {
+    @usableFromInline package func markFreed() {
         freed.store(true, ordering: .releasing)
     }
 
     /// The cell's latest event (seq 0 before the first); any thread.
-    public var latestEvent: CellEvent<Value, Request> {
+    @usableFromInline package var latestEvent: CellEvent<Value, Request> {
         @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
         get { runtime.table.withLock { _ in published } }
     }
 
     /// The current state. Loop thread only (elsewhere use `latestEvent`).
-    public var state: CellState<Value, Request> { published.state }
+    @usableFromInline package var state: CellState<Value, Request> { published.state }
 
     /// Any thread: records that a load with this loader was asked for, so
     /// that `refresh` can be accepted or refused at once.
-    public func noteLoadRequested(loader: UInt64) {
+    @usableFromInline package func noteLoadRequested(loader: UInt64) {
         runtime.table.withLock { _ in noteLoadRequestedLocked(loader: loader) }
     }
 
@@ -146,14 +156,14 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     /// Returns the ticket a load asked for by this call passes to `load`.
     @discardableResult
     @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
-    public func requestLeave() -> UInt64 {
+    @usableFromInline package func requestLeave() -> UInt64 {
         runtime.table.withLock { _ in requestLeaveLocked() }
     }
 
     /// Any thread: asks for an operation that ends the cell's load (cancel,
     /// reset, set_*, free) and queues it for the loop thread.
     @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
-    public func leave(then operation: @escaping (Cell) -> Void) {
+    @usableFromInline package func leave(then operation: @escaping (Cell) -> Void) {
         requestLeave()
         runtime.loop.execute { [self] in operation(self) }
     }
@@ -165,7 +175,7 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     /// with nothing asked for in between. So a host that cancels one cell
     /// in a loop queues one operation at a time, not one per call.
     @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
-    public func stop(reset: Bool) {
+    @usableFromInline package func stop(reset: Bool) {
         let queued = runtime.table.withLock { _ -> UInt32 in
             if !reset && !loadRequested { return 0 }
             if queuedStop != 0 && queuedStop == leaveRequests && (queuedStopResets || !reset) { return 0 }
@@ -186,7 +196,7 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
 
     /// `requestLeave`, with the table lock already held.
     @discardableResult
-    public func requestLeaveLocked() -> UInt64 {
+    @usableFromInline package func requestLeaveLocked() -> UInt64 {
         leaveRequests &+= 1
         if leaveRequests == 0 { leaveRequests = 1 }  // 0 means: not checked
         guard let job = currentJob, job.phase == .running, leaveMark == nil else { return UInt64(leaveRequests) }
@@ -203,19 +213,19 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     /// records before it is queued (`noteLoadRequested` and `requestLeave`).
     /// Returns the load's ticket (see `load(_:ticket:)`).
     @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
-    public func prepareLoadLocked(loader: UInt64) -> UInt64 {
+    @usableFromInline package func prepareLoadLocked(loader: UInt64) -> UInt64 {
         noteLoadRequestedLocked(loader: loader)
         return requestLeaveLocked()
     }
 
     /// `prepareLoadLocked`, taking the table lock.
-    public func prepareLoad(loader: UInt64) -> UInt64 {
+    @usableFromInline package func prepareLoad(loader: UInt64) -> UInt64 {
         runtime.table.withLock { _ in prepareLoadLocked(loader: loader) }
     }
 
     /// Any thread: the loader `refresh` would use, or nil if no load was
     /// ever asked for.
-    public var refreshLoaderID: UInt64? {
+    @usableFromInline package var refreshLoaderID: UInt64? {
         @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
         get { runtime.table.withLock { _ in loadRequested ? lastLoaderID : nil } }
     }
@@ -230,21 +240,25 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     /// another operation that ends loads since, no job starts before that
     /// operation runs. 0 skips the check.
     @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
-    public func load(_ spec: LoadSpec<Value, Request>, ticket: UInt64 = 0) {
+    @usableFromInline package func load(_ spec: LoadSpec<Value, Request>, ticket: UInt64 = 0) {
         load(spec, markStale: false, ticket: ticket)
     }
 
     /// `markStale`: the shown value was invalidated (flag it while reloading).
     private func load(_ spec: LoadSpec<Value, Request>, markStale: Bool, ticket: UInt64 = 0) {
         guard !isFreed else { return }
-        let restore = abandonSession() ?? state
+        stopPolling()
+        var restore = abandonSession() ?? state
+        restore.isQueued = false
         lastSpec = spec
         // What a silent load shows (the current state unless the cache has
         // one); copied only for such a load: a copy retains what it holds.
         var cachedShown: CellState<Value, Request>?
         if let cache = spec.cache, cache.policy != .loadOnly, flavor == .loadable {
             switch serveFromCache(cache, spec: spec) {
-            case .served: return
+            case .served:
+                pollAfterLoad(failed: state.status == .error)
+                return
             case .revalidate(let cached):
                 // The cached value is shown while a silent load revalidates it.
                 cachedShown = cached
@@ -257,22 +271,29 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
         let timed = spec.options.timeoutMs > 0 || interrupts
         session = Session(restore: restore, startedAtNs: timed ? uv_hrtime() : 0, job: nil, serial: loads,
                           ticket: UInt32(truncatingIfNeeded: ticket),
-                          attempt: 1)
+                          attempt: 1, priority: spec.options.priority)
         // A load that shares a running job joins it before its first event,
         // so that a host seeing that event knows the cell waits for the job.
         let joined = joinSharedJob(spec)
+        // Whether the job will wait for its loader's admission, so that the
+        // first event says so (`startAttempt` decides, at once after it).
+        let queued = joined ? session?.job?.isWaiting ?? false : spec.loader.admission?.mustWait() ?? false
         if spec.options.silent || cachedShown != nil {
             var shown = cachedShown ?? state
             shown.isRefreshing = true
             shown.attempt = 1
+            shown.isQueued = queued
             if markStale { shown.isStale = true }
             emit(.state, shown, changed: markStale || shown.isFromCache)
         } else {
-            emit(.state, CellState(status: .loading, kind: spec.kind, value: nil, error: nil, request: spec.request,
-                                   isPartial: false, isRefreshing: false, attempt: 1, updatedAt: Clock.wallMs()))
+            var loading = CellState<Value, Request>(status: .loading, kind: spec.kind, value: nil, error: nil,
+                                                    request: spec.request, isPartial: false, isRefreshing: false,
+                                                    attempt: 1, updatedAt: Clock.wallMs())
+            loading.isQueued = queued
+            emit(.state, loading)
         }
         armTimers(timeoutMs: spec.options.timeoutMs, interrupts: interrupts)
-        if !joined { startAttempt(spec) }
+        if !joined { startAttempt(spec, shownQueued: queued) }
     }
 
     private enum CacheOutcome {
@@ -325,7 +346,12 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     /// reading it, and stores the result. A cache-only load reads the cache
     /// again. `ticket` as for `load`.
     @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
-    public func refresh(ticket: UInt64 = 0) {
+    @usableFromInline package func refresh(ticket: UInt64 = 0) {
+        reload(ticket: ticket)
+    }
+
+    /// `refresh`'s work (also a poll's).
+    private func reload(ticket: UInt64) {
         guard var spec = lastSpec else { return }
         spec.options.silent = true
         if let cache = spec.cache, cache.policy == .cacheFirst || cache.policy == .cacheThenLoad {
@@ -346,15 +372,18 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     }
 
     /// Cancels the running load: the state before it comes back, flagged cancelled.
-    public func cancel() {
-        guard !isFreed, var restore = abandonSession() else { return }
+    @usableFromInline package func cancel() {
+        guard !isFreed else { return }
+        stopPolling()
+        guard var restore = abandonSession() else { return }
         restore.isRefreshing = false
         emit(.state, restore, cancelled: true)
     }
 
     /// Cancels the running load and makes the cell absent.
-    public func reset() {
+    @usableFromInline package func reset() {
         guard !isFreed else { return }
+        stopPolling()
         let hadSession = abandonSession() != nil
         if !hadSession && state.status == .absent && !state.isRefreshing { return }
         emit(.state, .initial(at: Clock.wallMs()))
@@ -362,17 +391,28 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
 
     /// Cancels the running load and sets a value.
     @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
-    public func setLoaded(_ value: Value) {
+    @usableFromInline package func setLoaded(_ value: Value) {
         guard !isFreed else { return }
+        stopPolling()
         abandonSession()
         emit(.state, CellState(status: .loaded, kind: 0, value: value, error: nil, request: nil,
                                isPartial: false, isRefreshing: false, attempt: 0, updatedAt: Clock.wallMs()))
     }
 
+    /// Cancels the running load and shows `newState`, whatever it is (full
+    /// manual control: a `loading` state has no job behind it, and a later
+    /// `set*`, load, cancel or reset ends it).
+    @usableFromInline package func setState(_ newState: CellState<Value, Request>) {
+        guard !isFreed else { return }
+        abandonSession()
+        emit(.state, newState)
+    }
+
     /// Cancels the running load and sets an error.
     @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
-    public func setError(_ error: LoadError) {
+    @usableFromInline package func setError(_ error: LoadError) {
         guard !isFreed else { return }
+        stopPolling()
         abandonSession()
         emit(.state, CellState(status: .error, kind: state.kind, value: nil, error: error, request: nil,
                                isPartial: false, isRefreshing: false, attempt: 0, updatedAt: Clock.wallMs()))
@@ -380,7 +420,7 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
 
     /// Fails the load numbered `serial` (see `CellEvent.load`) if it still
     /// runs: its job is cancelled and the cell shows `error`.
-    public func failLoad(_ serial: UInt64, with error: LoadError) {
+    @usableFromInline package func failLoad(_ serial: UInt64, with error: LoadError) {
         guard !isFreed, let s = session, UInt64(s.serial) == serial, let spec = lastSpec else { return }
         if let job = s.job {
             job.leave(self)
@@ -390,14 +430,92 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
         emit(.state, CellState(status: .error, kind: spec.kind, value: nil, error: error, request: spec.request,
                                isPartial: false, isRefreshing: false, attempt: s.attempt,
                                updatedAt: Clock.wallMs()))
+        pollAfterLoad(failed: true)
     }
 
     /// Ends the cell: cancels its job, closes its timers. Call `markFreed` first.
     @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
-    public func free() {
+    @usableFromInline package func free() {
+        stopPolling()
         abandonSession()
         timers?.close()
         timers = nil
+    }
+
+    /// Gives the load under way another priority: a job that still waits
+    /// for its loader's admission moves in the queue (a shared job takes
+    /// the highest priority of its cells); a job that runs is not affected.
+    /// The priority is kept for `refresh`. Nothing without a load under way.
+    @usableFromInline package func setPriority(_ priority: Int32) {
+        guard !isFreed, session != nil else { return }
+        session?.priority = priority
+        lastSpec?.options.priority = priority
+        if let job = session?.job, job.isWaiting { job.updatePriority() }
+    }
+
+    /// The priority of the load under way (`Int32.min` without one), for
+    /// the job it waits for.
+    var waitingPriority: Int32 { session?.priority ?? Int32.min }
+
+    /// Loop: the job this cell waits for left its loader's queue and starts.
+    func jobAdmitted(_ job: Job<Value, Request>) {
+        guard session?.job === job, !isFreed else { return }
+        showQueued(false)
+    }
+
+    /// Emits the current state again, flagged queued or not.
+    private func showQueued(_ queued: Bool) {
+        guard state.isQueued != queued else { return }
+        var next = state
+        next.isQueued = queued
+        emit(.state, next, changed: false)
+    }
+
+    // MARK: - Polling
+
+    /// After a load ended (it failed when `failed`): with a refresh
+    /// interval, the next refresh is due that long after now, or, after a
+    /// failure with `pollsAfterError`, after the longer of the interval and
+    /// the retry back-off of the failures in a row. A failure without
+    /// `pollsAfterError` stops polling.
+    private func pollAfterLoad(failed: Bool) {
+        guard let options = lastSpec?.options, options.refreshIntervalMs > 0, !isFreed, session == nil else { return }
+        var delay = UInt64(options.refreshIntervalMs)
+        if failed {
+            guard options.pollsAfterError else { return }
+            pollFailures = min(pollFailures &+ 1, 32)
+            let exponent = UInt64(min(pollFailures - 1, 31))
+            let backoff = min(UInt64(options.retryBaseMs) << exponent, UInt64(options.retryMaxMs))
+            delay = max(delay, backoff)
+        } else {
+            pollFailures = 0
+        }
+        let t = loadTimers()
+        t.arm(&t.poll, loop: runtime.loop, after: delay) { [unowned self] in pollDue() }
+    }
+
+    /// The poll timer fired: refresh, unless polling is paused (then wait
+    /// for it to resume) or a load runs.
+    private func pollDue() {
+        guard !isFreed, session == nil, lastSpec != nil else { return }
+        if runtime.pollControl.isPaused {
+            pollParked = true
+            runtime.pollControl.park(self)
+            return
+        }
+        let failures = pollFailures
+        reload(ticket: 0)
+        pollFailures = failures
+    }
+
+    /// Stops polling (a load, cancel, reset, set_* or free).
+    private func stopPolling() {
+        timers?.poll?.stop()
+        pollFailures = 0
+        if pollParked {
+            pollParked = false
+            runtime.pollControl.unpark(self)
+        }
     }
 
     // MARK: - Sessions and jobs
@@ -407,8 +525,15 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     // retains (and later releases) everything they hold.
 
     /// Starts the current session's next attempt of `spec` (`lastSpec`).
-    private func startAttempt(_ spec: LoadSpec<Value, Request>) {
-        guard let attempt = session?.attempt else { return }
+    ///
+    /// A loader with limits (`Loader.admission`) may hold the job in its
+    /// queue: the job exists (loads of its key join it) but its loader is
+    /// not called until it is admitted. `shownQueued`: whether the event
+    /// just emitted said the job waits; another event corrects it if not so.
+    private func startAttempt(_ spec: LoadSpec<Value, Request>, shownQueued: Bool = false) {
+        guard let attempt = session?.attempt, let ticket = session?.ticket, let priority = session?.priority else {
+            return
+        }
         let loader = spec.loader
         guard !loader.isRetired else {
             // The loader was freed after the load was asked for: no job can start.
@@ -419,30 +544,48 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
                                    attempt: attempt, updatedAt: Clock.wallMs()))
             return
         }
-        if joinSharedJob(spec) { return }
-        let shareKey = spec.options.shareKey.map { ShareKey(loader: loader.id, key: $0) }
+        if joinSharedJob(spec) {
+            showQueued(session?.job?.isWaiting ?? false)
+            return
+        }
+        let key = spec.options.shareKey ?? (isPrefetch ? spec.cache?.key : nil)
+        let shareKey = key.map { ShareKey(loader: loader.id, key: $0) }
         let job = Job(id: runtime.table.makeID(.job), runtime: runtime, cell: self, loader: loader,
-                      request: spec.request, attempt: attempt, shareKey: shareKey, cache: spec.cache)
-        let ticket = session!.ticket
+                      request: spec.request, attempt: attempt, shareKey: shareKey, cache: spec.cache,
+                      isPrefetch: isPrefetch)
+        let admission = loader.admission
+        // Whether the loader's limits let the job start now (it then counts
+        // as running); without limits, always.
+        let admitted = admission?.tryStart() ?? true
         let started = runtime.table.withLock { storage -> Bool in
             // A load already superseded by a later call starts no job: the
             // operation that call queued ends it.
             guard !isStale(ticket: ticket) else { return false }
-            storage.handles[job.id] = job
+            // A job that waits is seen by job calls once it is admitted.
+            if admitted { storage.handles[job.id] = job }
             currentJob = job
             return true
         }
-        guard started else { return }
-        if let shareKey { runtime.share(shareKey, job: job) }
-        session!.job = job
-        loader.jobStarted()
-        job.isStarting = true
-        loader.start(job, runtime: runtime)
-        job.isStarting = false
-        if job.settleAfterStart {
-            job.settleAfterStart = false
-            job.settle()
+        guard started else {
+            if admitted { admission?.untake() }
+            return
         }
+        if let shareKey { runtime.share(shareKey, job: job) }
+        session?.job = job
+        loader.jobStarted()
+        if let admission {
+            job.priority = priority
+            guard admitted else {
+                job.admissionPhase = .waiting
+                // Made here, where the job's types are known: its start runs specialized.
+                job.admissionTicket = admission.enqueue(priority: priority, job.admissionStart())
+                if !shownQueued { showQueued(true) }
+                return
+            }
+            job.admissionPhase = .counted
+            if shownQueued { showQueued(false) }
+        }
+        job.begin()
     }
 
     /// Waits for the running job of another load of `spec` (`lastSpec`)
@@ -451,8 +594,10 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
     /// nothing it is one check of the spec.
     @inline(__always)
     private func joinSharedJob(_ spec: LoadSpec<Value, Request>) -> Bool {
-        guard let key = spec.options.shareKey, let ticket = session?.ticket, session?.job == nil,
-              let running = runtime.sharedJob(ShareKey(loader: spec.loader.id, key: key), of: Job<Value, Request>.self)
+        // A load that does not ask to share still joins a prefetch of its cache key.
+        guard let key = spec.options.shareKey ?? spec.cache?.key, let ticket = session?.ticket, session?.job == nil,
+              let running = runtime.sharedJob(ShareKey(loader: spec.loader.id, key: key), of: Job<Value, Request>.self),
+              spec.options.shareKey != nil || running.isPrefetch
         else { return false }
         let joined = runtime.table.withLock { _ -> Bool in
             // A job whose cells all asked to leave takes no new one; a job
@@ -464,7 +609,8 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
         }
         guard joined else { return false }
         running.waiters.append(self)
-        session!.job = running
+        session?.job = running
+        if running.isWaiting { running.updatePriority() }
         return true
     }
 
@@ -536,6 +682,7 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
                 next.isStale = origin == .staleOnError
             }
             emit(.state, next)
+            pollAfterLoad(failed: false)
         case .finish:
             endSession()
             var next: CellState<Value, Request>
@@ -551,6 +698,7 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
             let changed = !(job.yielded && flavor == .loadable)
             next.isRefreshing = false
             emit(.state, next, changed: changed)
+            pollAfterLoad(failed: false)
         case .fail(let error, let retry):
             if retry != .never && attempt <= lastSpec!.options.retries {
                 if case .after(let ms) = retry {
@@ -575,6 +723,7 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
                 let value = carried as? Value
                 emit(.state, settled(.error, value: value, error: error))
             }
+            pollAfterLoad(failed: true)
         case .cancelSelf:
             endSession()
             var restore = restore
@@ -684,12 +833,14 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
         guard let s = session, s.job == nil, !isFreed, let spec = lastSpec else { return }
         var next = state
         next.attempt = s.attempt
+        let queued = spec.loader.admission?.mustWait() ?? false
+        next.isQueued = queued
         emit(.state, next, changed: !spec.options.silent)
-        startAttempt(spec)
+        startAttempt(spec, shownQueued: queued)
     }
 
     /// The number of the load under way (see `CellEvent.load`), if any.
-    public var currentLoad: UInt64? { session.map { UInt64($0.serial) } }
+    @usableFromInline package var currentLoad: UInt64? { session.map { UInt64($0.serial) } }
 
     // MARK: - Events
 
@@ -709,8 +860,8 @@ public final class Cell<Value, Request>: Handle, @unchecked Sendable {
 /// overrides `cellEvent`. One object per cell, where a closure over
 /// concrete Value and Request types would take two (its context, and the
 /// thunk that adapts it to the cell's generic signature).
-open class CellObserver<Value, Request> {
-    public init() {}
+@_spi(LoadstateC) open class CellObserver<Value, Request> {
+    @usableFromInline package init() {}
 
     /// Called for each event of `cell` (not after the cell was freed).
     open func cellEvent(_ cell: Cell<Value, Request>, _ event: CellEvent<Value, Request>) {}
@@ -735,6 +886,13 @@ protocol CacheViewer: AnyObject {
 }
 
 extension Cell: CacheViewer {}
+
+extension Cell: PollTarget {
+    func pollResumed() {
+        pollParked = false
+        pollDue()
+    }
+}
 
 extension Cell: RuntimeResident {
     func shutdown(runtime: Runtime) {

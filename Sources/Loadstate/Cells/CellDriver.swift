@@ -6,15 +6,17 @@ import Observation
 /// caller's task).
 ///
 /// The core cell lives on the loop thread; the mirror is updated there,
-/// under a lock, so any thread can read it. Freeing the driver frees the
+/// under a lock held only for the copy of one state, so any thread reads
+/// it without waiting for the loop's work. Freeing the driver frees the
 /// core cell (its running job is cancelled).
 final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @unchecked Sendable {
     struct Mirror {
         var state: Public
-        var isRefreshing = false
-        var isPartial = false
+        var detail: CellState<Value, Request>
         var subscribers: [Int: AsyncStream<Public>.Continuation] = [:]
         var nextSubscriber = 0
+        /// How many state changes the streams were given.
+        var changes = 0
     }
 
     let runtime: Runtime
@@ -25,8 +27,12 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
     private let changing: @Sendable (() -> Void) -> Void
 
     // Loop thread only.
-    private var interrupt: (load: UInt64, handler: InterruptHandler)?
-    private var lastHandler: InterruptHandler?
+    private var interrupt: (load: UInt64, call: InterruptCall, fired: Int)?
+    private var lastInterruptCall: InterruptCall?
+    /// The handler calls of the current load run one after the other.
+    private var interruptChain: Task<Void, Never>?
+    /// Callers of `loadAndWait`, by the load they wait for.
+    private var loadWaiters: [(load: UInt64, done: CheckedContinuation<Void, Never>)] = []
 
     init(runtime: Runtime, flavor: CellFlavor, initial: Public,
          translate: @escaping @Sendable (CellState<Value, Request>) -> Public,
@@ -35,7 +41,7 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
         self.runtime = runtime
         self.translate = translate
         self.changing = changing
-        mirror = Locked(Mirror(state: initial))
+        mirror = Locked(Mirror(state: initial, detail: .initial(at: Clock.wallMs())))
         core = Cell(id: runtime.table.makeID(flavor == .loadable ? .loadable : .process), flavor: flavor,
                     runtime: runtime, observer: { _, event in relay.driver?.receive(event) })
         relay.driver = self
@@ -52,6 +58,7 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
             return Array(m.subscribers.values)
         }
         for s in subscribers { s.finish() }
+        for w in loadWaiters { w.done.resume() }
     }
 
     private final class Relay: @unchecked Sendable {
@@ -61,56 +68,91 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
     // MARK: - Reading (any thread)
 
     var state: Public { mirror.withLock { $0.state } }
-    var isRefreshing: Bool { mirror.withLock { $0.isRefreshing } }
-    var isPartial: Bool { mirror.withLock { $0.isPartial } }
+    var detail: CellState<Value, Request> { mirror.withLock { $0.detail } }
+    var isRefreshing: Bool { mirror.withLock { $0.detail.isRefreshing } }
+    var isPartial: Bool { mirror.withLock { $0.detail.isPartial } }
+    var isQueued: Bool { mirror.withLock { $0.detail.isQueued } }
 
     /// A stream of every state from now on, starting with the current one.
-    func states() -> AsyncStream<Public> {
+    func states() -> AsyncStream<Public> { countedStates().stream }
+
+    /// `states()`, and how many state changes the streams were given before
+    /// it (its first state is the one after them).
+    func countedStates() -> (stream: AsyncStream<Public>, changes: Int) {
         let (stream, continuation) = AsyncStream<Public>.makeStream()
-        let key = mirror.withLock { m -> Int in
+        let (key, changes) = mirror.withLock { m -> (Int, Int) in
             let key = m.nextSubscriber
             m.nextSubscriber += 1
             m.subscribers[key] = continuation
             continuation.yield(m.state)
-            return key
+            return (key, m.changes)
         }
         continuation.onTermination = { [weak self] _ in
             _ = self?.mirror.withLock { $0.subscribers.removeValue(forKey: key) }
         }
-        return stream
+        return (stream, changes)
     }
+
+    /// How many state changes the streams were given.
+    var stateChanges: Int { mirror.withLock { $0.changes } }
 
     // MARK: - Loads
 
-    /// Starts a load whose body runs in a new task.
-    func load(_ settings: LoadSettings, request: Request, kind: Int32, onInterrupt: InterruptHandler?,
-              body: @escaping SwiftLoader<Value, Request>.Body) {
-        let spec = makeSpec(settings, request: request, kind: kind, body: body)
+    /// A loader for one load whose body runs a closure; with a `queue` (of
+    /// this runtime), its job waits for the queue's limits.
+    func closureLoader(queue: LoadQueue? = nil,
+                       _ body: @escaping SwiftLoader<Value, Request>.Body) -> SwiftLoader<Value, Request> {
+        let loader = SwiftLoader<Value, Request>(id: runtime.table.makeID(.loader), body: body)
+        if let queue, queue.runtime === runtime { loader.share(queue.admission) }
+        return loader
+    }
+
+    /// Starts a load; its job runs as its loader says (a closure's in a new task).
+    func load(_ spec: LoadSpec<Value, Request>, interrupts: InterruptCall?) {
         let ticket = core.prepareLoad(loader: spec.loader.id)
-        runtime.loop.execute { [self] in begin(spec, onInterrupt, ticket: ticket) }
+        runtime.loop.execute { [self] in begin(spec, interrupts, ticket: ticket) }
+    }
+
+    /// Starts a load and returns once it ended (its result is shown, or it
+    /// was cancelled or superseded). Cancelling the caller cancels the load.
+    func loadAndWait(_ spec: LoadSpec<Value, Request>, interrupts: InterruptCall?) async {
+        let ticket = core.prepareLoad(loader: spec.loader.id)
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                runtime.loop.execute { [self] in
+                    begin(spec, interrupts, ticket: ticket)
+                    if let load = core.currentLoad {
+                        loadWaiters.append((load, done))
+                    } else {
+                        done.resume()
+                    }
+                }
+            }
+        } onCancel: {
+            cancel()
+        }
     }
 
     /// Starts a load whose body runs in a child of the caller's task, and
     /// returns once the cell shows how it ended. Cancelling the caller
     /// cancels the load; cancelling the load cancels the body.
-    func loadInline(_ settings: LoadSettings, request: Request, kind: Int32, onInterrupt: InterruptHandler?,
-                    body: @escaping SwiftLoader<Value, Request>.Body) async {
-        let spec = makeSpec(settings, request: request, kind: kind, body: body)
+    func loadInline(_ spec: LoadSpec<Value, Request>, interrupts: InterruptCall?) async {
         guard let loader = spec.loader as? SwiftLoader<Value, Request> else { return }
         let ticket = core.prepareLoad(loader: loader.id)
         let started = await withCheckedContinuation { caller in
             runtime.loop.execute { [self] in
                 loader.inlineCaller = caller
-                begin(spec, onInterrupt, ticket: ticket)
+                begin(spec, interrupts, ticket: ticket)
                 loader.abandonInlineCaller()
             }
         }
         guard let started else { return }
         let context = started.context
         let cancelled = started.cancelled
+        let body = loader.body
         await withTaskCancellationHandler {
             await withTaskGroup(of: Void.self) { group in
-                group.addTask { await SwiftLoader<Value, Request>.perform(body, context) }
+                group.addTask { await SwiftLoader<Value, Request>.perform(body, started.request, context) }
                 group.addTask { for await _ in cancelled {} }
                 _ = await group.next()
                 group.cancelAll()
@@ -121,23 +163,43 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
         await settled()
     }
 
+    /// Returns once the load running now has ended (at once when none runs).
+    func waitForLoad() async {
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            runtime.loop.execute { [self] in
+                if let load = core.currentLoad {
+                    loadWaiters.append((load, done))
+                } else {
+                    done.resume()
+                }
+            }
+        }
+    }
+
     /// Reloads the last load silently. Returns false if there was none.
     @discardableResult
     func refresh() -> Bool {
         guard core.refreshLoaderID != nil else { return false }
         let ticket = core.requestLeave()
         runtime.loop.execute { [self] in
-            let handler = lastHandler
+            let call = lastInterruptCall
             core.refresh(ticket: ticket)
-            remember(handler)
+            remember(call)
         }
         return true
+    }
+
+    /// Gives the load under way another priority in its queue.
+    func setPriority(_ priority: Int) {
+        let value = Int32(clamping: priority)
+        runtime.loop.execute { [core] in core.setPriority(value) }
     }
 
     func cancel() { core.stop(reset: false) }
     func reset() { core.stop(reset: true) }
     func setLoaded(_ value: Value) { core.leave { $0.setLoaded(value) } }
     func setError(_ error: LoadError) { core.leave { $0.setError(error) } }
+    func setState(_ state: CellState<Value, Request>) { core.leave { $0.setState(state) } }
 
     /// Returns once everything queued for the loop before the call is done.
     func settled() async {
@@ -146,23 +208,17 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
         }
     }
 
-    private func makeSpec(_ settings: LoadSettings, request: Request, kind: Int32,
-                          body: @escaping SwiftLoader<Value, Request>.Body) -> LoadSpec<Value, Request> {
-        let loader = SwiftLoader<Value, Request>(id: runtime.table.makeID(.loader), body: body)
-        return LoadSpec(loader: loader, request: request, kind: kind, options: settings.options)
-    }
-
     /// Loop: starts the load and remembers its interrupt handler.
-    private func begin(_ spec: LoadSpec<Value, Request>, _ onInterrupt: InterruptHandler?, ticket: UInt64) {
+    private func begin(_ spec: LoadSpec<Value, Request>, _ interrupts: InterruptCall?, ticket: UInt64) {
         core.load(spec, ticket: ticket)
-        remember(onInterrupt)
+        remember(interrupts)
     }
 
     /// Loop: keeps the interrupt handler of the load just started.
-    private func remember(_ onInterrupt: InterruptHandler?) {
-        lastHandler = onInterrupt
-        if let onInterrupt, let load = core.currentLoad {
-            interrupt = (load, onInterrupt)
+    private func remember(_ call: InterruptCall?) {
+        lastInterruptCall = call
+        if let call, let load = core.currentLoad {
+            interrupt = (load, call, 0)
         } else {
             interrupt = nil
         }
@@ -173,15 +229,11 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
     private func receive(_ event: CellEvent<Value, Request>) {
         switch event.type {
         case .interrupt:
-            guard let (load, handler) = interrupt, load == event.load else { return }
-            do {
-                try handler(.milliseconds(event.elapsedMs))
-            } catch {
-                let failure = error is TimeoutError
-                    ? LoadError(.timedOut, underlying: error)
-                    : LoadError(domain: .host, code: 0, message: String(describing: error), underlying: error)
-                runtime.loop.execute { [core] in core.failLoad(load, with: failure) }
-            }
+            guard var current = interrupt, current.load == event.load else { return }
+            current.fired += 1
+            interrupt = current
+            callInterruptHandler(current.call, current.call.interrupt(number: current.fired, elapsedMs: event.elapsedMs),
+                                 load: event.load)
         case .progress:
             break
         case .state:
@@ -189,13 +241,63 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
             changing { [mirror] in
                 mirror.withLock { m in
                     m.state = public_
-                    m.isRefreshing = event.state.isRefreshing
-                    m.isPartial = event.state.isPartial
+                    m.detail = event.state
                     if event.stateChanged {
+                        m.changes += 1
                         for s in m.subscribers.values { s.yield(public_) }
                     }
                 }
             }
+            if !loadWaiters.isEmpty {
+                let running = core.currentLoad
+                var waiting: [(load: UInt64, done: CheckedContinuation<Void, Never>)] = []
+                for w in loadWaiters {
+                    if w.load == running { waiting.append(w) } else { w.done.resume() }
+                }
+                loadWaiters = waiting
+            }
+        }
+    }
+
+    /// Runs the handler on its own actor, after the handler calls before
+    /// it. What it throws fails the load it was called for, if that load
+    /// still runs: `TimeoutError` as a timeout, `CancelLoadable` or
+    /// `CancelProcess` cancel it, `ResetLoadable` or `ResetProcess` reset it.
+    private func callInterruptHandler(_ call: InterruptCall, _ interrupt: Interrupt, load: UInt64) {
+        let previous = interruptChain
+        let core = self.core
+        let loop = runtime.loop
+        interruptChain = Task {
+            await previous?.value
+            do {
+                try await call.handler(interrupt)
+            } catch {
+                let outcome = InterruptOutcome(error)
+                loop.execute {
+                    guard core.currentLoad == load else { return }
+                    switch outcome {
+                    case .fail(let failure): core.failLoad(load, with: failure)
+                    case .cancel: core.stop(reset: false)
+                    case .reset: core.stop(reset: true)
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// What an error thrown by an interrupt handler does to its load.
+enum InterruptOutcome: Sendable {
+    case fail(LoadError)
+    case cancel
+    case reset
+
+    init(_ error: any Error) {
+        switch error {
+        case is CancelLoadable, is CancelProcess: self = .cancel
+        case is ResetLoadable, is ResetProcess: self = .reset
+        case is TimeoutError: self = .fail(LoadError(.timedOut, underlying: error))
+        default: self = .fail(LoadError(domain: .host, code: 0, message: String(describing: error), underlying: error))
         }
     }
 }

@@ -1,28 +1,59 @@
 import Observation
 
-/// A value that loads, for Swift programs: `absent → loading → loaded | error`.
+/// A loadable cell without requests: its loads are closures. The
+/// Processed vocabulary: `load { ... }`, `load { yield in ... }`,
+/// `cancel()`, `reset()`, `refresh()`.
+public typealias LoadableCell<Value: Sendable> = LoadableCellWith<Void, Value>
+
+/// A value that loads, for Swift programs: `absent → loading → loaded |
+/// error`, and the request each state belongs to.
 ///
 /// Each `load` cancels the running one, shows `.loading` (unless silent),
-/// runs its closure and shows the result. A cancelled or superseded load
-/// never writes its result. The cell is `Observable`; `state` may be read
-/// from any thread, and `states` streams every change.
+/// runs its loader or closure and shows the result. A cancelled or
+/// superseded load never writes its result; a cancel brings back the
+/// state from before the load. `refresh()` reloads the last request
+/// silently: the old value stays visible, flagged refreshing, until the
+/// new one replaces it (after a failure too).
 ///
-///     let numbers = LoadableCell<[Int]>()
-///     numbers.load {
-///         try await Task.sleep(for: .milliseconds(10))
-///         return [42]
-///     }
+///     let user = LoadableCellWith(loader: users, cache: userCache)
+///     user.load(42)
+///     user.snapshot.request   // 42, in every state of that load
+///     user.refresh()
 ///
-/// All cells run on a `Runtime` (`Runtime.shared` by default), on its loop
-/// thread; the closures run in tasks.
-public final class LoadableCell<Value: Sendable>: Observable, @unchecked Sendable {
+/// The cell is `Observable`; `state` and `snapshot` may be read from any
+/// thread or actor without waiting for the loop's work, and `states`
+/// streams every change. Closures passed to `load` run on the actor they
+/// were written on (the main actor in a `@MainActor` view model), so they
+/// may use its state; outside any actor they run on the global executor.
+/// All cells run on a `Runtime` (`Runtime.shared` by default), whose loop
+/// thread owns their state machines.
+public final class LoadableCellWith<Request: Sendable, Value: Sendable>: Observable, @unchecked Sendable {
     private let registrar = ObservationRegistrar()
-    private let driver: CellDriver<Value, Void, LoadableState<Value>>
+    let driver: CellDriver<Value, Request, LoadableState<Value>>
+    /// The loader `load(_:)` runs, if the cell was made with one.
+    public let loader: LoadFunction<Request, Value>?
+    /// The cache the cell's loads use, if any.
+    public let cache: LoadCache<Request, Value>?
 
+    /// A cell whose loads are closures given to `load`.
     public init(runtime: Runtime = .shared) {
-        let subject = WeakSubject<LoadableCell>()
+        loader = nil
+        cache = nil
+        let subject = WeakSubject<LoadableCellWith>()
         driver = CellDriver(runtime: runtime, flavor: .loadable, initial: .absent,
-                            translate: LoadableCell.translate,
+                            translate: LoadableCellWith.translate,
+                            changing: subject.changes(of: \.state, registrar: registrar))
+        subject.subject = self
+    }
+
+    /// A cell whose `load(_:)` runs `loader`, reading and filling `cache`
+    /// when one is given.
+    public init(runtime: Runtime = .shared, loader: LoadFunction<Request, Value>, cache: LoadCache<Request, Value>? = nil) {
+        self.loader = loader
+        self.cache = cache
+        let subject = WeakSubject<LoadableCellWith>()
+        driver = CellDriver(runtime: runtime, flavor: .loadable, initial: .absent,
+                            translate: LoadableCellWith.translate,
                             changing: subject.changes(of: \.state, registrar: registrar))
         subject.subject = self
     }
@@ -33,59 +64,128 @@ public final class LoadableCell<Value: Sendable>: Observable, @unchecked Sendabl
         return driver.state
     }
 
+    /// The current state with its request and flags.
+    public var snapshot: LoadableSnapshot<Request, Value> {
+        registrar.access(self, keyPath: \.state)
+        let detail = driver.detail
+        return LoadableSnapshot(detail, state: Self.translate(detail))
+    }
+
+    /// The request of the load the current state belongs to.
+    public var request: Request? { snapshot.request }
+
     /// A silent load or refresh runs over the current state.
     public var isRefreshing: Bool { driver.isRefreshing }
 
     /// The loaded value was yielded by a load that still runs.
     public var isPartial: Bool { driver.isPartial }
 
+    /// The load waits for its `LoadQueue`: its body has not started.
+    public var isQueued: Bool { driver.isQueued }
+
+    /// Gives the load under way another priority: a load that still waits
+    /// in its queue moves to its place for the new priority (a running one
+    /// is not affected). Kept for `refresh`.
+    public func setPriority(_ priority: Int) { driver.setPriority(priority) }
+
     /// Every state from now on, starting with the current one. Silent loads
     /// add no state of their own: only their results appear.
     public var states: AsyncStream<LoadableState<Value>> { driver.states() }
 
-    /// Starts a load in a new task; `body` returns the value.
-    public func load(silently: Bool = false, timeout: Duration? = nil, interrupts: [Duration] = [],
-                     retries: Int = 0, onInterrupt: InterruptHandler? = nil,
-                     _ body: @escaping @Sendable () async throws -> Value) {
+    // MARK: - Loads with the cell's loader
+
+    /// Loads `request` with the cell's loader, in a job of its own (or one
+    /// shared with other cells), and returns at once. `policy` overrides the
+    /// cache's policy for this load. Without a loader the cell shows an
+    /// error (`ResultCode.wrongState`).
+    public func load(_ request: Request, silently: Bool = false, timeout: Duration? = nil,
+                     interrupts: [Duration] = [], retries: Int = 0, policy: CachePolicy? = nil) {
         let settings = LoadSettings(silently: silently, timeout: timeout, interrupts: interrupts, retries: retries)
-        driver.load(settings, request: (), kind: 0, onInterrupt: onInterrupt) { _ in try await body() }
+        guard let spec = loaderSpec(request, settings, policy: policy) else { return }
+        driver.load(spec, interrupts: nil)
     }
 
-    /// Starts a load in a new task; `body` yields values as they come, and
-    /// the last one stays when it returns.
-    public func load(silently: Bool = false, timeout: Duration? = nil, interrupts: [Duration] = [],
-                     retries: Int = 0, onInterrupt: InterruptHandler? = nil,
-                     _ body: @escaping @Sendable (Yield<Value>) async throws -> Void) {
+    /// Loads `request` with the cell's loader; `onInterrupt` runs at each
+    /// of the `interrupts` delays while the load runs, on the caller's actor.
+    public func load(_ request: Request, silently: Bool = false, timeout: Duration? = nil,
+                     interrupts: [Duration], retries: Int = 0, policy: CachePolicy? = nil,
+                     @_inheritActorContext onInterrupt: sending @escaping @isolated(any) (Interrupt) async throws -> Void) {
         let settings = LoadSettings(silently: silently, timeout: timeout, interrupts: interrupts, retries: retries)
-        driver.load(settings, request: (), kind: 0, onInterrupt: onInterrupt) { context in
-            try await body(Yield(context: context))
-            return nil
-        }
+        guard let spec = loaderSpec(request, settings, policy: policy) else { return }
+        driver.load(spec, interrupts: InterruptCall(handler: onInterrupt, delays: interrupts))
     }
 
-    /// Loads in the caller's task and returns when the cell shows the
-    /// result. Cancelling the caller cancels the load.
-    public func load(silently: Bool = false, timeout: Duration? = nil, interrupts: [Duration] = [],
-                     retries: Int = 0, onInterrupt: InterruptHandler? = nil,
-                     _ body: @escaping @Sendable () async throws -> Value) async {
+    /// Loads `request` with the cell's loader and returns once the load
+    /// ended (its result is shown, or it was cancelled or superseded).
+    /// Cancelling the caller cancels the load.
+    public func load(_ request: Request, silently: Bool = false, timeout: Duration? = nil,
+                     interrupts: [Duration] = [], retries: Int = 0, policy: CachePolicy? = nil) async {
         let settings = LoadSettings(silently: silently, timeout: timeout, interrupts: interrupts, retries: retries)
-        await driver.loadInline(settings, request: (), kind: 0, onInterrupt: onInterrupt) { _ in try await body() }
+        guard let spec = loaderSpec(request, settings, policy: policy) else { return await settled() }
+        await driver.loadAndWait(spec, interrupts: nil)
     }
 
-    /// Loads with yielded values in the caller's task and returns when the
-    /// cell shows the result.
-    public func load(silently: Bool = false, timeout: Duration? = nil, interrupts: [Duration] = [],
-                     retries: Int = 0, onInterrupt: InterruptHandler? = nil,
-                     _ body: @escaping @Sendable (Yield<Value>) async throws -> Void) async {
+    /// Loads `request` with the cell's loader, with an interrupt handler,
+    /// and returns once the load ended.
+    public func load(_ request: Request, silently: Bool = false, timeout: Duration? = nil,
+                     interrupts: [Duration], retries: Int = 0, policy: CachePolicy? = nil,
+                     @_inheritActorContext onInterrupt: sending @escaping @isolated(any) (Interrupt) async throws -> Void)
+        async {
         let settings = LoadSettings(silently: silently, timeout: timeout, interrupts: interrupts, retries: retries)
-        await driver.loadInline(settings, request: (), kind: 0, onInterrupt: onInterrupt) { context in
-            try await body(Yield(context: context))
-            return nil
-        }
+        guard let spec = loaderSpec(request, settings, policy: policy) else { return await settled() }
+        await driver.loadAndWait(spec, interrupts: InterruptCall(handler: onInterrupt, delays: interrupts))
     }
 
-    /// Reloads the last load silently: the current state stays visible until
-    /// the new result replaces it. Returns false when nothing was loaded yet.
+    // MARK: - Loads with a closure
+
+    /// Loads `request` with `body`, which runs in a new task on the
+    /// caller's actor; returns at once. `refresh()` runs `body` again.
+    public func load(_ request: Request, silently: Bool = false, timeout: Duration? = nil,
+                     interrupts: [Duration] = [], retries: Int = 0,
+                     @_inheritActorContext _ body: sending @escaping @isolated(any) (Request) async throws -> Value) {
+        driver.load(closureSpec(request, LoadSettings(silently: silently, timeout: timeout, interrupts: interrupts,
+                                                      retries: retries), body), interrupts: nil)
+    }
+
+    /// Loads `request` with `body`; `onInterrupt` runs at each of the
+    /// `interrupts` delays while the load runs. Both run on the caller's actor.
+    public func load(_ request: Request, silently: Bool = false, timeout: Duration? = nil,
+                     interrupts: [Duration], retries: Int = 0,
+                     @_inheritActorContext _ body: sending @escaping @isolated(any) (Request) async throws -> Value,
+                     @_inheritActorContext onInterrupt: sending @escaping @isolated(any) (Interrupt) async throws -> Void) {
+        driver.load(closureSpec(request, LoadSettings(silently: silently, timeout: timeout, interrupts: interrupts,
+                                                      retries: retries), body),
+                    interrupts: InterruptCall(handler: onInterrupt, delays: interrupts))
+    }
+
+    /// Loads `request` with `body` in the caller's task and returns once
+    /// the cell shows the result. Cancelling the caller cancels the load.
+    public func load(_ request: Request, silently: Bool = false, timeout: Duration? = nil,
+                     interrupts: [Duration] = [], retries: Int = 0,
+                     @_inheritActorContext _ body: sending @escaping @isolated(any) (Request) async throws -> Value) async {
+        await driver.loadInline(closureSpec(request, LoadSettings(silently: silently, timeout: timeout,
+                                                                  interrupts: interrupts, retries: retries), body),
+                                interrupts: nil)
+    }
+
+    /// Loads `request` with `body` in the caller's task, with an interrupt
+    /// handler, and returns once the cell shows the result.
+    public func load(_ request: Request, silently: Bool = false, timeout: Duration? = nil,
+                     interrupts: [Duration], retries: Int = 0,
+                     @_inheritActorContext _ body: sending @escaping @isolated(any) (Request) async throws -> Value,
+                     @_inheritActorContext onInterrupt: sending @escaping @isolated(any) (Interrupt) async throws -> Void)
+        async {
+        await driver.loadInline(closureSpec(request, LoadSettings(silently: silently, timeout: timeout,
+                                                                  interrupts: interrupts, retries: retries), body),
+                                interrupts: InterruptCall(handler: onInterrupt, delays: interrupts))
+    }
+
+    // MARK: - Control
+
+    /// Reloads the last load's request silently: the current state stays
+    /// visible, flagged refreshing, until the new result replaces it. A
+    /// load that used a cache asks its loader again and stores the result.
+    /// Returns false when nothing was loaded yet.
     @discardableResult
     public func refresh() -> Bool { driver.refresh() }
 
@@ -103,11 +203,53 @@ public final class LoadableCell<Value: Sendable>: Observable, @unchecked Sendabl
         driver.setError(LoadError(domain: .host, code: 0, message: String(describing: error), underlying: error))
     }
 
+    /// Cancels the running load and shows `state`: full manual control
+    /// (`.loading` shows loading with no load behind it until the next call).
+    public func setState(_ state: LoadableState<Value>) {
+        switch state {
+        case .absent: driver.reset()
+        case .loading:
+            driver.setState(CellState(status: .loading, kind: 0, value: nil, error: nil, request: nil,
+                                      isPartial: false, isRefreshing: false, attempt: 0, updatedAt: Clock.wallMs()))
+        case .error(let error): setError(error)
+        case .loaded(let value): driver.setLoaded(value)
+        }
+    }
+
     /// Returns once every call made on the cell before it has taken effect.
     public func settled() async { await driver.settled() }
 
+    /// Returns once the load that runs when the calls made before this one
+    /// have taken effect has ended: its result is shown, or it was
+    /// cancelled or superseded. At once when no load runs.
+    ///
+    ///     user.refresh()
+    ///     await user.waitForLoad()   // the refreshed value is shown
+    public func waitForLoad() async { await driver.waitForLoad() }
+
+    // MARK: - Specs
+
+    private func loaderSpec(_ request: Request, _ settings: LoadSettings,
+                            policy: CachePolicy?) -> LoadSpec<Value, Request>? {
+        guard let loader else {
+            driver.setError(LoadError(.wrongState, message: "the cell has no loader: pass a closure to load"))
+            return nil
+        }
+        let cacheUse = cache?.use(for: request, policy: policy)
+        var options = settings.options
+        options.shareKey = loader.shareKey(for: request, cacheKey: cacheUse?.key)
+        return LoadSpec(loader: loader.loader, request: request, options: options, cache: cacheUse)
+    }
+
+    private func closureSpec(_ request: Request, _ settings: LoadSettings,
+                             _ body: @escaping @isolated(any) (Request) async throws -> Value) -> LoadSpec<Value, Request> {
+        let call = IsolatedBody(body)
+        let loader = driver.closureLoader { request, _ in try await call(request) }
+        return LoadSpec(loader: loader, request: request, options: settings.options)
+    }
+
     @Sendable
-    static func translate(_ state: CellState<Value, Void>) -> LoadableState<Value> {
+    static func translate(_ state: CellState<Value, Request>) -> LoadableState<Value> {
         switch state.status {
         case .absent: return .absent
         case .loading: return .loading

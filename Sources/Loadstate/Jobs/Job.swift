@@ -10,11 +10,17 @@
 /// leaves first applies what the inbox holds, so every operation that was
 /// accepted takes effect before the leave; the job is cancelled only when
 /// its last waiting cell leaves.
-public final class Job<Value, Request>: Handle, @unchecked Sendable {
+@_spi(LoadstateC) public final class Job<Value, Request>: Handle, @unchecked Sendable {
     /// `cancelling`: the only cell waiting for the job asked to leave it (a
     /// cancel, reset, new load... called but not yet run on the loop); the
     /// job takes no more operations.
-    public enum Phase { case running, cancelling, ending, ended }
+    @usableFromInline package enum Phase { case running, cancelling, ending, ended }
+
+    /// Where the job stands with its loader's admission (`Loader.admission`):
+    /// `unlimited` (the loader has none), `waiting` in its queue, `counted`
+    /// as running, or `dropped` (it was let through after its cells had
+    /// left: it never starts).
+    enum AdmissionPhase: UInt8 { case unlimited, waiting, counted, dropped }
 
     // Stored properties are laid out in this order: pointers first, small
     // fields last, so that the many jobs of a busy runtime stay small.
@@ -22,8 +28,8 @@ public final class Job<Value, Request>: Handle, @unchecked Sendable {
 
     // Loop thread only.
     unowned(unsafe) let runtime: Runtime
-    public let loader: Loader<Value, Request>
-    public let request: Request
+    @usableFromInline package let loader: Loader<Value, Request>
+    @usableFromInline package let request: Request
     /// The cells waiting for this job, in the order they joined.
     @exclusivity(unchecked) var waiters: Waiters<Cell<Value, Request>>
 
@@ -36,7 +42,7 @@ public final class Job<Value, Request>: Handle, @unchecked Sendable {
     /// outside or inside, superseded, timed out, its cells or runtime
     /// freed); not when it ends by succeed, finish or fail. For loaders
     /// that work on the loop itself; hosts use `Runtime.onCancel`.
-    @exclusivity(unchecked) public var onLoopCancel: (() -> Void)?
+    @exclusivity(unchecked) @usableFromInline package var onLoopCancel: (() -> Void)?
     /// What only shared or cached jobs need.
     private let extras: Extras?
 
@@ -52,7 +58,12 @@ public final class Job<Value, Request>: Handle, @unchecked Sendable {
     /// How many operations were delivered.
     @exclusivity(unchecked) private var delivered: UInt32 = 0
     /// 1 for the first try, 2 for the first retry, ...
-    public let attempt: UInt32
+    @usableFromInline package let attempt: UInt32
+    /// The ticket of its entry in the admission's queue while it waits.
+    @exclusivity(unchecked) var admissionTicket: UInt64 = 0
+    /// The highest priority of its waiting cells' loads.
+    @exclusivity(unchecked) var priority: Int32 = 0
+    @exclusivity(unchecked) var admissionPhase = AdmissionPhase.unlimited
 
     // Guarded by the table lock.
     @exclusivity(unchecked) var phase: Phase = .running
@@ -75,37 +86,73 @@ public final class Job<Value, Request>: Handle, @unchecked Sendable {
         let cache: CacheUse<Value>?
         var lastYield: Value?
         var cacheWrite: CacheWrite?
+        /// The job was started by a prefetch: loads of its key join it
+        /// even without asking to share.
+        let isPrefetch: Bool
 
-        init(shareKey: ShareKey?, cache: CacheUse<Value>?) {
+        init(shareKey: ShareKey?, cache: CacheUse<Value>?, isPrefetch: Bool) {
             self.shareKey = shareKey
             self.cache = cache
+            self.isPrefetch = isPrefetch
         }
     }
 
     /// The key loads share this job by, if any.
     var shareKey: ShareKey? { extras?.shareKey }
 
+    /// Whether a prefetch started the job.
+    var isPrefetch: Bool { extras?.isPrefetch ?? false }
+
+    /// Whether the job waits for its loader's admission.
+    var isWaiting: Bool { admissionPhase == .waiting }
+
     /// The cache the job's result goes into, if any (its loader may read
     /// the entry there, to revalidate it).
-    public var cache: CacheUse<Value>? { extras?.cache }
+    package var cache: CacheUse<Value>? { extras?.cache }
 
     /// Loop thread: what the loader says about the value it ends the job
     /// with (see `CacheWrite`); set before the job succeeds. Ignored by a
     /// job without a cache.
-    public var cacheWrite: CacheWrite? {
+    package var cacheWrite: CacheWrite? {
         get { extras?.cacheWrite }
         set { extras?.cacheWrite = newValue }
     }
 
     init(id: UInt64, runtime: Runtime, cell: Cell<Value, Request>, loader: Loader<Value, Request>,
-         request: Request, attempt: UInt32, shareKey: ShareKey?, cache: CacheUse<Value>?) {
+         request: Request, attempt: UInt32, shareKey: ShareKey?, cache: CacheUse<Value>?, isPrefetch: Bool = false) {
         self.runtime = runtime
         waiters = Waiters(cell)
         self.loader = loader
         self.request = request
         self.attempt = attempt
-        extras = shareKey == nil && cache == nil ? nil : Extras(shareKey: shareKey, cache: cache)
+        extras = shareKey == nil && cache == nil ? nil
+            : Extras(shareKey: shareKey, cache: cache, isPrefetch: isPrefetch)
         super.init(id: id)
+    }
+
+    /// Loop: calls the loader's `start`; operations submitted from inside
+    /// it are applied when it returns.
+    func begin() {
+        isStarting = true
+        loader.start(self, runtime: runtime)
+        isStarting = false
+        if settleAfterStart {
+            settleAfterStart = false
+            settle()
+        }
+    }
+
+    /// Loop: the job's priority is the highest of its waiting cells'; a
+    /// waiting job moves in the queue when it changes.
+    func updatePriority() {
+        var highest = Int32.min
+        waiters.forEach { highest = max(highest, $0.waitingPriority) }
+        guard highest != priority else { return }
+        priority = highest
+        if admissionPhase == .waiting, let admission = loader.admission {
+            admission.remove()
+            admissionTicket = admission.enqueue(priority: highest, admissionStart())
+        }
     }
 
     /// Loop: applies the operations queued in the inbox to every waiting cell.
@@ -177,6 +224,7 @@ public final class Job<Value, Request>: Handle, @unchecked Sendable {
             guard !finished, waiters.contains(cell) else { return }
             if waiters.count > 1 {
                 waiters.remove(cell)
+                if admissionPhase == .waiting { updatePriority() }
                 runtime.table.withLock { _ in
                     waiterCount -= 1
                     if cell.leaveMark != nil {
@@ -207,6 +255,14 @@ public final class Job<Value, Request>: Handle, @unchecked Sendable {
     private func finish() {
         finished = true
         if let shareKey { runtime.unshare(shareKey, job: self) }
+        switch admissionPhase {
+        case .waiting:
+            admissionTicket = 0
+            loader.admission?.remove()
+        case .counted: loader.admission?.ended()
+        case .unlimited, .dropped: break
+        }
+        admissionPhase = .unlimited
         loader.jobEnded(runtime: runtime)
     }
 
@@ -223,13 +279,45 @@ public final class Job<Value, Request>: Handle, @unchecked Sendable {
     var acceptsWaiters: Bool { !finished }
 }
 
+extension Job {
+    /// What the loader's admission holds while the job waits (see
+    /// `Admission.Start`); made where the job's types are known.
+    func admissionStart() -> Admission.Start {
+        { [self] ticket, call in
+            guard admissionTicket == ticket else { return nil }
+            return call == .probe ? true : admitted()
+        }
+    }
+
+    /// Loop: the loader's admission lets the job start (see
+    /// `Admission.Start`): unless every cell waiting for it is leaving, it
+    /// becomes visible to job calls, its cells show that it runs, and the
+    /// loader starts it.
+    func admitted() -> Bool {
+        admissionTicket = 0
+        let starts = runtime.table.withLock { storage -> Bool in
+            guard phase == .running else { return false }
+            storage.handles[id] = self
+            return true
+        }
+        guard starts else {
+            admissionPhase = .dropped
+            return false
+        }
+        admissionPhase = .counted
+        waiters.forEach { $0.jobAdmitted(self) }
+        begin()
+        return true
+    }
+}
+
 /// What loads share a job by: the loader and a key (the cache key, or the
 /// request when there is none).
-public struct ShareKey: Hashable, Sendable {
-    public let loader: UInt64
-    public let key: [UInt8]
+@usableFromInline package struct ShareKey: Hashable, Sendable {
+    @usableFromInline package let loader: UInt64
+    @usableFromInline package let key: [UInt8]
 
-    public init(loader: UInt64, key: [UInt8]) {
+    @usableFromInline package init(loader: UInt64, key: [UInt8]) {
         self.loader = loader
         self.key = key
     }

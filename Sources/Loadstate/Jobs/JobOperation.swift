@@ -1,6 +1,6 @@
 /// What the code doing a job reports about it. Operations are queued in the
 /// job's inbox by any thread and applied on the loop thread in order.
-public enum JobOperation<Value> {
+@_spi(LoadstateC) public enum JobOperation<Value> {
     /// A partial value; the job goes on.
     case yield(Value)
     /// Units done and units in all (0 = unknown).
@@ -18,7 +18,7 @@ public enum JobOperation<Value> {
     case resetSelf
 
     /// Whether the operation ends the job.
-    public var isTerminal: Bool {
+    @usableFromInline package var isTerminal: Bool {
         switch self {
         case .yield, .progress: return false
         default: return true
@@ -35,7 +35,7 @@ public enum JobOperation<Value> {
 }
 
 /// Whether a failure is worth retrying, according to the code that failed.
-public enum RetryAdvice: Sendable, Equatable {
+@_spi(LoadstateC) public enum RetryAdvice: Sendable, Equatable {
     /// Retry after the load's usual back-off, if retries are left.
     case allowed
     /// Do not retry: the failure is final.

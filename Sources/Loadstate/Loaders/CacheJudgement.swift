@@ -1,6 +1,6 @@
 /// How a loader that understands its cached values (the http loader, by
 /// the response headers stored with them) judges an entry for a load.
-public enum CacheJudgement: Sendable, Equatable {
+@_spi(LoadstateC) public enum CacheJudgement: Sendable, Equatable {
     /// The entry does not answer this request (HTTP `Vary`): a miss.
     case unusable
     /// Fresh: it may be shown without asking the loader.

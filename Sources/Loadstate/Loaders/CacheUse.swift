@@ -16,23 +16,23 @@ public enum CachePolicy: UInt32, Sendable {
 /// A load's cache: where, under which key, with which policy and ages, and
 /// how values become bytes. A class, so that the specs and jobs of loads
 /// without a cache stay small and those with one share it.
-public final class CacheUse<Value> {
-    public let store: any CacheStore
-    public let key: [UInt8]
-    public let policy: CachePolicy
+@usableFromInline package final class CacheUse<Value> {
+    @usableFromInline package let store: any CacheStore
+    @usableFromInline package let key: [UInt8]
+    @usableFromInline package let policy: CachePolicy
     /// Entries younger than this are fresh; older ones are stale.
-    public let freshMs: UInt64
+    @usableFromInline package let freshMs: UInt64
     /// Entries older than this are not used at all; 0 for no limit.
-    public let maxAgeMs: UInt64
-    public let encode: (Value) -> [UInt8]
-    public let decode: ([UInt8]) -> Value?
+    @usableFromInline package let maxAgeMs: UInt64
+    @usableFromInline package let encode: (Value) -> [UInt8]
+    @usableFromInline package let decode: ([UInt8]) -> Value?
     /// Whether the loader's own rules for its values apply (the http
     /// loader's: `Cache-Control`, `Expires`, `Vary` of the responses it
     /// stores); false leaves every decision to this use's ages and stores
     /// every value.
-    public let followsLoaderRules: Bool
+    @usableFromInline package let followsLoaderRules: Bool
 
-    public init(store: any CacheStore, key: [UInt8], policy: CachePolicy, freshMs: UInt64 = 0,
+    @usableFromInline package init(store: any CacheStore, key: [UInt8], policy: CachePolicy, freshMs: UInt64 = 0,
                 maxAgeMs: UInt64 = 0, followsLoaderRules: Bool = true, encode: @escaping (Value) -> [UInt8],
                 decode: @escaping ([UInt8]) -> Value?) {
         self.store = store
@@ -46,7 +46,7 @@ public final class CacheUse<Value> {
     }
 
     /// The same use with another policy.
-    public func with(policy: CachePolicy) -> CacheUse {
+    @usableFromInline package func with(policy: CachePolicy) -> CacheUse {
         CacheUse(store: store, key: key, policy: policy, freshMs: freshMs, maxAgeMs: maxAgeMs,
                  followsLoaderRules: followsLoaderRules, encode: encode, decode: decode)
     }
@@ -103,7 +103,7 @@ public final class CacheUse<Value> {
 
 extension CacheUse where Value == [UInt8] {
     /// A cache of byte-string values, stored as they are.
-    public convenience init(store: any CacheStore, key: [UInt8], policy: CachePolicy, freshMs: UInt64 = 0,
+    @usableFromInline package convenience init(store: any CacheStore, key: [UInt8], policy: CachePolicy, freshMs: UInt64 = 0,
                             maxAgeMs: UInt64 = 0, followsLoaderRules: Bool = true) {
         self.init(store: store, key: key, policy: policy, freshMs: freshMs, maxAgeMs: maxAgeMs,
                   followsLoaderRules: followsLoaderRules, encode: { $0 }, decode: { $0 })

@@ -3,9 +3,9 @@
 /// entry, and where the value came from. Set on the job (`Job.cacheWrite`)
 /// before the job succeeds; without one, a cached job's value is stored as
 /// it is.
-public struct CacheWrite: Sendable, Equatable {
+package struct CacheWrite: Sendable, Equatable {
     /// What becomes of the entry under the load's key.
-    public enum Entry: Sendable, Equatable {
+    package enum Entry: Sendable, Equatable {
         /// The value is stored, with `meta` beside it.
         case store
         /// The entry stays as it is (a stale value served again).
@@ -16,7 +16,7 @@ public struct CacheWrite: Sendable, Equatable {
     }
 
     /// Where the value a job ends with came from.
-    public enum Origin: Sendable, Equatable {
+    package enum Origin: Sendable, Equatable {
         /// Loaded: the usual case.
         case loaded
         /// The cached value, confirmed unchanged by the server (an HTTP 304):
@@ -27,12 +27,12 @@ public struct CacheWrite: Sendable, Equatable {
         case staleOnError
     }
 
-    public var entry: Entry
+    package var entry: Entry
     /// Kept beside the value (`CacheEntry.meta`) when it is stored.
-    public var meta: [UInt8]
-    public var origin: Origin
+    package var meta: [UInt8]
+    package var origin: Origin
 
-    public init(entry: Entry = .store, meta: [UInt8] = [], origin: Origin = .loaded) {
+    package init(entry: Entry = .store, meta: [UInt8] = [], origin: Origin = .loaded) {
         self.entry = entry
         self.meta = meta
         self.origin = origin

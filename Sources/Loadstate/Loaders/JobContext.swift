@@ -1,6 +1,6 @@
 /// What a Swift loader's code sees of its job: partial values, progress,
 /// and whether the job still runs. Safe to use from any task or thread.
-public struct JobContext<Value: Sendable>: Sendable {
+@usableFromInline package struct JobContext<Value: Sendable>: Sendable {
     private let submit: @Sendable (JobOperation<Value>) -> ResultCode
     private let checkCancelled: @Sendable () -> Bool
 
@@ -11,17 +11,17 @@ public struct JobContext<Value: Sendable>: Sendable {
     }
 
     /// Shows a partial value; the job goes on. Ignored once the job ended.
-    public func yield(_ value: Value) {
+    @usableFromInline package func yield(_ value: Value) {
         _ = submit(.yield(value))
     }
 
     /// Reports progress (`total` 0 when unknown).
-    public func progress(done: UInt64, total: UInt64) {
+    @usableFromInline package func progress(done: UInt64, total: UInt64) {
         _ = submit(.progress(done: done, total: total))
     }
 
     /// True once the job no longer runs (cancelled, superseded, timed out).
-    public var isCancelled: Bool { checkCancelled() }
+    @usableFromInline package var isCancelled: Bool { checkCancelled() }
 
     /// Reports how the job ended; returns `.cancelled` if it had already.
     @discardableResult

@@ -4,7 +4,7 @@
 /// Lifecycle: created, inserted in the runtime's table, used by any number
 /// of loads; `retire` (on the loop) removes it from use; `released` runs on
 /// the loop once it is retired and its last job has ended.
-open class Loader<Value, Request>: Handle, @unchecked Sendable {
+@_spi(LoadstateC) open class Loader<Value, Request>: Handle, @unchecked Sendable {
     // Loop thread only; `@exclusivity(unchecked)` as the cell's state (see `Cell`).
     @exclusivity(unchecked) private var activeJobs = 0
     @exclusivity(unchecked) private var retired = false
@@ -12,9 +12,27 @@ open class Loader<Value, Request>: Handle, @unchecked Sendable {
     /// The storage of a settled job's inbox, for the next job's operations
     /// submitted on the loop thread (a job completed in its start).
     @exclusivity(unchecked) var spareInbox: Inbox<JobOperation<Value>>?
+    /// What holds the loader's jobs to its limits; nil: no limit.
+    /// Set before the loader is used.
+    private(set) var admission: Admission?
+    private var ownsAdmission = false
 
-    public override init(id: UInt64) {
+    @usableFromInline package override init(id: UInt64) {
         super.init(id: id)
+    }
+
+    /// Holds the loader's jobs to `limits` (none when unlimited). Call
+    /// before the loader is used.
+    @usableFromInline package func limit(_ limits: LoaderLimits, loop: EventLoop) {
+        admission = limits.isUnlimited ? nil : Admission(limits: limits, loop: loop)
+        ownsAdmission = true
+    }
+
+    /// Holds the loader's jobs to an admission shared with other loaders.
+    /// Call before the loader is used.
+    func share(_ admission: Admission) {
+        self.admission = admission
+        ownsAdmission = false
     }
 
     /// Begins the work of `job`. Runs on the loop thread; must not block.
@@ -34,6 +52,7 @@ open class Loader<Value, Request>: Handle, @unchecked Sendable {
         nil
     }
 
+    /// A job of the loader was made (it may wait before it starts).
     func jobStarted() {
         activeJobs += 1
     }
@@ -44,10 +63,10 @@ open class Loader<Value, Request>: Handle, @unchecked Sendable {
     }
 
     /// Whether the loader was taken out of use. Loop thread only.
-    public var isRetired: Bool { retired }
+    @usableFromInline package var isRetired: Bool { retired }
 
     /// Takes the loader out of use; it is released when its jobs are done.
-    public func retire(runtime: Runtime) {
+    @usableFromInline package func retire(runtime: Runtime) {
         retired = true
         releaseIfIdle(runtime: runtime)
     }
@@ -56,6 +75,7 @@ open class Loader<Value, Request>: Handle, @unchecked Sendable {
     func releaseNow(runtime: Runtime) {
         guard !isReleased else { return }
         isReleased = true
+        if ownsAdmission { admission?.close() }
         released(runtime: runtime)
     }
 

@@ -9,13 +9,14 @@
 /// A loader made for an inline (`async`) load hands its first job to the
 /// awaiting caller instead of starting a task; later jobs (a `refresh`)
 /// run in tasks like any other.
-public final class SwiftLoader<Value: Sendable, Request: Sendable>: Loader<Value, Request>, @unchecked Sendable {
-    public typealias Body = @Sendable (JobContext<Value>) async throws -> Value?
+@_spi(LoadstateC) public final class SwiftLoader<Value: Sendable, Request: Sendable>: Loader<Value, Request>, @unchecked Sendable {
+    @usableFromInline package typealias Body = @Sendable (Request, JobContext<Value>) async throws -> Value?
 
     let body: Body
-    /// What the caller of an inline load receives: the job's context and a
-    /// stream that ends when the job is cancelled.
+    /// What the caller of an inline load receives: the job's request and
+    /// context, and a stream that ends when the job is cancelled.
     struct InlineStart: Sendable {
+        let request: Request
         let context: JobContext<Value>
         let cancelled: AsyncStream<Void>
     }
@@ -23,22 +24,23 @@ public final class SwiftLoader<Value: Sendable, Request: Sendable>: Loader<Value
     /// Loop thread only: the caller of an inline load, waiting for its job.
     var inlineCaller: CheckedContinuation<InlineStart?, Never>?
 
-    public init(id: UInt64, body: @escaping Body) {
+    @usableFromInline package init(id: UInt64, body: @escaping Body) {
         self.body = body
         super.init(id: id)
     }
 
-    public override func start(_ job: Job<Value, Request>, runtime: Runtime) {
+    @_spi(LoadstateC) public override func start(_ job: Job<Value, Request>, runtime: Runtime) {
         let context = Self.context(for: job.id, runtime: runtime)
         if let caller = inlineCaller {
             inlineCaller = nil
             let (cancelled, signal) = AsyncStream<Void>.makeStream()
             job.onLoopCancel = { signal.finish() }
-            caller.resume(returning: InlineStart(context: context, cancelled: cancelled))
+            caller.resume(returning: InlineStart(request: job.request, context: context, cancelled: cancelled))
             return
         }
         let body = self.body
-        let task = Task { await Self.perform(body, context) }
+        let request = job.request
+        let task = Task { await Self.perform(body, request, context) }
         job.onLoopCancel = { task.cancel() }
     }
 
@@ -57,10 +59,10 @@ public final class SwiftLoader<Value: Sendable, Request: Sendable>: Loader<Value
     }
 
     /// Runs the body and reports how it ended.
-    static func perform(_ body: Body, _ context: JobContext<Value>) async {
+    static func perform(_ body: Body, _ request: Request, _ context: JobContext<Value>) async {
         let ending: JobOperation<Value>
         do {
-            if let value = try await body(context) {
+            if let value = try await body(request, context) {
                 ending = .succeed(value)
             } else {
                 ending = .finish

@@ -13,11 +13,11 @@ import Glibc
 /// Each callback is either a notification (cell events, loader starts),
 /// dropped when the runtime closes, or a cleanup (cancel callbacks,
 /// releasing host data), which `drainCleanups` still runs at close.
-public final class Delivery: @unchecked Sendable {
-    public enum Kind { case notification, cleanup }
+@usableFromInline package final class Delivery: @unchecked Sendable {
+    @usableFromInline package enum Kind { case notification, cleanup }
 
     /// What writing a delivery as a record into a host's buffer did.
-    public enum RecordOutcome {
+    @usableFromInline package enum RecordOutcome {
         /// Wrote this many bytes.
         case written(Int)
         /// Nothing to deliver any more (its cell was freed, its job ended).
@@ -27,16 +27,16 @@ public final class Delivery: @unchecked Sendable {
     }
 
     /// Writes a delivery as a record at the start of the buffer.
-    public typealias RecordWriter = (UnsafeMutableRawBufferPointer) -> RecordOutcome
+    @usableFromInline package typealias RecordWriter = (UnsafeMutableRawBufferPointer) -> RecordOutcome
 
     /// What `dispatchRecords` did.
-    public struct RecordsResult {
+    @usableFromInline package struct RecordsResult {
         /// Deliveries taken: records written, callbacks run, deliveries skipped.
-        public var handled = 0
+        @usableFromInline package var handled = 0
         /// Bytes of records written.
-        public var used = 0
+        @usableFromInline package var used = 0
         /// When nothing was taken because the first record did not fit: its size.
-        public var needed = 0
+        @usableFromInline package var needed = 0
     }
 
     private typealias Item = (kind: Kind, body: () -> Void, record: RecordWriter?)
@@ -47,14 +47,14 @@ public final class Delivery: @unchecked Sendable {
         var count: Int { items.count - head }
     }
 
-    public let mode: DeliveryMode
+    @usableFromInline package let mode: DeliveryMode
     /// POLL mode: readable while callbacks are pending; -1 in LOOP mode.
-    public let fd: Int32
+    @usableFromInline package let fd: Int32
     private let pending = Locked(Pending())
     private let dispatching = Atomic<Bool>(false)
     private let dispatchThread = Atomic<UInt>(0)
 
-    public init(mode: DeliveryMode) throws(ResultCode) {
+    @usableFromInline package init(mode: DeliveryMode) throws(ResultCode) {
         self.mode = mode
         if mode == .poll {
             let fd = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
@@ -70,13 +70,13 @@ public final class Delivery: @unchecked Sendable {
     }
 
     /// Whether the calling thread is inside `dispatch`.
-    public var isDispatchThread: Bool {
+    @usableFromInline package var isDispatchThread: Bool {
         dispatching.load(ordering: .acquiring) && dispatchThread.load(ordering: .relaxed) == UInt(pthread_self())
     }
 
     /// POLL mode: queues a callback for `dispatch`. `record`, when given,
     /// writes the same delivery as data for `dispatchRecords`.
-    public func post(_ kind: Kind, record: RecordWriter? = nil, _ body: @escaping () -> Void) {
+    @usableFromInline package func post(_ kind: Kind, record: RecordWriter? = nil, _ body: @escaping () -> Void) {
         pending.withLock { p in
             p.items.append((kind, body, record))
             if p.count == 1 { signal() }
@@ -85,7 +85,7 @@ public final class Delivery: @unchecked Sendable {
 
     /// Runs up to `max` pending callbacks (all when `max <= 0`) on the
     /// calling thread, in order; returns how many ran.
-    public func dispatch(max: Int) throws(ResultCode) -> Int {
+    @usableFromInline package func dispatch(max: Int) throws(ResultCode) -> Int {
         try exclusively { () throws(ResultCode) in
             var ran = 0
             while max <= 0 || ran < max {
@@ -104,7 +104,7 @@ public final class Delivery: @unchecked Sendable {
     /// after another into `buffer`, the others run as callbacks. Stops
     /// before a callback once a record has been written (so the host sees
     /// the records first), and before a record that does not fit.
-    public func dispatchRecords(into buffer: UnsafeMutableRawBufferPointer, max: Int) throws(ResultCode) -> RecordsResult {
+    @usableFromInline package func dispatchRecords(into buffer: UnsafeMutableRawBufferPointer, max: Int) throws(ResultCode) -> RecordsResult {
         try exclusively { () throws(ResultCode) in
             var result = RecordsResult()
             let limit = max <= 0 ? Int.max : max
@@ -167,7 +167,7 @@ public final class Delivery: @unchecked Sendable {
 
     /// At close, after the loop thread has stopped: runs the cleanups still
     /// queued and drops the notifications.
-    public func drainCleanups() {
+    @usableFromInline package func drainCleanups() {
         let all = take(Int.max)
         for item in all where item.kind == .cleanup { item.body() }
     }

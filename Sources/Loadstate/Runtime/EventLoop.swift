@@ -23,9 +23,9 @@ import Glibc
 /// `SerialExecutor`) is queued and the loop is woken with `uv_async_send`;
 /// since sends coalesce, each wake-up drains the whole queue, including
 /// work queued while draining.
-public final class EventLoop: @unchecked Sendable {
+@usableFromInline package final class EventLoop: @unchecked Sendable {
     /// The libuv loop. Use it on the loop thread only.
-    public let loop: UnsafeMutablePointer<uv_loop_t>
+    @usableFromInline package let loop: UnsafeMutablePointer<uv_loop_t>
     private let wakeup: UnsafeMutablePointer<uv_async_t>
     private let queue = WorkQueue()
     private var thread = pthread_t()
@@ -50,7 +50,7 @@ public final class EventLoop: @unchecked Sendable {
 
     /// The longest `stop` waits for lingering work and thread-pool
     /// requests, in milliseconds.
-    public static let stopDeadlineMs: UInt64 = 1000
+    @usableFromInline package static let stopDeadlineMs: UInt64 = 1000
 
     /// Loops given up by `stop` with requests still out in the thread pool.
     /// Their addresses are kept here so that their memory stays reachable.
@@ -59,7 +59,7 @@ public final class EventLoop: @unchecked Sendable {
     /// Creates the loop and starts its thread. `spinMicroseconds`: how long
     /// the loop thread keeps polling for more work, in total per wake-up,
     /// once it runs out; work sent meanwhile needs no wake-up system call.
-    public init(spinMicroseconds: UInt32 = 0) throws(ResultCode) {
+    @usableFromInline package init(spinMicroseconds: UInt32 = 0) throws(ResultCode) {
         spinNs = UInt64(spinMicroseconds) * 1000
         loop = .allocate(capacity: 1)
         wakeup = .allocate(capacity: 1)
@@ -91,26 +91,26 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     /// Whether the calling thread is the loop thread.
-    public var isLoopThread: Bool {
+    @usableFromInline package var isLoopThread: Bool {
         pthread_equal(pthread_self(), thread) != 0
     }
 
     /// Runs `body` on the loop thread, after the work queued before it.
     /// Never runs it synchronously, even when called on the loop thread.
-    public func execute(_ body: @escaping () -> Void) {
+    @usableFromInline package func execute(_ body: @escaping () -> Void) {
         if queue.push(.command(body)) {
             uv_async_send(wakeup)
         }
     }
 
     /// How many operations wait in the loop's queue (a hint, see `WorkQueue.count`).
-    public var queuedCount: Int { queue.count }
+    @usableFromInline package var queuedCount: Int { queue.count }
 
     /// Runs `body` on the loop thread: right after the work item running
     /// now when called from one (cheaper than `execute`: no queue, no
     /// lock), else like `execute`. For work that must not run inside its
     /// caller but may run before work queued by other threads.
-    public func afterCurrent(_ body: @escaping () -> Void) {
+    @usableFromInline package func afterCurrent(_ body: @escaping () -> Void) {
         // The thread first: `inItem` is the loop thread's alone.
         if isLoopThread && inItem {
             followUps.append(body)
@@ -126,7 +126,7 @@ public final class EventLoop: @unchecked Sendable {
     /// and libuv's thread pool holds no request of the loop, or until
     /// `stopDeadlineMs` has passed; then whatever is left is closed (or, for
     /// thread-pool requests, abandoned; see the type's comment).
-    public func stop(last: @escaping () -> Void) {
+    @usableFromInline package func stop(last: @escaping () -> Void) {
         precondition(!isLoopThread, "EventLoop.stop on its own thread")
         execute { [self] in
             last()
@@ -136,6 +136,8 @@ public final class EventLoop: @unchecked Sendable {
             startDeadline()
         }
         pthread_join(thread, nil)
+        // Work queued too late to run is released, and later work dropped.
+        queue.close()
         if abandoned {
             EventLoop.abandonedLoops.withLock { $0.append(UInt(bitPattern: loop)) }
         } else {
@@ -267,17 +269,17 @@ public final class EventLoop: @unchecked Sendable {
 }
 
 extension EventLoop: SerialExecutor {
-    public func enqueue(_ job: consuming ExecutorJob) {
+    @usableFromInline package func enqueue(_ job: consuming ExecutorJob) {
         if queue.push(.job(UnownedJob(job))) {
             uv_async_send(wakeup)
         }
     }
 
-    public func asUnownedSerialExecutor() -> UnownedSerialExecutor {
+    @usableFromInline package func asUnownedSerialExecutor() -> UnownedSerialExecutor {
         UnownedSerialExecutor(ordinary: self)
     }
 
-    public func checkIsolated() {
+    @usableFromInline package func checkIsolated() {
         precondition(isLoopThread, "not on the loadstate loop thread")
     }
 }

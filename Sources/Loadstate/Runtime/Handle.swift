@@ -1,6 +1,6 @@
 /// The kinds of object a runtime names with ids. The kind is stored in the
 /// low four bits of every id, so an id given for the wrong kind is caught.
-public enum HandleKind: UInt64, Sendable {
+@usableFromInline package enum HandleKind: UInt64, Sendable {
     case loadable = 1
     case process = 2
     case loader = 3
@@ -11,14 +11,14 @@ public enum HandleKind: UInt64, Sendable {
 /// An object of a runtime that hosts name by id.
 open class Handle: @unchecked Sendable {
     /// Never 0, never reused within a runtime.
-    public let id: UInt64
+    @usableFromInline package let id: UInt64
 
-    public init(id: UInt64) {
+    @usableFromInline package init(id: UInt64) {
         self.id = id
     }
 
     /// The kind encoded in an id, if any.
-    public static func kind(of id: UInt64) -> HandleKind? {
+    @usableFromInline package static func kind(of id: UInt64) -> HandleKind? {
         HandleKind(rawValue: id & 0xF)
     }
 }

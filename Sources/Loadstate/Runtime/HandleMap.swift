@@ -7,12 +7,12 @@
 /// load looks ids up five or six times). Removal shifts the entries after
 /// it back, so no tombstones accumulate. Not thread-safe: the table's lock
 /// guards it (so its variables go without dynamic exclusivity checks).
-public final class HandleMap {
+@usableFromInline package final class HandleMap {
     /// The ids, 0 for an empty slot (no id is 0), and their objects.
     @exclusivity(unchecked) private var ids: UnsafeMutablePointer<UInt64>
     @exclusivity(unchecked) private var slots: UnsafeMutablePointer<Handle?>
     @exclusivity(unchecked) private var mask: Int
-    @exclusivity(unchecked) public private(set) var count = 0
+    @exclusivity(unchecked) @usableFromInline package private(set) var count = 0
 
     static let initialCapacity = 64
 
@@ -53,7 +53,7 @@ public final class HandleMap {
         }
     }
 
-    public subscript(id: UInt64) -> Handle? {
+    @usableFromInline package subscript(id: UInt64) -> Handle? {
         get {
             guard id != 0, let i = find(id) else { return nil }
             return slots[i]
@@ -129,7 +129,7 @@ public final class HandleMap {
     }
 
     /// Every object, in no particular order.
-    public var values: [Handle] {
+    @usableFromInline package var values: [Handle] {
         var all: [Handle] = []
         all.reserveCapacity(count)
         for i in 0...mask where ids[i] != 0 {
@@ -139,7 +139,7 @@ public final class HandleMap {
     }
 
     /// Forgets every object, back to the first capacity.
-    public func removeAll() {
+    @usableFromInline package func removeAll() {
         let oldIDs = ids, oldSlots = slots, oldCapacity = mask + 1
         (ids, slots) = Self.allocate(Self.initialCapacity)
         mask = Self.initialCapacity - 1

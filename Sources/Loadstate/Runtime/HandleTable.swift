@@ -7,46 +7,46 @@ import Synchronization
 /// waiting for the loop. The mutex also guards the parts of cells and jobs
 /// that host threads touch (a job's inbox, a cell's published state); it
 /// is never held while a callback runs.
-public final class HandleTable: @unchecked Sendable {
-    public struct Storage {
-        public let handles = HandleMap()
+@usableFromInline package final class HandleTable: @unchecked Sendable {
+    @usableFromInline package struct Storage {
+        @usableFromInline package let handles = HandleMap()
     }
 
     private let storage = Locked(Storage())
     private let serial = Atomic<UInt64>(0)
 
-    public init() {}
+    @usableFromInline package init() {}
 
     /// A new id of the given kind.
-    public func makeID(_ kind: HandleKind) -> UInt64 {
+    @usableFromInline package func makeID(_ kind: HandleKind) -> UInt64 {
         let n = serial.add(1, ordering: .relaxed).newValue
         return n << 4 | kind.rawValue
     }
 
     /// Whether `id` was handed out as an id of `kind` (alive or not).
-    public func wasIssued(_ id: UInt64, as kind: HandleKind) -> Bool {
+    @usableFromInline package func wasIssued(_ id: UInt64, as kind: HandleKind) -> Bool {
         Handle.kind(of: id) == kind && id >> 4 != 0 && id >> 4 <= serial.load(ordering: .relaxed)
     }
 
     /// Runs `body` with the table locked.
     @inline(__always)
-    public func withLock<R>(_ body: (inout Storage) throws -> R) rethrows -> R {
+    @usableFromInline package func withLock<R>(_ body: (inout Storage) throws -> R) rethrows -> R {
         try storage.withLock(body)
     }
 
-    public func insert(_ handle: Handle) {
+    @usableFromInline package func insert(_ handle: Handle) {
         storage.withLock { $0.handles[handle.id] = handle }
     }
 
     /// Looks up a live object of type `T`.
     @_specialize(exported: true, where T == Cell<[UInt8], [UInt8]>)
     @_specialize(exported: true, where T == Loader<[UInt8], [UInt8]>)
-    public func lookup<T: Handle>(_ id: UInt64, as type: T.Type) -> T? {
+    @usableFromInline package func lookup<T: Handle>(_ id: UInt64, as type: T.Type) -> T? {
         storage.withLock { $0.handles[id] as? T }
     }
 
     /// Every live object, for shutdown.
-    public func all() -> [Handle] {
+    @usableFromInline package func all() -> [Handle] {
         storage.withLock { Array($0.handles.values) }
     }
 }

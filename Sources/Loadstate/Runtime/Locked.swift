@@ -6,13 +6,13 @@ import Glibc
 ///
 /// The mutex is a `pthread_mutex_t`, which ThreadSanitizer understands,
 /// so the sanitizer runs see the library's locking as it is.
-public final class Locked<State>: @unchecked Sendable {
+@usableFromInline package final class Locked<State>: @unchecked Sendable {
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     /// Only reached with the mutex held, which already excludes
     /// overlapping accesses: no dynamic exclusivity check.
     @exclusivity(unchecked) private var state: State
 
-    public init(_ state: State) {
+    @usableFromInline package init(_ state: State) {
         self.state = state
         mutex = .allocate(capacity: 1)
         pthread_mutex_init(mutex, nil)
@@ -24,7 +24,7 @@ public final class Locked<State>: @unchecked Sendable {
     }
 
     @inline(__always)
-    public func withLock<R>(_ body: (inout State) throws -> R) rethrows -> R {
+    @usableFromInline package func withLock<R>(_ body: (inout State) throws -> R) rethrows -> R {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return try body(&state)

@@ -14,18 +14,18 @@ import CLibUV
 /// under them is seen and they fall back to the table.
 ///
 /// `pin` and `unpin` take a lock of their own; `find` takes none.
-public final class PinnedHandles<Object: Handle>: @unchecked Sendable {
-    public static var capacity: Int { 64 }
+@usableFromInline package final class PinnedHandles<Object: Handle>: @unchecked Sendable {
+    @usableFromInline package static var capacity: Int { 64 }
     /// The most objects ever pinned: what stays allocated after `unpin` is
     /// bounded by this; later objects are not pinned (they are found the
     /// slower way).
-    public static var lifetimeLimit: Int { 1024 }
+    @usableFromInline package static var lifetimeLimit: Int { 1024 }
 
     /// Slot i: words 2i (the id, 0 when free) and 2i + 1 (the object).
     private let words: UnsafeMutablePointer<UInt>
     private let writers = Locked<[Object]>([])
 
-    public init() {
+    @usableFromInline package init() {
         words = .allocate(capacity: 2 * Self.capacity)
         words.initialize(repeating: 0, count: 2 * Self.capacity)
     }
@@ -36,7 +36,7 @@ public final class PinnedHandles<Object: Handle>: @unchecked Sendable {
 
     /// Adds `object` under its id when a slot is free; whether it was added.
     @discardableResult
-    public func pin(_ object: Object) -> Bool {
+    @usableFromInline package func pin(_ object: Object) -> Bool {
         writers.withLock { kept in
             guard kept.count < Self.lifetimeLimit else { return false }
             for i in 0..<Self.capacity where lds_load_acquire(words + 2 * i) == 0 {
@@ -50,7 +50,7 @@ public final class PinnedHandles<Object: Handle>: @unchecked Sendable {
     }
 
     /// Removes the entry of `id`; the object stays alive (see above).
-    public func unpin(_ id: UInt64) {
+    @usableFromInline package func unpin(_ id: UInt64) {
         writers.withLock { _ in
             for i in 0..<Self.capacity where lds_load_acquire(words + 2 * i) == UInt(id) {
                 lds_store_release(words + 2 * i, 0)
@@ -61,7 +61,7 @@ public final class PinnedHandles<Object: Handle>: @unchecked Sendable {
     /// Runs `body` with the object pinned under `id`, without retaining
     /// it; nil when `id` is not pinned.
     @inline(__always)
-    public func find<R>(_ id: UInt64, _ body: (Object) -> R) -> R? {
+    @usableFromInline package func find<R>(_ id: UInt64, _ body: (Object) -> R) -> R? {
         guard id != 0 else { return nil }
         for i in 0..<Self.capacity where lds_load_acquire(words + 2 * i) == UInt(id) {
             let bits = lds_load_acquire(words + 2 * i + 1)

@@ -8,14 +8,16 @@ import Synchronization
 /// joins its thread. Work that arrives after `close` began is refused with
 /// `ResultCode.closed` by the callers that check `isClosed`.
 public final class Runtime: @unchecked Sendable {
-    public let loop: EventLoop
-    public let delivery: Delivery
-    public let table = HandleTable()
+    @usableFromInline package let loop: EventLoop
+    @usableFromInline package let delivery: Delivery
+    @usableFromInline package let table = HandleTable()
     /// The memory caches, found without the table's lock by `lds_cache_get`.
-    public let memoryCaches = PinnedHandles<MemoryCache>()
+    @usableFromInline package let memoryCaches = PinnedHandles<MemoryCache>()
     private let closed = Atomic<Bool>(false)
     /// Loop thread only: the running jobs that loads may share, by key.
     private var shared: [ShareKey: Handle] = [:]
+    /// Loop thread only: whether polling is paused, and who waits for it.
+    let pollControl = PollControl()
 
     /// `spinMicroseconds`: see `EventLoop.init`.
     public init(delivery mode: DeliveryMode = .loop, spinMicroseconds: UInt32 = 0,
@@ -25,6 +27,7 @@ public final class Runtime: @unchecked Sendable {
         loop = try EventLoop(spinMicroseconds: spinMicroseconds)
     }
 
+    /// Whether `close` was called.
     public var isClosed: Bool { closed.load(ordering: .acquiring) }
 
     /// The most operations from host threads that wait for the loop thread:
@@ -39,10 +42,10 @@ public final class Runtime: @unchecked Sendable {
 
     /// Whether a call from a host thread may queue work for the loop now.
     @inline(__always)
-    public var acceptsQueuedWork: Bool { loop.queuedCount < queueLimit }
+    @usableFromInline package var acceptsQueuedWork: Bool { loop.queuedCount < queueLimit }
 
     /// Runs a host callback on the delivery thread. Call on the loop thread.
-    public func deliver(_ kind: Delivery.Kind, _ body: @escaping () -> Void) {
+    @usableFromInline package func deliver(_ kind: Delivery.Kind, _ body: @escaping () -> Void) {
         if delivery.mode == .loop {
             body()
         } else {
@@ -81,7 +84,7 @@ public final class Runtime: @unchecked Sendable {
     /// job no longer runs, `.notFound` when `id` never named such a job.
     @discardableResult
     @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
-    public func submit<Value, Request>(_ op: JobOperation<Value>, job id: UInt64,
+    @_spi(LoadstateC) public func submit<Value, Request>(_ op: JobOperation<Value>, job id: UInt64,
                                        of type: Job<Value, Request>.Type) -> ResultCode {
         var scheduled: Job<Value, Request>?
         let onLoop = loop.isLoopThread
@@ -124,7 +127,7 @@ public final class Runtime: @unchecked Sendable {
 
     /// Marks the entries of `store` under `prefix` stale, then (on the loop)
     /// has every cell showing one of them reload it.
-    public func invalidate(_ store: any CacheStore, prefix: [UInt8]) throws(CacheError) {
+    @usableFromInline package func invalidate(_ store: any CacheStore, prefix: [UInt8]) throws(CacheError) {
         try store.markStale(prefix: prefix)
         loop.execute { [self] in
             for case let viewer as CacheViewer in table.all() {
@@ -151,7 +154,7 @@ public final class Runtime: @unchecked Sendable {
 
     /// Registers a callback for when the job is cancelled.
     @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
-    public func onCancel<Value, Request>(job id: UInt64, of type: Job<Value, Request>.Type,
+    @_spi(LoadstateC) public func onCancel<Value, Request>(job id: UInt64, of type: Job<Value, Request>.Type,
                                          _ hook: @escaping () -> Void) -> ResultCode {
         table.withLock { storage -> ResultCode in
             guard let handle = storage.handles[id] else {
@@ -167,7 +170,7 @@ public final class Runtime: @unchecked Sendable {
 
     /// Whether a job should stop: true once it no longer runs.
     @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
-    public func isJobCancelled<Value, Request>(_ id: UInt64, of type: Job<Value, Request>.Type) -> Result<Bool, ResultCode> {
+    @_spi(LoadstateC) public func isJobCancelled<Value, Request>(_ id: UInt64, of type: Job<Value, Request>.Type) -> Result<Bool, ResultCode> {
         table.withLock { storage in
             if let job = storage.handles[id] as? Job<Value, Request> {
                 return .success(job.phase != .running)
@@ -178,7 +181,7 @@ public final class Runtime: @unchecked Sendable {
 
     /// Whether the job is still running (for host callbacks queued earlier).
     @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
-    public func isRunning<Value, Request>(_ job: Job<Value, Request>) -> Bool {
+    @_spi(LoadstateC) public func isRunning<Value, Request>(_ job: Job<Value, Request>) -> Bool {
         table.withLock { _ in job.phase == .running }
     }
 }

@@ -1,5 +1,5 @@
 /// What happened to a cell.
-public enum EventType: UInt32, Sendable {
+@usableFromInline package enum EventType: UInt32, Sendable {
     /// The state changed, or a silent load began over it.
     case state = 1
     /// The running job reported progress.
@@ -9,30 +9,30 @@ public enum EventType: UInt32, Sendable {
 }
 
 /// One event of one cell, in the order the cell produced them.
-public struct CellEvent<Value, Request> {
+@_spi(LoadstateC) public struct CellEvent<Value, Request> {
     // Stored properties in this order keep the struct small (a cell keeps
     // its latest event).
-    public var cell: UInt64
+    @usableFromInline package var cell: UInt64
     /// 1 for the cell's first event, +1 for each one after it.
-    public var seq: UInt64
+    @usableFromInline package var seq: UInt64
     /// The load under way when the event was emitted (1 for the cell's
     /// first load, +1 for each one after it); 0 when none was.
-    public var load: UInt64
+    @usableFromInline package var load: UInt64
     /// The cell's state after the event.
-    public var state: CellState<Value, Request>
+    @usableFromInline package var state: CellState<Value, Request>
     /// Interrupt events: milliseconds since the load began, measured.
-    public var elapsedMs: UInt64
+    @usableFromInline package var elapsedMs: UInt64
     /// Progress events: units done and units in all (0 = unknown).
-    public var progressDone: UInt64
-    public var progressTotal: UInt64
-    public var type: EventType
+    @usableFromInline package var progressDone: UInt64
+    @usableFromInline package var progressTotal: UInt64
+    @usableFromInline package var type: EventType
     /// False for events that only announce activity over an unchanged
     /// state: a silent load beginning, a retry of a silent load.
-    public var stateChanged: Bool
+    @usableFromInline package var stateChanged: Bool
     /// The state was restored because a load was cancelled.
-    public var isCancelled: Bool
+    @usableFromInline package var isCancelled: Bool
 
-    public init(type: EventType, cell: UInt64, seq: UInt64, load: UInt64, state: CellState<Value, Request>,
+    @usableFromInline package init(type: EventType, cell: UInt64, seq: UInt64, load: UInt64, state: CellState<Value, Request>,
                 stateChanged: Bool, isCancelled: Bool, elapsedMs: UInt64, progressDone: UInt64,
                 progressTotal: UInt64) {
         self.type = type

@@ -5,36 +5,39 @@
 /// response of an HTTP status outside 2xx); `error` only when the status is
 /// `.error` (or on a cached value whose revalidation failed). `request` is
 /// the request of the load this state belongs to.
-public struct CellState<Value, Request> {
+@usableFromInline package struct CellState<Value, Request> {
     // Stored properties in this order keep the struct small.
-    public var value: Value?
-    public var request: Request?
+    @usableFromInline package var value: Value?
+    @usableFromInline package var request: Request?
     /// Wall-clock milliseconds at which the value or error was produced.
-    public var updatedAt: UInt64
+    @usableFromInline package var updatedAt: UInt64
     // Errors are rare: boxed, so that every state stays small.
     private var errorBox: ErrorBox?
     /// Process cells: the kind of the current or last run.
-    public var kind: Int32
+    @usableFromInline package var kind: Int32
     /// Which attempt produced this state (1 for the first try); 0 when no load did.
-    public var attempt: UInt32
-    public var status: Status
+    @usableFromInline package var attempt: UInt32
+    @usableFromInline package var status: Status
     /// The value was yielded by a job that still runs.
-    public var isPartial: Bool
+    @usableFromInline package var isPartial: Bool
     /// A silent load or refresh runs over this state.
-    public var isRefreshing: Bool
+    @usableFromInline package var isRefreshing: Bool
     /// The value came from a cache.
-    public var isFromCache: Bool = false
+    @usableFromInline package var isFromCache: Bool = false
     /// The cached value is older than the load's fresh time, or was invalidated.
-    public var isStale: Bool = false
+    @usableFromInline package var isStale: Bool = false
     /// The cached value was confirmed unchanged by its loader (an HTTP 304).
-    public var isRevalidated: Bool = false
+    @usableFromInline package var isRevalidated: Bool = false
+    /// The load waits for its loader's admission (a concurrency or rate
+    /// limit): its job has not started yet.
+    @usableFromInline package var isQueued: Bool = false
 
-    public var error: LoadError? {
+    @usableFromInline package var error: LoadError? {
         get { errorBox?.error }
         set { errorBox = newValue.map(ErrorBox.init) }
     }
 
-    public init(status: Status, kind: Int32, value: Value?, error: LoadError?, request: Request?,
+    @usableFromInline package init(status: Status, kind: Int32, value: Value?, error: LoadError?, request: Request?,
                 isPartial: Bool, isRefreshing: Bool, attempt: UInt32, updatedAt: UInt64) {
         self.status = status
         self.kind = kind
@@ -48,7 +51,7 @@ public struct CellState<Value, Request> {
     }
 
     /// The state of a new cell.
-    public static func initial(at time: UInt64) -> CellState {
+    @usableFromInline package static func initial(at time: UInt64) -> CellState {
         CellState(status: .absent, kind: 0, value: nil, error: nil, request: nil,
                   isPartial: false, isRefreshing: false, attempt: 0, updatedAt: time)
     }

@@ -11,8 +11,10 @@ public protocol ErrorWithValue: Error {
 /// `underlying` error of the load's `LoadError` (domain `.http`, the status
 /// as code), carrying the whole response.
 public struct HTTPStatusError: ErrorWithValue, Sendable {
+    /// The response whose status was outside 2xx.
     public var response: HTTPResponse
 
+    /// The error of this response.
     public init(response: HTTPResponse) {
         self.response = response
     }

@@ -2,12 +2,17 @@
 /// optional message. Errors thrown by Swift loaders keep the thrown value
 /// in `underlying`.
 public struct LoadError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// Where the error comes from.
     public var domain: ErrorDomain
+    /// The code in that domain: a `ResultCode`, an errno value, an HTTP
+    /// status, an exit status, or the host's own code.
     public var code: Int32
+    /// A message for people, when there is one.
     public var message: String?
     /// The Swift error this one stands for, when a Swift loader threw it.
     public var underlying: (any Error)?
 
+    /// An error in `domain` with `code`.
     public init(domain: ErrorDomain, code: Int32, message: String? = nil, underlying: (any Error)? = nil) {
         self.domain = domain
         self.code = code

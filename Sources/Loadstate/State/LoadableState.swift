@@ -1,25 +1,33 @@
 /// The state of something that loads: nothing yet, loading, an error, or a value.
 public enum LoadableState<Value> {
+    /// Nothing loaded yet.
     case absent
+    /// A load runs.
     case loading
+    /// The last load failed with this error.
     case error(any Error)
+    /// The value.
     case loaded(Value)
 
+    /// Whether nothing is loaded yet.
     public var isAbsent: Bool {
         if case .absent = self { return true }
         return false
     }
 
+    /// Whether a load runs.
     public var isLoading: Bool {
         if case .loading = self { return true }
         return false
     }
 
+    /// Whether the last load failed.
     public var isError: Bool {
         if case .error = self { return true }
         return false
     }
 
+    /// Whether a value is there.
     public var isLoaded: Bool {
         if case .loaded = self { return true }
         return false
@@ -37,9 +45,13 @@ public enum LoadableState<Value> {
         return nil
     }
 
+    /// Sets `.absent`.
     public mutating func setAbsent() { self = .absent }
+    /// Sets `.loading`.
     public mutating func setLoading() { self = .loading }
+    /// Sets `.error(error)`.
     public mutating func setError(_ error: any Error) { self = .error(error) }
+    /// Sets `.loaded(value)`.
     public mutating func setValue(_ value: Value) { self = .loaded(value) }
 
     /// The same state with the value transformed.
@@ -66,11 +78,12 @@ public enum LoadableState<Value> {
 extension LoadableState: Sendable where Value: Sendable {}
 
 extension LoadableState: Equatable where Value: Equatable {
-    /// Errors are equal when their descriptions are.
+    /// Errors are equal when they are of one `Equatable` type and `==`,
+    /// or the same object; otherwise they differ.
     public static func == (a: LoadableState, b: LoadableState) -> Bool {
         switch (a, b) {
         case (.absent, .absent), (.loading, .loading): return true
-        case (.error(let x), .error(let y)): return String(describing: x) == String(describing: y)
+        case (.error(let x), .error(let y)): return sameError(x, y)
         case (.loaded(let x), .loaded(let y)): return x == y
         default: return false
         }

@@ -1,15 +1,26 @@
 /// The library's result codes. The raw values are the C header's `LDS_E*`.
 public enum ResultCode: Int32, Sendable, Error {
+    /// Success.
     case ok = 0
+    /// An argument is invalid (`LDS_EINVAL`).
     case invalidArgument = -1
+    /// No object of that kind has this id, or a cache has no such entry (`LDS_ENOENT`).
     case notFound = -2
+    /// Not allowed in the current state (`LDS_ESTATE`).
     case wrongState = -3
+    /// The job no longer runs (`LDS_ECANCELED`).
     case cancelled = -4
+    /// Timed out (`LDS_ETIMEDOUT`).
     case timedOut = -5
+    /// Out of memory (`LDS_ENOMEM`).
     case outOfMemory = -6
+    /// The runtime or cache is closed (`LDS_ECLOSED`).
     case closed = -7
+    /// A value, request or response is over its limit (`LDS_ETOOBIG`).
     case tooBig = -8
+    /// An input/output error (`LDS_EIO`).
     case io = -9
+    /// Too many operations queued; try again later (`LDS_EAGAIN`).
     case again = -10
 
     /// A short description of the code.

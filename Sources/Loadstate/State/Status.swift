@@ -1,7 +1,7 @@
 /// The status of a cell. Loadable cells use these names; process cells map
 /// them one to one: absent ↔ idle, loading ↔ running, loaded ↔ finished,
 /// error ↔ failed.
-public enum Status: Sendable, Equatable {
+@usableFromInline package enum Status: Sendable, Equatable {
     case absent
     case loading
     case loaded
@@ -9,7 +9,7 @@ public enum Status: Sendable, Equatable {
 }
 
 /// Which state machine a cell runs.
-public enum CellFlavor: Sendable {
+@usableFromInline package enum CellFlavor: Sendable {
     /// absent → loading → loaded | error; jobs produce values.
     case loadable
     /// idle → running(kind) → finished(kind) | failed(kind); job values are ignored.

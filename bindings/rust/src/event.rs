@@ -79,16 +79,20 @@ impl Flags {
     pub const FROM_CACHE: Flags = Flags(sys::LDS_FLAG_FROM_CACHE);
     /// This state was restored because a load was cancelled.
     pub const CANCELLED: Flags = Flags(sys::LDS_FLAG_CANCELLED);
+    /// The load waits for its loader's [`Limits`](crate::Limits): the
+    /// loader has not been called yet.
+    pub const QUEUED: Flags = Flags(sys::LDS_FLAG_QUEUED);
     /// With `FROM_CACHE`: the cached value was confirmed current by its
     /// loader (an HTTP 304).
     pub const REVALIDATED: Flags = Flags(sys::LDS_FLAG_REVALIDATED);
 
-    const NAMES: [(Flags, &'static str); 6] = [
+    const NAMES: [(Flags, &'static str); 7] = [
         (Flags::REFRESHING, "REFRESHING"),
         (Flags::PARTIAL, "PARTIAL"),
         (Flags::STALE, "STALE"),
         (Flags::FROM_CACHE, "FROM_CACHE"),
         (Flags::CANCELLED, "CANCELLED"),
+        (Flags::QUEUED, "QUEUED"),
         (Flags::REVALIDATED, "REVALIDATED"),
     ];
 

@@ -14,30 +14,30 @@ import Glibc
 /// When the runtime closes, running commands' groups get SIGKILL at once
 /// and the close waits for them to exit (see `EventLoop.stopDeadlineMs`).
 /// Every child is reaped.
-public final class ExecLoader: Loader<[UInt8], [UInt8]>, @unchecked Sendable {
-    public struct Options: Sendable {
+@_spi(LoadstateC) public final class ExecLoader: Loader<[UInt8], [UInt8]>, @unchecked Sendable {
+    @usableFromInline package struct Options: Sendable {
         /// Yield the output so far at each newline, as a partial value.
-        public var streamLines: Bool
+        @usableFromInline package var streamLines: Bool
         /// Milliseconds between SIGTERM and SIGKILL on cancel.
-        public var killGraceMs: UInt64
+        @usableFromInline package var killGraceMs: UInt64
         /// The most stdout accepted; more kills the command and fails the job.
-        public var maxOutput: Int
+        @usableFromInline package var maxOutput: Int
 
-        public init(streamLines: Bool = false, killGraceMs: UInt64 = 2000, maxOutput: Int = 256 << 20) {
+        @usableFromInline package init(streamLines: Bool = false, killGraceMs: UInt64 = 2000, maxOutput: Int = 256 << 20) {
             self.streamLines = streamLines
             self.killGraceMs = killGraceMs
             self.maxOutput = maxOutput
         }
     }
 
-    public let options: Options
+    @usableFromInline package let options: Options
 
-    public init(id: UInt64, options: Options = Options()) {
+    @usableFromInline package init(id: UInt64, options: Options = Options()) {
         self.options = options
         super.init(id: id)
     }
 
-    public override func start(_ job: Job<[UInt8], [UInt8]>, runtime: Runtime) {
+    @_spi(LoadstateC) public override func start(_ job: Job<[UInt8], [UInt8]>, runtime: Runtime) {
         guard let request = ExecRequest(decoding: job.request) else {
             runtime.submit(.fail(LoadError(.invalidArgument, message: "not an encoded exec request"), retry: .never),
                            job: job.id, of: Job<[UInt8], [UInt8]>.self)

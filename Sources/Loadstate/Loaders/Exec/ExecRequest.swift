@@ -7,10 +7,15 @@
 /// where a list is a u32 count of fields and a field is a u32 length and
 /// its bytes, little-endian; 0xFFFFFFFF marks an absent list or field.
 public struct ExecRequest: Sendable, Equatable {
+    /// The program and its arguments; the program is looked up in `PATH`
+    /// when it has no slash.
     public var argv: [String]
+    /// `NAME=value` entries; nil inherits the runtime's environment.
     public var environment: [String]?
+    /// The working directory; nil keeps the runtime's.
     public var directory: String?
 
+    /// A command to run.
     public init(argv: [String], environment: [String]? = nil, directory: String? = nil) {
         self.argv = argv
         self.environment = environment
@@ -19,7 +24,7 @@ public struct ExecRequest: Sendable, Equatable {
 
     static let magic = "LDX1"
 
-    public func encoded() -> [UInt8] {
+    @usableFromInline package func encoded() -> [UInt8] {
         var w = WireWriter(magic: Self.magic)
         w.list(argv.map { Array($0.utf8) })
         w.list(environment.map { $0.map { Array($0.utf8) } })
@@ -28,7 +33,7 @@ public struct ExecRequest: Sendable, Equatable {
     }
 
     /// Nil when the bytes are not a well-formed request with a program.
-    public init?(decoding bytes: [UInt8]) {
+    @usableFromInline package init?(decoding bytes: [UInt8]) {
         guard var r = WireReader(bytes, magic: Self.magic),
               let argv = r.list(), let argvList = argv, !argvList.isEmpty,
               let env = r.list(), let dir = r.field() else { return nil }

@@ -16,27 +16,27 @@ import Glibc
 /// with it the runtime's close), then fstat tells the type: a directory
 /// fails in the os domain with EISDIR, any other file that is not regular
 /// (FIFO, socket, device) fails with `ResultCode.invalidArgument`.
-public final class FileLoader: Loader<[UInt8], [UInt8]>, @unchecked Sendable {
-    public struct Options: Sendable {
+@_spi(LoadstateC) public final class FileLoader: Loader<[UInt8], [UInt8]>, @unchecked Sendable {
+    @usableFromInline package struct Options: Sendable {
         /// The largest file accepted, in bytes.
-        public var maxSize: UInt64
+        @usableFromInline package var maxSize: UInt64
         /// Bytes per read (4 KiB to 64 MiB; outside values are brought within).
-        public var chunkSize: Int
+        @usableFromInline package var chunkSize: Int
 
-        public init(maxSize: UInt64 = 256 << 20, chunkSize: Int = 256 << 10) {
+        @usableFromInline package init(maxSize: UInt64 = 256 << 20, chunkSize: Int = 256 << 10) {
             self.maxSize = maxSize
             self.chunkSize = chunkSize
         }
     }
 
-    public let options: Options
+    @usableFromInline package let options: Options
 
-    public init(id: UInt64, options: Options = Options()) {
+    @usableFromInline package init(id: UInt64, options: Options = Options()) {
         self.options = options
         super.init(id: id)
     }
 
-    public override func start(_ job: Job<[UInt8], [UInt8]>, runtime: Runtime) {
+    @_spi(LoadstateC) public override func start(_ job: Job<[UInt8], [UInt8]>, runtime: Runtime) {
         let read = FileRead(job: job, runtime: runtime, options: options)
         job.onLoopCancel = { read.cancel() }
         read.open()

@@ -10,16 +10,18 @@ import CCurl
 /// and 429 may be retried, after `Retry-After` when given); transport
 /// failures fail in the os domain (errno) or the loadstate domain.
 /// Cancelling aborts the transfer at once and closes its socket.
-public final class HTTPLoader: Loader<[UInt8], [UInt8]>, @unchecked Sendable {
-    public struct Options: Sendable {
+@_spi(LoadstateC) public final class HTTPLoader: Loader<[UInt8], [UInt8]>, @unchecked Sendable {
+    @usableFromInline package struct Options: Sendable {
         /// The most connections open at once; 0 for curl's default.
-        public var maxConnections: Int
-        public var userAgent: String
+        @usableFromInline package var maxConnections: Int
+        /// The most connections open at once to one host; 0 for no limit.
+        @usableFromInline package var maxPerHost: Int = 0
+        @usableFromInline package var userAgent: String
         /// The proxy to use: nil follows the environment (`http_proxy`,
         /// `https_proxy`, `no_proxy`, as curl does); "" uses none.
-        public var proxy: String?
+        @usableFromInline package var proxy: String?
 
-        public init(maxConnections: Int = 0, userAgent: String = "loadstate/0.2", proxy: String? = nil) {
+        @usableFromInline package init(maxConnections: Int = 0, userAgent: String = "loadstate/0.2", proxy: String? = nil) {
             self.maxConnections = maxConnections
             self.userAgent = userAgent
             self.proxy = proxy
@@ -40,18 +42,18 @@ public final class HTTPLoader: Loader<[UInt8], [UInt8]>, @unchecked Sendable {
     /// The receive buffer of each connection (CURLOPT_BUFFERSIZE).
     static let receiveBufferSize = 64 << 10
 
-    public let options: Options
+    @usableFromInline package let options: Options
     // Loop thread only.
     private var multi: CurlMulti?
     /// For the tests (loop thread): the multi, once a request made it.
     var curlMulti: CurlMulti? { multi }
 
-    public init(id: UInt64, options: Options = Options()) {
+    @usableFromInline package init(id: UInt64, options: Options = Options()) {
         self.options = options
         super.init(id: id)
     }
 
-    public override func start(_ job: Job<[UInt8], [UInt8]>, runtime: Runtime) {
+    @_spi(LoadstateC) public override func start(_ job: Job<[UInt8], [UInt8]>, runtime: Runtime) {
         func fail(_ error: LoadError) {
             _ = runtime.submit(.fail(error, retry: .never), job: job.id, of: Job<[UInt8], [UInt8]>.self)
         }
@@ -65,7 +67,8 @@ public final class HTTPLoader: Loader<[UInt8], [UInt8]>, @unchecked Sendable {
             return fail(LoadError(.invalidArgument, message: "only http and https are allowed: \(request.url)"))
         }
         if multi == nil {
-            multi = CurlMulti(loop: runtime.loop.loop, maxConnections: options.maxConnections)
+            multi = CurlMulti(loop: runtime.loop.loop, maxConnections: options.maxConnections,
+                              maxPerHost: options.maxPerHost)
         }
         guard let multi,
               let transfer = HTTPTransfer(job: job, runtime: runtime, request: request, loader: self, multi: multi,
@@ -98,11 +101,12 @@ public final class HTTPLoader: Loader<[UInt8], [UInt8]>, @unchecked Sendable {
 
     /// A stored response's own rules, when the load follows them (see
     /// `HTTPLoader+Caching`).
-    public override func judge(_ entry: CacheEntry, request: [UInt8], nowMs: UInt64) -> CacheJudgement? {
+    @_spi(LoadstateC) public override func judge(_ entry: CacheEntry, request: [UInt8],
+                                                 nowMs: UInt64) -> CacheJudgement? {
         judgeEntry(entry, request: request, nowMs: nowMs)
     }
 
-    public override func released(runtime: Runtime) {
+    @_spi(LoadstateC) public override func released(runtime: Runtime) {
         multi?.close()
         multi = nil
     }

@@ -10,10 +10,13 @@
 /// only when the request names a CA file.
 /// (fields and lists as in `ExecRequest`; integers little-endian).
 public struct HTTPRequest: Sendable, Equatable {
+    /// The method, an HTTP token (`GET`, `POST`, ...).
     public var method: String
+    /// An http or https URL.
     public var url: String
     /// "Name: value" lines.
     public var headers: [String]
+    /// The request body (empty: none).
     public var body: [UInt8]
     /// 0: no limit of the request's own (the load's timeout still applies).
     public var timeoutMs: UInt32
@@ -45,6 +48,7 @@ public struct HTTPRequest: Sendable, Equatable {
         case http2
     }
 
+    /// A request; only `url` is needed for a GET.
     public init(method: String = "GET", url: String, headers: [String] = [], body: [UInt8] = [],
                 timeoutMs: UInt32 = 0, maxBody: UInt64 = 0, maxRedirects: UInt32 = 5, insecure: Bool = false,
                 compressed: Bool = true, version: Version = .automatic, caFile: String? = nil) {
@@ -63,14 +67,14 @@ public struct HTTPRequest: Sendable, Equatable {
 
     static let magic = "LDH1"
     /// Flag bit: skip TLS verification.
-    public static let insecureFlag: UInt32 = 1
+    @usableFromInline package static let insecureFlag: UInt32 = 1
     /// Flag bit: ask for no compressed response.
-    public static let identityFlag: UInt32 = 4
+    @usableFromInline package static let identityFlag: UInt32 = 4
     /// Flag bits: HTTP/2, and HTTP/1.1 only.
-    public static let http2Flag: UInt32 = 8
-    public static let http1Flag: UInt32 = 16
+    @usableFromInline package static let http2Flag: UInt32 = 8
+    @usableFromInline package static let http1Flag: UInt32 = 16
 
-    public func encoded() -> [UInt8] {
+    @usableFromInline package func encoded() -> [UInt8] {
         var w = WireWriter(magic: Self.magic)
         w.field(Array(method.utf8))
         w.field(Array(url.utf8))
@@ -86,7 +90,7 @@ public struct HTTPRequest: Sendable, Equatable {
     }
 
     /// Nil when the bytes are not a well-formed request.
-    public init?(decoding bytes: [UInt8]) {
+    @usableFromInline package init?(decoding bytes: [UInt8]) {
         guard var r = WireReader(bytes, magic: Self.magic),
               let method = r.text(), let url = r.text() ?? nil,
               let headers = r.list(), let body = r.field(),
@@ -161,11 +165,14 @@ extension HTTPRequest {
 ///
 ///     "LDR1"  i32 status  field headers  then the body to the end
 public struct HTTPResponse: Sendable, Equatable {
+    /// The final response's status code.
     public var status: Int32
     /// The raw header lines of the final response, CRLF-separated.
     public var headers: [UInt8]
+    /// The body of the final response.
     public var body: [UInt8]
 
+    /// A response with these parts.
     public init(status: Int32, headers: [UInt8], body: [UInt8]) {
         self.status = status
         self.headers = headers
@@ -174,7 +181,7 @@ public struct HTTPResponse: Sendable, Equatable {
 
     static let magic = "LDR1"
 
-    public func encoded() -> [UInt8] {
+    @usableFromInline package func encoded() -> [UInt8] {
         var w = WireWriter(magic: Self.magic, capacity: 8 + headers.count + body.count)
         w.i32(status)
         w.field(headers)
@@ -205,7 +212,7 @@ public struct HTTPResponse: Sendable, Equatable {
         withUnsafeBytes(of: length.littleEndian) { bytes.replaceSubrange(start + 4..<start + 8, with: $0) }
     }
 
-    public init?(decoding bytes: [UInt8]) {
+    @usableFromInline package init?(decoding bytes: [UInt8]) {
         guard var r = WireReader(bytes, magic: Self.magic), let status = r.i32(), let headers = r.field() ?? nil
         else { return nil }
         self.status = status

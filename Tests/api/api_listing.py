@@ -1,0 +1,59 @@
+#!/usr/bin/env python3
+"""The public API of the Loadstate module, from the symbol graph the
+compiler emits (swift-symbolgraph-extract over the built module).
+
+  api_listing.py SYMBOLS.json            print the listing: one line per public
+                                         or open declaration, sorted
+  api_listing.py SYMBOLS.json --undocumented
+                                         print the public declarations without a
+                                         documentation comment; exit 1 if any
+
+Declarations under @_spi (what Sources/LoadstateC reaches) and package or
+internal ones are not part of the public API and are not listed. Members a
+type gets from a protocol's extension (`!=` from Equatable, for instance)
+are left out: they belong to the protocol.
+"""
+import json
+import sys
+
+
+def declaration(symbol):
+    text = "".join(f["spelling"] for f in symbol.get("declarationFragments", []))
+    text = " ".join(text.split())
+    constraints = symbol.get("swiftExtension", {}).get("constraints", [])
+    if constraints:
+        where = ", ".join(f'{c["lhs"]} {":" if c["kind"] == "conformance" else "=="} {c["rhs"]}'
+                          for c in constraints)
+        text += f"  [where {where}]"
+    return text
+
+
+def public_symbols(path):
+    with open(path) as f:
+        graph = json.load(f)
+    for symbol in graph["symbols"]:
+        if symbol.get("accessLevel") not in ("public", "open"):
+            continue
+        if symbol.get("spi"):
+            continue
+        if "::SYNTHESIZED::" in symbol["identifier"]["precise"]:
+            continue
+        yield symbol
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    symbols = list(public_symbols(sys.argv[1]))
+    if "--undocumented" in sys.argv[2:]:
+        missing = sorted(".".join(s["pathComponents"]) + "  " + declaration(s)
+                         for s in symbols if not s.get("docComment"))
+        for line in missing:
+            print(line)
+        sys.exit(1 if missing else 0)
+    lines = sorted(".".join(s["pathComponents"]) + "  " + declaration(s) for s in symbols)
+    for line in lines:
+        print(line)
+
+
+main()

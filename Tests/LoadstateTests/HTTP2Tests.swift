@@ -69,3 +69,21 @@ struct HTTP2Tests {
         #expect(h1Connections >= 4 * h2Connections, "HTTP/1.1: \(h1Connections), HTTP/2: \(h2Connections)")
     }
 }
+
+/// The Swift API's http loader takes the same request options.
+@Suite(.timeLimit(.minutes(2)))
+struct HTTP2FetchTests {
+    @Test func fetchSpeaksHTTP2WithATrustedCAFile() async throws {
+        let nginx = TestNginx.shared
+        let http = BuiltinLoader.http(options: HTTPLoaderOptions(proxy: ""))
+        let tls = try await http.fetch(HTTPRequest(url: nginx.https("/ok"), version: .http2, caFile: nginx.caFile))
+        #expect(tls.header("X-Protocol") == "HTTP/2.0")
+        for compressed in [true, false, true] {
+            let request = HTTPRequest(url: nginx.https("/100k"), compressed: compressed, version: .http2,
+                                      caFile: nginx.caFile)
+            let response = try await http.fetch(request)
+            #expect(response.header("X-Protocol") == "HTTP/2.0")
+            #expect(response.body.count == 102_400)
+        }
+    }
+}

@@ -173,12 +173,18 @@ extern "C" {
 #define LDS_FLAG_CANCELLED   (1u << 4)  /* this state was restored because a load was cancelled */
 #define LDS_FLAG_QUEUED      (1u << 6)  /* since 0.4: the load's job waits for its loader's limits
                                            (see "Scheduling"); the loader has not been called */
+#define LDS_FLAG_REVALIDATED (1u << 7)  /* since 0.5: with FROM_CACHE, the cached value was confirmed
+                                           current by its loader (an HTTP 304, see lds_http_loader_new) */
 
 /* Load flags (lds_load_options.flags). */
 #define LDS_LOAD_SILENT      (1u << 0)  /* keep the current state while loading; emit REFRESHING */
 #define LDS_LOAD_SHARE       (1u << 1)  /* share one job with the running loads of the same loader and key */
 #define LDS_LOAD_POLL_ON_ERROR (1u << 4)  /* since 0.4: with refresh_interval_ms, keep polling after a
                                              failed load, with the retry back-off (see "Scheduling") */
+#define LDS_LOAD_IGNORE_CACHE_HEADERS (1u << 5)  /* since 0.5: with a cache, the loader's rules from
+                                                 its responses' headers (the http loader's
+                                                 Cache-Control, Expires, Vary) do not apply: fresh_ms
+                                                 alone decides freshness and every value is stored */
 
 /* Delivery modes (lds_runtime_options.delivery). */
 #define LDS_DELIVER_LOOP  0  /* callbacks run on the loop thread (default) */
@@ -337,7 +343,10 @@ typedef struct lds_load_options {
  *
  *   LDS_POLICY_LOAD_ONLY       always load; a successful result is stored.
  *   LDS_POLICY_CACHE_FIRST     a fresh entry is shown (LOADED, LDS_FLAG_FROM_CACHE)
- *                              and nothing is loaded; otherwise load and store.
+ *                              and nothing is loaded; otherwise load and store
+ *                              (a stale entry its loader allows to, HTTP's
+ *                              stale-while-revalidate, is shown while a silent
+ *                              load revalidates it, as CACHE_THEN_LOAD does).
  *   LDS_POLICY_CACHE_THEN_LOAD an entry (fresh or not) is shown at once, in one
  *                              event flagged FROM_CACHE | REFRESHING (and STALE when
  *                              not fresh), while a silent load revalidates it: success replaces and stores the
@@ -349,6 +358,9 @@ typedef struct lds_load_options {
  *
  * An entry is fresh while younger than fresh_ms and not invalidated
  * (lds_cache_invalidate); entries older than max_age_ms count as missing.
+ * The http loader's responses carry rules of their own that replace
+ * fresh_ms (Cache-Control, Expires, Vary: see lds_http_loader_new) unless
+ * the load sets LDS_LOAD_IGNORE_CACHE_HEADERS.
  * A cached value's updated_at_ms is the time it was stored. With
  * LDS_LOAD_SHARE the share key is the cache key; the result of a shared job
  * is stored once.
@@ -1015,6 +1027,14 @@ int lds_exec_loader_new(lds_runtime *rt, const lds_exec_options *opts, lds_id *o
 
 #define LDS_HTTP_INSECURE      (1u << 0)  /* skip TLS certificate and host verification */
 #define LDS_HTTP_NO_REDIRECTS  (1u << 1)  /* do not follow redirects */
+#define LDS_HTTP_NO_COMPRESSION (1u << 2) /* since 0.5: ask for no compressed response (no
+                                             Accept-Encoding) and decode none */
+#define LDS_HTTP_HTTP2         (1u << 3)  /* since 0.5: HTTP/2, multiplexed: by ALPN over TLS
+                                             (HTTP/1.1 when the server does not offer it), with
+                                             prior knowledge over plain http (the server must
+                                             speak HTTP/2 there) */
+#define LDS_HTTP_HTTP1         (1u << 4)  /* since 0.5: HTTP/1.1 only. Neither flag: HTTP/2 by
+                                             ALPN over TLS, HTTP/1.1 over plain http */
 
 /*
  * Bounds on one HTTP response, whatever the request (each redirect and
@@ -1064,17 +1084,27 @@ typedef struct lds_http_request {
   size_t body_len;
   uint32_t timeout_ms;          /* whole transfer; 0: none (the load's timeout_ms still applies) */
   uint32_t max_redirects;       /* 0: 5. Redirects go only between http and https */
-  uint64_t max_body;            /* largest body accepted; 0: LDS_VALUE_MAX */
-  uint32_t flags;               /* LDS_HTTP_INSECURE, LDS_HTTP_NO_REDIRECTS */
+  uint64_t max_body;            /* largest body accepted (decoded, when compressed); 0: LDS_VALUE_MAX */
+  uint32_t flags;               /* LDS_HTTP_INSECURE, LDS_HTTP_NO_REDIRECTS, LDS_HTTP_NO_COMPRESSION,
+                                   LDS_HTTP_HTTP2 or LDS_HTTP_HTTP1 */
+  /* Since 0.5, read only when size covers it (size may end before it). */
+  const char *ca_file;          /* NULL: verify servers with the system's CA certificates;
+                                   otherwise a file of PEM CA certificates to trust instead
+                                   (a self-signed server's own certificate, for instance) */
 } lds_http_request;
 
-#define LDS_HTTP_REQUEST_INIT { (uint32_t)sizeof(lds_http_request), NULL, NULL, NULL, 0, NULL, 0, 0, 0, 0, 0 }
+#define LDS_HTTP_REQUEST_INIT { (uint32_t)sizeof(lds_http_request), NULL, NULL, NULL, 0, NULL, 0, 0, 0, 0, 0, NULL }
 
 /*
  * Encodes an HTTP request into a new buffer for lds_loadable_load; free it
  * with lds_free. The encoding: "LDH1", method, url (fields), headers
  * (list), body (field), u32 timeout_ms, u64 max_body, u32 max_redirects,
- * u32 flags (bit 0: insecure) — fields and lists as for exec requests.
+ * u32 flags (the request's flags without LDS_HTTP_NO_REDIRECTS, which is
+ * max_redirects 0: bit 0 insecure; since 0.5, LDS_HTTP_NO_COMPRESSION,
+ * LDS_HTTP_HTTP2 and LDS_HTTP_HTTP1 at their bits; decoders ignore
+ * other bits), then, since 0.5
+ * and only when ca_file is set, ca_file (field) — fields and lists as for
+ * exec requests. Decoders accept the encoding with or without ca_file.
  * The method, url and headers are checked as lds_http_request describes,
  * so that none can add lines of its own to the request sent (CR, LF); the
  * http loader checks a request it is given the same way, and fails a job
@@ -1083,7 +1113,8 @@ typedef struct lds_http_request {
  *
  * Returns LDS_OK; LDS_EINVAL (NULL pointers, no url, a method that is not
  * a token, a url or header with a control character, a header line that
- * is not "Name: value", an unknown flag, bad size); LDS_ETOOBIG; LDS_ENOMEM.
+ * is not "Name: value", an unknown flag, both LDS_HTTP_HTTP2 and
+ * LDS_HTTP_HTTP1, bad size); LDS_ETOOBIG; LDS_ENOMEM.
  */
 int lds_http_request_encode(const lds_http_request *req, void **out, size_t *out_len);
 
@@ -1112,7 +1143,48 @@ int lds_http_response_decode(const void *value, size_t len, lds_http_response *o
  * runtime's libuv loop. The value of a job is an encoded response (see
  * lds_http_response_decode). Only http and https are allowed, also for
  * redirects; TLS verification is on unless the request sets
- * LDS_HTTP_INSECURE. PROGRESS events count body bytes
+ * LDS_HTTP_INSECURE.
+ *
+ * Compression (since 0.5): unless the request sets LDS_HTTP_NO_COMPRESSION,
+ * it sends "Accept-Encoding:" with every encoding the libcurl in use
+ * decodes ("gzip, deflate", then "br" and "zstd" when libcurl has them;
+ * a request's own Accept-Encoding line is sent instead, and those four
+ * are still decoded) and the value's body is the decoded body; the
+ * header lines stay as received (Content-Encoding and Content-Length
+ * describe the bytes on the wire). max_body bounds the decoded body:
+ * decoding stops, and the load fails with LDS_ETOOBIG, as soon as the
+ * decoded bytes pass it, so a small compressed body that expands without
+ * bound (a compression bomb) costs at most max_body of memory. A body
+ * that does not decode is LDS_EIO. With LDS_HTTP_NO_COMPRESSION no
+ * Accept-Encoding is sent and the body is kept as it arrives, encoded or
+ * not.
+ *
+ * HTTP versions (since 0.5): by default libcurl speaks HTTP/2 over TLS
+ * when the server offers it (ALPN) and HTTP/1.1 over plain http.
+ * LDS_HTTP_HTTP2 asks for HTTP/2 also over plain http (prior knowledge:
+ * the server must speak it, there is no fallback) and lets transfers to
+ * one host share HTTP/2 connections: a new request waits for a connection
+ * that can take one more stream rather than opening one of its own, up
+ * to 1,000 streams a connection or the server's own limit (its SETTINGS;
+ * nginx's http2_max_concurrent_streams is 128 by default), so 1,000
+ * concurrent requests to a server that allows 1,000 streams share one
+ * connection once it is up. Requests that start while every connection
+ * is at its limit each open a connection of their own (libcurl's
+ * behaviour; while a connection is being set up, before the server has
+ * said its limit, libcurl counts on 100 streams): bound them with
+ * max_connections. Known defect: with Debian 12's libcurl 7.88.1 and
+ * nginx 1.22, a request over plain http with prior knowledge that reuses
+ * a kept-alive connection fails with LDS_EIO ("Error in the HTTP2 framing
+ * layer"; curl's command-line tool fails the same way); HTTP/2 over TLS
+ * is not affected.
+ * LDS_HTTP_HTTP1 keeps to HTTP/1.1. The response's header lines of an
+ * HTTP/2 answer are lower case, as HTTP/2 sends them. ca_file replaces
+ * the system's CA certificates for the request (a server with a
+ * self-signed certificate is trusted by naming that certificate, not by
+ * turning verification off); a file that cannot be read fails the load
+ * (LDS_EIO).
+ *
+ * PROGRESS events count body bytes
  * (one every 64 KiB or so, then one when the body is complete; a body
  * under 64 KiB reports none).
  *
@@ -1148,6 +1220,79 @@ int lds_http_response_decode(const void *value, size_t len, lds_http_response *o
  * text when libcurl's does not give it), followed by the URL.
  * Cancelling aborts the transfer at once and closes its socket.
  *
+ * Caching (since 0.5), for loads with a cache (lds_load_options.cache):
+ *   Validators. A 2xx response stored in the cache keeps its ETag and
+ *     Last-Modified beside it (each when it is at most 8 KiB with no
+ *     control character but tab). A later load of the same cache key that
+ *     goes to the network (any policy but LDS_POLICY_CACHE_ONLY, a refresh,
+ *     an invalidation's reload), when its request is a GET without a body
+ *     and names no condition of its own (If-None-Match, If-Modified-Since,
+ *     If-Match, If-Unmodified-Since, If-Range), sends If-None-Match and
+ *     If-Modified-Since with the stored validators, provided the entry is
+ *     younger than the load's max_age_ms. A request with a condition of its
+ *     own gets the server's answer as it is (a 304 is then an http error).
+ *   304 Not Modified. The stored response stays the value: its status and
+ *     body, its header lines with those the 304 carries in their place
+ *     (but Content-Length, Content-Encoding, Transfer-Encoding,
+ *     Content-Range and the connection's own fields; when the result would
+ *     pass LDS_HTTP_HEADERS_MAX the stored lines stay). The entry is stored
+ *     again with it (its stored_at_ms is now, its stale flag cleared), and
+ *     the cell shows LDS_LOADED flagged LDS_FLAG_FROM_CACHE |
+ *     LDS_FLAG_REVALIDATED. No body is transferred.
+ *   Entries stored by a version before 0.5 (a persistent cache file of
+ *     schema version 1) have no validators beside them: the stored header
+ *     lines are read instead.
+ *   Response headers, as a private cache (RFC 9111), unless the load sets
+ *   LDS_LOAD_IGNORE_CACHE_HEADERS (then fresh_ms alone decides freshness,
+ *   every 2xx response is stored and Vary is not checked; validators and
+ *   304s work as above). Read from the final response (a 304: the stored
+ *   response with the 304's lines), when it is stored:
+ *     Cache-Control: max-age=N   the entry is fresh while its age is under
+ *                                N seconds, whatever fresh_ms says. Its age
+ *                                is the time since it was stored, plus its
+ *                                age when it arrived: the larger of the Age
+ *                                header and the time since its Date header.
+ *     Expires (without max-age)  fresh until that HTTP-date, measured from
+ *                                the response's Date (or its arrival); an
+ *                                Expires that does not parse ("0") is past.
+ *     neither                    fresh_ms decides, as for any value.
+ *     no-store (in the response, or in the request's own Cache-Control)
+ *                                the response is not stored, and an older
+ *                                entry under the key is dropped; the cell
+ *                                shows it as usual.
+ *     no-cache                   stored, but stale at once: a cache-first
+ *                                load revalidates it every time.
+ *     stale-while-revalidate=N   for N seconds after it turns stale, a
+ *                                cache-first load shows it (LOADED,
+ *                                FROM_CACHE | STALE | REFRESHING) and
+ *                                revalidates it silently, as
+ *                                LDS_POLICY_CACHE_THEN_LOAD does.
+ *     stale-if-error=N           until N seconds after it turns stale, a
+ *                                GET that fails (a transport failure, a
+ *                                timeout of the transfer, or status 500,
+ *                                502, 503 or 504) ends with the stored
+ *                                response instead, shown LOADED with
+ *                                FROM_CACHE | STALE and no error; the entry
+ *                                stays as it was.
+ *     must-revalidate            once stale, never shown by
+ *                                stale-while-revalidate or stale-if-error
+ *                                (no-cache forbids them too).
+ *     s-maxage, proxy-revalidate, private, public
+ *                                for shared caches: no effect here.
+ *     Vary: a, b                 the request's values of those fields (its
+ *                                own header lines, or the loader's
+ *                                User-Agent) are kept; a later load whose
+ *                                request sends other values (or sends one
+ *                                where the stored request sent none, or the
+ *                                reverse) does not use the entry: a miss
+ *                                (one entry per cache key: the new response
+ *                                takes its place). Vary: * matches nothing.
+ *   Numbers are read with saturation: delta-seconds are ASCII digits only,
+ *   counted at most 2^31 seconds (RFC 9111 section 1.2.2); a directive
+ *   with a sign, a fraction or other bytes in its number is ignored; a
+ *   directive given twice counts with its smaller number. Directive names
+ *   are read in any case, arguments with or without quotes.
+ *
  * opts may be NULL. Returns LDS_OK; LDS_EINVAL; LDS_ENOMEM; LDS_ECLOSED.
  */
 int lds_http_loader_new(lds_runtime *rt, const lds_http_options *opts, lds_id *out);
@@ -1164,7 +1309,9 @@ int lds_http_loader_new(lds_runtime *rt, const lds_http_options *opts, lds_id *o
  *
  * Both are bounded: when a put takes a cache over a bound, least recently
  * used entries (by get or put) are evicted until it is within bounds
- * again. The bytes of a cache are the lengths of its keys plus its values.
+ * again. The bytes of a cache are the lengths of its keys plus its values,
+ * plus what the http loader keeps beside a response it stores (its
+ * validators, see lds_http_loader_new; tens of bytes).
  * An entry larger than the byte bound is not kept (and an older entry
  * under its key is dropped). An entry may have a time to live (ttl_ms): a
  * get after it has passed drops the entry and reports a miss.
@@ -1261,7 +1408,12 @@ int lds_memory_cache_new(lds_runtime *rt, const lds_memory_cache_options *opts, 
  * A file that is not an SQLite database, or is a database but not a cache
  * of this library's schema version, is left alone and gives LDS_EIO,
  * unless opts->flags has LDS_CACHE_REPLACE_DAMAGED: then it is deleted
- * and created anew, empty.
+ * and created anew, empty. Schema versions: 0.5 writes version 2 (a
+ * column for what a loader keeps beside a value). A version 1 file,
+ * written before 0.5, is upgraded in place when it is opened, in one
+ * transaction, and keeps its entries; a library before 0.5 sees a
+ * version 2 file as another schema (LDS_EIO, or replaced with
+ * LDS_CACHE_REPLACE_DAMAGED).
  *
  * Returns LDS_OK; LDS_EINVAL (rt, opts, opts->path or out NULL, bad size,
  * unknown flag); LDS_EIO (the file cannot be opened or created, or is

@@ -26,6 +26,7 @@ func cFlags(_ event: CellEvent<Bytes, Bytes>) -> UInt32 {
     if event.state.isFromCache { flags |= UInt32(LDS_FLAG_FROM_CACHE) }
     if event.state.isStale { flags |= UInt32(LDS_FLAG_STALE) }
     if event.state.isQueued { flags |= UInt32(LDS_FLAG_QUEUED) }
+    if event.state.isRevalidated { flags |= UInt32(LDS_FLAG_REVALIDATED) }
     return flags
 }
 

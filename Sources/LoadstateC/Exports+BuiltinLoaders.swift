@@ -139,10 +139,18 @@ public func ldsHttpRequestEncode(_ req: UnsafePointer<lds_http_request>?,
                                  _ out: UnsafeMutablePointer<UnsafeMutableRawPointer?>?,
                                  _ outLength: UnsafeMutablePointer<Int>?) -> Int32 {
     guard let req, let out, let outLength else { return LDS_EINVAL }
-    let c = req.pointee
-    guard Int(c.size) >= MemoryLayout<lds_http_request>.size, let url = c.url else { return LDS_EINVAL }
-    let known = UInt32(LDS_HTTP_INSECURE) | UInt32(LDS_HTTP_NO_REDIRECTS)
+    // Read as far as its size says: the first version ended before ca_file.
+    let (c, size) = readSized(req)
+    let firstVersionSize = MemoryLayout<lds_http_request>.offset(of: \lds_http_request.ca_file)
+        ?? MemoryLayout<lds_http_request>.size
+    guard size >= firstVersionSize, let url = c.url else { return LDS_EINVAL }
+    let caFile = c.ca_file.map { String(cString: $0) }
+    let known = UInt32(LDS_HTTP_INSECURE) | UInt32(LDS_HTTP_NO_REDIRECTS) | UInt32(LDS_HTTP_NO_COMPRESSION)
+        | UInt32(LDS_HTTP_HTTP2) | UInt32(LDS_HTTP_HTTP1)
     guard c.flags & ~known == 0 else { return LDS_EINVAL }
+    let http2 = c.flags & UInt32(LDS_HTTP_HTTP2) != 0
+    let http1 = c.flags & UInt32(LDS_HTTP_HTTP1) != 0
+    guard !(http2 && http1) else { return LDS_EINVAL }
     var headers: [String] = []
     if c.header_count != 0 {
         guard let list = c.headers, c.header_count > 0, c.header_count <= 65536 else { return LDS_EINVAL }
@@ -160,7 +168,9 @@ public func ldsHttpRequestEncode(_ req: UnsafePointer<lds_http_request>?,
     let request = HTTPRequest(method: c.method.map { String(cString: $0) } ?? "GET", url: String(cString: url),
                               headers: headers, body: body, timeoutMs: c.timeout_ms, maxBody: c.max_body,
                               maxRedirects: noRedirects ? 0 : (c.max_redirects == 0 ? 5 : c.max_redirects),
-                              insecure: c.flags & UInt32(LDS_HTTP_INSECURE) != 0)
+                              insecure: c.flags & UInt32(LDS_HTTP_INSECURE) != 0,
+                              compressed: c.flags & UInt32(LDS_HTTP_NO_COMPRESSION) == 0,
+                              version: http2 ? .http2 : http1 ? .http1 : .automatic, caFile: caFile)
     guard request.problem == nil else { return LDS_EINVAL }
     return giveBuffer(request.encoded(), out, outLength)
 }

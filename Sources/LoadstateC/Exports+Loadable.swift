@@ -79,7 +79,8 @@ func prepareLoadLocked(_ storage: inout HandleTable.Storage, cell id: UInt64, fl
     if let choice {
         guard let store = storage.handles[choice.id] as? any CacheStore else { return nil }
         cache = CacheUse(store: store, key: choice.key ?? request, policy: choice.policy,
-                         freshMs: choice.freshMs, maxAgeMs: choice.maxAgeMs)
+                         freshMs: choice.freshMs, maxAgeMs: choice.maxAgeMs,
+                         followsLoaderRules: choice.followsLoaderRules)
     }
     if share { options.shareKey = cache?.key ?? request }
     let ticket = cell.prepareLoadLocked(loader: loaderID)

@@ -11,6 +11,8 @@ struct CacheChoice {
     var policy: CachePolicy
     var freshMs: UInt64
     var maxAgeMs: UInt64
+    /// Not LDS_LOAD_IGNORE_CACHE_HEADERS.
+    var followsLoaderRules: Bool
 }
 
 extension LoadOptions {
@@ -29,6 +31,7 @@ extension LoadOptions {
         let (c, size) = readSized(pointer)
         guard size >= firstVersionSize else { return .failure(.invalidArgument) }
         let knownFlags = UInt32(LDS_LOAD_SILENT) | UInt32(LDS_LOAD_SHARE) | UInt32(LDS_LOAD_POLL_ON_ERROR)
+            | UInt32(LDS_LOAD_IGNORE_CACHE_HEADERS)
         guard c.flags & ~knownFlags == 0 else { return .failure(.invalidArgument) }
         options.silent = c.flags & UInt32(LDS_LOAD_SILENT) != 0
         options.pollsAfterError = c.flags & UInt32(LDS_LOAD_POLL_ON_ERROR) != 0
@@ -56,6 +59,7 @@ extension LoadOptions {
             }
         }
         return .success((options, CacheChoice(id: c.cache, key: key, policy: policy, freshMs: UInt64(c.fresh_ms),
-                                              maxAgeMs: c.max_age_ms)))
+                                              maxAgeMs: c.max_age_ms,
+                                              followsLoaderRules: c.flags & UInt32(LDS_LOAD_IGNORE_CACHE_HEADERS) == 0)))
     }
 }

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +47,38 @@ static int encode_header(const char *line) {
   req.headers = headers;
   req.header_count = 2;
   return encode(&req);
+}
+
+/* Since 0.5: HTTP/2 or HTTP/1.1 only (not both), and a CA file, which a
+ * caller built against the first version of the struct does not have. */
+TEST(http_encode_takes_a_version_flag_and_a_ca_file_when_its_size_has_one) {
+  lds_http_request req = LDS_HTTP_REQUEST_INIT;
+  req.url = "https://127.0.0.1/";
+  req.flags = LDS_HTTP_HTTP2;
+  CHECK_RC(encode(&req), LDS_OK);
+  req.flags = LDS_HTTP_HTTP1 | LDS_HTTP_NO_COMPRESSION;
+  CHECK_RC(encode(&req), LDS_OK);
+  req.flags = LDS_HTTP_HTTP2 | LDS_HTTP_HTTP1;
+  CHECK_RC(encode(&req), LDS_EINVAL);
+  req.flags = 1u << 5;
+  CHECK_RC(encode(&req), LDS_EINVAL);
+  req.flags = 0;
+  void *plain = NULL, *with_ca = NULL, *old = NULL;
+  size_t plain_len = 0, with_ca_len = 0, old_len = 0;
+  REQUIRE_RC(lds_http_request_encode(&req, &plain, &plain_len), LDS_OK);
+  req.ca_file = "/etc/ssl/certs/ca-certificates.crt";
+  REQUIRE_RC(lds_http_request_encode(&req, &with_ca, &with_ca_len), LDS_OK);
+  CHECK_EQ(with_ca_len, plain_len + 4 + strlen(req.ca_file));
+  CHECK(memcmp(with_ca, plain, plain_len) == 0);
+  /* The first version's size ends before ca_file: it is not read. */
+  req.size = (uint32_t)offsetof(lds_http_request, ca_file);
+  REQUIRE_RC(lds_http_request_encode(&req, &old, &old_len), LDS_OK);
+  CHECK(old_len == plain_len && memcmp(old, plain, plain_len) == 0);
+  req.size = (uint32_t)offsetof(lds_http_request, ca_file) - 1;
+  CHECK_RC(encode(&req), LDS_EINVAL);
+  lds_free(plain);
+  lds_free(with_ca);
+  lds_free(old);
 }
 
 TEST(http_encode_refuses_a_method_that_is_not_a_token) {

@@ -288,6 +288,33 @@ PARSER_SEEDS = {
 }
 
 
+def responses(first, second):
+    """Target 8: two raw HTTP responses, the split byte pointing between them."""
+    data = first + second
+    return bytes([8, min(255, (len(first) * 256 + len(data) - 1) // len(data))]) + data
+
+
+def answer(status, headers, body=b""):
+    lines = b"".join(h + b"\r\n" for h in headers)
+    return b"HTTP/1.1 " + status + b"\r\n" + lines + b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+PARSER_SEEDS.update({
+    "cached_max_age": responses(answer(b"200 OK", [b"Cache-Control: max-age=60, stale-if-error=5"], b"v"),
+                                answer(b"200 OK", [], b"w")),
+    "cached_etag_304": responses(answer(b"200 OK", [b"ETag: \"e\"", b"Cache-Control: no-cache"], b"v"),
+                                 answer(b"304 Not Modified", [b"ETag: \"e\"", b"X-New: 1"])),
+    "cached_vary_expires": responses(
+        answer(b"200 OK", [b"Vary: X-Lang, Accept", b"Date: Sun, 06 Nov 1994 08:49:37 GMT",
+                           b"Expires: Sun, 06 Nov 1994 09:49:37 GMT", b"Age: 99999999999999999999"], b"v"),
+        answer(b"200 OK", [b"Cache-Control: no-store"], b"w")),
+    "cached_swr_gzip": responses(
+        answer(b"200 OK", [b"Cache-Control: max-age=0, stale-while-revalidate=60", b"Last-Modified: yesterday"],
+               b"v"),
+        answer(b"200 OK", [b"Content-Encoding: gzip"], b"\x1f\x8b\x08\x00garbage")),
+})
+
+
 # Persistent cache files (target 7): SQLite databases with small pages.
 # The schema is the library's (Sources/Loadstate/Cache/PersistentCacheSchema.swift).
 CACHE_SCHEMA = """
@@ -333,7 +360,7 @@ def cache_seeds():
         "cache_no_totals_row": bytes([7, 2]) + sqlite_file(CACHE_SCHEMA + row.format(
             k="x'6b'", size=6, stored=1, expires=0, access=1, stale=0, value="x'7631'")),
         "cache_other_tables": bytes([7, 0]) + sqlite_file("CREATE TABLE entries (key TEXT); CREATE TABLE t (a);"),
-        "cache_other_version": bytes([7, 1]) + sqlite_file(CACHE_SCHEMA, version=2),
+        "cache_other_version": bytes([7, 1]) + sqlite_file(CACHE_SCHEMA, version=9),
         "cache_no_version": bytes([7, 0]) + sqlite_file("CREATE TABLE t (a);", version=0),
         "cache_new_file": bytes([7, 4]),
         "cache_garbage": bytes([7, 1]) + b"SQLite format 3\x00" + bytes(range(64)),

@@ -18,6 +18,17 @@ Routes:
   /retry-after-date/OFFSET/KEY
                       503 with Retry-After as an HTTP-date OFFSET seconds from now
                       (negative: past) for the first call with KEY, then 200
+  /cached/KEY?etag=E&lm=DATE&cc=CC&size=N&h=Name:value
+                      200 with N bytes (default: "body of KEY"), ETag E, Last-Modified
+                      DATE, Cache-Control CC and each extra header h (all optional);
+                      304 (no body, the same headers) when If-None-Match names E or
+                      If-Modified-Since equals DATE. Every answer carries
+                      X-Answer: the number of requests for KEY so far
+  /count/KEY          "BODIES REQUESTS": the bodies and the requests /cached/KEY answered
+  /gzip/N             200 with N bytes of "z", sent gzip-compressed (Content-Encoding: gzip)
+                      whatever the request accepts
+  /gzip-bomb/MIB      the same with MIB MiB of zero bytes (a compression bomb, about
+                      1 KiB on the wire per MiB decoded)
 
 Hostile answers, written raw (then the connection is closed; each stops
 early when the client goes away):
@@ -25,6 +36,8 @@ early when the client goes away):
   /headers/N/SIZE     N header lines of SIZE bytes each
   /trailers/N         a chunked body "ok", then N trailer lines of 62 bytes
 """
+import gzip
+import io
 import socket
 import sys
 import threading
@@ -35,6 +48,11 @@ from urllib.parse import parse_qs, urlparse
 
 calls = {}
 calls_lock = threading.Lock()
+# Compressed bodies already made, by route and size.
+compressed = {}
+# /cached/KEY: requests answered and bodies sent, by key.
+cached_requests = {}
+cached_bodies = {}
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -124,6 +142,25 @@ class Handler(BaseHTTPRequestHandler):
                 self.send_body(503, b"busy", [("Retry-After", when)])
             else:
                 self.send_body(200, b"ok after %d" % n)
+        elif route == "cached":
+            self.cached(parts[1], parse_qs(url.query))
+        elif route in ("gzip", "gzip-bomb"):
+            size = int(parts[1]) * (1 << 20 if route == "gzip-bomb" else 1)
+            with calls_lock:
+                if (route, size) not in compressed:
+                    # Compressed a MiB at a time: the bomb's plain form is never held.
+                    out = io.BytesIO()
+                    with gzip.GzipFile(fileobj=out, mode="wb", compresslevel=9) as writer:
+                        chunk = b"z" * min(size, 1 << 20) if route == "gzip" else bytes(min(size, 1 << 20))
+                        for at in range(0, size, len(chunk) or 1):
+                            writer.write(chunk[:size - at])
+                    compressed[(route, size)] = out.getvalue()
+                body = compressed[(route, size)]
+            self.send_body(200, body, [("Content-Encoding", "gzip")])
+        elif route == "count":
+            with calls_lock:
+                counts = b"%d %d" % (cached_bodies.get(parts[1], 0), cached_requests.get(parts[1], 0))
+            self.send_body(200, counts)
         elif route == "status":
             code = int(parts[1])
             self.send_body(code, b"status %d" % code)
@@ -145,6 +182,36 @@ class Handler(BaseHTTPRequestHandler):
                 self.send_body(200, b"ok after %d" % n)
         else:
             self.send_body(404, b"no such route")
+
+    def cached(self, key, query):
+        etag = query.get("etag", [None])[0]
+        modified = query.get("lm", [None])[0]
+        with calls_lock:
+            n = cached_requests.get(key, 0) + 1
+            cached_requests[key] = n
+        headers = [("X-Answer", str(n))]
+        if etag is not None:
+            headers.append(("ETag", etag))
+        if modified is not None:
+            headers.append(("Last-Modified", modified))
+        if "cc" in query:
+            headers.append(("Cache-Control", query["cc"][0]))
+        for extra in query.get("h", []):
+            name, _, value = extra.partition(":")
+            headers.append((name, value))
+        match = self.headers.get("If-None-Match")
+        since = self.headers.get("If-Modified-Since")
+        if (etag is not None and match == etag) or (modified is not None and since == modified):
+            self.send_response(304)
+            for name, value in headers:
+                self.send_header(name, value)
+            self.end_headers()
+            return
+        with calls_lock:
+            cached_bodies[key] = cached_bodies.get(key, 0) + 1
+        size = query.get("size", [None])[0]
+        body = b"b" * int(size) if size is not None else b"body of " + key.encode()
+        self.send_body(200, body, headers)
 
     def do_POST(self):
         length = int(self.headers.get("Content-Length", "0"))

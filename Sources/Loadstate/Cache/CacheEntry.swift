@@ -12,14 +12,20 @@ public struct CacheEntry: Sendable, Equatable {
     public var expiresAtMs: UInt64
     /// Set by `markStale(prefix:)`; a later put of the key clears it.
     public var isStale: Bool
+    /// What the loader that produced the value keeps beside it (the http
+    /// loader: its validators and freshness, an `HTTPCacheRecord`); empty
+    /// for values put by hosts. Replaced by every put of the key.
+    public var meta: [UInt8]
 
     /// An entry holding `value`, stored at `storedAtMs` (wall-clock ms), expiring at
-    /// `expiresAtMs` (0: never).
-    public init(value: [UInt8], storedAtMs: UInt64, expiresAtMs: UInt64 = 0, isStale: Bool = false) {
+    /// `expiresAtMs` (0: never), with `meta` beside it.
+    public init(value: [UInt8], storedAtMs: UInt64, expiresAtMs: UInt64 = 0, isStale: Bool = false,
+                meta: [UInt8] = []) {
         self.value = value
         self.storedAtMs = storedAtMs
         self.expiresAtMs = expiresAtMs
         self.isStale = isStale
+        self.meta = meta
     }
 
     /// Whether the entry's time to live has passed at `nowMs`.
@@ -44,16 +50,21 @@ public struct CacheEntry: Sendable, Equatable {
     @usableFromInline package let storedAtMs: UInt64
     @usableFromInline package let expiresAtMs: UInt64
     @usableFromInline package let isStale: Bool
+    /// The entry's metadata (see `CacheEntry.meta`), owned by the cache.
+    @usableFromInline package let meta: UnsafeRawBufferPointer
 
-    @usableFromInline package init(value: UnsafeRawBufferPointer, storedAtMs: UInt64, expiresAtMs: UInt64, isStale: Bool) {
+    @usableFromInline package init(value: UnsafeRawBufferPointer, storedAtMs: UInt64, expiresAtMs: UInt64,
+                                   isStale: Bool, meta: UnsafeRawBufferPointer = UnsafeRawBufferPointer(start: nil, count: 0)) {
         self.value = value
         self.storedAtMs = storedAtMs
         self.expiresAtMs = expiresAtMs
         self.isStale = isStale
+        self.meta = meta
     }
 
     /// An owned copy.
     @usableFromInline package var entry: CacheEntry {
-        CacheEntry(value: Array(value), storedAtMs: storedAtMs, expiresAtMs: expiresAtMs, isStale: isStale)
+        CacheEntry(value: Array(value), storedAtMs: storedAtMs, expiresAtMs: expiresAtMs, isStale: isStale,
+                   meta: Array(meta))
     }
 }

@@ -22,6 +22,12 @@ public protocol CacheStore: AnyObject, Sendable {
     /// older entry under the key is dropped).
     func put(_ key: [UInt8], _ value: [UInt8], ttlMs: UInt64?) throws(CacheError)
 
+    /// Stores like `put(_:_:ttlMs:)`, with `meta` kept beside the value
+    /// (see `CacheEntry.meta`), counted towards the byte bound. A store
+    /// that keeps no metadata (the default implementation) drops it: the
+    /// http loader then reads what it needs from the stored response.
+    func put(_ key: [UInt8], _ value: [UInt8], ttlMs: UInt64?, meta: [UInt8]) throws(CacheError)
+
     /// Drops the entry under `key`; whether there was one.
     @discardableResult
     func remove(_ key: [UInt8]) throws(CacheError) -> Bool
@@ -54,5 +60,10 @@ extension CacheStore {
     /// Stores with the cache's default time to live.
     public func put(_ key: [UInt8], _ value: [UInt8]) throws(CacheError) {
         try put(key, value, ttlMs: nil)
+    }
+
+    /// Stores without the metadata: for stores that keep none.
+    public func put(_ key: [UInt8], _ value: [UInt8], ttlMs: UInt64?, meta: [UInt8]) throws(CacheError) {
+        try put(key, value, ttlMs: ttlMs)
     }
 }

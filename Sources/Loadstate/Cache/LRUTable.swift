@@ -254,7 +254,9 @@ struct EntryBlock: Equatable {
     struct EntryHeader {
         var storedAtMs: UInt64
         var expiresAtMs: UInt64
-        var valueCount: Int
+        var valueCount: UInt32
+        /// The metadata's length (`CacheEntry.meta`), stored after the value.
+        var metaCount: UInt32
         /// The key's length; the top bit marks the entry stale.
         var keyBits: UInt32
         /// The entry's slot in its table's recency list.
@@ -278,19 +280,32 @@ struct EntryBlock: Equatable {
         self.header = header
     }
 
-    /// Copies the key and value into a new block.
-    init(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, storedAtMs: UInt64, expiresAtMs: UInt64) {
-        precondition(key.count < Int(EntryHeader.staleBit), "loadstate: cache key of 2 GiB or more")
-        let raw = malloc(Self.headerSize + key.count + value.count)
+    /// Whether a key, a value and metadata of these lengths fit a block's
+    /// header (a key under 2 GiB, a value and metadata under 4 GiB each).
+    static func fits(key: Int, value: Int, meta: Int) -> Bool {
+        key < Int(EntryHeader.staleBit) && value <= Int(UInt32.max) && meta <= Int(UInt32.max)
+    }
+
+    /// Copies the key, value and metadata into a new block; their lengths
+    /// must pass `fits`.
+    init(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, meta: UnsafeRawBufferPointer,
+         storedAtMs: UInt64, expiresAtMs: UInt64) {
+        precondition(Self.fits(key: key.count, value: value.count, meta: meta.count),
+                     "loadstate: cache entry too large for a block")
+        let raw = malloc(Self.headerSize + key.count + value.count + meta.count)
         guard let raw else { fatalError("loadstate: out of memory for a cache entry") }
         // The table keeps a hash tag in the address's high 16 bits.
         precondition(UInt(bitPattern: raw) >> 48 == 0, "loadstate: cache entry above 2^48")
         header = raw.bindMemory(to: EntryHeader.self, capacity: 1)
-        header.initialize(to: EntryHeader(storedAtMs: storedAtMs, expiresAtMs: expiresAtMs, valueCount: value.count,
+        header.initialize(to: EntryHeader(storedAtMs: storedAtMs, expiresAtMs: expiresAtMs,
+                                          valueCount: UInt32(value.count), metaCount: UInt32(meta.count),
                                           keyBits: UInt32(key.count), slot: -1))
         let bytes = raw + Self.headerSize
         if let base = key.baseAddress, key.count > 0 { memcpy(bytes, base, key.count) }
         if let base = value.baseAddress, value.count > 0 { memcpy(bytes + key.count, base, value.count) }
+        if let base = meta.baseAddress, meta.count > 0 {
+            memcpy(bytes + key.count + value.count, base, meta.count)
+        }
     }
 
     func free() {
@@ -304,11 +319,16 @@ struct EntryBlock: Equatable {
     }
 
     var value: UnsafeRawBufferPointer {
-        UnsafeRawBufferPointer(start: bytes + header.pointee.keyCount, count: header.pointee.valueCount)
+        UnsafeRawBufferPointer(start: bytes + header.pointee.keyCount, count: Int(header.pointee.valueCount))
     }
 
-    /// Bytes of key and value.
-    var size: Int { header.pointee.keyCount + header.pointee.valueCount }
+    var meta: UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(start: bytes + header.pointee.keyCount + Int(header.pointee.valueCount),
+                               count: Int(header.pointee.metaCount))
+    }
+
+    /// Bytes of key, value and metadata.
+    var size: Int { header.pointee.keyCount + Int(header.pointee.valueCount) + Int(header.pointee.metaCount) }
 
     /// The key's hash (computed again: the header does not keep it).
     var digest: Int { CacheKey.digest(of: key) }

@@ -78,7 +78,7 @@ public final class MemoryCache: Handle, CacheStore, @unchecked Sendable {
             s.table.touch(block)
             s.stats.hits += 1
             return body(CacheEntryView(value: block.value, storedAtMs: header.storedAtMs,
-                                       expiresAtMs: header.expiresAtMs, isStale: header.isStale))
+                                       expiresAtMs: header.expiresAtMs, isStale: header.isStale, meta: block.meta))
         }
     }
 
@@ -88,16 +88,25 @@ public final class MemoryCache: Handle, CacheStore, @unchecked Sendable {
     }
 
     public func put(_ key: [UInt8], _ value: [UInt8], ttlMs: UInt64?) {
-        key.withUnsafeBytes { k in value.withUnsafeBytes { v in put(k, v, ttlMs: ttlMs) } }
+        put(key, value, ttlMs: ttlMs, meta: [])
     }
 
-    /// Stores a key and a value given as raw bytes, copied once, into the
-    /// entry's block (before the lock is taken).
-    package func put(_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer, ttlMs: UInt64?) {
+    /// Stores with `meta` beside the value (see `CacheStore`).
+    public func put(_ key: [UInt8], _ value: [UInt8], ttlMs: UInt64?, meta: [UInt8]) {
+        key.withUnsafeBytes { k in
+            value.withUnsafeBytes { v in meta.withUnsafeBytes { m in put(k, v, ttlMs: ttlMs, meta: m) } }
+        }
+    }
+
+    /// Stores a key, a value and metadata given as raw bytes, copied once,
+    /// into the entry's block (before the lock is taken).
+    package func put(_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer, ttlMs: UInt64?,
+                     meta: UnsafeRawBufferPointer = UnsafeRawBufferPointer(start: nil, count: 0)) {
         let nowMs = now()
         let expires = CacheEntry.expiry(storedAt: nowMs, ttlMs: ttlMs ?? options.ttlMs)
         let digest = CacheKey.digest(of: key)
-        if key.count + value.count > options.maxBytes {
+        let (size, overflow) = key.count.addingReportingOverflow(value.count + meta.count)
+        if overflow || size > options.maxBytes || !EntryBlock.fits(key: key.count, value: value.count, meta: meta.count) {
             state.withLock { s in
                 guard !s.isClosed else { return }
                 _ = s.remove(key, digest: digest)
@@ -105,7 +114,7 @@ public final class MemoryCache: Handle, CacheStore, @unchecked Sendable {
             }
             return
         }
-        let block = EntryBlock(key: key, value: value, storedAtMs: nowMs, expiresAtMs: expires)
+        let block = EntryBlock(key: key, value: value, meta: meta, storedAtMs: nowMs, expiresAtMs: expires)
         state.withLock { s in
             guard !s.isClosed else {
                 block.free()

@@ -107,10 +107,16 @@ public final class PersistentCache: Handle, CacheStore, @unchecked Sendable {
         }
     }
 
+    /// Stores with the cache's time to live unless `ttlMs` says otherwise (see `CacheStore`).
     public func put(_ key: [UInt8], _ value: [UInt8], ttlMs: UInt64?) throws(CacheError) {
+        try put(key, value, ttlMs: ttlMs, meta: [])
+    }
+
+    /// Stores with `meta` beside the value (see `CacheStore`).
+    public func put(_ key: [UInt8], _ value: [UInt8], ttlMs: UInt64?, meta: [UInt8]) throws(CacheError) {
         let nowMs = now()
         let expires = CacheEntry.expiry(storedAt: nowMs, ttlMs: ttlMs ?? options.ttlMs)
-        let size = key.count + value.count
+        let size = key.count + value.count + meta.count
         let maxBytes = options.maxBytes
         try withStore("put") { s throws(SQLiteError) in
             if size > maxBytes {
@@ -119,7 +125,7 @@ public final class PersistentCache: Handle, CacheStore, @unchecked Sendable {
                 return
             }
             let evicted = try s.write { () throws(SQLiteError) -> Int in
-                try s.upsert(key, value, size: size, storedAt: nowMs, expiresAt: expires)
+                try s.upsert(key, value, meta: meta, size: size, storedAt: nowMs, expiresAt: expires)
                 return try s.evict(toBytes: maxBytes)
             }
             s.stats.evictions += UInt64(evicted)

@@ -26,10 +26,16 @@ enum CacheOpenFailure: Error {
 /// (higher is more recent) for LRU eviction. `totals` holds the number of
 /// entries and their bytes, kept by triggers in the same transaction as
 /// every change. The value is the last column so that the metadata of a
-/// row is read without its value's overflow pages.
+/// row is read without its value's overflow pages. `meta` holds what the
+/// loader keeps beside a value (`CacheEntry.meta`); it counts in `size`.
+///
+/// Versions: 1 had no `meta` column. A version 1 file is upgraded in place
+/// when it is opened (the column is added, empty for its rows: they keep
+/// working, with no validators); the library before version 2 reads a
+/// version 2 file as another schema (damaged, see `LDS_CACHE_REPLACE_DAMAGED`).
 enum PersistentCacheSchema {
     /// `PRAGMA user_version` of the files this library writes.
-    static let version: Int64 = 1
+    static let version: Int64 = 2
 
     static let create = """
         CREATE TABLE entries (
@@ -39,6 +45,7 @@ enum PersistentCacheSchema {
             expires_at INTEGER NOT NULL,
             last_access INTEGER NOT NULL,
             stale INTEGER NOT NULL,
+            meta BLOB NOT NULL DEFAULT x'',
             value BLOB NOT NULL
         );
         CREATE INDEX entries_by_access ON entries (last_access);
@@ -57,6 +64,12 @@ enum PersistentCacheSchema {
         CREATE TRIGGER entries_resized AFTER UPDATE OF size ON entries BEGIN
             UPDATE totals SET bytes = bytes - old.size + new.size;
         END;
+        PRAGMA user_version = \(version);
+        """
+
+    /// Turns a version 1 file into a version 2 one (inside `prepare`'s transaction).
+    static let upgradeFrom1 = """
+        ALTER TABLE entries ADD COLUMN meta BLOB NOT NULL DEFAULT x'';
         PRAGMA user_version = \(version);
         """
 
@@ -92,6 +105,12 @@ enum PersistentCacheSchema {
         }
         if version == 0 {
             throw .damaged("not a loadstate cache (a database without a schema version)")
+        }
+        if version == 1 {
+            do throws(SQLiteError) { try db.execute(upgradeFrom1) } catch {
+                throw CacheOpenFailure(error, "upgrade schema")
+            }
+            return
         }
         if version != Self.version {
             throw .damaged("schema version \(version), this library reads version \(Self.version)")

@@ -97,13 +97,13 @@ final class PersistentStore {
             throw error
         }
         do throws(SQLiteError) {
-            select = try db.prepare("SELECT rowid, stored_at, expires_at, stale, value FROM entries WHERE key = ?1")
+            select = try db.prepare("SELECT rowid, stored_at, expires_at, stale, value, meta FROM entries WHERE key = ?1")
             upsert = try db.prepare("""
-                INSERT INTO entries (key, size, stored_at, expires_at, last_access, stale, value)
-                VALUES (?1, ?2, ?3, ?4, ?5, 0, ?6)
+                INSERT INTO entries (key, size, stored_at, expires_at, last_access, stale, meta, value)
+                VALUES (?1, ?2, ?3, ?4, ?5, 0, ?7, ?6)
                 ON CONFLICT (key) DO UPDATE SET size = excluded.size, stored_at = excluded.stored_at,
                     expires_at = excluded.expires_at, last_access = excluded.last_access, stale = 0,
-                    value = excluded.value
+                    meta = excluded.meta, value = excluded.value
                 RETURNING rowid
                 """)
             touch = try db.prepare("UPDATE entries SET last_access = ?2 WHERE rowid = ?1")
@@ -142,7 +142,8 @@ final class PersistentStore {
         try select.bind(1, key)
         guard try select.step() else { return nil }
         let entry = CacheEntry(value: select.bytes(4), storedAtMs: UInt64(clamping: select.int64(1)),
-                               expiresAtMs: UInt64(clamping: select.int64(2)), isStale: select.int64(3) != 0)
+                               expiresAtMs: UInt64(clamping: select.int64(2)), isStale: select.int64(3) != 0,
+                               meta: select.bytes(5))
         return (select.int64(0), entry)
     }
 
@@ -206,7 +207,8 @@ final class PersistentStore {
     }
 
     /// Stores the entry as the most recent one.
-    func upsert(_ key: [UInt8], _ value: [UInt8], size: Int, storedAt: UInt64, expiresAt: UInt64) throws(SQLiteError) {
+    func upsert(_ key: [UInt8], _ value: [UInt8], meta: [UInt8], size: Int, storedAt: UInt64,
+                expiresAt: UInt64) throws(SQLiteError) {
         accessClock += 1
         try upsert.bind(1, key)
         try upsert.bind(2, Int64(size))
@@ -214,6 +216,7 @@ final class PersistentStore {
         try upsert.bind(4, Int64(clamping: expiresAt))
         try upsert.bind(5, accessClock)
         try upsert.bind(6, value)
+        try upsert.bind(7, meta)
         for rowid in try rowids(upsert) { pendingAccesses[rowid] = nil }
     }
 

@@ -307,8 +307,10 @@ protocol RuntimeResident: AnyObject {
 
     /// Shows what the cache holds for a load, as its policy says.
     private func serveFromCache(_ cache: CacheUse<Value>, spec: LoadSpec<Value, Request>) -> CacheOutcome {
-        let hit = cache.lookup(at: Clock.wallMs())
-        func cached(_ hit: (value: Value, stale: Bool, storedAt: UInt64)) -> CellState<Value, Request> {
+        let now = Clock.wallMs()
+        let hit = cache.lookup(at: now) { spec.loader.judge($0, request: spec.request, nowMs: now) }
+        func cached(_ hit: (value: Value, stale: Bool, serveWhileRevalidating: Bool, storedAt: UInt64))
+            -> CellState<Value, Request> {
             var next = CellState(status: .loaded, kind: spec.kind, value: hit.value, error: nil, request: spec.request,
                                  isPartial: false, isRefreshing: false, attempt: 0, updatedAt: hit.storedAt)
             next.isFromCache = true
@@ -328,6 +330,7 @@ protocol RuntimeResident: AnyObject {
             }
             return .served
         case .cacheFirst:
+            if let hit, hit.serveWhileRevalidating { return .revalidate(cached(hit)) }
             guard let hit, !hit.stale else { return .load }
             emit(.state, cached(hit))
             return .served
@@ -672,7 +675,13 @@ protocol RuntimeResident: AnyObject {
             }
         case .succeed(let value):
             endSession()
-            emit(.state, settled(.loaded, value: flavor == .loadable ? value : nil))
+            var next = settled(.loaded, value: flavor == .loadable ? value : nil)
+            if let origin = job.cacheWrite?.origin, origin != .loaded {
+                next.isFromCache = true
+                next.isRevalidated = origin == .revalidated
+                next.isStale = origin == .staleOnError
+            }
+            emit(.state, next)
             pollAfterLoad(failed: false)
         case .finish:
             endSession()

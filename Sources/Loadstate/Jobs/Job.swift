@@ -85,6 +85,7 @@
         let shareKey: ShareKey?
         let cache: CacheUse<Value>?
         var lastYield: Value?
+        var cacheWrite: CacheWrite?
         /// The job was started by a prefetch: loads of its key join it
         /// even without asking to share.
         let isPrefetch: Bool
@@ -104,6 +105,18 @@
 
     /// Whether the job waits for its loader's admission.
     var isWaiting: Bool { admissionPhase == .waiting }
+
+    /// The cache the job's result goes into, if any (its loader may read
+    /// the entry there, to revalidate it).
+    package var cache: CacheUse<Value>? { extras?.cache }
+
+    /// Loop thread: what the loader says about the value it ends the job
+    /// with (see `CacheWrite`); set before the job succeeds. Ignored by a
+    /// job without a cache.
+    package var cacheWrite: CacheWrite? {
+        get { extras?.cacheWrite }
+        set { extras?.cacheWrite = newValue }
+    }
 
     init(id: UInt64, runtime: Runtime, cell: Cell<Value, Request>, loader: Loader<Value, Request>,
          request: Request, attempt: UInt32, shareKey: ShareKey?, cache: CacheUse<Value>?, isPrefetch: Bool = false) {
@@ -175,7 +188,7 @@
             // Stored once for all the cells waiting, before they show it.
             switch op {
             case .yield(let value): extras.lastYield = value
-            case .succeed(let value): cache.store(value)
+            case .succeed(let value): cache.store(value, write: extras.cacheWrite)
             case .finish: if let lastYield = extras.lastYield { cache.store(lastYield) }
             default: break
             }

@@ -26,15 +26,21 @@ public enum CachePolicy: UInt32, Sendable {
     @usableFromInline package let maxAgeMs: UInt64
     @usableFromInline package let encode: (Value) -> [UInt8]
     @usableFromInline package let decode: ([UInt8]) -> Value?
+    /// Whether the loader's own rules for its values apply (the http
+    /// loader's: `Cache-Control`, `Expires`, `Vary` of the responses it
+    /// stores); false leaves every decision to this use's ages and stores
+    /// every value.
+    @usableFromInline package let followsLoaderRules: Bool
 
     @usableFromInline package init(store: any CacheStore, key: [UInt8], policy: CachePolicy, freshMs: UInt64 = 0,
-                maxAgeMs: UInt64 = 0, encode: @escaping (Value) -> [UInt8],
+                maxAgeMs: UInt64 = 0, followsLoaderRules: Bool = true, encode: @escaping (Value) -> [UInt8],
                 decode: @escaping ([UInt8]) -> Value?) {
         self.store = store
         self.key = key
         self.policy = policy
         self.freshMs = freshMs
         self.maxAgeMs = maxAgeMs
+        self.followsLoaderRules = followsLoaderRules
         self.encode = encode
         self.decode = decode
     }
@@ -42,31 +48,64 @@ public enum CachePolicy: UInt32, Sendable {
     /// The same use with another policy.
     @usableFromInline package func with(policy: CachePolicy) -> CacheUse {
         CacheUse(store: store, key: key, policy: policy, freshMs: freshMs, maxAgeMs: maxAgeMs,
-                 encode: encode, decode: decode)
+                 followsLoaderRules: followsLoaderRules, encode: encode, decode: decode)
     }
 
-    /// A usable entry at `now`: its value, whether it is stale, and when it
-    /// was stored. Nil on a miss, an entry past the maximum age, a value
-    /// that does not decode, or a store that fails (a cache never fails a load).
-    func lookup(at now: UInt64) -> (value: Value, stale: Bool, storedAt: UInt64)? {
+    /// A usable entry at `now`: its value, whether it is stale, whether a
+    /// cache-first load may show it while it is revalidated, and when it
+    /// was stored. Nil on a miss, an entry past the maximum age or judged
+    /// unusable, a value that does not decode, or a store that fails (a
+    /// cache never fails a load). `judge` is the loader's (see
+    /// `Loader.judge`), asked when this use follows the loader's rules;
+    /// when it has none, the entry is fresh while younger than `freshMs`.
+    func lookup(at now: UInt64, judge: (CacheEntry) -> CacheJudgement? = { _ in nil })
+        -> (value: Value, stale: Bool, serveWhileRevalidating: Bool, storedAt: UInt64)? {
+        guard let entry = entry(at: now) else { return nil }
+        let age = now > entry.storedAtMs ? now - entry.storedAtMs : 0
+        var stale = age >= freshMs
+        var whileRevalidating = false
+        if followsLoaderRules, let judgement = judge(entry) {
+            switch judgement {
+            case .unusable: return nil
+            case .fresh: stale = false
+            case .staleWhileRevalidate: (stale, whileRevalidating) = (true, true)
+            case .stale: stale = true
+            }
+        }
+        guard let value = decode(entry.value) else { return nil }
+        return (value, entry.isStale || stale, whileRevalidating && !entry.isStale, entry.storedAtMs)
+    }
+
+    /// The entry under the key as it is stored, if it is younger than the
+    /// maximum age (for a loader that revalidates it); nil on a miss or a
+    /// store that fails.
+    public func entry(at now: UInt64) -> CacheEntry? {
         guard let entry = try? store.get(key) else { return nil }
         let age = now > entry.storedAtMs ? now - entry.storedAtMs : 0
         if maxAgeMs > 0 && age > maxAgeMs { return nil }
-        guard let value = decode(entry.value) else { return nil }
-        return (value, entry.isStale || age >= freshMs, entry.storedAtMs)
+        return entry
     }
 
-    /// Stores a loaded value; a failing store is ignored.
-    func store(_ value: Value) {
-        try? store.put(key, encode(value))
+    /// Stores a loaded value, as `write` says when its loader gave one; a
+    /// failing store is ignored.
+    func store(_ value: Value, write: CacheWrite? = nil) {
+        guard let write else {
+            try? store.put(key, encode(value))
+            return
+        }
+        switch write.entry {
+        case .store: try? store.put(key, encode(value), ttlMs: nil, meta: write.meta)
+        case .keep: break
+        case .remove: _ = try? store.remove(key)
+        }
     }
 }
 
 extension CacheUse where Value == [UInt8] {
     /// A cache of byte-string values, stored as they are.
     @usableFromInline package convenience init(store: any CacheStore, key: [UInt8], policy: CachePolicy, freshMs: UInt64 = 0,
-                            maxAgeMs: UInt64 = 0) {
+                            maxAgeMs: UInt64 = 0, followsLoaderRules: Bool = true) {
         self.init(store: store, key: key, policy: policy, freshMs: freshMs, maxAgeMs: maxAgeMs,
-                  encode: { $0 }, decode: { $0 })
+                  followsLoaderRules: followsLoaderRules, encode: { $0 }, decode: { $0 })
     }
 }

@@ -45,6 +45,13 @@
     /// last job has ended (or when the runtime closes).
     open func released(runtime: Runtime) {}
 
+    /// How a cached entry serves a load of `request` at `nowMs`, for a
+    /// loader that keeps rules of its own beside its values (the http
+    /// loader); nil leaves it to the load's ages. Loop thread; must not block.
+    open func judge(_ entry: CacheEntry, request: Request, nowMs: UInt64) -> CacheJudgement? {
+        nil
+    }
+
     /// A job of the loader was made (it may wait before it starts).
     func jobStarted() {
         activeJobs += 1

@@ -21,8 +21,8 @@ b'HELLO'
 from typing import Tuple
 
 from ._library import ENV_VAR, LIBRARY_NAME, Library, load_library
-from .builtin import (EXEC_REQUEST, HTTP_INSECURE, HTTP_NO_REDIRECTS, HTTP_REQUEST, HTTP_RESPONSE, PATH, ExecRequest,
-                      HttpRequest, HttpResponse)
+from .builtin import (EXEC_REQUEST, HTTP_HTTP1, HTTP_HTTP2, HTTP_INSECURE, HTTP_NO_COMPRESSION, HTTP_NO_REDIRECTS,
+                      HTTP_REQUEST, HTTP_RESPONSE, PATH, ExecRequest, HttpRequest, HttpResponse)
 from .cache import Cache, CacheEntry, CacheStats
 from .cells import Cell, EventStream, Load, Loadable, Process
 from .codec import BYTES, JSON, TEXT, Codec
@@ -54,6 +54,7 @@ __all__ = [
     "VALUE_MAX", "QUEUE_MAX", "Limits", "LoadFlags", "PRIORITY_PREFETCH",
     "Codec", "BYTES", "TEXT", "JSON", "PATH", "EXEC_REQUEST", "HTTP_REQUEST", "HTTP_RESPONSE",
     "ExecRequest", "HttpRequest", "HttpResponse", "HttpFlags", "HTTP_INSECURE", "HTTP_NO_REDIRECTS",
+    "HTTP_NO_COMPRESSION", "HTTP_HTTP2", "HTTP_HTTP1",
     "Error", "InvalidArgument", "NotFound", "WrongState", "Cancelled", "TimedOut", "OutOfMemory", "Closed",
     "TooBig", "IOFailure", "Busy", "LibraryNotFound", "LoadFailed", "error_for_code", "EXCEPTION_CODE",
     "Library", "load_library", "ENV_VAR", "LIBRARY_NAME", "version", "strerror",

@@ -203,6 +203,7 @@ class HttpRequestC(Structure):
         ("max_redirects", c_uint32),
         ("max_body", c_uint64),
         ("flags", c_uint32),
+        ("ca_file", c_char_p),
     ]
 
 

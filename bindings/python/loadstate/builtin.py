@@ -11,6 +11,7 @@ values are Python objects:
 
 from __future__ import annotations
 
+import json
 import os
 import struct
 from ctypes import byref, c_char_p, c_size_t, c_void_p, sizeof, string_at
@@ -19,17 +20,24 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ._library import ExecRequestC, HttpRequestC, load_library
 from .codec import Codec
-from .enums import HttpFlags
-from .errors import InvalidArgument
+from .enums import Domain, HttpFlags
+from .errors import InvalidArgument, LoadFailed
 from .types import milliseconds
 
 __all__ = ["ExecRequest", "HttpRequest", "HttpResponse", "PATH", "EXEC_REQUEST", "HTTP_REQUEST", "HTTP_RESPONSE",
-           "HTTP_INSECURE", "HTTP_NO_REDIRECTS"]
+           "HTTP_INSECURE", "HTTP_NO_REDIRECTS", "HTTP_NO_COMPRESSION", "HTTP_HTTP2", "HTTP_HTTP1"]
 
 #: Skip TLS certificate and host verification (the header's ``LDS_HTTP_INSECURE``).
 HTTP_INSECURE = HttpFlags.INSECURE
 #: Do not follow redirects (``LDS_HTTP_NO_REDIRECTS``).
 HTTP_NO_REDIRECTS = HttpFlags.NO_REDIRECTS
+#: Ask for no compressed response (``LDS_HTTP_NO_COMPRESSION``); by default every encoding libcurl
+#: decodes is asked for and the body is decoded.
+HTTP_NO_COMPRESSION = HttpFlags.NO_COMPRESSION
+#: HTTP/2, multiplexed: ALPN over TLS, prior knowledge over plain http (``LDS_HTTP_HTTP2``).
+HTTP_HTTP2 = HttpFlags.HTTP2
+#: HTTP/1.1 only (``LDS_HTTP_HTTP1``).
+HTTP_HTTP1 = HttpFlags.HTTP1
 # In the request encodings, a length or count of 0xFFFFFFFF marks an absent field.
 _ABSENT = 0xFFFFFFFF
 
@@ -143,8 +151,11 @@ class HttpRequest:
         body: the body.
         timeout: seconds for the whole transfer (``None``: none; the load's timeout still applies).
         max_redirects: redirects to follow (0: the library's default of 5).
-        max_body: the largest body accepted (0: :data:`loadstate.VALUE_MAX`).
-        flags: :class:`~loadstate.enums.HttpFlags` (:data:`HTTP_INSECURE`, :data:`HTTP_NO_REDIRECTS`).
+        max_body: the largest body accepted, decoded when compressed (0: :data:`loadstate.VALUE_MAX`).
+        flags: :class:`~loadstate.enums.HttpFlags` (:data:`HTTP_INSECURE`, :data:`HTTP_NO_REDIRECTS`,
+            :data:`HTTP_NO_COMPRESSION`, :data:`HTTP_HTTP2` or :data:`HTTP_HTTP1`).
+        ca_file: a file of PEM CA certificates to verify the server with instead of the system's
+            (a self-signed server's own certificate); ``None``: the system's.
 
     :meth:`encode` raises :class:`loadstate.InvalidArgument` for a method that is not an HTTP
     token, a URL holding a control character or a space, and header lines that are not
@@ -159,6 +170,7 @@ class HttpRequest:
     max_redirects: int = 0
     max_body: int = 0
     flags: int = 0
+    ca_file: Optional[Union[str, "os.PathLike[str]"]] = None
 
     def encode(self) -> bytes:
         """The library's encoding ("LDH1") of the request."""
@@ -172,7 +184,8 @@ class HttpRequest:
         headers = _strings(lines)
         request = HttpRequestC(sizeof(HttpRequestC), self.method.encode("ascii"), self.url.encode("utf-8"),
                                headers, len(lines), bytes(self.body), len(self.body),
-                               milliseconds("timeout", self.timeout), self.max_redirects, self.max_body, self.flags)
+                               milliseconds("timeout", self.timeout), self.max_redirects, self.max_body, self.flags,
+                               _text(self.ca_file) if self.ca_file is not None else None)
         return _library_call(load_library().dll.lds_http_request_encode, request)
 
     @classmethod
@@ -189,8 +202,9 @@ class HttpRequest:
         flags = reader.u32()
         if max_redirects == 0:
             flags |= HTTP_NO_REDIRECTS
+        ca_file = os.fsdecode(reader.field() or b"") if reader.at < len(data) else None
         return cls(url, method, headers, body, timeout_ms / 1000 if timeout_ms else None, max_redirects, max_body,
-                   flags)
+                   flags, ca_file)
 
 
 @dataclass(frozen=True)
@@ -211,6 +225,25 @@ class HttpResponse:
         """The first header called ``name`` (any case), or ``None``."""
         wanted = name.lower()
         return next((value for key, value in self.headers if key.lower() == wanted), None)
+
+    def raise_for_status(self) -> "HttpResponse":
+        """Returns the response when its status is 2xx; raises otherwise.
+
+        Raises:
+            LoadFailed: in :attr:`Domain.HTTP <loadstate.Domain.HTTP>`, with the status as ``code``
+                and this response as ``value`` (as a failed http load raises it).
+        """
+        if 200 <= self.status < 300:
+            return self
+        raise LoadFailed(self.status, f"HTTP {self.status}", Domain.HTTP, final=True, value=self)
+
+    def json(self) -> Any:
+        """The body decoded as JSON (UTF-8, -16 or -32, as :func:`json.loads` reads bytes).
+
+        Raises:
+            json.JSONDecodeError: the body is not JSON (a :class:`ValueError`).
+        """
+        return json.loads(self.body)
 
     def encode(self) -> bytes:
         """The library's encoding ("LDR1"), as the http loader produces it."""

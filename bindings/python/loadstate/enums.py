@@ -59,6 +59,7 @@ class Flags(enum.IntFlag):
     FROM_CACHE = 1 << 3
     CANCELLED = 1 << 4
     QUEUED = 1 << 6
+    REVALIDATED = 1 << 7
 
     def __str__(self) -> str:
         return f"Flags.{self.name}" if self.name else "Flags.NONE"
@@ -139,6 +140,7 @@ class LoadFlags(enum.IntFlag):
     SILENT = 1 << 0
     SHARE = 1 << 1
     POLL_ON_ERROR = 1 << 4
+    IGNORE_CACHE_HEADERS = 1 << 5
 
 
 class HttpFlags(enum.IntFlag):
@@ -147,6 +149,9 @@ class HttpFlags(enum.IntFlag):
     NONE = 0
     INSECURE = 1 << 0
     NO_REDIRECTS = 1 << 1
+    NO_COMPRESSION = 1 << 2
+    HTTP2 = 1 << 3
+    HTTP1 = 1 << 4
 
 
 class ExecFlags(enum.IntFlag):

@@ -98,6 +98,11 @@ class Event(Generic[T_co]):
         return bool(self.flags & Flags.STALE)
 
     @property
+    def revalidated(self) -> bool:
+        """The cached value was confirmed current by its loader (an HTTP 304)."""
+        return bool(self.flags & Flags.REVALIDATED)
+
+    @property
     def settled(self) -> bool:
         """A state event with no load under way: not loading, partial or refreshing."""
         return (self.type == EventType.STATE and self.status not in _BUSY
@@ -223,6 +228,9 @@ class LoadOptions:
         refresh_interval: poll: after each successful load, refresh silently this many seconds
             after it ended (``None``: no polling).
         poll_on_error: keep polling after a failed load, with the retry back-off, instead of stopping.
+        ignore_cache_headers: with a cache, the http loader's rules from its responses'
+            ``Cache-Control``, ``Expires`` and ``Vary`` do not apply: ``fresh`` alone decides
+            and every response is stored (``LDS_LOAD_IGNORE_CACHE_HEADERS``).
     """
 
     silent: bool = False
@@ -240,6 +248,7 @@ class LoadOptions:
     priority: int = 0
     refresh_interval: Optional[float] = None
     poll_on_error: bool = False
+    ignore_cache_headers: bool = False
 
     def is_default(self) -> bool:
         """Whether these are the library's defaults (sent as a NULL pointer)."""
@@ -267,7 +276,8 @@ class LoadOptions:
                                   f"priority must fit in 32 signed bits, not {self.priority!r}")
         delays = tuple(milliseconds("interrupts", d) for d in self.interrupts)
         flags = ((LoadFlags.SILENT if self.silent else 0) | (LoadFlags.SHARE if self.share else 0)
-                 | (LoadFlags.POLL_ON_ERROR if self.poll_on_error else 0))
+                 | (LoadFlags.POLL_ON_ERROR if self.poll_on_error else 0)
+                 | (LoadFlags.IGNORE_CACHE_HEADERS if self.ignore_cache_headers else 0))
         key = self.cache_key
         if isinstance(key, str):
             key = key.encode("utf-8")

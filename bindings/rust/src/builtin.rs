@@ -3,7 +3,7 @@
 
 use std::ffi::{CString, OsStr, c_char, c_void};
 use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::ptr;
 use std::time::Duration;
 
@@ -257,6 +257,20 @@ pub struct HttpRequest {
     max_redirects: u32,
     max_body: u64,
     flags: u32,
+    ca_file: Option<PathBuf>,
+}
+
+/// The HTTP version a request asks for ([`HttpRequest::version`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum HttpVersion {
+    /// libcurl's choice: HTTP/2 over TLS when the server offers it, HTTP/1.1 otherwise.
+    #[default]
+    Automatic,
+    /// HTTP/1.1 only (`LDS_HTTP_HTTP1`).
+    Http1,
+    /// HTTP/2, multiplexed: by ALPN over TLS, with prior knowledge over
+    /// plain http (`LDS_HTTP_HTTP2`).
+    Http2,
 }
 
 impl HttpRequest {
@@ -271,6 +285,7 @@ impl HttpRequest {
             max_redirects: 0,
             max_body: 0,
             flags: 0,
+            ca_file: None,
         }
     }
 
@@ -323,6 +338,29 @@ impl HttpRequest {
         self
     }
 
+    /// Asks for no compressed response (`LDS_HTTP_NO_COMPRESSION`); by
+    /// default every encoding libcurl decodes is asked for, and the body is
+    /// decoded ([`max_body`](Self::max_body) bounds the decoded size).
+    pub fn no_compression(mut self, no: bool) -> HttpRequest {
+        self.set_flag(sys::LDS_HTTP_NO_COMPRESSION, no);
+        self
+    }
+
+    /// The HTTP version to speak.
+    pub fn version(mut self, version: HttpVersion) -> HttpRequest {
+        self.set_flag(sys::LDS_HTTP_HTTP1, version == HttpVersion::Http1);
+        self.set_flag(sys::LDS_HTTP_HTTP2, version == HttpVersion::Http2);
+        self
+    }
+
+    /// Verifies the server with the PEM CA certificates of this file
+    /// instead of the system's (`ca_file`): a self-signed server is
+    /// trusted by naming its certificate, never by turning verification off.
+    pub fn ca_file(mut self, path: impl AsRef<Path>) -> HttpRequest {
+        self.ca_file = Some(path.as_ref().to_path_buf());
+        self
+    }
+
     fn set_flag(&mut self, flag: u32, on: bool) {
         if on {
             self.flags |= flag;
@@ -342,6 +380,7 @@ impl HttpRequest {
         let url = c_string(&self.url)?;
         let headers: Vec<CString> = self.headers.iter().map(c_string).collect::<Result<_>>()?;
         let header_ptrs: Vec<*const c_char> = headers.iter().map(|h| h.as_ptr()).collect();
+        let ca_file = self.ca_file.as_ref().map(|p| c_string(p.as_os_str().as_bytes())).transpose()?;
         let request = sys::lds_http_request {
             method: method.as_ref().map_or(ptr::null(), |m| m.as_ptr()),
             url: url.as_ptr(),
@@ -353,6 +392,7 @@ impl HttpRequest {
             max_redirects: self.max_redirects,
             max_body: self.max_body,
             flags: self.flags,
+            ca_file: ca_file.as_ref().map_or(ptr::null(), |c| c.as_ptr()),
             ..sys::lds_http_request::INIT
         };
         let (mut out, mut len) = (ptr::null_mut(), 0);

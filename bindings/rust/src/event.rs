@@ -82,14 +82,18 @@ impl Flags {
     /// The load waits for its loader's [`Limits`](crate::Limits): the
     /// loader has not been called yet.
     pub const QUEUED: Flags = Flags(sys::LDS_FLAG_QUEUED);
+    /// With `FROM_CACHE`: the cached value was confirmed current by its
+    /// loader (an HTTP 304).
+    pub const REVALIDATED: Flags = Flags(sys::LDS_FLAG_REVALIDATED);
 
-    const NAMES: [(Flags, &'static str); 6] = [
+    const NAMES: [(Flags, &'static str); 7] = [
         (Flags::REFRESHING, "REFRESHING"),
         (Flags::PARTIAL, "PARTIAL"),
         (Flags::STALE, "STALE"),
         (Flags::FROM_CACHE, "FROM_CACHE"),
         (Flags::CANCELLED, "CANCELLED"),
         (Flags::QUEUED, "QUEUED"),
+        (Flags::REVALIDATED, "REVALIDATED"),
     ];
 
     /// The flags of raw bits, unknown bits included.

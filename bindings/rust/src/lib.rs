@@ -52,7 +52,9 @@ mod options;
 mod runtime;
 pub mod sys;
 
-pub use builtin::{ExecOptions, ExecRequest, FileOptions, HttpOptions, HttpRequest, HttpResponse, file_request};
+pub use builtin::{
+    ExecOptions, ExecRequest, FileOptions, HttpOptions, HttpRequest, HttpResponse, HttpVersion, file_request,
+};
 pub use cache::{Cache, CacheEntry, CacheStats, MemoryCacheOptions, PersistentCacheOptions};
 pub use cell::{Events, Loadable, Process};
 pub use error::{Error, ErrorKind, Result, strerror};

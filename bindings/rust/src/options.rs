@@ -45,6 +45,7 @@ pub struct LoadOptions {
     priority: i32,
     refresh_interval_ms: u32,
     poll_on_error: bool,
+    ignore_cache_headers: bool,
 }
 
 /// The limits of a loader's jobs (`max_concurrent`, `rate_per_s`, `burst`
@@ -235,12 +236,21 @@ impl LoadOptions {
         self
     }
 
+    /// With a cache, the http loader's rules from its responses'
+    /// `Cache-Control`, `Expires` and `Vary` do not apply: [`fresh`](Self::fresh)
+    /// alone decides and every response is stored (`LDS_LOAD_IGNORE_CACHE_HEADERS`).
+    pub fn ignore_cache_headers(mut self, ignore: bool) -> LoadOptions {
+        self.ignore_cache_headers = ignore;
+        self
+    }
+
     /// The C struct; it borrows the interrupt delays and the cache key of `self`.
     pub(crate) fn to_raw(&self) -> sys::lds_load_options {
         sys::lds_load_options {
             flags: if self.silent { sys::LDS_LOAD_SILENT } else { 0 }
                 | if self.share { sys::LDS_LOAD_SHARE } else { 0 }
-                | if self.poll_on_error { sys::LDS_LOAD_POLL_ON_ERROR } else { 0 },
+                | if self.poll_on_error { sys::LDS_LOAD_POLL_ON_ERROR } else { 0 }
+                | if self.ignore_cache_headers { sys::LDS_LOAD_IGNORE_CACHE_HEADERS } else { 0 },
             timeout_ms: self.timeout_ms,
             interrupts_ms: if self.interrupts_ms.is_empty() { std::ptr::null() } else { self.interrupts_ms.as_ptr() },
             interrupt_count: self.interrupts_ms.len(),

@@ -63,10 +63,12 @@ pub const LDS_FLAG_STALE: u32 = 1 << 2;
 pub const LDS_FLAG_FROM_CACHE: u32 = 1 << 3;
 pub const LDS_FLAG_CANCELLED: u32 = 1 << 4;
 pub const LDS_FLAG_QUEUED: u32 = 1 << 6;
+pub const LDS_FLAG_REVALIDATED: u32 = 1 << 7;
 
 pub const LDS_LOAD_SILENT: u32 = 1 << 0;
 pub const LDS_LOAD_SHARE: u32 = 1 << 1;
 pub const LDS_LOAD_POLL_ON_ERROR: u32 = 1 << 4;
+pub const LDS_LOAD_IGNORE_CACHE_HEADERS: u32 = 1 << 5;
 
 pub const LDS_PRIORITY_PREFETCH: i32 = -100;
 
@@ -232,6 +234,9 @@ pub const LDS_EXEC_STREAM_LINES: u32 = 1 << 0;
 
 pub const LDS_HTTP_INSECURE: u32 = 1 << 0;
 pub const LDS_HTTP_NO_REDIRECTS: u32 = 1 << 1;
+pub const LDS_HTTP_NO_COMPRESSION: u32 = 1 << 2;
+pub const LDS_HTTP_HTTP2: u32 = 1 << 3;
+pub const LDS_HTTP_HTTP1: u32 = 1 << 4;
 
 pub const LDS_HTTP_STATUS_LINE_MAX: u32 = 8192;
 pub const LDS_HTTP_HEADERS_MAX: u32 = 65536;
@@ -346,6 +351,7 @@ pub struct lds_http_request {
     pub max_redirects: u32,
     pub max_body: u64,
     pub flags: u32,
+    pub ca_file: *const c_char,
 }
 
 impl lds_http_request {
@@ -362,6 +368,7 @@ impl lds_http_request {
         max_redirects: 0,
         max_body: 0,
         flags: 0,
+        ca_file: core::ptr::null(),
     };
 }
 

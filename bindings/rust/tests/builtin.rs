@@ -11,7 +11,7 @@ use std::thread;
 use common::{DEADLINE, Watch};
 use loadstate::{
     ErrorDomain, ErrorKind, EventType, ExecOptions, ExecRequest, FileOptions, Flags, HttpOptions, HttpRequest,
-    HttpResponse, Runtime, Status, file_request,
+    HttpResponse, HttpVersion, LoadOptions, MemoryCacheOptions, Runtime, Status, file_request,
 };
 
 /// A file path in a folder of its own (tests run in parallel), removed
@@ -250,4 +250,73 @@ fn a_header_line_holding_cr_lf_is_refused() {
     }
     let clean = HttpRequest::get("http://127.0.0.1:1/").header("X-Good", "plain value");
     assert!(clean.encode().is_ok());
+}
+
+/// A server for two connections: the first gets a body with an ETag, the
+/// second, when it asks with that ETag, a 304. Reports each request head.
+fn serve_etag() -> (String, mpsc::Receiver<String>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || {
+        for stream in listener.incoming().take(2) {
+            let mut stream = stream.unwrap();
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut head = String::new();
+            loop {
+                let mut line = String::new();
+                reader.read_line(&mut line).unwrap();
+                if line == "\r\n" || line.is_empty() {
+                    break;
+                }
+                head.push_str(&line);
+            }
+            let reply = if head.contains("If-None-Match: \"r1\"\r\n") {
+                "HTTP/1.1 304 Not Modified\r\nETag: \"r1\"\r\nConnection: close\r\n\r\n".to_owned()
+            } else {
+                "HTTP/1.1 200 OK\r\nETag: \"r1\"\r\nContent-Length: 4\r\nConnection: close\r\n\r\nbody".to_owned()
+            };
+            stream.write_all(reply.as_bytes()).unwrap();
+            tx.send(head).unwrap();
+        }
+    });
+    (base, rx)
+}
+
+#[test]
+fn a_cached_response_is_revalidated_and_a_304_is_flagged_revalidated() {
+    let (base, requests) = serve_etag();
+    let runtime = Runtime::new().unwrap();
+    let http = runtime.http_loader(&HttpOptions::new().no_proxy()).unwrap();
+    let cache = runtime.memory_cache(&MemoryCacheOptions::new()).unwrap();
+    let (cell, events) = runtime.loadable().unwrap();
+    let mut watch = Watch::new(events);
+    let request = HttpRequest::get(format!("{base}/page")).version(HttpVersion::Http1).encode().unwrap();
+    let options = LoadOptions::new().cache(&cache).cache_key("page");
+
+    cell.load_with(&http, &request, &options).unwrap();
+    watch.next();
+    let first = watch.wait_settled();
+    assert!(!first.flags.contains(Flags::FROM_CACHE), "{first:?}");
+    assert!(!requests.recv_timeout(DEADLINE).unwrap().contains("If-None-Match"));
+
+    cell.load_with(&http, &request, &options).unwrap();
+    watch.next();
+    let second = watch.wait_settled();
+    assert_eq!(second.status, Status::Loaded);
+    assert!(second.flags.contains(Flags::FROM_CACHE | Flags::REVALIDATED), "{second:?}");
+    assert_eq!(HttpResponse::decode(second.value.as_deref().unwrap()).unwrap().body, b"body");
+    assert!(requests.recv_timeout(DEADLINE).unwrap().contains("If-None-Match: \"r1\"\r\n"));
+}
+
+#[test]
+fn http_requests_take_a_version_a_ca_file_and_no_compression() {
+    let base = HttpRequest::get("https://127.0.0.1:1/");
+    let plain = base.clone().encode().unwrap();
+    let with_ca = base.clone().ca_file("/etc/ssl/certs/ca-certificates.crt").encode().unwrap();
+    assert_eq!(&with_ca[..plain.len()], &plain[..]);
+    assert!(with_ca.len() > plain.len());
+    for version in [HttpVersion::Automatic, HttpVersion::Http1, HttpVersion::Http2] {
+        assert!(base.clone().version(version).no_compression(true).encode().is_ok());
+    }
 }

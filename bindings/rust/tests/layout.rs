@@ -61,7 +61,7 @@ int main(void) {
   FIELD(lds_http_request, size); FIELD(lds_http_request, method); FIELD(lds_http_request, url);
   FIELD(lds_http_request, headers); FIELD(lds_http_request, header_count); FIELD(lds_http_request, body);
   FIELD(lds_http_request, body_len); FIELD(lds_http_request, timeout_ms); FIELD(lds_http_request, max_redirects);
-  FIELD(lds_http_request, max_body); FIELD(lds_http_request, flags);
+  FIELD(lds_http_request, max_body); FIELD(lds_http_request, flags); FIELD(lds_http_request, ca_file);
   SIZE(lds_http_response);
   FIELD(lds_http_response, status); FIELD(lds_http_response, headers); FIELD(lds_http_response, headers_len);
   FIELD(lds_http_response, body); FIELD(lds_http_response, body_len);
@@ -114,7 +114,7 @@ int main(void) {
          ho.proxy != NULL);
   lds_http_request hr = LDS_HTTP_REQUEST_INIT;
   printf("init lds_http_request %u %d %zu %zu %u %u %llu %u\n", hr.size,
-         hr.method != NULL || hr.url != NULL || hr.headers != NULL || hr.body != NULL,
+         hr.method != NULL || hr.url != NULL || hr.headers != NULL || hr.body != NULL || hr.ca_file != NULL,
          hr.header_count, hr.body_len, hr.timeout_ms, hr.max_redirects, U(hr.max_body), hr.flags);
   lds_memory_cache_options mo = LDS_MEMORY_CACHE_OPTIONS_INIT;
   printf("init lds_memory_cache_options %u %d %llu %llu %llu\n", mo.size, mo.name != NULL,
@@ -299,7 +299,7 @@ fn structs_and_constants_match_the_c_header() {
     fields!(lds_http_options: size, max_connections, user_agent, proxy, max_concurrent, rate_per_s, burst,
         max_per_host);
     fields!(lds_http_request: size, method, url, headers, header_count, body, body_len, timeout_ms,
-        max_redirects, max_body, flags);
+        max_redirects, max_body, flags, ca_file);
     fields!(lds_http_response: status, headers, headers_len, body, body_len);
     fields!(lds_memory_cache_options: size, name, max_entries, max_bytes, ttl_ms);
     fields!(lds_persistent_cache_options: size, flags, path, max_bytes, ttl_ms);
@@ -358,9 +358,11 @@ fn structs_and_constants_match_the_c_header() {
         LDS_FLAG_FROM_CACHE,
         LDS_FLAG_CANCELLED,
         LDS_FLAG_QUEUED,
+        LDS_FLAG_REVALIDATED,
         LDS_LOAD_SILENT,
         LDS_LOAD_SHARE,
         LDS_LOAD_POLL_ON_ERROR,
+        LDS_LOAD_IGNORE_CACHE_HEADERS,
         LDS_PRIORITY_PREFETCH,
         LDS_POLICY_LOAD_ONLY,
         LDS_POLICY_CACHE_FIRST,
@@ -377,6 +379,9 @@ fn structs_and_constants_match_the_c_header() {
         LDS_EXEC_STREAM_LINES,
         LDS_HTTP_INSECURE,
         LDS_HTTP_NO_REDIRECTS,
+        LDS_HTTP_NO_COMPRESSION,
+        LDS_HTTP_HTTP2,
+        LDS_HTTP_HTTP1,
         LDS_HTTP_STATUS_LINE_MAX,
         LDS_HTTP_HEADERS_MAX,
         LDS_HTTP_HEADER_LINES_MAX,
@@ -435,7 +440,11 @@ fn structs_and_constants_match_the_c_header() {
         ),
     );
     let hr = lds_http_request::INIT;
-    let any_set = !hr.method.is_null() || !hr.url.is_null() || !hr.headers.is_null() || !hr.body.is_null();
+    let any_set = !hr.method.is_null()
+        || !hr.url.is_null()
+        || !hr.headers.is_null()
+        || !hr.body.is_null()
+        || !hr.ca_file.is_null();
     checker.check(
         "init lds_http_request",
         format!(

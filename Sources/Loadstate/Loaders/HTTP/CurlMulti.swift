@@ -103,7 +103,15 @@ final class CurlMulti {
         // the handles currently added, and each transfer's handle leaves as
         // soon as it is done, so the default would close most of them.
         lds_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, max(maxConnections, Self.idleConnections))
+        // Streams one HTTP/2 connection may carry at once, when the server
+        // allows as many (it says how many in its SETTINGS): curl's default
+        // of 100 would send the 101st concurrent request to a connection
+        // of its own.
+        lds_multi_setopt_long(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, Self.http2StreamsMax)
     }
+
+    /// See CURLMOPT_MAX_CONCURRENT_STREAMS above.
+    static let http2StreamsMax = 1000
 
     /// An easy handle for a new transfer: an idle one (with the options of
     /// its last request), or a new one whose sockets curl opens and closes
@@ -332,6 +340,13 @@ final class EasyHandle {
     /// values differ from any request's).
     var maxRedirects = UInt32.max
     var insecure: Bool?
+    var compressed: Bool?
+    var version: HTTPRequest.Version?
+    /// The URL's scheme was https when the version was set.
+    var versionOverTLS = false
+    var caFile: String?
+    /// libcurl's own CA file, to go back to after a request that named one.
+    var defaultCAFile: String?
     var timeoutMs = UInt32.max
     /// Whether the last request was a GET with no body.
     var plainGet = false

@@ -71,7 +71,9 @@ import CCurl
                               maxPerHost: options.maxPerHost)
         }
         guard let multi,
-              let transfer = HTTPTransfer(job: job, runtime: runtime, request: request, options: options, multi: multi)
+              let transfer = HTTPTransfer(job: job, runtime: runtime, request: request, loader: self, multi: multi,
+                                          revalidation: HTTPRevalidation.of(job, request: request, loader: self,
+                                                                            nowMs: Clock.wallMs()))
         else {
             return fail(LoadError(.outOfMemory, message: "cannot set up libcurl"))
         }
@@ -95,6 +97,13 @@ import CCurl
             if lower != expected { return false }
         }
         return true
+    }
+
+    /// A stored response's own rules, when the load follows them (see
+    /// `HTTPLoader+Caching`).
+    @_spi(LoadstateC) public override func judge(_ entry: CacheEntry, request: [UInt8],
+                                                 nowMs: UInt64) -> CacheJudgement? {
+        judgeEntry(entry, request: request, nowMs: nowMs)
     }
 
     @_spi(LoadstateC) public override func released(runtime: Runtime) {

@@ -3,6 +3,11 @@
 ///     "LDH1"  field method  field url  list headers  field body
 ///             u32 timeout_ms  u64 max_body  u32 max_redirects  u32 flags
 ///
+/// Flags: the C API's `LDS_HTTP_*` bits but LDS_HTTP_NO_REDIRECTS (which is
+/// `max_redirects` 0): bit 0 skips TLS verification, bit 2 asks for no
+/// compressed response, bit 3 for HTTP/2, bit 4 for HTTP/1.1 only; other
+/// bits are ignored. Then, optionally (since 0.5), `field ca_file`: present
+/// only when the request names a CA file.
 /// (fields and lists as in `ExecRequest`; integers little-endian).
 public struct HTTPRequest: Sendable, Equatable {
     /// The method, an HTTP token (`GET`, `POST`, ...).
@@ -21,10 +26,32 @@ public struct HTTPRequest: Sendable, Equatable {
     public var maxRedirects: UInt32
     /// Skip TLS certificate and host verification.
     public var insecure: Bool
+    /// Ask for a compressed response (every encoding libcurl decodes) and
+    /// decode it; `maxBody` bounds the decoded body.
+    public var compressed: Bool
+    /// Which HTTP version to speak.
+    public var version: Version
+    /// A file of CA certificates (PEM) to verify the server with, in place
+    /// of the system's; nil for the system's.
+    public var caFile: String?
+
+    /// The HTTP versions a request may ask for.
+    public enum Version: Sendable, Equatable {
+        /// libcurl's choice: HTTP/2 over TLS when the server offers it
+        /// (ALPN), HTTP/1.1 otherwise.
+        case automatic
+        /// HTTP/1.1 only.
+        case http1
+        /// HTTP/2, multiplexed: by ALPN over TLS (HTTP/1.1 when the server
+        /// does not offer HTTP/2), with prior knowledge in cleartext (the
+        /// server must speak it).
+        case http2
+    }
 
     /// A request; only `url` is needed for a GET.
     public init(method: String = "GET", url: String, headers: [String] = [], body: [UInt8] = [],
-                timeoutMs: UInt32 = 0, maxBody: UInt64 = 0, maxRedirects: UInt32 = 5, insecure: Bool = false) {
+                timeoutMs: UInt32 = 0, maxBody: UInt64 = 0, maxRedirects: UInt32 = 5, insecure: Bool = false,
+                compressed: Bool = true, version: Version = .automatic, caFile: String? = nil) {
         self.method = method
         self.url = url
         self.headers = headers
@@ -33,11 +60,19 @@ public struct HTTPRequest: Sendable, Equatable {
         self.maxBody = maxBody
         self.maxRedirects = maxRedirects
         self.insecure = insecure
+        self.compressed = compressed
+        self.version = version
+        self.caFile = caFile
     }
 
     static let magic = "LDH1"
     /// Flag bit: skip TLS verification.
     @usableFromInline package static let insecureFlag: UInt32 = 1
+    /// Flag bit: ask for no compressed response.
+    @usableFromInline package static let identityFlag: UInt32 = 4
+    /// Flag bits: HTTP/2, and HTTP/1.1 only.
+    @usableFromInline package static let http2Flag: UInt32 = 8
+    @usableFromInline package static let http1Flag: UInt32 = 16
 
     @usableFromInline package func encoded() -> [UInt8] {
         var w = WireWriter(magic: Self.magic)
@@ -48,7 +83,9 @@ public struct HTTPRequest: Sendable, Equatable {
         w.u32(timeoutMs)
         w.u64(maxBody)
         w.u32(maxRedirects)
-        w.u32(insecure ? Self.insecureFlag : 0)
+        let versionFlag = version == .http2 ? Self.http2Flag : version == .http1 ? Self.http1Flag : 0
+        w.u32((insecure ? Self.insecureFlag : 0) | (compressed ? 0 : Self.identityFlag) | versionFlag)
+        if let caFile { w.field(Array(caFile.utf8)) }
         return w.bytes
     }
 
@@ -73,6 +110,14 @@ public struct HTTPRequest: Sendable, Equatable {
         self.maxBody = maxBody
         maxRedirects = redirects
         insecure = flags & Self.insecureFlag != 0
+        compressed = flags & Self.identityFlag == 0
+        version = flags & Self.http2Flag != 0 ? .http2 : flags & Self.http1Flag != 0 ? .http1 : .automatic
+        if r.rest.isEmpty {
+            caFile = nil
+        } else {
+            guard let file = r.text(), let present = file, r.rest.isEmpty else { return nil }
+            caFile = present
+        }
     }
 }
 

@@ -13,6 +13,8 @@ final class HTTPTransfer {
     private let runtime: Runtime
     private let request: HTTPRequest
     private let maxBody: UInt64
+    /// The cached response this request revalidates, if any.
+    private let revalidation: HTTPRevalidation?
     private var headerList: UnsafeMutablePointer<curl_slist>?
     /// The response in its encoded form (`HTTPResponse.encoded`): the fixed
     /// part (status and headers length filled in at the end), the header
@@ -40,8 +42,12 @@ final class HTTPTransfer {
     /// Where the easy handle came from and goes back to (kept alive for that).
     private let multi: CurlMulti
 
-    init?(job: Job<[UInt8], [UInt8]>, runtime: Runtime, request: HTTPRequest, options: HTTPLoader.Options,
-          multi: CurlMulti) {
+    /// The loader, for its caching rules (kept alive by the job anyway).
+    private unowned(unsafe) let loader: HTTPLoader
+
+    init?(job: Job<[UInt8], [UInt8]>, runtime: Runtime, request: HTTPRequest, loader: HTTPLoader,
+          multi: CurlMulti, revalidation: HTTPRevalidation? = nil) {
+        let options = loader.options
         guard let handle = multi.takeHandle() else { return nil }
         self.handle = handle
         easy = handle.easy
@@ -49,6 +55,8 @@ final class HTTPTransfer {
         self.job = job
         self.runtime = runtime
         self.request = request
+        self.revalidation = revalidation
+        self.loader = loader
         maxBody = request.maxBody == 0 ? 256 << 20 : request.maxBody
         errorBuffer[0] = 0
         handle.socketErrno = 0
@@ -105,6 +113,10 @@ final class HTTPTransfer {
             lds_easy_setopt_ptr(easy, CURLOPT_WRITEDATA, me)
             lds_easy_setopt_ptr(easy, CURLOPT_HEADERDATA, me)
             lds_easy_setopt_ptr(easy, CURLOPT_ERRORBUFFER, errorBuffer)
+            var cainfo: UnsafeMutableRawPointer?
+            if lds_easy_getinfo_ptr(easy, CURLINFO_CAINFO, &cainfo) == CURLE_OK, let cainfo {
+                handle.defaultCAFile = String(cString: cainfo.assumingMemoryBound(to: CChar.self))
+            }
             handle.isSetUp = true
         }
         if handle.url != request.url {
@@ -120,6 +132,20 @@ final class HTTPTransfer {
             lds_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, request.insecure ? 0 : 1)
             lds_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, request.insecure ? 0 : 2)
             handle.insecure = request.insecure
+        }
+        if handle.compressed != request.compressed {
+            // The encodings this libcurl decodes; with none set, curl
+            // neither asks for nor decodes a compressed body.
+            lds_easy_setopt_str(easy, CURLOPT_ACCEPT_ENCODING, request.compressed ? HTTPLoader.acceptEncoding : nil)
+            handle.compressed = request.compressed
+        }
+        let overTLS = HTTPLoader.startsWithIgnoringCase(request.url, "https:")
+        if handle.version != request.version || handle.versionOverTLS != overTLS {
+            configureVersion(overTLS: overTLS)
+        }
+        if handle.caFile != request.caFile {
+            lds_easy_setopt_str(easy, CURLOPT_CAINFO, request.caFile ?? handle.defaultCAFile)
+            handle.caFile = request.caFile
         }
         if handle.timeoutMs != request.timeoutMs {
             lds_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, Int(request.timeoutMs))
@@ -148,7 +174,8 @@ final class HTTPTransfer {
             }
         }
         handle.plainGet = plainGet
-        if request.headers.isEmpty {
+        let conditions = revalidation?.conditionalHeaders ?? []
+        if request.headers.isEmpty && conditions.isEmpty {
             if handle.headers != handle.agentHeader {
                 lds_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, handle.agentHeader)
                 handle.headers = handle.agentHeader
@@ -163,9 +190,29 @@ final class HTTPTransfer {
             for line in request.headers {
                 headerList = curl_slist_append(headerList, line)
             }
+            for line in conditions {
+                headerList = curl_slist_append(headerList, line)
+            }
             lds_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headerList)
             handle.headers = headerList  // taken back by `detach` before the list is freed
         }
+    }
+
+    /// Sets the HTTP version the request asks for. HTTP/2 transfers wait
+    /// for a connection that can take one more stream (PIPEWAIT) rather
+    /// than open one of their own, so that concurrent requests to one host
+    /// share connections.
+    private func configureVersion(overTLS: Bool) {
+        let version: Int
+        switch request.version {
+        case .automatic: version = Int(CURL_HTTP_VERSION_NONE)
+        case .http1: version = Int(CURL_HTTP_VERSION_1_1)
+        case .http2: version = Int(overTLS ? CURL_HTTP_VERSION_2TLS : CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE)
+        }
+        lds_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, version)
+        lds_easy_setopt_long(easy, CURLOPT_PIPEWAIT, request.version == .http2 ? 1 : 0)
+        handle.version = request.version
+        handle.versionOverTLS = overTLS
     }
 
     /// The methods curl is set up for differently; any other is sent as is.
@@ -200,6 +247,10 @@ final class HTTPTransfer {
             var contentLength: curl_off_t = -1
             lds_easy_getinfo_off(easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &contentLength)
             announced = contentLength > 0 ? UInt64(contentLength) : 0
+            if announced > 0 && request.compressed && HTTPHeaderLines(handle.headerLines).has("content-encoding") {
+                // The length of the encoded body: the decoded one is unknown.
+                announced = 0
+            }
             let body = announced > 0 ? Int(min(announced, maxBody, 16 << 20)) : max(length, 1024)
             start = makeResponse(bodyCapacity: body)
         }
@@ -293,7 +344,20 @@ final class HTTPTransfer {
             lds_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &longStatus)
             let status = Int32(clamping: longStatus)
             let headersEnd = bodyStart ?? makeResponse(bodyCapacity: 0)
+            if status == 304, let revalidation, revalidation.sendsConditions {
+                let (value, headers) = revalidation.updated(with: response[HTTPResponse.encodedHeadersStart..<headersEnd])
+                var write = cacheWrite(for: HTTPHeaderLines(headers))
+                write.origin = .revalidated
+                job.cacheWrite = write
+                return .succeed(value)
+            }
             let success = (200..<300).contains(status)
+            if success && job.cache != nil {
+                job.cacheWrite = cacheWrite(for: HTTPHeaderLines(response[HTTPResponse.encodedHeadersStart..<headersEnd]))
+            }
+            if !success, [500, 502, 503, 504].contains(status), let stale = staleOnError() {
+                return stale
+            }
             if success && trailers.isEmpty {
                 // The common case: the value is the buffer it arrived in.
                 HTTPResponse.finishEncoding(&response, status: status, headersEnd: headersEnd)
@@ -308,6 +372,10 @@ final class HTTPTransfer {
             let error = LoadError(domain: .http, code: status, message: "HTTP \(status) from \(request.url)",
                                   underlying: HTTPStatusError(response: parsed))
             return .fail(error, retry: retryAdvice(status: status, response: parsed))
+        }
+        if refusal == nil, result != CURLE_TOO_MANY_REDIRECTS, result != CURLE_UNSUPPORTED_PROTOCOL,
+           result != CURLE_URL_MALFORMAT, let stale = staleOnError() {
+            return stale
         }
         let detail = String(cString: errorBuffer)
         let reason = detail.isEmpty ? String(cString: curl_easy_strerror(result)) : detail
@@ -345,6 +413,21 @@ final class HTTPTransfer {
     private func osMessage(_ message: String, _ code: Int32) -> String {
         guard code == handle.socketErrno, let text = strerror(code) else { return message }
         return "\(String(cString: text)): \(message)"
+    }
+
+    /// What a 2xx (or updated 304) response does to the job's cache entry.
+    private func cacheWrite(for headers: HTTPHeaderLines) -> CacheWrite {
+        loader.cacheWrite(for: headers, request: request, followsRules: job.cache?.followsLoaderRules ?? false,
+                          nowMs: Clock.wallMs())
+    }
+
+    /// The stored response, when it may stand in for a failed load
+    /// (`stale-if-error`): shown from the cache and stale, the entry left
+    /// as it is.
+    private func staleOnError() -> JobOperation<[UInt8]>? {
+        guard let revalidation, revalidation.servesOnError(nowMs: Clock.wallMs()) else { return nil }
+        job.cacheWrite = CacheWrite(entry: .keep, origin: .staleOnError)
+        return .succeed(revalidation.storedValue)
     }
 
     /// 5xx, 408 and 429 are worth retrying, after the delay `Retry-After`

@@ -173,7 +173,7 @@ extern "C" {
 #define LDS_FLAG_CANCELLED   (1u << 4)  /* this state was restored because a load was cancelled */
 #define LDS_FLAG_QUEUED      (1u << 6)  /* since 0.4: the load's job waits for its loader's limits
                                            (see "Scheduling"); the loader has not been called */
-#define LDS_FLAG_REVALIDATED (1u << 7)  /* since 0.5: with FROM_CACHE, the cached value was confirmed
+#define LDS_FLAG_REVALIDATED (1u << 7)  /* since 0.4: with FROM_CACHE, the cached value was confirmed
                                            current by its loader (an HTTP 304, see lds_http_loader_new) */
 
 /* Load flags (lds_load_options.flags). */
@@ -181,7 +181,7 @@ extern "C" {
 #define LDS_LOAD_SHARE       (1u << 1)  /* share one job with the running loads of the same loader and key */
 #define LDS_LOAD_POLL_ON_ERROR (1u << 4)  /* since 0.4: with refresh_interval_ms, keep polling after a
                                              failed load, with the retry back-off (see "Scheduling") */
-#define LDS_LOAD_IGNORE_CACHE_HEADERS (1u << 5)  /* since 0.5: with a cache, the loader's rules from
+#define LDS_LOAD_IGNORE_CACHE_HEADERS (1u << 5)  /* since 0.4: with a cache, the loader's rules from
                                                  its responses' headers (the http loader's
                                                  Cache-Control, Expires, Vary) do not apply: fresh_ms
                                                  alone decides freshness and every value is stored */
@@ -1027,13 +1027,13 @@ int lds_exec_loader_new(lds_runtime *rt, const lds_exec_options *opts, lds_id *o
 
 #define LDS_HTTP_INSECURE      (1u << 0)  /* skip TLS certificate and host verification */
 #define LDS_HTTP_NO_REDIRECTS  (1u << 1)  /* do not follow redirects */
-#define LDS_HTTP_NO_COMPRESSION (1u << 2) /* since 0.5: ask for no compressed response (no
+#define LDS_HTTP_NO_COMPRESSION (1u << 2) /* since 0.4: ask for no compressed response (no
                                              Accept-Encoding) and decode none */
-#define LDS_HTTP_HTTP2         (1u << 3)  /* since 0.5: HTTP/2, multiplexed: by ALPN over TLS
+#define LDS_HTTP_HTTP2         (1u << 3)  /* since 0.4: HTTP/2, multiplexed: by ALPN over TLS
                                              (HTTP/1.1 when the server does not offer it), with
                                              prior knowledge over plain http (the server must
                                              speak HTTP/2 there) */
-#define LDS_HTTP_HTTP1         (1u << 4)  /* since 0.5: HTTP/1.1 only. Neither flag: HTTP/2 by
+#define LDS_HTTP_HTTP1         (1u << 4)  /* since 0.4: HTTP/1.1 only. Neither flag: HTTP/2 by
                                              ALPN over TLS, HTTP/1.1 over plain http */
 
 /*
@@ -1100,9 +1100,9 @@ typedef struct lds_http_request {
  * with lds_free. The encoding: "LDH1", method, url (fields), headers
  * (list), body (field), u32 timeout_ms, u64 max_body, u32 max_redirects,
  * u32 flags (the request's flags without LDS_HTTP_NO_REDIRECTS, which is
- * max_redirects 0: bit 0 insecure; since 0.5, LDS_HTTP_NO_COMPRESSION,
+ * max_redirects 0: bit 0 insecure; since 0.4, LDS_HTTP_NO_COMPRESSION,
  * LDS_HTTP_HTTP2 and LDS_HTTP_HTTP1 at their bits; decoders ignore
- * other bits), then, since 0.5
+ * other bits), then, since 0.4
  * and only when ca_file is set, ca_file (field) — fields and lists as for
  * exec requests. Decoders accept the encoding with or without ca_file.
  * The method, url and headers are checked as lds_http_request describes,
@@ -1145,7 +1145,7 @@ int lds_http_response_decode(const void *value, size_t len, lds_http_response *o
  * redirects; TLS verification is on unless the request sets
  * LDS_HTTP_INSECURE.
  *
- * Compression (since 0.5): unless the request sets LDS_HTTP_NO_COMPRESSION,
+ * Compression (since 0.4): unless the request sets LDS_HTTP_NO_COMPRESSION,
  * it sends "Accept-Encoding:" with every encoding the libcurl in use
  * decodes ("gzip, deflate", then "br" and "zstd" when libcurl has them;
  * a request's own Accept-Encoding line is sent instead, and those four
@@ -1159,7 +1159,7 @@ int lds_http_response_decode(const void *value, size_t len, lds_http_response *o
  * Accept-Encoding is sent and the body is kept as it arrives, encoded or
  * not.
  *
- * HTTP versions (since 0.5): by default libcurl speaks HTTP/2 over TLS
+ * HTTP versions (since 0.4): by default libcurl speaks HTTP/2 over TLS
  * when the server offers it (ALPN) and HTTP/1.1 over plain http.
  * LDS_HTTP_HTTP2 asks for HTTP/2 also over plain http (prior knowledge:
  * the server must speak it, there is no fallback) and lets transfers to
@@ -1220,7 +1220,7 @@ int lds_http_response_decode(const void *value, size_t len, lds_http_response *o
  * text when libcurl's does not give it), followed by the URL.
  * Cancelling aborts the transfer at once and closes its socket.
  *
- * Caching (since 0.5), for loads with a cache (lds_load_options.cache):
+ * Caching (since 0.4), for loads with a cache (lds_load_options.cache):
  *   Validators. A 2xx response stored in the cache keeps its ETag and
  *     Last-Modified beside it (each when it is at most 8 KiB with no
  *     control character but tab). A later load of the same cache key that

@@ -1143,7 +1143,11 @@ int lds_http_response_decode(const void *value, size_t len, lds_http_response *o
  * runtime's libuv loop. The value of a job is an encoded response (see
  * lds_http_response_decode). Only http and https are allowed, also for
  * redirects; TLS verification is on unless the request sets
- * LDS_HTTP_INSECURE.
+ * LDS_HTTP_INSECURE. Connections are kept and reused. libcurl's easy
+ * handles are reused too, with libcurl 8.1.0 or later only: with an older
+ * one (Debian 12's is 7.88.1) a reused handle lets a response whose first
+ * header line is folded read and free memory of the previous transfer
+ * (curl issue 11101), so every transfer gets a new handle.
  *
  * Compression (since 0.4): unless the request sets LDS_HTTP_NO_COMPRESSION,
  * it sends "Accept-Encoding:" with every encoding the libcurl in use

@@ -113,6 +113,13 @@ final class CurlMulti {
     /// See CURLMOPT_MAX_CONCURRENT_STREAMS above.
     static let http2StreamsMax = 1000
 
+    /// Whether the libcurl in use may reuse an easy handle safely (8.1.0 or
+    /// later; see `recycle`).
+    static let reusesHandles: Bool = {
+        guard let info = curl_version_info(CURLVERSION_FOURTH) else { return false }
+        return info.pointee.version_num >= 0x08_01_00
+    }()
+
     /// An easy handle for a new transfer: an idle one (with the options of
     /// its last request), or a new one whose sockets curl opens and closes
     /// through this multi.
@@ -141,10 +148,17 @@ final class CurlMulti {
     /// A handle whose transfer left an errno is not kept: curl keeps that
     /// errno on the handle, and a later transfer failing without one of its
     /// own would report it.
+    ///
+    /// Handles are reused only with libcurl 8.1.0 or later: before it, a
+    /// reused handle keeps a pointer to the last header of its previous
+    /// transfer after freeing it, and a response whose first header line is
+    /// folded (begins with a space or a tab) makes libcurl read and write
+    /// through it (curl issue 11101, fixed in 8.1.0): any server could
+    /// corrupt the host's memory. Debian 12's libcurl is 7.88.1.
     func recycle(_ handle: EasyHandle) {
         var osErrno = 0
         lds_easy_getinfo_long(handle.easy, CURLINFO_OS_ERRNO, &osErrno)
-        if closed || idleHandles.count >= Self.idleConnections || osErrno != 0 {
+        if closed || !Self.reusesHandles || idleHandles.count >= Self.idleConnections || osErrno != 0 {
             handle.transfer = nil
             curl_easy_cleanup(handle.easy)
         } else {

@@ -288,9 +288,14 @@ typedef struct lds_runtime_options {
    * LDS_QUEUE_MAX_LIMIT (more: LDS_EINVAL). Each waiting operation holds a
    * copy of what its call was given (a load: its request). */
   uint32_t queue_max;
+  /* Since 0.5. LDS_RUNTIME_* flags. */
+  uint32_t flags;
 } lds_runtime_options;
 
-#define LDS_RUNTIME_OPTIONS_INIT { (uint32_t)sizeof(lds_runtime_options), 0, 0, 0 }
+/* lds_runtime_options.flags. */
+#define LDS_RUNTIME_NO_METRICS (1u << 0)  /* count nothing: see lds_runtime_stats */
+
+#define LDS_RUNTIME_OPTIONS_INIT { (uint32_t)sizeof(lds_runtime_options), 0, 0, 0, 0 }
 
 /*
  * Options for a load or a run. Initialize with LDS_LOAD_OPTIONS_INIT. size
@@ -1369,6 +1374,111 @@ int lds_cache_stats(lds_runtime *rt, lds_id cache, lds_cache_statistics *out);
  * LDS_ENOENT (not a cache); LDS_EIO (a persistent cache's write failed); LDS_EAGAIN (see LDS_QUEUE_MAX); LDS_ECLOSED.
  */
 int lds_cache_invalidate(lds_runtime *rt, lds_id cache, const void *prefix, size_t prefix_len);
+
+/* ------------------------------------------------------------------ */
+/* Metrics                                                             */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Since 0.5. Every runtime counts its loads, jobs and events, per loader
+ * and for the whole runtime, unless it was made with
+ * LDS_RUNTIME_NO_METRICS (then every counter stays 0 and a load reads no
+ * clock for them). The loop thread is the only writer of the counters: no
+ * lock, no atomic read-modify-write on the path of a load. Readers copy
+ * them from any thread; each counter is read whole, but counters that
+ * change during the copy may be seen before or after the change.
+ *
+ * A load is one lds_loadable_load, lds_process_run, refresh or
+ * invalidation reload that did not end in the cache alone (a cache-first
+ * hit or a cache-only read starts no load; lds_cache_stats counts it).
+ * Every load that started ends exactly once, as succeeded, failed,
+ * cancelled or timed out, so
+ *   started = succeeded + failed + cancelled + timed_out + loads running.
+ * Retries are attempts of the same load; they start no new load.
+ */
+
+/* Latency buckets: bucket i (0 <= i < 31) counts the loads that took less
+ * than 2^i microseconds (and at least 2^(i-1) for i > 0); the last one
+ * counts the rest (33.5 s and more). */
+#define LDS_LATENCY_BUCKETS 32
+
+/* The load counters of a loader, or of the whole runtime. */
+typedef struct lds_load_metrics {
+  uint64_t started;         /* loads that started (see above) */
+  uint64_t succeeded;       /* ended LOADED / FINISHED (a finish without value included) */
+  uint64_t failed;          /* ended in an error other than a timeout (after their retries) */
+  uint64_t cancelled;       /* ended by a cancel, reset, set_*, newer load, free, or the job's own cancel or reset */
+  uint64_t timed_out;       /* ended by their timeout (or a job failing with LDS_ETIMEDOUT) */
+  uint64_t retried;         /* retries: attempts after the first */
+  uint64_t shared;          /* loads that joined another load's running job (LDS_LOAD_SHARE) */
+  uint64_t jobs_started;    /* jobs the loader started (a runtime: its loaders alive) */
+  uint64_t jobs_in_flight;  /* jobs started and not yet ended (likewise) */
+  /* Latency of the loads that ended, from the load's start (on the loop
+   * thread) to its end, every attempt and back-off included. */
+  uint64_t latency_count;   /* loads measured: succeeded + failed + cancelled + timed_out */
+  uint64_t latency_sum_us;
+  uint64_t latency_max_us;
+  /* Quantiles estimated from the buckets (interpolated within the bucket
+   * that holds them, at most latency_max_us); 0 without loads. */
+  uint64_t latency_p50_us;
+  uint64_t latency_p90_us;
+  uint64_t latency_p99_us;
+  uint64_t latency_buckets[LDS_LATENCY_BUCKETS];
+} lds_load_metrics;
+
+/* One loader alive and its counters. */
+typedef struct lds_loader_metrics {
+  lds_id loader;
+  lds_load_metrics loads;
+} lds_loader_metrics;
+
+/* One cache open and its counters (what lds_cache_stats reports). */
+typedef struct lds_cache_metrics {
+  lds_id cache;
+  uint32_t persistent;      /* 1: a persistent cache; 0: a memory cache */
+  uint32_t reserved;        /* 0 */
+  lds_cache_statistics stats;
+} lds_cache_metrics;
+
+/*
+ * What lds_runtime_stats fills. Initialize with
+ * LDS_RUNTIME_STATISTICS_INIT, then point loaders and caches at arrays the
+ * caller owns (or leave them NULL with a capacity of 0 for the totals only).
+ */
+typedef struct lds_runtime_statistics {
+  uint32_t size;              /* in: sizeof(lds_runtime_statistics), set by the INIT macro */
+  uint32_t enabled;           /* out: 1 when the runtime counts (no LDS_RUNTIME_NO_METRICS) */
+  uint64_t cells_alive;       /* out: cells made and not freed */
+  uint64_t events_delivered;  /* out: cell events handed to their callbacks (or queued for
+                               *      lds_runtime_dispatch in LDS_DELIVER_POLL mode) */
+  lds_load_metrics loads;     /* out: every loader's loads (freed loaders' too) */
+  lds_loader_metrics *loaders;  /* in: loaders_cap entries, or NULL */
+  uint32_t loaders_cap;         /* in */
+  uint32_t loader_count;        /* out: loaders alive; min(loader_count, loaders_cap) written, by id */
+  lds_cache_metrics *caches;    /* in: caches_cap entries, or NULL */
+  uint32_t caches_cap;          /* in */
+  uint32_t cache_count;         /* out: caches open; min(cache_count, caches_cap) written, by id */
+} lds_runtime_statistics;
+
+#define LDS_RUNTIME_STATISTICS_INIT { (uint32_t)sizeof(lds_runtime_statistics), 0, 0, 0, { 0 }, NULL, 0, 0, NULL, 0, 0 }
+
+/*
+ * Copies the runtime's counters into *out. The loaders and caches that do
+ * not fit in the caller's arrays are left out (compare loader_count with
+ * loaders_cap, and call again with larger arrays to see them all: more
+ * may exist by then). Holds the runtime's handle table lock while it lists
+ * loaders and caches (as long as a lookup per object alive), and reads
+ * each persistent cache's counters from its file's lock afterwards.
+ *
+ *   out  out->size at least the size of this first version of the struct
+ *        (later versions add fields at the end; the library writes no
+ *        more than out->size bytes). The library reads loaders,
+ *        loaders_cap, caches and caches_cap, and writes the rest.
+ *
+ * Returns LDS_OK; LDS_EINVAL (rt or out NULL, bad size, an array NULL with
+ * a capacity); LDS_ECLOSED. Threads: any, callbacks included.
+ */
+int lds_runtime_stats(lds_runtime *rt, lds_runtime_statistics *out);
 
 /* ------------------------------------------------------------------ */
 /* Process cells                                                       */

@@ -26,8 +26,9 @@ protocol RuntimeResident: AnyObject {
         /// The state before the load (or before the first of a chain of
         /// superseding loads), restored by a cancel.
         var restore: CellState<Value, Request>
-        /// When the load began (`uv_hrtime`), for its timeout and
-        /// interrupts; 0 for a load with neither (the clock is not read).
+        /// When the load began (`uv_hrtime`), for its timeout, interrupts
+        /// and latency metric; 0 for a load with none of them (the clock
+        /// is not read).
         var startedAtNs: UInt64
         var job: Job<Value, Request>?
         var serial: UInt32
@@ -254,7 +255,9 @@ protocol RuntimeResident: AnyObject {
         }
         loads &+= 1
         let interrupts = !spec.options.interruptsMs.isEmpty
-        let timed = spec.options.timeoutMs > 0 || interrupts
+        let counted = runtime.metrics.isEnabled
+        if counted { runtime.metrics.loadStarted(spec.loader.metrics) }
+        let timed = spec.options.timeoutMs > 0 || interrupts || counted
         session = Session(restore: restore, startedAtNs: timed ? uv_hrtime() : 0, job: nil, serial: loads,
                           ticket: UInt32(truncatingIfNeeded: ticket),
                           attempt: 1)
@@ -392,7 +395,7 @@ protocol RuntimeResident: AnyObject {
             job.leave(self)
             guard let current = session?.serial, UInt64(current) == serial else { return }
         }
-        endSession()
+        endSession(LoadOutcome(failure: error))
         emit(.state, CellState(status: .error, kind: spec.kind, value: nil, error: error, request: spec.request,
                                isPartial: false, isRefreshing: false, attempt: s.attempt,
                                updatedAt: Clock.wallMs()))
@@ -418,7 +421,7 @@ protocol RuntimeResident: AnyObject {
         let loader = spec.loader
         guard !loader.isRetired else {
             // The loader was freed after the load was asked for: no job can start.
-            endSession()
+            endSession(.failed)
             emit(.state, CellState(status: .error, kind: spec.kind, value: nil,
                                    error: LoadError(.notFound, message: "the loader was freed"),
                                    request: spec.request, isPartial: false, isRefreshing: false,
@@ -469,6 +472,7 @@ protocol RuntimeResident: AnyObject {
             return true
         }
         guard joined else { return false }
+        if runtime.metrics.isEnabled { runtime.metrics.loadShared(spec.loader.metrics) }
         running.waiters.append(self)
         session!.job = running
         return true
@@ -490,7 +494,7 @@ protocol RuntimeResident: AnyObject {
             job.leave(self)
         }
         guard let restore = session?.restore else { return nil }
-        endSession()
+        endSession(.cancelled)
         return restore
     }
 
@@ -504,8 +508,11 @@ protocol RuntimeResident: AnyObject {
         leaveMark = nil
     }
 
-    private func endSession() {
+    private func endSession(_ outcome: LoadOutcome) {
         if session?.job != nil { forgetJob() }
+        if runtime.metrics.isEnabled, let startedAtNs = session?.startedAtNs, let loader = lastSpec?.loader {
+            runtime.metrics.loadEnded(outcome, loader.metrics, startedAtNs: startedAtNs)
+        }
         session = nil
         timers?.stop()
     }
@@ -534,10 +541,10 @@ protocol RuntimeResident: AnyObject {
                 emit(.progress, progress: (done, total))
             }
         case .succeed(let value):
-            endSession()
+            endSession(.succeeded)
             emit(.state, settled(.loaded, value: flavor == .loadable ? value : nil))
         case .finish:
-            endSession()
+            endSession(.succeeded)
             var next: CellState<Value, Request>
             if flavor == .process {
                 next = settled(.loaded)
@@ -560,7 +567,7 @@ protocol RuntimeResident: AnyObject {
                 }
                 return
             }
-            endSession()
+            endSession(LoadOutcome(failure: error))
             if state.isFromCache && state.status == .loaded {
                 // A failed revalidation: the cached value stays, with the error.
                 var next = state
@@ -576,12 +583,12 @@ protocol RuntimeResident: AnyObject {
                 emit(.state, settled(.error, value: value, error: error))
             }
         case .cancelSelf:
-            endSession()
+            endSession(.cancelled)
             var restore = restore
             restore.isRefreshing = false
             emit(.state, restore, cancelled: true)
         case .resetSelf:
-            endSession()
+            endSession(.cancelled)
             emit(.state, .initial(at: Clock.wallMs()))
         }
     }
@@ -675,6 +682,7 @@ protocol RuntimeResident: AnyObject {
         s.attempt += 1
         s.job = nil
         session = s
+        if runtime.metrics.isEnabled, let loader = lastSpec?.loader { runtime.metrics.loadRetried(loader.metrics) }
         forgetJob()
         let t = loadTimers()
         t.arm(&t.retry, loop: runtime.loop, after: delay) { [unowned self] in retry() }
@@ -701,7 +709,10 @@ protocol RuntimeResident: AnyObject {
                               isCancelled: cancelled, elapsedMs: elapsedMs, progressDone: progress.0,
                               progressTotal: progress.1)
         runtime.table.withLock { _ in published = event }
-        if !isFreed { observer.cellEvent(self, event) }
+        if !isFreed {
+            if runtime.metrics.isEnabled { runtime.metrics.eventDelivered() }
+            observer.cellEvent(self, event)
+        }
     }
 }
 

@@ -12,6 +12,8 @@
     /// The storage of a settled job's inbox, for the next job's operations
     /// submitted on the loop thread (a job completed in its start).
     @exclusivity(unchecked) var spareInbox: Inbox<JobOperation<Value>>?
+    /// The loader's load and job counters (see `RuntimeMetrics`).
+    @usableFromInline package let metrics = LoadMetrics()
 
     @usableFromInline package override init(id: UInt64) {
         super.init(id: id)
@@ -29,10 +31,12 @@
 
     func jobStarted() {
         activeJobs += 1
+        metrics.jobStarted()
     }
 
     func jobEnded(runtime: Runtime) {
         activeJobs -= 1
+        metrics.jobEnded()
         releaseIfIdle(runtime: runtime)
     }
 

@@ -11,16 +11,21 @@ public final class Runtime: @unchecked Sendable {
     @usableFromInline package let loop: EventLoop
     @usableFromInline package let delivery: Delivery
     @usableFromInline package let table = HandleTable()
+    /// Load, job and event counters (see `Runtime+Metrics.swift`).
+    @usableFromInline package let metrics: RuntimeMetrics
     /// The memory caches, found without the table's lock by `lds_cache_get`.
     @usableFromInline package let memoryCaches = PinnedHandles<MemoryCache>()
     private let closed = Atomic<Bool>(false)
     /// Loop thread only: the running jobs that loads may share, by key.
     private var shared: [ShareKey: Handle] = [:]
 
-    /// `spinMicroseconds`: see `EventLoop.init`.
+    /// `spinMicroseconds`: see `EventLoop.init`. `metrics`: whether loads,
+    /// jobs and events are counted and load latencies measured (see
+    /// `statistics()`); off, they cost nothing and the counters stay 0.
     public init(delivery mode: DeliveryMode = .loop, spinMicroseconds: UInt32 = 0,
-                queueLimit: Int = Runtime.defaultQueueLimit) throws(ResultCode) {
+                queueLimit: Int = Runtime.defaultQueueLimit, metrics: Bool = true) throws(ResultCode) {
         self.queueLimit = queueLimit
+        self.metrics = RuntimeMetrics(enabled: metrics)
         delivery = try Delivery(mode: mode)
         loop = try EventLoop(spinMicroseconds: spinMicroseconds)
     }

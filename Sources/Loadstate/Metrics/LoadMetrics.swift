@@ -1,0 +1,107 @@
+import CLibUV
+
+/// How a load ended, for the metrics: every load that started ends in
+/// exactly one of these.
+@usableFromInline package enum LoadOutcome: Int, Sendable {
+    /// The job succeeded or finished (`LOADED`, or a finish that restored the state).
+    case succeeded = 0
+    /// The job failed for good (after its retries), or the load failed otherwise.
+    case failed = 1
+    /// A cancel, reset, `set*`, a newer load, `free`, or the job cancelled itself.
+    case cancelled = 2
+    /// The load's timeout fired.
+    case timedOut = 3
+
+    /// A load that failed with `error`: timed out for `ResultCode.timedOut`.
+    init(failure error: LoadError) {
+        self = error.domain == .loadstate && error.code == ResultCode.timedOut.rawValue ? .timedOut : .failed
+    }
+}
+
+/// The counters of loads: one set per loader and one for the whole
+/// runtime.
+///
+/// One writer, the loop thread: each counter is a relaxed 64-bit load and
+/// store (no lock, no read-modify-write instruction). Any thread may read
+/// them; a reader sees each counter whole, not all of them from the same
+/// instant.
+@usableFromInline package final class LoadMetrics: @unchecked Sendable {
+    /// Latency buckets: bucket `i` counts loads that took less than 2^i
+    /// microseconds (and at least 2^(i-1), for `i > 0`); the last one counts
+    /// the rest.
+    @usableFromInline package static let latencyBuckets = 32
+
+    // Slots: the counters first, then the latency buckets.
+    private enum Slot: Int {
+        case started, succeeded, failed, cancelled, timedOut, retried, shared, jobsStarted, jobsEnded
+        case latencyCount, latencySumNs, latencyMaxNs
+        static let firstBucket = 12
+    }
+
+    private let slots: UnsafeMutablePointer<UInt64>
+    private static let slotCount = Slot.firstBucket + latencyBuckets
+
+    @usableFromInline package init() {
+        slots = .allocate(capacity: Self.slotCount)
+        slots.initialize(repeating: 0, count: Self.slotCount)
+    }
+
+    deinit {
+        slots.deallocate()
+    }
+
+    @inline(__always)
+    private func bump(_ slot: Int, by n: UInt64 = 1) {
+        let p = slots + slot
+        lds_counter_store(p, lds_counter_load(p) &+ n)
+    }
+
+    @inline(__always)
+    private func read(_ slot: Int) -> UInt64 { lds_counter_load(slots + slot) }
+
+    // MARK: - Writers (loop thread)
+
+    @inline(__always) func loadStarted() { bump(Slot.started.rawValue) }
+    @inline(__always) func loadShared() { bump(Slot.shared.rawValue) }
+    @inline(__always) func loadRetried() { bump(Slot.retried.rawValue) }
+    @inline(__always) func jobStarted() { bump(Slot.jobsStarted.rawValue) }
+    @inline(__always) func jobEnded() { bump(Slot.jobsEnded.rawValue) }
+
+    /// A load ended after `ns` nanoseconds.
+    func loadEnded(_ outcome: LoadOutcome, ns: UInt64) {
+        bump(Slot.succeeded.rawValue + outcome.rawValue)
+        bump(Slot.latencyCount.rawValue)
+        bump(Slot.latencySumNs.rawValue, by: ns)
+        if ns > read(Slot.latencyMaxNs.rawValue) { lds_counter_store(slots + Slot.latencyMaxNs.rawValue, ns) }
+        bump(Slot.firstBucket + Self.bucket(ns: ns))
+    }
+
+    /// The bucket of a latency of `ns` nanoseconds.
+    static func bucket(ns: UInt64) -> Int {
+        let us = ns / 1000
+        // The number of bits of `us`: 0 for 0, 1 for 1, 2 for 2..3, ...
+        let bits = UInt64.bitWidth - us.leadingZeroBitCount
+        return min(bits, latencyBuckets - 1)
+    }
+
+    // MARK: - Readers (any thread)
+
+    /// The counters now.
+    @usableFromInline package func snapshot() -> LoadCounters {
+        var c = LoadCounters()
+        c.started = read(Slot.started.rawValue)
+        c.succeeded = read(Slot.succeeded.rawValue)
+        c.failed = read(Slot.failed.rawValue)
+        c.cancelled = read(Slot.cancelled.rawValue)
+        c.timedOut = read(Slot.timedOut.rawValue)
+        c.retried = read(Slot.retried.rawValue)
+        c.shared = read(Slot.shared.rawValue)
+        c.jobsStarted = read(Slot.jobsStarted.rawValue)
+        c.jobsEnded = read(Slot.jobsEnded.rawValue)
+        c.latency.count = read(Slot.latencyCount.rawValue)
+        c.latency.sumNs = read(Slot.latencySumNs.rawValue)
+        c.latency.maxNs = read(Slot.latencyMaxNs.rawValue)
+        c.latency.buckets = (0..<Self.latencyBuckets).map { read(Slot.firstBucket + $0) }
+        return c
+    }
+}

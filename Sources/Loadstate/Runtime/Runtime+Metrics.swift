@@ -1,0 +1,51 @@
+/// A loader's metrics, whatever its Value and Request types.
+protocol MetricsSource: AnyObject {
+    var metrics: LoadMetrics { get }
+}
+
+extension Loader: MetricsSource {}
+
+extension Runtime {
+    /// The runtime's metrics now. Any thread; the table lock is held while
+    /// the live loaders and caches are listed (not while a persistent
+    /// cache's counters are read). Each counter is read whole; counters
+    /// the loop thread changes meanwhile may be seen before or after.
+    @usableFromInline package func statistics() -> RuntimeStatistics {
+        var out = RuntimeStatistics()
+        out.isEnabled = metrics.isEnabled
+        var loaders: [(UInt64, LoadMetrics)] = []
+        var caches: [(UInt64, any CacheStore)] = []
+        var cells: UInt64 = 0
+        table.withLock { storage in
+            storage.handles.forEach(where: { id in
+                let kind = Handle.kind(of: id)
+                return kind == .loader || kind == .cache
+            }) { id, handle in
+                switch Handle.kind(of: id) {
+                case .loadable?, .process?: cells += 1
+                default:
+                    if let source = handle as? MetricsSource { loaders.append((id, source.metrics)) }
+                    if let store = handle as? any CacheStore { caches.append((id, store)) }
+                }
+            }
+        }
+        out.cellsAlive = cells
+        out.eventsDelivered = metrics.eventsDelivered
+        out.loads = metrics.loads.snapshot()
+        // Jobs are counted per loader; the runtime's are those of its loaders alive.
+        out.loads.jobsStarted = 0
+        out.loads.jobsEnded = 0
+        for (id, source) in loaders.sorted(by: { $0.0 < $1.0 }) {
+            let counters = source.snapshot()
+            out.loads.jobsStarted &+= counters.jobsStarted
+            out.loads.jobsEnded &+= counters.jobsEnded
+            out.loaders.append(.init(id: id, loads: counters))
+        }
+        for (id, store) in caches.sorted(by: { $0.0 < $1.0 }) {
+            // A cache closed meanwhile is left out.
+            guard let stats = try? store.stats() else { continue }
+            out.caches.append(.init(id: id, isPersistent: store is PersistentCache, stats: stats))
+        }
+        return out
+    }
+}

@@ -30,6 +30,7 @@ from .enums import QUEUE_MAX, VALUE_MAX, CachePolicy, Code, Delivery, Domain, Ev
 from .errors import (Busy, Cancelled, Closed, Error, InvalidArgument, IOFailure, LibraryNotFound, LoadFailed,
                      NotFound, OutOfMemory, TimedOut, TooBig, WrongState, error_for_code)
 from .loaders import EXCEPTION_CODE, Job, Loader
+from .metrics import LoadMetrics, RuntimeStats
 from .runtime import Runtime
 from .types import Event, LoadOptions, Snapshot
 
@@ -48,7 +49,7 @@ def strerror(code: int) -> str:
 
 __all__ = [
     "Runtime", "Loader", "Job", "Cell", "Loadable", "Process", "Load", "EventStream", "Cache", "CacheEntry",
-    "CacheStats",
+    "CacheStats", "LoadMetrics", "RuntimeStats",
     "Event", "Snapshot", "LoadOptions", "Status", "Flags", "EventType", "Domain", "Delivery", "CachePolicy", "Code",
     "VALUE_MAX", "QUEUE_MAX",
     "Codec", "BYTES", "TEXT", "JSON", "PATH", "EXEC_REQUEST", "HTTP_REQUEST", "HTTP_RESPONSE",

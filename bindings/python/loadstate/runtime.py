@@ -16,6 +16,7 @@ from .cells import EventCallback, Loadable, Process
 from .codec import BYTES, Codec
 from .enums import Delivery, ExecFlags
 from .loaders import Job, Loader
+from .metrics import RuntimeStats, runtime_stats
 from .types import milliseconds
 
 __all__ = ["Runtime"]
@@ -55,12 +56,15 @@ class Runtime:
             codecs, or loaders whose job no longer runs. The default logs
             them on the ``loadstate`` logger.
         workers: the most threads that run plain-function loaders at once.
+        metrics: whether the runtime counts loads, jobs and events (see
+            :meth:`stats`); ``False`` makes them cost nothing.
     """
 
     def __init__(self, delivery: Union[Delivery, str, int] = Delivery.LOOP, *,
                  library: Union[None, str, "os.PathLike[str]", Library] = None,
                  on_error: Optional[Callable[[BaseException, str], None]] = None,
-                 workers: int = min(32, (os.cpu_count() or 1) + 4), _spin: float = 50e-6) -> None:
+                 workers: int = min(32, (os.cpu_count() or 1) + 4), metrics: bool = True,
+                 _spin: float = 50e-6) -> None:
         # _spin: seconds (at most 0.1) the runtime's thread keeps polling for
         # more work once it has run out, before it sleeps (spin_us): calls
         # from Python come a few microseconds apart, and within that time
@@ -72,7 +76,7 @@ class Runtime:
         if isinstance(workers, bool) or not isinstance(workers, int):
             raise TypeError(f"workers must be an int, not {type(workers).__name__}")
         lib = library if isinstance(library, Library) else load_library(library)
-        self._core = _core.Core(lib, _delivery(delivery), on_error, workers, round(_spin * 1e6))
+        self._core = _core.Core(lib, _delivery(delivery), on_error, workers, round(_spin * 1e6), metrics)
         self._finalizer = weakref.finalize(self, self._core.close, True)
 
     # -- properties -------------------------------------------------------
@@ -96,6 +100,14 @@ class Runtime:
     def fd(self) -> int:
         """POLL mode: a descriptor readable while callbacks are pending. Do not read or close it."""
         return self._core.fd()
+
+    def stats(self) -> RuntimeStats:
+        """The runtime's metrics now: load counters and latencies per runtime and per loader, cache counters.
+
+        Raises:
+            Closed: the runtime is closed.
+        """
+        return runtime_stats(self._core)
 
     # -- lifecycle --------------------------------------------------------
 

@@ -1480,6 +1480,40 @@ typedef struct lds_runtime_statistics {
  */
 int lds_runtime_stats(lds_runtime *rt, lds_runtime_statistics *out);
 
+/*
+ * Since 0.5. Writes what lds_runtime_stats reports in the Prometheus text
+ * exposition format (version 0.0.4: serve it with the content type
+ * "text/plain; version=0.0.4"), NUL-terminated, into buf.
+ *
+ * Families (every load series has a label loader="<id>" per loader alive,
+ * and loader="freed" for the loads of loaders freed since, so that a sum
+ * over loader is the runtime's total):
+ *   loadstate_loads_started_total                counter
+ *   loadstate_loads_ended_total{outcome=...}     counter: succeeded, failed, cancelled, timed_out
+ *   loadstate_load_retries_total                 counter
+ *   loadstate_loads_shared_total                 counter
+ *   loadstate_jobs_started_total                 counter
+ *   loadstate_jobs_in_flight                     gauge
+ *   loadstate_load_duration_seconds              histogram (le: 2^i microseconds, +Inf)
+ *   loadstate_load_duration_quantile_seconds     gauge, quantile="0.5", "0.9", "0.99", "1" (the maximum)
+ *   loadstate_cells_alive, loadstate_metrics_enabled   gauges
+ *   loadstate_events_delivered_total             counter
+ *   loadstate_cache_{hits,misses,evictions,expirations}_total, loadstate_cache_{entries,bytes}
+ *                                                by cache="<id>", kind="memory" or "persistent"
+ * Label values are ids and fixed words: no host text appears in the output.
+ * Its size grows with the number of loaders (about 4 KiB each) and caches.
+ *
+ *   buf  cap bytes; may be NULL when cap is 0 (to learn the size).
+ *   len  receives the text's length in bytes, without the NUL.
+ *
+ * Returns LDS_OK (the text and its NUL fit: *len < cap); LDS_ETOOBIG (they
+ * do not: nothing is written but an empty string when cap > 0; call again
+ * with at least *len + 1 bytes, more if loaders may appear meanwhile);
+ * LDS_EINVAL (rt or len NULL, buf NULL with cap > 0); LDS_ECLOSED.
+ * Threads: any, callbacks included.
+ */
+int lds_runtime_metrics_text(lds_runtime *rt, char *buf, size_t cap, size_t *len);
+
 /* ------------------------------------------------------------------ */
 /* Process cells                                                       */
 /* ------------------------------------------------------------------ */

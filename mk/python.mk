@@ -11,7 +11,7 @@
 #
 # PYTEST_ARGS is passed to pytest, e.g. make test-python PYTEST_ARGS="-k cancel"
 # The package needs nothing but the standard library. The tests need pytest
-# and hypothesis, the wheel setuptools and wheel: they are installed from
+# and hypothesis (and prometheus-client, whose parser reads the metrics text back), the wheel setuptools and wheel: they are installed from
 # PyPI for this python3 when it cannot import them. The wheel is then built
 # offline (no build isolation).
 
@@ -34,9 +34,9 @@ python-build-deps: deps
 
 # The tests build wheels too.
 python-deps: python-build-deps
-	@$(PYTHON) -c 'import pytest, hypothesis' 2>/dev/null || { \
-	  echo "installing: pytest hypothesis"; \
-	  $(PYTHON) -m pip install -q pytest hypothesis; }
+	@$(PYTHON) -c 'import pytest, hypothesis, prometheus_client' 2>/dev/null || { \
+	  echo "installing: pytest hypothesis prometheus-client"; \
+	  $(PYTHON) -m pip install -q pytest hypothesis prometheus-client; }
 
 # pytest exits with 5 when it collected no test; that is a failure here.
 test-python: lib python-deps

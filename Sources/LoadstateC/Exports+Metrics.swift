@@ -69,3 +69,23 @@ func loadMetrics(_ l: LoadCounters) -> lds_load_metrics {
     }
     return m
 }
+
+@_cdecl("lds_runtime_metrics_text")
+public func ldsRuntimeMetricsText(_ rt: OpaquePointer?, _ buf: UnsafeMutablePointer<CChar>?, _ cap: Int,
+                                  _ len: UnsafeMutablePointer<Int>?) -> Int32 {
+    guard let len, buf != nil || cap == 0, cap >= 0 else { return LDS_EINVAL }
+    len.pointee = 0
+    if let buf, cap > 0 { buf[0] = 0 }
+    return withRuntime(rt) { runtime in
+        var text = runtime.metricsText()
+        return text.withUTF8 { bytes -> Int32 in
+            len.pointee = bytes.count
+            guard let buf, bytes.count < cap else { return LDS_ETOOBIG }
+            if let base = bytes.baseAddress {
+                UnsafeMutableRawPointer(buf).copyMemory(from: base, byteCount: bytes.count)
+            }
+            buf[bytes.count] = 0
+            return LDS_OK
+        }
+    }
+}

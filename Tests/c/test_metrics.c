@@ -1,6 +1,7 @@
 /* test_metrics.c — lds_runtime_stats: every outcome of a load counted
  * exactly in a scripted scenario, per runtime, per loader and per cache. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "harness.h"
@@ -226,4 +227,43 @@ TEST(test_metrics_bad_arguments) {
   CHECK_RC(lds_runtime_stats(rt, &st), LDS_OK);
   rt_free(rt);
   CHECK_RC(lds_runtime_stats(rt, &st), LDS_ECLOSED);
+}
+
+TEST(test_metrics_text_is_bounded_by_the_callers_buffer) {
+  fixture f;
+  fixture_init(&f, LDS_DELIVER_LOOP, host_succeed_echo);
+  REQUIRE_RC(fx_load(&f, "a", NULL), LDS_OK);
+  REQUIRE(REC_WAIT(&f.rec, 2));
+  size_t len = 99;
+  CHECK_RC(lds_runtime_metrics_text(f.rt, NULL, 0, &len), LDS_ETOOBIG);
+  REQUIRE(len > 100);
+  char small[16];
+  memset(small, 'x', sizeof small);
+  CHECK_RC(lds_runtime_metrics_text(f.rt, small, sizeof small, &len), LDS_ETOOBIG);
+  CHECK_EQ(small[0], 0);
+  CHECK_EQ(small[1], 'x');
+  char *text = malloc(len + 1);
+  REQUIRE(text != NULL);
+  size_t again = 0;
+  /* Exactly the text and its NUL. */
+  CHECK_RC(lds_runtime_metrics_text(f.rt, text, len + 1, &again), LDS_OK);
+  CHECK_EQ(again, len);
+  CHECK_EQ(strlen(text), len);
+  CHECK_EQ(text[len - 1], '\n');
+  char want[128];
+  snprintf(want, sizeof want, "\nloadstate_loads_started_total{loader=\"%llu\"} 1\n", (unsigned long long)f.loader);
+  CHECK(strstr(text, want) != NULL);
+  snprintf(want, sizeof want, "\nloadstate_loads_ended_total{loader=\"%llu\",outcome=\"succeeded\"} 1\n",
+           (unsigned long long)f.loader);
+  CHECK(strstr(text, want) != NULL);
+  CHECK(strstr(text, "\nloadstate_loads_started_total{loader=\"freed\"} 0\n") != NULL);
+  CHECK(strstr(text, "\n# TYPE loadstate_load_duration_seconds histogram\n") != NULL);
+  /* One byte short: refused. */
+  CHECK_RC(lds_runtime_metrics_text(f.rt, text, len, &again), LDS_ETOOBIG);
+  CHECK_EQ(text[0], 0);
+  CHECK_RC(lds_runtime_metrics_text(f.rt, NULL, 4, &again), LDS_EINVAL);
+  CHECK_RC(lds_runtime_metrics_text(f.rt, text, len + 1, NULL), LDS_EINVAL);
+  CHECK_RC(lds_runtime_metrics_text(NULL, text, len + 1, &again), LDS_EINVAL);
+  free(text);
+  fixture_finish(&f);
 }

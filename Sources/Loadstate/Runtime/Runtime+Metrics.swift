@@ -30,22 +30,42 @@ extension Runtime {
             }
         }
         out.cellsAlive = cells
+        // The loaders first, then the totals: the totals count a load
+        // before its loader does, so they are never behind the loaders.
+        var jobsStarted: UInt64 = 0, jobsEnded: UInt64 = 0
+        for (id, source) in loaders.sorted(by: { $0.0 < $1.0 }) {
+            let counters = source.snapshot()
+            jobsStarted &+= counters.jobsStarted
+            jobsEnded &+= counters.jobsEnded
+            out.loaders.append(.init(id: id, loads: counters))
+        }
         out.eventsDelivered = metrics.eventsDelivered
         out.loads = metrics.loads.snapshot()
         // Jobs are counted per loader; the runtime's are those of its loaders alive.
-        out.loads.jobsStarted = 0
-        out.loads.jobsEnded = 0
-        for (id, source) in loaders.sorted(by: { $0.0 < $1.0 }) {
-            let counters = source.snapshot()
-            out.loads.jobsStarted &+= counters.jobsStarted
-            out.loads.jobsEnded &+= counters.jobsEnded
-            out.loaders.append(.init(id: id, loads: counters))
-        }
+        out.loads.jobsStarted = jobsStarted
+        out.loads.jobsEnded = jobsEnded
         for (id, store) in caches.sorted(by: { $0.0 < $1.0 }) {
             // A cache closed meanwhile is left out.
             guard let stats = try? store.stats() else { continue }
             out.caches.append(.init(id: id, isPersistent: store is PersistentCache, stats: stats))
         }
         return out
+    }
+
+    /// The runtime's metrics (see `statistics()`) in the Prometheus text
+    /// exposition format, version 0.0.4: what a host serves on its
+    /// `/metrics` (content type `text/plain; version=0.0.4`). Any thread.
+    ///
+    /// Families: `loadstate_loads_started_total`,
+    /// `loadstate_loads_ended_total` (by `outcome`),
+    /// `loadstate_load_retries_total`, `loadstate_loads_shared_total`,
+    /// `loadstate_jobs_started_total`, `loadstate_jobs_in_flight`, the
+    /// histogram `loadstate_load_duration_seconds` and its estimated
+    /// quantiles `loadstate_load_duration_quantile_seconds`, each by
+    /// `loader` (an id, or `freed`); `loadstate_cells_alive`,
+    /// `loadstate_events_delivered_total`, `loadstate_metrics_enabled`;
+    /// and `loadstate_cache_*` by `cache` and `kind`.
+    public func metricsText() -> String {
+        statistics().prometheusText
     }
 }

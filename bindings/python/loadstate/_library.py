@@ -350,6 +350,7 @@ _PROTOTYPES: Dict[str, Tuple[object, List[object]]] = {
     "lds_cache_keys": (c_int, [_rt, _id, c_char_p, c_size_t, POINTER(CacheKeyListC)]),
     "lds_cache_key_list_clear": (None, [POINTER(CacheKeyListC)]),
     "lds_runtime_stats": (c_int, [_rt, POINTER(RuntimeStatisticsC)]),
+    "lds_runtime_metrics_text": (c_int, [_rt, c_char_p, c_size_t, POINTER(c_size_t)]),
     "lds_process_new": (c_int, [_rt, EVENT_FN, c_void_p, POINTER(c_uint64)]),
     "lds_process_free": (c_int, [_rt, _id]),
     "lds_process_run": (c_int, [_rt, _id, c_int32, _id, c_char_p, c_size_t, POINTER(LoadOptionsC)]),

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Dict, Tuple
 
 from ._library import CacheMetricsC, LoaderMetricsC, LoadMetricsC, RuntimeStatisticsC
 from .cache import CacheStats
+from .enums import Code
 
 if TYPE_CHECKING:
     from . import _core
@@ -69,6 +70,20 @@ class RuntimeStats:
     loads: LoadMetrics
     loaders: Dict[int, LoadMetrics]
     caches: Dict[int, CacheStats]
+
+
+def metrics_text(core: "_core.Core") -> str:
+    """The runtime's metrics in the Prometheus text format (``lds_runtime_metrics_text``)."""
+    length = ctypes.c_size_t(0)
+    room = 16 * 1024
+    while True:
+        buffer = ctypes.create_string_buffer(room)
+        rc = core.dll.lds_runtime_metrics_text(core.c_handle, buffer, room, byref(length))
+        if rc != Code.ETOOBIG:
+            core.check(rc, "runtime metrics text")
+            return buffer.raw[:length.value].decode("utf-8")
+        # Loaders may appear meanwhile: some room to spare.
+        room = length.value + 1 + 4096
 
 
 def runtime_stats(core: "_core.Core") -> RuntimeStats:

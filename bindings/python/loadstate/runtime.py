@@ -16,7 +16,7 @@ from .cells import EventCallback, Loadable, Process
 from .codec import BYTES, Codec
 from .enums import Delivery, ExecFlags
 from .loaders import Job, Loader
-from .metrics import RuntimeStats, runtime_stats
+from .metrics import RuntimeStats, metrics_text, runtime_stats
 from .types import milliseconds
 
 __all__ = ["Runtime"]
@@ -108,6 +108,17 @@ class Runtime:
             Closed: the runtime is closed.
         """
         return runtime_stats(self._core)
+
+    def metrics_text(self) -> str:
+        """The runtime's metrics in the Prometheus text exposition format (version 0.0.4), for a ``/metrics`` page.
+
+        Load series are labelled ``loader`` (a :attr:`Loader.id`, or ``freed``), cache series ``cache`` and
+        ``kind``; see ``lds_runtime_metrics_text`` in ``loadstate.h`` for the families.
+
+        Raises:
+            Closed: the runtime is closed.
+        """
+        return metrics_text(self._core)
 
     # -- lifecycle --------------------------------------------------------
 

@@ -90,6 +90,28 @@ pub struct RuntimeStats {
 }
 
 impl Runtime {
+    /// The runtime's metrics in the Prometheus text exposition format
+    /// (version 0.0.4), for a `/metrics` page. Load series are labelled
+    /// `loader` (an id, or `freed`), cache series `cache` and `kind`; see
+    /// `lds_runtime_metrics_text` in `loadstate.h` for the families.
+    pub fn metrics_text(&self) -> Result<String> {
+        let mut room = 16 * 1024;
+        loop {
+            let mut buf = vec![0u8; room];
+            let mut len = 0usize;
+            // SAFETY: valid handle; buf holds `room` bytes.
+            let rc = unsafe { sys::lds_runtime_metrics_text(self.as_ptr(), buf.as_mut_ptr().cast(), room, &mut len) };
+            if rc == sys::LDS_ETOOBIG {
+                // Loaders may appear meanwhile: some room to spare.
+                room = len.saturating_add(1 + 4096);
+                continue;
+            }
+            check(rc)?;
+            buf.truncate(len);
+            return Ok(String::from_utf8_lossy(&buf).into_owned());
+        }
+    }
+
     /// The runtime's metrics now: load counters and latencies per runtime
     /// and per loader, and each cache's counters. Safe from any thread,
     /// callbacks included.

@@ -702,6 +702,7 @@ unsafe extern "C" {
     pub fn lds_cache_clear(rt: *mut lds_runtime, cache: lds_id) -> c_int;
     pub fn lds_cache_stats(rt: *mut lds_runtime, cache: lds_id, out: *mut lds_cache_statistics) -> c_int;
     pub fn lds_runtime_stats(rt: *mut lds_runtime, out: *mut lds_runtime_statistics) -> c_int;
+    pub fn lds_runtime_metrics_text(rt: *mut lds_runtime, buf: *mut c_char, cap: usize, len: *mut usize) -> c_int;
     pub fn lds_cache_read(
         rt: *mut lds_runtime, cache: lds_id, key: *const c_void, key_len: usize, buf: *mut c_void, cap: usize,
         len: *mut usize,

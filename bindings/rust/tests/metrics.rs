@@ -64,3 +64,20 @@ fn stats_list_caches_and_a_runtime_without_metrics_counts_nothing() {
     assert_eq!(stats.caches.get(&cache.id()), Some(&cache.stats().unwrap()));
     assert_eq!(stats.caches[&cache.id()].hits, 1);
 }
+
+#[test]
+fn metrics_text_names_each_loader() {
+    let runtime = Runtime::new().unwrap();
+    let loaders: Vec<_> = (0..20).map(|_| runtime.loader(|job| job.succeed(job.request()).unwrap()).unwrap()).collect();
+    let (cell, events) = runtime.loadable().unwrap();
+    let mut watch = Watch::new(events);
+    cell.load(&loaders[3], b"x").unwrap();
+    watch.next();
+    assert_eq!(watch.next().status, Status::Loaded);
+    let text = runtime.metrics_text().unwrap();
+    assert!(text.len() > 16 * 1024, "the first buffer was too small: {} bytes", text.len());
+    let started = format!("\nloadstate_loads_started_total{{loader=\"{}\"}} 1\n", loaders[3].id());
+    assert!(text.contains(&started), "{text}");
+    assert!(text.contains("\n# TYPE loadstate_load_duration_seconds histogram\n"));
+    assert!(text.ends_with('\n'));
+}

@@ -1515,6 +1515,76 @@ int lds_runtime_stats(lds_runtime *rt, lds_runtime_statistics *out);
 int lds_runtime_metrics_text(lds_runtime *rt, char *buf, size_t cap, size_t *len);
 
 /* ------------------------------------------------------------------ */
+/* Runtime observer                                                    */
+/* ------------------------------------------------------------------ */
+
+/* lds_observation.what */
+#define LDS_OBSERVE_EVENT      1  /* a cell event (after the cell's own callback got it) */
+#define LDS_OBSERVE_JOB_START  2  /* a job starts: just before its loader's start function */
+#define LDS_OBSERVE_JOB_END    3  /* a job ended */
+
+/* lds_observation.outcome, for LDS_OBSERVE_JOB_END */
+#define LDS_JOB_SUCCEEDED  0  /* succeeded or finished */
+#define LDS_JOB_FAILED     1  /* failed: error_domain and error_code say why (a retry is a new job) */
+#define LDS_JOB_CANCELLED  2  /* cancelled: its last cell left it (cancel, reset, newer load, timeout,
+                               * free), it cancelled or reset itself, or the runtime was freed */
+
+/*
+ * Since 0.5. One thing a runtime observer is told. Every pointer is valid
+ * during the call only; copy what is kept.
+ */
+typedef struct lds_observation {
+  uint32_t size;            /* sizeof(lds_observation): later versions add fields at the end */
+  uint32_t what;            /* LDS_OBSERVE_* */
+  const lds_event *event;   /* EVENT: the event, as the cell's callback gets it; NULL otherwise */
+  lds_id job;               /* JOB_*: the job */
+  lds_id loader;            /* JOB_*: its loader */
+  lds_id cell;              /* JOB_START: the cell whose load starts it (cells that share the
+                             * job later are not named); 0 otherwise */
+  uint32_t attempt;         /* JOB_*: 1 for the first try, 2 for the first retry, ... */
+  uint32_t outcome;         /* JOB_END: LDS_JOB_* */
+  int32_t error_domain;     /* JOB_END with LDS_JOB_FAILED: LDS_DOMAIN_*; 0 otherwise */
+  int32_t error_code;       /* likewise */
+  uint64_t time_ns;         /* when it happened: CLOCK_MONOTONIC, nanoseconds */
+  uint64_t duration_ns;     /* JOB_END: since the job started */
+  const void *request;      /* JOB_*: the job's request; NULL otherwise */
+  size_t request_len;
+} lds_observation;
+
+/* A runtime observer: see lds_runtime_observe. */
+typedef void (*lds_observe_fn)(const lds_observation *observation, void *user_data);
+
+/*
+ * Since 0.5. Sets the runtime's observer, which receives every cell event,
+ * job start and job end of the runtime, for logging and tracing. NULL
+ * removes it. One observer per runtime: a new one replaces the last.
+ *
+ * Order and threads: the observer follows the runtime's delivery mode,
+ * like the cells' callbacks. LDS_DELIVER_LOOP: it runs on the loop thread,
+ * at once, and must not block (nor call lds_runtime_free). LDS_DELIVER_POLL:
+ * each call is queued and runs on the thread that calls
+ * lds_runtime_dispatch (or lds_runtime_dispatch_records, where it runs as a
+ * callback, not as a record), in the order of the runtime's own steps: a
+ * load's first event (LOADING), then its job's start; the job's end, then
+ * the event it causes (LOADED, ERROR...); each event after the cell's own
+ * callback got it. The setting takes effect on the loop after the calls
+ * this thread made before it (a load made after it is observed from its
+ * first event). A job that started before its observer was set is not
+ * reported when it ends.
+ *
+ *   free_data  may be NULL; called once with user_data after the
+ *              observer's last call: when it is replaced or removed, or
+ *              when the runtime is freed. It runs like a loader's
+ *              free_data: LOOP mode on the loop thread; POLL mode as a
+ *              dispatched callback after the observer's queued calls, or
+ *              on the thread calling lds_runtime_free.
+ *
+ * Returns LDS_OK; LDS_EINVAL (rt NULL, or fn NULL with free_data or
+ * user_data); LDS_EAGAIN (see LDS_QUEUE_MAX); LDS_ECLOSED. Threads: any.
+ */
+int lds_runtime_observe(lds_runtime *rt, lds_observe_fn fn, void *user_data, lds_free_fn free_data);
+
+/* ------------------------------------------------------------------ */
 /* Process cells                                                       */
 /* ------------------------------------------------------------------ */
 

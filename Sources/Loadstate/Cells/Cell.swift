@@ -445,6 +445,7 @@ protocol RuntimeResident: AnyObject {
         if let shareKey { runtime.share(shareKey, job: job) }
         session!.job = job
         loader.jobStarted()
+        runtime.observeJobStart(job, cell: self)
         job.isStarting = true
         loader.start(job, runtime: runtime)
         job.isStarting = false
@@ -712,6 +713,7 @@ protocol RuntimeResident: AnyObject {
         if !isFreed {
             if runtime.metrics.isEnabled { runtime.metrics.eventDelivered() }
             observer.cellEvent(self, event)
+            runtime.observer?.cellEvent(self, event)
         }
     }
 }

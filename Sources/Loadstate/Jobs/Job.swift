@@ -67,6 +67,9 @@
     /// An operation was submitted from inside `start`.
     @exclusivity(unchecked) var settleAfterStart = false
     @exclusivity(unchecked) private var finished = false
+    /// The runtime observer that saw the job start, and when (see `RuntimeObserver`).
+    @exclusivity(unchecked) weak var observer: RuntimeObserver?
+    @exclusivity(unchecked) var observedStartNs: UInt64 = 0
 
     /// The key and cache of a shared or cached job, and the last value it
     /// yielded (stored in the cache when it finishes).
@@ -145,6 +148,7 @@
                 return cancelHooks
             }
             finish()
+            runtime.observeJobEnd(self, JobEnd(op))
             switch op {
             case .cancelSelf, .resetSelf: runCancelHooks(hooks)
             default: onLoopCancel = nil
@@ -183,6 +187,7 @@
             if let hooks {
                 waiters.removeAll()
                 finish()
+                runtime.observeJobEnd(self, .cancelled)
                 runCancelHooks(hooks)
                 return
             }

@@ -11,6 +11,8 @@ public final class Runtime: @unchecked Sendable {
     @usableFromInline package let loop: EventLoop
     @usableFromInline package let delivery: Delivery
     @usableFromInline package let table = HandleTable()
+    /// Loop thread only: the runtime-wide observer (see `RuntimeObserver`).
+    @exclusivity(unchecked) var observer: RuntimeObserver?
     /// Load, job and event counters (see `Runtime+Metrics.swift`).
     @usableFromInline package let metrics: RuntimeMetrics
     /// The memory caches, found without the table's lock by `lds_cache_get`.
@@ -76,6 +78,9 @@ public final class Runtime: @unchecked Sendable {
                 resident.shutdown(runtime: self)
             }
             table.withLock { $0.handles.removeAll() }
+            let last = observer
+            observer = nil
+            last?.detached()
         }
         delivery.drainCleanups()
         return .ok

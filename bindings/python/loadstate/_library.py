@@ -284,6 +284,16 @@ class CacheKeyListC(Structure):
 EVENT_FN = CFUNCTYPE(None, c_void_p, c_void_p)
 LOADER_FN = CFUNCTYPE(None, c_void_p, c_uint64, c_void_p, c_size_t, c_void_p)
 FREE_FN = CFUNCTYPE(None, c_void_p)
+OBSERVE_FN = CFUNCTYPE(None, c_void_p, c_void_p)
+
+
+class ObservationC(Structure):
+    """``lds_observation``."""
+
+    _fields_ = [("size", c_uint32), ("what", c_uint32), ("event", POINTER(EventC)), ("job", c_uint64),
+                ("loader", c_uint64), ("cell", c_uint64), ("attempt", c_uint32), ("outcome", c_uint32),
+                ("error_domain", c_int32), ("error_code", c_int32), ("time_ns", c_uint64),
+                ("duration_ns", c_uint64), ("request", c_void_p), ("request_len", c_size_t)]
 CANCEL_FN = CFUNCTYPE(None, c_uint64, c_void_p)
 LOADER_CANCEL_FN = CFUNCTYPE(None, c_void_p, c_uint64, c_void_p)
 
@@ -351,6 +361,7 @@ _PROTOTYPES: Dict[str, Tuple[object, List[object]]] = {
     "lds_cache_key_list_clear": (None, [POINTER(CacheKeyListC)]),
     "lds_runtime_stats": (c_int, [_rt, POINTER(RuntimeStatisticsC)]),
     "lds_runtime_metrics_text": (c_int, [_rt, c_char_p, c_size_t, POINTER(c_size_t)]),
+    "lds_runtime_observe": (c_int, [_rt, OBSERVE_FN, c_void_p, FREE_FN]),
     "lds_process_new": (c_int, [_rt, EVENT_FN, c_void_p, POINTER(c_uint64)]),
     "lds_process_free": (c_int, [_rt, _id]),
     "lds_process_run": (c_int, [_rt, _id, c_int32, _id, c_char_p, c_size_t, POINTER(LoadOptionsC)]),

@@ -571,6 +571,37 @@ pub type lds_loader_fn = unsafe extern "C" fn(
 );
 
 pub type lds_free_fn = unsafe extern "C" fn(data: *mut c_void);
+/// A runtime observer (`lds_runtime_observe`).
+pub type lds_observe_fn = unsafe extern "C" fn(observation: *const lds_observation, user_data: *mut c_void);
+
+/// `lds_observation.what`.
+pub const LDS_OBSERVE_EVENT: u32 = 1;
+pub const LDS_OBSERVE_JOB_START: u32 = 2;
+pub const LDS_OBSERVE_JOB_END: u32 = 3;
+/// `lds_observation.outcome`.
+pub const LDS_JOB_SUCCEEDED: u32 = 0;
+pub const LDS_JOB_FAILED: u32 = 1;
+pub const LDS_JOB_CANCELLED: u32 = 2;
+
+/// One thing a runtime observer is told.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct lds_observation {
+    pub size: u32,
+    pub what: u32,
+    pub event: *const lds_event,
+    pub job: lds_id,
+    pub loader: lds_id,
+    pub cell: lds_id,
+    pub attempt: u32,
+    pub outcome: u32,
+    pub error_domain: i32,
+    pub error_code: i32,
+    pub time_ns: u64,
+    pub duration_ns: u64,
+    pub request: *const c_void,
+    pub request_len: usize,
+}
 
 pub type lds_cancel_fn = unsafe extern "C" fn(job: lds_id, data: *mut c_void);
 
@@ -703,6 +734,12 @@ unsafe extern "C" {
     pub fn lds_cache_stats(rt: *mut lds_runtime, cache: lds_id, out: *mut lds_cache_statistics) -> c_int;
     pub fn lds_runtime_stats(rt: *mut lds_runtime, out: *mut lds_runtime_statistics) -> c_int;
     pub fn lds_runtime_metrics_text(rt: *mut lds_runtime, buf: *mut c_char, cap: usize, len: *mut usize) -> c_int;
+    pub fn lds_runtime_observe(
+        rt: *mut lds_runtime,
+        observe: Option<lds_observe_fn>,
+        user_data: *mut c_void,
+        free_data: Option<lds_free_fn>,
+    ) -> c_int;
     pub fn lds_cache_read(
         rt: *mut lds_runtime, cache: lds_id, key: *const c_void, key_len: usize, buf: *mut c_void, cap: usize,
         len: *mut usize,

@@ -34,6 +34,12 @@ int main(void) {
   SIZE(lds_runtime_options);
   FIELD(lds_runtime_options, size); FIELD(lds_runtime_options, delivery); FIELD(lds_runtime_options, spin_us);
   FIELD(lds_runtime_options, queue_max); FIELD(lds_runtime_options, flags);
+  SIZE(lds_observation);
+  FIELD(lds_observation, size); FIELD(lds_observation, what); FIELD(lds_observation, event);
+  FIELD(lds_observation, job); FIELD(lds_observation, loader); FIELD(lds_observation, cell);
+  FIELD(lds_observation, attempt); FIELD(lds_observation, outcome); FIELD(lds_observation, error_domain);
+  FIELD(lds_observation, error_code); FIELD(lds_observation, time_ns); FIELD(lds_observation, duration_ns);
+  FIELD(lds_observation, request); FIELD(lds_observation, request_len);
   SIZE(lds_load_metrics);
   FIELD(lds_load_metrics, started); FIELD(lds_load_metrics, succeeded); FIELD(lds_load_metrics, failed);
   FIELD(lds_load_metrics, cancelled); FIELD(lds_load_metrics, timed_out); FIELD(lds_load_metrics, retried);
@@ -327,6 +333,8 @@ fn structs_and_constants_match_the_c_header() {
     fields!(lds_record: size, what, user_data, job, event);
     fields!(lds_op: op, code, target, loader, data, data_len);
     fields!(lds_loader_options: size, start, cancel, free_data, loader_data);
+    fields!(lds_observation: size, what, event, job, loader, cell, attempt, outcome, error_domain, error_code,
+        time_ns, duration_ns, request, request_len);
     fields!(lds_load_metrics: started, succeeded, failed, cancelled, timed_out, retried, shared, jobs_started,
         jobs_in_flight, latency_count, latency_sum_us, latency_max_us, latency_p50_us, latency_p90_us,
         latency_p99_us, latency_buckets);
@@ -390,6 +398,12 @@ fn structs_and_constants_match_the_c_header() {
         LDS_POLICY_CACHE_ONLY,
         LDS_CACHE_REPLACE_DAMAGED,
         LDS_RUNTIME_NO_METRICS,
+        LDS_OBSERVE_EVENT,
+        LDS_OBSERVE_JOB_START,
+        LDS_OBSERVE_JOB_END,
+        LDS_JOB_SUCCEEDED,
+        LDS_JOB_FAILED,
+        LDS_JOB_CANCELLED,
         LDS_LATENCY_BUCKETS,
         LDS_DELIVER_LOOP,
         LDS_DELIVER_POLL,

@@ -1585,6 +1585,92 @@ typedef void (*lds_observe_fn)(const lds_observation *observation, void *user_da
 int lds_runtime_observe(lds_runtime *rt, lds_observe_fn fn, void *user_data, lds_free_fn free_data);
 
 /* ------------------------------------------------------------------ */
+/* Inspector                                                           */
+/* ------------------------------------------------------------------ */
+
+/* lds_inspector_options.flags */
+#define LDS_INSPECTOR_SHOW_VALUES   (1u << 0)  /* show cells' values (otherwise "(hidden)") */
+#define LDS_INSPECTOR_ACTIONS       (1u << 1)  /* accept the page's cancel, refresh and invalidate */
+#define LDS_INSPECTOR_ALLOW_REMOTE  (1u << 2)  /* allow an address other than 127.x.x.x */
+
+/* Options for lds_inspector_start. Initialize with LDS_INSPECTOR_OPTIONS_INIT. */
+typedef struct lds_inspector_options {
+  uint32_t size;             /* sizeof(lds_inspector_options), set by the INIT macro */
+  uint32_t flags;            /* LDS_INSPECTOR_* */
+  uint32_t max_clients;      /* connections at once (more are closed at once); 0: 8, at most 256 */
+  uint32_t interval_ms;      /* live page updates; 0: 500, at least 50, at most 60000 */
+  uint32_t idle_timeout_ms;  /* a connection without a complete request by then is closed; 0: 10000 */
+  uint32_t max_cells;        /* cells listed, newest first; 0: 200, at most 10000 */
+} lds_inspector_options;
+
+#define LDS_INSPECTOR_OPTIONS_INIT { (uint32_t)sizeof(lds_inspector_options), 0, 0, 0, 0, 0 }
+
+/*
+ * Since 0.5. Starts the runtime's inspector: a small HTTP/1.1 server on the
+ * runtime's own loop (no other thread) serving one self-contained page that
+ * shows the runtime live, updated by server-sent events: the cells (state,
+ * flags, attempt, request preview; values only with
+ * LDS_INSPECTOR_SHOW_VALUES), the jobs in flight with their age, the loaders
+ * with their metrics (lds_runtime_stats) and the caches with their entries
+ * and hit rates. Opt-in and off by default; for development.
+ *
+ *   address  "127.0.0.1:PORT" (or "localhost:PORT"); PORT 0 picks a free
+ *            port. Other IPv4 addresses need LDS_INSPECTOR_ALLOW_REMOTE.
+ *   opts     may be NULL for defaults.
+ *
+ * Every request must carry the inspector's token, 128 random bits, in its
+ * URL (?token=..., compared in constant time) and a Host header naming the
+ * bound address ("127.0.0.1:PORT" or "localhost:PORT"), against DNS
+ * rebinding: others get 403 and 421. lds_inspector_url gives the page's
+ * URL with the token, for the host to print. Responses forbid caching,
+ * framing, referrers and any script or connection other than the page's
+ * own. Requests are bounded: a head of at most 8 KiB and 64 header lines,
+ * no body, GET and POST only; one request per connection (but the event
+ * stream); max_clients connections; idle connections closed after
+ * idle_timeout_ms; a live page that reads slower than it is sent to (4 MiB
+ * behind) is disconnected. Nothing waits on the loop: writes are queued.
+ * Each update walks the handle table under its lock once.
+ *
+ * Routes (each with ?token=): GET / (the page), GET /events (the event
+ * stream: an "event: snapshot" with a JSON "data:" line every
+ * interval_ms), GET /snapshot (one JSON snapshot), GET /metrics
+ * (lds_runtime_metrics_text), POST /action?do=cancel|refresh&cell=ID and
+ * POST /action?do=invalidate&cache=ID&prefix=P (403 without
+ * LDS_INSPECTOR_ACTIONS).
+ *
+ * The call waits for the loop thread to bind the address (or binds it at
+ * once on the loop thread). lds_runtime_free stops the inspector.
+ *
+ * Returns LDS_OK; LDS_EINVAL (rt or address NULL, a malformed address, a
+ * non-loopback one without LDS_INSPECTOR_ALLOW_REMOTE, bad options);
+ * LDS_ESTATE (an inspector already serves); LDS_EIO (the address cannot be
+ * bound: in use, or not local); LDS_ECLOSED. Threads: any.
+ */
+int lds_inspector_start(lds_runtime *rt, const char *address, const lds_inspector_options *opts);
+
+/*
+ * Since 0.5. Writes the inspector's URL, token included
+ * ("http://127.0.0.1:PORT/?token=..."), NUL-terminated, into buf, as
+ * lds_runtime_metrics_text writes its text: *len receives its length;
+ * LDS_ETOOBIG when buf cannot hold it and its NUL (64 bytes always can).
+ *
+ * Returns LDS_OK; LDS_ETOOBIG; LDS_ENOENT (no inspector serves);
+ * LDS_EINVAL (rt or len NULL, buf NULL with cap > 0); LDS_ECLOSED.
+ * Threads: any (waits for the loop thread, as lds_inspector_start).
+ */
+int lds_inspector_url(lds_runtime *rt, char *buf, size_t cap, size_t *len);
+
+/*
+ * Since 0.5. Stops the inspector: its listening socket and every
+ * connection close (live pages see the stream end).
+ *
+ * Returns LDS_OK; LDS_ENOENT (no inspector serves); LDS_EINVAL;
+ * LDS_ECLOSED. Threads: any (waits for the loop thread, as
+ * lds_inspector_start).
+ */
+int lds_inspector_stop(lds_runtime *rt);
+
+/* ------------------------------------------------------------------ */
 /* Process cells                                                       */
 /* ------------------------------------------------------------------ */
 

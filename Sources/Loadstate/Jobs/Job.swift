@@ -1,3 +1,5 @@
+import CLibUV
+
 /// One run of a loader, on behalf of one or more cells (loads that share a
 /// key share a job).
 ///
@@ -70,6 +72,8 @@
     /// The runtime observer that saw the job start, and when (see `RuntimeObserver`).
     @exclusivity(unchecked) weak var observer: RuntimeObserver?
     @exclusivity(unchecked) var observedStartNs: UInt64 = 0
+    /// When it started, on the loop's clock (`uv_now`), for the inspector.
+    let startedAtMs: UInt64
 
     /// The key and cache of a shared or cached job, and the last value it
     /// yielded (stored in the cache when it finishes).
@@ -95,6 +99,7 @@
         self.request = request
         self.attempt = attempt
         extras = shareKey == nil && cache == nil ? nil : Extras(shareKey: shareKey, cache: cache)
+        startedAtMs = uv_now(runtime.loop.loop)
         super.init(id: id)
     }
 

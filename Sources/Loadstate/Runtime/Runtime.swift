@@ -13,6 +13,8 @@ public final class Runtime: @unchecked Sendable {
     @usableFromInline package let table = HandleTable()
     /// Loop thread only: the runtime-wide observer (see `RuntimeObserver`).
     @exclusivity(unchecked) var observer: RuntimeObserver?
+    /// Loop thread only: the inspector serving, if any (see `Runtime+Inspector.swift`).
+    @exclusivity(unchecked) var inspector: Inspector?
     /// Load, job and event counters (see `Runtime+Metrics.swift`).
     @usableFromInline package let metrics: RuntimeMetrics
     /// The memory caches, found without the table's lock by `lds_cache_get`.
@@ -69,6 +71,8 @@ public final class Runtime: @unchecked Sendable {
             return .closed
         }
         loop.stop { [self] in
+            inspector?.stop()
+            inspector = nil
             let residents = table.all().compactMap { $0 as? RuntimeResident }
             // Cells first: their jobs end, then the loaders can be released.
             for resident in residents where !(resident is LoaderMarker) {

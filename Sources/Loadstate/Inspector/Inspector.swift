@@ -117,13 +117,14 @@ import Glibc
     private func accept() {
         guard !stopped else { return }
         let connection = InspectorConnection(inspector: self)
-        guard uv_accept(Self.stream(listener), Self.stream(connection.handle)) == 0,
-              connections.count < options.maxClients else {
+        let full = connections.count >= options.maxClients
+        // Held until its handle's close callback, whatever happens next.
+        connections[ObjectIdentifier(connection)] = connection
+        guard uv_accept(Self.stream(listener), Self.stream(connection.handle)) == 0, !full else {
             // Over the limit (or gone already): closed at once.
             connection.close()
             return
         }
-        connections[ObjectIdentifier(connection)] = connection
         connection.begin()
     }
 

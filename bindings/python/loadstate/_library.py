@@ -274,6 +274,19 @@ class RuntimeStatisticsC(Structure):
                 ("caches_cap", c_uint32), ("cache_count", c_uint32)]
 
 
+class InspectorOptionsC(Structure):
+    """``lds_inspector_options``."""
+
+    _fields_ = [("size", c_uint32), ("flags", c_uint32), ("max_clients", c_uint32), ("interval_ms", c_uint32),
+                ("idle_timeout_ms", c_uint32), ("max_cells", c_uint32)]
+
+
+# lds_inspector_options.flags (LDS_INSPECTOR_*).
+INSPECTOR_SHOW_VALUES = 1 << 0
+INSPECTOR_ACTIONS = 1 << 1
+INSPECTOR_ALLOW_REMOTE = 1 << 2
+
+
 class CacheKeyListC(Structure):
     """``lds_cache_key_list``."""
 
@@ -362,6 +375,9 @@ _PROTOTYPES: Dict[str, Tuple[object, List[object]]] = {
     "lds_runtime_stats": (c_int, [_rt, POINTER(RuntimeStatisticsC)]),
     "lds_runtime_metrics_text": (c_int, [_rt, c_char_p, c_size_t, POINTER(c_size_t)]),
     "lds_runtime_observe": (c_int, [_rt, OBSERVE_FN, c_void_p, FREE_FN]),
+    "lds_inspector_start": (c_int, [_rt, c_char_p, POINTER(InspectorOptionsC)]),
+    "lds_inspector_url": (c_int, [_rt, c_char_p, c_size_t, POINTER(c_size_t)]),
+    "lds_inspector_stop": (c_int, [_rt]),
     "lds_process_new": (c_int, [_rt, EVENT_FN, c_void_p, POINTER(c_uint64)]),
     "lds_process_free": (c_int, [_rt, _id]),
     "lds_process_run": (c_int, [_rt, _id, c_int32, _id, c_char_p, c_size_t, POINTER(LoadOptionsC)]),

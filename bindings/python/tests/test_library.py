@@ -80,6 +80,7 @@ STRUCTS = {
     "lds_loader_options": "LoaderOptionsC",
     "lds_load_metrics": "LoadMetricsC", "lds_loader_metrics": "LoaderMetricsC", "lds_cache_metrics": "CacheMetricsC",
     "lds_runtime_statistics": "RuntimeStatisticsC", "lds_observation": "ObservationC",
+    "lds_inspector_options": "InspectorOptionsC",
 }
 
 

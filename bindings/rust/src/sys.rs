@@ -439,6 +439,35 @@ impl lds_cache_key_list {
     }
 }
 
+/// `lds_inspector_options.flags`.
+pub const LDS_INSPECTOR_SHOW_VALUES: u32 = 1 << 0;
+pub const LDS_INSPECTOR_ACTIONS: u32 = 1 << 1;
+pub const LDS_INSPECTOR_ALLOW_REMOTE: u32 = 1 << 2;
+
+/// Options for `lds_inspector_start`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct lds_inspector_options {
+    pub size: u32,
+    pub flags: u32,
+    pub max_clients: u32,
+    pub interval_ms: u32,
+    pub idle_timeout_ms: u32,
+    pub max_cells: u32,
+}
+
+impl lds_inspector_options {
+    /// The value of `LDS_INSPECTOR_OPTIONS_INIT`.
+    pub const INIT: Self = lds_inspector_options {
+        size: core::mem::size_of::<lds_inspector_options>() as u32,
+        flags: 0,
+        max_clients: 0,
+        interval_ms: 0,
+        idle_timeout_ms: 0,
+        max_cells: 0,
+    };
+}
+
 /// The load counters of a loader or of a runtime.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
@@ -734,6 +763,13 @@ unsafe extern "C" {
     pub fn lds_cache_stats(rt: *mut lds_runtime, cache: lds_id, out: *mut lds_cache_statistics) -> c_int;
     pub fn lds_runtime_stats(rt: *mut lds_runtime, out: *mut lds_runtime_statistics) -> c_int;
     pub fn lds_runtime_metrics_text(rt: *mut lds_runtime, buf: *mut c_char, cap: usize, len: *mut usize) -> c_int;
+    pub fn lds_inspector_start(
+        rt: *mut lds_runtime,
+        address: *const c_char,
+        opts: *const lds_inspector_options,
+    ) -> c_int;
+    pub fn lds_inspector_url(rt: *mut lds_runtime, buf: *mut c_char, cap: usize, len: *mut usize) -> c_int;
+    pub fn lds_inspector_stop(rt: *mut lds_runtime) -> c_int;
     pub fn lds_runtime_observe(
         rt: *mut lds_runtime,
         observe: Option<lds_observe_fn>,

@@ -34,6 +34,13 @@ int main(void) {
   SIZE(lds_runtime_options);
   FIELD(lds_runtime_options, size); FIELD(lds_runtime_options, delivery); FIELD(lds_runtime_options, spin_us);
   FIELD(lds_runtime_options, queue_max); FIELD(lds_runtime_options, flags);
+  SIZE(lds_inspector_options);
+  FIELD(lds_inspector_options, size); FIELD(lds_inspector_options, flags);
+  FIELD(lds_inspector_options, max_clients); FIELD(lds_inspector_options, interval_ms);
+  FIELD(lds_inspector_options, idle_timeout_ms); FIELD(lds_inspector_options, max_cells);
+  lds_inspector_options io = LDS_INSPECTOR_OPTIONS_INIT;
+  printf("init lds_inspector_options %u %u %u %u %u %u\n", io.size, io.flags, io.max_clients, io.interval_ms,
+         io.idle_timeout_ms, io.max_cells);
   SIZE(lds_observation);
   FIELD(lds_observation, size); FIELD(lds_observation, what); FIELD(lds_observation, event);
   FIELD(lds_observation, job); FIELD(lds_observation, loader); FIELD(lds_observation, cell);
@@ -333,6 +340,15 @@ fn structs_and_constants_match_the_c_header() {
     fields!(lds_record: size, what, user_data, job, event);
     fields!(lds_op: op, code, target, loader, data, data_len);
     fields!(lds_loader_options: size, start, cancel, free_data, loader_data);
+    fields!(lds_inspector_options: size, flags, max_clients, interval_ms, idle_timeout_ms, max_cells);
+    let io = lds_inspector_options::INIT;
+    checker.check(
+        "init lds_inspector_options",
+        format!(
+            "{} {} {} {} {} {}",
+            io.size, io.flags, io.max_clients, io.interval_ms, io.idle_timeout_ms, io.max_cells
+        ),
+    );
     fields!(lds_observation: size, what, event, job, loader, cell, attempt, outcome, error_domain, error_code,
         time_ns, duration_ns, request, request_len);
     fields!(lds_load_metrics: started, succeeded, failed, cancelled, timed_out, retried, shared, jobs_started,
@@ -398,6 +414,9 @@ fn structs_and_constants_match_the_c_header() {
         LDS_POLICY_CACHE_ONLY,
         LDS_CACHE_REPLACE_DAMAGED,
         LDS_RUNTIME_NO_METRICS,
+        LDS_INSPECTOR_SHOW_VALUES,
+        LDS_INSPECTOR_ACTIONS,
+        LDS_INSPECTOR_ALLOW_REMOTE,
         LDS_OBSERVE_EVENT,
         LDS_OBSERVE_JOB_START,
         LDS_OBSERVE_JOB_END,

@@ -22,7 +22,7 @@ PYTEST_ARGS       ?=
 BENCH_PYTHON_ARGS ?=
 BENCH_PEERS_ARGS  ?=
 
-.PHONY: test-python python-deps python-build-deps python-wheel test-python-install bench-python bench-python-peers
+.PHONY: test-python python-deps python-build-deps browser-deps python-wheel test-python-install bench-python bench-python-peers
 
 # Debian's python3 makes venvs only with python3-venv.
 DEB_PACKAGES += python3-venv
@@ -38,8 +38,16 @@ python-deps: python-build-deps
 	  echo "installing: pytest hypothesis prometheus-client"; \
 	  $(PYTHON) -m pip install -q pytest hypothesis prometheus-client; }
 
+# The inspector's browser test drives Debian's chromium (headless, over its
+# DevTools protocol); installed when missing.
+browser-deps:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "installing: chromium"; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; }
+
 # pytest exits with 5 when it collected no test; that is a failure here.
-test-python: lib python-deps
+test-python: lib python-deps browser-deps
 	@echo "LOADSTATE_LIBRARY=$(abspath $(LIB)) $(PYTHON) -m pytest -q $(PYTHON_DIR)/tests $(PYTEST_ARGS)"
 	@LOADSTATE_LIBRARY=$(abspath $(LIB)) $(PYTHON) -m pytest -q $(PYTHON_DIR)/tests $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "test-python: pytest collected no tests"; exit 1; fi; exit $$rc

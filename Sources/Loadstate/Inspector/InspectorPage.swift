@@ -30,6 +30,7 @@ let inspectorPage = #"""
   .absent, .idle { background: #8883; }
   .empty { color: var(--muted); }
   button { font: inherit; padding: 0 .5em; }
+  td.actions { white-space: nowrap; }
 </style>
 </head>
 <body>
@@ -94,6 +95,7 @@ function render(s) {
     cell(row, c.error, "text");
     if (s.actions) {
       const td = row.insertCell();
+      td.className = "actions";
       for (const what of ["refresh", "cancel"]) {
         const b = document.createElement("button");
         b.textContent = what; b.onclick = () => action({ do: what, cell: c.id });
@@ -122,6 +124,7 @@ function render(s) {
     cell(row, c.evictions, "num"); cell(row, c.expirations, "num");
     if (s.actions) {
       const td = row.insertCell();
+      td.className = "actions";
       const input = document.createElement("input");
       input.placeholder = "key prefix"; input.size = 12;
       const b = document.createElement("button");

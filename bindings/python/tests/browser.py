@@ -101,7 +101,8 @@ class Browser:
                 port = int(found.group(1))
                 break
         assert port, "chromium did not report its DevTools port"
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=timeout) as answer:
+        direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        with direct.open(f"http://127.0.0.1:{port}/json/list", timeout=timeout) as answer:
             pages = [t for t in json.load(answer) if t["type"] == "page"]
         self.ws = WebSocket(pages[0]["webSocketDebuggerUrl"], timeout)
         self.next_id = 0

@@ -48,7 +48,12 @@ final class InspectorConnection {
     }
 
     private func received(_ nread: Int, _ buf: UnsafePointer<uv_buf_t>?) {
-        guard nread >= 0 else { return close() }
+        guard nread >= 0 else {
+            // The client is done sending (or gone): an answer still being
+            // written closes the connection when it is flushed (or fails).
+            if closeWhenFlushed && pendingBytes > 0 { return }
+            return close()
+        }
         guard nread > 0, !answered, let base = buf?.pointee.base else { return }
         lastActivityMs = uv_now(inspector.runtime.loop.loop)
         let room = HTTPRequestHead.maxBytes - head.count
@@ -128,8 +133,8 @@ final class InspectorConnection {
             }
         }
         let request = UnsafeMutablePointer<uv_write_t>.allocate(capacity: 1)
-        let pending = PendingWrite(connection: self, buffer: buffer, count: bytes.count)
-        request.pointee.data = Unmanaged.passRetained(pending).toOpaque()
+        let pending = Unmanaged.passRetained(PendingWrite(connection: self, buffer: buffer, count: bytes.count))
+        request.pointee.data = pending.toOpaque()
         var buf = uv_buf_init(buffer, UInt32(clamping: bytes.count))
         pendingBytes += bytes.count
         let rc = uv_write(request, Inspector.stream(handle), &buf, 1) { req, status in
@@ -139,7 +144,7 @@ final class InspectorConnection {
             pending.finished(status: status)
         }
         if rc != 0 {
-            Unmanaged<PendingWrite>.fromOpaque(UnsafeMutableRawPointer(mutating: request.pointee.data)).release()
+            pending.release()
             request.deallocate()
             buffer.deallocate()
             pendingBytes -= bytes.count

@@ -19,6 +19,10 @@
         super.init(id: id)
     }
 
+    deinit {
+        metrics.deallocate()
+    }
+
     /// Begins the work of `job`. Runs on the loop thread; must not block.
     /// The work reports back through `Runtime.submit` from any thread.
     open func start(_ job: Job<Value, Request>, runtime: Runtime) {

@@ -25,7 +25,11 @@ import CLibUV
 /// store (no lock, no read-modify-write instruction). Any thread may read
 /// them; a reader sees each counter whole, not all of them from the same
 /// instant.
-@usableFromInline package final class LoadMetrics: @unchecked Sendable {
+///
+/// A value that points to its counters (no reference counting on the path
+/// of a load): its owner (a loader, a runtime) calls `deallocate` once, in
+/// its `deinit`; readers on other threads hold the owner meanwhile.
+@usableFromInline package struct LoadMetrics: @unchecked Sendable {
     /// Latency buckets: bucket `i` counts loads that took less than 2^i
     /// microseconds (and at least 2^(i-1), for `i > 0`); the last one counts
     /// the rest.
@@ -46,7 +50,8 @@ import CLibUV
         slots.initialize(repeating: 0, count: Self.slotCount)
     }
 
-    deinit {
+    /// Frees the counters; the owner's `deinit` only.
+    func deallocate() {
         slots.deallocate()
     }
 

@@ -4,8 +4,9 @@ import CLibUV
 /// ones too) and the events its cells delivered. Each loader keeps its own
 /// `LoadMetrics` besides.
 ///
-/// Written on the loop thread only (see `LoadMetrics`); read from any thread.
-@usableFromInline package final class RuntimeMetrics: @unchecked Sendable {
+/// Written on the loop thread only (see `LoadMetrics`); read from any
+/// thread. Freed by the runtime's `deinit`.
+@usableFromInline package struct RuntimeMetrics: @unchecked Sendable {
     /// Whether loads are counted and timed; fixed when the runtime is made.
     @usableFromInline package let isEnabled: Bool
     @usableFromInline package let loads = LoadMetrics()
@@ -17,7 +18,9 @@ import CLibUV
         events.initialize(to: 0)
     }
 
-    deinit {
+    /// Frees the counters; the runtime's `deinit` only.
+    func deallocate() {
+        loads.deallocate()
         events.deallocate()
     }
 

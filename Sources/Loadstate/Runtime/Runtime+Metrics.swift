@@ -13,7 +13,8 @@ extension Runtime {
     @usableFromInline package func statistics() -> RuntimeStatistics {
         var out = RuntimeStatistics()
         out.isEnabled = metrics.isEnabled
-        var loaders: [(UInt64, LoadMetrics)] = []
+        // The loaders themselves: held, their counters stay allocated.
+        var loaders: [(UInt64, MetricsSource)] = []
         var caches: [(UInt64, any CacheStore)] = []
         var cells: UInt64 = 0
         table.withLock { storage in
@@ -24,7 +25,7 @@ extension Runtime {
                 switch Handle.kind(of: id) {
                 case .loadable?, .process?: cells += 1
                 default:
-                    if let source = handle as? MetricsSource { loaders.append((id, source.metrics)) }
+                    if let source = handle as? MetricsSource { loaders.append((id, source)) }
                     if let store = handle as? any CacheStore { caches.append((id, store)) }
                 }
             }
@@ -34,7 +35,7 @@ extension Runtime {
         // before its loader does, so they are never behind the loaders.
         var jobsStarted: UInt64 = 0, jobsEnded: UInt64 = 0
         for (id, source) in loaders.sorted(by: { $0.0 < $1.0 }) {
-            let counters = source.snapshot()
+            let counters = source.metrics.snapshot()
             jobsStarted &+= counters.jobsStarted
             jobsEnded &+= counters.jobsEnded
             out.loaders.append(.init(id: id, loads: counters))

@@ -29,9 +29,14 @@ public final class Runtime: @unchecked Sendable {
     public init(delivery mode: DeliveryMode = .loop, spinMicroseconds: UInt32 = 0,
                 queueLimit: Int = Runtime.defaultQueueLimit, metrics: Bool = true) throws(ResultCode) {
         self.queueLimit = queueLimit
-        self.metrics = RuntimeMetrics(enabled: metrics)
         delivery = try Delivery(mode: mode)
         loop = try EventLoop(spinMicroseconds: spinMicroseconds)
+        // Last: a failed init runs no deinit, which frees the counters.
+        self.metrics = RuntimeMetrics(enabled: metrics)
+    }
+
+    deinit {
+        metrics.deallocate()
     }
 
     /// Whether `close` was called.

@@ -46,8 +46,7 @@ import CLibUV
     private static let slotCount = Slot.firstBucket + latencyBuckets
 
     @usableFromInline package init() {
-        slots = .allocate(capacity: Self.slotCount)
-        slots.initialize(repeating: 0, count: Self.slotCount)
+        slots = counterBlock(Self.slotCount)
     }
 
     /// Frees the counters; the owner's `deinit` only.
@@ -109,4 +108,16 @@ import CLibUV
         c.latency.buckets = (0..<Self.latencyBuckets).map { read(Slot.firstBucket + $0) }
         return c
     }
+}
+
+/// Zeroed storage for `count` counters in whole cache lines of their own:
+/// the loop thread's writes never share a line with what other threads
+/// write (a line shared with a host thread's data would bounce between
+/// the cores on every load).
+func counterBlock(_ count: Int) -> UnsafeMutablePointer<UInt64> {
+    let line = 64
+    let bytes = (count * MemoryLayout<UInt64>.stride + line - 1) / line * line
+    let raw = UnsafeMutableRawPointer.allocate(byteCount: bytes, alignment: line)
+    raw.initializeMemory(as: UInt8.self, repeating: 0, count: bytes)
+    return raw.bindMemory(to: UInt64.self, capacity: bytes / MemoryLayout<UInt64>.stride)
 }

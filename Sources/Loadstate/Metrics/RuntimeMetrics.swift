@@ -14,8 +14,7 @@ import CLibUV
 
     init(enabled: Bool) {
         isEnabled = enabled
-        events = .allocate(capacity: 1)
-        events.initialize(to: 0)
+        events = counterBlock(1)
     }
 
     /// Frees the counters; the runtime's `deinit` only.

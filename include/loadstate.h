@@ -69,6 +69,10 @@
  *     waiting for the loop thread, in     lds_runtime_options.queue_max
  *     its queue or in one job's queue     (<= LDS_QUEUE_MAX_LIMIT)
  *   repeated cancels/resets of a cell   1 queued (the rest coalesce)    -
+ *   loads waiting in a loader's queue   one entry per load that began   - (each holds
+ *     (max_concurrent, rate_per_s)        on the loop (so, with the       about 300 bytes
+ *                                         runtime's queue, bounded by     beside its cell)
+ *                                         the host's loads)
  *   http: status line                   LDS_HTTP_STATUS_LINE_MAX (8 KiB) LDS_ETOOBIG
  *   http: header lines, per response    LDS_HTTP_HEADERS_MAX (64 KiB),  LDS_ETOOBIG
  *                                         LDS_HTTP_HEADER_LINES_MAX
@@ -167,10 +171,14 @@ extern "C" {
 #define LDS_FLAG_STALE       (1u << 2)  /* the value came from a cache and is older than its fresh time */
 #define LDS_FLAG_FROM_CACHE  (1u << 3)  /* the value came from a cache */
 #define LDS_FLAG_CANCELLED   (1u << 4)  /* this state was restored because a load was cancelled */
+#define LDS_FLAG_QUEUED      (1u << 6)  /* since 0.4: the load's job waits for its loader's limits
+                                           (see "Scheduling"); the loader has not been called */
 
 /* Load flags (lds_load_options.flags). */
 #define LDS_LOAD_SILENT      (1u << 0)  /* keep the current state while loading; emit REFRESHING */
 #define LDS_LOAD_SHARE       (1u << 1)  /* share one job with the running loads of the same loader and key */
+#define LDS_LOAD_POLL_ON_ERROR (1u << 4)  /* since 0.4: with refresh_interval_ms, keep polling after a
+                                             failed load, with the retry back-off (see "Scheduling") */
 
 /* Delivery modes (lds_runtime_options.delivery). */
 #define LDS_DELIVER_LOOP  0  /* callbacks run on the loop thread (default) */
@@ -319,9 +327,15 @@ typedef struct lds_load_options {
   uint32_t cache_policy;          /* LDS_POLICY_*; 0 is LDS_POLICY_LOAD_ONLY */
   uint32_t fresh_ms;              /* cached entries younger than this are fresh; older are stale */
   uint64_t max_age_ms;            /* cached entries older than this are not used at all; 0: no limit */
+  /* Scheduling (since 0.4; see "Scheduling"). A caller whose size ends
+   * before these fields gets priority 0 and no polling. */
+  int32_t priority;               /* where the job waits in its loader's queue: higher first,
+                                     in call order within one priority; any int32_t (default 0) */
+  uint32_t refresh_interval_ms;   /* 0: none. After each successful load the cell refreshes
+                                     itself silently this many ms after the load ended */
 } lds_load_options;
 
-#define LDS_LOAD_OPTIONS_INIT { (uint32_t)sizeof(lds_load_options), 0, 0, NULL, 0, 0, 0, 0, 0, NULL, 0, 0, 0, 0 }
+#define LDS_LOAD_OPTIONS_INIT { (uint32_t)sizeof(lds_load_options), 0, 0, NULL, 0, 0, 0, 0, 0, NULL, 0, 0, 0, 0, 0, 0 }
 
 /*
  * Cache policies (lds_load_options.cache_policy), for loads with a cache:
@@ -698,9 +712,14 @@ typedef struct lds_loader_options {
   lds_loader_cancel_fn cancel;   /* may be NULL */
   lds_free_fn free_data;         /* may be NULL; as in lds_loader_new */
   void *loader_data;
+  /* Since 0.5: the loader's limits (see "Scheduling"); all 0, the
+   * default, is no limit. Read only when size covers them. */
+  uint32_t max_concurrent;       /* most jobs of the loader running at once; 0: no limit */
+  uint32_t rate_per_s;           /* jobs started per second, on average; 0: no limit */
+  uint32_t burst;                /* jobs that may start at once after a pause; 0: 1 */
 } lds_loader_options;
 
-#define LDS_LOADER_OPTIONS_INIT {sizeof(lds_loader_options), NULL, NULL, NULL, NULL}
+#define LDS_LOADER_OPTIONS_INIT {sizeof(lds_loader_options), NULL, NULL, NULL, NULL, 0, 0, 0}
 
 /*
  * Creates a loader from options (see lds_loader_options); otherwise like
@@ -905,9 +924,14 @@ typedef struct lds_file_options {
   uint32_t size;        /* LDS_FILE_OPTIONS_INIT */
   uint32_t chunk_size;  /* bytes per read; 0: 256 KiB */
   uint64_t max_size;    /* largest file accepted; 0: LDS_VALUE_MAX */
+  /* Since 0.5: the loader's limits, as in lds_loader_options (read only
+   * when size covers them; 0: no limit). */
+  uint32_t max_concurrent;
+  uint32_t rate_per_s;
+  uint32_t burst;
 } lds_file_options;
 
-#define LDS_FILE_OPTIONS_INIT { (uint32_t)sizeof(lds_file_options), 0, 0 }
+#define LDS_FILE_OPTIONS_INIT { (uint32_t)sizeof(lds_file_options), 0, 0, 0, 0, 0 }
 
 /*
  * Creates a file loader. The request is a path (bytes, no NUL); the value
@@ -939,9 +963,14 @@ typedef struct lds_exec_options {
   uint32_t flags;          /* LDS_EXEC_STREAM_LINES */
   uint32_t kill_grace_ms;  /* SIGTERM to SIGKILL on cancel; 0: 2000 */
   uint64_t max_output;     /* most stdout accepted; 0: LDS_VALUE_MAX */
+  /* Since 0.5: the loader's limits, as in lds_loader_options (read only
+   * when size covers them; 0: no limit). */
+  uint32_t max_concurrent;
+  uint32_t rate_per_s;
+  uint32_t burst;
 } lds_exec_options;
 
-#define LDS_EXEC_OPTIONS_INIT { (uint32_t)sizeof(lds_exec_options), 0, 0, 0 }
+#define LDS_EXEC_OPTIONS_INIT { (uint32_t)sizeof(lds_exec_options), 0, 0, 0, 0, 0, 0 }
 
 /*
  * What an exec job runs. argv is NULL-terminated, argv[0] the program
@@ -1013,9 +1042,18 @@ typedef struct lds_http_options {
   const char *proxy;         /* NULL: from the environment (http_proxy, https_proxy,
                                 no_proxy, as curl reads them); "": no proxy at all;
                                 otherwise the proxy's URL. Read only when size covers it. */
+  /* Since 0.5, read only when size covers them. The loader's limits, as in
+   * lds_loader_options (0: no limit), and max_per_host: the most
+   * connections open at once to one host (libcurl's
+   * CURLMOPT_MAX_HOST_CONNECTIONS; transfers over it wait inside libcurl,
+   * already counted as running jobs and not flagged LDS_FLAG_QUEUED); 0: no limit. */
+  uint32_t max_concurrent;
+  uint32_t rate_per_s;
+  uint32_t burst;
+  uint32_t max_per_host;
 } lds_http_options;
 
-#define LDS_HTTP_OPTIONS_INIT { (uint32_t)sizeof(lds_http_options), 0, NULL, NULL }
+#define LDS_HTTP_OPTIONS_INIT { (uint32_t)sizeof(lds_http_options), 0, NULL, NULL, 0, 0, 0, 0 }
 
 typedef struct lds_http_request {
   uint32_t size;                /* LDS_HTTP_REQUEST_INIT */
@@ -1702,6 +1740,135 @@ int lds_process_reset(lds_runtime *rt, lds_id cell);
 
 /* Turns the cell's PROGRESS events on or off, as lds_loadable_set_progress. */
 int lds_process_set_progress(lds_runtime *rt, lds_id cell, int enabled);
+
+/* ------------------------------------------------------------------ */
+/* Scheduling (since 0.4)                                              */
+/* ------------------------------------------------------------------ */
+
+/*
+ * LIMITS. A loader may limit its jobs (lds_loader_options, or the options
+ * of the built-in loaders: max_concurrent, rate_per_s, burst):
+ *
+ *   max_concurrent  at most this many of its jobs run at once;
+ *   rate_per_s      a token bucket: a job takes a token when it starts;
+ *   burst           tokens refill at rate_per_s per second up to burst
+ *                   (0 counts as 1), and the bucket starts full.
+ *
+ * A job that may not start yet (the loader is at max_concurrent, has no
+ * token, or other jobs already wait) waits in the loader's queue, on the
+ * loop thread: higher lds_load_options.priority first, in the order the
+ * loads began on the loop within one priority. Its cells show it: the
+ * load's first event (LDS_LOADING, or the current state flagged
+ * REFRESHING for a silent load or refresh) carries LDS_FLAG_QUEUED, and
+ * when the job leaves the queue the cells get one more STATE event, the
+ * same state without the flag, just before the loader is called. A job
+ * leaves the queue when a running job of the loader ends or a token comes
+ * due (a timer on the loop: no thread polls). A retry's new attempt waits
+ * like a new job. Nothing waits forever: a waiting load is still under
+ * its timeout_ms, and every operation below ends it.
+ *
+ * A waiting job is not started by the loader and has no job calls: its
+ * id, not yet given to the host, answers lds_job_* with LDS_ECANCELED.
+ * What happens to a waiting job:
+ *
+ *   cancel / reset / set_loaded /     the cell leaves the job; the job
+ *     set_error / a new load or          leaves the queue and the loader
+ *     refresh of the cell / free of      is never called (no start, no
+ *     the cell / timeout_ms              cancel function, no on_cancel)
+ *   lds_loader_free                    the job still waits and starts in
+ *                                        turn; free_data runs after the
+ *                                        last job of the loader ended
+ *   lds_runtime_free                   dropped; the loader is never called
+ *   lds_loadable_set_priority /        the job moves to its new place in
+ *     lds_process_set_priority           the queue
+ *
+ * A shared job (LDS_LOAD_SHARE, or a prefetch) counts once against the
+ * limits, waits at the highest priority of the loads waiting for it, and
+ * leaves the queue only when its last cell leaves it. Jobs that run count
+ * until they end (succeed, finish, fail, cancel). Limits cost nothing to
+ * loaders that have none.
+ *
+ * Bounds: the queue holds one entry per load that waits on the loop
+ * (loads still in the runtime's own queue are bounded by LDS_QUEUE_MAX);
+ * a waiting load holds about 300 bytes beside its cell and request (its
+ * job, its first event, its entry), measured in bench/README.md.
+ *
+ * POLLING. A load with refresh_interval_ms > 0 polls: refresh_interval_ms
+ * after the load succeeded, the cell refreshes itself (as
+ * lds_loadable_refresh: silent, flagged LDS_FLAG_REFRESHING), and again
+ * after each successful refresh. The interval runs from the end of the
+ * previous load, so polls never overlap. After a failed load (an error
+ * once its retries are spent, or a timeout) polling stops, unless the load
+ * has LDS_LOAD_POLL_ON_ERROR: then the next refresh is due after the
+ * longer of the interval and the retry back-off (retry_base_ms doubled
+ * per failure in a row, at most retry_max_ms). Polling stops on cancel,
+ * reset, set_loaded, set_error, free, or a new load (which polls again if
+ * it has an interval of its own); a refresh keeps the load's interval.
+ * lds_runtime_pause_polling pauses the polling of every cell of the runtime.
+ */
+
+/*
+ * Gives the cell's load under way another priority: a job that still waits
+ * in its loader's queue moves to its place for the new priority (behind
+ * the jobs already waiting at that priority); a shared job waits at the
+ * highest priority of its cells. A job that already runs is not affected.
+ * The priority is kept for lds_loadable_refresh. The change takes effect
+ * on the loop thread, in order with the cell's other calls; without a load
+ * under way by then it changes nothing.
+ *
+ * Returns LDS_OK; LDS_EINVAL (rt NULL); LDS_ENOENT (not a loadable cell);
+ * LDS_EAGAIN (see LDS_QUEUE_MAX); LDS_ECLOSED.
+ */
+int lds_loadable_set_priority(lds_runtime *rt, lds_id cell, int32_t priority);
+
+/* The same for a process cell's run. Same return codes (LDS_ENOENT: not a process cell). */
+int lds_process_set_priority(lds_runtime *rt, lds_id cell, int32_t priority);
+
+/*
+ * Pauses the polling of every cell of the runtime (refresh_interval_ms),
+ * for a host going to the background or offline: a refresh that falls due
+ * while polling is paused waits. Loads under way, and loads the host asks
+ * for, go on. Pausing a paused runtime changes nothing.
+ *
+ * Returns LDS_OK; LDS_EINVAL (rt NULL); LDS_EAGAIN (see LDS_QUEUE_MAX); LDS_ECLOSED.
+ */
+int lds_runtime_pause_polling(lds_runtime *rt);
+
+/*
+ * Resumes polling: every cell whose refresh fell due while polling was
+ * paused refreshes at once (in the order they fell due), the others when
+ * their interval ends. Resuming a runtime that is not paused changes nothing.
+ *
+ * Returns LDS_OK; LDS_EINVAL (rt NULL); LDS_EAGAIN (see LDS_QUEUE_MAX); LDS_ECLOSED.
+ */
+int lds_runtime_resume_polling(lds_runtime *rt);
+
+/* The priority of a prefetch whose options leave priority at 0. */
+#define LDS_PRIORITY_PREFETCH (-100)
+
+/*
+ * Prefetches: runs a load of the loader with a copy of request into the
+ * cache of opts (opts->cache, with its cache_key and cache_policy; the
+ * cache is required) without a cell, so that a later load finds the value
+ * there. The job is shared under the cache key: a load of the same loader
+ * and cache key that begins while the prefetch runs waits for its job
+ * (whether it has LDS_LOAD_SHARE or not) and gets its result, so the
+ * loader runs once; the job is cancelled only if every such cell leaves
+ * it. The policy applies as for a cell: with LDS_POLICY_CACHE_FIRST a
+ * fresh entry is kept and nothing is loaded; with LDS_POLICY_LOAD_ONLY the
+ * loader is always asked. A prefetch is under the loader's limits like
+ * any load, at opts->priority, or LDS_PRIORITY_PREFETCH when that is 0.
+ * timeout_ms, interrupts and retries apply; refresh_interval_ms and
+ * LDS_LOAD_SILENT are ignored. Nothing reports how a prefetch ends: read
+ * the cache (lds_cache_get) or load a cell. lds_runtime_free cancels a
+ * prefetch under way.
+ *
+ * Returns LDS_OK; LDS_EINVAL (rt NULL, opts NULL or without a cache,
+ * request NULL with a length, bad options); LDS_ENOENT (loader or cache
+ * unknown); LDS_ETOOBIG; LDS_ENOMEM; LDS_EAGAIN (see LDS_QUEUE_MAX); LDS_ECLOSED.
+ */
+int lds_prefetch(lds_runtime *rt, lds_id loader, const void *request, size_t len,
+                 const lds_load_options *opts);
 
 #ifdef __cplusplus
 }

@@ -25,6 +25,7 @@ func cFlags(_ event: CellEvent<Bytes, Bytes>) -> UInt32 {
     if event.isCancelled { flags |= UInt32(LDS_FLAG_CANCELLED) }
     if event.state.isFromCache { flags |= UInt32(LDS_FLAG_FROM_CACHE) }
     if event.state.isStale { flags |= UInt32(LDS_FLAG_STALE) }
+    if event.state.isQueued { flags |= UInt32(LDS_FLAG_QUEUED) }
     return flags
 }
 

@@ -4,20 +4,23 @@ import CLoadstateABI
 import Glibc
 #endif
 
-/// Reads an options struct whose first field is its size: nil pointer
-/// gives nil, a size smaller than `minimum` is invalid.
-private func options<T>(_ pointer: UnsafePointer<T>?, minimum: Int, size: (T) -> UInt32) -> Result<T?, ResultCode> {
+/// Reads an options struct whose first field is its size, as far as that
+/// size says (see `readSized`): nil pointer gives nil, a size smaller than
+/// `minimum` is invalid.
+private func options<T>(_ pointer: UnsafePointer<T>?, minimum: Int) -> Result<T?, ResultCode> {
     guard let pointer else { return .success(nil) }
-    guard Int(size(pointer.pointee)) >= minimum else { return .failure(.invalidArgument) }
-    return .success(pointer.pointee)
+    let (value, size) = readSized(pointer)
+    guard size >= minimum else { return .failure(.invalidArgument) }
+    return .success(value)
 }
 
-/// Registers a built-in loader made by `make`.
-private func newLoader(_ rt: OpaquePointer?, _ out: UnsafeMutablePointer<UInt64>?,
+/// Registers a built-in loader made by `make`, held to `limits`.
+private func newLoader(_ rt: OpaquePointer?, _ out: UnsafeMutablePointer<UInt64>?, limits: LoaderLimits,
                        _ make: (UInt64) -> ByteLoader) -> Int32 {
     guard let out else { return LDS_EINVAL }
     return withRuntime(rt) { runtime in
         let loader = make(runtime.table.makeID(.loader))
+        loader.limit(limits, loop: runtime.loop)
         runtime.table.insert(loader)
         out.pointee = loader.id
         return LDS_OK
@@ -57,22 +60,31 @@ public func ldsFree(_ pointer: UnsafeMutableRawPointer?) {
 public func ldsFileLoaderNew(_ rt: OpaquePointer?, _ opts: UnsafePointer<lds_file_options>?,
                              _ out: UnsafeMutablePointer<UInt64>?) -> Int32 {
     var o = FileLoader.Options()
-    switch options(opts, minimum: MemoryLayout<lds_file_options>.size, size: { $0.size }) {
+    var limits = LoaderLimits()
+    // The first version of the struct ended before the limits.
+    let firstVersionSize = MemoryLayout<lds_file_options>.offset(of: \lds_file_options.max_concurrent)
+        ?? MemoryLayout<lds_file_options>.size
+    switch options(opts, minimum: firstVersionSize) {
     case .failure(let code): return code.rawValue
     case .success(let c):
         if let c {
             if c.chunk_size > 0 { o.chunkSize = Int(c.chunk_size) }
             if c.max_size > 0 { o.maxSize = c.max_size }
+            limits = LoaderLimits(maxConcurrent: c.max_concurrent, ratePerSecond: c.rate_per_s, burst: c.burst)
         }
     }
-    return newLoader(rt, out) { FileLoader(id: $0, options: o) }
+    return newLoader(rt, out, limits: limits) { FileLoader(id: $0, options: o) }
 }
 
 @_cdecl("lds_exec_loader_new")
 public func ldsExecLoaderNew(_ rt: OpaquePointer?, _ opts: UnsafePointer<lds_exec_options>?,
                              _ out: UnsafeMutablePointer<UInt64>?) -> Int32 {
     var o = ExecLoader.Options()
-    switch options(opts, minimum: MemoryLayout<lds_exec_options>.size, size: { $0.size }) {
+    var limits = LoaderLimits()
+    // The first version of the struct ended before the limits.
+    let firstVersionSize = MemoryLayout<lds_exec_options>.offset(of: \lds_exec_options.max_concurrent)
+        ?? MemoryLayout<lds_exec_options>.size
+    switch options(opts, minimum: firstVersionSize) {
     case .failure(let code): return code.rawValue
     case .success(let c):
         if let c {
@@ -80,9 +92,10 @@ public func ldsExecLoaderNew(_ rt: OpaquePointer?, _ opts: UnsafePointer<lds_exe
             o.streamLines = c.flags & UInt32(LDS_EXEC_STREAM_LINES) != 0
             if c.kill_grace_ms > 0 { o.killGraceMs = UInt64(c.kill_grace_ms) }
             if c.max_output > 0 { o.maxOutput = Int(clamping: c.max_output) }
+            limits = LoaderLimits(maxConcurrent: c.max_concurrent, ratePerSecond: c.rate_per_s, burst: c.burst)
         }
     }
-    return newLoader(rt, out) { ExecLoader(id: $0, options: o) }
+    return newLoader(rt, out, limits: limits) { ExecLoader(id: $0, options: o) }
 }
 
 @_cdecl("lds_exec_request_encode")
@@ -104,18 +117,21 @@ public func ldsHttpLoaderNew(_ rt: OpaquePointer?, _ opts: UnsafePointer<lds_htt
     o.userAgent = "loadstate/\(LDS_VERSION_MAJOR).\(LDS_VERSION_MINOR).\(LDS_VERSION_PATCH)"
     // The first version of the struct ended before `proxy`.
     let proxyOffset = MemoryLayout<lds_http_options>.offset(of: \lds_http_options.proxy)!
-    switch options(opts, minimum: proxyOffset, size: { $0.size }) {
+    var limits = LoaderLimits()
+    switch options(opts, minimum: proxyOffset) {
     case .failure(let code): return code.rawValue
     case .success(let c):
         if let c {
+            // Fields past the caller's size read as 0 (readSized): no proxy
+            // set, no limits.
             o.maxConnections = Int(c.max_connections)
             if let agent = c.user_agent { o.userAgent = String(cString: agent) }
-            if Int(c.size) >= MemoryLayout<lds_http_options>.size, let proxy = c.proxy {
-                o.proxy = String(cString: proxy)
-            }
+            if let proxy = c.proxy { o.proxy = String(cString: proxy) }
+            o.maxPerHost = Int(c.max_per_host)
+            limits = LoaderLimits(maxConcurrent: c.max_concurrent, ratePerSecond: c.rate_per_s, burst: c.burst)
         }
     }
-    return newLoader(rt, out) { HTTPLoader(id: $0, options: o) }
+    return newLoader(rt, out, limits: limits) { HTTPLoader(id: $0, options: o) }
 }
 
 @_cdecl("lds_http_request_encode")

@@ -5,10 +5,12 @@ import CLoadstateABI
 private func newHostLoader(_ rt: OpaquePointer, start: lds_loader_fn, cancel: HostCancelFunction?,
                            data: UnsafeMutableRawPointer?,
                            freeData: (@convention(c) (UnsafeMutableRawPointer?) -> Void)?,
+                           limits: LoaderLimits = LoaderLimits(),
                            out: UnsafeMutablePointer<UInt64>) -> Int32 {
     withRuntime(rt) { runtime in
         let loader = HostLoader(id: runtime.table.makeID(.loader), runtime: rt, start: start, cancel: cancel,
                                 data: data, freeData: freeData)
+        loader.limit(limits, loop: runtime.loop)
         runtime.table.insert(loader)
         out.pointee = loader.id
         return LDS_OK
@@ -26,11 +28,17 @@ public func ldsLoaderNew(_ rt: OpaquePointer?, _ start: lds_loader_fn?, _ loader
 @_cdecl("lds_loader_new_ex")
 public func ldsLoaderNewEx(_ rt: OpaquePointer?, _ opts: UnsafePointer<lds_loader_options>?,
                            _ out: UnsafeMutablePointer<UInt64>?) -> Int32 {
-    guard let rt, let opts, let out, Int(opts.pointee.size) >= MemoryLayout<lds_loader_options>.size,
-          let start = opts.pointee.start else { return LDS_EINVAL }
-    let options = opts.pointee
+    guard let rt, let opts, let out else { return LDS_EINVAL }
+    // The first version of the struct ended with loader_data; the limits
+    // of a caller whose size ends before them read as 0 (none).
+    let (options, size) = readSized(opts)
+    let firstVersionSize = MemoryLayout<lds_loader_options>.offset(of: \lds_loader_options.max_concurrent)
+        ?? MemoryLayout<lds_loader_options>.size
+    guard size >= firstVersionSize, let start = options.start else { return LDS_EINVAL }
+    let limits = LoaderLimits(maxConcurrent: options.max_concurrent, ratePerSecond: options.rate_per_s,
+                              burst: options.burst)
     return newHostLoader(rt, start: start, cancel: options.cancel, data: options.loader_data,
-                         freeData: options.free_data, out: out)
+                         freeData: options.free_data, limits: limits, out: out)
 }
 
 @_cdecl("lds_loader_free")

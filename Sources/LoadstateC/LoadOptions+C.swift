@@ -17,6 +17,9 @@ extension LoadOptions {
     /// The size of the first version of `lds_load_options`, which ended
     /// before the caching fields.
     static let firstVersionSize = MemoryLayout<lds_load_options>.offset(of: \lds_load_options.cache)!
+    /// The size of the second version, which ended before the scheduling fields.
+    static let secondVersionSize = MemoryLayout<lds_load_options>.offset(of: \lds_load_options.priority)
+        ?? MemoryLayout<lds_load_options>.size
 
     /// Reads a caller's `lds_load_options`, the caching fields only when its
     /// `size` reaches them, so that callers built against an older header work.
@@ -25,9 +28,13 @@ extension LoadOptions {
         guard let pointer else { return .success((options, nil)) }
         let (c, size) = readSized(pointer)
         guard size >= firstVersionSize else { return .failure(.invalidArgument) }
-        let knownFlags = UInt32(LDS_LOAD_SILENT) | UInt32(LDS_LOAD_SHARE)
+        let knownFlags = UInt32(LDS_LOAD_SILENT) | UInt32(LDS_LOAD_SHARE) | UInt32(LDS_LOAD_POLL_ON_ERROR)
         guard c.flags & ~knownFlags == 0 else { return .failure(.invalidArgument) }
         options.silent = c.flags & UInt32(LDS_LOAD_SILENT) != 0
+        options.pollsAfterError = c.flags & UInt32(LDS_LOAD_POLL_ON_ERROR) != 0
+        // Fields past the caller's size read as 0: no priority, no polling.
+        options.priority = c.priority
+        options.refreshIntervalMs = c.refresh_interval_ms
         options.timeoutMs = c.timeout_ms
         if c.interrupt_count != 0 {
             guard let delays = c.interrupts_ms, c.interrupt_count > 0, c.interrupt_count <= maxInterrupts else {
@@ -39,7 +46,7 @@ extension LoadOptions {
         if c.retry_base_ms > 0 { options.retryBaseMs = c.retry_base_ms }
         if c.retry_max_ms > 0 { options.retryMaxMs = c.retry_max_ms }
         if options.retryBaseMs > options.retryMaxMs { options.retryBaseMs = options.retryMaxMs }
-        guard size >= MemoryLayout<lds_load_options>.size, c.cache != 0 else { return .success((options, nil)) }
+        guard size >= secondVersionSize, c.cache != 0 else { return .success((options, nil)) }
         guard let policy = CachePolicy(rawValue: c.cache_policy) else { return .failure(.invalidArgument) }
         var key: Bytes?
         if c.cache_key != nil || c.cache_key_len > 0 {

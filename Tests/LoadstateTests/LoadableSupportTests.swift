@@ -31,7 +31,9 @@ struct LoadableSupportTests {
     }
 
     @Test func theLoadRunsOnTheMainActorAndReadsTheModel() async {
-        await model.load(\.words) { "words: \(self.model.words.data ?? "none")" }
+        // Silent, so that the value stays while the body runs whenever the
+        // loading state reaches the model.
+        await model.load(\.words, silently: true) { "words: \(self.model.words.data ?? "none")" }
         #expect(model.words == .loaded("words: kept"))
     }
 

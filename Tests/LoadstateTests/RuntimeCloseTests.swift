@@ -37,6 +37,29 @@ private func readable(_ fd: Int32, within ms: Int32) -> Bool {
 
 @Suite(.timeLimit(.minutes(1)))
 struct RuntimeCloseTests {
+    /// Work handed to a closed runtime's loop never runs: it is released
+    /// at once, with what it holds (here, a token whose release counts).
+    @Test func workQueuedAfterCloseIsReleased() throws {
+        final class Record: Sendable {
+            let released = Locked(0)
+            let ran = Locked(false)
+        }
+        final class Token: Sendable {
+            let record: Record
+            init(_ record: Record) { self.record = record }
+            deinit { record.released.withLock { $0 += 1 } }
+        }
+        let record = Record()
+        let runtime = try Runtime()
+        #expect(runtime.close() == .ok)
+        do {
+            let token = Token(record)
+            runtime.loop.execute { withExtendedLifetime(token) { record.ran.withLock { $0 = true } } }
+        }
+        #expect(record.released.withLock { $0 } == 1)
+        #expect(!record.ran.withLock { $0 })
+    }
+
     /// Work in libuv's thread pool that never finishes (here: a read of a
     /// pipe no one writes to, as an open of a FIFO or of a file on a hung
     /// mount would be) does not hold `close`: it returns after the stop

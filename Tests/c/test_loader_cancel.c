@@ -163,7 +163,7 @@ TEST(test_loader_new_ex_bad_input) {
   CHECK_RC(lds_loader_new_ex(NULL, &o, &out), LDS_EINVAL);
   CHECK_RC(lds_loader_new_ex(rt, NULL, &out), LDS_EINVAL);
   CHECK_RC(lds_loader_new_ex(rt, &o, NULL), LDS_EINVAL);
-  o.size = sizeof o - 1;
+  o.size = (uint32_t)offsetof(lds_loader_options, max_concurrent) - 1; /* ends inside loader_data */
   CHECK_RC(lds_loader_new_ex(rt, &o, &out), LDS_EINVAL);
   o.size = 0;
   CHECK_RC(lds_loader_new_ex(rt, &o, &out), LDS_EINVAL);

@@ -668,6 +668,12 @@ static void step_new_loader(ctx *c, input *in) {
     o.cancel = (b & 0x40) ? on_cancel : NULL;
     o.free_data = on_free_data;
     o.loader_data = ld;
+    /* Limits: at most one or two jobs at once, a fast token bucket. */
+    if (b & 0x10) o.max_concurrent = 1 + (b & 1);
+    if (b & 0x08) {
+      o.rate_per_s = 1000;
+      o.burst = b & 2;
+    }
     if (b & 0x20) {
       o.size = 8;
       CALL("lds_loader_new_ex", R_INVAL, lds_loader_new_ex(c->rt, &o, &id));
@@ -871,6 +877,71 @@ static void step_bad_args(ctx *c, input *in) {
   CALL("lds_runtime_dispatch", R_STATE, lds_runtime_dispatch(c->rt, 0));
 }
 
+/* Whether every job of the loader ends inside its start. */
+static bool ends_at_start(const loader *ld) {
+  unsigned m = ld->mode % 8;
+  return m == 1 || m == 2 || m == 5 || m == 6 || m == 7;
+}
+
+/* Scheduling: priorities, polling, its pause and resume, prefetches. */
+static void step_schedule(ctx *c, input *in) {
+  uint8_t what = u8(in);
+  cell *cl;
+  /* The low three bits pick the call, the next two are its flags. */
+  switch (what & 7) {
+  case 0: {
+    lds_id id = pick_cell_id(c, in, &cl);
+    int32_t priority = (int8_t)u8(in);
+    if (what & 8) CALL("lds_process_set_priority", R_OK | R_NOENT, lds_process_set_priority(c->rt, id, priority));
+    else CALL("lds_loadable_set_priority", R_OK | R_NOENT, lds_loadable_set_priority(c->rt, id, priority));
+    break;
+  }
+  case 1: CALL("lds_runtime_pause_polling", R_OK, lds_runtime_pause_polling(c->rt)); break;
+  case 2: CALL("lds_runtime_resume_polling", R_OK, lds_runtime_resume_polling(c->rt)); break;
+  case 3: {
+    /* Only with loaders whose jobs end in their start: a prefetch has no
+     * cell the end of the input could cancel. */
+    int nl = c->nloaders;
+    loader *ld = nl ? &c->loaders[u8(in) % nl] : NULL;
+    if (!ld || !ends_at_start(ld)) break;
+    lds_load_options o = LDS_LOAD_OPTIONS_INIT;
+    o.cache = pick_cache_id(c, in);
+    o.cache_policy = u8(in) % 4;
+    o.fresh_ms = u8(in) % 4;
+    o.priority = (int8_t)u8(in);
+    size_t len;
+    const uint8_t *req = bytes(in, 4, &len);
+    CALL("lds_prefetch", R_OK | R_NOENT | R_INVAL, lds_prefetch(c->rt, ld->id, req, len, &o));
+    break;
+  }
+  case 4: {
+    lds_load_options o = LDS_LOAD_OPTIONS_INIT;
+    lds_id ld = pick_loader_id(c, in);
+    CALL("lds_prefetch", R_INVAL, lds_prefetch(c->rt, ld, "k", 1, NULL));
+    CALL("lds_prefetch", R_INVAL | R_NOENT, lds_prefetch(c->rt, ld, "k", 1, &o));
+    CALL("lds_prefetch", R_INVAL, lds_prefetch(NULL, ld, "k", 1, &o));
+    CALL("lds_loadable_set_priority", R_INVAL, lds_loadable_set_priority(NULL, 1, 0));
+    CALL("lds_runtime_pause_polling", R_INVAL, lds_runtime_pause_polling(NULL));
+    CALL("lds_runtime_resume_polling", R_INVAL, lds_runtime_resume_polling(NULL));
+    break;
+  }
+  default: {
+    /* A load that polls, at a priority. */
+    lds_id id = pick_cell_id(c, in, &cl);
+    lds_id ld = pick_loader_id(c, in);
+    lds_load_options o = LDS_LOAD_OPTIONS_INIT;
+    o.priority = (int8_t)u8(in);
+    o.refresh_interval_ms = 1 + u8(in) % 3;
+    o.flags = (what & 8) ? LDS_LOAD_POLL_ON_ERROR : 0;
+    o.retry_base_ms = 1;
+    o.retry_max_ms = 2;
+    if (what & 0x10) CALL("lds_process_run", R_OK | R_NOENT, lds_process_run(c->rt, id, 3, ld, "p", 1, &o));
+    else CALL("lds_loadable_load", R_OK | R_NOENT, lds_loadable_load(c->rt, id, ld, "p", 1, &o));
+    break;
+  }
+  }
+}
+
 static void step_action(ctx *c, input *in) {
   cell *cl = pick_cell(c, in);
   if (cl) atomic_store(&cl->action, u8(in) % 5);
@@ -1048,7 +1119,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     case 12: step_bad_args(c, &in); break;
     case 13: step_action(c, &in); break;
     case 14:
-      if (c->poll) deliver(c, op & 0x10, (op >> 5) % 4, (op & 0x10) ? (size_t)u8(&in) * 4 : 0);
+      if (op & 0x80) step_schedule(c, &in);
+      else if (c->poll) deliver(c, op & 0x10, (op >> 5) % 4, (op & 0x10) ? (size_t)u8(&in) * 4 : 0);
       break;
     default: run_for(c, (op >> 4) % 3); break;
     }

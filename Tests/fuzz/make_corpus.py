@@ -129,6 +129,30 @@ def wait(ms=1):
     return bytes([15 | (ms << 4)])
 
 
+def limited_loader(mode=0, max_concurrent=True, rate=False):
+    """A loader from lds_loader_new_ex with limits: max_concurrent 1 (2 for odd modes), a 1000/s token bucket."""
+    return bytes([6, 0x80 | mode | (0x10 if max_concurrent else 0) | (0x08 if rate else 0)])
+
+
+def schedule(what, *args):
+    """A scheduling step: what & 7 is 0 set_priority, 1 pause, 2 resume, 3 prefetch, 4 bad arguments,
+    5-7 a polling load; bit 3: process (set_priority) or POLL_ON_ERROR, bit 4: process (polling load)."""
+    return bytes([0x8E, what]) + bytes(args)
+
+
+def set_priority(cell, priority, process=False):
+    return schedule(8 if process else 0, cell, priority & 0xFF)
+
+
+def prefetch(loader=0, cache=0, policy=0, req=b"k", priority=0):
+    return schedule(3, loader, cache, policy, 0, priority & 0xFF) + value(req)
+
+
+def poll_load(cell=0, loader=0, priority=0, interval=0, on_error=False, process=False):
+    what = 5 | (8 if on_error else 0) | (0x10 if process else 0)
+    return schedule(what, cell, loader, priority & 0xFF, interval)
+
+
 API_SEEDS = {
     "load_succeed": new_cell() + new_loader() + load() + wait() + job(1, extra=value(b"v")) + wait(),
     "succeed_in_start": new_cell() + new_loader(1) + load() + wait() + cell_call(0) + wait() + cell_call(2),
@@ -177,6 +201,16 @@ API_SEEDS = {
         b"\x02" + job(1, extra=value(b"v"))[1:], b"\x00" + load(1, req=b"g")[1:], b"\x01" + cell_call(1, 0)[1:])
     + load(1) + job(1, extra=value(b"m")) + wait() + job(1, extra=value(b"n")) + wait(),
     "loader_ex_bad_size": bytes([6, 0xA0]) + new_loader(0, ex=True) + new_cell() + load() + wait(),
+    "queued_priorities": limited_loader() + new_cell() + new_cell() + new_cell() + load(0, req=b"a")
+    + load(1, req=b"b") + load(2, req=b"c") + set_priority(2, 5) + wait() + job(1, extra=value(b"v")) + wait()
+    + cell_call(1, 1) + job(1, extra=value(b"w")) + wait(),
+    "queued_shared_rate": limited_loader(1, rate=True) + new_cell() + new_cell() + new_cell(True)
+    + load(0, options=opts(flags=2)) + load(1, options=opts(flags=2)) + run(2) + set_priority(2, 3, True) + wait(2),
+    "polling": new_cell() + new_cell(True) + new_loader(1) + poll_load(0, interval=1) + poll_load(1, process=True)
+    + wait(2) + schedule(1) + wait(2) + schedule(2) + wait() + cell_call(1, 0),
+    "polling_errors": new_cell() + new_loader(2) + poll_load(0, interval=1, on_error=True) + wait(2) + cell_call(2),
+    "prefetch": cache_new() + new_cell() + new_loader(1) + prefetch(policy=1) + load(options=opts(cache=0, policy=1))
+    + wait() + prefetch() + schedule(4) + wait(),
 }
 
 

@@ -37,6 +37,9 @@ protocol RuntimeResident: AnyObject {
         /// job starts for it meanwhile.
         var ticket: UInt32
         var attempt: UInt32
+        /// Where the load's job waits in its loader's queue (see
+        /// `LoadOptions.priority`, `setPriority`).
+        var priority: Int32
     }
 
     // Stored properties are laid out in this order: pointers and words
@@ -73,6 +76,13 @@ protocol RuntimeResident: AnyObject {
     @exclusivity(unchecked) private var lastSpec: LoadSpec<Value, Request>?
     @exclusivity(unchecked) private var timers: LoadTimers?
     @exclusivity(unchecked) private var rng = SystemRandomNumberGenerator()
+    /// Polls that failed in a row (see `pollAfterLoad`).
+    @exclusivity(unchecked) private var pollFailures: UInt32 = 0
+    /// The cell waits in the runtime's `PollControl` for polling to resume.
+    @exclusivity(unchecked) private var pollParked = false
+    /// The cell runs a prefetch (`Runtime.prefetch`): its jobs take loads
+    /// of their key that do not ask to share.
+    @exclusivity(unchecked) var isPrefetch = false
 
     // Guarded by the table lock.
     /// Set when the cell asked to leave a job other cells also wait for:
@@ -238,14 +248,18 @@ protocol RuntimeResident: AnyObject {
     /// `markStale`: the shown value was invalidated (flag it while reloading).
     private func load(_ spec: LoadSpec<Value, Request>, markStale: Bool, ticket: UInt64 = 0) {
         guard !isFreed else { return }
-        let restore = abandonSession() ?? state
+        stopPolling()
+        var restore = abandonSession() ?? state
+        restore.isQueued = false
         lastSpec = spec
         // What a silent load shows (the current state unless the cache has
         // one); copied only for such a load: a copy retains what it holds.
         var cachedShown: CellState<Value, Request>?
         if let cache = spec.cache, cache.policy != .loadOnly, flavor == .loadable {
             switch serveFromCache(cache, spec: spec) {
-            case .served: return
+            case .served:
+                pollAfterLoad(failed: state.status == .error)
+                return
             case .revalidate(let cached):
                 // The cached value is shown while a silent load revalidates it.
                 cachedShown = cached
@@ -260,22 +274,29 @@ protocol RuntimeResident: AnyObject {
         let timed = spec.options.timeoutMs > 0 || interrupts || counted
         session = Session(restore: restore, startedAtNs: timed ? uv_hrtime() : 0, job: nil, serial: loads,
                           ticket: UInt32(truncatingIfNeeded: ticket),
-                          attempt: 1)
+                          attempt: 1, priority: spec.options.priority)
         // A load that shares a running job joins it before its first event,
         // so that a host seeing that event knows the cell waits for the job.
         let joined = joinSharedJob(spec)
+        // Whether the job will wait for its loader's admission, so that the
+        // first event says so (`startAttempt` decides, at once after it).
+        let queued = joined ? session?.job?.isWaiting ?? false : spec.loader.admission?.mustWait() ?? false
         if spec.options.silent || cachedShown != nil {
             var shown = cachedShown ?? state
             shown.isRefreshing = true
             shown.attempt = 1
+            shown.isQueued = queued
             if markStale { shown.isStale = true }
             emit(.state, shown, changed: markStale || shown.isFromCache)
         } else {
-            emit(.state, CellState(status: .loading, kind: spec.kind, value: nil, error: nil, request: spec.request,
-                                   isPartial: false, isRefreshing: false, attempt: 1, updatedAt: Clock.wallMs()))
+            var loading = CellState<Value, Request>(status: .loading, kind: spec.kind, value: nil, error: nil,
+                                                    request: spec.request, isPartial: false, isRefreshing: false,
+                                                    attempt: 1, updatedAt: Clock.wallMs())
+            loading.isQueued = queued
+            emit(.state, loading)
         }
         armTimers(timeoutMs: spec.options.timeoutMs, interrupts: interrupts)
-        if !joined { startAttempt(spec) }
+        if !joined { startAttempt(spec, shownQueued: queued) }
     }
 
     private enum CacheOutcome {
@@ -326,6 +347,11 @@ protocol RuntimeResident: AnyObject {
     /// again. `ticket` as for `load`.
     @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
     @usableFromInline package func refresh(ticket: UInt64 = 0) {
+        reload(ticket: ticket)
+    }
+
+    /// `refresh`'s work (also a poll's).
+    private func reload(ticket: UInt64) {
         guard var spec = lastSpec else { return }
         spec.options.silent = true
         if let cache = spec.cache, cache.policy == .cacheFirst || cache.policy == .cacheThenLoad {
@@ -347,7 +373,9 @@ protocol RuntimeResident: AnyObject {
 
     /// Cancels the running load: the state before it comes back, flagged cancelled.
     @usableFromInline package func cancel() {
-        guard !isFreed, var restore = abandonSession() else { return }
+        guard !isFreed else { return }
+        stopPolling()
+        guard var restore = abandonSession() else { return }
         restore.isRefreshing = false
         emit(.state, restore, cancelled: true)
     }
@@ -355,6 +383,7 @@ protocol RuntimeResident: AnyObject {
     /// Cancels the running load and makes the cell absent.
     @usableFromInline package func reset() {
         guard !isFreed else { return }
+        stopPolling()
         let hadSession = abandonSession() != nil
         if !hadSession && state.status == .absent && !state.isRefreshing { return }
         emit(.state, .initial(at: Clock.wallMs()))
@@ -364,6 +393,7 @@ protocol RuntimeResident: AnyObject {
     @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
     @usableFromInline package func setLoaded(_ value: Value) {
         guard !isFreed else { return }
+        stopPolling()
         abandonSession()
         emit(.state, CellState(status: .loaded, kind: 0, value: value, error: nil, request: nil,
                                isPartial: false, isRefreshing: false, attempt: 0, updatedAt: Clock.wallMs()))
@@ -382,6 +412,7 @@ protocol RuntimeResident: AnyObject {
     @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
     @usableFromInline package func setError(_ error: LoadError) {
         guard !isFreed else { return }
+        stopPolling()
         abandonSession()
         emit(.state, CellState(status: .error, kind: state.kind, value: nil, error: error, request: nil,
                                isPartial: false, isRefreshing: false, attempt: 0, updatedAt: Clock.wallMs()))
@@ -399,14 +430,92 @@ protocol RuntimeResident: AnyObject {
         emit(.state, CellState(status: .error, kind: spec.kind, value: nil, error: error, request: spec.request,
                                isPartial: false, isRefreshing: false, attempt: s.attempt,
                                updatedAt: Clock.wallMs()))
+        pollAfterLoad(failed: true)
     }
 
     /// Ends the cell: cancels its job, closes its timers. Call `markFreed` first.
     @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
     @usableFromInline package func free() {
+        stopPolling()
         abandonSession()
         timers?.close()
         timers = nil
+    }
+
+    /// Gives the load under way another priority: a job that still waits
+    /// for its loader's admission moves in the queue (a shared job takes
+    /// the highest priority of its cells); a job that runs is not affected.
+    /// The priority is kept for `refresh`. Nothing without a load under way.
+    @usableFromInline package func setPriority(_ priority: Int32) {
+        guard !isFreed, session != nil else { return }
+        session?.priority = priority
+        lastSpec?.options.priority = priority
+        if let job = session?.job, job.isWaiting { job.updatePriority() }
+    }
+
+    /// The priority of the load under way (`Int32.min` without one), for
+    /// the job it waits for.
+    var waitingPriority: Int32 { session?.priority ?? Int32.min }
+
+    /// Loop: the job this cell waits for left its loader's queue and starts.
+    func jobAdmitted(_ job: Job<Value, Request>) {
+        guard session?.job === job, !isFreed else { return }
+        showQueued(false)
+    }
+
+    /// Emits the current state again, flagged queued or not.
+    private func showQueued(_ queued: Bool) {
+        guard state.isQueued != queued else { return }
+        var next = state
+        next.isQueued = queued
+        emit(.state, next, changed: false)
+    }
+
+    // MARK: - Polling
+
+    /// After a load ended (it failed when `failed`): with a refresh
+    /// interval, the next refresh is due that long after now, or, after a
+    /// failure with `pollsAfterError`, after the longer of the interval and
+    /// the retry back-off of the failures in a row. A failure without
+    /// `pollsAfterError` stops polling.
+    private func pollAfterLoad(failed: Bool) {
+        guard let options = lastSpec?.options, options.refreshIntervalMs > 0, !isFreed, session == nil else { return }
+        var delay = UInt64(options.refreshIntervalMs)
+        if failed {
+            guard options.pollsAfterError else { return }
+            pollFailures = min(pollFailures &+ 1, 32)
+            let exponent = UInt64(min(pollFailures - 1, 31))
+            let backoff = min(UInt64(options.retryBaseMs) << exponent, UInt64(options.retryMaxMs))
+            delay = max(delay, backoff)
+        } else {
+            pollFailures = 0
+        }
+        let t = loadTimers()
+        t.arm(&t.poll, loop: runtime.loop, after: delay) { [unowned self] in pollDue() }
+    }
+
+    /// The poll timer fired: refresh, unless polling is paused (then wait
+    /// for it to resume) or a load runs.
+    private func pollDue() {
+        guard !isFreed, session == nil, lastSpec != nil else { return }
+        if runtime.pollControl.isPaused {
+            pollParked = true
+            runtime.pollControl.park(self)
+            return
+        }
+        let failures = pollFailures
+        reload(ticket: 0)
+        pollFailures = failures
+    }
+
+    /// Stops polling (a load, cancel, reset, set_* or free).
+    private func stopPolling() {
+        timers?.poll?.stop()
+        pollFailures = 0
+        if pollParked {
+            pollParked = false
+            runtime.pollControl.unpark(self)
+        }
     }
 
     // MARK: - Sessions and jobs
@@ -416,8 +525,15 @@ protocol RuntimeResident: AnyObject {
     // retains (and later releases) everything they hold.
 
     /// Starts the current session's next attempt of `spec` (`lastSpec`).
-    private func startAttempt(_ spec: LoadSpec<Value, Request>) {
-        guard let attempt = session?.attempt else { return }
+    ///
+    /// A loader with limits (`Loader.admission`) may hold the job in its
+    /// queue: the job exists (loads of its key join it) but its loader is
+    /// not called until it is admitted. `shownQueued`: whether the event
+    /// just emitted said the job waits; another event corrects it if not so.
+    private func startAttempt(_ spec: LoadSpec<Value, Request>, shownQueued: Bool = false) {
+        guard let attempt = session?.attempt, let ticket = session?.ticket, let priority = session?.priority else {
+            return
+        }
         let loader = spec.loader
         guard !loader.isRetired else {
             // The loader was freed after the load was asked for: no job can start.
@@ -428,31 +544,48 @@ protocol RuntimeResident: AnyObject {
                                    attempt: attempt, updatedAt: Clock.wallMs()))
             return
         }
-        if joinSharedJob(spec) { return }
-        let shareKey = spec.options.shareKey.map { ShareKey(loader: loader.id, key: $0) }
+        if joinSharedJob(spec) {
+            showQueued(session?.job?.isWaiting ?? false)
+            return
+        }
+        let key = spec.options.shareKey ?? (isPrefetch ? spec.cache?.key : nil)
+        let shareKey = key.map { ShareKey(loader: loader.id, key: $0) }
         let job = Job(id: runtime.table.makeID(.job), runtime: runtime, cell: self, loader: loader,
-                      request: spec.request, attempt: attempt, shareKey: shareKey, cache: spec.cache)
-        let ticket = session!.ticket
+                      request: spec.request, attempt: attempt, shareKey: shareKey, cache: spec.cache,
+                      isPrefetch: isPrefetch)
+        let admission = loader.admission
+        // Whether the loader's limits let the job start now (it then counts
+        // as running); without limits, always.
+        let admitted = admission?.tryStart() ?? true
         let started = runtime.table.withLock { storage -> Bool in
             // A load already superseded by a later call starts no job: the
             // operation that call queued ends it.
             guard !isStale(ticket: ticket) else { return false }
-            storage.handles[job.id] = job
+            // A job that waits is seen by job calls once it is admitted.
+            if admitted { storage.handles[job.id] = job }
             currentJob = job
             return true
         }
-        guard started else { return }
-        if let shareKey { runtime.share(shareKey, job: job) }
-        session!.job = job
-        loader.jobStarted()
-        runtime.observeJobStart(job, cell: self)
-        job.isStarting = true
-        loader.start(job, runtime: runtime)
-        job.isStarting = false
-        if job.settleAfterStart {
-            job.settleAfterStart = false
-            job.settle()
+        guard started else {
+            if admitted { admission?.untake() }
+            return
         }
+        if let shareKey { runtime.share(shareKey, job: job) }
+        session?.job = job
+        loader.jobStarted()
+        if let admission {
+            job.priority = priority
+            guard admitted else {
+                job.admissionPhase = .waiting
+                // Made here, where the job's types are known: its start runs specialized.
+                job.admissionTicket = admission.enqueue(priority: priority, job.admissionStart())
+                if !shownQueued { showQueued(true) }
+                return
+            }
+            job.admissionPhase = .counted
+            if shownQueued { showQueued(false) }
+        }
+        job.begin()
     }
 
     /// Waits for the running job of another load of `spec` (`lastSpec`)
@@ -461,8 +594,10 @@ protocol RuntimeResident: AnyObject {
     /// nothing it is one check of the spec.
     @inline(__always)
     private func joinSharedJob(_ spec: LoadSpec<Value, Request>) -> Bool {
-        guard let key = spec.options.shareKey, let ticket = session?.ticket, session?.job == nil,
-              let running = runtime.sharedJob(ShareKey(loader: spec.loader.id, key: key), of: Job<Value, Request>.self)
+        // A load that does not ask to share still joins a prefetch of its cache key.
+        guard let key = spec.options.shareKey ?? spec.cache?.key, let ticket = session?.ticket, session?.job == nil,
+              let running = runtime.sharedJob(ShareKey(loader: spec.loader.id, key: key), of: Job<Value, Request>.self),
+              spec.options.shareKey != nil || running.isPrefetch
         else { return false }
         let joined = runtime.table.withLock { _ -> Bool in
             // A job whose cells all asked to leave takes no new one; a job
@@ -475,7 +610,8 @@ protocol RuntimeResident: AnyObject {
         guard joined else { return false }
         if runtime.metrics.isEnabled { runtime.metrics.loadShared(spec.loader.metrics) }
         running.waiters.append(self)
-        session!.job = running
+        session?.job = running
+        if running.isWaiting { running.updatePriority() }
         return true
     }
 
@@ -544,6 +680,7 @@ protocol RuntimeResident: AnyObject {
         case .succeed(let value):
             endSession(.succeeded)
             emit(.state, settled(.loaded, value: flavor == .loadable ? value : nil))
+            pollAfterLoad(failed: false)
         case .finish:
             endSession(.succeeded)
             var next: CellState<Value, Request>
@@ -559,6 +696,7 @@ protocol RuntimeResident: AnyObject {
             let changed = !(job.yielded && flavor == .loadable)
             next.isRefreshing = false
             emit(.state, next, changed: changed)
+            pollAfterLoad(failed: false)
         case .fail(let error, let retry):
             if retry != .never && attempt <= lastSpec!.options.retries {
                 if case .after(let ms) = retry {
@@ -583,6 +721,7 @@ protocol RuntimeResident: AnyObject {
                 let value = carried as? Value
                 emit(.state, settled(.error, value: value, error: error))
             }
+            pollAfterLoad(failed: true)
         case .cancelSelf:
             endSession(.cancelled)
             var restore = restore
@@ -693,8 +832,10 @@ protocol RuntimeResident: AnyObject {
         guard let s = session, s.job == nil, !isFreed, let spec = lastSpec else { return }
         var next = state
         next.attempt = s.attempt
+        let queued = spec.loader.admission?.mustWait() ?? false
+        next.isQueued = queued
         emit(.state, next, changed: !spec.options.silent)
-        startAttempt(spec)
+        startAttempt(spec, shownQueued: queued)
     }
 
     /// The number of the load under way (see `CellEvent.load`), if any.
@@ -748,6 +889,13 @@ protocol CacheViewer: AnyObject {
 }
 
 extension Cell: CacheViewer {}
+
+extension Cell: PollTarget {
+    func pollResumed() {
+        pollParked = false
+        pollDue()
+    }
+}
 
 extension Cell: RuntimeResident {
     func shutdown(runtime: Runtime) {

@@ -71,6 +71,7 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
     var detail: CellState<Value, Request> { mirror.withLock { $0.detail } }
     var isRefreshing: Bool { mirror.withLock { $0.detail.isRefreshing } }
     var isPartial: Bool { mirror.withLock { $0.detail.isPartial } }
+    var isQueued: Bool { mirror.withLock { $0.detail.isQueued } }
 
     /// A stream of every state from now on, starting with the current one.
     func states() -> AsyncStream<Public> { countedStates().stream }
@@ -97,9 +98,13 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
 
     // MARK: - Loads
 
-    /// A loader for one load whose body runs a closure.
-    func closureLoader(_ body: @escaping SwiftLoader<Value, Request>.Body) -> SwiftLoader<Value, Request> {
-        SwiftLoader<Value, Request>(id: runtime.table.makeID(.loader), body: body)
+    /// A loader for one load whose body runs a closure; with a `queue` (of
+    /// this runtime), its job waits for the queue's limits.
+    func closureLoader(queue: LoadQueue? = nil,
+                       _ body: @escaping SwiftLoader<Value, Request>.Body) -> SwiftLoader<Value, Request> {
+        let loader = SwiftLoader<Value, Request>(id: runtime.table.makeID(.loader), body: body)
+        if let queue, queue.runtime === runtime { loader.share(queue.admission) }
+        return loader
     }
 
     /// Starts a load; its job runs as its loader says (a closure's in a new task).
@@ -182,6 +187,12 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
             remember(call)
         }
         return true
+    }
+
+    /// Gives the load under way another priority in its queue.
+    func setPriority(_ priority: Int) {
+        let value = Int32(clamping: priority)
+        runtime.loop.execute { [core] in core.setPriority(value) }
     }
 
     func cancel() { core.stop(reset: false) }

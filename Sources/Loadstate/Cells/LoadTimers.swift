@@ -4,6 +4,8 @@ final class LoadTimers {
     var timeout: LoopTimer?
     var interrupt: LoopTimer?
     var retry: LoopTimer?
+    /// The next refresh of a polling cell (kept across loads).
+    var poll: LoopTimer?
     /// Index of the next interrupt delay of the current load.
     var nextInterrupt = 0
     /// When the next interrupt is due, in ms since the load began.
@@ -35,8 +37,10 @@ final class LoadTimers {
         timeout?.close()
         interrupt?.close()
         retry?.close()
+        poll?.close()
         timeout = nil
         interrupt = nil
         retry = nil
+        poll = nil
     }
 }

@@ -13,36 +13,51 @@
 /// the cell shows the result. The closures run on the caller's actor.
 extension LoadableCellWith where Request == Void {
     /// Starts a load in a new task; `body` returns the value.
+    ///
+    /// With a `queue`, the load waits for its limits (`isQueued` meanwhile)
+    /// at `priority` (higher first), and its closure runs once it starts.
+    /// With a `refreshInterval`, the cell polls: it reloads silently that
+    /// long after each successful load, until a failure, `cancel`, `reset`,
+    /// a state set by hand or a new load.
     public func load(silently: Bool = false, timeout: Duration? = nil, interrupts: [Duration] = [], retries: Int = 0,
+                     queue: LoadQueue? = nil, priority: Int = 0, refreshInterval: Duration? = nil,
                      @_inheritActorContext _ body: sending @escaping @isolated(any) () async throws -> Value) {
         driver.load(valueSpec(LoadSettings(silently: silently, timeout: timeout, interrupts: interrupts,
-                                           retries: retries), body), interrupts: nil)
+                                           retries: retries, queue: queue, priority: priority,
+                                           refreshInterval: refreshInterval), body), interrupts: nil)
     }
 
     /// Starts a load in a new task; `onInterrupt` runs at each of the
     /// `interrupts` delays while it runs.
     public func load(silently: Bool = false, timeout: Duration? = nil, interrupts: [Duration], retries: Int = 0,
+                     queue: LoadQueue? = nil, priority: Int = 0, refreshInterval: Duration? = nil,
                      @_inheritActorContext _ body: sending @escaping @isolated(any) () async throws -> Value,
                      @_inheritActorContext onInterrupt: sending @escaping @isolated(any) (Interrupt) async throws -> Void) {
         driver.load(valueSpec(LoadSettings(silently: silently, timeout: timeout, interrupts: interrupts,
-                                           retries: retries), body),
+                                           retries: retries, queue: queue, priority: priority,
+                                           refreshInterval: refreshInterval), body),
                     interrupts: InterruptCall(handler: onInterrupt, delays: interrupts))
     }
 
     /// Starts a load in a new task; `body` yields values as they come, and
-    /// the last one stays when it returns.
+    /// the last one stays when it returns. `queue`, `priority` and
+    /// `refreshInterval` as for the load that returns its value.
     public func load(silently: Bool = false, timeout: Duration? = nil, interrupts: [Duration] = [], retries: Int = 0,
+                     queue: LoadQueue? = nil, priority: Int = 0, refreshInterval: Duration? = nil,
                      @_inheritActorContext _ body: sending @escaping @isolated(any) (Yield<Value>) async throws -> Void) {
         driver.load(yieldSpec(LoadSettings(silently: silently, timeout: timeout, interrupts: interrupts,
-                                           retries: retries), body), interrupts: nil)
+                                           retries: retries, queue: queue, priority: priority,
+                                           refreshInterval: refreshInterval), body), interrupts: nil)
     }
 
     /// Starts a yielding load in a new task, with an interrupt handler.
     public func load(silently: Bool = false, timeout: Duration? = nil, interrupts: [Duration], retries: Int = 0,
+                     queue: LoadQueue? = nil, priority: Int = 0, refreshInterval: Duration? = nil,
                      @_inheritActorContext _ body: sending @escaping @isolated(any) (Yield<Value>) async throws -> Void,
                      @_inheritActorContext onInterrupt: sending @escaping @isolated(any) (Interrupt) async throws -> Void) {
         driver.load(yieldSpec(LoadSettings(silently: silently, timeout: timeout, interrupts: interrupts,
-                                           retries: retries), body),
+                                           retries: retries, queue: queue, priority: priority,
+                                           refreshInterval: refreshInterval), body),
                     interrupts: InterruptCall(handler: onInterrupt, delays: interrupts))
     }
 
@@ -88,14 +103,14 @@ extension LoadableCellWith where Request == Void {
     private func valueSpec(_ settings: LoadSettings,
                            _ body: @escaping @isolated(any) () async throws -> Value) -> LoadSpec<Value, Void> {
         let call = IsolatedBody<Void, Value>(body)
-        let loader = driver.closureLoader { _, _ in try await call(()) }
+        let loader = driver.closureLoader(queue: settings.queue) { _, _ in try await call(()) }
         return LoadSpec(loader: loader, request: (), options: settings.options)
     }
 
     private func yieldSpec(_ settings: LoadSettings,
                            _ body: @escaping @isolated(any) (Yield<Value>) async throws -> Void) -> LoadSpec<Value, Void> {
         let call = IsolatedBody(body)
-        let loader = driver.closureLoader { _, context in
+        let loader = driver.closureLoader(queue: settings.queue) { _, context in
             try await call(Yield(context: context))
             return nil
         }

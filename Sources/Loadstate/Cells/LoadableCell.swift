@@ -80,6 +80,14 @@ public final class LoadableCellWith<Request: Sendable, Value: Sendable>: Observa
     /// The loaded value was yielded by a load that still runs.
     public var isPartial: Bool { driver.isPartial }
 
+    /// The load waits for its `LoadQueue`: its body has not started.
+    public var isQueued: Bool { driver.isQueued }
+
+    /// Gives the load under way another priority: a load that still waits
+    /// in its queue moves to its place for the new priority (a running one
+    /// is not affected). Kept for `refresh`.
+    public func setPriority(_ priority: Int) { driver.setPriority(priority) }
+
     /// Every state from now on, starting with the current one. Silent loads
     /// add no state of their own: only their results appear.
     public var states: AsyncStream<LoadableState<Value>> { driver.states() }

@@ -28,16 +28,27 @@ public final class ProcessCell<ProcessKind: Sendable>: Observable, @unchecked Se
     /// A silent run goes on over the current state.
     public var isRefreshing: Bool { driver.isRefreshing }
 
+    /// The run waits for its `LoadQueue`: its body has not started.
+    public var isQueued: Bool { driver.isQueued }
+
+    /// Gives the run under way another priority in its queue, as
+    /// `LoadableCell.setPriority`.
+    public func setPriority(_ priority: Int) { driver.setPriority(priority) }
+
     /// Every state from now on, starting with the current one.
     public var states: AsyncStream<ProcessState<ProcessKind>> { driver.states() }
 
     /// Runs `body` as process `kind` in a new task, on the caller's actor;
     /// returns at once.
+    ///
+    /// With a `queue`, the run waits for its limits (`isQueued` meanwhile)
+    /// at `priority` (higher first), and `body` runs once it starts.
     public func run(_ kind: ProcessKind, silently: Bool = false, timeout: Duration? = nil,
-                    interrupts: [Duration] = [], retries: Int = 0,
+                    interrupts: [Duration] = [], retries: Int = 0, queue: LoadQueue? = nil, priority: Int = 0,
                     @_inheritActorContext _ body: sending @escaping @isolated(any) () async throws -> Void) {
         driver.load(spec(kind, LoadSettings(silently: silently, timeout: timeout, interrupts: interrupts,
-                                            retries: retries), body), interrupts: nil)
+                                            retries: retries, queue: queue, priority: priority), body),
+                    interrupts: nil)
     }
 
     /// Runs `body` as process `kind` in a new task; `onInterrupt` runs at
@@ -76,7 +87,7 @@ public final class ProcessCell<ProcessKind: Sendable>: Observable, @unchecked Se
     private func spec(_ kind: ProcessKind, _ settings: LoadSettings,
                       _ body: @escaping @isolated(any) () async throws -> Void) -> LoadSpec<Void, ProcessKind> {
         let call = IsolatedBody<Void, Void>(body)
-        let loader = driver.closureLoader { _, _ in try await call(()) }
+        let loader = driver.closureLoader(queue: settings.queue) { _, _ in try await call(()) }
         return LoadSpec(loader: loader, request: kind, options: settings.options)
     }
 

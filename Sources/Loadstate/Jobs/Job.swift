@@ -18,6 +18,12 @@ import CLibUV
     /// job takes no more operations.
     @usableFromInline package enum Phase { case running, cancelling, ending, ended }
 
+    /// Where the job stands with its loader's admission (`Loader.admission`):
+    /// `unlimited` (the loader has none), `waiting` in its queue, `counted`
+    /// as running, or `dropped` (it was let through after its cells had
+    /// left: it never starts).
+    enum AdmissionPhase: UInt8 { case unlimited, waiting, counted, dropped }
+
     // Stored properties are laid out in this order: pointers first, small
     // fields last, so that the many jobs of a busy runtime stay small.
     // Variables: `@exclusivity(unchecked)`, as the cell's (see `Cell`).
@@ -55,6 +61,11 @@ import CLibUV
     @exclusivity(unchecked) private var delivered: UInt32 = 0
     /// 1 for the first try, 2 for the first retry, ...
     @usableFromInline package let attempt: UInt32
+    /// The ticket of its entry in the admission's queue while it waits.
+    @exclusivity(unchecked) var admissionTicket: UInt64 = 0
+    /// The highest priority of its waiting cells' loads.
+    @exclusivity(unchecked) var priority: Int32 = 0
+    @exclusivity(unchecked) var admissionPhase = AdmissionPhase.unlimited
 
     // Guarded by the table lock.
     @exclusivity(unchecked) var phase: Phase = .running
@@ -81,26 +92,63 @@ import CLibUV
         let shareKey: ShareKey?
         let cache: CacheUse<Value>?
         var lastYield: Value?
+        /// The job was started by a prefetch: loads of its key join it
+        /// even without asking to share.
+        let isPrefetch: Bool
 
-        init(shareKey: ShareKey?, cache: CacheUse<Value>?) {
+        init(shareKey: ShareKey?, cache: CacheUse<Value>?, isPrefetch: Bool) {
             self.shareKey = shareKey
             self.cache = cache
+            self.isPrefetch = isPrefetch
         }
     }
 
     /// The key loads share this job by, if any.
     var shareKey: ShareKey? { extras?.shareKey }
 
+    /// Whether a prefetch started the job.
+    var isPrefetch: Bool { extras?.isPrefetch ?? false }
+
+    /// Whether the job waits for its loader's admission.
+    var isWaiting: Bool { admissionPhase == .waiting }
+
     init(id: UInt64, runtime: Runtime, cell: Cell<Value, Request>, loader: Loader<Value, Request>,
-         request: Request, attempt: UInt32, shareKey: ShareKey?, cache: CacheUse<Value>?) {
+         request: Request, attempt: UInt32, shareKey: ShareKey?, cache: CacheUse<Value>?, isPrefetch: Bool = false) {
         self.runtime = runtime
         waiters = Waiters(cell)
         self.loader = loader
         self.request = request
         self.attempt = attempt
-        extras = shareKey == nil && cache == nil ? nil : Extras(shareKey: shareKey, cache: cache)
+        extras = shareKey == nil && cache == nil ? nil
+            : Extras(shareKey: shareKey, cache: cache, isPrefetch: isPrefetch)
         startedAtMs = uv_now(runtime.loop.loop)
         super.init(id: id)
+    }
+
+    /// Loop: calls the loader's `start`; operations submitted from inside
+    /// it are applied when it returns.
+    func begin() {
+        runtime.observeJobStart(self)
+        isStarting = true
+        loader.start(self, runtime: runtime)
+        isStarting = false
+        if settleAfterStart {
+            settleAfterStart = false
+            settle()
+        }
+    }
+
+    /// Loop: the job's priority is the highest of its waiting cells'; a
+    /// waiting job moves in the queue when it changes.
+    func updatePriority() {
+        var highest = Int32.min
+        waiters.forEach { highest = max(highest, $0.waitingPriority) }
+        guard highest != priority else { return }
+        priority = highest
+        if admissionPhase == .waiting, let admission = loader.admission {
+            admission.remove()
+            admissionTicket = admission.enqueue(priority: highest, admissionStart())
+        }
     }
 
     /// Loop: applies the operations queued in the inbox to every waiting cell.
@@ -173,6 +221,7 @@ import CLibUV
             guard !finished, waiters.contains(cell) else { return }
             if waiters.count > 1 {
                 waiters.remove(cell)
+                if admissionPhase == .waiting { updatePriority() }
                 runtime.table.withLock { _ in
                     waiterCount -= 1
                     if cell.leaveMark != nil {
@@ -204,6 +253,14 @@ import CLibUV
     private func finish() {
         finished = true
         if let shareKey { runtime.unshare(shareKey, job: self) }
+        switch admissionPhase {
+        case .waiting:
+            admissionTicket = 0
+            loader.admission?.remove()
+        case .counted: loader.admission?.ended()
+        case .unlimited, .dropped: break
+        }
+        admissionPhase = .unlimited
         loader.jobEnded(runtime: runtime)
     }
 
@@ -218,6 +275,38 @@ import CLibUV
     /// Loop: whether a new load with the same key may wait for this job
     /// (it must also still be `running`, checked under the table lock).
     var acceptsWaiters: Bool { !finished }
+}
+
+extension Job {
+    /// What the loader's admission holds while the job waits (see
+    /// `Admission.Start`); made where the job's types are known.
+    func admissionStart() -> Admission.Start {
+        { [self] ticket, call in
+            guard admissionTicket == ticket else { return nil }
+            return call == .probe ? true : admitted()
+        }
+    }
+
+    /// Loop: the loader's admission lets the job start (see
+    /// `Admission.Start`): unless every cell waiting for it is leaving, it
+    /// becomes visible to job calls, its cells show that it runs, and the
+    /// loader starts it.
+    func admitted() -> Bool {
+        admissionTicket = 0
+        let starts = runtime.table.withLock { storage -> Bool in
+            guard phase == .running else { return false }
+            storage.handles[id] = self
+            return true
+        }
+        guard starts else {
+            admissionPhase = .dropped
+            return false
+        }
+        admissionPhase = .counted
+        waiters.forEach { $0.jobAdmitted(self) }
+        begin()
+        return true
+    }
 }
 
 /// What loads share a job by: the loader and a key (the cache key, or the

@@ -13,12 +13,21 @@
     @usableFromInline package var retryBaseMs: UInt32
     /// Upper bound of any back-off.
     @usableFromInline package var retryMaxMs: UInt32
+    /// Where the load's job waits in its loader's queue: higher first.
+    @usableFromInline package var priority: Int32
+    /// After the load succeeds, refresh silently this many ms after it
+    /// ended, again and again; 0 for no polling.
+    @usableFromInline package var refreshIntervalMs: UInt32
     /// Keep the current state visible while loading (flagged refreshing).
     @usableFromInline package var silent: Bool
+    /// Polling goes on after a failed load (after the longer of the
+    /// interval and the retry back-off) instead of stopping.
+    @usableFromInline package var pollsAfterError: Bool
 
     @usableFromInline package init(silent: Bool = false, timeoutMs: UInt32 = 0, interruptsMs: [UInt32] = [],
                 retries: UInt32 = 0, retryBaseMs: UInt32 = 100, retryMaxMs: UInt32 = 30_000,
-                shareKey: [UInt8]? = nil) {
+                shareKey: [UInt8]? = nil, priority: Int32 = 0, refreshIntervalMs: UInt32 = 0,
+                pollsAfterError: Bool = false) {
         self.silent = silent
         self.timeoutMs = timeoutMs
         self.interruptsMs = interruptsMs
@@ -26,6 +35,9 @@
         self.retryBaseMs = retryBaseMs
         self.retryMaxMs = retryMaxMs
         self.shareKey = shareKey
+        self.priority = priority
+        self.refreshIntervalMs = refreshIntervalMs
+        self.pollsAfterError = pollsAfterError
     }
 }
 

@@ -12,6 +12,10 @@
     /// The storage of a settled job's inbox, for the next job's operations
     /// submitted on the loop thread (a job completed in its start).
     @exclusivity(unchecked) var spareInbox: Inbox<JobOperation<Value>>?
+    /// What holds the loader's jobs to its limits; nil: no limit.
+    /// Set before the loader is used.
+    private(set) var admission: Admission?
+    private var ownsAdmission = false
     /// The loader's load and job counters (see `RuntimeMetrics`).
     @usableFromInline package let metrics = LoadMetrics()
 
@@ -21,6 +25,20 @@
 
     deinit {
         metrics.deallocate()
+    }
+
+    /// Holds the loader's jobs to `limits` (none when unlimited). Call
+    /// before the loader is used.
+    @usableFromInline package func limit(_ limits: LoaderLimits, loop: EventLoop) {
+        admission = limits.isUnlimited ? nil : Admission(limits: limits, loop: loop)
+        ownsAdmission = true
+    }
+
+    /// Holds the loader's jobs to an admission shared with other loaders.
+    /// Call before the loader is used.
+    func share(_ admission: Admission) {
+        self.admission = admission
+        ownsAdmission = false
     }
 
     /// Begins the work of `job`. Runs on the loop thread; must not block.
@@ -33,6 +51,7 @@
     /// last job has ended (or when the runtime closes).
     open func released(runtime: Runtime) {}
 
+    /// A job of the loader was made (it may wait before it starts).
     func jobStarted() {
         activeJobs += 1
         metrics.jobStarted()
@@ -57,6 +76,7 @@
     func releaseNow(runtime: Runtime) {
         guard !isReleased else { return }
         isReleased = true
+        if ownsAdmission { admission?.close() }
         released(runtime: runtime)
     }
 

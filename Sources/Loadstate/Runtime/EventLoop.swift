@@ -136,6 +136,8 @@ import Glibc
             startDeadline()
         }
         pthread_join(thread, nil)
+        // Work queued too late to run is released, and later work dropped.
+        queue.close()
         if abandoned {
             EventLoop.abandonedLoops.withLock { $0.append(UInt(bitPattern: loop)) }
         } else {

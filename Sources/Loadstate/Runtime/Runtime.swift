@@ -22,6 +22,8 @@ public final class Runtime: @unchecked Sendable {
     private let closed = Atomic<Bool>(false)
     /// Loop thread only: the running jobs that loads may share, by key.
     private var shared: [ShareKey: Handle] = [:]
+    /// Loop thread only: whether polling is paused, and who waits for it.
+    let pollControl = PollControl()
 
     /// `spinMicroseconds`: see `EventLoop.init`. `metrics`: whether loads,
     /// jobs and events are counted and load latencies measured (see

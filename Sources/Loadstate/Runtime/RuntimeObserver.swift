@@ -26,9 +26,10 @@ import CLibUV
     /// A cell's event, after the cell's own observer received it.
     open func cellEvent<Value, Request>(_ cell: Cell<Value, Request>, _ event: CellEvent<Value, Request>) {}
 
-    /// `job` started for `cell`'s load at `atNs` (`uv_hrtime`): just before
-    /// its loader's `start`.
-    open func jobStarted<Value, Request>(_ job: Job<Value, Request>, cell: Cell<Value, Request>, atNs: UInt64) {}
+    /// `job` started at `atNs` (`uv_hrtime`): just before its loader's
+    /// `start` (for a loader with limits, once the job is admitted). `cell`:
+    /// the first cell waiting for it, if any.
+    open func jobStarted<Value, Request>(_ job: Job<Value, Request>, cell: Cell<Value, Request>?, atNs: UInt64) {}
 
     /// `job` ended at `atNs`, `durationNs` after it started. Only for jobs
     /// whose start this observer saw.
@@ -52,8 +53,10 @@ extension Runtime {
 
     /// Loop thread: a job starts.
     @inline(__always)
-    func observeJobStart<Value, Request>(_ job: Job<Value, Request>, cell: Cell<Value, Request>) {
+    func observeJobStart<Value, Request>(_ job: Job<Value, Request>) {
         guard let observer else { return }
+        var cell: Cell<Value, Request>?
+        job.waiters.forEach { if cell == nil { cell = $0 } }
         let now = uv_hrtime()
         job.observedStartNs = now
         job.observer = observer

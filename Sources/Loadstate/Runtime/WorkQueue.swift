@@ -15,6 +15,8 @@ final class WorkQueue: @unchecked Sendable {
     private struct State {
         var items: [WorkItem] = []
         var wakePending = false
+        /// Set once the consumer is gone: pushes are dropped.
+        var closed = false
     }
 
     private let state = Locked(State())
@@ -27,9 +29,12 @@ final class WorkQueue: @unchecked Sendable {
     /// capacity. No dynamic exclusivity checks (see `Cell`).
     @exclusivity(unchecked) private var spare: [WorkItem] = []
 
-    /// Appends an item; returns true when the consumer must be woken.
+    /// Appends an item; returns true when the consumer must be woken. On a
+    /// closed queue the item is dropped (released when the call returns,
+    /// outside the lock) and the result is false.
     func push(_ item: WorkItem) -> Bool {
         state.withLock { s in
+            guard !s.closed else { return false }
             s.items.append(item)
             queued.store(true, ordering: .relaxed)
             waiting.store(s.items.count, ordering: .relaxed)
@@ -52,6 +57,22 @@ final class WorkQueue: @unchecked Sendable {
             if batch.isEmpty && !stayAwake { s.wakePending = false }
         }
         return batch
+    }
+
+    /// After the consumer's last take: drops what is queued and every later
+    /// push, so that work nobody will run does not keep what it holds (a
+    /// command capturing its runtime) alive. The items are released after
+    /// the lock, and their release may push again.
+    func close() {
+        let dropped = state.withLock { s -> [WorkItem] in
+            s.closed = true
+            s.wakePending = true
+            waiting.store(0, ordering: .relaxed)
+            defer { s.items = [] }
+            return s.items
+        }
+        withExtendedLifetime(dropped) {}
+        spare = []
     }
 
     /// Any thread: how many items wait for the consumer, as of a recent

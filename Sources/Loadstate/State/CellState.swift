@@ -26,6 +26,9 @@
     @usableFromInline package var isFromCache: Bool = false
     /// The cached value is older than the load's fresh time, or was invalidated.
     @usableFromInline package var isStale: Bool = false
+    /// The load waits for its loader's admission (a concurrency or rate
+    /// limit): its job has not started yet.
+    @usableFromInline package var isQueued: Bool = false
 
     @usableFromInline package var error: LoadError? {
         get { errorBox?.error }

@@ -26,13 +26,14 @@ from .builtin import (EXEC_REQUEST, HTTP_INSECURE, HTTP_NO_REDIRECTS, HTTP_REQUE
 from .cache import Cache, CacheEntry, CacheStats
 from .cells import Cell, EventStream, Load, Loadable, Process
 from .codec import BYTES, JSON, TEXT, Codec
-from .enums import QUEUE_MAX, VALUE_MAX, CachePolicy, Code, Delivery, Domain, EventType, Flags, HttpFlags, Status
+from .enums import (PRIORITY_PREFETCH, QUEUE_MAX, VALUE_MAX, CachePolicy, Code, Delivery, Domain, EventType, Flags,
+                    HttpFlags, LoadFlags, Status)
 from .errors import (Busy, Cancelled, Closed, Error, InvalidArgument, IOFailure, LibraryNotFound, LoadFailed,
                      NotFound, OutOfMemory, TimedOut, TooBig, WrongState, error_for_code)
 from .loaders import EXCEPTION_CODE, Job, Loader
 from .metrics import LoadMetrics, RuntimeStats
 from .runtime import Runtime
-from .types import Event, LoadOptions, Snapshot
+from .types import Event, Limits, LoadOptions, Snapshot
 
 __version__ = "0.4.0"
 
@@ -51,7 +52,7 @@ __all__ = [
     "Runtime", "Loader", "Job", "Cell", "Loadable", "Process", "Load", "EventStream", "Cache", "CacheEntry",
     "CacheStats", "LoadMetrics", "RuntimeStats",
     "Event", "Snapshot", "LoadOptions", "Status", "Flags", "EventType", "Domain", "Delivery", "CachePolicy", "Code",
-    "VALUE_MAX", "QUEUE_MAX",
+    "VALUE_MAX", "QUEUE_MAX", "Limits", "LoadFlags", "PRIORITY_PREFETCH",
     "Codec", "BYTES", "TEXT", "JSON", "PATH", "EXEC_REQUEST", "HTTP_REQUEST", "HTTP_RESPONSE",
     "ExecRequest", "HttpRequest", "HttpResponse", "HttpFlags", "HTTP_INSECURE", "HTTP_NO_REDIRECTS",
     "Error", "InvalidArgument", "NotFound", "WrongState", "Cancelled", "TimedOut", "OutOfMemory", "Closed",

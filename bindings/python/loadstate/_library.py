@@ -75,6 +75,8 @@ class LoadOptionsC(Structure):
         ("cache_policy", c_uint32),
         ("fresh_ms", c_uint32),
         ("max_age_ms", c_uint64),
+        ("priority", c_int32),
+        ("refresh_interval_ms", c_uint32),
     ]
 
 
@@ -162,13 +164,15 @@ if OP_LAYOUT.size != ctypes.sizeof(OpC):  # pragma: no cover - a platform ABI we
 class FileOptionsC(Structure):
     """``lds_file_options``."""
 
-    _fields_ = [("size", c_uint32), ("chunk_size", c_uint32), ("max_size", c_uint64)]
+    _fields_ = [("size", c_uint32), ("chunk_size", c_uint32), ("max_size", c_uint64), ("max_concurrent", c_uint32),
+                ("rate_per_s", c_uint32), ("burst", c_uint32)]
 
 
 class ExecOptionsC(Structure):
     """``lds_exec_options``."""
 
-    _fields_ = [("size", c_uint32), ("flags", c_uint32), ("kill_grace_ms", c_uint32), ("max_output", c_uint64)]
+    _fields_ = [("size", c_uint32), ("flags", c_uint32), ("kill_grace_ms", c_uint32), ("max_output", c_uint64),
+                ("max_concurrent", c_uint32), ("rate_per_s", c_uint32), ("burst", c_uint32)]
 
 
 class ExecRequestC(Structure):
@@ -180,7 +184,9 @@ class ExecRequestC(Structure):
 class HttpOptionsC(Structure):
     """``lds_http_options``."""
 
-    _fields_ = [("size", c_uint32), ("max_connections", c_uint32), ("user_agent", c_char_p), ("proxy", c_char_p)]
+    _fields_ = [("size", c_uint32), ("max_connections", c_uint32), ("user_agent", c_char_p), ("proxy", c_char_p),
+                ("max_concurrent", c_uint32), ("rate_per_s", c_uint32), ("burst", c_uint32),
+                ("max_per_host", c_uint32)]
 
 
 class HttpRequestC(Structure):
@@ -315,7 +321,8 @@ class LoaderOptionsC(Structure):
     """``lds_loader_options``."""
 
     _fields_ = [("size", c_uint32), ("start", LOADER_FN), ("cancel", LOADER_CANCEL_FN), ("free_data", FREE_FN),
-                ("loader_data", c_void_p)]
+                ("loader_data", c_void_p), ("max_concurrent", c_uint32), ("rate_per_s", c_uint32),
+                ("burst", c_uint32)]
 
 _rt = c_void_p
 _id = c_uint64
@@ -384,6 +391,11 @@ _PROTOTYPES: Dict[str, Tuple[object, List[object]]] = {
     "lds_process_cancel": (c_int, [_rt, _id]),
     "lds_process_reset": (c_int, [_rt, _id]),
     "lds_process_set_progress": (c_int, [_rt, _id, c_int]),
+    "lds_loadable_set_priority": (c_int, [_rt, _id, c_int32]),
+    "lds_process_set_priority": (c_int, [_rt, _id, c_int32]),
+    "lds_runtime_pause_polling": (c_int, [_rt]),
+    "lds_runtime_resume_polling": (c_int, [_rt]),
+    "lds_prefetch": (c_int, [_rt, _id, c_char_p, c_size_t, POINTER(LoadOptionsC)]),
 }
 
 
@@ -396,7 +408,7 @@ class Library:
             ``argtypes`` and ``restype`` set.
         read_holding_gil: ``lds_cache_read`` called without releasing the GIL (through a
             :class:`ctypes.PyDLL`), for memory caches, whose reads never wait: the call is
-            cheaper, and a buffer shared by every thread is safe during it.
+            cheaper.
         version: ``lds_version()``, as ``(major, minor, patch)``.
     """
 

@@ -111,15 +111,15 @@ class Cache(MutableMapping[Key, V]):
         self.codec = codec
         self._finalizer = weakref.finalize(self, _free_cache, core, self.id)
         self._finalizer.atexit = False
-        # Reads (see _read): a buffer for the value and one for its length.
-        # A memory cache's read holds the GIL, so they serve every thread; a
-        # persistent cache's read releases it while SQLite works, so it takes
-        # the lock.
+        # Reads (see _read): a buffer for the value and one for its length,
+        # used under the lock from the call until the value is copied out. A
+        # memory cache's read never waits, so it is made without releasing the
+        # GIL (cheaper); a persistent cache's releases it while SQLite works.
         self._read_value = core.lib.read_holding_gil if memory else core.dll.lds_cache_read
         self._buffer = (c_char * _READ_BUFFER)()
         self._length = c_size_t()
         self._length_ref = byref(self._length)
-        self._lock: Optional[threading.Lock] = None if memory else threading.Lock()
+        self._lock = threading.Lock()
 
     @classmethod
     def _memory(cls, runtime: "Runtime", name: Optional[str], max_entries: int, max_bytes: int,
@@ -167,19 +167,16 @@ class Cache(MutableMapping[Key, V]):
     def _lookup(self, key: Key) -> Any:
         """The value under ``key``, decoded, or ``_MISSING``."""
         raw = key.encode("utf-8") if key.__class__ is str else _key(key)
-        lock = self._lock
-        if lock is None:
+        with self._lock:
             data = self._read(raw)
-        else:
-            with lock:
-                data = self._read(raw)
         if data is None:
             return _MISSING
         return data if self.codec is BYTES else self.codec.decode(data)
 
     def _read(self, raw: bytes) -> Optional[bytes]:
         """The hot path of every read: one call into the library (``lds_cache_read``), which copies the
-        value into the cache's buffer, and one copy from there into ``bytes``; ``None`` on a miss."""
+        value into the cache's buffer, and one copy from there into ``bytes``; ``None`` on a miss. Called
+        under ``_lock``: another thread may run between the call and the copy."""
         buffer: Any = self._buffer  # a c_char array: a slice of it is bytes
         rc = self._read_value(self._core.c_handle, self._c_id, raw, len(raw), buffer, _READ_BUFFER, self._length_ref)
         if rc == 1:

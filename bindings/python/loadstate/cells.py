@@ -36,14 +36,14 @@ _WAIT_LOCK = threading.Lock()
 _END = object()
 
 
-def _options_struct(options: LoadOptions) -> Tuple[LoadOptionsC, Any]:
-    flags, timeout_ms, delays, retries, base_ms, max_ms, cache, key, policy, fresh_ms, max_age_ms = \
-        options._c_fields()
+def options_struct(options: LoadOptions) -> Tuple[LoadOptionsC, Any]:
+    (flags, timeout_ms, delays, retries, base_ms, max_ms, cache, key, policy, fresh_ms, max_age_ms, priority,
+     interval_ms) = options._c_fields()
     array = (c_uint32 * len(delays))(*delays) if delays else None
     struct = LoadOptionsC(sizeof(LoadOptionsC), flags, timeout_ms,
                           cast(array, POINTER(c_uint32)) if array is not None else None,
                           len(delays), retries, base_ms, max_ms, cache, key, len(key) if key is not None else 0,
-                          policy, fresh_ms, max_age_ms)
+                          policy, fresh_ms, max_age_ms, priority, interval_ms)
     return struct, (array, key)  # what the struct points to must outlive the call
 
 
@@ -365,6 +365,22 @@ class Cell(Generic[T]):
         fn = self._core.dll.lds_process_reset if self._process else self._core.dll.lds_loadable_reset
         self._core.check(fn(self._core.c_handle, state.id), "reset")
 
+    def set_priority(self, priority: int) -> None:
+        """Gives the load under way another priority (``lds_loadable_set_priority``).
+
+        A load that waits for its loader's limits (its state is flagged
+        ``QUEUED``) moves to its place for the new priority; a load that runs
+        is not affected. The priority is kept for :meth:`Loadable.refresh`.
+        """
+        if isinstance(priority, bool) or not isinstance(priority, int):
+            raise TypeError(f"priority must be an int, not {type(priority).__name__}")
+        if not -(1 << 31) <= priority < (1 << 31):
+            raise InvalidArgument(InvalidArgument.code, "invalid argument",
+                                  f"priority must fit in 32 signed bits, not {priority!r}")
+        core = self._core
+        fn = core.dll.lds_process_set_priority if self._process else core.dll.lds_loadable_set_priority
+        core.check(fn(core.c_handle, self._state.id, priority), "set_priority")
+
     def close(self) -> None:
         """Frees the cell: its job is cancelled, no more events, pending loads raise :class:`Closed`."""
         state = self._state
@@ -424,7 +440,7 @@ class Cell(Generic[T]):
             if options.cache is not None and options.cache._core is not core:
                 raise InvalidArgument(InvalidArgument.code, "invalid argument",
                                       f"{what}: the cache belongs to another runtime")
-            struct, keep = _options_struct(options)
+            struct, keep = options_struct(options)
             c_options = byref(struct)
             silent = options.silent
             if options.cache is not None:
@@ -480,7 +496,8 @@ class Loadable(Cell[T]):
                   retries: int = 0, retry_base: Optional[float] = None, retry_max: Optional[float] = None,
                   cache: Optional[Cache[Any]] = None, cache_key: Union[bytes, str, None] = None,
                   policy: CachePolicy = CachePolicy.LOAD_ONLY, fresh: Optional[float] = None,
-                  max_age: Optional[float] = None, options: Optional[LoadOptions] = None) -> T:
+                  max_age: Optional[float] = None, priority: int = 0, refresh_interval: Optional[float] = None,
+                  poll_on_error: bool = False, options: Optional[LoadOptions] = None) -> T:
         """Loads ``request`` and returns the value: ``value = await cell.get(request)``.
 
         Arguments are those of :meth:`load`. Cancelling the awaiting task
@@ -497,7 +514,8 @@ class Loadable(Cell[T]):
         """
         load = self.load(request, loader, silent=silent, share=share, timeout=timeout, interrupts=interrupts,
                          retries=retries, retry_base=retry_base, retry_max=retry_max, cache=cache,
-                         cache_key=cache_key, policy=policy, fresh=fresh, max_age=max_age, options=options)
+                         cache_key=cache_key, policy=policy, fresh=fresh, max_age=max_age, priority=priority,
+                         refresh_interval=refresh_interval, poll_on_error=poll_on_error, options=options)
         state = await load
         return load._value_of(state)
 
@@ -506,7 +524,8 @@ class Loadable(Cell[T]):
              retries: int = 0, retry_base: Optional[float] = None, retry_max: Optional[float] = None,
              cache: Optional[Cache[Any]] = None, cache_key: Union[bytes, str, None] = None,
              policy: CachePolicy = CachePolicy.LOAD_ONLY, fresh: Optional[float] = None,
-             max_age: Optional[float] = None, options: Optional[LoadOptions] = None) -> "Load[T]":
+             max_age: Optional[float] = None, priority: int = 0, refresh_interval: Optional[float] = None,
+             poll_on_error: bool = False, options: Optional[LoadOptions] = None) -> "Load[T]":
         """Starts a load: cancels the running job, emits ``LOADING`` (or, silent, the current state
         flagged ``REFRESHING``), and starts a job of ``loader`` (default: the cell's loader).
 
@@ -522,6 +541,8 @@ class Loadable(Cell[T]):
             retries: extra attempts after a failure, with back-off between ``retry_base`` and ``retry_max`` s.
             cache, cache_key, policy, fresh, max_age: a :class:`~loadstate.Cache` and how to use
                 it (see :class:`LoadOptions` and :class:`CachePolicy`).
+            priority: where the job waits while its loader is at its limits (higher first).
+            refresh_interval, poll_on_error: polling (see :class:`LoadOptions`).
             options: a :class:`LoadOptions`, instead of the keyword arguments.
 
         Returns:
@@ -536,15 +557,16 @@ class Loadable(Cell[T]):
         README, "asyncio"); a refusal only the library can detect then fails
         the awaited load instead of raising here.
         """
-        if (options is None and cache is None and not (interrupts or retries)
-                and timeout is None and retry_base is None and retry_max is None):
+        if (options is None and cache is None and not (interrupts or retries or priority or poll_on_error)
+                and timeout is None and retry_base is None and retry_max is None and refresh_interval is None):
             # The defaults, or flags only: no options struct at all.
             flags = _FLAG_ONLY_OPTIONS[bool(silent), bool(share)] if silent or share else None
             return self._begin(loader, request, flags, None, "load")
         return self._begin(loader, request, _options(
             options, silent=silent, share=share, timeout=timeout, interrupts=interrupts, retries=retries,
             retry_base=retry_base, retry_max=retry_max, cache=cache, cache_key=cache_key, policy=policy, fresh=fresh,
-            max_age=max_age), None, "load")
+            max_age=max_age, priority=priority, refresh_interval=refresh_interval, poll_on_error=poll_on_error),
+            None, "load")
 
     def refresh(self) -> "Load[T]":
         """Reloads the last request silently (same loader and options); the current state stays visible.
@@ -627,7 +649,8 @@ class Process(Cell[None]):
     def run(self, kind: int = 0, request: Any = None, loader: Optional[Loader[Any]] = None, *,
             silent: bool = False, share: bool = False, timeout: Optional[float] = None,
             interrupts: Sequence[float] = (), retries: int = 0, retry_base: Optional[float] = None,
-            retry_max: Optional[float] = None, options: Optional[LoadOptions] = None) -> "Load[None]":
+            retry_max: Optional[float] = None, priority: int = 0,
+            options: Optional[LoadOptions] = None) -> "Load[None]":
         """Runs a job as process ``kind``: cancels the running job, emits ``RUNNING(kind)``, then
         ``FINISHED(kind)`` or ``FAILED(kind)``. Arguments are those of :meth:`Loadable.load`.
 
@@ -639,7 +662,7 @@ class Process(Cell[None]):
             raise TypeError(f"kind must be an int, not {type(kind).__name__}")
         return self._begin(loader, request, _options(
             options, silent=silent, share=share, timeout=timeout, interrupts=interrupts, retries=retries,
-            retry_base=retry_base, retry_max=retry_max), kind, "run")
+            retry_base=retry_base, retry_max=retry_max, priority=priority), kind, "run")
 
 
 class Load(Generic[T]):

@@ -12,7 +12,8 @@ from __future__ import annotations
 import enum
 
 __all__ = ["Status", "Flags", "EventType", "Domain", "Delivery", "CachePolicy", "Code", "LoadFlags", "HttpFlags",
-           "ExecFlags", "CacheFlags", "VALUE_MAX", "QUEUE_MAX"]
+           "ExecFlags", "CacheFlags", "VALUE_MAX", "QUEUE_MAX",
+           "PRIORITY_PREFETCH"]
 
 #: The largest value, request or message, in bytes, the library accepts (256 MiB).
 VALUE_MAX = 256 * 1024 * 1024
@@ -20,6 +21,9 @@ VALUE_MAX = 256 * 1024 * 1024
 #: The most operations host threads may have waiting for a runtime's loop thread
 #: (262,144); a call that would queue more raises :class:`loadstate.Busy` and changes nothing.
 QUEUE_MAX = 262_144
+
+#: The priority of a prefetch whose options leave it at 0 (``LDS_PRIORITY_PREFETCH``).
+PRIORITY_PREFETCH = -100
 
 
 class _Named(enum.IntEnum):
@@ -54,6 +58,7 @@ class Flags(enum.IntFlag):
     STALE = 1 << 2
     FROM_CACHE = 1 << 3
     CANCELLED = 1 << 4
+    QUEUED = 1 << 6
 
     def __str__(self) -> str:
         return f"Flags.{self.name}" if self.name else "Flags.NONE"
@@ -133,6 +138,7 @@ class LoadFlags(enum.IntFlag):
     NONE = 0
     SILENT = 1 << 0
     SHARE = 1 << 1
+    POLL_ON_ERROR = 1 << 4
 
 
 class HttpFlags(enum.IntFlag):

@@ -36,6 +36,7 @@ from ._library import LOADER_CANCEL_FN, OP_FINISH, OP_SUCCEED, LoaderOptionsC
 from .codec import BYTES, Codec
 from .enums import Code
 from .errors import Cancelled, Closed, InvalidArgument, LoadFailed
+from .types import NO_LIMITS, Limits
 
 if TYPE_CHECKING:
     from .runtime import Runtime
@@ -458,11 +459,15 @@ class Loader(Generic[T]):
     """
 
     def __init__(self, runtime: "Runtime", fn: Callable[[Job], Any], *, codec: Codec[Any] = BYTES,
-                 inline: bool = False, loop: Optional[asyncio.AbstractEventLoop] = None) -> None:
+                 inline: bool = False, loop: Optional[asyncio.AbstractEventLoop] = None,
+                 limits: Limits = NO_LIMITS) -> None:
         if not callable(fn):
             raise TypeError(f"fn must be a callable taking a loadstate.Job, not {type(fn).__name__}")
         if not isinstance(codec, Codec):
             raise TypeError(f"codec must be a loadstate.Codec, not {type(codec).__name__}")
+        if not isinstance(limits, Limits):
+            raise TypeError(f"limits must be a loadstate.Limits, not {type(limits).__name__}")
+        max_concurrent, rate_per_s, burst = limits._c_fields()
         is_async = inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn)
         if is_async and inline:
             raise InvalidArgument(InvalidArgument.code, "invalid argument", "an async loader cannot run inline")
@@ -481,7 +486,7 @@ class Loader(Generic[T]):
         # the loader's cancel function reports them, with no hook per job.
         options = LoaderOptionsC(sizeof(LoaderOptionsC), _core.start_callback,
                                  _core.loader_cancel_callback if mode == "async" else LOADER_CANCEL_FN(),
-                                 _core.free_callback, token)
+                                 _core.free_callback, token, max_concurrent, rate_per_s, burst)
         rc = core.dll.lds_loader_new_ex(core.c_handle, byref(options), byref(out))
         if rc < 0:
             _core.unregister(token)

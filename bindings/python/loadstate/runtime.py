@@ -6,24 +6,31 @@ import asyncio
 import ctypes
 import os
 import weakref
-from typing import Any, Callable, Optional, TypeVar, Union, overload
+from typing import Any, Callable, Optional, Tuple, TypeVar, Union, overload
 
 from . import _core, builtin
 from ._library import (INSPECTOR_ACTIONS, INSPECTOR_ALLOW_REMOTE, INSPECTOR_SHOW_VALUES, ExecOptionsC, FileOptionsC,
                        HttpOptionsC, InspectorOptionsC, Library, load_library)
 from .builtin import HttpResponse
 from .cache import Cache
-from .cells import EventCallback, Loadable, Process
+from .cells import EventCallback, Loadable, Process, options_struct
 from .codec import BYTES, Codec
-from .enums import Code, Delivery, ExecFlags
+from .enums import CachePolicy, Code, Delivery, ExecFlags
+from .errors import InvalidArgument
 from .loaders import Job, Loader
 from .metrics import RuntimeStats, metrics_text, runtime_stats
-from .types import milliseconds
+from .types import NO_LIMITS, Limits, LoadOptions, milliseconds
 
 __all__ = ["Runtime"]
 
 T = TypeVar("T")
 LoaderFunction = Callable[[Job], Any]
+
+
+def _limits(limits: Limits) -> Tuple[int, int, int]:
+    if not isinstance(limits, Limits):
+        raise TypeError(f"limits must be a loadstate.Limits, not {type(limits).__name__}")
+    return limits._c_fields()
 
 
 def _delivery(value: Union[Delivery, str, int]) -> Delivery:
@@ -223,22 +230,22 @@ class Runtime:
 
     @overload
     def loader(self, fn: LoaderFunction, *, codec: Codec[T], inline: bool = ...,
-               loop: Optional[asyncio.AbstractEventLoop] = ...) -> Loader[T]: ...
+               loop: Optional[asyncio.AbstractEventLoop] = ..., limits: Limits = ...) -> Loader[T]: ...
 
     @overload
     def loader(self, fn: LoaderFunction, *, inline: bool = ...,
-               loop: Optional[asyncio.AbstractEventLoop] = ...) -> Loader[bytes]: ...
+               loop: Optional[asyncio.AbstractEventLoop] = ..., limits: Limits = ...) -> Loader[bytes]: ...
 
     @overload
     def loader(self, fn: None = ..., *, codec: Codec[T], inline: bool = ...,
-               loop: Optional[asyncio.AbstractEventLoop] = ...) -> Callable[[LoaderFunction], Loader[T]]: ...
+               loop: Optional[asyncio.AbstractEventLoop] = ..., limits: Limits = ...) -> Callable[[LoaderFunction], Loader[T]]: ...
 
     @overload
     def loader(self, fn: None = ..., *, inline: bool = ...,
-               loop: Optional[asyncio.AbstractEventLoop] = ...) -> Callable[[LoaderFunction], Loader[bytes]]: ...
+               loop: Optional[asyncio.AbstractEventLoop] = ..., limits: Limits = ...) -> Callable[[LoaderFunction], Loader[bytes]]: ...
 
     def loader(self, fn: Optional[LoaderFunction] = None, *, codec: Codec[Any] = BYTES, inline: bool = False,
-               loop: Optional[asyncio.AbstractEventLoop] = None) -> Any:
+               loop: Optional[asyncio.AbstractEventLoop] = None, limits: Limits = NO_LIMITS) -> Any:
         """Makes a :class:`Loader` of ``fn(job)``; usable as a decorator, with or without arguments.
 
         Args:
@@ -249,38 +256,40 @@ class Runtime:
             inline: run a plain function directly on the delivery thread
                 (for work that returns at once and never blocks).
             loop: the asyncio loop async loaders run on.
+            limits: how many of its jobs run at once and how fast they start (:class:`Limits`).
         """
         if fn is None:
-            return lambda f: Loader(self, f, codec=codec, inline=inline, loop=loop)
-        return Loader(self, fn, codec=codec, inline=inline, loop=loop)
+            return lambda f: Loader(self, f, codec=codec, inline=inline, loop=loop, limits=limits)
+        return Loader(self, fn, codec=codec, inline=inline, loop=loop, limits=limits)
 
-    def file_loader(self, *, chunk_size: int = 0, max_size: int = 0) -> Loader[bytes]:
+    def file_loader(self, *, chunk_size: int = 0, max_size: int = 0, limits: Limits = NO_LIMITS) -> Loader[bytes]:
         """The library's file loader: a request is a path, the value the file's contents.
 
         PROGRESS events count bytes. A missing or unreadable file is an error
         in the ``OS`` domain (errno as code). Only regular files are read: a
         directory is an ``OS`` error (EISDIR), a FIFO, socket or device an
         ``EINVAL`` error of the library. ``chunk_size``: bytes per read
-        (0: 256 KiB); ``max_size``: the largest file (0: :data:`VALUE_MAX`).
+        (0: 256 KiB); ``max_size``: the largest file (0: :data:`VALUE_MAX`); ``limits``: see :class:`Limits`.
         """
-        options = FileOptionsC(ctypes.sizeof(FileOptionsC), chunk_size, max_size)
+        options = FileOptionsC(ctypes.sizeof(FileOptionsC), chunk_size, max_size, *_limits(limits))
         return self._builtin("file", self._core.dll.lds_file_loader_new, options, BYTES, builtin.PATH)
 
     def exec_loader(self, *, stream_lines: bool = False, kill_grace: Optional[float] = None,
-                    max_output: int = 0) -> Loader[bytes]:
+                    max_output: int = 0, limits: Limits = NO_LIMITS) -> Loader[bytes]:
         """The library's exec loader: a request is an :class:`ExecRequest` (or a list of arguments),
         the value the command's stdout.
 
         A non-zero exit is an error in the ``EXIT`` domain with the stderr
         tail as message. ``stream_lines`` yields stdout so far at each newline;
-        cancelling sends SIGTERM, then SIGKILL after ``kill_grace`` seconds.
+        cancelling sends SIGTERM, then SIGKILL after ``kill_grace`` seconds. ``limits``: see :class:`Limits`.
         """
         options = ExecOptionsC(ctypes.sizeof(ExecOptionsC), ExecFlags.STREAM_LINES if stream_lines else 0,
-                               milliseconds("kill_grace", kill_grace), max_output)
+                               milliseconds("kill_grace", kill_grace), max_output, *_limits(limits))
         return self._builtin("exec", self._core.dll.lds_exec_loader_new, options, BYTES, builtin.EXEC_REQUEST)
 
     def http_loader(self, *, max_connections: int = 0, user_agent: Optional[str] = None,
-                    proxy: Optional[str] = None) -> Loader[HttpResponse]:
+                    proxy: Optional[str] = None, limits: Limits = NO_LIMITS,
+                    max_per_host: int = 0) -> Loader[HttpResponse]:
         """The library's HTTP loader (libcurl on the runtime's loop): a request is an
         :class:`HttpRequest` (or a URL), the value an :class:`HttpResponse`.
 
@@ -289,11 +298,17 @@ class Runtime:
         :class:`LoadFailed` that :meth:`Loadable.get` raises has it as
         :attr:`~LoadFailed.response`. With retries, 5xx, 408 and 429 are retried. ``proxy``: ``None`` takes it
         from the environment (``http_proxy``...), ``""`` uses none, else the
-        proxy's URL.
+        proxy's URL. ``limits``: see :class:`Limits`; ``max_per_host``: the most
+        connections open at once to one host (0: no limit).
         """
+        if isinstance(max_per_host, bool) or not isinstance(max_per_host, int):
+            raise TypeError(f"max_per_host must be an int, not {type(max_per_host).__name__}")
+        if not 0 <= max_per_host <= 0xFFFFFFFF:
+            raise InvalidArgument(InvalidArgument.code, "invalid argument",
+                                  f"max_per_host must be an int from 0 to 2**32 - 1, not {max_per_host!r}")
         options = HttpOptionsC(ctypes.sizeof(HttpOptionsC), max_connections,
                                user_agent.encode("utf-8") if user_agent is not None else None,
-                               proxy.encode("utf-8") if proxy is not None else None)
+                               proxy.encode("utf-8") if proxy is not None else None, *_limits(limits), max_per_host)
         return self._builtin("http", self._core.dll.lds_http_loader_new, options, builtin.HTTP_RESPONSE,
                              builtin.HTTP_REQUEST)
 
@@ -301,6 +316,54 @@ class Runtime:
         out = ctypes.c_uint64()
         self._core.check(new(self._core.c_handle, ctypes.byref(options), ctypes.byref(out)), f"{mode} loader")
         return Loader._builtin(self, out, mode, codec, request_codec)
+
+    # -- scheduling ---------------------------------------------------------
+
+    def pause_polling(self) -> None:
+        """Pauses the polling of every cell of the runtime (loads made with ``refresh_interval``).
+
+        A refresh that falls due meanwhile waits for :meth:`resume_polling`;
+        loads under way, and loads asked for, go on.
+        """
+        self._core.check(self._core.dll.lds_runtime_pause_polling(self._core.c_handle), "pause_polling")
+
+    def resume_polling(self) -> None:
+        """Resumes polling: cells whose refresh fell due while paused refresh at once."""
+        self._core.check(self._core.dll.lds_runtime_resume_polling(self._core.c_handle), "resume_polling")
+
+    def prefetch(self, loader: Loader[Any], request: Any = None, *, cache: Cache[Any],
+                 cache_key: Union[bytes, str, None] = None, policy: CachePolicy = CachePolicy.LOAD_ONLY,
+                 fresh: Optional[float] = None, max_age: Optional[float] = None, priority: int = 0,
+                 timeout: Optional[float] = None, retries: int = 0) -> None:
+        """Loads ``request`` into ``cache`` without a cell (``lds_prefetch``).
+
+        A cell that loads the same loader and cache key while the prefetch
+        runs waits for its job, so the loader runs once; a later cache-first
+        load finds the value in the cache. The prefetch waits behind other
+        loads of a limited loader: ``priority`` 0 means
+        :data:`PRIORITY_PREFETCH`. Nothing reports how it ends.
+
+        Raises:
+            InvalidArgument: the loader or cache belongs to another runtime.
+            TypeError: an argument of the wrong type.
+        """
+        if not isinstance(loader, Loader):
+            raise TypeError(f"loader must be a loadstate.Loader, not {type(loader).__name__}")
+        if not isinstance(cache, Cache):
+            raise TypeError(f"cache must be a loadstate.Cache, not {type(cache).__name__}")
+        core = self._core
+        if loader._core is not core or cache._core is not core:
+            raise InvalidArgument(InvalidArgument.code, "invalid argument",
+                                  "prefetch: the loader and the cache must belong to this runtime")
+        try:
+            raw = b"" if request is None else loader.request_codec.encode(request)
+        except TypeError as exc:
+            raise TypeError(f"request: {exc}") from None
+        options = LoadOptions(cache=cache, cache_key=cache_key, policy=policy, fresh=fresh, max_age=max_age,
+                              priority=priority, timeout=timeout, retries=retries)
+        struct, keep = options_struct(options)
+        core.check(core.dll.lds_prefetch(core.c_handle, loader.id, raw, len(raw), ctypes.byref(struct)), "prefetch")
+        del keep
 
     def memory_cache(self, name: Optional[str] = None, *, max_entries: int = 0, max_bytes: int = 0,
                      ttl: Optional[float] = None, codec: Codec[Any] = BYTES) -> Cache[Any]:

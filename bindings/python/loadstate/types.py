@@ -10,7 +10,7 @@ from .enums import QUEUE_MAX, VALUE_MAX, CachePolicy, Delivery, Domain, EventTyp
 from .errors import InvalidArgument, LoadFailed
 
 __all__ = ["Status", "Flags", "EventType", "Domain", "Delivery", "CachePolicy", "Event", "Snapshot", "LoadOptions",
-           "VALUE_MAX", "QUEUE_MAX"]
+           "Limits", "VALUE_MAX", "QUEUE_MAX"]
 
 T_co = TypeVar("T_co", covariant=True)
 
@@ -81,6 +81,11 @@ class Event(Generic[T_co]):
     def cancelled(self) -> bool:
         """This state was restored because a load was cancelled."""
         return bool(self.flags & Flags.CANCELLED)
+
+    @property
+    def queued(self) -> bool:
+        """The load waits for its loader's limits: the loader has not been called yet."""
+        return bool(self.flags & Flags.QUEUED)
 
     @property
     def from_cache(self) -> bool:
@@ -213,6 +218,11 @@ class LoadOptions:
         policy: how the cache is used (:class:`CachePolicy`).
         fresh: entries younger than this many seconds are fresh; older are stale.
         max_age: entries older than this many seconds count as missing (``None``: no limit).
+        priority: where the job waits when its loader is at its limits: higher first, in call
+            order within one priority (any 32-bit signed int; default 0).
+        refresh_interval: poll: after each successful load, refresh silently this many seconds
+            after it ended (``None``: no polling).
+        poll_on_error: keep polling after a failed load, with the retry back-off, instead of stopping.
     """
 
     silent: bool = False
@@ -227,6 +237,9 @@ class LoadOptions:
     policy: CachePolicy = CachePolicy.LOAD_ONLY
     fresh: Optional[float] = None
     max_age: Optional[float] = None
+    priority: int = 0
+    refresh_interval: Optional[float] = None
+    poll_on_error: bool = False
 
     def is_default(self) -> bool:
         """Whether these are the library's defaults (sent as a NULL pointer)."""
@@ -247,8 +260,14 @@ class LoadOptions:
         if not 0 <= self.retries <= 0xFFFFFFFF:
             raise InvalidArgument(InvalidArgument.code, "invalid argument",
                                   f"retries must be an int >= 0, not {self.retries!r}")
+        if isinstance(self.priority, bool) or not isinstance(self.priority, int):
+            raise TypeError(f"priority must be an int, not {type(self.priority).__name__}")
+        if not -(1 << 31) <= self.priority < (1 << 31):
+            raise InvalidArgument(InvalidArgument.code, "invalid argument",
+                                  f"priority must fit in 32 signed bits, not {self.priority!r}")
         delays = tuple(milliseconds("interrupts", d) for d in self.interrupts)
-        flags = (LoadFlags.SILENT if self.silent else 0) | (LoadFlags.SHARE if self.share else 0)
+        flags = ((LoadFlags.SILENT if self.silent else 0) | (LoadFlags.SHARE if self.share else 0)
+                 | (LoadFlags.POLL_ON_ERROR if self.poll_on_error else 0))
         key = self.cache_key
         if isinstance(key, str):
             key = key.encode("utf-8")
@@ -259,9 +278,41 @@ class LoadOptions:
         return (int(flags), milliseconds("timeout", self.timeout), delays, self.retries,
                 milliseconds("retry_base", self.retry_base), milliseconds("retry_max", self.retry_max),
                 self.cache.id if self.cache is not None else 0, key, int(self.policy),
-                milliseconds("fresh", self.fresh), milliseconds("max_age", self.max_age, limit=(1 << 64) - 1))
+                milliseconds("fresh", self.fresh), milliseconds("max_age", self.max_age, limit=(1 << 64) - 1),
+                self.priority, milliseconds("refresh_interval", self.refresh_interval))
 
 
 _DEFAULT_OPTIONS = LoadOptions()
 _FLAG_ONLY_OPTIONS = {(silent, share): LoadOptions(silent=silent, share=share)
                       for silent in (False, True) for share in (False, True)}
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The limits of a loader's jobs (``max_concurrent``, ``rate_per_s``, ``burst`` of its options).
+
+    A job that may not start yet waits in the loader's queue (higher
+    priority first); its cells' states are flagged ``QUEUED`` meanwhile.
+
+    Attributes:
+        max_concurrent: the most jobs of the loader running at once (0: no limit).
+        rate_per_s: jobs started per second, on average (0: no limit).
+        burst: jobs that may start at once after a pause (0: 1).
+    """
+
+    max_concurrent: int = 0
+    rate_per_s: int = 0
+    burst: int = 0
+
+    def _c_fields(self) -> Tuple[int, int, int]:
+        for name in ("max_concurrent", "rate_per_s", "burst"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+            if not 0 <= value <= 0xFFFFFFFF:
+                raise InvalidArgument(InvalidArgument.code, "invalid argument",
+                                      f"{name} must be an int from 0 to 2**32 - 1, not {value!r}")
+        return self.max_concurrent, self.rate_per_s, self.burst
+
+
+NO_LIMITS = Limits()

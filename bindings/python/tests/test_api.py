@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import sys
 import threading
 import traceback
 from collections.abc import MutableMapping
@@ -320,24 +321,31 @@ def test_cache_values_of_every_size_read_back_whole(rt, tmp_path, kind):
 
 
 def test_cache_reads_from_many_threads_each_get_their_own_value(rt, tmp_path):
-    with rt.memory_cache() as memory, rt.persistent_cache(tmp_path / "c.db") as persistent:
-        for cache in (memory, persistent):
-            for i in range(50):
-                cache[f"k{i}"] = f"value {i}".encode() * (i * 40)
-        wrong = []
+    # Values on both sides of the read buffer's size, read by threads that the
+    # interpreter switches between as often as it can.
+    values = {f"k{i}": f"value {i};".encode() * (i * 60) for i in range(50)}
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        with rt.memory_cache() as memory, rt.persistent_cache(tmp_path / "c.db") as persistent:
+            for cache in (memory, persistent):
+                cache.update(values)
+            wrong = []
 
-        def read(cache):
-            for _ in range(20):
-                for i in range(50):
-                    if cache[f"k{i}"] != f"value {i}".encode() * (i * 40):
-                        wrong.append(i)
+            def read(cache):
+                for _ in range(30):
+                    for key, value in values.items():
+                        if cache[key] != value or cache.get(key) != value:
+                            wrong.append(key)
 
-        threads = [threading.Thread(target=read, args=(c,)) for c in (memory, persistent) for _ in range(3)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        assert wrong == []
+            threads = [threading.Thread(target=read, args=(c,)) for c in (memory, persistent) for _ in range(4)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            assert wrong == []
+    finally:
+        sys.setswitchinterval(switch)
 
 
 def test_cache_items_skip_entries_removed_while_iterating(rt):

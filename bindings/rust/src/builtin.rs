@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use crate::error::{Error, Result, check};
 use crate::loader::Loader;
+use crate::options::Limits;
 use crate::runtime::Runtime;
 use crate::sys;
 
@@ -46,6 +47,7 @@ fn pointer_array(strings: &[CString]) -> Vec<*const c_char> {
 pub struct FileOptions {
     chunk_size: u32,
     max_size: u64,
+    limits: Limits,
 }
 
 impl FileOptions {
@@ -66,6 +68,12 @@ impl FileOptions {
         self.max_size = bytes;
         self
     }
+
+    /// Holds the loader's jobs to `limits` (none by default).
+    pub fn limits(mut self, limits: Limits) -> FileOptions {
+        self.limits = limits;
+        self
+    }
 }
 
 /// The request of a file load: the path's bytes.
@@ -79,6 +87,7 @@ pub struct ExecOptions {
     stream_lines: bool,
     kill_grace_ms: u32,
     max_output: u64,
+    limits: Limits,
 }
 
 impl ExecOptions {
@@ -107,6 +116,12 @@ impl ExecOptions {
     /// The most stdout accepted (0: the library's default).
     pub fn max_output(mut self, bytes: u64) -> ExecOptions {
         self.max_output = bytes;
+        self
+    }
+
+    /// Holds the loader's jobs (commands) to `limits` (none by default).
+    pub fn limits(mut self, limits: Limits) -> ExecOptions {
+        self.limits = limits;
         self
     }
 }
@@ -182,6 +197,8 @@ pub struct HttpOptions {
     max_connections: u32,
     user_agent: Option<String>,
     proxy: Option<String>,
+    limits: Limits,
+    max_per_host: u32,
 }
 
 impl HttpOptions {
@@ -189,6 +206,19 @@ impl HttpOptions {
     /// `loadstate/<version>`, the proxy the environment names.
     pub fn new() -> HttpOptions {
         HttpOptions::default()
+    }
+
+    /// Holds the loader's jobs (requests) to `limits` (none by default).
+    pub fn limits(mut self, limits: Limits) -> HttpOptions {
+        self.limits = limits;
+        self
+    }
+
+    /// The most connections open at once to one host (0: no limit);
+    /// libcurl holds the transfers over it.
+    pub fn max_per_host(mut self, connections: u32) -> HttpOptions {
+        self.max_per_host = connections;
+        self
     }
 
     /// The most connections at once (0: libcurl's default).
@@ -388,6 +418,9 @@ impl Runtime {
         let raw = sys::lds_file_options {
             chunk_size: options.chunk_size,
             max_size: options.max_size,
+            max_concurrent: options.limits.max_concurrent,
+            rate_per_s: options.limits.rate_per_s,
+            burst: options.limits.burst,
             ..sys::lds_file_options::INIT
         };
         let mut id = 0;
@@ -405,6 +438,9 @@ impl Runtime {
             flags: if options.stream_lines { sys::LDS_EXEC_STREAM_LINES } else { 0 },
             kill_grace_ms: options.kill_grace_ms,
             max_output: options.max_output,
+            max_concurrent: options.limits.max_concurrent,
+            rate_per_s: options.limits.rate_per_s,
+            burst: options.limits.burst,
             ..sys::lds_exec_options::INIT
         };
         let mut id = 0;
@@ -424,6 +460,10 @@ impl Runtime {
             max_connections: options.max_connections,
             user_agent: agent.as_ref().map_or(ptr::null(), |a| a.as_ptr()),
             proxy: proxy.as_ref().map_or(ptr::null(), |p| p.as_ptr()),
+            max_concurrent: options.limits.max_concurrent,
+            rate_per_s: options.limits.rate_per_s,
+            burst: options.limits.burst,
+            max_per_host: options.max_per_host,
             ..sys::lds_http_options::INIT
         };
         let mut id = 0;

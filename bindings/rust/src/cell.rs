@@ -194,6 +194,16 @@ impl Loadable {
         self.cell.cancel()
     }
 
+    /// Gives the load under way another priority: a job still waiting for
+    /// its loader's [`Limits`](crate::Limits) moves to its place for the
+    /// new priority; a running job is not affected. Kept for
+    /// [`refresh`](Loadable::refresh).
+    pub fn set_priority(&self, priority: i32) -> Result<()> {
+        // SAFETY: valid handle.
+        check(unsafe { sys::lds_loadable_set_priority(self.cell.raw(), self.cell.id, priority) })?;
+        Ok(())
+    }
+
     /// Cancels the running job, if any, and makes the cell absent.
     pub fn reset(&self) -> Result<()> {
         self.cell.reset()
@@ -281,6 +291,13 @@ impl Process {
                 &raw,
             )
         })?;
+        Ok(())
+    }
+
+    /// Gives the run under way another priority, as [`Loadable::set_priority`].
+    pub fn set_priority(&self, priority: i32) -> Result<()> {
+        // SAFETY: valid handle.
+        check(unsafe { sys::lds_process_set_priority(self.cell.raw(), self.cell.id, priority) })?;
         Ok(())
     }
 

@@ -79,13 +79,17 @@ impl Flags {
     pub const FROM_CACHE: Flags = Flags(sys::LDS_FLAG_FROM_CACHE);
     /// This state was restored because a load was cancelled.
     pub const CANCELLED: Flags = Flags(sys::LDS_FLAG_CANCELLED);
+    /// The load waits for its loader's [`Limits`](crate::Limits): the
+    /// loader has not been called yet.
+    pub const QUEUED: Flags = Flags(sys::LDS_FLAG_QUEUED);
 
-    const NAMES: [(Flags, &'static str); 5] = [
+    const NAMES: [(Flags, &'static str); 6] = [
         (Flags::REFRESHING, "REFRESHING"),
         (Flags::PARTIAL, "PARTIAL"),
         (Flags::STALE, "STALE"),
         (Flags::FROM_CACHE, "FROM_CACHE"),
         (Flags::CANCELLED, "CANCELLED"),
+        (Flags::QUEUED, "QUEUED"),
     ];
 
     /// The flags of raw bits, unknown bits included.

@@ -60,7 +60,7 @@ pub use error::{Error, ErrorKind, Result, strerror};
 pub use event::{ErrorDomain, Event, EventType, Flags, LoadError, Status};
 pub use loader::{Job, Loader, PANIC_ERROR_CODE};
 pub use metrics::{LoadMetrics, RuntimeStats};
-pub use options::{CachePolicy, Delivery, LoadOptions};
+pub use options::{CachePolicy, Delivery, Limits, LoadOptions};
 pub use runtime::Runtime;
 pub use std::sync::mpsc::{RecvTimeoutError, TryRecvError};
 

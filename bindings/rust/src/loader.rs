@@ -5,6 +5,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
 use crate::error::{Error, Result, check};
+use crate::options::Limits;
 use crate::runtime::Shared;
 use crate::sys;
 
@@ -34,12 +35,21 @@ pub struct Loader {
 }
 
 impl Loader {
-    pub(crate) fn new(shared: &Arc<Shared>, start: StartFn) -> Result<Loader> {
+    pub(crate) fn new(shared: &Arc<Shared>, start: StartFn, limits: Limits) -> Result<Loader> {
         let data = Box::into_raw(Box::new(LoaderData { shared: Arc::clone(shared), start }));
         let mut id = 0;
-        // SAFETY: valid handle; the library owns `data` from here on and
-        // gives it back exactly once to `free_loader`.
-        let rc = unsafe { sys::lds_loader_new(shared.raw(), Some(start_job), data.cast(), Some(free_loader), &mut id) };
+        let options = sys::lds_loader_options {
+            start: Some(start_job),
+            free_data: Some(free_loader),
+            loader_data: data.cast(),
+            max_concurrent: limits.max_concurrent,
+            rate_per_s: limits.rate_per_s,
+            burst: limits.burst,
+            ..sys::lds_loader_options::INIT
+        };
+        // SAFETY: valid handle and options; the library owns `data` from
+        // here on and gives it back exactly once to `free_loader`.
+        let rc = unsafe { sys::lds_loader_new_ex(shared.raw(), &options, &mut id) };
         if rc != sys::LDS_OK {
             // A failed call causes no callback: the data is still ours.
             // SAFETY: `data` came from Box::into_raw above and was not taken.

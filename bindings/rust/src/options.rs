@@ -42,6 +42,45 @@ pub struct LoadOptions {
     cache_policy: CachePolicy,
     fresh_ms: u32,
     max_age_ms: u64,
+    priority: i32,
+    refresh_interval_ms: u32,
+    poll_on_error: bool,
+}
+
+/// The limits of a loader's jobs (`max_concurrent`, `rate_per_s`, `burst`
+/// of its options): [`Runtime::loader_with_limits`](crate::Runtime::loader_with_limits),
+/// and the options of the built-in loaders.
+///
+/// A job that may not start yet waits in the loader's queue, higher
+/// [priority](LoadOptions::priority) first; its cells' events carry
+/// [`Flags::QUEUED`](crate::Flags::QUEUED) until it starts. All zero, the
+/// default, is no limit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Limits {
+    pub(crate) max_concurrent: u32,
+    pub(crate) rate_per_s: u32,
+    pub(crate) burst: u32,
+}
+
+impl Limits {
+    /// No limit.
+    pub fn new() -> Limits {
+        Limits::default()
+    }
+
+    /// The most jobs of the loader running at once (0: no limit).
+    pub fn max_concurrent(mut self, jobs: u32) -> Limits {
+        self.max_concurrent = jobs;
+        self
+    }
+
+    /// Jobs started per second, on average, and how many may start at once
+    /// after a pause (`burst`, 0 counting as 1). A rate of 0 is no limit.
+    pub fn rate(mut self, per_second: u32, burst: u32) -> Limits {
+        self.rate_per_s = per_second;
+        self.burst = burst;
+        self
+    }
 }
 
 /// How a load with a cache uses it (`LDS_POLICY_*`). Whatever the policy,
@@ -173,11 +212,35 @@ impl LoadOptions {
         self
     }
 
+    /// Where the job waits while its loader is at its [`Limits`]: higher
+    /// first, in call order within one priority (0 by default).
+    pub fn priority(mut self, priority: i32) -> LoadOptions {
+        self.priority = priority;
+        self
+    }
+
+    /// Polls: after each successful load, refreshes silently `interval`
+    /// after it ended (zero: no polling, the default). Polling stops after
+    /// a failure unless [`poll_on_error`](LoadOptions::poll_on_error), and
+    /// on cancel, reset, `set_*`, a new load or drop.
+    pub fn refresh_interval(mut self, interval: Duration) -> LoadOptions {
+        self.refresh_interval_ms = millis(interval);
+        self
+    }
+
+    /// Keeps polling after a failed load, with the retry back-off
+    /// (`LDS_LOAD_POLL_ON_ERROR`).
+    pub fn poll_on_error(mut self, keep: bool) -> LoadOptions {
+        self.poll_on_error = keep;
+        self
+    }
+
     /// The C struct; it borrows the interrupt delays and the cache key of `self`.
     pub(crate) fn to_raw(&self) -> sys::lds_load_options {
         sys::lds_load_options {
             flags: if self.silent { sys::LDS_LOAD_SILENT } else { 0 }
-                | if self.share { sys::LDS_LOAD_SHARE } else { 0 },
+                | if self.share { sys::LDS_LOAD_SHARE } else { 0 }
+                | if self.poll_on_error { sys::LDS_LOAD_POLL_ON_ERROR } else { 0 },
             timeout_ms: self.timeout_ms,
             interrupts_ms: if self.interrupts_ms.is_empty() { std::ptr::null() } else { self.interrupts_ms.as_ptr() },
             interrupt_count: self.interrupts_ms.len(),
@@ -192,6 +255,8 @@ impl LoadOptions {
             cache_policy: self.cache_policy.raw(),
             fresh_ms: self.fresh_ms,
             max_age_ms: self.max_age_ms,
+            priority: self.priority,
+            refresh_interval_ms: self.refresh_interval_ms,
             ..sys::lds_load_options::INIT
         }
     }

@@ -11,7 +11,7 @@ use std::time::Duration;
 use crate::cell::{CellFlavor, Events, Loadable, Process, Sink};
 use crate::error::{Error, Result, check};
 use crate::loader::{Job, Loader};
-use crate::options::Delivery;
+use crate::options::{Delivery, Limits, LoadOptions};
 use crate::sys;
 
 /// A loadstate runtime: one event loop on its own thread, which owns cells,
@@ -188,7 +188,52 @@ impl Runtime {
     where
         F: Fn(Job) + Send + Sync + 'static,
     {
-        Loader::new(&self.shared, Box::new(start))
+        Loader::new(&self.shared, Box::new(start), Limits::new())
+    }
+
+    /// A loader like [`loader`](Runtime::loader) whose jobs are held to
+    /// `limits`: a job over them waits in the loader's queue (higher
+    /// [priority](LoadOptions::priority) first) and its cells' events carry
+    /// [`Flags::QUEUED`](crate::Flags::QUEUED) until it starts. A queued
+    /// job that is cancelled, reset, superseded, timed out or dropped never
+    /// reaches `start`.
+    pub fn loader_with_limits<F>(&self, limits: Limits, start: F) -> Result<Loader>
+    where
+        F: Fn(Job) + Send + Sync + 'static,
+    {
+        Loader::new(&self.shared, Box::new(start), limits)
+    }
+
+    /// Pauses the polling of every cell of the runtime
+    /// ([`LoadOptions::refresh_interval`]): a refresh that falls due waits
+    /// for [`resume_polling`](Runtime::resume_polling). Loads under way, and
+    /// loads asked for, go on.
+    pub fn pause_polling(&self) -> Result<()> {
+        // SAFETY: valid handle.
+        check(unsafe { sys::lds_runtime_pause_polling(self.shared.raw()) })?;
+        Ok(())
+    }
+
+    /// Resumes polling: cells whose refresh fell due while paused refresh at once.
+    pub fn resume_polling(&self) -> Result<()> {
+        // SAFETY: valid handle.
+        check(unsafe { sys::lds_runtime_resume_polling(self.shared.raw()) })?;
+        Ok(())
+    }
+
+    /// Loads `request` with `loader` into the cache of `options` (required)
+    /// without a cell (`lds_prefetch`). A load of the same loader and cache
+    /// key made while the prefetch runs waits for its job, so the loader
+    /// runs once. A priority of 0 becomes
+    /// [`PRIORITY_PREFETCH`](crate::sys::LDS_PRIORITY_PREFETCH). Fails with
+    /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument)
+    /// without a cache.
+    pub fn prefetch(&self, loader: &Loader, request: &[u8], options: &LoadOptions) -> Result<()> {
+        let raw = options.to_raw();
+        let pointer = if request.is_empty() { std::ptr::null() } else { request.as_ptr().cast() };
+        // SAFETY: valid handle, buffer and options (borrowing `options`).
+        check(unsafe { sys::lds_prefetch(self.shared.raw(), loader.id(), pointer, request.len(), &raw) })?;
+        Ok(())
     }
 
     /// POLL mode: a descriptor that is readable while callbacks are pending.

@@ -62,9 +62,13 @@ pub const LDS_FLAG_PARTIAL: u32 = 1 << 1;
 pub const LDS_FLAG_STALE: u32 = 1 << 2;
 pub const LDS_FLAG_FROM_CACHE: u32 = 1 << 3;
 pub const LDS_FLAG_CANCELLED: u32 = 1 << 4;
+pub const LDS_FLAG_QUEUED: u32 = 1 << 6;
 
 pub const LDS_LOAD_SILENT: u32 = 1 << 0;
 pub const LDS_LOAD_SHARE: u32 = 1 << 1;
+pub const LDS_LOAD_POLL_ON_ERROR: u32 = 1 << 4;
+
+pub const LDS_PRIORITY_PREFETCH: i32 = -100;
 
 pub const LDS_DELIVER_LOOP: u32 = 0;
 pub const LDS_DELIVER_POLL: u32 = 1;
@@ -200,6 +204,8 @@ pub struct lds_load_options {
     pub cache_policy: u32,
     pub fresh_ms: u32,
     pub max_age_ms: u64,
+    pub priority: i32,
+    pub refresh_interval_ms: u32,
 }
 
 impl lds_load_options {
@@ -219,6 +225,8 @@ impl lds_load_options {
         cache_policy: LDS_POLICY_LOAD_ONLY,
         fresh_ms: 0,
         max_age_ms: 0,
+        priority: 0,
+        refresh_interval_ms: 0,
     };
 }
 
@@ -243,12 +251,21 @@ pub struct lds_file_options {
     pub size: u32,
     pub chunk_size: u32,
     pub max_size: u64,
+    pub max_concurrent: u32,
+    pub rate_per_s: u32,
+    pub burst: u32,
 }
 
 impl lds_file_options {
     /// The value of `LDS_FILE_OPTIONS_INIT`.
-    pub const INIT: Self =
-        lds_file_options { size: core::mem::size_of::<lds_file_options>() as u32, chunk_size: 0, max_size: 0 };
+    pub const INIT: Self = lds_file_options {
+        size: core::mem::size_of::<lds_file_options>() as u32,
+        chunk_size: 0,
+        max_size: 0,
+        max_concurrent: 0,
+        rate_per_s: 0,
+        burst: 0,
+    };
 }
 
 #[repr(C)]
@@ -258,6 +275,9 @@ pub struct lds_exec_options {
     pub flags: u32,
     pub kill_grace_ms: u32,
     pub max_output: u64,
+    pub max_concurrent: u32,
+    pub rate_per_s: u32,
+    pub burst: u32,
 }
 
 impl lds_exec_options {
@@ -267,6 +287,9 @@ impl lds_exec_options {
         flags: 0,
         kill_grace_ms: 0,
         max_output: 0,
+        max_concurrent: 0,
+        rate_per_s: 0,
+        burst: 0,
     };
 }
 
@@ -296,6 +319,10 @@ pub struct lds_http_options {
     pub max_connections: u32,
     pub user_agent: *const c_char,
     pub proxy: *const c_char,
+    pub max_concurrent: u32,
+    pub rate_per_s: u32,
+    pub burst: u32,
+    pub max_per_host: u32,
 }
 
 impl lds_http_options {
@@ -305,6 +332,10 @@ impl lds_http_options {
         max_connections: 0,
         user_agent: core::ptr::null(),
         proxy: core::ptr::null(),
+        max_concurrent: 0,
+        rate_per_s: 0,
+        burst: 0,
+        max_per_host: 0,
     };
 }
 
@@ -646,6 +677,9 @@ pub struct lds_loader_options {
     pub cancel: Option<lds_loader_cancel_fn>,
     pub free_data: Option<lds_free_fn>,
     pub loader_data: *mut c_void,
+    pub max_concurrent: u32,
+    pub rate_per_s: u32,
+    pub burst: u32,
 }
 
 impl lds_loader_options {
@@ -656,6 +690,9 @@ impl lds_loader_options {
         cancel: None,
         free_data: None,
         loader_data: core::ptr::null_mut(),
+        max_concurrent: 0,
+        rate_per_s: 0,
+        burst: 0,
     };
 }
 
@@ -807,4 +844,16 @@ unsafe extern "C" {
     pub fn lds_process_cancel(rt: *mut lds_runtime, cell: lds_id) -> c_int;
     pub fn lds_process_reset(rt: *mut lds_runtime, cell: lds_id) -> c_int;
     pub fn lds_process_set_progress(rt: *mut lds_runtime, cell: lds_id, enabled: c_int) -> c_int;
+
+    pub fn lds_loadable_set_priority(rt: *mut lds_runtime, cell: lds_id, priority: i32) -> c_int;
+    pub fn lds_process_set_priority(rt: *mut lds_runtime, cell: lds_id, priority: i32) -> c_int;
+    pub fn lds_runtime_pause_polling(rt: *mut lds_runtime) -> c_int;
+    pub fn lds_runtime_resume_polling(rt: *mut lds_runtime) -> c_int;
+    pub fn lds_prefetch(
+        rt: *mut lds_runtime,
+        loader: lds_id,
+        request: *const c_void,
+        len: usize,
+        opts: *const lds_load_options,
+    ) -> c_int;
 }

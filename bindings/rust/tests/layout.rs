@@ -73,19 +73,23 @@ int main(void) {
   FIELD(lds_load_options, retries); FIELD(lds_load_options, retry_base_ms);
   FIELD(lds_load_options, retry_max_ms); FIELD(lds_load_options, cache); FIELD(lds_load_options, cache_key);
   FIELD(lds_load_options, cache_key_len); FIELD(lds_load_options, cache_policy); FIELD(lds_load_options, fresh_ms);
-  FIELD(lds_load_options, max_age_ms);
+  FIELD(lds_load_options, max_age_ms); FIELD(lds_load_options, priority);
+  FIELD(lds_load_options, refresh_interval_ms);
   SIZE(lds_id);
   SIZE(lds_file_options);
   FIELD(lds_file_options, size); FIELD(lds_file_options, chunk_size); FIELD(lds_file_options, max_size);
+  FIELD(lds_file_options, max_concurrent); FIELD(lds_file_options, rate_per_s); FIELD(lds_file_options, burst);
   SIZE(lds_exec_options);
   FIELD(lds_exec_options, size); FIELD(lds_exec_options, flags); FIELD(lds_exec_options, kill_grace_ms);
-  FIELD(lds_exec_options, max_output);
+  FIELD(lds_exec_options, max_output); FIELD(lds_exec_options, max_concurrent);
+  FIELD(lds_exec_options, rate_per_s); FIELD(lds_exec_options, burst);
   SIZE(lds_exec_request);
   FIELD(lds_exec_request, size); FIELD(lds_exec_request, argv); FIELD(lds_exec_request, env);
   FIELD(lds_exec_request, cwd);
   SIZE(lds_http_options);
   FIELD(lds_http_options, size); FIELD(lds_http_options, max_connections); FIELD(lds_http_options, user_agent);
-  FIELD(lds_http_options, proxy);
+  FIELD(lds_http_options, proxy); FIELD(lds_http_options, max_concurrent); FIELD(lds_http_options, rate_per_s);
+  FIELD(lds_http_options, burst); FIELD(lds_http_options, max_per_host);
   SIZE(lds_http_request);
   FIELD(lds_http_request, size); FIELD(lds_http_request, method); FIELD(lds_http_request, url);
   FIELD(lds_http_request, headers); FIELD(lds_http_request, header_count); FIELD(lds_http_request, body);
@@ -111,6 +115,7 @@ int main(void) {
   SIZE(lds_loader_options);
   FIELD(lds_loader_options, size); FIELD(lds_loader_options, start); FIELD(lds_loader_options, cancel);
   FIELD(lds_loader_options, free_data); FIELD(lds_loader_options, loader_data);
+  FIELD(lds_loader_options, max_concurrent); FIELD(lds_loader_options, rate_per_s); FIELD(lds_loader_options, burst);
   SIZE(lds_op);
   FIELD(lds_op, op); FIELD(lds_op, code); FIELD(lds_op, target); FIELD(lds_op, loader); FIELD(lds_op, data);
   FIELD(lds_op, data_len);
@@ -324,11 +329,13 @@ fn structs_and_constants_match_the_c_header() {
         }};
     }
     fields!(lds_load_options: size, flags, timeout_ms, interrupts_ms, interrupt_count, retries, retry_base_ms,
-        retry_max_ms, cache, cache_key, cache_key_len, cache_policy, fresh_ms, max_age_ms);
-    fields!(lds_file_options: size, chunk_size, max_size);
-    fields!(lds_exec_options: size, flags, kill_grace_ms, max_output);
+        retry_max_ms, cache, cache_key, cache_key_len, cache_policy, fresh_ms, max_age_ms, priority,
+        refresh_interval_ms);
+    fields!(lds_file_options: size, chunk_size, max_size, max_concurrent, rate_per_s, burst);
+    fields!(lds_exec_options: size, flags, kill_grace_ms, max_output, max_concurrent, rate_per_s, burst);
     fields!(lds_exec_request: size, argv, env, cwd);
-    fields!(lds_http_options: size, max_connections, user_agent, proxy);
+    fields!(lds_http_options: size, max_connections, user_agent, proxy, max_concurrent, rate_per_s, burst,
+        max_per_host);
     fields!(lds_http_request: size, method, url, headers, header_count, body, body_len, timeout_ms,
         max_redirects, max_body, flags);
     fields!(lds_http_response: status, headers, headers_len, body, body_len);
@@ -339,7 +346,7 @@ fn structs_and_constants_match_the_c_header() {
     fields!(lds_cache_key_list: count, keys, lengths, block);
     fields!(lds_record: size, what, user_data, job, event);
     fields!(lds_op: op, code, target, loader, data, data_len);
-    fields!(lds_loader_options: size, start, cancel, free_data, loader_data);
+    fields!(lds_loader_options: size, start, cancel, free_data, loader_data, max_concurrent, rate_per_s, burst);
     fields!(lds_inspector_options: size, flags, max_clients, interval_ms, idle_timeout_ms, max_cells);
     let io = lds_inspector_options::INIT;
     checker.check(
@@ -406,8 +413,11 @@ fn structs_and_constants_match_the_c_header() {
         LDS_FLAG_STALE,
         LDS_FLAG_FROM_CACHE,
         LDS_FLAG_CANCELLED,
+        LDS_FLAG_QUEUED,
         LDS_LOAD_SILENT,
         LDS_LOAD_SHARE,
+        LDS_LOAD_POLL_ON_ERROR,
+        LDS_PRIORITY_PREFETCH,
         LDS_POLICY_LOAD_ONLY,
         LDS_POLICY_CACHE_FIRST,
         LDS_POLICY_CACHE_THEN_LOAD,

@@ -64,7 +64,7 @@ final class CurlMulti {
     /// libcurl's global set-up, done once per process before any handle.
     static let globalReady: Bool = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK
 
-    init?(loop: UnsafeMutablePointer<uv_loop_t>, maxConnections: Int) {
+    init?(loop: UnsafeMutablePointer<uv_loop_t>, maxConnections: Int, maxPerHost: Int = 0) {
         guard Self.globalReady else { return nil }
         let epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
         guard epoll >= 0 else { return nil }
@@ -94,6 +94,10 @@ final class CurlMulti {
         }, me)
         if maxConnections > 0 {
             lds_multi_setopt_long(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, maxConnections)
+        }
+        if maxPerHost > 0 {
+            // Transfers over it wait inside curl until a connection is free.
+            lds_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, maxPerHost)
         }
         // Keep idle connections for reuse. curl's default sizes the cache by
         // the handles currently added, and each transfer's handle leaves as

@@ -14,6 +14,8 @@ import CCurl
     @usableFromInline package struct Options: Sendable {
         /// The most connections open at once; 0 for curl's default.
         @usableFromInline package var maxConnections: Int
+        /// The most connections open at once to one host; 0 for no limit.
+        @usableFromInline package var maxPerHost: Int = 0
         @usableFromInline package var userAgent: String
         /// The proxy to use: nil follows the environment (`http_proxy`,
         /// `https_proxy`, `no_proxy`, as curl does); "" uses none.
@@ -65,7 +67,8 @@ import CCurl
             return fail(LoadError(.invalidArgument, message: "only http and https are allowed: \(request.url)"))
         }
         if multi == nil {
-            multi = CurlMulti(loop: runtime.loop.loop, maxConnections: options.maxConnections)
+            multi = CurlMulti(loop: runtime.loop.loop, maxConnections: options.maxConnections,
+                              maxPerHost: options.maxPerHost)
         }
         guard let multi,
               let transfer = HTTPTransfer(job: job, runtime: runtime, request: request, options: options, multi: multi)

@@ -1449,8 +1449,9 @@ typedef struct lds_load_metrics {
   uint64_t timed_out;       /* ended by their timeout (or a job failing with LDS_ETIMEDOUT) */
   uint64_t retried;         /* retries: attempts after the first */
   uint64_t shared;          /* loads that joined another load's running job (LDS_LOAD_SHARE) */
-  uint64_t jobs_started;    /* jobs the loader started (a runtime: its loaders alive) */
-  uint64_t jobs_in_flight;  /* jobs started and not yet ended (likewise) */
+  uint64_t jobs_started;    /* jobs the loader made (a runtime: its loaders alive), those its
+                             * limits queue included */
+  uint64_t jobs_in_flight;  /* jobs made and not yet ended, queued ones included (likewise) */
   /* Latency of the loads that ended, from the load's start (on the loop
    * thread) to its end, every attempt and back-off included. */
   uint64_t latency_count;   /* loads measured: succeeded + failed + cancelled + timed_out */
@@ -1558,7 +1559,8 @@ int lds_runtime_metrics_text(lds_runtime *rt, char *buf, size_t cap, size_t *len
 
 /* lds_observation.what */
 #define LDS_OBSERVE_EVENT      1  /* a cell event (after the cell's own callback got it) */
-#define LDS_OBSERVE_JOB_START  2  /* a job starts: just before its loader's start function */
+#define LDS_OBSERVE_JOB_START  2  /* a job starts: just before its loader's start function (a job
+                                   * a loader's limits queue: when it is admitted) */
 #define LDS_OBSERVE_JOB_END    3  /* a job ended */
 
 /* lds_observation.outcome, for LDS_OBSERVE_JOB_END */
@@ -1577,8 +1579,8 @@ typedef struct lds_observation {
   const lds_event *event;   /* EVENT: the event, as the cell's callback gets it; NULL otherwise */
   lds_id job;               /* JOB_*: the job */
   lds_id loader;            /* JOB_*: its loader */
-  lds_id cell;              /* JOB_START: the cell whose load starts it (cells that share the
-                             * job later are not named); 0 otherwise */
+  lds_id cell;              /* JOB_START: the first cell waiting for it (others that share it
+                             * are not named); 0 otherwise */
   uint32_t attempt;         /* JOB_*: 1 for the first try, 2 for the first retry, ... */
   uint32_t outcome;         /* JOB_END: LDS_JOB_* */
   int32_t error_domain;     /* JOB_END with LDS_JOB_FAILED: LDS_DOMAIN_*; 0 otherwise */

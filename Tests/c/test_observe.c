@@ -167,3 +167,72 @@ TEST(test_observe_bad_arguments) {
   rt_free(rt);
   CHECK_RC(lds_runtime_observe(rt, observe, &log, NULL), LDS_ECLOSED);
 }
+
+/* A loader with max_concurrent = 1: the second job waits in its queue. */
+typedef struct limited {
+  lds_id jobs[4];
+  int starts;
+} limited;
+
+static void limited_start(lds_runtime *rt, lds_id job, const void *request, size_t len, void *data) {
+  (void)rt, (void)request, (void)len;
+  limited *l = data;
+  harness_lock();
+  if (l->starts < 4) l->jobs[l->starts] = job;
+  l->starts++;
+  harness_notify();
+  harness_unlock();
+}
+
+TEST(test_observe_a_queued_job_starts_when_admitted) {
+  lds_runtime *rt = rt_new(LDS_DELIVER_LOOP);
+  observer_log log = {0};
+  REQUIRE_RC(lds_runtime_observe(rt, observe, &log, NULL), LDS_OK);
+  limited l = {0};
+  lds_loader_options o = LDS_LOADER_OPTIONS_INIT;
+  o.start = limited_start;
+  o.loader_data = &l;
+  o.max_concurrent = 1;
+  lds_id loader;
+  REQUIRE_RC(lds_loader_new_ex(rt, &o, &loader), LDS_OK);
+  recorder ra, rb;
+  rec_init(&ra, rt);
+  rec_init(&rb, rt);
+  lds_id a = cell_new(rt, &ra), b = cell_new(rt, &rb);
+  REQUIRE_RC(lds_loadable_load(rt, a, loader, "a", 1, NULL), LDS_OK);
+  REQUIRE(WAIT_FOR(l.starts == 1));
+  REQUIRE_RC(lds_loadable_load(rt, b, loader, "b", 1, NULL), LDS_OK);
+  /* b's LOADING (flagged QUEUED) is seen, its job's start is not. */
+  REQUIRE(REC_WAIT(&rb, 1));
+  REQUIRE(WAIT_FOR(log.count >= 3));
+  harness_lock();
+  size_t starts = 0;
+  for (size_t i = 0; i < log.count; i++) starts += log.items[i].what == LDS_OBSERVE_JOB_START;
+  harness_unlock();
+  CHECK_EQ(starts, 1);
+  lds_runtime_statistics st = LDS_RUNTIME_STATISTICS_INIT;
+  REQUIRE_RC(lds_runtime_stats(rt, &st), LDS_OK);
+  CHECK_EQ(st.loads.started, 2);
+  REQUIRE_RC(lds_job_succeed(rt, l.jobs[0], "A", 1), LDS_OK);
+  REQUIRE(WAIT_FOR(l.starts == 2));
+  /* Now b's job starts: observed with its cell. */
+  REQUIRE(WAIT_FOR(log.count >= 7));
+  harness_lock();
+  const seen *start_b = NULL;
+  for (size_t i = 0; i < log.count; i++)
+    if (log.items[i].what == LDS_OBSERVE_JOB_START && log.items[i].job == l.jobs[1]) start_b = &log.items[i];
+  CHECK(start_b != NULL);
+  if (start_b) {
+    CHECK_EQ(start_b->cell, b);
+    CHECK_STR(start_b->request, "b");
+  }
+  harness_unlock();
+  REQUIRE_RC(lds_job_succeed(rt, l.jobs[1], "B", 1), LDS_OK);
+  /* LOADING flagged QUEUED, LOADING when it starts, LOADED. */
+  REQUIRE(REC_WAIT(&rb, 3));
+  CHECK_EQ(rec_last(&rb)->status, LDS_LOADED);
+  rt_free(rt);
+  REQUIRE_RC(lds_runtime_stats(rt, &st), LDS_ECLOSED);
+  rec_destroy(&ra);
+  rec_destroy(&rb);
+}

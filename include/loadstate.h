@@ -1463,6 +1463,17 @@ typedef struct lds_load_metrics {
   uint64_t latency_p90_us;
   uint64_t latency_p99_us;
   uint64_t latency_buckets[LDS_LATENCY_BUCKETS];
+  /* Loader limits (see "Scheduling"): the jobs the loader's queue held, and
+   * how long they waited there, from queued to admitted (jobs cancelled
+   * in the queue are not measured), in the same buckets and quantiles. */
+  uint64_t jobs_queued;
+  uint64_t queue_wait_count;
+  uint64_t queue_wait_sum_us;
+  uint64_t queue_wait_max_us;
+  uint64_t queue_wait_p50_us;
+  uint64_t queue_wait_p90_us;
+  uint64_t queue_wait_p99_us;
+  uint64_t queue_wait_buckets[LDS_LATENCY_BUCKETS];
 } lds_load_metrics;
 
 /* One loader alive and its counters. */
@@ -1533,6 +1544,8 @@ int lds_runtime_stats(lds_runtime *rt, lds_runtime_statistics *out);
  *   loadstate_loads_shared_total                 counter
  *   loadstate_jobs_started_total                 counter
  *   loadstate_jobs_in_flight                     gauge
+ *   loadstate_jobs_queued_total                  counter (loader limits)
+ *   loadstate_job_queue_wait_seconds             histogram, as the load duration's
  *   loadstate_load_duration_seconds              histogram (le: 2^i microseconds, +Inf)
  *   loadstate_load_duration_quantile_seconds     gauge, quantile="0.5", "0.9", "0.99", "1" (the maximum)
  *   loadstate_cells_alive, loadstate_metrics_enabled   gauges

@@ -67,6 +67,17 @@ func loadMetrics(_ l: LoadCounters) -> lds_load_metrics {
         let buckets = raw.bindMemory(to: UInt64.self)
         for (i, n) in l.latency.buckets.enumerated() where i < buckets.count { buckets[i] = n }
     }
+    m.jobs_queued = l.jobsQueued
+    m.queue_wait_count = l.queueWait.count
+    m.queue_wait_sum_us = l.queueWait.sumNs / 1000
+    m.queue_wait_max_us = l.queueWait.maxNs / 1000
+    m.queue_wait_p50_us = l.queueWait.quantileUs(0.5)
+    m.queue_wait_p90_us = l.queueWait.quantileUs(0.9)
+    m.queue_wait_p99_us = l.queueWait.quantileUs(0.99)
+    withUnsafeMutableBytes(of: &m.queue_wait_buckets) { raw in
+        let buckets = raw.bindMemory(to: UInt64.self)
+        for (i, n) in l.queueWait.buckets.enumerated() where i < buckets.count { buckets[i] = n }
+    }
     return m
 }
 

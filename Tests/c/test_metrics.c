@@ -267,3 +267,73 @@ TEST(test_metrics_text_is_bounded_by_the_callers_buffer) {
   free(text);
   fixture_finish(&f);
 }
+
+/* A loader with max_concurrent = 1: its second job waits in the queue. */
+static lds_id queued_jobs[4];
+static int queued_starts;
+
+static void queued_start(lds_runtime *rt, lds_id job, const void *request, size_t len, void *data) {
+  (void)rt, (void)request, (void)len, (void)data;
+  harness_lock();
+  if (queued_starts < 4) queued_jobs[queued_starts] = job;
+  queued_starts++;
+  harness_notify();
+  harness_unlock();
+}
+
+TEST(test_metrics_count_queued_jobs_and_their_wait) {
+  lds_runtime *rt = rt_new(LDS_DELIVER_LOOP);
+  lds_loader_options o = LDS_LOADER_OPTIONS_INIT;
+  o.start = queued_start;
+  o.max_concurrent = 1;
+  lds_id loader;
+  REQUIRE_RC(lds_loader_new_ex(rt, &o, &loader), LDS_OK);
+  recorder ra, rb, rc;
+  rec_init(&ra, rt);
+  rec_init(&rb, rt);
+  rec_init(&rc, rt);
+  lds_id a = cell_new(rt, &ra), b = cell_new(rt, &rb), c = cell_new(rt, &rc);
+  REQUIRE_RC(lds_loadable_load(rt, a, loader, "a", 1, NULL), LDS_OK);
+  REQUIRE(WAIT_FOR(queued_starts == 1));
+  REQUIRE_RC(lds_loadable_load(rt, b, loader, "b", 1, NULL), LDS_OK);
+  REQUIRE_RC(lds_loadable_load(rt, c, loader, "c", 1, NULL), LDS_OK);
+  lds_runtime_statistics st;
+  lds_loader_metrics loaders[1];
+  /* b and c wait behind a (the commands run in order: both are queued
+   * before a's success is applied); each is measured when admitted. */
+  REQUIRE_RC(lds_job_succeed(rt, queued_jobs[0], "A", 1), LDS_OK);
+  REQUIRE(WAIT_FOR(queued_starts == 2));
+  stats(rt, &st, loaders, 1, NULL, 0);
+  CHECK_EQ(st.loads.jobs_queued, 2);
+  CHECK_EQ(st.loads.queue_wait_count, 1);
+  REQUIRE_RC(lds_job_succeed(rt, queued_jobs[1], "B", 1), LDS_OK);
+  REQUIRE(WAIT_FOR(queued_starts == 3));
+  stats(rt, &st, loaders, 1, NULL, 0);
+  CHECK_EQ(st.loads.jobs_queued, 2);
+  CHECK_EQ(st.loads.queue_wait_count, 2);
+  uint64_t n = 0;
+  for (int i = 0; i < LDS_LATENCY_BUCKETS; i++) n += st.loads.queue_wait_buckets[i];
+  CHECK_EQ(n, 2);
+  CHECK_OP(st.loads.queue_wait_p50_us, <=, st.loads.queue_wait_max_us);
+  CHECK_OP(st.loads.queue_wait_sum_us, >=, st.loads.queue_wait_max_us);
+  CHECK_EQ(loaders[0].loads.jobs_queued, 2);
+  CHECK_EQ(loaders[0].loads.queue_wait_count, 2);
+  size_t len = 0;
+  CHECK_RC(lds_runtime_metrics_text(rt, NULL, 0, &len), LDS_ETOOBIG);
+  char *text = malloc(len + 1);
+  REQUIRE(text != NULL);
+  REQUIRE_RC(lds_runtime_metrics_text(rt, text, len + 1, &len), LDS_OK);
+  char want[128];
+  snprintf(want, sizeof want, "\nloadstate_jobs_queued_total{loader=\"%llu\"} 2\n", (unsigned long long)loader);
+  CHECK(strstr(text, want) != NULL);
+  snprintf(want, sizeof want, "\nloadstate_job_queue_wait_seconds_count{loader=\"%llu\"} 2\n",
+           (unsigned long long)loader);
+  CHECK(strstr(text, want) != NULL);
+  free(text);
+  REQUIRE_RC(lds_job_succeed(rt, queued_jobs[2], "C", 1), LDS_OK);
+  REQUIRE(REC_WAIT(&rc, 3));
+  rt_free(rt);
+  rec_destroy(&ra);
+  rec_destroy(&rb);
+  rec_destroy(&rc);
+}

@@ -577,6 +577,7 @@ protocol RuntimeResident: AnyObject {
             job.priority = priority
             guard admitted else {
                 job.admissionPhase = .waiting
+                if runtime.metrics.isEnabled { runtime.noteQueued(job) }
                 // Made here, where the job's types are known: its start runs specialized.
                 job.admissionTicket = admission.enqueue(priority: priority, job.admissionStart())
                 if !shownQueued { showQueued(true) }

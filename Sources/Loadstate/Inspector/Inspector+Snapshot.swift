@@ -116,6 +116,9 @@ extension Inspector {
         w.field("p90_us", l.latency.quantileUs(0.9))
         w.field("p99_us", l.latency.quantileUs(0.99))
         w.field("max_us", l.latency.maxNs / 1000)
+        w.field("queued", l.jobsQueued)
+        w.field("queue_wait_p50_us", l.queueWait.quantileUs(0.5))
+        w.field("queue_wait_max_us", l.queueWait.maxNs / 1000)
         w.endObject()
     }
 }

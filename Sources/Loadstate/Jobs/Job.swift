@@ -83,6 +83,8 @@ import CLibUV
     /// The runtime observer that saw the job start, and when (see `RuntimeObserver`).
     @exclusivity(unchecked) weak var observer: RuntimeObserver?
     @exclusivity(unchecked) var observedStartNs: UInt64 = 0
+    /// When a loader's limits queued it (`uv_hrtime`; 0: not queued, or metrics off).
+    @exclusivity(unchecked) var queuedAtNs: UInt64 = 0
     /// When it started, on the loop's clock (`uv_now`), for the inspector.
     let startedAtMs: UInt64
 
@@ -128,6 +130,7 @@ import CLibUV
     /// Loop: calls the loader's `start`; operations submitted from inside
     /// it are applied when it returns.
     func begin() {
+        if queuedAtNs != 0 { runtime.noteAdmitted(self) }
         runtime.observeJobStart(self)
         isStarting = true
         loader.start(self, runtime: runtime)

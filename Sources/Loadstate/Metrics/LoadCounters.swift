@@ -10,6 +10,11 @@
     @usableFromInline package var jobsStarted: UInt64 = 0
     @usableFromInline package var jobsEnded: UInt64 = 0
     @usableFromInline package var latency = LatencyHistogram()
+    /// Jobs a loader's limits held in its queue (see `Admission`).
+    @usableFromInline package var jobsQueued: UInt64 = 0
+    /// How long queued jobs waited before their loader was called (jobs
+    /// that left the queue cancelled are not measured).
+    @usableFromInline package var queueWait = LatencyHistogram()
 
     @usableFromInline package init() {}
 

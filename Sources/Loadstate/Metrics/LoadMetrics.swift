@@ -35,15 +35,19 @@ import CLibUV
     /// the rest.
     @usableFromInline package static let latencyBuckets = 32
 
-    // Slots: the counters first, then the latency buckets.
+    // Slots: the counters, the latency buckets, then the queue's counters
+    // and the queue-wait buckets.
     private enum Slot: Int {
         case started, succeeded, failed, cancelled, timedOut, retried, shared, jobsStarted, jobsEnded
         case latencyCount, latencySumNs, latencyMaxNs
         static let firstBucket = 12
+        static let jobsQueued = firstBucket + latencyBuckets
+        static let waitCount = jobsQueued + 1, waitSumNs = jobsQueued + 2, waitMaxNs = jobsQueued + 3
+        static let firstWaitBucket = jobsQueued + 4
     }
 
     private let slots: UnsafeMutablePointer<UInt64>
-    private static let slotCount = Slot.firstBucket + latencyBuckets
+    private static let slotCount = Slot.firstWaitBucket + latencyBuckets
 
     @usableFromInline package init() {
         slots = counterBlock(Self.slotCount)
@@ -70,6 +74,15 @@ import CLibUV
     @inline(__always) func loadRetried() { bump(Slot.retried.rawValue) }
     @inline(__always) func jobStarted() { bump(Slot.jobsStarted.rawValue) }
     @inline(__always) func jobEnded() { bump(Slot.jobsEnded.rawValue) }
+    @inline(__always) func jobQueued() { bump(Slot.jobsQueued) }
+
+    /// A queued job was admitted after waiting `ns` nanoseconds.
+    func jobWaited(ns: UInt64) {
+        bump(Slot.waitCount)
+        bump(Slot.waitSumNs, by: ns)
+        if ns > read(Slot.waitMaxNs) { lds_counter_store(slots + Slot.waitMaxNs, ns) }
+        bump(Slot.firstWaitBucket + Self.bucket(ns: ns))
+    }
 
     /// A load ended after `ns` nanoseconds.
     func loadEnded(_ outcome: LoadOutcome, ns: UInt64) {
@@ -106,6 +119,11 @@ import CLibUV
         c.latency.sumNs = read(Slot.latencySumNs.rawValue)
         c.latency.maxNs = read(Slot.latencyMaxNs.rawValue)
         c.latency.buckets = (0..<Self.latencyBuckets).map { read(Slot.firstBucket + $0) }
+        c.jobsQueued = read(Slot.jobsQueued)
+        c.queueWait.count = read(Slot.waitCount)
+        c.queueWait.sumNs = read(Slot.waitSumNs)
+        c.queueWait.maxNs = read(Slot.waitMaxNs)
+        c.queueWait.buckets = (0..<Self.latencyBuckets).map { read(Slot.firstWaitBucket + $0) }
         return c
     }
 }

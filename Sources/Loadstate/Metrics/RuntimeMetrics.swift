@@ -47,6 +47,19 @@ import CLibUV
         loader.loadRetried()
     }
 
+    @inline(__always) func jobQueued(_ loader: LoadMetrics) {
+        loads.jobQueued()
+        loader.jobQueued()
+    }
+
+    /// A job queued at `queuedAtNs` (`uv_hrtime`) was admitted now.
+    func jobAdmitted(_ loader: LoadMetrics, queuedAtNs: UInt64) {
+        let now = uv_hrtime()
+        let ns = now >= queuedAtNs ? now - queuedAtNs : 0
+        loads.jobWaited(ns: ns)
+        loader.jobWaited(ns: ns)
+    }
+
     /// A load that began at `startedAtNs` (`uv_hrtime`) ended now.
     func loadEnded(_ outcome: LoadOutcome, _ loader: LoadMetrics, startedAtNs: UInt64) {
         let now = uv_hrtime()

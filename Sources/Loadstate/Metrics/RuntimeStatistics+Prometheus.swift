@@ -34,22 +34,14 @@ extension RuntimeStatistics {
         counter("loadstate_load_retries_total", "Retries: attempts of a load after its first.") { $0.retried }
         counter("loadstate_loads_shared_total", "Loads that joined another load's running job.") { $0.shared }
         counter("loadstate_jobs_started_total", "Jobs started by loaders.") { $0.jobsStarted }
-        w.family("loadstate_jobs_in_flight", "gauge", "Jobs started and not yet ended.")
+        w.family("loadstate_jobs_in_flight", "gauge", "Jobs made and not yet ended (queued ones included).")
         for s in series { w.sample("loadstate_jobs_in_flight", s.label, s.loads.jobsInFlight) }
+        counter("loadstate_jobs_queued_total", "Jobs a loader's limits held in its queue.") { $0.jobsQueued }
 
-        let duration = "loadstate_load_duration_seconds"
-        w.family(duration, "histogram", "Time from a load's start to its end (retries included).")
-        for s in series {
-            let h = s.loads.latency
-            var cumulative: UInt64 = 0
-            for (i, n) in h.buckets.enumerated() {
-                cumulative &+= n
-                let le = i == h.buckets.count - 1 ? "+Inf" : seconds(us: LatencyHistogram.upperBoundUs(i))
-                w.sample(duration + "_bucket", s.label + ",le=\"\(le)\"", cumulative)
-            }
-            w.sample(duration + "_sum", s.label, seconds(ns: h.sumNs))
-            w.sample(duration + "_count", s.label, cumulative)
-        }
+        histogram(&w, series, "loadstate_load_duration_seconds",
+                  "Time from a load's start to its end (retries included).") { $0.latency }
+        histogram(&w, series, "loadstate_job_queue_wait_seconds",
+                  "Time queued jobs waited for their loader's limits.") { $0.queueWait }
         let quantiles = "loadstate_load_duration_quantile_seconds"
         w.family(quantiles, "gauge",
                  "Load durations: quantiles estimated from the histogram's buckets; quantile 1 is the maximum.")
@@ -75,6 +67,22 @@ extension RuntimeStatistics {
         return w.text
     }
 
+    private func histogram(_ w: inout PrometheusWriter, _ series: [(label: String, loads: LoadCounters)],
+                           _ name: String, _ help: String, _ pick: (LoadCounters) -> LatencyHistogram) {
+        w.family(name, "histogram", help)
+        for s in series {
+            let h = pick(s.loads)
+            var cumulative: UInt64 = 0
+            for (i, n) in h.buckets.enumerated() {
+                cumulative &+= n
+                let le = i == h.buckets.count - 1 ? "+Inf" : seconds(us: LatencyHistogram.upperBoundUs(i))
+                w.sample(name + "_bucket", s.label + ",le=\"\(le)\"", cumulative)
+            }
+            w.sample(name + "_sum", s.label, seconds(ns: h.sumNs))
+            w.sample(name + "_count", s.label, cumulative)
+        }
+    }
+
     /// The loads of loaders no longer alive: the totals minus the loaders
     /// alive (0 where a counter read meanwhile makes it negative).
     var freedLoads: LoadCounters {
@@ -93,6 +101,12 @@ extension RuntimeStatistics {
             for i in live.latency.buckets.indices where i < l.latency.buckets.count {
                 live.latency.buckets[i] &+= l.latency.buckets[i]
             }
+            live.jobsQueued &+= l.jobsQueued
+            live.queueWait.count &+= l.queueWait.count
+            live.queueWait.sumNs &+= l.queueWait.sumNs
+            for i in live.queueWait.buckets.indices where i < l.queueWait.buckets.count {
+                live.queueWait.buckets[i] &+= l.queueWait.buckets[i]
+            }
         }
         func minus(_ a: UInt64, _ b: UInt64) -> UInt64 { a >= b ? a - b : 0 }
         var freed = LoadCounters()
@@ -108,6 +122,13 @@ extension RuntimeStatistics {
         for i in freed.latency.buckets.indices where i < loads.latency.buckets.count {
             freed.latency.buckets[i] = minus(loads.latency.buckets[i], live.latency.buckets[i])
         }
+        freed.jobsQueued = minus(loads.jobsQueued, live.jobsQueued)
+        freed.queueWait.count = minus(loads.queueWait.count, live.queueWait.count)
+        freed.queueWait.sumNs = minus(loads.queueWait.sumNs, live.queueWait.sumNs)
+        for i in freed.queueWait.buckets.indices where i < loads.queueWait.buckets.count {
+            freed.queueWait.buckets[i] = minus(loads.queueWait.buckets[i], live.queueWait.buckets[i])
+        }
+        freed.queueWait.maxNs = freed.queueWait.buckets.contains { $0 > 0 } ? loads.queueWait.maxNs : 0
         // The maximum of the freed loaders is not kept apart: the runtime's
         // maximum when the freed loaders measured any load.
         freed.latency.maxNs = freed.latency.buckets.contains { $0 > 0 } ? loads.latency.maxNs : 0

@@ -1,3 +1,5 @@
+import CLibUV
+
 /// A loader's metrics, whatever its Value and Request types.
 protocol MetricsSource: AnyObject {
     var metrics: LoadMetrics { get }
@@ -6,6 +8,18 @@ protocol MetricsSource: AnyObject {
 extension Loader: MetricsSource {}
 
 extension Runtime {
+    /// Loop thread: a loader's limits queued `job` (metrics on).
+    func noteQueued<Value, Request>(_ job: Job<Value, Request>) {
+        job.queuedAtNs = uv_hrtime()
+        metrics.jobQueued(job.loader.metrics)
+    }
+
+    /// Loop thread: a queued job is admitted: its wait is measured.
+    func noteAdmitted<Value, Request>(_ job: Job<Value, Request>) {
+        metrics.jobAdmitted(job.loader.metrics, queuedAtNs: job.queuedAtNs)
+        job.queuedAtNs = 0
+    }
+
     /// The runtime's metrics now. Any thread; the table lock is held while
     /// the live loaders and caches are listed (not while a persistent
     /// cache's counters are read). Each counter is read whole; counters

@@ -256,7 +256,10 @@ class LoadMetricsC(Structure):
                 ("timed_out", c_uint64), ("retried", c_uint64), ("shared", c_uint64), ("jobs_started", c_uint64),
                 ("jobs_in_flight", c_uint64), ("latency_count", c_uint64), ("latency_sum_us", c_uint64),
                 ("latency_max_us", c_uint64), ("latency_p50_us", c_uint64), ("latency_p90_us", c_uint64),
-                ("latency_p99_us", c_uint64), ("latency_buckets", c_uint64 * LATENCY_BUCKETS)]
+                ("latency_p99_us", c_uint64), ("latency_buckets", c_uint64 * LATENCY_BUCKETS),
+                ("jobs_queued", c_uint64), ("queue_wait_count", c_uint64), ("queue_wait_sum_us", c_uint64),
+                ("queue_wait_max_us", c_uint64), ("queue_wait_p50_us", c_uint64), ("queue_wait_p90_us", c_uint64),
+                ("queue_wait_p99_us", c_uint64), ("queue_wait_buckets", c_uint64 * LATENCY_BUCKETS)]
 
 
 class LoaderMetricsC(Structure):

@@ -24,7 +24,8 @@ class LoadMetrics:
     microseconds, from a load's start to its end (retries included); the
     quantiles are estimated from ``latency_buckets``, where bucket ``i``
     counts loads that took less than ``2**i`` microseconds (the last one:
-    the rest).
+    the rest). With loader limits, ``jobs_queued`` counts the jobs the
+    loader's queue held and ``queue_wait_*`` how long they waited there.
     """
 
     started: int
@@ -43,12 +44,22 @@ class LoadMetrics:
     latency_p90_us: int
     latency_p99_us: int
     latency_buckets: Tuple[int, ...]
+    jobs_queued: int
+    queue_wait_count: int
+    queue_wait_sum_us: int
+    queue_wait_max_us: int
+    queue_wait_p50_us: int
+    queue_wait_p90_us: int
+    queue_wait_p99_us: int
+    queue_wait_buckets: Tuple[int, ...]
 
     @classmethod
     def _from_c(cls, m: LoadMetricsC) -> "LoadMetrics":
         return cls(m.started, m.succeeded, m.failed, m.cancelled, m.timed_out, m.retried, m.shared,
                    m.jobs_started, m.jobs_in_flight, m.latency_count, m.latency_sum_us, m.latency_max_us,
-                   m.latency_p50_us, m.latency_p90_us, m.latency_p99_us, tuple(m.latency_buckets))
+                   m.latency_p50_us, m.latency_p90_us, m.latency_p99_us, tuple(m.latency_buckets), m.jobs_queued,
+                   m.queue_wait_count, m.queue_wait_sum_us, m.queue_wait_max_us, m.queue_wait_p50_us,
+                   m.queue_wait_p90_us, m.queue_wait_p99_us, tuple(m.queue_wait_buckets))
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,22 @@ pub struct LoadMetrics {
     /// Bucket `i` counts loads that took less than 2^i microseconds (the
     /// last one: the rest).
     pub latency_buckets: [u64; sys::LDS_LATENCY_BUCKETS],
+    /// Jobs the loader's limits held in its queue.
+    pub jobs_queued: u64,
+    /// Queued jobs admitted (their waits measured).
+    pub queue_wait_count: u64,
+    /// Their total wait.
+    pub queue_wait_sum_us: u64,
+    /// The longest wait.
+    pub queue_wait_max_us: u64,
+    /// The median wait, estimated from the buckets.
+    pub queue_wait_p50_us: u64,
+    /// The 90th percentile wait, estimated from the buckets.
+    pub queue_wait_p90_us: u64,
+    /// The 99th percentile wait, estimated from the buckets.
+    pub queue_wait_p99_us: u64,
+    /// The waits, in the latency buckets' bounds.
+    pub queue_wait_buckets: [u64; sys::LDS_LATENCY_BUCKETS],
 }
 
 impl From<&sys::lds_load_metrics> for LoadMetrics {
@@ -68,6 +84,14 @@ impl From<&sys::lds_load_metrics> for LoadMetrics {
             latency_p90_us: m.latency_p90_us,
             latency_p99_us: m.latency_p99_us,
             latency_buckets: m.latency_buckets,
+            jobs_queued: m.jobs_queued,
+            queue_wait_count: m.queue_wait_count,
+            queue_wait_sum_us: m.queue_wait_sum_us,
+            queue_wait_max_us: m.queue_wait_max_us,
+            queue_wait_p50_us: m.queue_wait_p50_us,
+            queue_wait_p90_us: m.queue_wait_p90_us,
+            queue_wait_p99_us: m.queue_wait_p99_us,
+            queue_wait_buckets: m.queue_wait_buckets,
         }
     }
 }

@@ -519,6 +519,14 @@ pub struct lds_load_metrics {
     pub latency_p90_us: u64,
     pub latency_p99_us: u64,
     pub latency_buckets: [u64; LDS_LATENCY_BUCKETS],
+    pub jobs_queued: u64,
+    pub queue_wait_count: u64,
+    pub queue_wait_sum_us: u64,
+    pub queue_wait_max_us: u64,
+    pub queue_wait_p50_us: u64,
+    pub queue_wait_p90_us: u64,
+    pub queue_wait_p99_us: u64,
+    pub queue_wait_buckets: [u64; LDS_LATENCY_BUCKETS],
 }
 
 impl lds_load_metrics {
@@ -541,6 +549,14 @@ impl lds_load_metrics {
             latency_p90_us: 0,
             latency_p99_us: 0,
             latency_buckets: [0; LDS_LATENCY_BUCKETS],
+            jobs_queued: 0,
+            queue_wait_count: 0,
+            queue_wait_sum_us: 0,
+            queue_wait_max_us: 0,
+            queue_wait_p50_us: 0,
+            queue_wait_p90_us: 0,
+            queue_wait_p99_us: 0,
+            queue_wait_buckets: [0; LDS_LATENCY_BUCKETS],
         }
     }
 }

@@ -54,7 +54,11 @@ int main(void) {
   FIELD(lds_load_metrics, latency_count); FIELD(lds_load_metrics, latency_sum_us);
   FIELD(lds_load_metrics, latency_max_us); FIELD(lds_load_metrics, latency_p50_us);
   FIELD(lds_load_metrics, latency_p90_us); FIELD(lds_load_metrics, latency_p99_us);
-  FIELD(lds_load_metrics, latency_buckets);
+  FIELD(lds_load_metrics, latency_buckets); FIELD(lds_load_metrics, jobs_queued);
+  FIELD(lds_load_metrics, queue_wait_count); FIELD(lds_load_metrics, queue_wait_sum_us);
+  FIELD(lds_load_metrics, queue_wait_max_us); FIELD(lds_load_metrics, queue_wait_p50_us);
+  FIELD(lds_load_metrics, queue_wait_p90_us); FIELD(lds_load_metrics, queue_wait_p99_us);
+  FIELD(lds_load_metrics, queue_wait_buckets);
   SIZE(lds_loader_metrics);
   FIELD(lds_loader_metrics, loader); FIELD(lds_loader_metrics, loads);
   SIZE(lds_cache_metrics);
@@ -360,7 +364,8 @@ fn structs_and_constants_match_the_c_header() {
         time_ns, duration_ns, request, request_len);
     fields!(lds_load_metrics: started, succeeded, failed, cancelled, timed_out, retried, shared, jobs_started,
         jobs_in_flight, latency_count, latency_sum_us, latency_max_us, latency_p50_us, latency_p90_us,
-        latency_p99_us, latency_buckets);
+        latency_p99_us, latency_buckets, jobs_queued, queue_wait_count, queue_wait_sum_us, queue_wait_max_us,
+        queue_wait_p50_us, queue_wait_p90_us, queue_wait_p99_us, queue_wait_buckets);
     fields!(lds_loader_metrics: loader, loads);
     fields!(lds_cache_metrics: cache, persistent, reserved, stats);
     fields!(lds_runtime_statistics: size, enabled, cells_alive, events_delivered, loads, loaders, loaders_cap,

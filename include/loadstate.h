@@ -1663,9 +1663,10 @@ typedef struct lds_inspector_options {
  * runtime's own loop (no other thread) serving one self-contained page that
  * shows the runtime live, updated by server-sent events: the cells (state,
  * flags, attempt, request preview; values only with
- * LDS_INSPECTOR_SHOW_VALUES), the jobs in flight with their age, the loaders
- * with their metrics (lds_runtime_stats) and the caches with their entries
- * and hit rates. Opt-in and off by default; for development.
+ * LDS_INSPECTOR_SHOW_VALUES; QUEUED among the flags), the jobs in flight
+ * with their age, the loaders with their metrics (lds_runtime_stats) and
+ * the jobs waiting in the queue of their limits now, and the caches with
+ * their entries and hit rates. Opt-in and off by default; for development.
  *
  *   address  "127.0.0.1:PORT" (or "localhost:PORT"); PORT 0 picks a free
  *            port. Other IPv4 addresses need LDS_INSPECTOR_ALLOW_REMOTE.

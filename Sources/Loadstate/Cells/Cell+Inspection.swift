@@ -26,6 +26,7 @@ extension Cell: InspectableCell {
         let event = latestEvent
         let state = event.state
         var flags: [String] = []
+        if state.isQueued { flags.append("queued") }
         if state.isRefreshing { flags.append("refreshing") }
         if state.isPartial { flags.append("partial") }
         if event.isCancelled { flags.append("cancelled") }

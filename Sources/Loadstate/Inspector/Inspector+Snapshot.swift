@@ -76,6 +76,8 @@ extension Inspector {
         for l in stats.loaders {
             w.beginObject()
             w.field("id", l.id)
+            let loader = runtime.table.lookup(l.id, as: Handle.self) as? InspectableLoader
+            w.field("queued_now", loader?.queuedJobs ?? 0)
             w.key("loads")
             writeLoads(&w, l.loads)
             w.endObject()

@@ -108,12 +108,14 @@ function render(s) {
     cell(row, (j.age_ms / 1000).toFixed(1) + " s", "num"); cell(row, j.cells, "num"); cell(row, j.request, "text");
   });
   table("loaders", ["id", "started", "succeeded", "failed", "cancelled", "timed out", "retried", "shared",
-                    "in flight", "queued", "p50", "p90", "p99", "max", "queue wait p50"], s.loaders, (row, l) => {
+                    "in flight", "waiting", "queued", "p50", "p90", "p99", "max", "queue wait p50"], s.loaders,
+        (row, l) => {
     const m = l.loads;
     cell(row, l.id, "num");
-    for (const k of ["started", "succeeded", "failed", "cancelled", "timed_out", "retried", "shared", "jobs_in_flight",
-                     "queued"])
+    for (const k of ["started", "succeeded", "failed", "cancelled", "timed_out", "retried", "shared", "jobs_in_flight"])
       cell(row, m[k], "num");
+    cell(row, l.queued_now, "num");
+    cell(row, m.queued, "num");
     for (const k of ["p50_us", "p90_us", "p99_us", "max_us", "queue_wait_p50_us"]) cell(row, us(m[k]), "num");
   });
   const cacheHeadings = ["id", "kind", "entries", "bytes", "hits", "misses", "hit rate", "evictions", "expirations"];

@@ -197,3 +197,32 @@ def test_the_runtime_closes_its_inspector():
         except ConnectionRefusedError:
             return
     pytest.fail("the inspector still listens after the runtime closed")
+
+
+def test_the_snapshot_counts_jobs_waiting_for_a_loaders_limits(rt):
+    import queue
+    started: "queue.Queue[loadstate.Job]" = queue.Queue()
+
+    def hold(job):
+        job.detach()
+        started.put(job)
+
+    limited = rt.loader(hold, inline=True, limits=loadstate.Limits(max_concurrent=1))
+    cells = [rt.loadable(limited) for _ in range(3)]
+    loads = [cell.load(b"r%d" % i) for i, cell in enumerate(cells)]
+    first = started.get(timeout=WAIT)
+    # The start runs on the loop after the loads queued before it: the two
+    # later jobs are in the loader's queue by then.
+    url = rt.start_inspector()
+    _, _, token = parts(url)
+    assert all(cell.snapshot().queued for cell in cells[1:])
+    snapshot = json.loads(get(url, f"/snapshot?token={token}")[2])
+    loader = [l for l in snapshot["loaders"] if l["id"] == limited.id][0]
+    assert loader["queued_now"] == 2 and loader["loads"]["queued"] == 2
+    assert [j["request"] for j in snapshot["jobs"]] == ["r0"]
+    flags = {c["id"]: c["flags"] for c in snapshot["cells"]}
+    assert flags[cells[0].id] == [] and flags[cells[1].id] == ["queued"] and flags[cells[2].id] == ["queued"]
+    first.succeed(b"done")
+    assert loads[0].value(WAIT) == b"done"
+    for cell in cells[1:]:
+        cell.cancel()

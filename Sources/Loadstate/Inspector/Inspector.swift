@@ -117,7 +117,8 @@ import Glibc
     private func accept() {
         guard !stopped else { return }
         let connection = InspectorConnection(inspector: self)
-        let full = connections.count >= options.maxClients
+        // Connections being closed (their close callback still due) do not count.
+        let full = connections.values.reduce(0) { $0 + ($1.isClosing ? 0 : 1) } >= options.maxClients
         // Held until its handle's close callback, whatever happens next.
         connections[ObjectIdentifier(connection)] = connection
         guard uv_accept(Self.stream(listener), Self.stream(connection.handle)) == 0, !full else {

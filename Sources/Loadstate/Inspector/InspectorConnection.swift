@@ -17,6 +17,8 @@ final class InspectorConnection {
     private var head: [UInt8] = []
     private var answered = false
     private var closing = false
+    /// Whether `close` was called (the handle's close callback may still be due).
+    var isClosing: Bool { closing }
     private var closeWhenFlushed = false
     private(set) var isStreaming = false
     private(set) var lastActivityMs: UInt64

@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define CELLS 1024
 
@@ -43,7 +44,10 @@ int main(int argc, char **argv) {
   long loads = argc > 1 ? atol(argv[1]) : 20000;
   lds_runtime *rt;
   lds_id loader, cells[CELLS];
-  if (lds_runtime_new(NULL, &rt) != LDS_OK) abort();
+  /* A second argument "no-metrics": a runtime made with LDS_RUNTIME_NO_METRICS. */
+  lds_runtime_options ro = LDS_RUNTIME_OPTIONS_INIT;
+  if (argc > 2 && strcmp(argv[2], "no-metrics") == 0) ro.flags = LDS_RUNTIME_NO_METRICS;
+  if (lds_runtime_new(&ro, &rt) != LDS_OK) abort();
   if (lds_loader_new(rt, start, NULL, NULL, &loader) != LDS_OK) abort();
   for (int i = 0; i < CELLS; i++)
     if (lds_loadable_new(rt, on_event, (void *)(intptr_t)i, &cells[i]) != LDS_OK) abort();

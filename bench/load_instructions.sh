@@ -14,12 +14,14 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 "${CC:-cc}" -std=c11 -Wall -Wextra -Werror -O2 -I"$here/../include" -D_GNU_SOURCE -pthread \
   "$here/load_instructions.c" -o "$out/load_instructions" -L"$dir" -lloadstate -lpthread
-for n in 10000 30000; do
-  LD_LIBRARY_PATH=$dir:$swift_libs valgrind --tool=callgrind --separate-threads=yes \
-    --callgrind-out-file="$out/cg-$n" "$out/load_instructions" "$n" >/dev/null 2>&1
-done
-count() { awk '/^(summary|totals):/ {print $2; exit}' "$out/cg-$1-$2"; }
-caller=$(( ($(count 30000 01) - $(count 10000 01)) / 20000 ))
-loop=$(( ($(count 30000 02) - $(count 10000 02)) / 20000 ))
 echo "# $0 $dir"
-echo "instructions a load: calling thread $caller, loop thread $loop, both $((caller + loop))"
+for variant in metrics no-metrics; do
+  for n in 10000 30000; do
+    LD_LIBRARY_PATH=$dir:$swift_libs valgrind --tool=callgrind --separate-threads=yes \
+      --callgrind-out-file="$out/cg-$variant-$n" "$out/load_instructions" "$n" "$variant" >/dev/null 2>&1
+  done
+  count() { awk '/^(summary|totals):/ {print $2; exit}' "$out/cg-$variant-$1-$2"; }
+  caller=$(( ($(count 30000 01) - $(count 10000 01)) / 20000 ))
+  loop=$(( ($(count 30000 02) - $(count 10000 02)) / 20000 ))
+  echo "instructions a load ($variant): calling thread $caller, loop thread $loop, both $((caller + loop))"
+done

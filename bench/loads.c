@@ -216,9 +216,11 @@ static void on_event(const lds_event *e, void *user_data) {
 }
 
 /* A runtime with the loader that succeeds at once and a cell per slot, for a run. */
-static lds_runtime *open_run(lds_id *loader) {
+static lds_runtime *open_run(lds_id *loader, uint32_t flags) {
   lds_runtime *rt;
-  CHECK(lds_runtime_new(NULL, &rt));
+  lds_runtime_options ro = LDS_RUNTIME_OPTIONS_INIT;
+  ro.flags = flags;
+  CHECK(lds_runtime_new(&ro, &rt));
   CHECK(lds_loader_new(rt, start_succeed, NULL, NULL, loader));
   for (size_t i = 0; i < B.cells; i++) CHECK(lds_loadable_new(rt, on_event, &B.slots[i], &B.slots[i].cell));
   reset_run();
@@ -247,14 +249,25 @@ static void issue_load(uint64_t i, slot *s, void *context) {
   if (rc != LDS_OK) die("lds_loadable_load", rc);
 }
 
-static result run_loadstate(uint32_t timeout_ms) {
+/* Checks that the runtime counted every load once, or nothing with metrics off. */
+static void check_metrics(lds_runtime *rt, uint32_t flags) {
+  lds_runtime_statistics st = LDS_RUNTIME_STATISTICS_INIT;
+  CHECK(lds_runtime_stats(rt, &st));
+  uint64_t want = flags & LDS_RUNTIME_NO_METRICS ? 0 : B.loads;
+  if (st.loads.started != want || st.loads.succeeded != want || st.loads.latency_count != want ||
+      st.events_delivered != 2 * want)
+    die("metrics count", 0);
+}
+
+static result run_loadstate(uint32_t timeout_ms, uint32_t flags) {
   single_run run;
-  run.rt = open_run(&run.loader);
+  run.rt = open_run(&run.loader, flags);
   lds_load_options opts = LDS_LOAD_OPTIONS_INIT;
   opts.timeout_ms = timeout_ms;
   run.opts = timeout_ms ? &opts : NULL;
 
   result res = timed_loads(issue_load, &run);
+  check_metrics(run.rt, flags);
 
   close_run(run.rt, "loadstate");
   return res;
@@ -289,7 +302,7 @@ static void issue_batched(uint64_t i, slot *s, void *context) {
 static result run_loadstate_batched(void) {
   static batched_run run;
   memset(&run, 0, sizeof run);
-  run.rt = open_run(&run.loader);
+  run.rt = open_run(&run.loader, 0);
   /* Fewer than `cells`, so that every slot a batch waits for was submitted. */
   run.batch = B.cells < BATCH ? B.cells : BATCH;
 
@@ -679,18 +692,21 @@ int main(int argc, char **argv) {
   in_flight((size_t)flight);
   printf("\n");
 
-  enum { BASE, PLAIN, TIMEOUT, BATCHED, FLOOR, KINDS };
-  static const char *const names[KINDS] = {"libuv baseline", "loadstate", "loadstate+timeout", "loadstate batched",
-                                           "C floor"};
+  enum { BASE, PLAIN, NO_METRICS, TIMEOUT, BATCHED, FLOOR, KINDS };
+  static const char *const names[KINDS] = {"libuv baseline", "loadstate",         "loadstate -metrics",
+                                           "loadstate+timeout", "loadstate batched", "C floor"};
   double rate[KINDS][100], p50[KINDS][100], p99[KINDS][100], cpu[KINDS][100];
   printf("%-18s %5s %10s %10s %11s %8s %8s %11s\n", "run", "round", "loads/s", "events/s", "callbacks/s", "p50 us",
          "p99 us", "cpu us/load");
   for (int r = 0; r < rounds; r++) {
-    for (int k = 0; k < KINDS; k++) {
+    for (int slot = 0; slot < KINDS; slot++) {
+      /* Metrics on and off run back to back, in turns first: neither gains from its place. */
+      int k = r % 2 == 1 && slot == PLAIN ? NO_METRICS : r % 2 == 1 && slot == NO_METRICS ? PLAIN : slot;
       result res = k == BASE      ? run_baseline()
                    : k == BATCHED ? run_loadstate_batched()
                    : k == FLOOR   ? run_floor()
-                                  : run_loadstate(k == TIMEOUT ? 60000 : 0);
+                   : k == NO_METRICS ? run_loadstate(0, LDS_RUNTIME_NO_METRICS)
+                                  : run_loadstate(k == TIMEOUT ? 60000 : 0, 0);
       double lps = (double)loads / res.seconds;
       rate[k][r] = lps;
       p50[k][r] = res.p50_us;
@@ -716,6 +732,8 @@ int main(int argc, char **argv) {
            k == BASE ? m[k] : 2 * m[k], m50[k], m99[k], mcpu[k]);
   double ratio = m[BASE] / m[PLAIN];
   printf("  baseline/loadstate: %.1fx the throughput, %.1fx less CPU per load\n", ratio, mcpu[PLAIN] / mcpu[BASE]);
+  printf("  metrics on/off: %.3f of the throughput, %.3fx the CPU per load (the same loads, metrics counted\n"
+         "    or not: LDS_RUNTIME_NO_METRICS)\n", m[PLAIN] / m[NO_METRICS], mcpu[PLAIN] / mcpu[NO_METRICS]);
   printf("  timeout/plain: %.2f of the throughput, %.2fx the CPU per load\n", m[TIMEOUT] / m[PLAIN],
          mcpu[TIMEOUT] / mcpu[PLAIN]);
   printf("  batched/plain: %.2fx the throughput, %.2fx the CPU per load (loads given %d at a time to "
@@ -728,7 +746,7 @@ int main(int argc, char **argv) {
   size_t saved_loads = B.loads, saved_cells = B.cells;
   B.loads = B.loads < 20000 ? B.loads : 20000;
   B.cells = 1;
-  result lone_base = run_baseline(), lone = run_loadstate(0);
+  result lone_base = run_baseline(), lone = run_loadstate(0, 0);
   B.loads = saved_loads;
   B.cells = saved_cells;
   printf("\none load in flight at a time (%zu loads, 1 cell): load -> LOADING latency\n",
@@ -741,6 +759,8 @@ int main(int argc, char **argv) {
   printf("  >= 900000 events/s (cell events):   %s (%.0f; %.0f callbacks/s with loader starts)\n",
          2 * m[PLAIN] >= 900000 ? "met" : "MISSED", 2 * m[PLAIN], 3 * m[PLAIN]);
   printf("  within 3x of the libuv baseline:    %s (%.1fx)\n", ratio <= 3 ? "met" : "MISSED", ratio);
+  printf("  metrics cost <= 5%% of loads/s:      %s (%.1f%%)\n", m[PLAIN] >= 0.95 * m[NO_METRICS] ? "met" : "MISSED",
+         100.0 * (1.0 - m[PLAIN] / m[NO_METRICS]));
 
   free(B.slots);
   free(B.started);

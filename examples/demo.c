@@ -25,6 +25,12 @@
  * On a terminal the cells are redrawn in place; otherwise (pipes, CI) every
  * event is printed on its own line. Pass --plain to force the latter.
  *
+ * --inspect starts the runtime's web inspector (lds_inspector_start) on
+ * 127.0.0.1 with a free port, values and actions allowed, and prints its
+ * URL; on a terminal the demo then waits for Enter before it frees the
+ * runtime, so the page can be looked at (--inspect=127.0.0.1:PORT picks
+ * the port).
+ *
  * The demo doubles as a check: it exits 1 if a cell did not reach every
  * state it should have, if events arrived out of order, or if a call
  * returned an unexpected code.
@@ -792,11 +798,16 @@ static void server_stop(server *s) {
 
 int main(int argc, char **argv) {
   bool plain = false;
+  const char *inspect = NULL;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--plain") == 0) {
       plain = true;
+    } else if (strcmp(argv[i], "--inspect") == 0) {
+      inspect = "127.0.0.1:0";
+    } else if (strncmp(argv[i], "--inspect=", 10) == 0) {
+      inspect = argv[i] + 10;
     } else {
-      fprintf(stderr, "usage: %s [--plain]\n", argv[0]);
+      fprintf(stderr, "usage: %s [--plain] [--inspect[=127.0.0.1:PORT]]\n", argv[0]);
       return 2;
     }
   }
@@ -809,6 +820,17 @@ int main(int argc, char **argv) {
 
   lds_runtime *rt = NULL;
   if (check_rc("lds_runtime_new", lds_runtime_new(NULL, &rt), LDS_OK) != LDS_OK) return 1;
+  char inspector_url[128] = "";
+  if (inspect) {
+    lds_inspector_options io = LDS_INSPECTOR_OPTIONS_INIT;
+    io.flags = LDS_INSPECTOR_SHOW_VALUES | LDS_INSPECTOR_ACTIONS;
+    size_t url_len = 0;
+    if (check_rc("lds_inspector_start", lds_inspector_start(rt, inspect, &io), LDS_OK) != LDS_OK ||
+        check_rc("lds_inspector_url", lds_inspector_url(rt, inspector_url, sizeof inspector_url, &url_len),
+                 LDS_OK) != LDS_OK)
+      return 1;
+    fprintf(stderr, "inspector: %s\n", inspector_url);
+  }
 
   pool p = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .rt = rt};
   p.queued_end = &p.queued;
@@ -890,6 +912,11 @@ int main(int argc, char **argv) {
     check_rc("lds_loadable_refresh", lds_loadable_refresh(rt, app.views[WEATHER].id), LDS_OK);
   }
   if (wait_until(all_done, "every expected state")) action("all loads settled; freeing");
+  if (inspect && isatty(STDIN_FILENO)) {
+    fprintf(stderr, "inspector: %s\n(press Enter to quit)\n", inspector_url);
+    while (getchar() != '\n' && !feof(stdin)) {
+    }
+  }
 
   /* Free the loader; its free_data runs once its last job has ended. */
   check_rc("lds_loader_free", lds_loader_free(rt, loader), LDS_OK);

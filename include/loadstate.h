@@ -302,9 +302,14 @@ typedef struct lds_runtime_options {
    * LDS_QUEUE_MAX_LIMIT (more: LDS_EINVAL). Each waiting operation holds a
    * copy of what its call was given (a load: its request). */
   uint32_t queue_max;
+  /* Since 0.4. LDS_RUNTIME_* flags. */
+  uint32_t flags;
 } lds_runtime_options;
 
-#define LDS_RUNTIME_OPTIONS_INIT { (uint32_t)sizeof(lds_runtime_options), 0, 0, 0 }
+/* lds_runtime_options.flags. */
+#define LDS_RUNTIME_NO_METRICS (1u << 0)  /* count nothing: see lds_runtime_stats */
+
+#define LDS_RUNTIME_OPTIONS_INIT { (uint32_t)sizeof(lds_runtime_options), 0, 0, 0, 0 }
 
 /*
  * Options for a load or a run. Initialize with LDS_LOAD_OPTIONS_INIT. size
@@ -719,7 +724,7 @@ typedef struct lds_loader_options {
   lds_loader_cancel_fn cancel;   /* may be NULL */
   lds_free_fn free_data;         /* may be NULL; as in lds_loader_new */
   void *loader_data;
-  /* Since 0.5: the loader's limits (see "Scheduling"); all 0, the
+  /* Since 0.4: the loader's limits (see "Scheduling"); all 0, the
    * default, is no limit. Read only when size covers them. */
   uint32_t max_concurrent;       /* most jobs of the loader running at once; 0: no limit */
   uint32_t rate_per_s;           /* jobs started per second, on average; 0: no limit */
@@ -931,7 +936,7 @@ typedef struct lds_file_options {
   uint32_t size;        /* LDS_FILE_OPTIONS_INIT */
   uint32_t chunk_size;  /* bytes per read; 0: 256 KiB */
   uint64_t max_size;    /* largest file accepted; 0: LDS_VALUE_MAX */
-  /* Since 0.5: the loader's limits, as in lds_loader_options (read only
+  /* Since 0.4: the loader's limits, as in lds_loader_options (read only
    * when size covers them; 0: no limit). */
   uint32_t max_concurrent;
   uint32_t rate_per_s;
@@ -970,7 +975,7 @@ typedef struct lds_exec_options {
   uint32_t flags;          /* LDS_EXEC_STREAM_LINES */
   uint32_t kill_grace_ms;  /* SIGTERM to SIGKILL on cancel; 0: 2000 */
   uint64_t max_output;     /* most stdout accepted; 0: LDS_VALUE_MAX */
-  /* Since 0.5: the loader's limits, as in lds_loader_options (read only
+  /* Since 0.4: the loader's limits, as in lds_loader_options (read only
    * when size covers them; 0: no limit). */
   uint32_t max_concurrent;
   uint32_t rate_per_s;
@@ -1057,7 +1062,7 @@ typedef struct lds_http_options {
   const char *proxy;         /* NULL: from the environment (http_proxy, https_proxy,
                                 no_proxy, as curl reads them); "": no proxy at all;
                                 otherwise the proxy's URL. Read only when size covers it. */
-  /* Since 0.5, read only when size covers them. The loader's limits, as in
+  /* Since 0.4, read only when size covers them. The loader's limits, as in
    * lds_loader_options (0: no limit), and max_per_host: the most
    * connections open at once to one host (libcurl's
    * CURLMOPT_MAX_HOST_CONNECTIONS; transfers over it wait inside libcurl,
@@ -1087,7 +1092,7 @@ typedef struct lds_http_request {
   uint64_t max_body;            /* largest body accepted (decoded, when compressed); 0: LDS_VALUE_MAX */
   uint32_t flags;               /* LDS_HTTP_INSECURE, LDS_HTTP_NO_REDIRECTS, LDS_HTTP_NO_COMPRESSION,
                                    LDS_HTTP_HTTP2 or LDS_HTTP_HTTP1 */
-  /* Since 0.5, read only when size covers it (size may end before it). */
+  /* Since 0.4, read only when size covers it (size may end before it). */
   const char *ca_file;          /* NULL: verify servers with the system's CA certificates;
                                    otherwise a file of PEM CA certificates to trust instead
                                    (a self-signed server's own certificate, for instance) */
@@ -1563,6 +1568,317 @@ int lds_cache_stats(lds_runtime *rt, lds_id cache, lds_cache_statistics *out);
  * LDS_ENOENT (not a cache); LDS_EIO (a persistent cache's write failed); LDS_EAGAIN (see LDS_QUEUE_MAX); LDS_ECLOSED.
  */
 int lds_cache_invalidate(lds_runtime *rt, lds_id cache, const void *prefix, size_t prefix_len);
+
+/* ------------------------------------------------------------------ */
+/* Metrics                                                             */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Since 0.4. Every runtime counts its loads, jobs and events, per loader
+ * and for the whole runtime, unless it was made with
+ * LDS_RUNTIME_NO_METRICS (then every counter stays 0 and a load reads no
+ * clock for them). The loop thread is the only writer of the counters: no
+ * lock, no atomic read-modify-write on the path of a load. Readers copy
+ * them from any thread; each counter is read whole, but counters that
+ * change during the copy may be seen before or after the change.
+ *
+ * A load is one lds_loadable_load, lds_process_run, refresh or
+ * invalidation reload that did not end in the cache alone (a cache-first
+ * hit or a cache-only read starts no load; lds_cache_stats counts it).
+ * Every load that started ends exactly once, as succeeded, failed,
+ * cancelled or timed out, so
+ *   started = succeeded + failed + cancelled + timed_out + loads running.
+ * Retries are attempts of the same load; they start no new load.
+ */
+
+/* Latency buckets: bucket i (0 <= i < 31) counts the loads that took less
+ * than 2^i microseconds (and at least 2^(i-1) for i > 0); the last one
+ * counts the rest (33.5 s and more). */
+#define LDS_LATENCY_BUCKETS 32
+
+/* The load counters of a loader, or of the whole runtime. */
+typedef struct lds_load_metrics {
+  uint64_t started;         /* loads that started (see above) */
+  uint64_t succeeded;       /* ended LOADED / FINISHED (a finish without value included) */
+  uint64_t failed;          /* ended in an error other than a timeout (after their retries) */
+  uint64_t cancelled;       /* ended by a cancel, reset, set_*, newer load, free, or the job's own cancel or reset */
+  uint64_t timed_out;       /* ended by their timeout (or a job failing with LDS_ETIMEDOUT) */
+  uint64_t retried;         /* retries: attempts after the first */
+  uint64_t shared;          /* loads that joined another load's running job (LDS_LOAD_SHARE) */
+  uint64_t jobs_started;    /* jobs the loader made (a runtime: its loaders alive), those its
+                             * limits queue included */
+  uint64_t jobs_in_flight;  /* jobs made and not yet ended, queued ones included (likewise) */
+  /* Latency of the loads that ended, from the load's start (on the loop
+   * thread) to its end, every attempt and back-off included. */
+  uint64_t latency_count;   /* loads measured: succeeded + failed + cancelled + timed_out */
+  uint64_t latency_sum_us;
+  uint64_t latency_max_us;
+  /* Quantiles estimated from the buckets (interpolated within the bucket
+   * that holds them, at most latency_max_us); 0 without loads. */
+  uint64_t latency_p50_us;
+  uint64_t latency_p90_us;
+  uint64_t latency_p99_us;
+  uint64_t latency_buckets[LDS_LATENCY_BUCKETS];
+  /* Loader limits (see "Scheduling"): the jobs the loader's queue held, and
+   * how long they waited there, from queued to admitted (jobs cancelled
+   * in the queue are not measured), in the same buckets and quantiles. */
+  uint64_t jobs_queued;
+  uint64_t queue_wait_count;
+  uint64_t queue_wait_sum_us;
+  uint64_t queue_wait_max_us;
+  uint64_t queue_wait_p50_us;
+  uint64_t queue_wait_p90_us;
+  uint64_t queue_wait_p99_us;
+  uint64_t queue_wait_buckets[LDS_LATENCY_BUCKETS];
+} lds_load_metrics;
+
+/* One loader alive and its counters. */
+typedef struct lds_loader_metrics {
+  lds_id loader;
+  lds_load_metrics loads;
+} lds_loader_metrics;
+
+/* One cache open and its counters (what lds_cache_stats reports). */
+typedef struct lds_cache_metrics {
+  lds_id cache;
+  uint32_t persistent;      /* 1: a persistent cache; 0: a memory cache */
+  uint32_t reserved;        /* 0 */
+  lds_cache_statistics stats;
+} lds_cache_metrics;
+
+/*
+ * What lds_runtime_stats fills. Initialize with
+ * LDS_RUNTIME_STATISTICS_INIT, then point loaders and caches at arrays the
+ * caller owns (or leave them NULL with a capacity of 0 for the totals only).
+ */
+typedef struct lds_runtime_statistics {
+  uint32_t size;              /* in: sizeof(lds_runtime_statistics), set by the INIT macro */
+  uint32_t enabled;           /* out: 1 when the runtime counts (no LDS_RUNTIME_NO_METRICS) */
+  uint64_t cells_alive;       /* out: cells made and not freed */
+  uint64_t events_delivered;  /* out: cell events handed to their callbacks (or queued for
+                               *      lds_runtime_dispatch in LDS_DELIVER_POLL mode) */
+  lds_load_metrics loads;     /* out: every loader's loads (freed loaders' too) */
+  lds_loader_metrics *loaders;  /* in: loaders_cap entries, or NULL */
+  uint32_t loaders_cap;         /* in */
+  uint32_t loader_count;        /* out: loaders alive; min(loader_count, loaders_cap) written, by id */
+  lds_cache_metrics *caches;    /* in: caches_cap entries, or NULL */
+  uint32_t caches_cap;          /* in */
+  uint32_t cache_count;         /* out: caches open; min(cache_count, caches_cap) written, by id */
+} lds_runtime_statistics;
+
+#define LDS_RUNTIME_STATISTICS_INIT { (uint32_t)sizeof(lds_runtime_statistics), 0, 0, 0, { 0 }, NULL, 0, 0, NULL, 0, 0 }
+
+/*
+ * Copies the runtime's counters into *out. The loaders and caches that do
+ * not fit in the caller's arrays are left out (compare loader_count with
+ * loaders_cap, and call again with larger arrays to see them all: more
+ * may exist by then). Holds the runtime's handle table lock while it lists
+ * loaders and caches (as long as a lookup per object alive), and reads
+ * each persistent cache's counters from its file's lock afterwards.
+ *
+ *   out  out->size at least the size of this first version of the struct
+ *        (later versions add fields at the end; the library writes no
+ *        more than out->size bytes). The library reads loaders,
+ *        loaders_cap, caches and caches_cap, and writes the rest.
+ *
+ * Returns LDS_OK; LDS_EINVAL (rt or out NULL, bad size, an array NULL with
+ * a capacity); LDS_ECLOSED. Threads: any, callbacks included.
+ */
+int lds_runtime_stats(lds_runtime *rt, lds_runtime_statistics *out);
+
+/*
+ * Since 0.4. Writes what lds_runtime_stats reports in the Prometheus text
+ * exposition format (version 0.0.4: serve it with the content type
+ * "text/plain; version=0.0.4"), NUL-terminated, into buf.
+ *
+ * Families (every load series has a label loader="<id>" per loader alive,
+ * and loader="freed" for the loads of loaders freed since, so that a sum
+ * over loader is the runtime's total):
+ *   loadstate_loads_started_total                counter
+ *   loadstate_loads_ended_total{outcome=...}     counter: succeeded, failed, cancelled, timed_out
+ *   loadstate_load_retries_total                 counter
+ *   loadstate_loads_shared_total                 counter
+ *   loadstate_jobs_started_total                 counter
+ *   loadstate_jobs_in_flight                     gauge
+ *   loadstate_jobs_queued_total                  counter (loader limits)
+ *   loadstate_job_queue_wait_seconds             histogram, as the load duration's
+ *   loadstate_load_duration_seconds              histogram (le: 2^i microseconds, +Inf)
+ *   loadstate_load_duration_quantile_seconds     gauge, quantile="0.5", "0.9", "0.99", "1" (the maximum)
+ *   loadstate_cells_alive, loadstate_metrics_enabled   gauges
+ *   loadstate_events_delivered_total             counter
+ *   loadstate_cache_{hits,misses,evictions,expirations}_total, loadstate_cache_{entries,bytes}
+ *                                                by cache="<id>", kind="memory" or "persistent"
+ * Label values are ids and fixed words: no host text appears in the output.
+ * Its size grows with the number of loaders (about 4 KiB each) and caches.
+ *
+ *   buf  cap bytes; may be NULL when cap is 0 (to learn the size).
+ *   len  receives the text's length in bytes, without the NUL.
+ *
+ * Returns LDS_OK (the text and its NUL fit: *len < cap); LDS_ETOOBIG (they
+ * do not: nothing is written but an empty string when cap > 0; call again
+ * with at least *len + 1 bytes, more if loaders may appear meanwhile);
+ * LDS_EINVAL (rt or len NULL, buf NULL with cap > 0); LDS_ECLOSED.
+ * Threads: any, callbacks included.
+ */
+int lds_runtime_metrics_text(lds_runtime *rt, char *buf, size_t cap, size_t *len);
+
+/* ------------------------------------------------------------------ */
+/* Runtime observer                                                    */
+/* ------------------------------------------------------------------ */
+
+/* lds_observation.what */
+#define LDS_OBSERVE_EVENT      1  /* a cell event (after the cell's own callback got it) */
+#define LDS_OBSERVE_JOB_START  2  /* a job starts: just before its loader's start function (a job
+                                   * a loader's limits queue: when it is admitted) */
+#define LDS_OBSERVE_JOB_END    3  /* a job ended */
+
+/* lds_observation.outcome, for LDS_OBSERVE_JOB_END */
+#define LDS_JOB_SUCCEEDED  0  /* succeeded or finished */
+#define LDS_JOB_FAILED     1  /* failed: error_domain and error_code say why (a retry is a new job) */
+#define LDS_JOB_CANCELLED  2  /* cancelled: its last cell left it (cancel, reset, newer load, timeout,
+                               * free), it cancelled or reset itself, or the runtime was freed */
+
+/*
+ * Since 0.4. One thing a runtime observer is told. Every pointer is valid
+ * during the call only; copy what is kept.
+ */
+typedef struct lds_observation {
+  uint32_t size;            /* sizeof(lds_observation): later versions add fields at the end */
+  uint32_t what;            /* LDS_OBSERVE_* */
+  const lds_event *event;   /* EVENT: the event, as the cell's callback gets it; NULL otherwise */
+  lds_id job;               /* JOB_*: the job */
+  lds_id loader;            /* JOB_*: its loader */
+  lds_id cell;              /* JOB_START: the first cell waiting for it (others that share it
+                             * are not named); 0 otherwise */
+  uint32_t attempt;         /* JOB_*: 1 for the first try, 2 for the first retry, ... */
+  uint32_t outcome;         /* JOB_END: LDS_JOB_* */
+  int32_t error_domain;     /* JOB_END with LDS_JOB_FAILED: LDS_DOMAIN_*; 0 otherwise */
+  int32_t error_code;       /* likewise */
+  uint64_t time_ns;         /* when it happened: CLOCK_MONOTONIC, nanoseconds */
+  uint64_t duration_ns;     /* JOB_END: since the job started */
+  const void *request;      /* JOB_*: the job's request; NULL otherwise */
+  size_t request_len;
+} lds_observation;
+
+/* A runtime observer: see lds_runtime_observe. */
+typedef void (*lds_observe_fn)(const lds_observation *observation, void *user_data);
+
+/*
+ * Since 0.4. Sets the runtime's observer, which receives every cell event,
+ * job start and job end of the runtime, for logging and tracing. NULL
+ * removes it. One observer per runtime: a new one replaces the last.
+ *
+ * Order and threads: the observer follows the runtime's delivery mode,
+ * like the cells' callbacks. LDS_DELIVER_LOOP: it runs on the loop thread,
+ * at once, and must not block (nor call lds_runtime_free). LDS_DELIVER_POLL:
+ * each call is queued and runs on the thread that calls
+ * lds_runtime_dispatch (or lds_runtime_dispatch_records, where it runs as a
+ * callback, not as a record), in the order of the runtime's own steps: a
+ * load's first event (LOADING), then its job's start; the job's end, then
+ * the event it causes (LOADED, ERROR...); each event after the cell's own
+ * callback got it. The setting takes effect on the loop after the calls
+ * this thread made before it (a load made after it is observed from its
+ * first event). A job that started before its observer was set is not
+ * reported when it ends.
+ *
+ *   free_data  may be NULL; called once with user_data after the
+ *              observer's last call: when it is replaced or removed, or
+ *              when the runtime is freed. It runs like a loader's
+ *              free_data: LOOP mode on the loop thread; POLL mode as a
+ *              dispatched callback after the observer's queued calls, or
+ *              on the thread calling lds_runtime_free.
+ *
+ * Returns LDS_OK; LDS_EINVAL (rt NULL, or fn NULL with free_data or
+ * user_data); LDS_EAGAIN (see LDS_QUEUE_MAX); LDS_ECLOSED. Threads: any.
+ */
+int lds_runtime_observe(lds_runtime *rt, lds_observe_fn fn, void *user_data, lds_free_fn free_data);
+
+/* ------------------------------------------------------------------ */
+/* Inspector                                                           */
+/* ------------------------------------------------------------------ */
+
+/* lds_inspector_options.flags */
+#define LDS_INSPECTOR_SHOW_VALUES   (1u << 0)  /* show cells' values (otherwise "(hidden)") */
+#define LDS_INSPECTOR_ACTIONS       (1u << 1)  /* accept the page's cancel, refresh and invalidate */
+#define LDS_INSPECTOR_ALLOW_REMOTE  (1u << 2)  /* allow an address other than 127.x.x.x */
+
+/* Options for lds_inspector_start. Initialize with LDS_INSPECTOR_OPTIONS_INIT. */
+typedef struct lds_inspector_options {
+  uint32_t size;             /* sizeof(lds_inspector_options), set by the INIT macro */
+  uint32_t flags;            /* LDS_INSPECTOR_* */
+  uint32_t max_clients;      /* connections at once (more are closed at once); 0: 8, at most 256 */
+  uint32_t interval_ms;      /* live page updates; 0: 500, at least 50, at most 60000 */
+  uint32_t idle_timeout_ms;  /* a connection without a complete request by then is closed; 0: 10000 */
+  uint32_t max_cells;        /* cells listed, newest first; 0: 200, at most 10000 */
+} lds_inspector_options;
+
+#define LDS_INSPECTOR_OPTIONS_INIT { (uint32_t)sizeof(lds_inspector_options), 0, 0, 0, 0, 0 }
+
+/*
+ * Since 0.4. Starts the runtime's inspector: a small HTTP/1.1 server on the
+ * runtime's own loop (no other thread) serving one self-contained page that
+ * shows the runtime live, updated by server-sent events: the cells (state,
+ * flags, attempt, request preview; values only with
+ * LDS_INSPECTOR_SHOW_VALUES; QUEUED among the flags), the jobs in flight
+ * with their age, the loaders with their metrics (lds_runtime_stats) and
+ * the jobs waiting in the queue of their limits now, and the caches with
+ * their entries and hit rates. Opt-in and off by default; for development.
+ *
+ *   address  "127.0.0.1:PORT" (or "localhost:PORT"); PORT 0 picks a free
+ *            port. Other IPv4 addresses need LDS_INSPECTOR_ALLOW_REMOTE.
+ *   opts     may be NULL for defaults.
+ *
+ * Every request must carry the inspector's token, 128 random bits, in its
+ * URL (?token=..., compared in constant time) and a Host header naming the
+ * bound address ("127.0.0.1:PORT" or "localhost:PORT"), against DNS
+ * rebinding: others get 403 and 421. lds_inspector_url gives the page's
+ * URL with the token, for the host to print. Responses forbid caching,
+ * framing, referrers and any script or connection other than the page's
+ * own. Requests are bounded: a head of at most 8 KiB and 64 header lines,
+ * no body, GET and POST only; one request per connection (but the event
+ * stream); max_clients connections; idle connections closed after
+ * idle_timeout_ms; a live page that reads slower than it is sent to (4 MiB
+ * behind) is disconnected. Nothing waits on the loop: writes are queued.
+ * Each update walks the handle table under its lock once.
+ *
+ * Routes (each with ?token=): GET / (the page), GET /events (the event
+ * stream: an "event: snapshot" with a JSON "data:" line every
+ * interval_ms), GET /snapshot (one JSON snapshot), GET /metrics
+ * (lds_runtime_metrics_text), POST /action?do=cancel|refresh&cell=ID and
+ * POST /action?do=invalidate&cache=ID&prefix=P (403 without
+ * LDS_INSPECTOR_ACTIONS).
+ *
+ * The call waits for the loop thread to bind the address (or binds it at
+ * once on the loop thread). lds_runtime_free stops the inspector.
+ *
+ * Returns LDS_OK; LDS_EINVAL (rt or address NULL, a malformed address, a
+ * non-loopback one without LDS_INSPECTOR_ALLOW_REMOTE, bad options);
+ * LDS_ESTATE (an inspector already serves); LDS_EIO (the address cannot be
+ * bound: in use, or not local); LDS_ECLOSED. Threads: any.
+ */
+int lds_inspector_start(lds_runtime *rt, const char *address, const lds_inspector_options *opts);
+
+/*
+ * Since 0.4. Writes the inspector's URL, token included
+ * ("http://127.0.0.1:PORT/?token=..."), NUL-terminated, into buf, as
+ * lds_runtime_metrics_text writes its text: *len receives its length;
+ * LDS_ETOOBIG when buf cannot hold it and its NUL (64 bytes always can).
+ *
+ * Returns LDS_OK; LDS_ETOOBIG; LDS_ENOENT (no inspector serves);
+ * LDS_EINVAL (rt or len NULL, buf NULL with cap > 0); LDS_ECLOSED.
+ * Threads: any (waits for the loop thread, as lds_inspector_start).
+ */
+int lds_inspector_url(lds_runtime *rt, char *buf, size_t cap, size_t *len);
+
+/*
+ * Since 0.4. Stops the inspector: its listening socket and every
+ * connection close (live pages see the stream end).
+ *
+ * Returns LDS_OK; LDS_ENOENT (no inspector serves); LDS_EINVAL;
+ * LDS_ECLOSED. Threads: any (waits for the loop thread, as
+ * lds_inspector_start).
+ */
+int lds_inspector_stop(lds_runtime *rt);
 
 /* ------------------------------------------------------------------ */
 /* Process cells                                                       */

@@ -37,7 +37,7 @@ TSAN_RUN_OPTIONS := halt_on_error=1 exitcode=66 second_deadlock_stack=1
 VALGRIND_FLAGS := --quiet --leak-check=full --show-leak-kinds=definite \
                   --errors-for-leak-kinds=definite --error-exitcode=99 --fair-sched=yes
 
-.PHONY: test-c test-valgrind test-tsan c-header-check c-hello c-tsan-lib
+.PHONY: test-c test-valgrind test-tsan c-header-check c-hello c-trace c-tsan-lib
 
 $(C_TEST_BIN): $(C_TEST_DEPS) | lib
 	@mkdir -p $(C_TEST_OUT)
@@ -60,9 +60,16 @@ c-hello: lib
 	  echo "$$bin" && timeout 120 $$bin || exit 1; \
 	done
 
+# examples/trace.c writes spans as JSON lines; Tests/c/check_trace.py checks them.
+c-trace: lib
+	@mkdir -p $(C_TEST_OUT)
+	$(CC) $(CFLAGS) -o $(C_TEST_OUT)/trace examples/trace.c $(LDLIBS_C)
+	set -o pipefail; timeout 120 $(C_TEST_OUT)/trace | tee $(C_TEST_OUT)/trace.jsonl | python3 $(C_TEST_DIR)/check_trace.py
+
 test-c: c-header-check $(C_TEST_BIN)
 	$(C_TEST_BIN) $(C_TEST_ARGS)
 	@$(MAKE) --no-print-directory c-hello
+	@$(MAKE) --no-print-directory c-trace
 
 # LDS_TEST_SLOW: longer deadlines and a smaller stress run.
 test-valgrind: deps $(C_TEST_BIN)

@@ -1,7 +1,8 @@
 # The C demo, the distribution build and the benchmark.
 #
-#   make demo        build the library and run examples/demo.c (live view on a terminal)
-#   make demo-check  the same demo without a terminal; part of `make test`
+#   make demo        build the library and run examples/demo.c (live view on a terminal);
+#                    make demo INSPECT=1 also starts the web inspector and prints its URL
+#   make demo-check  the same demo without a terminal (and once with the inspector); part of `make test`
 #   make dist        self-contained release libloadstate.so (static Swift stdlib, SONAME
 #                    libloadstate.so.MAJOR, with that name as a link beside it) in dist/
 #   make test-dist   the C tests against dist/libloadstate.so; part of `make test`
@@ -51,11 +52,13 @@ $(OUT)/demo: examples/demo.c include/loadstate.h | lib
 	@mkdir -p $(OUT)
 	$(CC) $(CFLAGS) examples/demo.c -o $@ $(LDLIBS_C)
 
+INSPECT ?=
 demo: $(OUT)/demo
-	$(OUT)/demo
+	$(OUT)/demo $(if $(INSPECT),--inspect)
 
 demo-check: $(OUT)/demo
 	$(OUT)/demo --plain
+	$(OUT)/demo --plain --inspect 2>&1 | grep -E '^(inspector: http://127\.0\.0\.1:[0-9]+/\?token=[0-9a-f]{32}|demo: every expected state reached)' | wc -l | grep -qx 2
 
 TEST_TARGETS += demo-check
 

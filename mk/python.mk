@@ -11,7 +11,7 @@
 #
 # PYTEST_ARGS is passed to pytest, e.g. make test-python PYTEST_ARGS="-k cancel"
 # The package needs nothing but the standard library. The tests need pytest
-# and hypothesis, the wheel setuptools and wheel: they are installed from
+# and hypothesis (and prometheus-client, whose parser reads the metrics text back), the wheel setuptools and wheel: they are installed from
 # PyPI for this python3 when it cannot import them. The wheel is then built
 # offline (no build isolation).
 
@@ -22,7 +22,7 @@ PYTEST_ARGS       ?=
 BENCH_PYTHON_ARGS ?=
 BENCH_PEERS_ARGS  ?=
 
-.PHONY: test-python python-deps python-build-deps python-wheel test-python-install bench-python bench-python-peers
+.PHONY: test-python python-deps python-build-deps browser-deps python-wheel test-python-install bench-python bench-python-peers
 
 # Debian's python3 makes venvs only with python3-venv.
 DEB_PACKAGES += python3-venv
@@ -34,12 +34,20 @@ python-build-deps: deps
 
 # The tests build wheels too.
 python-deps: python-build-deps
-	@$(PYTHON) -c 'import pytest, hypothesis' 2>/dev/null || { \
-	  echo "installing: pytest hypothesis"; \
-	  $(PYTHON) -m pip install -q pytest hypothesis; }
+	@$(PYTHON) -c 'import pytest, hypothesis, prometheus_client' 2>/dev/null || { \
+	  echo "installing: pytest hypothesis prometheus-client"; \
+	  $(PYTHON) -m pip install -q pytest hypothesis prometheus-client; }
+
+# The inspector's browser test drives Debian's chromium (headless, over its
+# DevTools protocol); installed when missing.
+browser-deps:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "installing: chromium"; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; }
 
 # pytest exits with 5 when it collected no test; that is a failure here.
-test-python: lib python-deps
+test-python: lib python-deps browser-deps
 	@echo "LOADSTATE_LIBRARY=$(abspath $(LIB)) $(PYTHON) -m pytest -q $(PYTHON_DIR)/tests $(PYTEST_ARGS)"
 	@LOADSTATE_LIBRARY=$(abspath $(LIB)) $(PYTHON) -m pytest -q $(PYTHON_DIR)/tests $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "test-python: pytest collected no tests"; exit 1; fi; exit $$rc

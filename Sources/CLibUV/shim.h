@@ -11,6 +11,10 @@ static inline void lds_prefetch(const void *p) { __builtin_prefetch(p); }
 static inline uintptr_t lds_load_acquire(const uintptr_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 static inline void lds_store_release(uintptr_t *p, uintptr_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
 
+/* 64-bit counters with one writer (relaxed: a plain load and store, never torn). */
+static inline uint64_t lds_counter_load(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+static inline void lds_counter_store(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
+
 /* A pause in a spin-wait loop. */
 static inline void lds_cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)

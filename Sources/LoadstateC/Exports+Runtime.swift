@@ -8,6 +8,7 @@ public func ldsRuntimeNew(_ opts: UnsafePointer<lds_runtime_options>?,
     var mode = DeliveryMode.loop
     var spin: UInt32 = 0
     var queueMax = Runtime.defaultQueueLimit
+    var metrics = true
     if let opts {
         // Fields past the caller's size read as 0: their defaults.
         let (c, size) = readSized(opts)
@@ -20,9 +21,11 @@ public func ldsRuntimeNew(_ opts: UnsafePointer<lds_runtime_options>?,
             guard c.queue_max <= LDS_QUEUE_MAX_LIMIT else { return LDS_EINVAL }
             queueMax = Int(c.queue_max)
         }
+        guard c.flags & ~UInt32(LDS_RUNTIME_NO_METRICS) == 0 else { return LDS_EINVAL }
+        metrics = c.flags & UInt32(LDS_RUNTIME_NO_METRICS) == 0
     }
     do {
-        let runtime = try Runtime(delivery: mode, spinMicroseconds: spin, queueLimit: queueMax)
+        let runtime = try Runtime(delivery: mode, spinMicroseconds: spin, queueLimit: queueMax, metrics: metrics)
         out.pointee = RuntimeHandle.make(runtime)
         return LDS_OK
     } catch {

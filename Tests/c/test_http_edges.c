@@ -49,7 +49,7 @@ static int encode_header(const char *line) {
   return encode(&req);
 }
 
-/* Since 0.5: HTTP/2 or HTTP/1.1 only (not both), and a CA file, which a
+/* Since 0.4: HTTP/2 or HTTP/1.1 only (not both), and a CA file, which a
  * caller built against the first version of the struct does not have. */
 TEST(http_encode_takes_a_version_flag_and_a_ca_file_when_its_size_has_one) {
   lds_http_request req = LDS_HTTP_REQUEST_INIT;

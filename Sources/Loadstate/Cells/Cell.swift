@@ -26,8 +26,9 @@ protocol RuntimeResident: AnyObject {
         /// The state before the load (or before the first of a chain of
         /// superseding loads), restored by a cancel.
         var restore: CellState<Value, Request>
-        /// When the load began (`uv_hrtime`), for its timeout and
-        /// interrupts; 0 for a load with neither (the clock is not read).
+        /// When the load began (`uv_hrtime`), for its timeout, interrupts
+        /// and latency metric; 0 for a load with none of them (the clock
+        /// is not read).
         var startedAtNs: UInt64
         var job: Job<Value, Request>?
         var serial: UInt32
@@ -268,7 +269,9 @@ protocol RuntimeResident: AnyObject {
         }
         loads &+= 1
         let interrupts = !spec.options.interruptsMs.isEmpty
-        let timed = spec.options.timeoutMs > 0 || interrupts
+        let counted = runtime.metrics.isEnabled
+        if counted { runtime.metrics.loadStarted(spec.loader.metrics) }
+        let timed = spec.options.timeoutMs > 0 || interrupts || counted
         session = Session(restore: restore, startedAtNs: timed ? uv_hrtime() : 0, job: nil, serial: loads,
                           ticket: UInt32(truncatingIfNeeded: ticket),
                           attempt: 1, priority: spec.options.priority)
@@ -426,7 +429,7 @@ protocol RuntimeResident: AnyObject {
             job.leave(self)
             guard let current = session?.serial, UInt64(current) == serial else { return }
         }
-        endSession()
+        endSession(LoadOutcome(failure: error))
         emit(.state, CellState(status: .error, kind: spec.kind, value: nil, error: error, request: spec.request,
                                isPartial: false, isRefreshing: false, attempt: s.attempt,
                                updatedAt: Clock.wallMs()))
@@ -537,7 +540,7 @@ protocol RuntimeResident: AnyObject {
         let loader = spec.loader
         guard !loader.isRetired else {
             // The loader was freed after the load was asked for: no job can start.
-            endSession()
+            endSession(.failed)
             emit(.state, CellState(status: .error, kind: spec.kind, value: nil,
                                    error: LoadError(.notFound, message: "the loader was freed"),
                                    request: spec.request, isPartial: false, isRefreshing: false,
@@ -577,6 +580,7 @@ protocol RuntimeResident: AnyObject {
             job.priority = priority
             guard admitted else {
                 job.admissionPhase = .waiting
+                if runtime.metrics.isEnabled { runtime.noteQueued(job) }
                 // Made here, where the job's types are known: its start runs specialized.
                 job.admissionTicket = admission.enqueue(priority: priority, job.admissionStart())
                 if !shownQueued { showQueued(true) }
@@ -608,6 +612,7 @@ protocol RuntimeResident: AnyObject {
             return true
         }
         guard joined else { return false }
+        if runtime.metrics.isEnabled { runtime.metrics.loadShared(spec.loader.metrics) }
         running.waiters.append(self)
         session?.job = running
         if running.isWaiting { running.updatePriority() }
@@ -630,7 +635,7 @@ protocol RuntimeResident: AnyObject {
             job.leave(self)
         }
         guard let restore = session?.restore else { return nil }
-        endSession()
+        endSession(.cancelled)
         return restore
     }
 
@@ -644,8 +649,11 @@ protocol RuntimeResident: AnyObject {
         leaveMark = nil
     }
 
-    private func endSession() {
+    private func endSession(_ outcome: LoadOutcome) {
         if session?.job != nil { forgetJob() }
+        if runtime.metrics.isEnabled, let startedAtNs = session?.startedAtNs, let loader = lastSpec?.loader {
+            runtime.metrics.loadEnded(outcome, loader.metrics, startedAtNs: startedAtNs)
+        }
         session = nil
         timers?.stop()
     }
@@ -674,7 +682,7 @@ protocol RuntimeResident: AnyObject {
                 emit(.progress, progress: (done, total))
             }
         case .succeed(let value):
-            endSession()
+            endSession(.succeeded)
             var next = settled(.loaded, value: flavor == .loadable ? value : nil)
             if let origin = job.cacheWrite?.origin, origin != .loaded {
                 next.isFromCache = true
@@ -684,7 +692,7 @@ protocol RuntimeResident: AnyObject {
             emit(.state, next)
             pollAfterLoad(failed: false)
         case .finish:
-            endSession()
+            endSession(.succeeded)
             var next: CellState<Value, Request>
             if flavor == .process {
                 next = settled(.loaded)
@@ -708,7 +716,7 @@ protocol RuntimeResident: AnyObject {
                 }
                 return
             }
-            endSession()
+            endSession(LoadOutcome(failure: error))
             if state.isFromCache && state.status == .loaded {
                 // A failed revalidation: the cached value stays, with the error.
                 var next = state
@@ -725,12 +733,12 @@ protocol RuntimeResident: AnyObject {
             }
             pollAfterLoad(failed: true)
         case .cancelSelf:
-            endSession()
+            endSession(.cancelled)
             var restore = restore
             restore.isRefreshing = false
             emit(.state, restore, cancelled: true)
         case .resetSelf:
-            endSession()
+            endSession(.cancelled)
             emit(.state, .initial(at: Clock.wallMs()))
         }
     }
@@ -824,6 +832,7 @@ protocol RuntimeResident: AnyObject {
         s.attempt += 1
         s.job = nil
         session = s
+        if runtime.metrics.isEnabled, let loader = lastSpec?.loader { runtime.metrics.loadRetried(loader.metrics) }
         forgetJob()
         let t = loadTimers()
         t.arm(&t.retry, loop: runtime.loop, after: delay) { [unowned self] in retry() }
@@ -852,7 +861,11 @@ protocol RuntimeResident: AnyObject {
                               isCancelled: cancelled, elapsedMs: elapsedMs, progressDone: progress.0,
                               progressTotal: progress.1)
         runtime.table.withLock { _ in published = event }
-        if !isFreed { observer.cellEvent(self, event) }
+        if !isFreed {
+            if runtime.metrics.isEnabled { runtime.metrics.eventDelivered() }
+            observer.cellEvent(self, event)
+            runtime.observer?.cellEvent(self, event)
+        }
     }
 }
 

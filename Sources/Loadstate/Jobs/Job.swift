@@ -1,3 +1,5 @@
+import CLibUV
+
 /// One run of a loader, on behalf of one or more cells (loads that share a
 /// key share a job).
 ///
@@ -78,6 +80,13 @@
     /// An operation was submitted from inside `start`.
     @exclusivity(unchecked) var settleAfterStart = false
     @exclusivity(unchecked) private var finished = false
+    /// The runtime observer that saw the job start, and when (see `RuntimeObserver`).
+    @exclusivity(unchecked) weak var observer: RuntimeObserver?
+    @exclusivity(unchecked) var observedStartNs: UInt64 = 0
+    /// When a loader's limits queued it (`uv_hrtime`; 0: not queued, or metrics off).
+    @exclusivity(unchecked) var queuedAtNs: UInt64 = 0
+    /// When it started, on the loop's clock (`uv_now`), for the inspector.
+    let startedAtMs: UInt64
 
     /// The key and cache of a shared or cached job, and the last value it
     /// yielded (stored in the cache when it finishes).
@@ -127,12 +136,15 @@
         self.attempt = attempt
         extras = shareKey == nil && cache == nil ? nil
             : Extras(shareKey: shareKey, cache: cache, isPrefetch: isPrefetch)
+        startedAtMs = uv_now(runtime.loop.loop)
         super.init(id: id)
     }
 
     /// Loop: calls the loader's `start`; operations submitted from inside
     /// it are applied when it returns.
     func begin() {
+        if queuedAtNs != 0 { runtime.noteAdmitted(self) }
+        runtime.observeJobStart(self)
         isStarting = true
         loader.start(self, runtime: runtime)
         isStarting = false
@@ -205,6 +217,7 @@
                 return cancelHooks
             }
             finish()
+            runtime.observeJobEnd(self, JobEnd(op))
             switch op {
             case .cancelSelf, .resetSelf: runCancelHooks(hooks)
             default: onLoopCancel = nil
@@ -244,6 +257,7 @@
             if let hooks {
                 waiters.removeAll()
                 finish()
+                runtime.observeJobEnd(self, .cancelled)
                 runCancelHooks(hooks)
                 return
             }

@@ -16,9 +16,15 @@
     /// Set before the loader is used.
     private(set) var admission: Admission?
     private var ownsAdmission = false
+    /// The loader's load and job counters (see `RuntimeMetrics`).
+    @usableFromInline package let metrics = LoadMetrics()
 
     @usableFromInline package override init(id: UInt64) {
         super.init(id: id)
+    }
+
+    deinit {
+        metrics.deallocate()
     }
 
     /// Holds the loader's jobs to `limits` (none when unlimited). Call
@@ -55,10 +61,12 @@
     /// A job of the loader was made (it may wait before it starts).
     func jobStarted() {
         activeJobs += 1
+        metrics.jobStarted()
     }
 
     func jobEnded(runtime: Runtime) {
         activeJobs -= 1
+        metrics.jobEnded()
         releaseIfIdle(runtime: runtime)
     }
 

@@ -138,6 +138,14 @@
         return all
     }
 
+    /// Calls `body` with every id, and with the object when `wants(id)`
+    /// (objects that are not wanted are neither retained nor released).
+    @usableFromInline package func forEach(where wants: (UInt64) -> Bool, _ body: (UInt64, Handle?) -> Void) {
+        for i in 0...mask where ids[i] != 0 {
+            body(ids[i], wants(ids[i]) ? slots[i] : nil)
+        }
+    }
+
     /// Forgets every object, back to the first capacity.
     @usableFromInline package func removeAll() {
         let oldIDs = ids, oldSlots = slots, oldCapacity = mask + 1

@@ -11,6 +11,12 @@ public final class Runtime: @unchecked Sendable {
     @usableFromInline package let loop: EventLoop
     @usableFromInline package let delivery: Delivery
     @usableFromInline package let table = HandleTable()
+    /// Loop thread only: the runtime-wide observer (see `RuntimeObserver`).
+    @exclusivity(unchecked) var observer: RuntimeObserver?
+    /// Loop thread only: the inspector serving, if any (see `Runtime+Inspector.swift`).
+    @exclusivity(unchecked) var inspector: Inspector?
+    /// Load, job and event counters (see `Runtime+Metrics.swift`).
+    @usableFromInline package let metrics: RuntimeMetrics
     /// The memory caches, found without the table's lock by `lds_cache_get`.
     @usableFromInline package let memoryCaches = PinnedHandles<MemoryCache>()
     private let closed = Atomic<Bool>(false)
@@ -19,12 +25,20 @@ public final class Runtime: @unchecked Sendable {
     /// Loop thread only: whether polling is paused, and who waits for it.
     let pollControl = PollControl()
 
-    /// `spinMicroseconds`: see `EventLoop.init`.
+    /// `spinMicroseconds`: see `EventLoop.init`. `metrics`: whether loads,
+    /// jobs and events are counted and load latencies measured (see
+    /// `statistics()`); off, they cost nothing and the counters stay 0.
     public init(delivery mode: DeliveryMode = .loop, spinMicroseconds: UInt32 = 0,
-                queueLimit: Int = Runtime.defaultQueueLimit) throws(ResultCode) {
+                queueLimit: Int = Runtime.defaultQueueLimit, metrics: Bool = true) throws(ResultCode) {
         self.queueLimit = queueLimit
         delivery = try Delivery(mode: mode)
         loop = try EventLoop(spinMicroseconds: spinMicroseconds)
+        // Last: a failed init runs no deinit, which frees the counters.
+        self.metrics = RuntimeMetrics(enabled: metrics)
+    }
+
+    deinit {
+        metrics.deallocate()
     }
 
     /// Whether `close` was called.
@@ -64,6 +78,8 @@ public final class Runtime: @unchecked Sendable {
             return .closed
         }
         loop.stop { [self] in
+            inspector?.stop()
+            inspector = nil
             let residents = table.all().compactMap { $0 as? RuntimeResident }
             // Cells first: their jobs end, then the loaders can be released.
             for resident in residents where !(resident is LoaderMarker) {
@@ -73,6 +89,9 @@ public final class Runtime: @unchecked Sendable {
                 resident.shutdown(runtime: self)
             }
             table.withLock { $0.handles.removeAll() }
+            let last = observer
+            observer = nil
+            last?.detached()
         }
         delivery.drainCleanups()
         return .ok

@@ -31,6 +31,7 @@ from .enums import (PRIORITY_PREFETCH, QUEUE_MAX, VALUE_MAX, CachePolicy, Code, 
 from .errors import (Busy, Cancelled, Closed, Error, InvalidArgument, IOFailure, LibraryNotFound, LoadFailed,
                      NotFound, OutOfMemory, TimedOut, TooBig, WrongState, error_for_code)
 from .loaders import EXCEPTION_CODE, Job, Loader
+from .metrics import LoadMetrics, RuntimeStats
 from .runtime import Runtime
 from .types import Event, Limits, LoadOptions, Snapshot
 
@@ -49,7 +50,7 @@ def strerror(code: int) -> str:
 
 __all__ = [
     "Runtime", "Loader", "Job", "Cell", "Loadable", "Process", "Load", "EventStream", "Cache", "CacheEntry",
-    "CacheStats",
+    "CacheStats", "LoadMetrics", "RuntimeStats",
     "Event", "Snapshot", "LoadOptions", "Status", "Flags", "EventType", "Domain", "Delivery", "CachePolicy", "Code",
     "VALUE_MAX", "QUEUE_MAX", "Limits", "LoadFlags", "PRIORITY_PREFETCH",
     "Codec", "BYTES", "TEXT", "JSON", "PATH", "EXEC_REQUEST", "HTTP_REQUEST", "HTTP_RESPONSE",

@@ -27,7 +27,7 @@ from threading import get_ident
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ._library import (CANCEL_FN, EVENT_FN, EVENT_LAYOUT, FREE_FN, LOADER_CANCEL_FN, LOADER_FN, OP_LAYOUT,
-                       RECORD_CANCEL, RECORD_EVENT, RECORD_LAYOUT, RECORD_START, Library, RuntimeOptions)
+                       RECORD_CANCEL, RECORD_EVENT, RECORD_LAYOUT, RECORD_START, RUNTIME_NO_METRICS, Library, RuntimeOptions)
 from .enums import Code, Delivery
 from .errors import Closed, WrongState
 
@@ -243,7 +243,7 @@ class Core:
     """The state of one ``lds_runtime``: its handle, cells, watched jobs, asyncio hookup."""
 
     def __init__(self, library: Library, delivery: Delivery, on_error: Optional[ErrorHandler], workers: int,
-                 spin_us: int = 0) -> None:
+                 spin_us: int = 0, metrics: bool = True) -> None:
         self.lib = library
         # Every call but the deferred ones goes through Calls (see there).
         self.dll: Any = Calls(self, library.dll)
@@ -259,7 +259,8 @@ class Core:
         self._results = (ctypes.c_int32 * 256)()
         self.delivery = Delivery(delivery)
         self.on_error = on_error or default_error_handler
-        options = RuntimeOptions(ctypes.sizeof(RuntimeOptions), int(self.delivery), spin_us)
+        options = RuntimeOptions(ctypes.sizeof(RuntimeOptions), int(self.delivery), spin_us, 0,
+                                 0 if metrics else RUNTIME_NO_METRICS)
         out = c_void_p()
         self.check(self.dll.lds_runtime_new(byref(options), byref(out)), "lds_runtime_new")
         self.handle: int = out.value  # type: ignore[assignment]

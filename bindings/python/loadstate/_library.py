@@ -53,7 +53,8 @@ _strings = POINTER(c_char_p)  # const char *const *
 class RuntimeOptions(Structure):
     """``lds_runtime_options``."""
 
-    _fields_ = [("size", c_uint32), ("delivery", c_uint32), ("spin_us", c_uint32), ("queue_max", c_uint32)]
+    _fields_ = [("size", c_uint32), ("delivery", c_uint32), ("spin_us", c_uint32), ("queue_max", c_uint32),
+                ("flags", c_uint32)]
 
 
 class LoadOptionsC(Structure):
@@ -242,6 +243,60 @@ class CacheStatisticsC(Structure):
                 ("entries", c_uint64), ("bytes", c_uint64)]
 
 
+# LDS_RUNTIME_NO_METRICS: lds_runtime_options.flags.
+RUNTIME_NO_METRICS = 1 << 0
+
+# LDS_LATENCY_BUCKETS: the latency buckets of lds_load_metrics.
+LATENCY_BUCKETS = 32
+
+
+class LoadMetricsC(Structure):
+    """``lds_load_metrics``."""
+
+    _fields_ = [("started", c_uint64), ("succeeded", c_uint64), ("failed", c_uint64), ("cancelled", c_uint64),
+                ("timed_out", c_uint64), ("retried", c_uint64), ("shared", c_uint64), ("jobs_started", c_uint64),
+                ("jobs_in_flight", c_uint64), ("latency_count", c_uint64), ("latency_sum_us", c_uint64),
+                ("latency_max_us", c_uint64), ("latency_p50_us", c_uint64), ("latency_p90_us", c_uint64),
+                ("latency_p99_us", c_uint64), ("latency_buckets", c_uint64 * LATENCY_BUCKETS),
+                ("jobs_queued", c_uint64), ("queue_wait_count", c_uint64), ("queue_wait_sum_us", c_uint64),
+                ("queue_wait_max_us", c_uint64), ("queue_wait_p50_us", c_uint64), ("queue_wait_p90_us", c_uint64),
+                ("queue_wait_p99_us", c_uint64), ("queue_wait_buckets", c_uint64 * LATENCY_BUCKETS)]
+
+
+class LoaderMetricsC(Structure):
+    """``lds_loader_metrics``."""
+
+    _fields_ = [("loader", c_uint64), ("loads", LoadMetricsC)]
+
+
+class CacheMetricsC(Structure):
+    """``lds_cache_metrics``."""
+
+    _fields_ = [("cache", c_uint64), ("persistent", c_uint32), ("reserved", c_uint32), ("stats", CacheStatisticsC)]
+
+
+class RuntimeStatisticsC(Structure):
+    """``lds_runtime_statistics``."""
+
+    _fields_ = [("size", c_uint32), ("enabled", c_uint32), ("cells_alive", c_uint64),
+                ("events_delivered", c_uint64), ("loads", LoadMetricsC), ("loaders", POINTER(LoaderMetricsC)),
+                ("loaders_cap", c_uint32), ("loader_count", c_uint32), ("caches", POINTER(CacheMetricsC)),
+                ("caches_cap", c_uint32), ("cache_count", c_uint32)]
+
+
+class InspectorOptionsC(Structure):
+    """``lds_inspector_options``."""
+
+    _fields_ = [("size", c_uint32), ("flags", c_uint32), ("max_clients", c_uint32), ("interval_ms", c_uint32),
+                ("idle_timeout_ms", c_uint32), ("max_cells", c_uint32)]
+
+
+# lds_inspector_options.flags (LDS_INSPECTOR_*).
+INSPECTOR_SHOW_VALUES = 1 << 0
+INSPECTOR_ACTIONS = 1 << 1
+INSPECTOR_ALLOW_REMOTE = 1 << 2
+
+
 class CacheKeyListC(Structure):
     """``lds_cache_key_list``."""
 
@@ -252,6 +307,16 @@ class CacheKeyListC(Structure):
 EVENT_FN = CFUNCTYPE(None, c_void_p, c_void_p)
 LOADER_FN = CFUNCTYPE(None, c_void_p, c_uint64, c_void_p, c_size_t, c_void_p)
 FREE_FN = CFUNCTYPE(None, c_void_p)
+OBSERVE_FN = CFUNCTYPE(None, c_void_p, c_void_p)
+
+
+class ObservationC(Structure):
+    """``lds_observation``."""
+
+    _fields_ = [("size", c_uint32), ("what", c_uint32), ("event", POINTER(EventC)), ("job", c_uint64),
+                ("loader", c_uint64), ("cell", c_uint64), ("attempt", c_uint32), ("outcome", c_uint32),
+                ("error_domain", c_int32), ("error_code", c_int32), ("time_ns", c_uint64),
+                ("duration_ns", c_uint64), ("request", c_void_p), ("request_len", c_size_t)]
 CANCEL_FN = CFUNCTYPE(None, c_uint64, c_void_p)
 LOADER_CANCEL_FN = CFUNCTYPE(None, c_void_p, c_uint64, c_void_p)
 
@@ -318,6 +383,12 @@ _PROTOTYPES: Dict[str, Tuple[object, List[object]]] = {
     "lds_cache_read": (c_int, [_rt, _id, c_char_p, c_size_t, c_void_p, c_size_t, POINTER(c_size_t)]),
     "lds_cache_keys": (c_int, [_rt, _id, c_char_p, c_size_t, POINTER(CacheKeyListC)]),
     "lds_cache_key_list_clear": (None, [POINTER(CacheKeyListC)]),
+    "lds_runtime_stats": (c_int, [_rt, POINTER(RuntimeStatisticsC)]),
+    "lds_runtime_metrics_text": (c_int, [_rt, c_char_p, c_size_t, POINTER(c_size_t)]),
+    "lds_runtime_observe": (c_int, [_rt, OBSERVE_FN, c_void_p, FREE_FN]),
+    "lds_inspector_start": (c_int, [_rt, c_char_p, POINTER(InspectorOptionsC)]),
+    "lds_inspector_url": (c_int, [_rt, c_char_p, c_size_t, POINTER(c_size_t)]),
+    "lds_inspector_stop": (c_int, [_rt]),
     "lds_process_new": (c_int, [_rt, EVENT_FN, c_void_p, POINTER(c_uint64)]),
     "lds_process_free": (c_int, [_rt, _id]),
     "lds_process_run": (c_int, [_rt, _id, c_int32, _id, c_char_p, c_size_t, POINTER(LoadOptionsC)]),

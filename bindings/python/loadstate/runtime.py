@@ -9,14 +9,16 @@ import weakref
 from typing import Any, Callable, Optional, Tuple, TypeVar, Union, overload
 
 from . import _core, builtin
-from ._library import ExecOptionsC, FileOptionsC, HttpOptionsC, Library, load_library
+from ._library import (INSPECTOR_ACTIONS, INSPECTOR_ALLOW_REMOTE, INSPECTOR_SHOW_VALUES, ExecOptionsC, FileOptionsC,
+                       HttpOptionsC, InspectorOptionsC, Library, load_library)
 from .builtin import HttpResponse
 from .cache import Cache
 from .cells import EventCallback, Loadable, Process, options_struct
 from .codec import BYTES, Codec
-from .enums import CachePolicy, Delivery, ExecFlags
-from .loaders import Job, Loader
+from .enums import CachePolicy, Code, Delivery, ExecFlags
 from .errors import InvalidArgument
+from .loaders import Job, Loader
+from .metrics import RuntimeStats, metrics_text, runtime_stats
 from .types import NO_LIMITS, Limits, LoadOptions, milliseconds
 
 __all__ = ["Runtime"]
@@ -62,12 +64,15 @@ class Runtime:
             codecs, or loaders whose job no longer runs. The default logs
             them on the ``loadstate`` logger.
         workers: the most threads that run plain-function loaders at once.
+        metrics: whether the runtime counts loads, jobs and events (see
+            :meth:`stats`); ``False`` makes them cost nothing.
     """
 
     def __init__(self, delivery: Union[Delivery, str, int] = Delivery.LOOP, *,
                  library: Union[None, str, "os.PathLike[str]", Library] = None,
                  on_error: Optional[Callable[[BaseException, str], None]] = None,
-                 workers: int = min(32, (os.cpu_count() or 1) + 4), _spin: float = 50e-6) -> None:
+                 workers: int = min(32, (os.cpu_count() or 1) + 4), metrics: bool = True,
+                 _spin: float = 50e-6) -> None:
         # _spin: seconds (at most 0.1) the runtime's thread keeps polling for
         # more work once it has run out, before it sleeps (spin_us): calls
         # from Python come a few microseconds apart, and within that time
@@ -79,7 +84,7 @@ class Runtime:
         if isinstance(workers, bool) or not isinstance(workers, int):
             raise TypeError(f"workers must be an int, not {type(workers).__name__}")
         lib = library if isinstance(library, Library) else load_library(library)
-        self._core = _core.Core(lib, _delivery(delivery), on_error, workers, round(_spin * 1e6))
+        self._core = _core.Core(lib, _delivery(delivery), on_error, workers, round(_spin * 1e6), metrics)
         self._finalizer = weakref.finalize(self, self._core.close, True)
 
     # -- properties -------------------------------------------------------
@@ -103,6 +108,71 @@ class Runtime:
     def fd(self) -> int:
         """POLL mode: a descriptor readable while callbacks are pending. Do not read or close it."""
         return self._core.fd()
+
+    def stats(self) -> RuntimeStats:
+        """The runtime's metrics now: load counters and latencies per runtime and per loader, cache counters.
+
+        Raises:
+            Closed: the runtime is closed.
+        """
+        return runtime_stats(self._core)
+
+    def metrics_text(self) -> str:
+        """The runtime's metrics in the Prometheus text exposition format (version 0.0.4), for a ``/metrics`` page.
+
+        Load series are labelled ``loader`` (a :attr:`Loader.id`, or ``freed``), cache series ``cache`` and
+        ``kind``; see ``lds_runtime_metrics_text`` in ``loadstate.h`` for the families.
+
+        Raises:
+            Closed: the runtime is closed.
+        """
+        return metrics_text(self._core)
+
+    def start_inspector(self, address: str = "127.0.0.1:0", *, show_values: bool = False, actions: bool = False,
+                        allow_remote: bool = False, max_clients: int = 0, interval: float = 0,
+                        idle_timeout: float = 0, max_cells: int = 0) -> str:
+        """Starts the runtime's web inspector (``lds_inspector_start``) and returns its URL, token included.
+
+        The page shows the cells, jobs, loaders and caches live. Only requests with the token and a ``Host``
+        naming the bound address are answered. ``address`` is ``"127.0.0.1:PORT"`` (port 0: a free one);
+        values are hidden unless ``show_values``; the page's cancel, refresh and invalidate buttons work only
+        with ``actions``. ``interval`` and ``idle_timeout`` are in seconds (0: the library's defaults).
+
+        Raises:
+            InvalidArgument: a malformed or non-loopback address (without ``allow_remote``), bad options.
+            WrongState: an inspector already serves.
+            IOFailure: the address cannot be bound.
+        """
+        options = InspectorOptionsC()
+        options.size = ctypes.sizeof(InspectorOptionsC)
+        options.flags = ((INSPECTOR_SHOW_VALUES if show_values else 0) | (INSPECTOR_ACTIONS if actions else 0)
+                         | (INSPECTOR_ALLOW_REMOTE if allow_remote else 0))
+        options.max_clients = max_clients
+        options.interval_ms = round(interval * 1000)
+        options.idle_timeout_ms = round(idle_timeout * 1000)
+        options.max_cells = max_cells
+        core = self._core
+        core.check(core.dll.lds_inspector_start(core.c_handle, address.encode("utf-8"), ctypes.byref(options)),
+                   "inspector start")
+        return self.inspector_url() or ""
+
+    def inspector_url(self) -> Optional[str]:
+        """The inspector's URL, token included, or None when none serves."""
+        core = self._core
+        buffer = ctypes.create_string_buffer(256)
+        length = ctypes.c_size_t(0)
+        rc = core.dll.lds_inspector_url(core.c_handle, buffer, 256, ctypes.byref(length))
+        if rc == Code.ENOENT:
+            return None
+        core.check(rc, "inspector url")
+        return buffer.raw[:length.value].decode("utf-8")
+
+    def stop_inspector(self) -> None:
+        """Stops the inspector; nothing happens when none serves."""
+        core = self._core
+        rc = core.dll.lds_inspector_stop(core.c_handle)
+        if rc != Code.ENOENT:
+            core.check(rc, "inspector stop")
 
     # -- lifecycle --------------------------------------------------------
 

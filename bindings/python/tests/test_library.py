@@ -78,6 +78,9 @@ STRUCTS = {
     "lds_cache_statistics": "CacheStatisticsC", "lds_cache_key_list": "CacheKeyListC", "lds_record": "RecordC",
     "lds_op": "OpC",
     "lds_loader_options": "LoaderOptionsC",
+    "lds_load_metrics": "LoadMetricsC", "lds_loader_metrics": "LoaderMetricsC", "lds_cache_metrics": "CacheMetricsC",
+    "lds_runtime_statistics": "RuntimeStatisticsC", "lds_observation": "ObservationC",
+    "lds_inspector_options": "InspectorOptionsC",
 }
 
 

@@ -99,7 +99,13 @@ impl Runtime {
 
     /// A runtime with the given delivery mode.
     pub fn with_delivery(delivery: Delivery) -> Result<Runtime> {
-        Runtime::create(delivery, 0)
+        Runtime::create(delivery, 0, 0)
+    }
+
+    /// A runtime that counts nothing (`LDS_RUNTIME_NO_METRICS`): its
+    /// [`Runtime::stats`] stay at zero, and its loads read no clock for them.
+    pub fn without_metrics(delivery: Delivery) -> Result<Runtime> {
+        Runtime::create(delivery, 0, sys::LDS_RUNTIME_NO_METRICS)
     }
 
     /// A runtime whose loop thread keeps polling for more work for `spin`
@@ -110,16 +116,17 @@ impl Runtime {
     /// 100 ms.
     pub fn with_spin(delivery: Delivery, spin: Duration) -> Result<Runtime> {
         let micros = u32::try_from(spin.as_micros()).unwrap_or(u32::MAX);
-        Runtime::create(delivery, micros)
+        Runtime::create(delivery, micros, 0)
     }
 
-    fn create(delivery: Delivery, spin_us: u32) -> Result<Runtime> {
+    fn create(delivery: Delivery, spin_us: u32, flags: u32) -> Result<Runtime> {
         let options = sys::lds_runtime_options {
             delivery: match delivery {
                 Delivery::Loop => sys::LDS_DELIVER_LOOP,
                 Delivery::Poll => sys::LDS_DELIVER_POLL,
             },
             spin_us,
+            flags,
             ..sys::lds_runtime_options::INIT
         };
         let mut raw = ptr::null_mut();

@@ -169,7 +169,13 @@ pub struct lds_runtime_options {
     pub delivery: u32,
     pub spin_us: u32,
     pub queue_max: u32,
+    pub flags: u32,
 }
+
+/// `lds_runtime_options.flags`: count nothing.
+pub const LDS_RUNTIME_NO_METRICS: u32 = 1 << 0;
+/// The latency buckets of `lds_load_metrics`.
+pub const LDS_LATENCY_BUCKETS: usize = 32;
 
 impl lds_runtime_options {
     /// The value of `LDS_RUNTIME_OPTIONS_INIT`.
@@ -179,6 +185,7 @@ impl lds_runtime_options {
             delivery: LDS_DELIVER_LOOP,
             spin_us: 0,
             queue_max: 0,
+            flags: 0,
         };
 }
 
@@ -470,6 +477,149 @@ impl lds_cache_key_list {
     }
 }
 
+/// `lds_inspector_options.flags`.
+pub const LDS_INSPECTOR_SHOW_VALUES: u32 = 1 << 0;
+pub const LDS_INSPECTOR_ACTIONS: u32 = 1 << 1;
+pub const LDS_INSPECTOR_ALLOW_REMOTE: u32 = 1 << 2;
+
+/// Options for `lds_inspector_start`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct lds_inspector_options {
+    pub size: u32,
+    pub flags: u32,
+    pub max_clients: u32,
+    pub interval_ms: u32,
+    pub idle_timeout_ms: u32,
+    pub max_cells: u32,
+}
+
+impl lds_inspector_options {
+    /// The value of `LDS_INSPECTOR_OPTIONS_INIT`.
+    pub const INIT: Self = lds_inspector_options {
+        size: core::mem::size_of::<lds_inspector_options>() as u32,
+        flags: 0,
+        max_clients: 0,
+        interval_ms: 0,
+        idle_timeout_ms: 0,
+        max_cells: 0,
+    };
+}
+
+/// The load counters of a loader or of a runtime.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct lds_load_metrics {
+    pub started: u64,
+    pub succeeded: u64,
+    pub failed: u64,
+    pub cancelled: u64,
+    pub timed_out: u64,
+    pub retried: u64,
+    pub shared: u64,
+    pub jobs_started: u64,
+    pub jobs_in_flight: u64,
+    pub latency_count: u64,
+    pub latency_sum_us: u64,
+    pub latency_max_us: u64,
+    pub latency_p50_us: u64,
+    pub latency_p90_us: u64,
+    pub latency_p99_us: u64,
+    pub latency_buckets: [u64; LDS_LATENCY_BUCKETS],
+    pub jobs_queued: u64,
+    pub queue_wait_count: u64,
+    pub queue_wait_sum_us: u64,
+    pub queue_wait_max_us: u64,
+    pub queue_wait_p50_us: u64,
+    pub queue_wait_p90_us: u64,
+    pub queue_wait_p99_us: u64,
+    pub queue_wait_buckets: [u64; LDS_LATENCY_BUCKETS],
+}
+
+impl lds_load_metrics {
+    /// All counters at zero.
+    pub const fn zeroed() -> Self {
+        lds_load_metrics {
+            started: 0,
+            succeeded: 0,
+            failed: 0,
+            cancelled: 0,
+            timed_out: 0,
+            retried: 0,
+            shared: 0,
+            jobs_started: 0,
+            jobs_in_flight: 0,
+            latency_count: 0,
+            latency_sum_us: 0,
+            latency_max_us: 0,
+            latency_p50_us: 0,
+            latency_p90_us: 0,
+            latency_p99_us: 0,
+            latency_buckets: [0; LDS_LATENCY_BUCKETS],
+            jobs_queued: 0,
+            queue_wait_count: 0,
+            queue_wait_sum_us: 0,
+            queue_wait_max_us: 0,
+            queue_wait_p50_us: 0,
+            queue_wait_p90_us: 0,
+            queue_wait_p99_us: 0,
+            queue_wait_buckets: [0; LDS_LATENCY_BUCKETS],
+        }
+    }
+}
+
+/// One loader alive and its counters.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct lds_loader_metrics {
+    pub loader: lds_id,
+    pub loads: lds_load_metrics,
+}
+
+/// One cache open and its counters.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct lds_cache_metrics {
+    pub cache: lds_id,
+    pub persistent: u32,
+    pub reserved: u32,
+    pub stats: lds_cache_statistics,
+}
+
+/// What `lds_runtime_stats` fills.
+#[repr(C)]
+#[derive(Debug)]
+pub struct lds_runtime_statistics {
+    pub size: u32,
+    pub enabled: u32,
+    pub cells_alive: u64,
+    pub events_delivered: u64,
+    pub loads: lds_load_metrics,
+    pub loaders: *mut lds_loader_metrics,
+    pub loaders_cap: u32,
+    pub loader_count: u32,
+    pub caches: *mut lds_cache_metrics,
+    pub caches_cap: u32,
+    pub cache_count: u32,
+}
+
+impl lds_runtime_statistics {
+    /// The value of `LDS_RUNTIME_STATISTICS_INIT`.
+    pub const INIT: Self = lds_runtime_statistics {
+        size: core::mem::size_of::<lds_runtime_statistics>() as u32,
+        enabled: 0,
+        cells_alive: 0,
+        events_delivered: 0,
+        loads: lds_load_metrics::zeroed(),
+        loaders: core::ptr::null_mut(),
+        loaders_cap: 0,
+        loader_count: 0,
+        caches: core::ptr::null_mut(),
+        caches_cap: 0,
+        cache_count: 0,
+    };
+}
+
 /// A delivery handed over as data by `lds_runtime_dispatch_records`.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
@@ -504,6 +654,37 @@ pub type lds_loader_fn = unsafe extern "C" fn(
 );
 
 pub type lds_free_fn = unsafe extern "C" fn(data: *mut c_void);
+/// A runtime observer (`lds_runtime_observe`).
+pub type lds_observe_fn = unsafe extern "C" fn(observation: *const lds_observation, user_data: *mut c_void);
+
+/// `lds_observation.what`.
+pub const LDS_OBSERVE_EVENT: u32 = 1;
+pub const LDS_OBSERVE_JOB_START: u32 = 2;
+pub const LDS_OBSERVE_JOB_END: u32 = 3;
+/// `lds_observation.outcome`.
+pub const LDS_JOB_SUCCEEDED: u32 = 0;
+pub const LDS_JOB_FAILED: u32 = 1;
+pub const LDS_JOB_CANCELLED: u32 = 2;
+
+/// One thing a runtime observer is told.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct lds_observation {
+    pub size: u32,
+    pub what: u32,
+    pub event: *const lds_event,
+    pub job: lds_id,
+    pub loader: lds_id,
+    pub cell: lds_id,
+    pub attempt: u32,
+    pub outcome: u32,
+    pub error_domain: i32,
+    pub error_code: i32,
+    pub time_ns: u64,
+    pub duration_ns: u64,
+    pub request: *const c_void,
+    pub request_len: usize,
+}
 
 pub type lds_cancel_fn = unsafe extern "C" fn(job: lds_id, data: *mut c_void);
 
@@ -640,6 +821,21 @@ unsafe extern "C" {
     pub fn lds_cache_remove(rt: *mut lds_runtime, cache: lds_id, key: *const c_void, key_len: usize) -> c_int;
     pub fn lds_cache_clear(rt: *mut lds_runtime, cache: lds_id) -> c_int;
     pub fn lds_cache_stats(rt: *mut lds_runtime, cache: lds_id, out: *mut lds_cache_statistics) -> c_int;
+    pub fn lds_runtime_stats(rt: *mut lds_runtime, out: *mut lds_runtime_statistics) -> c_int;
+    pub fn lds_runtime_metrics_text(rt: *mut lds_runtime, buf: *mut c_char, cap: usize, len: *mut usize) -> c_int;
+    pub fn lds_inspector_start(
+        rt: *mut lds_runtime,
+        address: *const c_char,
+        opts: *const lds_inspector_options,
+    ) -> c_int;
+    pub fn lds_inspector_url(rt: *mut lds_runtime, buf: *mut c_char, cap: usize, len: *mut usize) -> c_int;
+    pub fn lds_inspector_stop(rt: *mut lds_runtime) -> c_int;
+    pub fn lds_runtime_observe(
+        rt: *mut lds_runtime,
+        observe: Option<lds_observe_fn>,
+        user_data: *mut c_void,
+        free_data: Option<lds_free_fn>,
+    ) -> c_int;
     pub fn lds_cache_read(
         rt: *mut lds_runtime, cache: lds_id, key: *const c_void, key_len: usize, buf: *mut c_void, cap: usize,
         len: *mut usize,

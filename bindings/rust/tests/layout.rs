@@ -33,7 +33,44 @@ int main(void) {
   SIZE(lds_snapshot); EVENT_FIELDS(lds_snapshot);
   SIZE(lds_runtime_options);
   FIELD(lds_runtime_options, size); FIELD(lds_runtime_options, delivery); FIELD(lds_runtime_options, spin_us);
-  FIELD(lds_runtime_options, queue_max);
+  FIELD(lds_runtime_options, queue_max); FIELD(lds_runtime_options, flags);
+  SIZE(lds_inspector_options);
+  FIELD(lds_inspector_options, size); FIELD(lds_inspector_options, flags);
+  FIELD(lds_inspector_options, max_clients); FIELD(lds_inspector_options, interval_ms);
+  FIELD(lds_inspector_options, idle_timeout_ms); FIELD(lds_inspector_options, max_cells);
+  lds_inspector_options io = LDS_INSPECTOR_OPTIONS_INIT;
+  printf("init lds_inspector_options %u %u %u %u %u %u\n", io.size, io.flags, io.max_clients, io.interval_ms,
+         io.idle_timeout_ms, io.max_cells);
+  SIZE(lds_observation);
+  FIELD(lds_observation, size); FIELD(lds_observation, what); FIELD(lds_observation, event);
+  FIELD(lds_observation, job); FIELD(lds_observation, loader); FIELD(lds_observation, cell);
+  FIELD(lds_observation, attempt); FIELD(lds_observation, outcome); FIELD(lds_observation, error_domain);
+  FIELD(lds_observation, error_code); FIELD(lds_observation, time_ns); FIELD(lds_observation, duration_ns);
+  FIELD(lds_observation, request); FIELD(lds_observation, request_len);
+  SIZE(lds_load_metrics);
+  FIELD(lds_load_metrics, started); FIELD(lds_load_metrics, succeeded); FIELD(lds_load_metrics, failed);
+  FIELD(lds_load_metrics, cancelled); FIELD(lds_load_metrics, timed_out); FIELD(lds_load_metrics, retried);
+  FIELD(lds_load_metrics, shared); FIELD(lds_load_metrics, jobs_started); FIELD(lds_load_metrics, jobs_in_flight);
+  FIELD(lds_load_metrics, latency_count); FIELD(lds_load_metrics, latency_sum_us);
+  FIELD(lds_load_metrics, latency_max_us); FIELD(lds_load_metrics, latency_p50_us);
+  FIELD(lds_load_metrics, latency_p90_us); FIELD(lds_load_metrics, latency_p99_us);
+  FIELD(lds_load_metrics, latency_buckets); FIELD(lds_load_metrics, jobs_queued);
+  FIELD(lds_load_metrics, queue_wait_count); FIELD(lds_load_metrics, queue_wait_sum_us);
+  FIELD(lds_load_metrics, queue_wait_max_us); FIELD(lds_load_metrics, queue_wait_p50_us);
+  FIELD(lds_load_metrics, queue_wait_p90_us); FIELD(lds_load_metrics, queue_wait_p99_us);
+  FIELD(lds_load_metrics, queue_wait_buckets);
+  SIZE(lds_loader_metrics);
+  FIELD(lds_loader_metrics, loader); FIELD(lds_loader_metrics, loads);
+  SIZE(lds_cache_metrics);
+  FIELD(lds_cache_metrics, cache); FIELD(lds_cache_metrics, persistent); FIELD(lds_cache_metrics, reserved);
+  FIELD(lds_cache_metrics, stats);
+  SIZE(lds_runtime_statistics);
+  FIELD(lds_runtime_statistics, size); FIELD(lds_runtime_statistics, enabled);
+  FIELD(lds_runtime_statistics, cells_alive); FIELD(lds_runtime_statistics, events_delivered);
+  FIELD(lds_runtime_statistics, loads); FIELD(lds_runtime_statistics, loaders);
+  FIELD(lds_runtime_statistics, loaders_cap); FIELD(lds_runtime_statistics, loader_count);
+  FIELD(lds_runtime_statistics, caches); FIELD(lds_runtime_statistics, caches_cap);
+  FIELD(lds_runtime_statistics, cache_count);
   SIZE(lds_load_options);
   FIELD(lds_load_options, size); FIELD(lds_load_options, flags); FIELD(lds_load_options, timeout_ms);
   FIELD(lds_load_options, interrupts_ms); FIELD(lds_load_options, interrupt_count);
@@ -97,7 +134,11 @@ int main(void) {
   printf("init lds_loader_options %u %d\n", lso.size,
          lso.start != NULL || lso.cancel != NULL || lso.free_data != NULL || lso.loader_data != NULL);
   lds_runtime_options ro = LDS_RUNTIME_OPTIONS_INIT;
-  printf("init lds_runtime_options %u %u %u %u\n", ro.size, ro.delivery, ro.spin_us, ro.queue_max);
+  printf("init lds_runtime_options %u %u %u %u %u\n", ro.size, ro.delivery, ro.spin_us, ro.queue_max, ro.flags);
+  lds_runtime_statistics rs = LDS_RUNTIME_STATISTICS_INIT;
+  printf("init lds_runtime_statistics %u %d %u %u\n", rs.size,
+         rs.loaders != NULL || rs.caches != NULL || rs.enabled != 0 || rs.loads.started != 0,
+         rs.loaders_cap, rs.caches_cap);
   lds_load_options lo = LDS_LOAD_OPTIONS_INIT;
   printf("init lds_load_options %u %u %u %d %zu %u %u %u %llu %d %zu %u %u %llu\n", lo.size, lo.flags,
          lo.timeout_ms, lo.interrupts_ms != NULL, lo.interrupt_count, lo.retries, lo.retry_base_ms,
@@ -281,6 +322,7 @@ fn structs_and_constants_match_the_c_header() {
     checker.check("offset lds_runtime_options.delivery", offset_of!(lds_runtime_options, delivery));
     checker.check("offset lds_runtime_options.spin_us", offset_of!(lds_runtime_options, spin_us));
     checker.check("offset lds_runtime_options.queue_max", offset_of!(lds_runtime_options, queue_max));
+    checker.check("offset lds_runtime_options.flags", offset_of!(lds_runtime_options, flags));
 
     macro_rules! fields {
         ($t:ident: $($f:ident),*) => {{
@@ -309,6 +351,25 @@ fn structs_and_constants_match_the_c_header() {
     fields!(lds_record: size, what, user_data, job, event);
     fields!(lds_op: op, code, target, loader, data, data_len);
     fields!(lds_loader_options: size, start, cancel, free_data, loader_data, max_concurrent, rate_per_s, burst);
+    fields!(lds_inspector_options: size, flags, max_clients, interval_ms, idle_timeout_ms, max_cells);
+    let io = lds_inspector_options::INIT;
+    checker.check(
+        "init lds_inspector_options",
+        format!(
+            "{} {} {} {} {} {}",
+            io.size, io.flags, io.max_clients, io.interval_ms, io.idle_timeout_ms, io.max_cells
+        ),
+    );
+    fields!(lds_observation: size, what, event, job, loader, cell, attempt, outcome, error_domain, error_code,
+        time_ns, duration_ns, request, request_len);
+    fields!(lds_load_metrics: started, succeeded, failed, cancelled, timed_out, retried, shared, jobs_started,
+        jobs_in_flight, latency_count, latency_sum_us, latency_max_us, latency_p50_us, latency_p90_us,
+        latency_p99_us, latency_buckets, jobs_queued, queue_wait_count, queue_wait_sum_us, queue_wait_max_us,
+        queue_wait_p50_us, queue_wait_p90_us, queue_wait_p99_us, queue_wait_buckets);
+    fields!(lds_loader_metrics: loader, loads);
+    fields!(lds_cache_metrics: cache, persistent, reserved, stats);
+    fields!(lds_runtime_statistics: size, enabled, cells_alive, events_delivered, loads, loaders, loaders_cap,
+        loader_count, caches, caches_cap, cache_count);
     checker.check("size lds_id", size_of::<lds_id>());
     checker.check("align lds_id", align_of::<lds_id>());
 
@@ -369,6 +430,17 @@ fn structs_and_constants_match_the_c_header() {
         LDS_POLICY_CACHE_THEN_LOAD,
         LDS_POLICY_CACHE_ONLY,
         LDS_CACHE_REPLACE_DAMAGED,
+        LDS_RUNTIME_NO_METRICS,
+        LDS_INSPECTOR_SHOW_VALUES,
+        LDS_INSPECTOR_ACTIONS,
+        LDS_INSPECTOR_ALLOW_REMOTE,
+        LDS_OBSERVE_EVENT,
+        LDS_OBSERVE_JOB_START,
+        LDS_OBSERVE_JOB_END,
+        LDS_JOB_SUCCEEDED,
+        LDS_JOB_FAILED,
+        LDS_JOB_CANCELLED,
+        LDS_LATENCY_BUCKETS,
         LDS_DELIVER_LOOP,
         LDS_DELIVER_POLL,
         LDS_DOMAIN_LOADSTATE,
@@ -398,7 +470,16 @@ fn structs_and_constants_match_the_c_header() {
         ),
     );
     let ro = lds_runtime_options::INIT;
-    checker.check("init lds_runtime_options", format!("{} {} {} {}", ro.size, ro.delivery, ro.spin_us, ro.queue_max));
+    checker.check(
+        "init lds_runtime_options",
+        format!("{} {} {} {} {}", ro.size, ro.delivery, ro.spin_us, ro.queue_max, ro.flags),
+    );
+    let rs = lds_runtime_statistics::INIT;
+    let any_set = !rs.loaders.is_null() || !rs.caches.is_null() || rs.enabled != 0 || rs.loads.started != 0;
+    checker.check(
+        "init lds_runtime_statistics",
+        format!("{} {} {} {}", rs.size, u8::from(any_set), rs.loaders_cap, rs.caches_cap),
+    );
     let lo = lds_load_options::INIT;
     checker.check(
         "init lds_load_options",

@@ -6,7 +6,7 @@
 /// Flags: the C API's `LDS_HTTP_*` bits but LDS_HTTP_NO_REDIRECTS (which is
 /// `max_redirects` 0): bit 0 skips TLS verification, bit 2 asks for no
 /// compressed response, bit 3 for HTTP/2, bit 4 for HTTP/1.1 only; other
-/// bits are ignored. Then, optionally (since 0.5), `field ca_file`: present
+/// bits are ignored. Then, optionally (since 0.4), `field ca_file`: present
 /// only when the request names a CA file.
 /// (fields and lists as in `ExecRequest`; integers little-endian).
 public struct HTTPRequest: Sendable, Equatable {

@@ -1,0 +1,85 @@
+/// A cell as the inspector shows it, whatever its Value and Request types.
+protocol InspectableCell: AnyObject {
+    /// Loop thread: the cell's latest event, in the inspector's words.
+    func inspection(showValues: Bool) -> CellInspection
+    /// Loop thread: the inspector's actions (as the C API's cancel and refresh).
+    func inspectorCancel()
+    func inspectorRefresh()
+}
+
+/// What the inspector shows of a cell.
+struct CellInspection {
+    var id: UInt64
+    var isProcess: Bool
+    var status: String
+    var flags: [String]
+    var seq: UInt64
+    var attempt: UInt32
+    var updatedAtMs: UInt64
+    var request: String?
+    var value: String?
+    var error: String?
+}
+
+extension Cell: InspectableCell {
+    func inspection(showValues: Bool) -> CellInspection {
+        let event = latestEvent
+        let state = event.state
+        var flags: [String] = []
+        if state.isQueued { flags.append("queued") }
+        if state.isRefreshing { flags.append("refreshing") }
+        if state.isPartial { flags.append("partial") }
+        if event.isCancelled { flags.append("cancelled") }
+        if state.isFromCache { flags.append("from cache") }
+        if state.isStale { flags.append("stale") }
+        let status: String
+        switch (state.status, flavor) {
+        case (.absent, .loadable): status = "absent"
+        case (.loading, .loadable): status = "loading"
+        case (.loaded, .loadable): status = "loaded"
+        case (.error, .loadable): status = "error"
+        case (.absent, .process): status = "idle"
+        case (.loading, .process): status = "running"
+        case (.loaded, .process): status = "finished"
+        case (.error, .process): status = "failed"
+        }
+        return CellInspection(
+            id: id, isProcess: flavor == .process, status: status, flags: flags, seq: event.seq,
+            attempt: state.attempt, updatedAtMs: state.updatedAt,
+            request: state.request.map { inspectionPreview($0) },
+            value: showValues ? state.value.map { inspectionPreview($0) } : (state.value == nil ? nil : "(hidden)"),
+            error: state.error.map { "\($0.domain) \($0.code)" + ($0.message.map { ": " + inspectionPreview($0) } ?? "") })
+    }
+
+    func inspectorCancel() {
+        stop(reset: false)
+    }
+
+    func inspectorRefresh() {
+        let ticket = requestLeave()
+        refresh(ticket: ticket)
+    }
+}
+
+/// A short, printable preview of a request or value: bytes as text with
+/// other bytes escaped, anything else as Swift describes it; at most
+/// `limit` characters.
+func inspectionPreview<T>(_ thing: T, limit: Int = 96) -> String {
+    var out = ""
+    if let bytes = thing as? [UInt8] {
+        for byte in bytes.prefix(limit) {
+            if byte >= 0x20 && byte < 0x7f {
+                out.unicodeScalars.append(Unicode.Scalar(byte))
+            } else {
+                let hex = String(byte, radix: 16)
+                out += "\\x" + (hex.count < 2 ? "0" + hex : hex)
+            }
+        }
+        if bytes.count > limit { out += "…" }
+        return out
+    }
+    let text = (thing as? String) ?? String(describing: thing)
+    out = String(text.prefix(limit))
+    if text.count > limit { out += "…" }
+    return out
+}

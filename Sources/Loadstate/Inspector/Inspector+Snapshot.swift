@@ -1,0 +1,126 @@
+import CLibUV
+
+extension Inspector {
+    /// The runtime's state as the page shows it, as JSON. Loop thread: the
+    /// handle table is walked under its lock (as long as a lookup per
+    /// object alive); at most `maxCells` cells are described.
+    func snapshotJSON() -> String {
+        var cells: [InspectableCell] = []
+        var jobs: [InspectableJob] = []
+        var cellCount = 0
+        let maxCells = options.maxCells
+        runtime.table.withLock { storage in
+            storage.handles.forEach(where: { id in
+                let kind = Handle.kind(of: id)
+                return kind == .job || kind == .loadable || kind == .process
+            }) { _, handle in
+                if let cell = handle as? InspectableCell {
+                    cellCount += 1
+                    cells.append(cell)
+                } else if let job = handle as? InspectableJob, jobs.count < 1000 {
+                    jobs.append(job)
+                }
+            }
+        }
+        let shown = cells.map { $0.inspection(showValues: options.showValues) }
+            .sorted { $0.id > $1.id }.prefix(maxCells)
+        let now = uv_now(runtime.loop.loop)
+        let jobViews = jobs.map { $0.inspection(nowMs: now) }.sorted { $0.ageMs > $1.ageMs }
+        let stats = runtime.statistics()
+
+        var w = JSONWriter()
+        w.beginObject()
+        w.field("now_ms", Clock.wallMs())
+        w.field("values", options.showValues)
+        w.field("actions", options.actions)
+        w.field("metrics", stats.isEnabled)
+        w.field("cells_alive", UInt64(cellCount))
+        w.field("events_delivered", stats.eventsDelivered)
+        w.key("loads")
+        writeLoads(&w, stats.loads)
+        w.key("cells")
+        w.beginArray()
+        for c in shown {
+            w.beginObject()
+            w.field("id", c.id)
+            w.field("kind", c.isProcess ? "process" : "loadable")
+            w.field("status", c.status)
+            w.key("flags")
+            w.beginArray()
+            for flag in c.flags { w.value(flag) }
+            w.endArray()
+            w.field("seq", c.seq)
+            w.field("attempt", UInt64(c.attempt))
+            w.field("updated_at_ms", c.updatedAtMs)
+            w.field("request", c.request)
+            w.field("value", c.value)
+            w.field("error", c.error)
+            w.endObject()
+        }
+        w.endArray()
+        w.key("jobs")
+        w.beginArray()
+        for j in jobViews {
+            w.beginObject()
+            w.field("id", j.id)
+            w.field("loader", j.loader)
+            w.field("attempt", UInt64(j.attempt))
+            w.field("age_ms", j.ageMs)
+            w.field("cells", j.cells)
+            w.field("request", j.request)
+            w.endObject()
+        }
+        w.endArray()
+        w.key("loaders")
+        w.beginArray()
+        for l in stats.loaders {
+            w.beginObject()
+            w.field("id", l.id)
+            let loader = runtime.table.lookup(l.id, as: Handle.self) as? InspectableLoader
+            w.field("queued_now", loader?.queuedJobs ?? 0)
+            w.key("loads")
+            writeLoads(&w, l.loads)
+            w.endObject()
+        }
+        w.endArray()
+        w.key("caches")
+        w.beginArray()
+        for c in stats.caches {
+            w.beginObject()
+            w.field("id", c.id)
+            w.field("kind", c.isPersistent ? "persistent" : "memory")
+            w.field("entries", c.stats.entries)
+            w.field("bytes", c.stats.bytes)
+            w.field("hits", c.stats.hits)
+            w.field("misses", c.stats.misses)
+            w.key("hit_rate")
+            w.ratio(c.stats.hits, of: c.stats.hits &+ c.stats.misses)
+            w.field("evictions", c.stats.evictions)
+            w.field("expirations", c.stats.expirations)
+            w.endObject()
+        }
+        w.endArray()
+        w.endObject()
+        return w.text
+    }
+
+    private func writeLoads(_ w: inout JSONWriter, _ l: LoadCounters) {
+        w.beginObject()
+        w.field("started", l.started)
+        w.field("succeeded", l.succeeded)
+        w.field("failed", l.failed)
+        w.field("cancelled", l.cancelled)
+        w.field("timed_out", l.timedOut)
+        w.field("retried", l.retried)
+        w.field("shared", l.shared)
+        w.field("jobs_in_flight", l.jobsInFlight)
+        w.field("p50_us", l.latency.quantileUs(0.5))
+        w.field("p90_us", l.latency.quantileUs(0.9))
+        w.field("p99_us", l.latency.quantileUs(0.99))
+        w.field("max_us", l.latency.maxNs / 1000)
+        w.field("queued", l.jobsQueued)
+        w.field("queue_wait_p50_us", l.queueWait.quantileUs(0.5))
+        w.field("queue_wait_max_us", l.queueWait.maxNs / 1000)
+        w.endObject()
+    }
+}

@@ -1,0 +1,23 @@
+/// How an inspector serves (see `Inspector`).
+@usableFromInline package struct InspectorOptions: Sendable {
+    /// Show the cells' values (otherwise "(hidden)"); requests and errors are always shown.
+    @usableFromInline package var showValues = false
+    /// Accept the page's actions: cancel, refresh, invalidate a cache prefix.
+    @usableFromInline package var actions = false
+    /// Allow an address other than loopback.
+    @usableFromInline package var allowRemote = false
+    /// The most connections at once; more are closed at once.
+    @usableFromInline package var maxClients = 8
+    /// How often the live page is updated.
+    @usableFromInline package var intervalMs: UInt64 = 500
+    /// A connection that sent no complete request by then is closed.
+    @usableFromInline package var idleTimeoutMs: UInt64 = 10_000
+    /// The most cells listed (the newest first).
+    @usableFromInline package var maxCells = 200
+
+    /// The most bytes waiting to be sent to one live page; a client that
+    /// reads slower is disconnected.
+    static let maxPendingBytes = 4 << 20
+
+    @usableFromInline package init() {}
+}

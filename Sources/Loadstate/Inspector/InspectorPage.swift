@@ -1,0 +1,149 @@
+/// The inspector's page: one self-contained document (no external script,
+/// style or font). Its script reads the token from its own URL, listens
+/// to `/events` and renders each snapshot with `textContent` only (no
+/// markup from data).
+let inspectorPage = #"""
+<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>loadstate inspector</title>
+<style>
+  :root { color-scheme: light dark; --line: #8884; --muted: #888; }
+  body { font: 13px/1.4 system-ui, sans-serif; margin: 0; }
+  header { display: flex; gap: 1.5em; align-items: baseline; padding: .6em 1em; border-bottom: 1px solid var(--line); }
+  header h1 { font-size: 15px; margin: 0; }
+  #conn { color: var(--muted); }
+  #conn.live { color: #2a2; }
+  main { padding: .5em 1em 2em; }
+  h2 { font-size: 13px; text-transform: uppercase; letter-spacing: .05em; color: var(--muted); margin: 1.4em 0 .3em; }
+  table { border-collapse: collapse; width: 100%; }
+  th, td { text-align: left; padding: .2em .6em; border-bottom: 1px solid var(--line); vertical-align: top; }
+  th { font-weight: 600; }
+  td.num { text-align: right; font-variant-numeric: tabular-nums; }
+  td.text { font-family: ui-monospace, monospace; max-width: 32em; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
+  .status { display: inline-block; padding: 0 .5em; border-radius: 1em; font-weight: 600; }
+  .loading, .running { background: #fd4a; }
+  .loaded, .finished { background: #4c4a; }
+  .error, .failed { background: #f55a; }
+  .absent, .idle { background: #8883; }
+  .empty { color: var(--muted); }
+  button { font: inherit; padding: 0 .5em; }
+  td.actions { white-space: nowrap; }
+</style>
+</head>
+<body>
+<header><h1>loadstate inspector</h1><span id="conn">connecting…</span><span id="summary"></span></header>
+<main>
+<h2>Cells</h2><table id="cells"></table>
+<h2>Jobs in flight</h2><table id="jobs"></table>
+<h2>Loaders</h2><table id="loaders"></table>
+<h2>Caches</h2><table id="caches"></table>
+</main>
+<script>
+"use strict";
+const token = new URLSearchParams(location.search).get("token") || "";
+const query = "token=" + encodeURIComponent(token);
+const conn = document.getElementById("conn");
+
+function cell(row, text, cls) {
+  const td = row.insertCell();
+  td.textContent = text === null || text === undefined ? "" : String(text);
+  if (cls) td.className = cls;
+  return td;
+}
+
+function table(id, headings, rows, fill) {
+  const t = document.getElementById(id);
+  t.replaceChildren();
+  const head = t.createTHead().insertRow();
+  for (const h of headings) { const th = document.createElement("th"); th.textContent = h; head.appendChild(th); }
+  const body = t.createTBody();
+  if (rows.length === 0) {
+    const td = body.insertRow().insertCell();
+    td.colSpan = headings.length; td.className = "empty"; td.textContent = "none";
+  }
+  for (const r of rows) fill(body.insertRow(), r);
+}
+
+function action(params) {
+  fetch("action?" + query + "&" + new URLSearchParams(params), { method: "POST" });
+}
+
+function us(n) { return n >= 1000 ? (n / 1000).toFixed(1) + " ms" : n + " µs"; }
+
+function render(s) {
+  document.getElementById("summary").textContent =
+    s.cells_alive + " cells, " + s.loads.jobs_in_flight + " jobs in flight, " + s.loads.started + " loads, " +
+    s.events_delivered + " events" + (s.metrics ? "" : " (metrics off)");
+  const cellHeadings = ["id", "kind", "status", "flags", "attempt", "seq", "request", "value", "error"];
+  if (s.actions) cellHeadings.push("");
+  table("cells", cellHeadings, s.cells, (row, c) => {
+    row.dataset.cell = c.id;
+    cell(row, c.id, "num");
+    cell(row, c.kind);
+    const status = cell(row, "");
+    const badge = document.createElement("span");
+    badge.className = "status " + c.status; badge.textContent = c.status;
+    status.appendChild(badge);
+    cell(row, c.flags.join(", "));
+    cell(row, c.attempt, "num");
+    cell(row, c.seq, "num");
+    cell(row, c.request, "text");
+    cell(row, c.value, "text");
+    cell(row, c.error, "text");
+    if (s.actions) {
+      const td = row.insertCell();
+      td.className = "actions";
+      for (const what of ["refresh", "cancel"]) {
+        const b = document.createElement("button");
+        b.textContent = what; b.onclick = () => action({ do: what, cell: c.id });
+        td.appendChild(b);
+      }
+    }
+  });
+  table("jobs", ["id", "loader", "attempt", "age", "cells", "request"], s.jobs, (row, j) => {
+    cell(row, j.id, "num"); cell(row, j.loader, "num"); cell(row, j.attempt, "num");
+    cell(row, (j.age_ms / 1000).toFixed(1) + " s", "num"); cell(row, j.cells, "num"); cell(row, j.request, "text");
+  });
+  table("loaders", ["id", "started", "succeeded", "failed", "cancelled", "timed out", "retried", "shared",
+                    "in flight", "waiting", "queued", "p50", "p90", "p99", "max", "queue wait p50"], s.loaders,
+        (row, l) => {
+    const m = l.loads;
+    cell(row, l.id, "num");
+    for (const k of ["started", "succeeded", "failed", "cancelled", "timed_out", "retried", "shared", "jobs_in_flight"])
+      cell(row, m[k], "num");
+    cell(row, l.queued_now, "num");
+    cell(row, m.queued, "num");
+    for (const k of ["p50_us", "p90_us", "p99_us", "max_us", "queue_wait_p50_us"]) cell(row, us(m[k]), "num");
+  });
+  const cacheHeadings = ["id", "kind", "entries", "bytes", "hits", "misses", "hit rate", "evictions", "expirations"];
+  if (s.actions) cacheHeadings.push("");
+  table("caches", cacheHeadings, s.caches, (row, c) => {
+    cell(row, c.id, "num"); cell(row, c.kind);
+    for (const k of ["entries", "bytes", "hits", "misses"]) cell(row, c[k], "num");
+    cell(row, c.hit_rate === null ? "–" : (c.hit_rate * 100).toFixed(1) + " %", "num");
+    cell(row, c.evictions, "num"); cell(row, c.expirations, "num");
+    if (s.actions) {
+      const td = row.insertCell();
+      td.className = "actions";
+      const input = document.createElement("input");
+      input.placeholder = "key prefix"; input.size = 12;
+      const b = document.createElement("button");
+      b.textContent = "invalidate"; b.onclick = () => action({ do: "invalidate", cache: c.id, prefix: input.value });
+      td.append(input, b);
+    }
+  });
+}
+
+const events = new EventSource("events?" + query);
+events.addEventListener("snapshot", (e) => {
+  conn.textContent = "live"; conn.className = "live";
+  render(JSON.parse(e.data));
+});
+events.onerror = () => { conn.textContent = "disconnected, retrying…"; conn.className = ""; };
+</script>
+</body>
+</html>
+"""#

@@ -1,0 +1,102 @@
+import CLoadstateABI
+@_spi(LoadstateC) import Loadstate
+
+/// The first version of `lds_runtime_statistics` (0.5): the least `size` accepted.
+private let statisticsSizeV1 = MemoryLayout<lds_runtime_statistics>.size
+
+@_cdecl("lds_runtime_stats")
+public func ldsRuntimeStats(_ rt: OpaquePointer?, _ out: UnsafeMutablePointer<lds_runtime_statistics>?) -> Int32 {
+    guard let out else { return LDS_EINVAL }
+    let size = Int(UnsafeRawPointer(out).loadUnaligned(as: UInt32.self))
+    guard size >= statisticsSizeV1 else { return LDS_EINVAL }
+    let request = out.pointee
+    guard request.loaders != nil || request.loaders_cap == 0,
+          request.caches != nil || request.caches_cap == 0 else { return LDS_EINVAL }
+    return withRuntime(rt) { runtime in
+        let stats = runtime.statistics()
+        var c = lds_runtime_statistics()
+        c.size = request.size
+        c.enabled = stats.isEnabled ? 1 : 0
+        c.cells_alive = stats.cellsAlive
+        c.events_delivered = stats.eventsDelivered
+        c.loads = loadMetrics(stats.loads)
+        c.loaders = request.loaders
+        c.loaders_cap = request.loaders_cap
+        c.loader_count = UInt32(clamping: stats.loaders.count)
+        c.caches = request.caches
+        c.caches_cap = request.caches_cap
+        c.cache_count = UInt32(clamping: stats.caches.count)
+        if let loaders = request.loaders {
+            for (i, entry) in stats.loaders.prefix(Int(request.loaders_cap)).enumerated() {
+                loaders[i] = lds_loader_metrics(loader: entry.id, loads: loadMetrics(entry.loads))
+            }
+        }
+        if let caches = request.caches {
+            for (i, entry) in stats.caches.prefix(Int(request.caches_cap)).enumerated() {
+                let s = entry.stats
+                caches[i] = lds_cache_metrics(
+                    cache: entry.id, persistent: entry.isPersistent ? 1 : 0, reserved: 0,
+                    stats: lds_cache_statistics(hits: s.hits, misses: s.misses, evictions: s.evictions,
+                                                expirations: s.expirations, entries: s.entries, bytes: s.bytes))
+            }
+        }
+        out.pointee = c
+        return LDS_OK
+    }
+}
+
+/// The C form of a set of load counters, quantiles included.
+func loadMetrics(_ l: LoadCounters) -> lds_load_metrics {
+    var m = lds_load_metrics()
+    m.started = l.started
+    m.succeeded = l.succeeded
+    m.failed = l.failed
+    m.cancelled = l.cancelled
+    m.timed_out = l.timedOut
+    m.retried = l.retried
+    m.shared = l.shared
+    m.jobs_started = l.jobsStarted
+    m.jobs_in_flight = l.jobsInFlight
+    m.latency_count = l.latency.count
+    m.latency_sum_us = l.latency.sumNs / 1000
+    m.latency_max_us = l.latency.maxNs / 1000
+    m.latency_p50_us = l.latency.quantileUs(0.5)
+    m.latency_p90_us = l.latency.quantileUs(0.9)
+    m.latency_p99_us = l.latency.quantileUs(0.99)
+    withUnsafeMutableBytes(of: &m.latency_buckets) { raw in
+        let buckets = raw.bindMemory(to: UInt64.self)
+        for (i, n) in l.latency.buckets.enumerated() where i < buckets.count { buckets[i] = n }
+    }
+    m.jobs_queued = l.jobsQueued
+    m.queue_wait_count = l.queueWait.count
+    m.queue_wait_sum_us = l.queueWait.sumNs / 1000
+    m.queue_wait_max_us = l.queueWait.maxNs / 1000
+    m.queue_wait_p50_us = l.queueWait.quantileUs(0.5)
+    m.queue_wait_p90_us = l.queueWait.quantileUs(0.9)
+    m.queue_wait_p99_us = l.queueWait.quantileUs(0.99)
+    withUnsafeMutableBytes(of: &m.queue_wait_buckets) { raw in
+        let buckets = raw.bindMemory(to: UInt64.self)
+        for (i, n) in l.queueWait.buckets.enumerated() where i < buckets.count { buckets[i] = n }
+    }
+    return m
+}
+
+@_cdecl("lds_runtime_metrics_text")
+public func ldsRuntimeMetricsText(_ rt: OpaquePointer?, _ buf: UnsafeMutablePointer<CChar>?, _ cap: Int,
+                                  _ len: UnsafeMutablePointer<Int>?) -> Int32 {
+    guard let len, buf != nil || cap == 0, cap >= 0 else { return LDS_EINVAL }
+    len.pointee = 0
+    if let buf, cap > 0 { buf[0] = 0 }
+    return withRuntime(rt) { runtime in
+        var text = runtime.metricsText()
+        return text.withUTF8 { bytes -> Int32 in
+            len.pointee = bytes.count
+            guard let buf, bytes.count < cap else { return LDS_ETOOBIG }
+            if let base = bytes.baseAddress {
+                UnsafeMutableRawPointer(buf).copyMemory(from: base, byteCount: bytes.count)
+            }
+            buf[bytes.count] = 0
+            return LDS_OK
+        }
+    }
+}

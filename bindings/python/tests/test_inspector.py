@@ -1,0 +1,228 @@
+"""The web inspector spoken to in raw HTTP/1.1: the token, the Host check, the bounds, the live stream, actions."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from typing import Dict, Iterator, Optional, Tuple
+from urllib.parse import urlsplit
+
+import pytest
+from conftest import WAIT
+
+import loadstate
+from loadstate import Status
+
+
+def parts(url: str) -> Tuple[str, int, str]:
+    u = urlsplit(url)
+    assert u.hostname and u.port
+    return u.hostname, u.port, u.query.split("token=", 1)[1]
+
+
+def exchange(url: str, raw: bytes) -> Tuple[int, Dict[str, str], bytes]:
+    """Sends raw bytes to the inspector of url; returns the status, headers and body of the answer."""
+    host, port, _ = parts(url)
+    with socket.create_connection((host, port), timeout=WAIT) as s:
+        s.sendall(raw)
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    headers = dict(line.split(": ", 1) for line in lines[1:])
+    return int(lines[0].split(" ")[1]), headers, body
+
+
+def get(url: str, target: str, host: Optional[str] = None) -> Tuple[int, Dict[str, str], bytes]:
+    h, port, _ = parts(url)
+    return exchange(url, f"GET {target} HTTP/1.1\r\nHost: {host or f'{h}:{port}'}\r\n\r\n".encode())
+
+
+def snapshots(url: str) -> Iterator[dict]:
+    """The snapshots of the event stream, as they come."""
+    host, port, token = parts(url)
+    s = socket.create_connection((host, port), timeout=WAIT)
+    try:
+        s.sendall(f"GET /events?token={token} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode())
+        buffer = b""
+        while b"\r\n\r\n" not in buffer:
+            buffer += s.recv(65536)
+        head, _, buffer = buffer.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 200 ") and b"Content-Type: text/event-stream" in head
+        while True:
+            while b"\n\n" not in buffer:
+                chunk = s.recv(65536)
+                assert chunk, "the stream ended"
+                buffer += chunk
+            event, _, buffer = buffer.partition(b"\n\n")
+            lines = event.decode().split("\n")
+            assert lines[0] == "event: snapshot"
+            yield json.loads(lines[1].removeprefix("data: "))
+    finally:
+        s.close()
+
+
+def test_requests_need_the_token_and_the_bound_host(rt):
+    url = rt.start_inspector(interval=0.05)
+    host, port, token = parts(url)
+    assert url == rt.inspector_url() and len(token) == 32
+    status, headers, body = get(url, f"/?token={token}")
+    assert status == 200 and b"<title>loadstate inspector</title>" in body
+    assert headers["Content-Type"].startswith("text/html")
+    assert "connect-src 'self'" in headers["Content-Security-Policy"]
+    assert headers["Referrer-Policy"] == "no-referrer" and headers["Cache-Control"] == "no-store"
+    # No external resources in the page.
+    assert b"src=" not in body and b"href=" not in body and b"@import" not in body
+    assert get(url, "/")[0] == 403
+    assert get(url, "/?token=" + "0" * 32)[0] == 403
+    assert get(url, f"/?token={token[:-1]}")[0] == 403
+    assert get(url, f"/?token={token}&token={token}")[0] == 400
+    assert get(url, f"/?token={token}", host=f"evil.example:{port}")[0] == 421
+    assert get(url, f"/?token={token}", host=f"{host}:{port + 1}")[0] == 421
+    assert get(url, f"/?token={token}", host=f"localhost:{port}")[0] == 200
+    assert exchange(url, f"GET /?token={token} HTTP/1.1\r\n\r\n".encode())[0] == 421
+    assert get(url, f"/nowhere?token={token}")[0] == 404
+    status, _, body = get(url, f"/metrics?token={token}")
+    assert status == 200 and b"# TYPE loadstate_loads_started_total counter" in body
+
+
+def test_malformed_and_oversized_requests_are_refused(rt):
+    url = rt.start_inspector()
+    host, port, token = parts(url)
+    authority = f"{host}:{port}"
+    assert exchange(url, b"GET / HTTP/1.1\r\nHost: " + authority.encode() + b"\r\nX: " + b"a" * 9000)[0] == 431
+    many = b"".join(b"X-%d: 1\r\n" % i for i in range(70))
+    assert exchange(url, f"GET /?token={token} HTTP/1.1\r\nHost: {authority}\r\n".encode() + many + b"\r\n")[0] == 431
+    assert exchange(url, f"GET /?token={token} HTTP/2.0\r\nHost: {authority}\r\n\r\n".encode())[0] == 505
+    assert exchange(url, f"GET /?token={token}\r\nHost: {authority}\r\n\r\n".encode())[0] == 400
+    assert exchange(url, f"GET /?token={token} HTTP/1.1\r\nHost: {authority}\r\nHost: {authority}\r\n\r\n"
+                    .encode())[0] == 400
+    assert exchange(url, f"POST /action?token={token} HTTP/1.1\r\nHost: {authority}\r\nContent-Length: 5\r\n\r\n"
+                    .encode())[0] == 413
+    assert exchange(url, f"DELETE /?token={token} HTTP/1.1\r\nHost: {authority}\r\n\r\n".encode())[0] == 405
+    assert exchange(url, f"GET /?token=%zz HTTP/1.1\r\nHost: {authority}\r\n\r\n".encode())[0] == 400
+    assert exchange(url, b"GET /\x00 HTTP/1.1\r\nHost: " + authority.encode() + b"\r\n\r\n")[0] == 400
+    # Still serving.
+    assert get(url, f"/snapshot?token={token}")[0] == 200
+
+
+def test_clients_are_bounded_and_idle_ones_closed():
+    with loadstate.Runtime() as rt:
+        url = rt.start_inspector(max_clients=2, idle_timeout=0.2, interval=0.05)
+        host, port, token = parts(url)
+        idle = [socket.create_connection((host, port), timeout=WAIT) for _ in range(2)]
+        # The third connection is closed at once; the idle ones after their timeout.
+        third = socket.create_connection((host, port), timeout=WAIT)
+        assert third.recv(1) == b""
+        for s in idle:
+            assert s.recv(1) == b""
+            s.close()
+        third.close()
+        assert get(url, f"/snapshot?token={token}")[0] == 200
+
+
+def test_the_stream_shows_a_cell_go_from_loading_to_loaded(rt, jobs):
+    url = rt.start_inspector(interval=0.05, show_values=True)
+    cell = rt.loadable(jobs.loader)
+    load = cell.load(b"GET /users/7")
+    job = jobs.next()
+    stream = snapshots(url)
+    first = next(stream)
+    shown = {c["id"]: c for c in first["cells"]}
+    assert shown[cell.id]["status"] == "loading" and shown[cell.id]["request"] == "GET /users/7"
+    assert [j["request"] for j in first["jobs"]] == ["GET /users/7"]
+    assert first["loaders"][0]["loads"]["jobs_in_flight"] == 1
+    job.succeed(b"Ada")
+    assert load.value(WAIT) == b"Ada"
+    for snapshot in stream:
+        c = {c["id"]: c for c in snapshot["cells"]}[cell.id]
+        if c["status"] == "loaded":
+            break
+    assert c["value"] == "Ada" and snapshot["jobs"] == []
+    assert snapshot["loaders"][0]["loads"]["succeeded"] == 1
+
+
+def test_values_are_hidden_unless_allowed(rt):
+    cell = rt.loadable(rt.loader(lambda job: b"secret"))
+    assert cell.load(b"r").value(WAIT) == b"secret"
+    url = rt.start_inspector()
+    _, _, token = parts(url)
+    snapshot = json.loads(get(url, f"/snapshot?token={token}")[2])
+    assert snapshot["cells"][0]["value"] == "(hidden)" and snapshot["values"] is False
+    assert b"secret" not in get(url, f"/snapshot?token={token}")[2]
+
+
+def test_actions_are_off_unless_enabled(rt, jobs):
+    cell = rt.loadable(jobs.loader)
+    load = cell.load(b"slow")
+    jobs.next()
+    url = rt.start_inspector()
+    host, port, token = parts(url)
+    request = f"POST /action?token={token}&do=cancel&cell={cell.id} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n"
+    assert exchange(url, request.encode())[0] == 403
+    assert cell.snapshot().status == Status.LOADING
+    rt.stop_inspector()
+    assert rt.inspector_url() is None
+    url = rt.start_inspector(actions=True)
+    host, port, token = parts(url)
+    request = f"POST /action?token={token}&do=cancel&cell={cell.id} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n"
+    assert exchange(url, request.encode())[0] == 200
+    assert load.state(WAIT).status == Status.ABSENT
+    missing = f"POST /action?token={token}&do=cancel&cell=12345 HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n"
+    assert exchange(url, missing.encode())[0] == 404
+
+
+def test_start_refuses_bad_addresses_and_a_second_inspector(rt):
+    for address in ("0.0.0.0:0", "10.1.2.3:0", "127.0.0.1", "127.0.0.1:99999", "example.com:80", "::1:0", ""):
+        with pytest.raises(loadstate.InvalidArgument):
+            rt.start_inspector(address)
+    rt.start_inspector()
+    with pytest.raises(loadstate.WrongState):
+        rt.start_inspector()
+    rt.stop_inspector()
+    rt.stop_inspector()
+
+
+def test_the_runtime_closes_its_inspector():
+    rt = loadstate.Runtime()
+    url = rt.start_inspector()
+    host, port, _ = parts(url)
+    rt.close()
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection((host, port), timeout=1).close()
+        except ConnectionRefusedError:
+            return
+    pytest.fail("the inspector still listens after the runtime closed")
+
+
+def test_the_snapshot_counts_jobs_waiting_for_a_loaders_limits(rt):
+    import queue
+    started: "queue.Queue[loadstate.Job]" = queue.Queue()
+
+    def hold(job):
+        job.detach()
+        started.put(job)
+
+    limited = rt.loader(hold, inline=True, limits=loadstate.Limits(max_concurrent=1))
+    cells = [rt.loadable(limited) for _ in range(3)]
+    loads = [cell.load(b"r%d" % i) for i, cell in enumerate(cells)]
+    first = started.get(timeout=WAIT)
+    # The start runs on the loop after the loads queued before it: the two
+    # later jobs are in the loader's queue by then.
+    url = rt.start_inspector()
+    _, _, token = parts(url)
+    assert all(cell.snapshot().queued for cell in cells[1:])
+    snapshot = json.loads(get(url, f"/snapshot?token={token}")[2])
+    loader = [l for l in snapshot["loaders"] if l["id"] == limited.id][0]
+    assert loader["queued_now"] == 2 and loader["loads"]["queued"] == 2
+    assert [j["request"] for j in snapshot["jobs"]] == ["r0"]
+    flags = {c["id"]: c["flags"] for c in snapshot["cells"]}
+    assert flags[cells[0].id] == [] and flags[cells[1].id] == ["queued"] and flags[cells[2].id] == ["queued"]
+    first.succeed(b"done")
+    assert loads[0].value(WAIT) == b"done"
+    for cell in cells[1:]:
+        cell.cancel()

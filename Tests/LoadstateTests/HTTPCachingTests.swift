@@ -471,6 +471,6 @@ private func formatHTTPDate(_ seconds: UInt64) -> String {
     var parts = tm()
     gmtime_r(&t, &parts)
     var buffer = [CChar](repeating: 0, count: 64)
-    strftime(&buffer, buffer.count, "%a, %d %b %Y %H:%M:%S GMT", &parts)
-    return String(cString: buffer)
+    let length = strftime(&buffer, buffer.count, "%a, %d %b %Y %H:%M:%S GMT", &parts)
+    return String(decoding: buffer.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self)
 }

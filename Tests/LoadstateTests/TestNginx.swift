@@ -19,31 +19,8 @@ final class TestNginx: @unchecked Sendable {
     private let stdinWrite: Int32
 
     private init() {
-        var toChild: [Int32] = [0, 0]
-        var fromChild: [Int32] = [0, 0]
-        pipe(&toChild)
-        pipe(&fromChild)
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        posix_spawn_file_actions_adddup2(&actions, toChild[0], 0)
-        posix_spawn_file_actions_adddup2(&actions, fromChild[1], 1)
-        posix_spawn_file_actions_addclose(&actions, toChild[1])
-        posix_spawn_file_actions_addclose(&actions, fromChild[0])
-        let script = TestServer.repositoryRoot + "/Tests/support/nginx_server.py"
-        let argv: [UnsafeMutablePointer<CChar>?] = [strdup("python3"), strdup(script), nil]
-        var pid: pid_t = 0
-        let rc = posix_spawnp(&pid, "python3", &actions, nil, argv, environ)
-        for a in argv { free(a) }
-        posix_spawn_file_actions_destroy(&actions)
-        precondition(rc == 0, "cannot start nginx")
-        close(toChild[0])
-        close(fromChild[1])
-        stdinWrite = toChild[1]
-        var line: [UInt8] = []
-        var byte: UInt8 = 0
-        while read(fromChild[0], &byte, 1) == 1, byte != 10 { line.append(byte) }
-        close(fromChild[0])
-        let text = String(decoding: line, as: UTF8.self)
+        let (stdin, text) = startSupportScript("nginx_server.py", what: "nginx")
+        stdinWrite = stdin
         func value(_ name: String) -> String {
             guard let start = text.range(of: "\"\(name)\": ")?.upperBound else { return "" }
             let rest = text[start...]

@@ -10,6 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <unistd.h>
 
 /* ------------------------------------------------------------------ */
@@ -741,4 +745,20 @@ uint64_t wall_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+int listen_local(int *listener, int backlog) {
+  int s = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a;
+  memset(&a, 0, sizeof a);
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof a) != 0 || listen(s, backlog) != 0 ||
+      getsockname(s, (struct sockaddr *)&a, &len) != 0) {
+    if (s >= 0) close(s);
+    return -1;
+  }
+  *listener = s;
+  return ntohs(a.sin_port);
 }

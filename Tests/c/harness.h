@@ -375,4 +375,9 @@ void thread_join(pthread_t thread);
 
 uint64_t wall_ms(void);
 
+
+/* Listens on a free port of 127.0.0.1 with `backlog`; the port (the socket
+ * in *listener), or -1. */
+int listen_local(int *listener, int backlog);
+
 #endif /* LOADSTATE_TEST_HARNESS_H */

@@ -71,23 +71,6 @@ static void *serve_etag(void *data) {
   return NULL;
 }
 
-/* Listens on a free port of 127.0.0.1; the port, or -1. */
-static int listen_here(int *listener) {
-  int s = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a;
-  memset(&a, 0, sizeof a);
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof a) != 0 || listen(s, 8) != 0 ||
-      getsockname(s, (struct sockaddr *)&a, &len) != 0) {
-    if (s >= 0) close(s);
-    return -1;
-  }
-  *listener = s;
-  return ntohs(a.sin_port);
-}
-
 /* Loads url through `cache` under key "page" with `policy` (and load
  * `flags`); waits for the settled event and returns how many events the
  * cell had. */
@@ -128,7 +111,7 @@ static void cache_and_loader(lds_runtime *rt, lds_id *cache, lds_id *loader) {
 
 TEST(http_a_stored_response_is_revalidated_and_a_304_keeps_its_body) {
   etag_server server = {.answers = 2, .etag = "\"v1\"", .body = "the stored body", .extra = ""};
-  int port = listen_here(&server.listener);
+  int port = listen_local(&server.listener, 8);
   REQUIRE(port > 0);
   pthread_t thread;
   REQUIRE(pthread_create(&thread, NULL, serve_etag, &server) == 0);
@@ -193,7 +176,7 @@ TEST(http_a_stored_response_is_revalidated_and_a_304_keeps_its_body) {
  * load sets LDS_LOAD_IGNORE_CACHE_HEADERS. */
 TEST(http_no_store_is_not_stored_unless_the_load_ignores_cache_headers) {
   etag_server server = {.answers = 2, .etag = "\"ns\"", .body = "secret", .extra = "Cache-Control: no-store\r\n"};
-  int port = listen_here(&server.listener);
+  int port = listen_local(&server.listener, 8);
   REQUIRE(port > 0);
   pthread_t thread;
   REQUIRE(pthread_create(&thread, NULL, serve_etag, &server) == 0);

@@ -125,27 +125,10 @@ static bool local_get(lds_runtime *rt, int port, const char *path, lds_id *loade
   return CHECK_RC(lds_http_request_encode(&req, buf, len), LDS_OK);
 }
 
-/* Listens on a free port of 127.0.0.1; the port, or -1. */
-static int listen_local(int *listener) {
-  int s = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a;
-  memset(&a, 0, sizeof a);
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof a) != 0 || listen(s, 1) != 0 ||
-      getsockname(s, (struct sockaddr *)&a, &len) != 0) {
-    if (s >= 0) close(s);
-    return -1;
-  }
-  *listener = s;
-  return ntohs(a.sin_port);
-}
-
 /* A free port of 127.0.0.1 with nothing listening on it; the port, or -1. */
 static int closed_port(void) {
   int s = -1;
-  int port = listen_local(&s);
+  int port = listen_local(&s, 1);
   if (port > 0) close(s);
   return port;
 }
@@ -257,7 +240,7 @@ static void *answer_once(void *data) {
 TEST(http_error_event_of_a_status_outside_2xx_carries_the_response) {
   one_answer server = {-1, "HTTP/1.1 404 Not Found\r\nContent-Length: 9\r\nX-Reason: gone\r\n"
                            "Connection: close\r\n\r\nnot here!"};
-  int port = listen_local(&server.listener);
+  int port = listen_local(&server.listener, 1);
   REQUIRE(port > 0);
   pthread_t thread;
   REQUIRE(pthread_create(&thread, NULL, answer_once, &server) == 0);
@@ -330,7 +313,7 @@ TEST(http_a_folded_first_header_after_a_transfer_touches_no_freed_memory) {
                       "Connection: close\r\n\r\nfirst"},
                 {-1, "HTTP/1.1 200 OK\r\n \tfolded: onto nothing\r\nContent-Length: 6\r\n"
                       "Connection: close\r\n\r\nsecond"}}};
-  int port = listen_local(&a.server[0].listener);
+  int port = listen_local(&a.server[0].listener, 1);
   REQUIRE(port > 0);
   a.server[1].listener = a.server[0].listener;
   pthread_t thread;

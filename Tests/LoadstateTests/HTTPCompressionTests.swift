@@ -51,8 +51,10 @@ struct HTTPCompressionTests {
         let error = events.last?.state.error
         #expect(error?.domain == .loadstate)
         #expect(error?.code == ResultCode.tooBig.rawValue)
-        // 1 GiB decoded would show; the bound keeps it to about 1 MiB (the
-        // margin is for the other tests of this process, running meanwhile).
-        #expect(peakResidentBytes() - before < 400 << 20)
+        // Decoded without the bound, the body would take 1 GiB (more while its
+        // array grows); the bound keeps it to about 1 MiB. The margin is for
+        // the other tests of this process, which run meanwhile: under the
+        // address sanitizer they raised the peak by up to 473 MB.
+        #expect(peakResidentBytes() - before < 900 << 20)
     }
 }

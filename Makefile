@@ -57,7 +57,11 @@ $(OUT)/.header-stamp: include/loadstate.h
 
 # lib first: some Swift tests compile C clients against the built library.
 test-swift: lib readme-check readme-swift-check
-	$(SWIFT) test --disable-xctest 2>&1 | grep -vE '^(✔|◇) Test [^ ]+\(\)' | tail -n 30; exit $${PIPESTATUS[0]}
+	@mkdir -p $(OUT)
+	$(SWIFT) test --disable-xctest > $(OUT)/swift-test.log 2>&1; rc=$$?; \
+	  grep -vE '^(✔|◇) Test [^ ]+\(\)' $(OUT)/swift-test.log | tail -n 30; \
+	  if [ $$rc -ne 0 ]; then echo "test-swift: failed ($$rc); the failures, from $(OUT)/swift-test.log:"; \
+	    grep -E '✘|Fatal error|fatal error|error:|Crash|signal' $(OUT)/swift-test.log | head -n 60; fi; exit $$rc
 	$(SWIFT) run LoadstateExample
 
 # The README's C example is examples/hello.c, word for word.

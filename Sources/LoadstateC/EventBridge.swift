@@ -18,7 +18,7 @@ func cStatus(_ status: Status, _ flavor: CellFlavor) -> Int32 {
     }
 }
 
-func cFlags(_ event: CellEvent<Bytes, Bytes>) -> UInt32 {
+func cFlags<Value, Request>(_ event: CellEvent<Value, Request>) -> UInt32 {
     var flags: UInt32 = 0
     if event.state.isRefreshing { flags |= UInt32(LDS_FLAG_REFRESHING) }
     if event.state.isPartial { flags |= UInt32(LDS_FLAG_PARTIAL) }
@@ -30,8 +30,9 @@ func cFlags(_ event: CellEvent<Bytes, Bytes>) -> UInt32 {
     return flags
 }
 
-/// An event's fields as an `lds_event`, without its three pointers.
-func cEventFields(_ event: CellEvent<Bytes, Bytes>, flavor: CellFlavor) -> lds_event {
+/// An event's fields as an `lds_event`, without its three pointers (an
+/// event of any cell's types: the runtime observer sees Swift cells too).
+func cEventFields<Value, Request>(_ event: CellEvent<Value, Request>, flavor: CellFlavor) -> lds_event {
     let state = event.state
     var c = lds_event()
     c.type = event.type.rawValue

@@ -44,7 +44,7 @@ private final class CRuntimeObserver: RuntimeObserver, @unchecked Sendable {
         // Cells of the C API hold bytes; others (none on a C runtime) are
         // reported without their value and request.
         let bytes = event as? CellEvent<Bytes, Bytes>
-        let fields = bytes == nil ? genericEventFields(event, flavor: flavor) : nil
+        let fields = bytes == nil ? cEventFields(event, flavor: flavor) : nil
         deliver {
             var o = lds_observation()
             o.size = UInt32(MemoryLayout<lds_observation>.size)
@@ -123,32 +123,4 @@ private func monotonicNs() -> UInt64 {
     var t = timespec()
     clock_gettime(CLOCK_MONOTONIC, &t)
     return UInt64(t.tv_sec) &* 1_000_000_000 &+ UInt64(t.tv_nsec)
-}
-
-/// An event of any cell's types as an `lds_event` without value, request or message.
-private func genericEventFields<Value, Request>(_ event: CellEvent<Value, Request>, flavor: CellFlavor) -> lds_event {
-    let state = event.state
-    var c = lds_event()
-    c.type = event.type.rawValue
-    c.cell = event.cell
-    c.seq = event.seq
-    c.status = cStatus(state.status, flavor)
-    c.kind = state.kind
-    var flags: UInt32 = 0
-    if state.isRefreshing { flags |= UInt32(LDS_FLAG_REFRESHING) }
-    if state.isPartial { flags |= UInt32(LDS_FLAG_PARTIAL) }
-    if event.isCancelled { flags |= UInt32(LDS_FLAG_CANCELLED) }
-    if state.isFromCache { flags |= UInt32(LDS_FLAG_FROM_CACHE) }
-    if state.isStale { flags |= UInt32(LDS_FLAG_STALE) }
-    c.flags = flags
-    c.attempt = state.attempt
-    c.elapsed_ms = event.elapsedMs
-    c.progress_done = event.progressDone
-    c.progress_total = event.progressTotal
-    c.updated_at_ms = state.updatedAt
-    if let error = state.error {
-        c.error_domain = error.domain.rawValue
-        c.error_code = error.code
-    }
-    return c
 }

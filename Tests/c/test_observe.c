@@ -8,7 +8,7 @@
 enum { LOG_MAX = 64 };
 
 typedef struct seen {
-  uint32_t what, outcome, attempt;
+  uint32_t what, outcome, attempt, flags;
   int32_t status, error_code;
   lds_id job, loader, cell;
   uint64_t duration_ns, time_ns;
@@ -32,6 +32,7 @@ static void observe(const lds_observation *o, void *user_data) {
     s->outcome = o->outcome;
     s->attempt = o->attempt;
     s->status = o->event ? o->event->status : -1;
+    s->flags = o->event ? o->event->flags : 0;
     s->error_code = o->error_code;
     s->job = o->job;
     s->loader = o->loader;
@@ -207,9 +208,16 @@ TEST(test_observe_a_queued_job_starts_when_admitted) {
   REQUIRE(WAIT_FOR(log.count >= 3));
   harness_lock();
   size_t starts = 0;
-  for (size_t i = 0; i < log.count; i++) starts += log.items[i].what == LDS_OBSERVE_JOB_START;
+  uint32_t b_flags = 0;
+  for (size_t i = 0; i < log.count; i++) {
+    starts += log.items[i].what == LDS_OBSERVE_JOB_START;
+    if (log.items[i].what == LDS_OBSERVE_EVENT && log.items[i].cell == b) b_flags |= log.items[i].flags;
+  }
   harness_unlock();
   CHECK_EQ(starts, 1);
+  /* The observer sees the flags the cell's own callback sees. */
+  CHECK(rec_at(&rb, 0)->flags & LDS_FLAG_QUEUED);
+  CHECK(b_flags & LDS_FLAG_QUEUED);
   lds_runtime_statistics st = LDS_RUNTIME_STATISTICS_INIT;
   REQUIRE_RC(lds_runtime_stats(rt, &st), LDS_OK);
   CHECK_EQ(st.loads.started, 2);

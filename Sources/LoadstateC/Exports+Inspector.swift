@@ -39,16 +39,8 @@ public func ldsInspectorURL(_ rt: OpaquePointer?, _ buf: UnsafeMutablePointer<CC
     len.pointee = 0
     if let buf, cap > 0 { buf[0] = 0 }
     return withRuntime(rt) { runtime in
-        guard var url = runtime.inspectorURL() else { return LDS_ENOENT }
-        return url.withUTF8 { bytes -> Int32 in
-            len.pointee = bytes.count
-            guard let buf, bytes.count < cap else { return LDS_ETOOBIG }
-            if let base = bytes.baseAddress {
-                UnsafeMutableRawPointer(buf).copyMemory(from: base, byteCount: bytes.count)
-            }
-            buf[bytes.count] = 0
-            return LDS_OK
-        }
+        guard let url = runtime.inspectorURL() else { return LDS_ENOENT }
+        return copyOut(url, buf, cap, len)
     }
 }
 

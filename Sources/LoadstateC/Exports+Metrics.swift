@@ -57,28 +57,46 @@ func loadMetrics(_ l: LoadCounters) -> lds_load_metrics {
     m.shared = l.shared
     m.jobs_started = l.jobsStarted
     m.jobs_in_flight = l.jobsInFlight
-    m.latency_count = l.latency.count
-    m.latency_sum_us = l.latency.sumNs / 1000
-    m.latency_max_us = l.latency.maxNs / 1000
-    m.latency_p50_us = l.latency.quantileUs(0.5)
-    m.latency_p90_us = l.latency.quantileUs(0.9)
-    m.latency_p99_us = l.latency.quantileUs(0.99)
-    withUnsafeMutableBytes(of: &m.latency_buckets) { raw in
-        let buckets = raw.bindMemory(to: UInt64.self)
-        for (i, n) in l.latency.buckets.enumerated() where i < buckets.count { buckets[i] = n }
-    }
+    (m.latency_count, m.latency_sum_us, m.latency_max_us) = (l.latency.count, l.latency.sumNs / 1000,
+                                                              l.latency.maxNs / 1000)
+    (m.latency_p50_us, m.latency_p90_us, m.latency_p99_us) = quantiles(l.latency)
+    copyBuckets(l.latency, into: &m.latency_buckets)
     m.jobs_queued = l.jobsQueued
-    m.queue_wait_count = l.queueWait.count
-    m.queue_wait_sum_us = l.queueWait.sumNs / 1000
-    m.queue_wait_max_us = l.queueWait.maxNs / 1000
-    m.queue_wait_p50_us = l.queueWait.quantileUs(0.5)
-    m.queue_wait_p90_us = l.queueWait.quantileUs(0.9)
-    m.queue_wait_p99_us = l.queueWait.quantileUs(0.99)
-    withUnsafeMutableBytes(of: &m.queue_wait_buckets) { raw in
-        let buckets = raw.bindMemory(to: UInt64.self)
-        for (i, n) in l.queueWait.buckets.enumerated() where i < buckets.count { buckets[i] = n }
-    }
+    (m.queue_wait_count, m.queue_wait_sum_us, m.queue_wait_max_us) = (l.queueWait.count, l.queueWait.sumNs / 1000,
+                                                                       l.queueWait.maxNs / 1000)
+    (m.queue_wait_p50_us, m.queue_wait_p90_us, m.queue_wait_p99_us) = quantiles(l.queueWait)
+    copyBuckets(l.queueWait, into: &m.queue_wait_buckets)
     return m
+}
+
+/// A histogram's p50, p90 and p99, in microseconds.
+private func quantiles(_ h: LatencyHistogram) -> (UInt64, UInt64, UInt64) {
+    (h.quantileUs(0.5), h.quantileUs(0.9), h.quantileUs(0.99))
+}
+
+/// Copies a histogram's buckets into a C array of them (a tuple), as many as fit.
+private func copyBuckets<Buckets>(_ h: LatencyHistogram, into tuple: inout Buckets) {
+    withUnsafeMutableBytes(of: &tuple) { raw in
+        let buckets = raw.bindMemory(to: UInt64.self)
+        for (i, n) in h.buckets.enumerated() where i < buckets.count { buckets[i] = n }
+    }
+}
+
+/// Copies `text` and a NUL into the caller's buffer of `cap` bytes and
+/// gives its length: LDS_OK, or LDS_ETOOBIG (with the length) when it does
+/// not fit. The export functions that hand out a string share it.
+func copyOut(_ text: String, _ buf: UnsafeMutablePointer<CChar>?, _ cap: Int,
+             _ len: UnsafeMutablePointer<Int>) -> Int32 {
+    var text = text
+    return text.withUTF8 { bytes -> Int32 in
+        len.pointee = bytes.count
+        guard let buf, bytes.count < cap else { return LDS_ETOOBIG }
+        if let base = bytes.baseAddress {
+            UnsafeMutableRawPointer(buf).copyMemory(from: base, byteCount: bytes.count)
+        }
+        buf[bytes.count] = 0
+        return LDS_OK
+    }
 }
 
 @_cdecl("lds_runtime_metrics_text")
@@ -87,16 +105,5 @@ public func ldsRuntimeMetricsText(_ rt: OpaquePointer?, _ buf: UnsafeMutablePoin
     guard let len, buf != nil || cap == 0, cap >= 0 else { return LDS_EINVAL }
     len.pointee = 0
     if let buf, cap > 0 { buf[0] = 0 }
-    return withRuntime(rt) { runtime in
-        var text = runtime.metricsText()
-        return text.withUTF8 { bytes -> Int32 in
-            len.pointee = bytes.count
-            guard let buf, bytes.count < cap else { return LDS_ETOOBIG }
-            if let base = bytes.baseAddress {
-                UnsafeMutableRawPointer(buf).copyMemory(from: base, byteCount: bytes.count)
-            }
-            buf[bytes.count] = 0
-            return LDS_OK
-        }
-    }
+    return withRuntime(rt) { runtime in copyOut(runtime.metricsText(), buf, cap, len) }
 }

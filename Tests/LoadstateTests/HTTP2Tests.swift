@@ -26,6 +26,7 @@ struct HTTP2Tests {
     }
 
     @Test func http2OverTLSIsNegotiatedWithATrustedCAFile() async {
+        defer { f.close() }
         let request = HTTPRequest(url: nginx.https("/ok"), version: .http2, caFile: nginx.caFile)
         let r = response(await f.run(request.encoded()))
         #expect(r?.status == 200)
@@ -34,17 +35,20 @@ struct HTTP2Tests {
     }
 
     @Test func aSelfSignedServerIsRefusedWithoutItsCAFile() async {
+        defer { f.close() }
         let events = await f.run(HTTPRequest(url: nginx.https("/ok"), version: .http2).encoded())
         #expect(events.last?.state.status == .error)
         #expect(events.last?.state.error?.domain != .http)
     }
 
     @Test func http1OnlyStaysOnHTTP1OverTLS() async {
+        defer { f.close() }
         let request = HTTPRequest(url: nginx.https("/ok"), version: .http1, caFile: nginx.caFile)
         #expect(response(await f.run(request.encoded()))?.header("X-Protocol") == "HTTP/1.1")
     }
 
     @Test func cleartextHTTP2UsesPriorKnowledge() async {
+        defer { f.close() }
         let request = HTTPRequest(url: nginx.h2c("/ok"), version: .http2)
         let r = response(await f.run(request.encoded()))
         #expect(r?.status == 200)
@@ -52,6 +56,7 @@ struct HTTP2Tests {
     }
 
     @Test func concurrentHTTP2RequestsShareFewConnections() async {
+        defer { f.close() }
         let count = 200
         let request = HTTPRequest(url: nginx.https("/ok"), version: .http2, caFile: nginx.caFile)
         // One request first: the connection is up and has said how many

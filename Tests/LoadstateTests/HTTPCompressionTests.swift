@@ -24,6 +24,7 @@ struct HTTPCompressionTests {
     }
 
     @Test func aGzipBodyIsDecoded() async {
+        defer { f.close() }
         let events = await f.run(HTTPRequest(url: TestServer.shared.url("/gzip/100000")).encoded())
         #expect(body(events) == [UInt8](repeating: UInt8(ascii: "z"), count: 100_000))
         let headers = events.last?.state.value.flatMap { HTTPResponse(decoding: $0) }
@@ -31,6 +32,7 @@ struct HTTPCompressionTests {
     }
 
     @Test func everyEncodingLibcurlDecodesIsAskedFor() async {
+        defer { f.close() }
         let echo = await f.run(HTTPRequest(url: TestServer.shared.url("/echo")).encoded())
         let text = String(decoding: body(echo) ?? [], as: UTF8.self)
         #expect(text.contains("Accept-Encoding: \(HTTPLoader.acceptEncoding)\n"))
@@ -38,6 +40,7 @@ struct HTTPCompressionTests {
     }
 
     @Test func withoutCompressionNothingIsAskedForOrDecoded() async {
+        defer { f.close() }
         let echo = await f.run(HTTPRequest(url: TestServer.shared.url("/echo"), compressed: false).encoded())
         #expect(!String(decoding: body(echo) ?? [], as: UTF8.self).contains("Accept-Encoding"))
         let raw = await f.run(HTTPRequest(url: TestServer.shared.url("/gzip/1000"), compressed: false).encoded())
@@ -45,6 +48,7 @@ struct HTTPCompressionTests {
     }
 
     @Test func aCompressionBombFailsWithTooBigAndMemoryStaysBounded() async {
+        defer { f.close() }
         let before = peakResidentBytes()
         let request = HTTPRequest(url: TestServer.shared.url("/gzip-bomb/1024"), maxBody: 1 << 20)
         let events = await f.run(request.encoded())

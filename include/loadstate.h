@@ -89,6 +89,13 @@
  *   memory cache                        max_entries (10,000),           LRU eviction
  *                                         max_bytes (64 MiB)
  *   persistent cache file               max_bytes (256 MiB)             LRU eviction
+ *   Redis cache: value stored           max_value_bytes (8 MiB)         not stored
+ *   Redis cache: entry's time to live   max_ttl_ms (one day)            capped
+ *   Redis cache: commands waiting for   LDS_REDIS_PENDING_MAX (65,536)  LDS_EREDIS
+ *     a connection or a reply
+ *   Redis cache: reply wait             command_timeout_ms (2 s)        LDS_EREDIS, and
+ *                                                                         reconnection
+ *   Redis cache: keys listed            LDS_REDIS_KEYS_MAX (1,000,000)  LDS_ETOOBIG
  *   lds_runtime_free's wait for         one second                      abandoned (see
  *     commands and file operations                                        lds_runtime_free)
  *
@@ -133,6 +140,7 @@ extern "C" {
 #define LDS_ETOOBIG    (-8)  /* a value, request or message is larger than LDS_VALUE_MAX */
 #define LDS_EIO        (-9)  /* an operating-system call failed */
 #define LDS_EAGAIN     (-10) /* too many operations wait for the loop thread (LDS_QUEUE_MAX); try again later */
+#define LDS_EREDIS     (-11) /* since 0.4: Redis failed or is unreachable; lds_redis_cache_status says why */
 
 /* The largest value, request or message, in bytes, the library accepts (256 MiB). */
 #define LDS_VALUE_MAX ((size_t)256 * 1024 * 1024)
@@ -196,6 +204,7 @@ extern "C" {
 #define LDS_DOMAIN_OS        3  /* an operating-system error; error_code is an errno value */
 #define LDS_DOMAIN_HTTP      4  /* an HTTP status outside 2xx; error_code is the status */
 #define LDS_DOMAIN_EXIT      5  /* a child process exited non-zero; error_code is its status */
+#define LDS_DOMAIN_REDIS     6  /* since 0.4: a Redis cache failed; error_code is an LDS_REDIS_E* code */
 
 /* ------------------------------------------------------------------ */
 /* Types                                                               */
@@ -1568,6 +1577,160 @@ int lds_cache_stats(lds_runtime *rt, lds_id cache, lds_cache_statistics *out);
  * LDS_ENOENT (not a cache); LDS_EIO (a persistent cache's write failed); LDS_EAGAIN (see LDS_QUEUE_MAX); LDS_ECLOSED.
  */
 int lds_cache_invalidate(lds_runtime *rt, lds_id cache, const void *prefix, size_t prefix_len);
+
+/* ------------------------------------------------------------------ */
+/* Redis: a cache shared by processes and machines                     */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Since 0.4. A Redis cache keeps its entries in a Redis server (5.0 or
+ * later), so that many processes, on one machine or many, share them. It is
+ * driven by the runtime's own loop through hiredis's libuv adapter: no
+ * thread of its own, and no call on the loop thread waits for Redis.
+ *
+ * Its id works wherever a cache id does: load options (policies, fresh
+ * time, maximum age), lds_prefetch, the direct calls (lds_cache_get, put,
+ * read, remove, clear, keys, stats, free) and lds_cache_invalidate.
+ *
+ * Entries carry their stored time, stale flag and what the loader keeps
+ * beside the value (the http loader's validators and freshness), so that
+ * fresh and stale are decided as for the other caches. Every entry has a
+ * time to live in Redis: the cache's ttl_ms, never more than max_ttl_ms.
+ * Keys are namespaced by key_prefix; entries under the prefix P live under
+ * the Redis keys "P" "v:" key, leases under "P" "l:" key, and messages go
+ * to the channel "P" "events".
+ *
+ * Single flight across processes: a shared load (LDS_LOAD_SHARE) with a
+ * Redis cache takes a lease on its key (SET NX PX, lease_ms) before its
+ * loader is called. Only the process holding it calls its loader; it then
+ * stores the result and publishes it, and releases the lease when the
+ * load fails or is cancelled. The loads of other processes wait for that
+ * result (they show LDS_LOADING meanwhile), never calling their loader,
+ * and take the lease over when it expires without a result (its holder
+ * died) or when it is released. Each lease carries a fencing token from a
+ * counter in Redis: a holder whose lease expired and was taken by another
+ * process does not store its result over the newer one. A waiting load
+ * also ends, with the entry, when a result stored since it began appears.
+ * While Redis is unreachable, loads call their loaders as if there were
+ * no cache.
+ *
+ * Invalidation: lds_cache_invalidate marks the matching entries stale in
+ * Redis (one script: SCAN and SETRANGE) and publishes the prefix; every
+ * process with a Redis cache of the same server, database and prefix then
+ * drops its front memory entries under it and has its cells showing them
+ * reload, as for a local invalidation.
+ *
+ * Front memory tier: with memory_max_entries > 0, entries read or written
+ * are also kept in memory for at most memory_ttl_ms; an invalidation, a
+ * result published by another process and a reconnection drop them.
+ *
+ * Connection: commands are sent on one connection, messages come on a
+ * second one. Both reconnect with exponential back-off (from 50 ms to
+ * reconnect_max_ms). A command waits for the first connection of a new
+ * cache; after a failure, commands fail at once until the next attempt
+ * succeeds. A reply that does not come within command_timeout_ms fails
+ * its command and drops the connection (hiredis cannot drop one command).
+ * Host names are resolved with uv_getaddrinfo, off the loop thread.
+ *
+ * Failures: every failure of Redis is LDS_EREDIS from the cache calls,
+ * with the reason (LDS_DOMAIN_REDIS, an LDS_REDIS_E* code and a message)
+ * in lds_redis_cache_status. It never fails a load that can complete
+ * without the cache: the load calls its loader. A load whose policy is
+ * LDS_CACHE_ONLY fails with an error in LDS_DOMAIN_REDIS instead of
+ * LDS_ENOENT when Redis cannot answer.
+ *
+ * Threads: the direct cache calls may be made from any thread except the
+ * loop thread (a callback of an LDS_DELIVER_LOOP runtime): they wait for
+ * the loop, at most about twice command_timeout_ms, and return LDS_ESTATE
+ * on the loop thread. lds_cache_stats answers from the process's own
+ * counters without waiting: its entries and bytes are those of the front
+ * memory tier.
+ *
+ * Trust: the Redis server is trusted like the cache file of a persistent
+ * cache. A value that does not decode as an entry is a miss; replies are
+ * read by hiredis, which holds each one whole (Redis bounds a value to
+ * 512 MB).
+ */
+
+/* Codes of LDS_DOMAIN_REDIS errors. */
+#define LDS_REDIS_ECONNECT   1  /* the connection could not be made or was lost */
+#define LDS_REDIS_ETIMEDOUT  2  /* no reply (or connection) within command_timeout_ms / connect_timeout_ms */
+#define LDS_REDIS_EAUTH      3  /* AUTH or SELECT was refused */
+#define LDS_REDIS_EREPLY     4  /* Redis answered with an error, or with a reply of another shape */
+#define LDS_REDIS_ETOOBIG    5  /* the value is larger than max_value_bytes: not stored */
+#define LDS_REDIS_EDOWN      6  /* not connected: the cache waits to try again (back-off) */
+#define LDS_REDIS_ECLOSED    7  /* the cache was freed while the command waited */
+#define LDS_REDIS_EQUEUE     8  /* more than LDS_REDIS_PENDING_MAX commands wait */
+
+/* The most commands that wait for a connection or a reply, per cache. */
+#define LDS_REDIS_PENDING_MAX 65536
+/* The most keys lds_cache_keys lists from a Redis cache. */
+#define LDS_REDIS_KEYS_MAX 1000000
+
+/* Options for lds_redis_cache_new. Initialize with LDS_REDIS_CACHE_OPTIONS_INIT. */
+typedef struct lds_redis_cache_options {
+  uint32_t size;                 /* sizeof(lds_redis_cache_options), set by the INIT macro */
+  uint32_t flags;                /* 0 (reserved) */
+  const char *key_prefix;        /* namespace of every key (copied); NULL: "lds:" */
+  uint64_t ttl_ms;               /* time to live of entries in Redis; 0: max_ttl_ms */
+  uint64_t max_ttl_ms;           /* bound on every entry's time to live; 0: one day (86,400,000) */
+  uint64_t max_value_bytes;      /* a larger value is not stored; 0: 8 MiB; at most LDS_VALUE_MAX */
+  uint32_t command_timeout_ms;   /* a reply's longest wait; 0: 2,000 */
+  uint32_t connect_timeout_ms;   /* a connection's longest wait; 0: 2,000 */
+  uint32_t lease_ms;             /* a single-flight lease's life; 0: 10,000 */
+  uint32_t reconnect_max_ms;     /* the back-off's ceiling; 0: 5,000 */
+  uint64_t memory_max_entries;   /* entries of the front memory tier; 0: no front tier */
+  uint64_t memory_max_bytes;     /* bytes of the front memory tier; 0: 64 MiB */
+  uint64_t memory_ttl_ms;        /* how long a front entry is used; 0: 60,000 */
+} lds_redis_cache_options;
+
+#define LDS_REDIS_CACHE_OPTIONS_INIT { (uint32_t)sizeof(lds_redis_cache_options), 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+
+/*
+ * Creates a Redis cache and starts connecting; returns without waiting for
+ * the connection (a server that is down is not an error here).
+ *
+ *   url   redis://[[user]:password@]host[:port][/db]  (port 6379, db 0)
+ *         unix://[[user]:password@]/path/to/redis.sock[?db=N]
+ *         Percent-escapes are decoded in the password and path. rediss://
+ *         (TLS) is refused with LDS_EINVAL: Debian 12's hiredis 0.14 has
+ *         no TLS.
+ *   opts  may be NULL for defaults; otherwise opts->size must be at least
+ *         sizeof(lds_redis_cache_options).
+ *   out   receives the cache's id; unchanged on failure.
+ *
+ * Returns LDS_OK; LDS_EINVAL (rt, url or out NULL, a URL that does not
+ * parse, a bad size, an unknown flag, max_value_bytes over LDS_VALUE_MAX);
+ * LDS_ENOMEM; LDS_ECLOSED.
+ */
+int lds_redis_cache_new(lds_runtime *rt, const char *url, const lds_redis_cache_options *opts, lds_id *out);
+
+/* What lds_redis_cache_status reports. Initialize size with sizeof. */
+typedef struct lds_redis_status {
+  uint32_t size;              /* set by the caller: sizeof(lds_redis_status) */
+  uint32_t connected;         /* 1 while the command connection is up */
+  uint32_t subscribed;        /* 1 while the message connection listens */
+  int32_t last_error_code;    /* LDS_REDIS_E* of the last failure; 0: none yet */
+  uint64_t connects;          /* connections made (first and reconnections, both connections) */
+  uint64_t errors;            /* commands that failed */
+  uint64_t leases_taken;      /* shared loads that took a lease and called their loader */
+  uint64_t leases_waited;     /* shared loads that waited for another process's result */
+  uint64_t results_received;  /* waits that ended with another process's result */
+  uint64_t takeovers;         /* waits that ended by taking an expired or released lease */
+  uint64_t published;         /* results stored and published under a lease */
+  uint64_t fenced;            /* results not stored: the lease had passed to a newer holder */
+  uint64_t invalidations;     /* invalidation messages received from other processes */
+  char last_error[256];       /* the last failure's message, NUL-terminated; "" when none */
+} lds_redis_status;
+
+/*
+ * Copies the cache's connection state and counters into *out, without
+ * waiting for the loop. Any thread.
+ *
+ * Returns LDS_OK; LDS_EINVAL (rt or out NULL, out->size smaller than
+ * sizeof(lds_redis_status)); LDS_ENOENT (not a Redis cache); LDS_ECLOSED.
+ */
+int lds_redis_cache_status(lds_runtime *rt, lds_id cache, lds_redis_status *out);
 
 /* ------------------------------------------------------------------ */
 /* Metrics                                                             */

@@ -1,0 +1,624 @@
+/*
+ * redis.c — the Redis cache: its hits next to hiredis alone, and processes
+ * sharing loads through it next to the same processes without it, in one
+ * run, against a redis-server of its own (Tests/support/redis_server.c:
+ * 127.0.0.1, a free port, no persistence).
+ *
+ *   usage: redis [keys] [value_bytes] [gets] [window] [rounds] [processes] [loads] [loader_us]
+ *          defaults: 1000 100 200000 256 5 4 10000 1000
+ *
+ * 1. Cache hits. Every key ("key:%012u", 16 bytes) is put once through
+ *    lds_cache_put; every get below is a hit.
+ *    - hiredis pipelined: the baseline, redis-benchmark's way (-P): one
+ *      plain hiredis connection sends `window` GETs of the cache's own Redis
+ *      keys (redisAppendCommand), then reads the `window` replies, and
+ *      again; each reply is freed.
+ *    - loadstate loads: `window` cells each load one key, cache-first
+ *      (LDS_POLICY_CACHE_FIRST, fresh for an hour) with the Redis cache, and
+ *      the main thread waits for the `window` LOADED events (FROM_CACHE)
+ *      before the next batch: the same depth of GETs in flight. The loader
+ *      is never called (checked).
+ *    - hiredis GET and lds_cache_get, one at a time (gets / 10 of each):
+ *      a round trip each, from the main thread.
+ *    Client CPU is the benchmark process's (every thread: the loop's too),
+ *    server CPU redis-server's (/proc/PID/stat), per get.
+ *
+ * 2. Processes. `processes` processes (this program again, exec'd) each
+ *    make `loads` loads over `keys` keys (key i % keys, the same order in
+ *    every process), `window` cells each, started at once. The loader
+ *    ends its job loader_us later (a thread of the process completes the
+ *    jobs in order): an upstream call of that latency.
+ *    - shared: LDS_LOAD_SHARE, cache-first with the Redis cache (a new key
+ *      prefix every round, so each round starts empty): one loader call
+ *      per key among all the processes, the rest Redis hits.
+ *    - alone: the same loads without a cache or sharing: every load calls
+ *      the loader.
+ *    Reported: loader calls of all processes, wall time from the start to
+ *    the last process's last load, and CPU seconds of the processes
+ *    (getrusage of each, summed) and of redis-server.
+ *
+ * Every variant runs `rounds` times, interleaved; the summary gives medians.
+ */
+#include "bench_util.h"
+#include "redis_server.h"
+#include <loadstate.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <hiredis/hiredis.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define KEY_LEN 16
+
+static void die(const char *what, int rc) {
+  fprintf(stderr, "redis bench: %s failed: %d (%s)\n", what, rc, rc < 0 ? lds_strerror(rc) : "");
+  exit(1);
+}
+
+static double cpu_s(void) {
+  struct rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return (double)u.ru_utime.tv_sec + (double)u.ru_utime.tv_usec / 1e6 + (double)u.ru_stime.tv_sec +
+         (double)u.ru_stime.tv_usec / 1e6;
+}
+
+/* CPU seconds of a process, from /proc/PID/stat (utime + stime). */
+static double process_cpu_s(pid_t pid) {
+  char path[64], buf[1024];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  char *p = strrchr(buf, ')');
+  unsigned long ut = 0, st = 0;
+  if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2) return 0;
+  return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* key:%012u (16 bytes); main keeps keys below 10^9. */
+static void key_of(char out[KEY_LEN + 1], size_t i) { snprintf(out, KEY_LEN + 1, "key:%012u", (unsigned)(i % 1000000000u)); }
+
+/* ------------------------------------------------------------------ */
+/* Waiting for events                                                  */
+/* ------------------------------------------------------------------ */
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
+
+/* ------------------------------------------------------------------ */
+/* 1. Cache hits                                                       */
+/* ------------------------------------------------------------------ */
+
+static struct {
+  size_t keys, value_len, gets, window;
+  redis_server srv;
+  lds_runtime *rt;
+  lds_id cache, loader;
+  lds_id *cells;
+  redisContext *hiredis;
+  /* Under lock. */
+  size_t ended, wrong;
+  atomic_ulong loader_calls;
+} H;
+
+static void never_loader(lds_runtime *rt, lds_id job, const void *request, size_t len, void *data) {
+  (void)request;
+  (void)len;
+  (void)data;
+  atomic_fetch_add(&H.loader_calls, 1);
+  lds_job_fail(rt, job, 1, "not a hit");
+}
+
+static void hit_event(const lds_event *e, void *user_data) {
+  (void)user_data;
+  if (e->type != LDS_EVENT_STATE || (e->status != LDS_LOADED && e->status != LDS_ERROR)) return;
+  bool right = e->status == LDS_LOADED && (e->flags & LDS_FLAG_FROM_CACHE) && e->value_len == H.value_len;
+  pthread_mutex_lock(&lock);
+  H.ended++;
+  if (!right) H.wrong++;
+  pthread_cond_signal(&cond);
+  pthread_mutex_unlock(&lock);
+}
+
+typedef struct measure {
+  double per_s, client_us, server_us;
+} measure;
+
+static measure finish_measure(size_t n, uint64_t t0, double c0, double s0) {
+  double secs = (double)(now_ns() - t0) / 1e9;
+  measure m = {(double)n / secs, (cpu_s() - c0) * 1e6 / (double)n,
+               (process_cpu_s(H.srv.pid) - s0) * 1e6 / (double)n};
+  return m;
+}
+
+static measure run_pipelined(void) {
+  char key[64];
+  size_t n = 0, next = 0;
+  uint64_t t0 = now_ns();
+  double c0 = cpu_s(), s0 = process_cpu_s(H.srv.pid);
+  while (n < H.gets) {
+    size_t batch = H.gets - n < H.window ? H.gets - n : H.window;
+    for (size_t i = 0; i < batch; i++) {
+      int len = snprintf(key, sizeof key, "bench:v:key:%012zu", next++ % H.keys);
+      redisAppendCommand(H.hiredis, "GET %b", key, (size_t)len);
+    }
+    for (size_t i = 0; i < batch; i++) {
+      redisReply *r;
+      if (redisGetReply(H.hiredis, (void **)&r) != REDIS_OK || r->type != REDIS_REPLY_STRING) die("pipelined GET", 0);
+      freeReplyObject(r);
+    }
+    n += batch;
+  }
+  return finish_measure(n, t0, c0, s0);
+}
+
+static measure run_loads(void) {
+  char key[KEY_LEN + 1];
+  lds_load_options o = LDS_LOAD_OPTIONS_INIT;
+  o.cache = H.cache;
+  o.cache_policy = LDS_POLICY_CACHE_FIRST;
+  o.fresh_ms = 3600000;
+  size_t n = 0, next = 0;
+  uint64_t t0 = now_ns();
+  double c0 = cpu_s(), s0 = process_cpu_s(H.srv.pid);
+  while (n < H.gets) {
+    size_t batch = H.gets - n < H.window ? H.gets - n : H.window;
+    pthread_mutex_lock(&lock);
+    H.ended = 0;
+    pthread_mutex_unlock(&lock);
+    for (size_t i = 0; i < batch; i++) {
+      key_of(key, next++ % H.keys);
+      int rc = lds_loadable_load(H.rt, H.cells[i], H.loader, key, KEY_LEN, &o);
+      if (rc) die("lds_loadable_load", rc);
+    }
+    pthread_mutex_lock(&lock);
+    while (H.ended < batch) pthread_cond_wait(&cond, &lock);
+    pthread_mutex_unlock(&lock);
+    n += batch;
+  }
+  measure m = finish_measure(n, t0, c0, s0);
+  if (H.wrong || atomic_load(&H.loader_calls)) die("loads: not every load was a cache hit", (int)H.wrong);
+  return m;
+}
+
+static measure run_sync_hiredis(size_t gets) {
+  char key[64];
+  uint64_t t0 = now_ns();
+  double c0 = cpu_s(), s0 = process_cpu_s(H.srv.pid);
+  for (size_t i = 0; i < gets; i++) {
+    int len = snprintf(key, sizeof key, "bench:v:key:%012zu", i % H.keys);
+    redisReply *r = redisCommand(H.hiredis, "GET %b", key, (size_t)len);
+    if (r == NULL || r->type != REDIS_REPLY_STRING) die("GET", 0);
+    freeReplyObject(r);
+  }
+  return finish_measure(gets, t0, c0, s0);
+}
+
+static measure run_cache_get(size_t gets) {
+  char key[KEY_LEN + 1];
+  uint64_t t0 = now_ns();
+  double c0 = cpu_s(), s0 = process_cpu_s(H.srv.pid);
+  for (size_t i = 0; i < gets; i++) {
+    key_of(key, i % H.keys);
+    lds_cache_value v;
+    int rc = lds_cache_get(H.rt, H.cache, key, KEY_LEN, &v);
+    if (rc != 1 || v.value_len != H.value_len) die("lds_cache_get", rc);
+    lds_cache_value_clear(&v);
+  }
+  return finish_measure(gets, t0, c0, s0);
+}
+
+static void hits_setup(void) {
+  int rc = lds_runtime_new(NULL, &H.rt);
+  if (rc) die("lds_runtime_new", rc);
+  lds_redis_cache_options o = LDS_REDIS_CACHE_OPTIONS_INIT;
+  o.key_prefix = "bench:";
+  if ((rc = lds_redis_cache_new(H.rt, H.srv.url, &o, &H.cache))) die("lds_redis_cache_new", rc);
+  if ((rc = lds_loader_new(H.rt, never_loader, NULL, NULL, &H.loader))) die("lds_loader_new", rc);
+  H.cells = calloc(H.window, sizeof *H.cells);
+  for (size_t i = 0; i < H.window; i++)
+    if ((rc = lds_loadable_new(H.rt, hit_event, NULL, &H.cells[i]))) die("lds_loadable_new", rc);
+  unsigned char *value = malloc(H.value_len);
+  char key[KEY_LEN + 1];
+  for (size_t i = 0; i < H.keys; i++) {
+    for (size_t j = 0; j < H.value_len; j++) value[j] = (unsigned char)(i + j);
+    key_of(key, i);
+    if ((rc = lds_cache_put(H.rt, H.cache, key, KEY_LEN, value, H.value_len))) die("lds_cache_put", rc);
+  }
+  free(value);
+  H.hiredis = redisConnect("127.0.0.1", H.srv.port);
+  if (H.hiredis == NULL || H.hiredis->err) die("redisConnect", 0);
+}
+
+/* ------------------------------------------------------------------ */
+/* 2. Processes: the worker (this program with --worker)               */
+/* ------------------------------------------------------------------ */
+
+static struct {
+  lds_runtime *rt;
+  size_t value_len, keys, loads, window;
+  uint64_t loader_ns;
+  /* Under lock: free cells, loads ended, wrong values. */
+  lds_id *free_cells;
+  size_t free_count, ended, wrong;
+  atomic_ulong calls;
+  /* The jobs waiting for their latency to pass, in order (under qlock). */
+  pthread_mutex_t qlock;
+  pthread_cond_t qcond;
+  lds_id *q_job;
+  uint64_t *q_due;
+  size_t *q_key;
+  size_t q_head, q_tail, q_cap;
+  bool q_stop;
+} W;
+
+static void succeed_key(lds_id job, size_t key) {
+  char *value = malloc(W.value_len);
+  memset(value, 'v', W.value_len);
+  int n = snprintf(value, W.value_len, "value %zu", key);
+  (void)n;
+  lds_job_succeed(W.rt, job, value, W.value_len);
+  free(value);
+}
+
+static void *completer(void *arg) {
+  (void)arg;
+  pthread_mutex_lock(&W.qlock);
+  for (;;) {
+    while (W.q_head == W.q_tail && !W.q_stop) pthread_cond_wait(&W.qcond, &W.qlock);
+    if (W.q_head == W.q_tail) break;
+    size_t at = W.q_head % W.q_cap;
+    lds_id job = W.q_job[at];
+    uint64_t due = W.q_due[at];
+    size_t key = W.q_key[at];
+    W.q_head++;
+    pthread_mutex_unlock(&W.qlock);
+    struct timespec ts = {.tv_sec = (time_t)(due / 1000000000u), .tv_nsec = (long)(due % 1000000000u)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
+    }
+    succeed_key(job, key);
+    pthread_mutex_lock(&W.qlock);
+  }
+  pthread_mutex_unlock(&W.qlock);
+  return NULL;
+}
+
+static void worker_loader(lds_runtime *rt, lds_id job, const void *request, size_t len, void *data) {
+  (void)rt;
+  (void)data;
+  atomic_fetch_add(&W.calls, 1);
+  char text[32];
+  snprintf(text, sizeof text, "%.*s", (int)(len < 31 ? len : 31), (const char *)request);
+  size_t key = (size_t)strtoull(text + 4, NULL, 10);
+  if (W.loader_ns == 0) {
+    succeed_key(job, key);
+    return;
+  }
+  pthread_mutex_lock(&W.qlock);
+  if (W.q_tail - W.q_head == W.q_cap) die("completer queue", 0);
+  size_t at = W.q_tail % W.q_cap;
+  W.q_job[at] = job;
+  W.q_due[at] = now_ns() + W.loader_ns;
+  W.q_key[at] = key;
+  W.q_tail++;
+  pthread_cond_signal(&W.qcond);
+  pthread_mutex_unlock(&W.qlock);
+}
+
+static void worker_event(const lds_event *e, void *user_data) {
+  if (e->type != LDS_EVENT_STATE || (e->status != LDS_LOADED && e->status != LDS_ERROR) ||
+      (e->flags & LDS_FLAG_REFRESHING))
+    return;
+  bool right = e->status == LDS_LOADED && e->value_len == W.value_len && e->request_len == KEY_LEN;
+  if (right) {
+    char want[32];
+    size_t key = (size_t)strtoull((const char *)e->request + 4, NULL, 10);
+    int n = snprintf(want, sizeof want, "value %zu", key);
+    right = memcmp(e->value, want, (size_t)n < W.value_len ? (size_t)n : W.value_len) == 0;
+  }
+  pthread_mutex_lock(&lock);
+  W.free_cells[W.free_count++] = (lds_id)(uintptr_t)user_data;
+  W.ended++;
+  if (!right) W.wrong++;
+  pthread_cond_signal(&cond);
+  pthread_mutex_unlock(&lock);
+}
+
+/* argv: --worker URL PREFIX("" = no cache) keys loads window loader_us value_bytes */
+static int worker_main(char **argv) {
+  const char *url = argv[2], *prefix = argv[3];
+  W.keys = (size_t)atol(argv[4]);
+  W.loads = (size_t)atol(argv[5]);
+  W.window = (size_t)atol(argv[6]);
+  W.loader_ns = (uint64_t)atol(argv[7]) * 1000u;
+  W.value_len = (size_t)atol(argv[8]);
+  bool shared = prefix[0] != '\0';
+  pthread_mutex_init(&W.qlock, NULL);
+  pthread_cond_init(&W.qcond, NULL);
+  W.q_cap = W.window + 1;
+  W.q_job = calloc(W.q_cap, sizeof *W.q_job);
+  W.q_due = calloc(W.q_cap, sizeof *W.q_due);
+  W.q_key = calloc(W.q_cap, sizeof *W.q_key);
+  W.free_cells = calloc(W.window, sizeof *W.free_cells);
+  pthread_t thread;
+  pthread_create(&thread, NULL, completer, NULL);
+
+  int rc = lds_runtime_new(NULL, &W.rt);
+  if (rc) die("lds_runtime_new", rc);
+  lds_id cache = 0, loader;
+  if (shared) {
+    lds_redis_cache_options o = LDS_REDIS_CACHE_OPTIONS_INIT;
+    o.key_prefix = prefix;
+    if ((rc = lds_redis_cache_new(W.rt, url, &o, &cache))) die("lds_redis_cache_new", rc);
+    lds_cache_value v;
+    if ((rc = lds_cache_get(W.rt, cache, "warm-up", 7, &v)) != 0) die("lds_cache_get (connect)", rc);
+    /* Subscribed, so that results published by others reach this process. */
+    for (uint64_t deadline = now_ns() + 10000000000u;;) {
+      lds_redis_status st = {.size = sizeof st};
+      if ((rc = lds_redis_cache_status(W.rt, cache, &st))) die("lds_redis_cache_status", rc);
+      if (st.subscribed) break;
+      if (now_ns() > deadline) die("subscription", 0);
+      usleep(1000);
+    }
+  }
+  if ((rc = lds_loader_new(W.rt, worker_loader, NULL, NULL, &loader))) die("lds_loader_new", rc);
+  for (size_t i = 0; i < W.window; i++) {
+    lds_id cell;
+    if ((rc = lds_loadable_new(W.rt, worker_event, (void *)(uintptr_t)i, &cell))) die("lds_loadable_new", rc);
+    W.free_cells[W.free_count++] = cell;
+  }
+  /* The user_data of a cell is its index; cells[index] is its id. */
+  lds_id *cells = calloc(W.window, sizeof *cells);
+  for (size_t i = 0; i < W.window; i++) cells[i] = W.free_cells[i];
+  for (size_t i = 0; i < W.window; i++) W.free_cells[i] = (lds_id)i;
+
+  lds_load_options o = LDS_LOAD_OPTIONS_INIT;
+  if (shared) {
+    o.flags = LDS_LOAD_SHARE;
+    o.cache = cache;
+    o.cache_policy = LDS_POLICY_CACHE_FIRST;
+    o.fresh_ms = 3600000;
+  }
+  printf("ready\n");
+  fflush(stdout);
+  char go;
+  if (read(0, &go, 1) != 1) return 1;
+
+  double c0 = cpu_s();
+  uint64_t t0 = now_ns();
+  char key[KEY_LEN + 1];
+  for (size_t i = 0; i < W.loads; i++) {
+    pthread_mutex_lock(&lock);
+    while (W.free_count == 0) pthread_cond_wait(&cond, &lock);
+    size_t index = (size_t)W.free_cells[--W.free_count];
+    pthread_mutex_unlock(&lock);
+    key_of(key, i % W.keys);
+    if ((rc = lds_loadable_load(W.rt, cells[index], loader, key, KEY_LEN, &o))) die("lds_loadable_load", rc);
+  }
+  pthread_mutex_lock(&lock);
+  while (W.ended < W.loads) pthread_cond_wait(&cond, &lock);
+  pthread_mutex_unlock(&lock);
+  double ms = (double)(now_ns() - t0) / 1e6;
+  lds_redis_status st = {.size = sizeof st};
+  if (shared && (rc = lds_redis_cache_status(W.rt, cache, &st))) die("lds_redis_cache_status", rc);
+  double cpu = cpu_s() - c0;
+  printf("done calls=%lu wrong=%zu ms=%.1f cpu=%.3f waited=%lu received=%lu takeovers=%lu errors=%lu\n",
+         (unsigned long)atomic_load(&W.calls), W.wrong, ms, cpu, (unsigned long)st.leases_waited,
+         (unsigned long)st.results_received, (unsigned long)st.takeovers, (unsigned long)st.errors);
+  fflush(stdout);
+  pthread_mutex_lock(&W.qlock);
+  W.q_stop = true;
+  pthread_cond_signal(&W.qcond);
+  pthread_mutex_unlock(&W.qlock);
+  pthread_join(thread, NULL);
+  lds_runtime_free(W.rt);
+  return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* 2. Processes: the parent                                            */
+/* ------------------------------------------------------------------ */
+
+typedef struct procs_result {
+  unsigned long calls, wrong, waited, received, takeovers, errors;
+  double wall_ms, cpu_s, server_cpu_s;
+} procs_result;
+
+static procs_result run_processes(const char *self, const char *prefix, long processes, long keys, long loads,
+                                  long window, long loader_us, long value_len) {
+  pid_t pids[64];
+  int to[64];
+  FILE *from[64];
+  char a_keys[24], a_loads[24], a_window[24], a_loader[24], a_value[24];
+  snprintf(a_keys, sizeof a_keys, "%ld", keys);
+  snprintf(a_loads, sizeof a_loads, "%ld", loads);
+  snprintf(a_window, sizeof a_window, "%ld", window);
+  snprintf(a_loader, sizeof a_loader, "%ld", loader_us);
+  snprintf(a_value, sizeof a_value, "%ld", value_len);
+  for (long i = 0; i < processes; i++) {
+    int down[2], up[2];
+    if (pipe2(down, O_CLOEXEC) || pipe2(up, O_CLOEXEC)) die("pipe2", errno);
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0) die("fork", errno);
+    if (pid == 0) {
+      dup2(down[0], 0);
+      dup2(up[1], 1);
+      char *args[] = {(char *)self, "--worker", H.srv.url, (char *)prefix, a_keys, a_loads, a_window, a_loader, a_value,
+                      NULL};
+      execv("/proc/self/exe", args);
+      _exit(127);
+    }
+    close(down[0]);
+    close(up[1]);
+    pids[i] = pid;
+    to[i] = down[1];
+    from[i] = fdopen(up[0], "r");
+  }
+  char line[512];
+  for (long i = 0; i < processes; i++)
+    if (!fgets(line, sizeof line, from[i]) || strncmp(line, "ready", 5) != 0) die("worker start", (int)i);
+  double s0 = process_cpu_s(H.srv.pid);
+  uint64_t t0 = now_ns();
+  for (long i = 0; i < processes; i++)
+    if (write(to[i], "g", 1) != 1) die("write", errno);
+  procs_result r = {0};
+  for (long i = 0; i < processes; i++) {
+    if (!fgets(line, sizeof line, from[i])) die("worker report", (int)i);
+    unsigned long calls, wrong, waited, received, takeovers, errors;
+    double ms, cpu;
+    if (sscanf(line, "done calls=%lu wrong=%lu ms=%lf cpu=%lf waited=%lu received=%lu takeovers=%lu errors=%lu", &calls,
+               &wrong, &ms, &cpu, &waited, &received, &takeovers, &errors) != 8)
+      die("worker report format", (int)i);
+    r.calls += calls;
+    r.wrong += wrong;
+    r.cpu_s += cpu;
+    r.waited += waited;
+    r.received += received;
+    r.takeovers += takeovers;
+    r.errors += errors;
+  }
+  r.wall_ms = (double)(now_ns() - t0) / 1e6;
+  r.server_cpu_s = process_cpu_s(H.srv.pid) - s0;
+  for (long i = 0; i < processes; i++) {
+    int status;
+    close(to[i]);
+    fclose(from[i]);
+    waitpid(pids[i], &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) die("worker exit", status);
+  }
+  if (r.wrong) die("processes: wrong values", (int)r.wrong);
+  return r;
+}
+
+int main(int argc, char **argv) {
+  if (argc == 9 && strcmp(argv[1], "--worker") == 0) return worker_main(argv);
+  long keys = argc > 1 ? atol(argv[1]) : 1000;
+  long value_len = argc > 2 ? atol(argv[2]) : 100;
+  long gets = argc > 3 ? atol(argv[3]) : 200000;
+  long window = argc > 4 ? atol(argv[4]) : 256;
+  long rounds = argc > 5 ? atol(argv[5]) : 5;
+  long processes = argc > 6 ? atol(argv[6]) : 4;
+  long loads = argc > 7 ? atol(argv[7]) : 10000;
+  long loader_us = argc > 8 ? atol(argv[8]) : 1000;
+  if (keys < 1 || keys >= 1000000000 || value_len < 16 || gets < 10 || window < 1 || window > 100000 || rounds < 1 || rounds > 99 ||
+      processes < 1 || processes > 64 || loads < 1 || loader_us < 0) {
+    fprintf(stderr, "usage: %s [keys] [value_bytes>=16] [gets] [window] [rounds] [processes] [loads] [loader_us]\n",
+            argv[0]);
+    return 2;
+  }
+  signal(SIGPIPE, SIG_IGN);
+  H.keys = (size_t)keys;
+  H.value_len = (size_t)value_len;
+  H.gets = (size_t)gets;
+  H.window = (size_t)window;
+
+  printf("# command: make bench-redis BENCH_REDIS_ARGS=\"%ld %ld %ld %ld %ld %ld %ld %ld\"   "
+         "(runs: build/bench-redis %ld %ld %ld %ld %ld %ld %ld %ld)\n",
+         keys, value_len, gets, window, rounds, processes, loads, loader_us, keys, value_len, gets, window, rounds,
+         processes, loads, loader_us);
+  char versions[64];
+  snprintf(versions, sizeof versions, "%d.%d.%d", HIREDIS_MAJOR, HIREDIS_MINOR, HIREDIS_PATCH);
+  print_machine("hiredis", versions);
+  if (!redis_server_start(&H.srv)) die("redis_server_start", 0);
+  redisReply *info = redis_server_command(&H.srv, "INFO server");
+  const char *ver = info && info->type == REDIS_REPLY_STRING ? strstr(info->str, "redis_version:") : NULL;
+  printf("# redis-server %.*s on 127.0.0.1:%d (no persistence), %ld keys of %d bytes, values of %ld bytes\n",
+         ver ? (int)strcspn(ver + 14, "\r\n") : 1, ver ? ver + 14 : "?", H.srv.port, keys, KEY_LEN, value_len);
+  if (info) freeReplyObject(info);
+  hits_setup();
+
+  printf("\n1. cache hits: %ld gets per run (%ld for the one-at-a-time runs), %ld in flight\n", gets, gets / 10,
+         window);
+  printf("%-26s %6s %12s %16s %16s\n", "run", "round", "gets/s", "client cpu us/get", "server cpu us/get");
+  measure pipe_m[99], loads_m[99], sync_m[99], get_m[99];
+  double v_pipe[99], v_loads[99], v_sync[99], v_get[99], c_pipe[99], c_loads[99], c_sync[99], c_get[99];
+  double sv_pipe[99], sv_loads[99];
+  for (long r = 0; r < rounds; r++) {
+    pipe_m[r] = run_pipelined();
+    printf("%-26s %6ld %12.0f %16.2f %16.2f\n", "hiredis pipelined", r + 1, pipe_m[r].per_s, pipe_m[r].client_us,
+           pipe_m[r].server_us);
+    loads_m[r] = run_loads();
+    printf("%-26s %6ld %12.0f %16.2f %16.2f\n", "loadstate cache-first loads", r + 1, loads_m[r].per_s,
+           loads_m[r].client_us, loads_m[r].server_us);
+    sync_m[r] = run_sync_hiredis(H.gets / 10);
+    printf("%-26s %6ld %12.0f %16.2f %16.2f\n", "hiredis GET, one at a time", r + 1, sync_m[r].per_s,
+           sync_m[r].client_us, sync_m[r].server_us);
+    get_m[r] = run_cache_get(H.gets / 10);
+    printf("%-26s %6ld %12.0f %16.2f %16.2f\n", "lds_cache_get, one at a time", r + 1, get_m[r].per_s,
+           get_m[r].client_us, get_m[r].server_us);
+    v_pipe[r] = pipe_m[r].per_s;
+    v_loads[r] = loads_m[r].per_s;
+    v_sync[r] = sync_m[r].per_s;
+    v_get[r] = get_m[r].per_s;
+    c_pipe[r] = pipe_m[r].client_us;
+    c_loads[r] = loads_m[r].client_us;
+    c_sync[r] = sync_m[r].client_us;
+    c_get[r] = get_m[r].client_us;
+    sv_pipe[r] = pipe_m[r].server_us;
+    sv_loads[r] = loads_m[r].server_us;
+  }
+  int n = (int)rounds;
+  double mp = median(v_pipe, n), ml = median(v_loads, n), ms = median(v_sync, n), mg = median(v_get, n);
+  double cp = median(c_pipe, n), cl = median(c_loads, n), cs = median(c_sync, n), cg = median(c_get, n);
+  double sp = median(sv_pipe, n), sl = median(sv_loads, n);
+  printf("median of %ld rounds:\n", rounds);
+  printf("  hiredis pipelined             %10.0f gets/s  client cpu %6.2f us/get  server cpu %5.2f us/get\n", mp, cp,
+         sp);
+  printf("  loadstate cache-first loads   %10.0f gets/s  client cpu %6.2f us/get  server cpu %5.2f us/get\n", ml, cl,
+         sl);
+  printf("  hiredis GET, one at a time    %10.0f gets/s  client cpu %6.2f us/get\n", ms, cs);
+  printf("  lds_cache_get, one at a time  %10.0f gets/s  client cpu %6.2f us/get\n", mg, cg);
+  printf("  loads/pipelined: %.2fx the throughput (target >= 0.7: %s), %.2fx the client CPU per get\n", ml / mp,
+         ml / mp >= 0.7 ? "met" : "MISSED", cl / cp);
+  printf("  lds_cache_get/hiredis GET one at a time: %.2fx the throughput, %.2fx the client CPU per get\n", mg / ms,
+         cg / cs);
+
+  printf("\n2. %ld processes x %ld loads over %ld keys, %ld cells each, loader latency %ld us\n", processes, loads,
+         keys, window, loader_us);
+  printf("%-8s %6s %13s %10s %12s %16s %8s %9s %9s\n", "run", "round", "loader calls", "wall ms", "procs cpu s",
+         "redis-server cpu s", "waited", "received", "takeovers");
+  double w_sh[99], w_al[99], c_sh[99], c_al[99], k_sh[99], k_al[99], s_sh[99];
+  for (long r = 0; r < rounds; r++) {
+    char prefix[32];
+    snprintf(prefix, sizeof prefix, "procs%ld:", r + 1);
+    procs_result sh = run_processes(argv[0], prefix, processes, keys, loads, window, loader_us, value_len);
+    printf("%-8s %6ld %13lu %10.1f %12.3f %16.3f %8lu %9lu %9lu\n", "shared", r + 1, sh.calls, sh.wall_ms, sh.cpu_s,
+           sh.server_cpu_s, sh.waited, sh.received, sh.takeovers);
+    procs_result al = run_processes(argv[0], "", processes, keys, loads, window, loader_us, value_len);
+    printf("%-8s %6ld %13lu %10.1f %12.3f %16.3f %8s %9s %9s\n", "alone", r + 1, al.calls, al.wall_ms, al.cpu_s,
+           al.server_cpu_s, "-", "-", "-");
+    w_sh[r] = sh.wall_ms;
+    w_al[r] = al.wall_ms;
+    c_sh[r] = sh.cpu_s;
+    c_al[r] = al.cpu_s;
+    k_sh[r] = (double)sh.calls;
+    k_al[r] = (double)al.calls;
+    s_sh[r] = sh.server_cpu_s;
+  }
+  double wsh = median(w_sh, n), wal = median(w_al, n);
+  printf("median of %ld rounds:\n", rounds);
+  printf("  shared through Redis  loader calls %6.0f  wall %8.1f ms  processes' cpu %6.3f s  redis-server cpu %6.3f s\n",
+         median(k_sh, n), wsh, median(c_sh, n), median(s_sh, n));
+  printf("  alone, no cache       loader calls %6.0f  wall %8.1f ms  processes' cpu %6.3f s\n", median(k_al, n), wal,
+         median(c_al, n));
+  printf("  shared/alone: %.3fx the loader calls, %.2fx the wall time\n", median(k_sh, n) / median(k_al, n),
+         wsh / wal);
+
+  redisFree(H.hiredis);
+  lds_runtime_free(H.rt);
+  redis_server_destroy(&H.srv);
+  return 0;
+}

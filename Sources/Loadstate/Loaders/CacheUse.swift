@@ -88,7 +88,19 @@ public enum CachePolicy: UInt32, Sendable {
 
     /// Stores a loaded value, as `write` says when its loader gave one; a
     /// failing store is ignored.
-    func store(_ value: Value, write: CacheWrite? = nil) {
+    func store(_ value: Value, write: CacheWrite? = nil, lease: UInt64 = 0) {
+        if lease != 0, let redis = store as? RedisCache {
+            // The holder of a Redis lease stores under it (fenced) and
+            // publishes; otherwise it gives the lease back.
+            switch write?.entry ?? .store {
+            case .store: redis.publish(key, encode(value), meta: write?.meta ?? [], token: lease)
+            case .keep: redis.release(key, token: lease)
+            case .remove:
+                _ = try? store.remove(key)
+                redis.release(key, token: lease)
+            }
+            return
+        }
         guard let write else {
             try? store.put(key, encode(value))
             return

@@ -126,7 +126,7 @@ static const lds_event *settled(recorder *rec) {
 
 /* What a worker tells the test: one fixed-size message per step. */
 typedef struct report {
-  char what;                /* 'R' ready, 'S' loader started, 'L' loaded, 'D' done */
+  char what;                /* 'R' ready, 'S' loader started, 'L' loaded, 'D' done, 'F' final */
   uint64_t loader_calls;
   uint64_t loaded;          /* cells that ended LOADED with the expected value */
   uint64_t wrong;           /* cells that ended otherwise */
@@ -620,7 +620,7 @@ TEST(test_redis_cache_urls_select_socket_database_and_password) {
   CHECK_RC(lds_cache_put(rt, bad, "p", 1, "no", 2), LDS_EREDIS);
   lds_redis_status st = status_of(rt, bad);
   CHECK_EQ(st.last_error_code, LDS_REDIS_EAUTH);
-  CHECK_EQ(st.connected, 0);
+  CHECK_RC(lds_cache_get(rt, bad, "p", 1, &(lds_cache_value){0}), LDS_EREDIS);
   rt_free(rt);
   redis_server_destroy(&srv);
 }
@@ -946,6 +946,12 @@ static void sf_body(int in, int out, const void *arg) {
   worker_status(&r, rt, cache);
   r.what = 'D';
   report_send(out, &r);
+  /* The runtime stays until every process is done: a lease holder's
+   * results are for the others. */
+  if (worker_wait_command(in) != 'q') _exit(1);
+  worker_status(&r, rt, cache);
+  r.what = 'F';
+  report_send(out, &r);
   lds_runtime_free(rt);
 }
 
@@ -964,11 +970,15 @@ TEST(test_redis_processes_share_one_loader_call_per_key) {
     for (int i = 0; i < started; i++) worker_send(&w[i], 'g');
     uint64_t calls = 0, taken = 0, waited = 0, received = 0, takeovers = 0, published = 0;
     bool all = true;
-    for (int i = 0; i < started; i++) {
-      if (!worker_read(&w[i], &r[i], slow_ms(90000, 400000), 'D')) {
+    for (int i = 0; i < started; i++) all = worker_read(&w[i], &r[i], slow_ms(90000, 400000), 'D') && all;
+    for (int i = 0; i < started; i++) worker_send(&w[i], 'q');
+    for (int i = 0; i < started && all; i++) {
+      uint64_t elapsed = r[i].elapsed_ms;
+      if (!worker_read(&w[i], &r[i], 1000L * redis_server_deadline_s(), 'F')) {
         all = false;
         continue;
       }
+      r[i].elapsed_ms = elapsed;
       CHECK_EQ(r[i].loaded, SF_KEYS);
       CHECK_EQ(r[i].wrong, 0);
       calls += r[i].loader_calls;
@@ -979,15 +989,21 @@ TEST(test_redis_processes_share_one_loader_call_per_key) {
       published += r[i].status.published;
     }
     if (all) {
-      printf("  %d processes x %d keys: loader calls %llu (", SF_PROCESSES, SF_KEYS, (unsigned long long)calls);
-      for (int i = 0; i < started; i++)
-        printf("%s%llu in %llu ms", i ? ", " : "", (unsigned long long)r[i].loader_calls,
-               (unsigned long long)r[i].elapsed_ms);
-      printf("); leases taken %llu, waited %llu, results received %llu, takeovers %llu, published %llu\n",
+      printf("  %d processes x %d keys: loader calls %llu; leases taken %llu, waited %llu, results received %llu, "
+             "takeovers %llu, published %llu\n", SF_PROCESSES, SF_KEYS, (unsigned long long)calls,
              (unsigned long long)taken, (unsigned long long)waited, (unsigned long long)received,
              (unsigned long long)takeovers, (unsigned long long)published);
+      for (int i = 0; i < started; i++)
+        printf("    process %d: %llu loader calls, done in %llu ms; leases taken %llu, waited %llu, received %llu, "
+               "takeovers %llu, published %llu, fenced %llu, errors %llu\n", i + 1,
+               (unsigned long long)r[i].loader_calls, (unsigned long long)r[i].elapsed_ms,
+               (unsigned long long)r[i].status.leases_taken, (unsigned long long)r[i].status.leases_waited,
+               (unsigned long long)r[i].status.results_received, (unsigned long long)r[i].status.takeovers,
+               (unsigned long long)r[i].status.published, (unsigned long long)r[i].status.fenced,
+               (unsigned long long)r[i].status.errors);
       CHECK_EQ(calls, SF_KEYS);
       CHECK_EQ(taken, calls);
+      CHECK_EQ(published, calls);
     }
   }
   for (int i = 0; i < started; i++) worker_finish(&w[i], 1000L * redis_server_deadline_s());
@@ -1092,10 +1108,112 @@ TEST(test_redis_processes_take_over_the_lease_of_a_killed_holder) {
     CHECK_BYTES(settled(&f.rec)->value, settled(&f.rec)->value_len, "from B");
   }
   CHECK_EQ(f.h.starts, 1);
+  /* The result is stored by a command that follows the cell's event; a get
+   * on the same connection comes after it. */
+  check_get(f.rt, c, "held", "from B");
   st = status_of(f.rt, c);
   CHECK_OP(st.takeovers, >=, 1);
-  CHECK_OP(st.published, >=, 1);
-  check_get(f.rt, c, "held", "from B");
+  CHECK_EQ(st.published, 1);
+  fixture_finish(&f);
+  redis_server_destroy(&srv);
+}
+
+/* A holder that frees its runtime as soon as its load ended. */
+static lds_id freed_job;
+
+static void freed_loader(lds_runtime *rt, lds_id job, const void *request, size_t len, void *data) {
+  (void)rt;
+  (void)request;
+  (void)len;
+  (void)data;
+  harness_lock();
+  freed_job = job;
+  harness_notify();
+  harness_unlock();
+  report r;
+  memset(&r, 0, sizeof r);
+  r.what = 'S';
+  report_send(holder_out, &r);
+}
+
+static void freed_body(int in, int out, const void *arg) {
+  const holder_args *a = arg;
+  report r;
+  memset(&r, 0, sizeof r);
+  r.what = 'S';
+  holder_out = out;
+  lds_runtime *rt = NULL;
+  lds_id cache = 0, loader = 0, cell = 0;
+  recorder rec;
+  lds_redis_cache_options o = LDS_REDIS_CACHE_OPTIONS_INIT;
+  o.key_prefix = "freed:";
+  o.lease_ms = a->lease_ms;
+  bool ok = worker_open(&r, a->url, &o, &rt, &cache) && lds_loader_new(rt, freed_loader, NULL, NULL, &loader) == LDS_OK;
+  rec_init(&rec, rt);
+  ok = ok && lds_loadable_new(rt, rec_on_event, &rec, &cell) == LDS_OK;
+  lds_load_options lo = cache_first(cache);
+  if (ok) ok = lds_loadable_load(rt, cell, loader, "k", 1, &lo) == LDS_OK;
+  if (!ok) {
+    PROBLEM(&r, "setup failed");
+    report_send(out, &r);
+    _exit(1);
+  }
+  if (worker_wait_command(in) != 'g') _exit(1);
+  memset(&r, 0, sizeof r);
+  r.what = 'D';
+  if (lds_job_succeed(rt, freed_job, "from the holder", 15) != LDS_OK) PROBLEM(&r, "lds_job_succeed failed");
+  struct timespec deadline = harness_deadline();
+  harness_lock();
+  while (settled(&rec) == NULL && harness_wait(&deadline)) {
+  }
+  if (settled(&rec) == NULL || settled(&rec)->status != LDS_LOADED) PROBLEM(&r, "the holder's cell did not load");
+  harness_unlock();
+  /* At once, as a short-lived process does when its work is done. */
+  lds_runtime_free(rt);
+  report_send(out, &r);
+}
+
+TEST(test_redis_processes_holder_that_frees_its_runtime_at_once_still_hands_over) {
+  redis_server srv;
+  START_SERVER(&srv);
+  holder_args a = {.url = srv.url, .lease_ms = (uint32_t)slow_ms(5000, 30000)};
+  worker holder;
+  if (!worker_start(&holder, freed_body, &a)) return;
+  report r;
+  if (!worker_read(&holder, &r, 1000L * redis_server_deadline_s(), 'S')) {
+    worker_finish(&holder, 0);
+    redis_server_destroy(&srv);
+    return;
+  }
+  fixture f;
+  fixture_init(&f, LDS_DELIVER_LOOP, succeed_from_b);
+  lds_redis_cache_options o = LDS_REDIS_CACHE_OPTIONS_INIT;
+  o.key_prefix = "freed:";
+  o.lease_ms = a.lease_ms;
+  lds_id c = redis_cache(f.rt, srv.url, &o);
+  lds_redis_status st;
+  STATUS_UNTIL(f.rt, c, st, st.connected == 1 && st.subscribed == 1);
+  lds_load_options lo = cache_first(c);
+  REQUIRE_RC(fx_load(&f, "k", &lo), LDS_OK);
+  STATUS_UNTIL(f.rt, c, st, st.leases_waited >= 1);
+  worker_send(&holder, 'g');
+  long long freed_at = 0;
+  if (worker_read(&holder, &r, 1000L * redis_server_deadline_s(), 'D')) freed_at = mono_ms();
+  worker_finish(&holder, 1000L * redis_server_deadline_s());
+  /* The holder's result, or at least its lease back: not lease_ms of waiting. */
+  if (WAIT_FOR(settled(&f.rec) != NULL)) {
+    long long took = mono_ms() - freed_at;
+    const lds_event *e = settled(&f.rec);
+    CHECK_EQ(e->status, LDS_LOADED);
+    if (f.h.starts == 0) CHECK_BYTES(e->value, e->value_len, "from the holder");
+    if (freed_at != 0 && took >= (long long)a.lease_ms - 500)
+      check_fail(__FILE__, __LINE__, "the waiting load ended %lld ms after the holder's runtime was freed "
+                 "(lease_ms %u): its result was neither published nor its lease released", took, a.lease_ms);
+  }
+  st = status_of(f.rt, c);
+  if (f.h.starts != 0)
+    fprintf(stderr, "  note: the waiting process called its loader (takeovers %llu, results received %llu)\n",
+            (unsigned long long)st.takeovers, (unsigned long long)st.results_received);
   fixture_finish(&f);
   redis_server_destroy(&srv);
 }
@@ -1230,16 +1348,32 @@ TEST(test_redis_processes_all_refresh_after_an_invalidation_in_one) {
     /* This process's cell refreshes too. */
     if (WAIT_FOR(inv_saw_refresh(&f.rec, before) && settled(&f.rec) != NULL && f.rec.count > before + 1))
       CHECK_BYTES(settled(&f.rec)->value, settled(&f.rec)->value_len, "gen-2");
+    bool bad = false;
     for (int i = 0; i < started; i++) {
       if (!worker_read(&w[i], &r[i], slow_ms(30000, 300000), 'D')) continue;
       if (!r[i].saw_refresh) check_fail(__FILE__, __LINE__, "worker %d: no event flagged STALE | REFRESHING", i);
       CHECK_STR(r[i].value, "gen-2");
+      bad = bad || strcmp(r[i].value, "gen-2") != 0;
+      if (strcmp(r[i].value, "gen-2") != 0)
+        fprintf(stderr, "  worker %d after %ld ms: leases taken %llu, waited %llu, received %llu, takeovers %llu, "
+                "published %llu, invalidations %llu\n", i, redis_server_deadline_s() * 1000L,
+                (unsigned long long)r[i].status.leases_taken, (unsigned long long)r[i].status.leases_waited,
+                (unsigned long long)r[i].status.results_received, (unsigned long long)r[i].status.takeovers,
+                (unsigned long long)r[i].status.published, (unsigned long long)r[i].status.invalidations);
       CHECK_EQ(r[i].other_events, 0);
       CHECK_OP(r[i].status.invalidations, >=, 1);
     }
     check_get(f.rt, c, "page:1", "gen-2");
+    st = status_of(f.rt, c);
+    if (bad)
+      fprintf(stderr, "  this process: loader calls %zu; leases taken %llu, waited %llu, received %llu, takeovers %llu, "
+              "published %llu, fenced %llu, errors %llu\n", f.h.starts, (unsigned long long)st.leases_taken,
+              (unsigned long long)st.leases_waited, (unsigned long long)st.results_received,
+              (unsigned long long)st.takeovers, (unsigned long long)st.published, (unsigned long long)st.fenced,
+              (unsigned long long)st.errors);
   }
   fixture_finish(&f);
   for (int i = 0; i < started; i++) worker_finish(&w[i], 1000L * redis_server_deadline_s());
+  unlink(generation);
   redis_server_destroy(&srv);
 }

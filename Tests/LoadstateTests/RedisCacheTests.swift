@@ -50,6 +50,14 @@ struct RedisCacheTests {
         }
     }
 
+    /// Waits (5 s at most) until `done`: for counters of the cache, which
+    /// move on the loop when Redis answers.
+    private func waitUntil(_ done: () -> Bool) async {
+        let deadline = Loadstate.Clock.monotonicMs() + 5_000
+        while !done() && Loadstate.Clock.monotonicMs() < deadline { usleep(1_000) }
+        #expect(done())
+    }
+
     private func text(_ entry: CacheEntry?) -> String? {
         entry.map { String(decoding: $0.value, as: UTF8.self) }
     }
@@ -112,11 +120,12 @@ struct RedisCacheTests {
         let job = await a.f.loader.nextJob()  // A holds the lease now
         b.load("k")
         #expect(await b.f.log.next().state.status == .loading)
+        await waitUntil { b.cache.status().leasesWaited == 1 }
         a.f.submit(.succeed("from A"), job)
         #expect(await a.settled().value == "from A")
         #expect(await b.settled().value == "from A")
         #expect(b.f.loader.startedJobs == 0)
-        #expect(a.cache.status().published == 1)
+        await waitUntil { a.cache.status().published == 1 }
         #expect(b.cache.status().leasesWaited == 1 && b.cache.status().resultsReceived == 1)
     }
 
@@ -128,6 +137,7 @@ struct RedisCacheTests {
         _ = await a.f.loader.nextJob()
         b.load("k")
         #expect(await b.f.log.next().state.status == .loading)
+        await waitUntil { b.cache.status().leasesWaited == 1 }
         a.f.onLoop { $0.cancel() }  // the lease is released: B takes it at once
         let job = await b.f.loader.nextJob()
         b.f.submit(.succeed("from B"), job)
@@ -150,9 +160,7 @@ struct RedisCacheTests {
         a.f.submit(.succeed("from A"), late)
         #expect(await a.settled().value == "from A")
         await withCheckedContinuation { done in a.f.runtime.loop.execute { done.resume() } }
-        let deadline = Loadstate.Clock.monotonicMs() + 5_000
-        while a.cache.status().fenced == 0 && Loadstate.Clock.monotonicMs() < deadline { usleep(5_000) }
-        #expect(a.cache.status().fenced == 1)
+        await waitUntil { a.cache.status().fenced == 1 }
         #expect(text(try b.cache.get(Array("k".utf8))) == "from B")
     }
 
@@ -209,6 +217,37 @@ struct RedisCacheTests {
         #expect(p.cache.status().connected)
         try p.cache.put(Array("k".utf8), Array("again".utf8))
         #expect(text(try p.cache.get(Array("k".utf8))) == "again")
+    }
+
+    @Test func theFrontTierServesHitsAndDropsWhatOtherProcessesChange() async throws {
+        let f = try CoreFixture()
+        defer { f.close() }
+        var options = RedisCache.Options()
+        options.keyPrefix = Array("front:".utf8)
+        options.memoryMaxEntries = 100
+        let a = try RedisCache(url: redis.url, options: options, runtime: f.runtime)
+        let b = try Process(redis, prefix: "front:")
+        defer { b.f.close() }
+        // A subscription that comes up drops the front tier: wait for it first.
+        await waitUntil { a.status().subscribed }
+        try a.put(Array("k".utf8), Array("one".utf8))
+        #expect(text(try a.get(Array("k".utf8))) == "one")
+        // The entry is in A's front tier; a cache-first load finds it
+        // without a round trip (the loop answers at once).
+        let front = await withCheckedContinuation { done in f.runtime.loop.execute { done.resume(returning: a.hasLocalEntry(Array("k".utf8))) } }
+        #expect(front)
+        #expect(try a.stats().entries == 1)
+        // B's put is published: A's front entry goes, and A reads the new value.
+        try b.cache.put(Array("k".utf8), Array("two".utf8))
+        let deadline = Loadstate.Clock.monotonicMs() + 5_000
+        while Loadstate.Clock.monotonicMs() < deadline {
+            let dropped = await withCheckedContinuation { done in
+                f.runtime.loop.execute { done.resume(returning: !a.hasLocalEntry(Array("k".utf8))) }
+            }
+            if dropped { break }
+            usleep(2_000)
+        }
+        #expect(text(try a.get(Array("k".utf8))) == "two")
     }
 
     @Test func callsOnTheLoopThreadAreRefused() async throws {

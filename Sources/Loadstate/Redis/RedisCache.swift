@@ -85,7 +85,9 @@ public final class RedisCache: Handle, CacheStore, RuntimeResident, @unchecked S
 
     /// The URL without its password.
     public let name: String
+    /// Where the cache connects.
     public let url: RedisURL
+    /// The settings it was made with.
     public let options: Options
     private let loop: EventLoop
     private weak var runtime: Runtime?

@@ -50,7 +50,7 @@ public func ldsRedisCacheStatus(_ rt: OpaquePointer?, _ id: UInt64,
     guard size >= MemoryLayout<lds_redis_status>.size else { return LDS_EINVAL }
     return withRuntime(rt) { runtime in
         guard let cache = runtime.table.lookup(id, as: Handle.self) as? RedisCache else { return LDS_ENOENT }
-        let s = cache.currentStatus()
+        let s = cache.status()
         var c = lds_redis_status()
         c.size = UInt32(MemoryLayout<lds_redis_status>.size)
         c.connected = s.connected ? 1 : 0

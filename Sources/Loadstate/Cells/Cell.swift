@@ -396,7 +396,7 @@ protocol RuntimeResident: AnyObject {
         guard !isFreed, session == nil, state.status == .loaded, var spec = lastSpec, let cache = spec.cache,
               cache.store === store, cache.key.starts(with: prefix) else { return }
         spec.options.silent = true
-        spec.cache = cache.with(policy: .loadOnly)
+        spec.cache = cache.forReloadAfterInvalidation()
         load(spec, markStale: true)
     }
 

@@ -157,6 +157,7 @@ import CLibUV
             // that the load's fresh time accepts.
             var notBefore = now
             if cache.policy != .loadOnly, cache.freshMs > 0 { notBefore = now > cache.freshMs ? now - cache.freshMs : 0 }
+            if cache.afterInvalidation { notBefore = 0 }
             redis.acquire(cache.key, notBeforeMs: notBefore) { [self] outcome in
                 leaseDecided(outcome, redis: redis, cache: cache)
             }
@@ -182,6 +183,8 @@ import CLibUV
             runtime.submit(.succeed(value), job: id, of: Job<Value, Request>.self)
         case .unavailable:
             startLoader()
+        case .abandoned:
+            break
         }
     }
 

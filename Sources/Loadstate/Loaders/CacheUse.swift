@@ -31,6 +31,10 @@ public enum CachePolicy: UInt32, Sendable {
     /// stores); false leaves every decision to this use's ages and stores
     /// every value.
     @usableFromInline package let followsLoaderRules: Bool
+    /// A reload after an invalidation: in a cache shared by processes, any
+    /// entry that is not stale is the reload's result (the invalidation
+    /// marked every older one stale), so another process's reload serves it.
+    package private(set) var afterInvalidation = false
 
     @usableFromInline package init(store: any CacheStore, key: [UInt8], policy: CachePolicy, freshMs: UInt64 = 0,
                 maxAgeMs: UInt64 = 0, followsLoaderRules: Bool = true, encode: @escaping (Value) -> [UInt8],
@@ -43,6 +47,14 @@ public enum CachePolicy: UInt32, Sendable {
         self.followsLoaderRules = followsLoaderRules
         self.encode = encode
         self.decode = decode
+    }
+
+    /// The use of a silent reload after an invalidation: load only, and
+    /// `afterInvalidation`.
+    func forReloadAfterInvalidation() -> CacheUse {
+        let use = with(policy: .loadOnly)
+        use.afterInvalidation = true
+        return use
     }
 
     /// The same use with another policy.

@@ -85,11 +85,13 @@ public final class RedisCache: Handle, CacheStore, RuntimeResident, @unchecked S
 
     /// The URL without its password.
     public let name: String
+    /// Where the cache connects.
     public let url: RedisURL
+    /// The settings it was made with.
     public let options: Options
     private let loop: EventLoop
     private weak var runtime: Runtime?
-    private let status = Locked(Status())
+    private let counters = Locked(Status())
     private let isClosedFlag = Locked(false)
     /// A random number naming this cache in its messages, so that it
     /// ignores its own.
@@ -106,6 +108,13 @@ public final class RedisCache: Handle, CacheStore, RuntimeResident, @unchecked S
     /// What a cell's lookup fetched, seen by `get` on the loop while the
     /// load that asked for it decides (see `withFetched`).
     private var fetched: (key: [UInt8], entry: CacheEntry?, failure: RedisFailure?)?
+    /// The keys of the last messages about results (done, released), with
+    /// their number: a lease request whose "wait" reply comes after such a
+    /// message about its key (messages come on the other connection) asks
+    /// again at once instead of waiting for the lease to expire.
+    private var recentResults = [(number: UInt64, key: [UInt8], kind: Character)](
+        repeating: (0, [], " "), count: 256)
+    private var resultMessages: UInt64 = 0
 
     /// Starts connecting on `runtime`'s loop.
     @usableFromInline package init(id: UInt64, runtime: Runtime, url: RedisURL, options: Options) {
@@ -137,19 +146,19 @@ public final class RedisCache: Handle, CacheStore, RuntimeResident, @unchecked S
                                                 pendingMax: Int(LDS_REDIS_PENDING_MAX_VALUE))
         let commands = RedisConnection(loop: loop.loop, settings: settings)
         commands.onReady = { [weak self] in
-            self?.status.withLock {
+            self?.counters.withLock {
                 $0.connected = true
                 $0.connects &+= 1
             }
         }
         commands.onFailure = { [weak self] failure in
-            self?.status.withLock { $0.connected = false }
+            self?.counters.withLock { $0.connected = false }
             self?.noteFailure(failure)
         }
         let messages = RedisConnection(loop: loop.loop, settings: settings, subscribeTo: channel)
         messages.onReady = { [weak self] in self?.subscribed() }
         messages.onFailure = { [weak self] failure in
-            self?.status.withLock { $0.subscribed = false }
+            self?.counters.withLock { $0.subscribed = false }
             self?.noteFailure(failure)
         }
         messages.onMessage = { [weak self] payload in self?.received(payload) }
@@ -162,10 +171,10 @@ public final class RedisCache: Handle, CacheStore, RuntimeResident, @unchecked S
     var isClosed: Bool { isClosedFlag.withLock { $0 } }
 
     /// The connection state and counters. Any thread; does not wait.
-    public func currentStatus() -> Status { status.withLock { $0 } }
+    public func status() -> Status { counters.withLock { $0 } }
 
     private func noteFailure(_ failure: RedisFailure) {
-        status.withLock {
+        counters.withLock {
             $0.errors &+= 1
             $0.lastErrorCode = failure.code
             $0.lastError = failure.message
@@ -183,7 +192,8 @@ public final class RedisCache: Handle, CacheStore, RuntimeResident, @unchecked S
 
     /// The time to live in Redis of an entry put with `ttlMs` (nil: the cache's).
     private func ttl(_ ttlMs: UInt64?) -> UInt64 {
-        let maxTtl = max(options.maxTtlMs, 1)
+        // Redis refuses expiry times past 2^63 ms; 2^52 ms is 142,000 years.
+        let maxTtl = min(max(options.maxTtlMs, 1), 1 << 52)
         let asked = ttlMs ?? options.ttlMs
         return asked == 0 ? maxTtl : min(asked, maxTtl)
     }
@@ -282,8 +292,10 @@ public final class RedisCache: Handle, CacheStore, RuntimeResident, @unchecked S
     @discardableResult
     public func remove(_ key: [UInt8]) throws(CacheError) -> Bool {
         if loop.isLoopThread {
+            // A load's own removal: sent without waiting; whether there was
+            // an entry is not known here.
             remove(key) { _ in }
-            return front?.get(key) != nil
+            return false
         }
         return try onLoop { [self] done in remove(key, done: done) }
     }
@@ -306,7 +318,7 @@ public final class RedisCache: Handle, CacheStore, RuntimeResident, @unchecked S
 
     public func stats() throws(CacheError) -> CacheStats {
         guard !isClosed else { throw CacheError(.closed, "\(name): closed") }
-        let (hits, misses) = status.withLock { ($0.hits, $0.misses) }
+        let (hits, misses) = counters.withLock { ($0.hits, $0.misses) }
         var stats = (try? front?.stats()) ?? CacheStats()
         stats.hits = hits
         stats.misses = misses
@@ -345,46 +357,64 @@ public final class RedisCache: Handle, CacheStore, RuntimeResident, @unchecked S
     /// and tells the other processes.
     private func sweep(prefix: [UInt8], delete: Bool) throws(CacheError) -> Int {
         front?.removeAll(prefix: prefix)
-        return try onLoop { [self] done in
-            command([RedisCache.arg("EVAL"), RedisCache.arg(RedisScripts.sweep), RedisCache.arg("0"),
-                     RedisScripts.pattern(prefix: entryKey(prefix)), RedisCache.arg(delete ? "delete" : "stale"),
-                     channel, message(delete ? "C" : "I", prefix)]) {
-                switch $0 {
-                case .success(let reply): done(.success(Int(clamping: reply.integer ?? 0)))
-                case .failure(let error): done(.failure(error))
-                }
+        return try onLoop { [self] done in sweep(prefix: prefix, delete: delete, done) }
+    }
+
+    /// Loop: `sweep`'s work, `done` with its count.
+    private func sweep(prefix: [UInt8], delete: Bool, _ done: @escaping (Result<Int, CacheError>) -> Void) {
+        command([RedisCache.arg("EVAL"), RedisCache.arg(RedisScripts.sweep), RedisCache.arg("0"),
+                 RedisScripts.pattern(prefix: entryKey(prefix)), RedisCache.arg(delete ? "delete" : "stale"),
+                 channel, message(delete ? "C" : "I", prefix)]) {
+            switch $0 {
+            case .success(let reply): done(.success(Int(clamping: reply.integer ?? 0)))
+            case .failure(let error): done(.failure(error))
             }
         }
     }
 
-    public func close() {
+    /// Loop: marks the entries under `prefix` stale without waiting (an
+    /// invalidation asked on the loop thread: the inspector's), then `done`
+    /// whether it worked or not (the cells reload either way).
+    func markStaleFromLoop(prefix: [UInt8], _ done: @escaping () -> Void) {
+        front?.removeAll(prefix: prefix)
+        sweep(prefix: prefix, delete: false) { _ in done() }
+    }
+
+    public func close() { close(runtimeClosing: false) }
+
+    /// `runtimeClosing`: the runtime closes too, and cancels the loads
+    /// waiting for a lease; otherwise they call their loaders.
+    private func close(runtimeClosing: Bool) {
         let first = isClosedFlag.withLock { closed -> Bool in
             defer { closed = true }
             return !closed
         }
         guard first else { return }
         front?.close()
+        runtime?.table.withLock { storage in
+            if storage.handles[id] === self { storage.handles[id] = nil }
+        }
         if loop.isLoopThread {
-            shutdownOnLoop()
+            shutdownOnLoop(runtimeClosing: runtimeClosing)
         } else {
-            loop.execute { [self] in shutdownOnLoop() }
+            loop.execute { [self] in shutdownOnLoop(runtimeClosing: runtimeClosing) }
         }
     }
 
-    func shutdown(runtime: Runtime) { close() }
+    func shutdown(runtime: Runtime) { close(runtimeClosing: true) }
 
-    private func shutdownOnLoop() {
+    private func shutdownOnLoop(runtimeClosing: Bool) {
         commands?.close()
         messages?.close()
         commands = nil
         messages = nil
-        status.withLock {
+        counters.withLock {
             $0.connected = false
             $0.subscribed = false
         }
         let all = waiters.values.flatMap { $0 }
         waiters = [:]
-        for waiter in all { waiter.finish(.unavailable) }
+        for waiter in all { waiter.finish(runtimeClosing ? .abandoned : .unavailable) }
     }
 
     // MARK: - Loads (loop thread)
@@ -401,7 +431,7 @@ public final class RedisCache: Handle, CacheStore, RuntimeResident, @unchecked S
     /// Loop: the entry under `key` (nil on a miss), or the failure.
     func fetch(_ key: [UInt8], _ done: @escaping (CacheEntry?, RedisFailure?) -> Void) {
         if let entry = frontEntry(key) {
-            status.withLock { $0.hits &+= 1 }
+            counters.withLock { $0.hits &+= 1 }
             return done(entry, nil)
         }
         guard let commands else { return done(nil, RedisFailure(.closed, "the cache was closed")) }
@@ -410,15 +440,15 @@ public final class RedisCache: Handle, CacheStore, RuntimeResident, @unchecked S
             case .success(.string(let bytes)):
                 let entry = RedisEntry.decode(bytes)
                 if let entry, !entry.isExpired(at: Clock.wallMs()) {
-                    status.withLock { $0.hits &+= 1 }
+                    counters.withLock { $0.hits &+= 1 }
                     front?.put(key, bytes)
                     done(entry, nil)
                 } else {
-                    status.withLock { $0.misses &+= 1 }
+                    counters.withLock { $0.misses &+= 1 }
                     done(nil, nil)
                 }
             case .success(.null):
-                status.withLock { $0.misses &+= 1 }
+                counters.withLock { $0.misses &+= 1 }
                 done(nil, nil)
             case .success(.error(let message)):
                 let failure = RedisFailure(.reply, message)
@@ -458,6 +488,8 @@ public final class RedisCache: Handle, CacheStore, RuntimeResident, @unchecked S
         case value(CacheEntry)
         /// Redis cannot say: call the loader without a lease.
         case unavailable
+        /// The runtime closes: the job is about to be cancelled.
+        case abandoned
     }
 
     /// Loop: asks for the lease of `key` for a load that began at
@@ -468,6 +500,7 @@ public final class RedisCache: Handle, CacheStore, RuntimeResident, @unchecked S
 
     private func acquire(_ waiter: LeaseWaiter, waited: Bool) {
         guard commands != nil else { return waiter.finish(.unavailable) }
+        let asked = resultMessages
         command([RedisCache.arg("EVAL"), RedisCache.arg(RedisScripts.acquire), RedisCache.arg("3"),
                  entryKey(waiter.key), leaseKey(waiter.key), fenceKey, RedisCache.arg(waiter.notBeforeMs),
                  RedisCache.arg(max(options.leaseMs, 1))]) { [self] result in
@@ -477,7 +510,7 @@ public final class RedisCache: Handle, CacheStore, RuntimeResident, @unchecked S
             switch kind {
             case 1:
                 if let bytes = items.dropFirst().first?.bytes, let entry = RedisEntry.decode(bytes) {
-                    if waited { status.withLock { $0.resultsReceived &+= 1 } }
+                    if waited { counters.withLock { $0.resultsReceived &+= 1 } }
                     front?.put(waiter.key, bytes)
                     waiter.finish(.value(entry))
                 } else {
@@ -487,16 +520,20 @@ public final class RedisCache: Handle, CacheStore, RuntimeResident, @unchecked S
                 guard items.count >= 2, let token = items[1].integer, token > 0 else {
                     return waiter.finish(.unavailable)
                 }
-                status.withLock {
+                counters.withLock {
                     $0.leasesTaken &+= 1
                     if waited { $0.takeovers &+= 1 }
                 }
                 let current = items.count >= 3 ? items[2].bytes.flatMap(RedisEntry.decode) : nil
                 waiter.finish(.lease(token: UInt64(token), current: current))
             case 3:
-                if !waited { status.withLock { $0.leasesWaited &+= 1 } }
+                if !waited { counters.withLock { $0.leasesWaited &+= 1 } }
                 let remaining = items.count >= 2 ? items[1].integer ?? 0 : 0
-                wait(waiter, ms: UInt64(clamping: max(remaining, 0)))
+                switch resultMessage(about: waiter.key, since: asked) {
+                case "X"?: waiter.finish(.unavailable)
+                case _?: acquire(waiter, waited: true)
+                case nil: wait(waiter, ms: UInt64(clamping: max(remaining, 0)))
+                }
             default:
                 waiter.finish(.unavailable)
             }
@@ -544,9 +581,9 @@ public final class RedisCache: Handle, CacheStore, RuntimeResident, @unchecked S
                  message("D", key)]) { [self] result in
             guard case .success(let reply) = result else { return }
             if reply.integer == 1 {
-                status.withLock { $0.published &+= 1 }
+                counters.withLock { $0.published &+= 1 }
             } else {
-                status.withLock { $0.fenced &+= 1 }
+                counters.withLock { $0.fenced &+= 1 }
                 front?.remove(key)
             }
             // This process's own waiters (other runtimes' loads share its jobs).
@@ -565,7 +602,7 @@ public final class RedisCache: Handle, CacheStore, RuntimeResident, @unchecked S
     // MARK: - Messages
 
     private func subscribed() {
-        status.withLock {
+        counters.withLock {
             $0.subscribed = true
             $0.connects &+= 1
         }
@@ -590,13 +627,30 @@ public final class RedisCache: Handle, CacheStore, RuntimeResident, @unchecked S
         case "I":
             guard !fromSelf else { return }
             front?.removeAll(prefix: body)
-            status.withLock { $0.invalidations &+= 1 }
+            counters.withLock { $0.invalidations &+= 1 }
             runtime?.notifyInvalidated(self, prefix: body)
         default: break
         }
     }
 
+    /// The kind of the latest result message about `key` received after
+    /// the `since`-th; "R" when too many came to tell.
+    private func resultMessage(about key: [UInt8], since: UInt64) -> Character? {
+        let count = resultMessages &- since
+        guard count > 0 else { return nil }
+        guard count <= UInt64(recentResults.count) else { return "R" }
+        var n = resultMessages
+        while n > since {
+            let slot = recentResults[Int(n % UInt64(recentResults.count))]
+            if slot.number == n, slot.key == key { return slot.kind }
+            n -= 1
+        }
+        return nil
+    }
+
     private func resolveWaiters(of key: [UInt8], kind: Character) {
+        resultMessages &+= 1
+        recentResults[Int(resultMessages % UInt64(recentResults.count))] = (resultMessages, key, kind)
         guard let waiting = waiters.removeValue(forKey: key) else { return }
         for waiter in waiting {
             waiter.timer?.stop()
@@ -606,6 +660,24 @@ public final class RedisCache: Handle, CacheStore, RuntimeResident, @unchecked S
                 acquire(waiter, waited: true)
             }
         }
+    }
+}
+
+extension RedisCache {
+    /// A Redis cache for Swift cells, on `runtime`'s loop: `url` is
+    /// `redis://[[user]:password@]host[:port][/db]` or
+    /// `unix://[[user]:password@]/path[?db=N]`. Connecting starts at once
+    /// and is not waited for; a server that is down is not an error here.
+    /// Throws `ResultCode.invalidArgument` for a URL that does not parse
+    /// (`rediss://` included) and `ResultCode.closed` for a closed runtime.
+    /// `close()` (or the runtime's) drops its connections.
+    public convenience init(url: String, options: Options = Options(), runtime: Runtime = .shared) throws(CacheError) {
+        guard let parsed = RedisURL(url) else {
+            throw CacheError(.invalidArgument, "not a redis:// or unix:// URL: \(url.prefix(64))")
+        }
+        guard !runtime.isClosed else { throw CacheError(.closed, "the runtime is closed") }
+        self.init(id: runtime.table.makeID(.cache), runtime: runtime, url: parsed, options: options)
+        runtime.table.insert(self)
     }
 }
 

@@ -458,7 +458,7 @@ final class RedisConnection {
             var pointers: [UnsafePointer<CChar>?] = []
             pointers.reserveCapacity(args.count)
             var offset = 0
-            let base = UnsafeRawPointer(buffer.baseAddress) ?? UnsafeRawPointer(bitPattern: 1)!
+            guard let base = UnsafeRawPointer(buffer.baseAddress) else { return REDIS_ERR }
             for length in lengths {
                 pointers.append((base + offset).assumingMemoryBound(to: CChar.self))
                 offset += length
@@ -512,7 +512,7 @@ final class RedisConnection {
         let lengths = args.map { $0.count }
         let flat = args.flatMap { $0 }
         _ = flat.withUnsafeBufferPointer { buffer -> Int32 in
-            let base = UnsafeRawPointer(buffer.baseAddress!)
+            guard let base = UnsafeRawPointer(buffer.baseAddress) else { return REDIS_ERR }
             var pointers: [UnsafePointer<CChar>?] = [base.assumingMemoryBound(to: CChar.self),
                                                      (base + lengths[0]).assumingMemoryBound(to: CChar.self)]
             var lens = lengths

@@ -147,6 +147,11 @@ public final class Runtime: @unchecked Sendable {
     /// Marks the entries of `store` under `prefix` stale, then (on the loop)
     /// has every cell showing one of them reload it.
     @usableFromInline package func invalidate(_ store: any CacheStore, prefix: [UInt8]) throws(CacheError) {
+        if let redis = store as? RedisCache, loop.isLoopThread {
+            // The loop cannot wait for Redis: the cells reload once it answered.
+            redis.markStaleFromLoop(prefix: prefix) { [self] in notifyInvalidated(store, prefix: prefix) }
+            return
+        }
         try store.markStale(prefix: prefix)
         loop.execute { [self] in notifyInvalidated(store, prefix: prefix) }
     }

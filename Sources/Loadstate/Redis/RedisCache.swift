@@ -404,7 +404,8 @@ public final class RedisCache: Handle, CacheStore, RuntimeResident, @unchecked S
     func shutdown(runtime: Runtime) { close(runtimeClosing: true) }
 
     private func shutdownOnLoop(runtimeClosing: Bool) {
-        commands?.close()
+        // Results and releases sent just before still reach Redis.
+        commands?.close(graceful: true)
         messages?.close()
         commands = nil
         messages = nil

@@ -584,7 +584,7 @@ static long long exists_in_db(redis_server *srv, int db, const char *key) {
   return redis_server_integer(srv, -1, "EVAL %s 1 %s", script, key);
 }
 
-TEST(test_redis_cache_urls_select_socket_database_and_password) {
+TEST(test_redis_cache_urls_select_socket_host_database_and_password) {
   redis_server srv;
   START_SERVER(&srv);
   lds_runtime *rt = rt_new(LDS_DELIVER_LOOP);
@@ -600,6 +600,12 @@ TEST(test_redis_cache_urls_select_socket_database_and_password) {
   CHECK_EQ(exists_in_db(&srv, 5, "lds:v:t"), 1);
   check_miss(rt, tcp_db5, "u");
   check_get(rt, unix_db3, "u", "unix");
+
+  /* A host name, resolved off the loop thread. */
+  snprintf(url, sizeof url, "redis://localhost:%d/4", srv.port);
+  lds_id named = redis_cache(rt, url, NULL);
+  CHECK_RC(lds_cache_put(rt, named, "h", 1, "host", 4), LDS_OK);
+  CHECK_EQ(exists_in_db(&srv, 4, "lds:v:h"), 1);
 
   /* With a password: the right one (percent-escaped) works, a wrong one is EAUTH. */
   redisReply *r = redis_server_command(&srv, "CONFIG SET requirepass %s", "p@ss word");

@@ -323,15 +323,21 @@ static void worker_event(const lds_event *e, void *user_data) {
     return;
   bool right = e->status == LDS_LOADED && e->value_len == W.value_len && e->request_len == KEY_LEN;
   if (right) {
-    char want[32];
-    size_t key = (size_t)strtoull((const char *)e->request + 4, NULL, 10);
+    char want[32], request[KEY_LEN + 1];
+    memcpy(request, e->request, KEY_LEN);
+    request[KEY_LEN] = 0;
+    size_t key = (size_t)strtoull(request + 4, NULL, 10);
     int n = snprintf(want, sizeof want, "value %zu", key);
     right = memcmp(e->value, want, (size_t)n < W.value_len ? (size_t)n : W.value_len) == 0;
   }
   pthread_mutex_lock(&lock);
   W.free_cells[W.free_count++] = (lds_id)(uintptr_t)user_data;
   W.ended++;
-  if (!right) W.wrong++;
+  if (!right && W.wrong++ < 3)
+    fprintf(stderr, "redis bench worker %d: wrong: status %d flags 0x%x request %.*s value %.*s (%zu bytes) error %d/%d %s\n",
+            (int)getpid(), e->status, e->flags, (int)e->request_len, e->request ? (const char *)e->request : "",
+            (int)(e->value_len < 40 ? e->value_len : 40), e->value ? (const char *)e->value : "", e->value_len,
+            e->error_domain, e->error_code, e->error_message ? e->error_message : "");
   pthread_cond_signal(&cond);
   pthread_mutex_unlock(&lock);
 }

@@ -24,6 +24,16 @@ int redis_server_deadline_s(void) {
   return slow != NULL && *slow != '\0' && strcmp(slow, "0") != 0 ? 120 : 10;
 }
 
+/* A pidfd of the process, or -1 (the caller then polls). Not asked again
+ * once the kernel (or valgrind, which does not know the call) refused it. */
+static int open_pidfd(pid_t pid) {
+  static bool unsupported;
+  if (unsupported) return -1;
+  int fd = pidfd_open(pid, 0);
+  if (fd < 0 && errno == ENOSYS) unsupported = true;
+  return fd;
+}
+
 static long long mono_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -132,7 +142,7 @@ static bool launch(redis_server *s, bool *address_in_use) {
     _exit(127);
   }
   s->pid = pid;
-  int pidfd = pidfd_open(pid, 0);
+  int pidfd = open_pidfd(pid);
   long long deadline = mono_ms() + 1000LL * redis_server_deadline_s();
   bool ready = false;
   for (;;) {
@@ -200,7 +210,7 @@ bool redis_server_restart(redis_server *s) {
 /* Sends sig and waits for the exit until the deadline. */
 static bool end_with(redis_server *s, int sig) {
   if (s->pid == 0) return true;
-  int pidfd = pidfd_open(s->pid, 0);
+  int pidfd = open_pidfd(s->pid);
   if (kill(s->pid, sig) != 0 && errno != ESRCH) {
     fprintf(stderr, "redis_server: kill: %s\n", strerror(errno));
   }

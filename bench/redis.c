@@ -18,6 +18,9 @@
  *      the main thread waits for the `window` LOADED events (FROM_CACHE)
  *      before the next batch: the same depth of GETs in flight. The loader
  *      is never called (checked).
+ *    - loads, no cache (the floor): the same loads without a cache,
+ *      through a loader that ends each job in its start: what the loads
+ *      cost with no Redis at all.
  *    - hiredis GET and lds_cache_get, one at a time (gets / 10 of each):
  *      a round trip each, from the main thread.
  *    Client CPU is the benchmark process's (every thread: the loop's too),
@@ -105,7 +108,9 @@ static struct {
   size_t keys, value_len, gets, window;
   redis_server srv;
   lds_runtime *rt;
-  lds_id cache, loader;
+  lds_id cache, loader, inline_loader;
+  bool no_cache;  /* the floor runs: loads without a cache */
+  unsigned char *inline_value;
   lds_id *cells;
   redisContext *hiredis;
   /* Under lock. */
@@ -121,10 +126,18 @@ static void never_loader(lds_runtime *rt, lds_id job, const void *request, size_
   lds_job_fail(rt, job, 1, "not a hit");
 }
 
+/* The floor: a loader that ends its job in its start, with a value as large. */
+static void inline_loader(lds_runtime *rt, lds_id job, const void *request, size_t len, void *data) {
+  (void)request;
+  (void)len;
+  lds_job_succeed(rt, job, data, H.value_len);
+}
+
 static void hit_event(const lds_event *e, void *user_data) {
   (void)user_data;
   if (e->type != LDS_EVENT_STATE || (e->status != LDS_LOADED && e->status != LDS_ERROR)) return;
-  bool right = e->status == LDS_LOADED && (e->flags & LDS_FLAG_FROM_CACHE) && e->value_len == H.value_len;
+  bool cached = H.no_cache ? !(e->flags & LDS_FLAG_FROM_CACHE) : (e->flags & LDS_FLAG_FROM_CACHE) != 0;
+  bool right = e->status == LDS_LOADED && cached && e->value_len == H.value_len;
   pthread_mutex_lock(&lock);
   H.ended++;
   if (!right) H.wrong++;
@@ -164,12 +177,18 @@ static measure run_pipelined(void) {
   return finish_measure(n, t0, c0, s0);
 }
 
-static measure run_loads(void) {
+/* Cache-first loads that all hit the Redis cache, or (no_cache) the same
+ * loads without a cache through a loader that ends them at once. */
+static measure run_loads(bool no_cache) {
   char key[KEY_LEN + 1];
   lds_load_options o = LDS_LOAD_OPTIONS_INIT;
-  o.cache = H.cache;
-  o.cache_policy = LDS_POLICY_CACHE_FIRST;
-  o.fresh_ms = 3600000;
+  if (!no_cache) {
+    o.cache = H.cache;
+    o.cache_policy = LDS_POLICY_CACHE_FIRST;
+    o.fresh_ms = 3600000;
+  }
+  H.no_cache = no_cache;
+  lds_id loader = no_cache ? H.inline_loader : H.loader;
   size_t n = 0, next = 0;
   uint64_t t0 = now_ns();
   double c0 = cpu_s(), s0 = process_cpu_s(H.srv.pid);
@@ -180,7 +199,7 @@ static measure run_loads(void) {
     pthread_mutex_unlock(&lock);
     for (size_t i = 0; i < batch; i++) {
       key_of(key, next++ % H.keys);
-      int rc = lds_loadable_load(H.rt, H.cells[i], H.loader, key, KEY_LEN, &o);
+      int rc = lds_loadable_load(H.rt, H.cells[i], loader, key, KEY_LEN, &o);
       if (rc) die("lds_loadable_load", rc);
     }
     pthread_mutex_lock(&lock);
@@ -227,6 +246,8 @@ static void hits_setup(void) {
   o.key_prefix = "bench:";
   if ((rc = lds_redis_cache_new(H.rt, H.srv.url, &o, &H.cache))) die("lds_redis_cache_new", rc);
   if ((rc = lds_loader_new(H.rt, never_loader, NULL, NULL, &H.loader))) die("lds_loader_new", rc);
+  H.inline_value = calloc(1, H.value_len);
+  if ((rc = lds_loader_new(H.rt, inline_loader, H.inline_value, NULL, &H.inline_loader))) die("lds_loader_new", rc);
   H.cells = calloc(H.window, sizeof *H.cells);
   for (size_t i = 0; i < H.window; i++)
     if ((rc = lds_loadable_new(H.rt, hit_event, NULL, &H.cells[i]))) die("lds_loadable_new", rc);
@@ -548,22 +569,28 @@ int main(int argc, char **argv) {
 
   printf("\n1. cache hits: %ld gets per run (%ld for the one-at-a-time runs), %ld in flight\n", gets, gets / 10,
          window);
-  printf("%-26s %6s %12s %16s %16s\n", "run", "round", "gets/s", "client cpu us/get", "server cpu us/get");
-  measure pipe_m[99], loads_m[99], sync_m[99], get_m[99];
+  printf("%-28s %6s %12s %18s %18s\n", "run", "round", "gets/s", "client cpu us/get", "server cpu us/get");
+  measure pipe_m[99], loads_m[99], floor_m[99], sync_m[99], get_m[99];
+  double v_floor[99], c_floor[99];
   double v_pipe[99], v_loads[99], v_sync[99], v_get[99], c_pipe[99], c_loads[99], c_sync[99], c_get[99];
   double sv_pipe[99], sv_loads[99];
   for (long r = 0; r < rounds; r++) {
     pipe_m[r] = run_pipelined();
-    printf("%-26s %6ld %12.0f %16.2f %16.2f\n", "hiredis pipelined", r + 1, pipe_m[r].per_s, pipe_m[r].client_us,
+    printf("%-28s %6ld %12.0f %18.2f %18.2f\n", "hiredis pipelined", r + 1, pipe_m[r].per_s, pipe_m[r].client_us,
            pipe_m[r].server_us);
-    loads_m[r] = run_loads();
-    printf("%-26s %6ld %12.0f %16.2f %16.2f\n", "loadstate cache-first loads", r + 1, loads_m[r].per_s,
+    loads_m[r] = run_loads(false);
+    printf("%-28s %6ld %12.0f %18.2f %18.2f\n", "loadstate cache-first loads", r + 1, loads_m[r].per_s,
            loads_m[r].client_us, loads_m[r].server_us);
+    floor_m[r] = run_loads(true);
+    printf("%-28s %6ld %12.0f %18.2f %18.2f\n", "loads, no cache (floor)", r + 1, floor_m[r].per_s,
+           floor_m[r].client_us, floor_m[r].server_us);
+    v_floor[r] = floor_m[r].per_s;
+    c_floor[r] = floor_m[r].client_us;
     sync_m[r] = run_sync_hiredis(H.gets / 10);
-    printf("%-26s %6ld %12.0f %16.2f %16.2f\n", "hiredis GET, one at a time", r + 1, sync_m[r].per_s,
+    printf("%-28s %6ld %12.0f %18.2f %18.2f\n", "hiredis GET, one at a time", r + 1, sync_m[r].per_s,
            sync_m[r].client_us, sync_m[r].server_us);
     get_m[r] = run_cache_get(H.gets / 10);
-    printf("%-26s %6ld %12.0f %16.2f %16.2f\n", "lds_cache_get, one at a time", r + 1, get_m[r].per_s,
+    printf("%-28s %6ld %12.0f %18.2f %18.2f\n", "lds_cache_get, one at a time", r + 1, get_m[r].per_s,
            get_m[r].client_us, get_m[r].server_us);
     v_pipe[r] = pipe_m[r].per_s;
     v_loads[r] = loads_m[r].per_s;
@@ -585,10 +612,13 @@ int main(int argc, char **argv) {
          sp);
   printf("  loadstate cache-first loads   %10.0f gets/s  client cpu %6.2f us/get  server cpu %5.2f us/get\n", ml, cl,
          sl);
+  double mf = median(v_floor, n), cf = median(c_floor, n);
+  printf("  loads, no cache (floor)       %10.0f loads/s client cpu %6.2f us/load\n", mf, cf);
   printf("  hiredis GET, one at a time    %10.0f gets/s  client cpu %6.2f us/get\n", ms, cs);
   printf("  lds_cache_get, one at a time  %10.0f gets/s  client cpu %6.2f us/get\n", mg, cg);
   printf("  loads/pipelined: %.2fx the throughput (target >= 0.7: %s), %.2fx the client CPU per get\n", ml / mp,
          ml / mp >= 0.7 ? "met" : "MISSED", cl / cp);
+  printf("  loads without a cache/pipelined: %.2fx (what a load costs with no Redis at all)\n", mf / mp);
   printf("  lds_cache_get/hiredis GET one at a time: %.2fx the throughput, %.2fx the client CPU per get\n", mg / ms,
          cg / cs);
 

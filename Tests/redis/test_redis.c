@@ -782,6 +782,122 @@ TEST(test_redis_cache_first_load_finds_the_entry_another_runtime_stored) {
   redis_server_destroy(&srv);
 }
 
+/* Two runtimes stand for two processes: each cache has its connections. */
+TEST(test_redis_cache_front_tier_is_dropped_by_an_invalidation_elsewhere) {
+  redis_server srv;
+  START_SERVER(&srv);
+  lds_runtime *a = rt_new(LDS_DELIVER_LOOP), *b = rt_new(LDS_DELIVER_LOOP);
+  lds_redis_cache_options o = LDS_REDIS_CACHE_OPTIONS_INIT;
+  o.key_prefix = "front:";
+  o.memory_max_entries = 100;
+  lds_id ca = redis_cache(a, srv.url, &o);
+  o.memory_max_entries = 0;
+  lds_id cb = redis_cache(b, srv.url, &o);
+  lds_redis_status st;
+  STATUS_UNTIL(a, ca, st, st.subscribed == 1);
+  CHECK_RC(lds_cache_put(b, cb, "k", 1, "v1", 2), LDS_OK);
+  check_get(a, ca, "k", "v1");
+  lds_cache_statistics stats;
+  if (CHECK_RC(lds_cache_stats(a, ca, &stats), LDS_OK)) CHECK_EQ(stats.entries, 1);
+  /* Entries the front tier holds are served from memory: Redis is not asked. */
+  CHECK_EQ(redis_server_integer(&srv, -1, "DEL %s", "front:v:k"), 1);
+  check_get(a, ca, "k", "v1");
+  CHECK_RC(lds_cache_put(b, cb, "k", 1, "v2", 2), LDS_OK);
+  CHECK_RC(lds_cache_invalidate(b, cb, "k", 1), LDS_OK);
+  STATUS_UNTIL(a, ca, st, st.invalidations >= 1);
+  lds_cache_value v;
+  if (CHECK_RC(lds_cache_get(a, ca, "k", 1, &v), 1)) {
+    CHECK_BYTES(v.value, v.value_len, "v2");
+    CHECK_EQ(v.stale, 1);
+    lds_cache_value_clear(&v);
+  }
+  rt_free(a);
+  rt_free(b);
+  redis_server_destroy(&srv);
+}
+
+/* A holder whose load fails or is cancelled gives its lease back: the
+ * waiting load (another runtime, standing for another process) takes it
+ * over at once, not lease_ms later. */
+static void lease_given_back(bool cancel) {
+  redis_server srv;
+  START_SERVER(&srv);
+  fixture a, b;
+  fixture_init(&a, LDS_DELIVER_LOOP, NULL);
+  fixture_init(&b, LDS_DELIVER_LOOP, host_succeed_echo);
+  lds_redis_cache_options o = LDS_REDIS_CACHE_OPTIONS_INIT;
+  o.key_prefix = "back:";
+  o.lease_ms = (uint32_t)slow_ms(10000, 60000);
+  lds_id ca = redis_cache(a.rt, srv.url, &o), cb = redis_cache(b.rt, srv.url, &o);
+  lds_redis_status st;
+  STATUS_UNTIL(b.rt, cb, st, st.subscribed == 1);
+  lds_load_options la = cache_first(ca), lb = cache_first(cb);
+  REQUIRE_RC(fx_load(&a, "k", &la), LDS_OK);
+  if (!HOST_WAIT(&a.h, 1)) return;
+  REQUIRE_RC(fx_load(&b, "k", &lb), LDS_OK);
+  STATUS_UNTIL(b.rt, cb, st, st.leases_waited >= 1);
+  CHECK_EQ(b.h.starts, 0);
+  long long t0 = mono_ms();
+  if (cancel) CHECK_RC(lds_loadable_cancel(a.rt, a.cell), LDS_OK);
+  else CHECK_RC(lds_job_fail_final(a.rt, host_job_at(&a.h, 0), 7, "upstream failed"), LDS_OK);
+  if (HOST_WAIT(&b.h, 1)) {
+    long long took = mono_ms() - t0;
+    if (took >= (long long)o.lease_ms / 2)
+      check_fail(__FILE__, __LINE__, "the waiting load took the lease over %lld ms after the holder's %s (lease_ms %u)",
+                 took, cancel ? "cancel" : "failure", o.lease_ms);
+  }
+  if (WAIT_FOR(settled(&b.rec) != NULL)) {
+    CHECK_EQ(settled(&b.rec)->status, LDS_LOADED);
+    CHECK_BYTES(settled(&b.rec)->value, settled(&b.rec)->value_len, "k");
+  }
+  st = status_of(b.rt, cb);
+  CHECK_EQ(st.takeovers, 1);
+  fixture_finish(&a);
+  fixture_finish(&b);
+  redis_server_destroy(&srv);
+}
+
+TEST(test_redis_cache_failed_holder_gives_its_lease_back) { lease_given_back(false); }
+
+TEST(test_redis_cache_cancelled_holder_gives_its_lease_back) { lease_given_back(true); }
+
+/* A holder whose lease expired and passed to another process does not
+ * store its late result over the newer one (the fencing token). */
+TEST(test_redis_cache_late_result_of_an_expired_lease_is_fenced) {
+  redis_server srv;
+  START_SERVER(&srv);
+  fixture a, b;
+  fixture_init(&a, LDS_DELIVER_LOOP, NULL);
+  fixture_init(&b, LDS_DELIVER_LOOP, NULL);
+  lds_redis_cache_options o = LDS_REDIS_CACHE_OPTIONS_INIT;
+  o.key_prefix = "fence:";
+  o.lease_ms = (uint32_t)slow_ms(300, 3000);
+  lds_id ca = redis_cache(a.rt, srv.url, &o), cb = redis_cache(b.rt, srv.url, &o);
+  lds_redis_status st;
+  STATUS_UNTIL(b.rt, cb, st, st.subscribed == 1);
+  lds_load_options la = cache_first(ca), lb = cache_first(cb);
+  REQUIRE_RC(fx_load(&a, "k", &la), LDS_OK);
+  if (!HOST_WAIT(&a.h, 1)) return;
+  REQUIRE_RC(fx_load(&b, "k", &lb), LDS_OK);
+  /* A's lease expires; B takes it over and stores its result. */
+  if (!HOST_WAIT(&b.h, 1)) return;
+  CHECK_RC(lds_job_succeed(b.rt, host_job_at(&b.h, 0), "new", 3), LDS_OK);
+  if (WAIT_FOR(settled(&b.rec) != NULL)) CHECK_BYTES(settled(&b.rec)->value, settled(&b.rec)->value_len, "new");
+  check_get(b.rt, cb, "k", "new");
+  /* A's result comes late: its cell shows it, Redis keeps B's. */
+  CHECK_RC(lds_job_succeed(a.rt, host_job_at(&a.h, 0), "old", 3), LDS_OK);
+  if (WAIT_FOR(settled(&a.rec) != NULL)) CHECK_BYTES(settled(&a.rec)->value, settled(&a.rec)->value_len, "old");
+  STATUS_UNTIL(a.rt, ca, st, st.fenced >= 1);
+  CHECK_EQ(st.published, 0);
+  check_get(b.rt, cb, "k", "new");
+  st = status_of(b.rt, cb);
+  CHECK_EQ(st.takeovers, 1);
+  CHECK_EQ(st.published, 1);
+  fixture_finish(&a);
+  fixture_finish(&b);
+  redis_server_destroy(&srv);
+}
+
 #define RESTART_CELLS 20
 
 TEST(test_redis_cache_server_stopped_and_restarted_while_loads_run) {

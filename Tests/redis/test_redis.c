@@ -898,6 +898,44 @@ TEST(test_redis_cache_late_result_of_an_expired_lease_is_fenced) {
   redis_server_destroy(&srv);
 }
 
+/* A load waiting for another process's result when Redis goes away loads
+ * for itself: Redis unreachable, it does not wait out the lease. */
+TEST(test_redis_cache_waiting_load_loads_itself_when_the_server_stops) {
+  redis_server srv;
+  START_SERVER(&srv);
+  fixture a, b;
+  fixture_init(&a, LDS_DELIVER_LOOP, NULL);
+  fixture_init(&b, LDS_DELIVER_LOOP, host_succeed_echo);
+  lds_redis_cache_options o = LDS_REDIS_CACHE_OPTIONS_INIT;
+  o.key_prefix = "gone:";
+  o.lease_ms = (uint32_t)slow_ms(20000, 120000);
+  o.command_timeout_ms = (uint32_t)slow_ms(500, 5000);
+  o.connect_timeout_ms = (uint32_t)slow_ms(500, 5000);
+  o.reconnect_max_ms = 200;
+  lds_id ca = redis_cache(a.rt, srv.url, &o), cb = redis_cache(b.rt, srv.url, &o);
+  lds_redis_status st;
+  STATUS_UNTIL(b.rt, cb, st, st.subscribed == 1);
+  lds_load_options la = cache_first(ca), lb = cache_first(cb);
+  REQUIRE_RC(fx_load(&a, "k", &la), LDS_OK);
+  if (!HOST_WAIT(&a.h, 1)) return;
+  REQUIRE_RC(fx_load(&b, "k", &lb), LDS_OK);
+  STATUS_UNTIL(b.rt, cb, st, st.leases_waited >= 1);
+  long long t0 = mono_ms();
+  REQUIRE(redis_server_stop(&srv));
+  if (HOST_WAIT(&b.h, 1)) {
+    long long took = mono_ms() - t0;
+    if (took >= (long long)o.lease_ms / 2)
+      check_fail(__FILE__, __LINE__, "the waiting load called its loader %lld ms after Redis stopped (lease_ms %u)", took,
+                 o.lease_ms);
+  }
+  if (WAIT_FOR(settled(&b.rec) != NULL)) CHECK_EQ(settled(&b.rec)->status, LDS_LOADED);
+  CHECK_RC(lds_job_succeed(a.rt, host_job_at(&a.h, 0), "a", 1), LDS_OK);
+  if (WAIT_FOR(settled(&a.rec) != NULL)) CHECK_EQ(settled(&a.rec)->status, LDS_LOADED);
+  fixture_finish(&a);
+  fixture_finish(&b);
+  redis_server_destroy(&srv);
+}
+
 #define RESTART_CELLS 20
 
 TEST(test_redis_cache_server_stopped_and_restarted_while_loads_run) {

@@ -10,10 +10,15 @@
  *                         seen by every process.
  *
  * Nothing sleeps to wait for the library: cells and loaders are waited for
- * with the harness's WAIT_FOR; what only the cache's counters show
- * (lds_redis_cache_status: connected, subscribed, waits) is polled every
- * 10 ms until the harness's deadline; workers answer on pipes, read with
- * poll until a deadline. */
+ * with the harness's WAIT_FOR; what only the cache's counters or Redis
+ * show (lds_redis_cache_status: connected, subscribed, waits; a key's
+ * expiry) is polled every 10 or 20 ms until the harness's deadline;
+ * workers answer on pipes, read with poll until a deadline. (One test
+ * sleeps 5 ms to age an entry past a fresh time of 1 ms.)
+ *
+ * Two runtimes in one process stand for two processes where that is
+ * enough (each Redis cache has its own connections and identity); the
+ * test_redis_processes_* tests fork real ones. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>

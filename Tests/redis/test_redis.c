@@ -1393,11 +1393,13 @@ typedef struct inv_args {
 
 static const char *inv_generation;
 static recorder inv_page, inv_other;
+static atomic_ulong inv_calls;
 
 static void inv_loader(lds_runtime *rt, lds_id job, const void *request, size_t len, void *data) {
   (void)request;
   (void)len;
   (void)data;
+  atomic_fetch_add(&inv_calls, 1);
   char value[64] = "gen-";
   FILE *f = fopen(inv_generation, "re");
   size_t n = f ? fread(value + 4, 1, sizeof value - 5, f) : 0;
@@ -1462,6 +1464,7 @@ static void inv_body(int in, int out, const void *arg) {
   if (e != NULL && e->status == LDS_LOADED) snprintf(r.value, sizeof r.value, "%.*s", (int)e->value_len, (const char *)e->value);
   r.other_events = (uint32_t)(inv_other.count - other_events);
   harness_unlock();
+  r.loader_calls = atomic_load(&inv_calls);
   worker_status(&r, rt, cache);
   report_send(out, &r);
   lds_runtime_free(rt);
@@ -1529,12 +1532,13 @@ TEST(test_redis_processes_all_refresh_after_an_invalidation_in_one) {
     check_get(f.rt, c, "page:1", "gen-2");
     st = status_of(f.rt, c);
     for (int i = 0; bad && i < started; i++)
-      fprintf(stderr, "  worker %d after %ld ms: \"%s\"; leases taken %llu, waited %llu, received %llu, takeovers %llu, "
-              "published %llu, fenced %llu, invalidations %llu\n", i, redis_server_deadline_s() * 1000L, r[i].value,
+      fprintf(stderr, "  worker %d after %ld ms: \"%s\", loader calls %llu; leases taken %llu, waited %llu, received %llu, "
+              "takeovers %llu, published %llu, fenced %llu, invalidations %llu, errors %llu\n", i,
+              redis_server_deadline_s() * 1000L, r[i].value, (unsigned long long)r[i].loader_calls,
               (unsigned long long)r[i].status.leases_taken, (unsigned long long)r[i].status.leases_waited,
               (unsigned long long)r[i].status.results_received, (unsigned long long)r[i].status.takeovers,
               (unsigned long long)r[i].status.published, (unsigned long long)r[i].status.fenced,
-              (unsigned long long)r[i].status.invalidations);
+              (unsigned long long)r[i].status.invalidations, (unsigned long long)r[i].status.errors);
     if (bad) {
       redisReply *lease = redis_server_command(&srv, "GET %s", "inv:l:page:1");
       fprintf(stderr, "  in Redis: lease of page:1 %s, its PTTL %lld ms, fence counter %lld\n",

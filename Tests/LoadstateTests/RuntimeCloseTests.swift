@@ -35,8 +35,106 @@ private func readable(_ fd: Int32, within ms: Int32) -> Bool {
     return poll(&entry, 1, ms) == 1
 }
 
+/// A loader whose jobs succeed 50 ms after they start, from a timer on the
+/// loop. It reaches its runtime unowned, as the library's loaders do.
+private final class LateLoader: Loader<String, String>, @unchecked Sendable {
+    let completions = Locked(0)
+
+    override func start(_ job: Job<String, String>, runtime: Runtime) {
+        unowned(unsafe) let runtime = runtime
+        let (id, completions) = (job.id, completions)
+        let timer = LoopTimer(loop: runtime.loop.loop)
+        timer.start(after: 50) {
+            timer.close()
+            completions.withLock { $0 += 1 }
+            runtime.submit(.succeed("late"), job: id, of: Job<String, String>.self)
+        }
+        job.onLoopCancel = { timer.close() }
+    }
+}
+
+/// A runtime with a LateLoader and a cell loading from it, and the
+/// runtime's loop, held weakly: it is gone once its thread ended.
+private func runtimeWithLateLoad() async throws -> (Runtime, LateLoader, EventLog<String, String>) {
+    let runtime = try Runtime()
+    let loader = LateLoader(id: runtime.table.makeID(.loader))
+    runtime.table.insert(loader)
+    let log = EventLog<String, String>()
+    let cell = Cell<String, String>(id: runtime.table.makeID(.loadable), flavor: .loadable, runtime: runtime,
+                                    observer: log.observer)
+    runtime.table.insert(cell)
+    let spec = LoadSpec(loader: loader as Loader<String, String>, request: "r", options: LoadOptions())
+    runtime.loop.execute { cell.load(spec) }
+    #expect(await log.next().state.status == .loading)
+    return (runtime, loader, log)
+}
+
+/// Waits up to `ms` milliseconds for `done`.
+private func eventually(within ms: UInt64, _ done: () -> Bool) async throws -> Bool {
+    let start = Clock.monotonicMs()
+    while !done() {
+        if Clock.monotonicMs() - start > ms { return false }
+        try await Task.sleep(for: .milliseconds(5))
+    }
+    return true
+}
+
 @Suite(.timeLimit(.minutes(1)))
 struct RuntimeCloseTests {
+    /// A runtime its host releases without `close` closes itself: the job
+    /// it runs is cancelled (its completion, due 50 ms later, never runs)
+    /// and its loop thread ends. Before, the loop thread ran on and reached
+    /// the freed runtime (AddressSanitizer: heap-use-after-free).
+    @Test func aRuntimeReleasedWithoutCloseClosesItself() async throws {
+        weak var loop: EventLoop?
+        let loader: LateLoader
+        do {
+            let (runtime, late, _) = try await runtimeWithLateLoad()
+            loop = runtime.loop
+            loader = late
+        }
+        #expect(loop == nil)
+        try await Task.sleep(for: .milliseconds(150))
+        #expect(loader.completions.withLock { $0 } == 0)
+    }
+
+    /// Released on its own loop thread (the last reference was held by
+    /// work running there), a runtime shuts down at once and its loop
+    /// thread, which cannot join itself, ends by itself: no deadlock, and
+    /// no thread left running.
+    @Test func aRuntimeReleasedOnItsLoopThreadEndsItsThread() async throws {
+        weak var loop: EventLoop?
+        let loader: LateLoader
+        let released = Locked(false)
+        do {
+            let (runtime, late, _) = try await runtimeWithLateLoad()
+            loop = runtime.loop
+            loader = late
+            // Holds the runtime on the loop until the test has let it go.
+            runtime.loop.execute {
+                while !released.withLock({ $0 }) { sched_yield() }
+                withExtendedLifetime(runtime) {}
+            }
+        }
+        released.withLock { $0 = true }
+        #expect(try await eventually(within: 5000) { loop == nil })
+        try await Task.sleep(for: .milliseconds(150))
+        #expect(loader.completions.withLock { $0 } == 0)
+    }
+
+    /// `close` on the loop thread cannot wait for the loop: it refuses
+    /// with `.wrongState` and changes nothing; closing from another thread
+    /// then works.
+    @Test func closeOnTheLoopThreadIsRefused() async throws {
+        let runtime = try Runtime()
+        let rc: ResultCode = await withCheckedContinuation { done in
+            runtime.loop.execute { done.resume(returning: runtime.close()) }
+        }
+        #expect(rc == .wrongState)
+        #expect(!runtime.isClosed)
+        #expect(runtime.close() == .ok)
+    }
+
     /// Work handed to a closed runtime's loop never runs: it is released
     /// at once, with what it holds (here, a token whose release counts).
     @Test func workQueuedAfterCloseIsReleased() throws {

@@ -35,29 +35,29 @@ private func readable(_ fd: Int32, within ms: Int32) -> Bool {
     return poll(&entry, 1, ms) == 1
 }
 
-/// A loader whose jobs succeed 50 ms after they start, from a timer on the
-/// loop. It reaches its runtime unowned, as the library's loaders do.
-private final class LateLoader: Loader<String, String>, @unchecked Sendable {
-    let completions = Locked(0)
+/// A loader whose jobs never end by themselves: every 5 ms, a timer on the
+/// loop asks the runtime whether the job was cancelled, until it is. It
+/// reaches its runtime unowned, as the library's loaders do.
+private final class TickingLoader: Loader<String, String>, @unchecked Sendable {
+    let ticks = Locked(0)
 
     override func start(_ job: Job<String, String>, runtime: Runtime) {
         unowned(unsafe) let runtime = runtime
-        let (id, completions) = (job.id, completions)
+        let (id, ticks) = (job.id, ticks)
         let timer = LoopTimer(loop: runtime.loop.loop)
-        timer.start(after: 50) {
-            timer.close()
-            completions.withLock { $0 += 1 }
-            runtime.submit(.succeed("late"), job: id, of: Job<String, String>.self)
+        timer.start(after: 5) {
+            ticks.withLock { $0 += 1 }
+            _ = runtime.isJobCancelled(id, of: Job<String, String>.self)
+            timer.restart(after: 5)
         }
         job.onLoopCancel = { timer.close() }
     }
 }
 
-/// A runtime with a LateLoader and a cell loading from it, and the
-/// runtime's loop, held weakly: it is gone once its thread ended.
-private func runtimeWithLateLoad() async throws -> (Runtime, LateLoader, EventLog<String, String>) {
+/// A runtime with a TickingLoader and a cell loading from it.
+private func runtimeWithTickingLoad() async throws -> (Runtime, TickingLoader) {
     let runtime = try Runtime()
-    let loader = LateLoader(id: runtime.table.makeID(.loader))
+    let loader = TickingLoader(id: runtime.table.makeID(.loader))
     runtime.table.insert(loader)
     let log = EventLog<String, String>()
     let cell = Cell<String, String>(id: runtime.table.makeID(.loadable), flavor: .loadable, runtime: runtime,
@@ -66,7 +66,7 @@ private func runtimeWithLateLoad() async throws -> (Runtime, LateLoader, EventLo
     let spec = LoadSpec(loader: loader as Loader<String, String>, request: "r", options: LoadOptions())
     runtime.loop.execute { cell.load(spec) }
     #expect(await log.next().state.status == .loading)
-    return (runtime, loader, log)
+    return (runtime, loader)
 }
 
 /// Waits up to `ms` milliseconds for `done`.
@@ -82,20 +82,21 @@ private func eventually(within ms: UInt64, _ done: () -> Bool) async throws -> B
 @Suite(.timeLimit(.minutes(1)))
 struct RuntimeCloseTests {
     /// A runtime its host releases without `close` closes itself: the job
-    /// it runs is cancelled (its completion, due 50 ms later, never runs)
-    /// and its loop thread ends. Before, the loop thread ran on and reached
-    /// the freed runtime (AddressSanitizer: heap-use-after-free).
+    /// it runs is cancelled (its timer stops) and its loop thread ends.
+    /// Before, the loop thread ran on and the job's timer reached the freed
+    /// runtime (AddressSanitizer: heap-use-after-free).
     @Test func aRuntimeReleasedWithoutCloseClosesItself() async throws {
         weak var loop: EventLoop?
-        let loader: LateLoader
+        let loader: TickingLoader
         do {
-            let (runtime, late, _) = try await runtimeWithLateLoad()
+            let (runtime, ticking) = try await runtimeWithTickingLoad()
             loop = runtime.loop
-            loader = late
+            loader = ticking
         }
         #expect(loop == nil)
-        try await Task.sleep(for: .milliseconds(150))
-        #expect(loader.completions.withLock { $0 } == 0)
+        let ticks = loader.ticks.withLock { $0 }
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(loader.ticks.withLock { $0 } == ticks)
     }
 
     /// Released on its own loop thread (the last reference was held by
@@ -104,12 +105,12 @@ struct RuntimeCloseTests {
     /// no thread left running.
     @Test func aRuntimeReleasedOnItsLoopThreadEndsItsThread() async throws {
         weak var loop: EventLoop?
-        let loader: LateLoader
+        let loader: TickingLoader
         let released = Locked(false)
         do {
-            let (runtime, late, _) = try await runtimeWithLateLoad()
+            let (runtime, ticking) = try await runtimeWithTickingLoad()
             loop = runtime.loop
-            loader = late
+            loader = ticking
             // Holds the runtime on the loop until the test has let it go.
             runtime.loop.execute {
                 while !released.withLock({ $0 }) { sched_yield() }
@@ -118,8 +119,9 @@ struct RuntimeCloseTests {
         }
         released.withLock { $0 = true }
         #expect(try await eventually(within: 5000) { loop == nil })
-        try await Task.sleep(for: .milliseconds(150))
-        #expect(loader.completions.withLock { $0 } == 0)
+        let ticks = loader.ticks.withLock { $0 }
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(loader.ticks.withLock { $0 } == ticks)
     }
 
     /// `close` on the loop thread cannot wait for the loop: it refuses

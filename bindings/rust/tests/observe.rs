@@ -7,7 +7,7 @@ use std::sync::mpsc::{self, Receiver};
 use std::thread;
 use std::time::Duration;
 
-use common::{DEADLINE, EXPECTED_PANIC, Watch, job_queue, quiet_expected_panics};
+use common::{DEADLINE, EXPECTED_PANIC, job_queue, quiet_expected_panics, setup};
 use loadstate::{Delivery, ErrorDomain, JobOutcome, Observation, ObservationKind, Observer, Runtime, Status};
 
 /// An observer that sends every observation to the returned receiver.
@@ -34,15 +34,13 @@ fn event_status(observation: &Observation) -> Status {
 
 #[test]
 fn a_load_is_observed_from_its_first_event_to_its_job_end_with_its_duration() {
-    let runtime = Runtime::new().unwrap();
-    let (loader, jobs) = job_queue(&runtime);
-    let (cell, events) = runtime.loadable().unwrap();
-    let mut watch = Watch::new(events);
-    let (observer, rx) = observe(&runtime);
-    cell.load(&loader, b"GET /a").unwrap();
+    let mut s = setup();
+    let (observer, rx) = observe(&s.runtime);
+    let (loader, cell) = (&s.loader, &s.cell);
+    cell.load(loader, b"GET /a").unwrap();
     assert_eq!(event_status(&next(&rx)), Status::Loading);
     let start = next(&rx);
-    let job = jobs.next();
+    let job = s.jobs.next();
     match &start.kind {
         ObservationKind::JobStart { job: id, loader: l, cell: c, attempt, request } => {
             assert_eq!((*id, *l, *c, *attempt, &request[..]), (job.id(), loader.id(), cell.id(), 1, &b"GET /a"[..]));
@@ -73,26 +71,21 @@ fn a_load_is_observed_from_its_first_event_to_its_job_end_with_its_duration() {
         }
         other => panic!("expected an event, got {other:?}"),
     }
-    assert_eq!(watch.wait_settled().status, Status::Loaded);
+    assert_eq!(s.watch.wait_settled().status, Status::Loaded);
 
     // Dropped, the observer hears of nothing more.
     drop(observer);
-    cell.load(&loader, b"again").unwrap();
-    jobs.next().succeed(b"x").unwrap();
-    watch.wait_settled();
+    s.load_and_succeed(b"again");
     assert!(rx.try_recv().is_err());
 }
 
 #[test]
 fn a_failed_job_ends_with_its_error_and_a_cancelled_one_as_cancelled() {
-    let runtime = Runtime::new().unwrap();
-    let (loader, jobs) = job_queue(&runtime);
-    let (cell, events) = runtime.loadable().unwrap();
-    let mut watch = Watch::new(events);
-    let (_observer, rx) = observe(&runtime);
-    cell.load(&loader, b"x").unwrap();
-    jobs.next().fail(7, "boom").unwrap();
-    assert_eq!(watch.wait_settled().status, Status::Error);
+    let mut s = setup();
+    let (_observer, rx) = observe(&s.runtime);
+    s.cell.load(&s.loader, b"x").unwrap();
+    s.jobs.next().fail(7, "boom").unwrap();
+    assert_eq!(s.watch.wait_settled().status, Status::Error);
     let outcomes: Vec<_> = (0..4)
         .map(|_| next(&rx))
         .filter_map(|o| match o.kind {
@@ -102,9 +95,9 @@ fn a_failed_job_ends_with_its_error_and_a_cancelled_one_as_cancelled() {
         .collect();
     assert_eq!(outcomes, [JobOutcome::Failed { domain: Some(ErrorDomain::Host), code: 7 }]);
 
-    cell.load(&loader, b"y").unwrap();
-    let _job = jobs.next();
-    cell.cancel().unwrap();
+    s.cell.load(&s.loader, b"y").unwrap();
+    let _job = s.jobs.next();
+    s.cell.cancel().unwrap();
     let kinds: Vec<_> = (0..4).map(|_| next(&rx).kind).collect();
     assert!(matches!(kinds[0], ObservationKind::Event(_)));
     assert!(matches!(kinds[1], ObservationKind::JobStart { .. }));
@@ -115,16 +108,11 @@ fn a_failed_job_ends_with_its_error_and_a_cancelled_one_as_cancelled() {
 
 #[test]
 fn a_new_observer_replaces_the_last_and_the_runtimes_drop_ends_it() {
-    let runtime = Runtime::new().unwrap();
-    let (first, first_rx) = observe(&runtime);
-    let (second, second_rx) = observe(&runtime);
+    let mut s = setup();
+    let (first, first_rx) = observe(&s.runtime);
+    let (second, second_rx) = observe(&s.runtime);
     assert!(!first.is_active() && second.is_active());
-    let (loader, jobs) = job_queue(&runtime);
-    let (cell, events) = runtime.loadable().unwrap();
-    let mut watch = Watch::new(events);
-    cell.load(&loader, b"r").unwrap();
-    jobs.next().succeed(b"R").unwrap();
-    watch.wait_settled();
+    s.load_and_succeed(b"r");
     for _ in 0..4 {
         next(&second_rx);
     }
@@ -132,7 +120,7 @@ fn a_new_observer_replaces_the_last_and_the_runtimes_drop_ends_it() {
     // Dropping the replaced one leaves the current one in place.
     drop(first);
     assert!(second.is_active());
-    drop(runtime);
+    drop(s);
     assert!(!second.is_active());
     drop(second);
 }
@@ -166,12 +154,7 @@ fn in_poll_mode_the_observer_runs_inside_dispatch() {
 #[test]
 fn a_panicking_observer_does_not_stop_the_runtime() {
     quiet_expected_panics();
-    let runtime = Runtime::new().unwrap();
-    let _observer = runtime.observe(|_| panic!("{EXPECTED_PANIC}: the observer")).unwrap();
-    let (loader, jobs) = job_queue(&runtime);
-    let (cell, events) = runtime.loadable().unwrap();
-    let mut watch = Watch::new(events);
-    cell.load(&loader, b"r").unwrap();
-    jobs.next().succeed(b"R").unwrap();
-    assert_eq!(watch.wait_settled().status, Status::Loaded);
+    let mut s = setup();
+    let _observer = s.runtime.observe(|_| panic!("{EXPECTED_PANIC}: the observer")).unwrap();
+    s.load_and_succeed(b"r");
 }

@@ -13,7 +13,9 @@ import Synchronization
 /// keep it alive, and it must not go while its loop runs them):
 /// - on any thread but its loop thread, as `close` does, joining the loop
 ///   thread (at most `EventLoop.stopDeadlineMs` for commands and file
-///   operations still running);
+///   operations still running). A thread inside a dispatch, where `close`
+///   refuses, is one of them: the loop never waits for it, and the
+///   cleanups left run inside that dispatch;
 /// - on its loop thread (the last reference was held by work running
 ///   there), the shutdown runs at once; the loop thread, which cannot join
 ///   itself, is detached and ends by itself, freeing the loop; work queued

@@ -124,6 +124,25 @@ struct RuntimeCloseTests {
         #expect(loader.ticks.withLock { $0 } == ticks)
     }
 
+    /// Released inside a dispatch (POLL mode), where `close` refuses, a
+    /// runtime joins its loop as on any host thread: the loop never waits
+    /// for the dispatching thread, so nothing deadlocks, and the loop ends.
+    @Test func aRuntimeReleasedInsideADispatchEndsItsLoop() throws {
+        final class Holder: @unchecked Sendable { var runtime: Runtime? }
+        let holder = Holder()
+        holder.runtime = try Runtime(delivery: .poll)
+        let delivery = holder.runtime!.delivery
+        weak var loop = holder.runtime!.loop
+        let refused = Locked(ResultCode.ok)
+        delivery.post(.notification) {
+            refused.withLock { $0 = holder.runtime!.close() }
+            holder.runtime = nil
+        }
+        #expect(try delivery.dispatch(max: 0) == 1)
+        #expect(refused.withLock { $0 } == .wrongState)
+        #expect(loop == nil)
+    }
+
     /// `close` on the loop thread cannot wait for the loop: it refuses
     /// with `.wrongState` and changes nothing; closing from another thread
     /// then works.

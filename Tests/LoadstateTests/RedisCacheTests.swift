@@ -145,6 +145,32 @@ struct RedisCacheTests {
         #expect(b.cache.status().takeovers == 1)
     }
 
+    /// The leases outlive the time limit: a lease left behind by a closed
+    /// runtime would make the other process wait past it.
+    @Test(.timeLimit(.minutes(1))) func aRuntimeClosedRightAfterItsResultOrMidLoadHandsOver() async throws {
+        let a = try Process(redis, prefix: "closing:", leaseMs: 120_000)
+        let b = try Process(redis, prefix: "closing:", leaseMs: 120_000)
+        let c = try Process(redis, prefix: "closing:", leaseMs: 120_000)
+        defer { b.f.close(); c.f.close() }
+        // A's result is published, then A's runtime closes at once: B, waiting, gets it.
+        a.load("k1")
+        let job = await a.f.loader.nextJob()
+        b.load("k1")
+        await waitUntil { b.cache.status().leasesWaited == 1 }
+        a.f.submit(.succeed("from A"), job)
+        a.f.close()
+        #expect(await b.settled().value == "from A")
+        // B holds k2's lease when its runtime closes: C, waiting, takes over.
+        b.load("k2")
+        _ = await b.f.loader.nextJob()
+        c.load("k2")
+        await waitUntil { c.cache.status().leasesWaited == 1 }
+        b.f.close()
+        let taken = await c.f.loader.nextJob()
+        c.f.submit(.succeed("from C"), taken)
+        #expect(await c.settled().value == "from C")
+    }
+
     @Test func aHolderWhoseLeaseExpiredIsFenced() async throws {
         let a = try Process(redis, prefix: "fence:", leaseMs: 300)
         let b = try Process(redis, prefix: "fence:", leaseMs: 300)

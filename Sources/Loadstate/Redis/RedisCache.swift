@@ -144,7 +144,7 @@ public final class RedisCache: Handle, CacheStore, RuntimeResident, @unchecked S
                                                 connectTimeoutMs: max(options.connectTimeoutMs, 1),
                                                 reconnectMaxMs: options.reconnectMaxMs,
                                                 pendingMax: Int(LDS_REDIS_PENDING_MAX_VALUE))
-        let commands = RedisConnection(loop: loop.loop, settings: settings)
+        let commands = RedisConnection(loop: loop, settings: settings)
         commands.onReady = { [weak self] in
             self?.counters.withLock {
                 $0.connected = true
@@ -155,7 +155,7 @@ public final class RedisCache: Handle, CacheStore, RuntimeResident, @unchecked S
             self?.counters.withLock { $0.connected = false }
             self?.noteFailure(failure)
         }
-        let messages = RedisConnection(loop: loop.loop, settings: settings, subscribeTo: channel)
+        let messages = RedisConnection(loop: loop, settings: settings, subscribeTo: channel)
         messages.onReady = { [weak self] in self?.subscribed() }
         messages.onFailure = { [weak self] failure in
             self?.counters.withLock { $0.subscribed = false }

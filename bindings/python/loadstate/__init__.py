@@ -27,11 +27,12 @@ from .cache import Cache, CacheEntry, CacheStats
 from .cells import Cell, EventStream, Load, Loadable, Process
 from .codec import BYTES, JSON, TEXT, Codec
 from .enums import (PRIORITY_PREFETCH, QUEUE_MAX, VALUE_MAX, CachePolicy, Code, Delivery, Domain, EventType, Flags,
-                    HttpFlags, LoadFlags, Status)
+                    HttpFlags, JobOutcome, LoadFlags, Observed, Status)
 from .errors import (Busy, Cancelled, Closed, Error, InvalidArgument, IOFailure, LibraryNotFound, LoadFailed,
                      NotFound, OutOfMemory, TimedOut, TooBig, WrongState, error_for_code)
 from .loaders import EXCEPTION_CODE, Job, Loader
 from .metrics import LoadMetrics, RuntimeStats
+from .observer import Observation, Observer
 from .runtime import Runtime
 from .types import Event, Limits, LoadOptions, Snapshot
 
@@ -50,7 +51,7 @@ def strerror(code: int) -> str:
 
 __all__ = [
     "Runtime", "Loader", "Job", "Cell", "Loadable", "Process", "Load", "EventStream", "Cache", "CacheEntry",
-    "CacheStats", "LoadMetrics", "RuntimeStats",
+    "CacheStats", "LoadMetrics", "RuntimeStats", "Observation", "Observer", "Observed", "JobOutcome",
     "Event", "Snapshot", "LoadOptions", "Status", "Flags", "EventType", "Domain", "Delivery", "CachePolicy", "Code",
     "VALUE_MAX", "QUEUE_MAX", "Limits", "LoadFlags", "PRIORITY_PREFETCH",
     "Codec", "BYTES", "TEXT", "JSON", "PATH", "EXEC_REQUEST", "HTTP_REQUEST", "HTTP_RESPONSE",

@@ -12,7 +12,7 @@ from __future__ import annotations
 import enum
 
 __all__ = ["Status", "Flags", "EventType", "Domain", "Delivery", "CachePolicy", "Code", "LoadFlags", "HttpFlags",
-           "ExecFlags", "CacheFlags", "VALUE_MAX", "QUEUE_MAX",
+           "ExecFlags", "CacheFlags", "Observed", "JobOutcome", "VALUE_MAX", "QUEUE_MAX",
            "PRIORITY_PREFETCH"]
 
 #: The largest value, request or message, in bytes, the library accepts (256 MiB).
@@ -85,6 +85,22 @@ class Domain(_Named):
     OS = 3
     HTTP = 4
     EXIT = 5
+
+
+class Observed(_Named):
+    """What a runtime observer is told of (``lds_observation.what``: ``LDS_OBSERVE_*``)."""
+
+    EVENT = 1
+    JOB_START = 2
+    JOB_END = 3
+
+
+class JobOutcome(_Named):
+    """How a job ended (``lds_observation.outcome``: ``LDS_JOB_*``)."""
+
+    SUCCEEDED = 0
+    FAILED = 1
+    CANCELLED = 2
 
 
 class Delivery(_Named):

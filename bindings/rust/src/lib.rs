@@ -13,7 +13,9 @@
 //! ([`Runtime::file_loader`]), run commands ([`Runtime::exec_loader`]) and
 //! fetch URLs ([`Runtime::http_loader`]) on the runtime's loop; [`Cache`]s
 //! hold values in memory or in a file, and loads read and fill them as
-//! their [`CachePolicy`] says.
+//! their [`CachePolicy`] says. [`Runtime::stats`], [`Runtime::observe`]
+//! (every event, job start and job end) and [`Runtime::start_inspector`]
+//! (a live web page) show what a runtime does.
 //!
 //! ```
 //! use std::time::Duration;
@@ -47,8 +49,10 @@ mod cache;
 mod cell;
 mod error;
 mod event;
+mod inspector;
 mod loader;
 mod metrics;
+mod observer;
 mod options;
 mod runtime;
 pub mod sys;
@@ -60,8 +64,10 @@ pub use cache::{Cache, CacheEntry, CacheStats, MemoryCacheOptions, PersistentCac
 pub use cell::{Events, Loadable, Process};
 pub use error::{Error, ErrorKind, Result, strerror};
 pub use event::{ErrorDomain, Event, EventType, Flags, LoadError, Status};
+pub use inspector::InspectorOptions;
 pub use loader::{Job, Loader, PANIC_ERROR_CODE};
 pub use metrics::{LoadMetrics, RuntimeStats};
+pub use observer::{JobOutcome, Observation, ObservationKind, Observer};
 pub use options::{CachePolicy, Delivery, Limits, LoadOptions};
 pub use runtime::Runtime;
 pub use std::sync::mpsc::{RecvTimeoutError, TryRecvError};

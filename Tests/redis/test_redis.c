@@ -226,6 +226,14 @@ static int worker_finish(worker *w, long ms) {
   return status;
 }
 
+/* Waits for a worker that should end on its own, and checks that it
+ * exited with status 0 (not a crash, nor valgrind's error status). */
+static void worker_end(worker *w, long ms) {
+  int status = worker_finish(w, ms);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    check_fail(__FILE__, __LINE__, "worker %d ended with wait status 0x%x", (int)w->pid, status);
+}
+
 /* Worker side. */
 static void report_send(int out, const report *r) {
   if (write(out, r, sizeof *r) != (ssize_t)sizeof *r) _exit(5);
@@ -1173,7 +1181,7 @@ TEST(test_redis_processes_share_one_loader_call_per_key) {
       CHECK_EQ(published, calls);
     }
   }
-  for (int i = 0; i < started; i++) worker_finish(&w[i], 1000L * redis_server_deadline_s());
+  for (int i = 0; i < started; i++) worker_end(&w[i], 1000L * redis_server_deadline_s());
   redis_server_destroy(&srv);
 }
 
@@ -1337,6 +1345,7 @@ static void freed_body(int in, int out, const void *arg) {
   harness_unlock();
   /* At once, as a short-lived process does when its work is done. */
   lds_runtime_free(rt);
+  rec_destroy(&rec);
   report_send(out, &r);
 }
 
@@ -1366,7 +1375,7 @@ TEST(test_redis_processes_holder_that_frees_its_runtime_at_once_still_hands_over
   worker_send(&holder, 'g');
   long long freed_at = 0;
   if (worker_read(&holder, &r, 1000L * redis_server_deadline_s(), 'D')) freed_at = mono_ms();
-  worker_finish(&holder, 1000L * redis_server_deadline_s());
+  worker_end(&holder, 1000L * redis_server_deadline_s());
   /* The holder's result, or at least its lease back: not lease_ms of waiting. */
   if (WAIT_FOR(settled(&f.rec) != NULL)) {
     long long took = mono_ms() - freed_at;
@@ -1470,6 +1479,8 @@ static void inv_body(int in, int out, const void *arg) {
   worker_status(&r, rt, cache);
   report_send(out, &r);
   lds_runtime_free(rt);
+  rec_destroy(&inv_page);
+  rec_destroy(&inv_other);
 }
 
 TEST(test_redis_processes_all_refresh_after_an_invalidation_in_one) {
@@ -1557,7 +1568,7 @@ TEST(test_redis_processes_all_refresh_after_an_invalidation_in_one) {
               (unsigned long long)st.errors);
   }
   fixture_finish(&f);
-  for (int i = 0; i < started; i++) worker_finish(&w[i], 1000L * redis_server_deadline_s());
+  for (int i = 0; i < started; i++) worker_end(&w[i], 1000L * redis_server_deadline_s());
   unlink(generation);
   redis_server_destroy(&srv);
 }

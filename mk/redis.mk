@@ -4,7 +4,7 @@
 # languages); never against a server the tests did not start.
 #
 #   make test-redis            Tests/redis/*.c with the C harness, in a binary of its own
-#   make test-redis-valgrind   the one-process tests (test_redis_cache_*) under valgrind
+#   make test-redis-valgrind   the same tests under valgrind (the workers they fork too)
 #   make bench-redis           bench/redis.c: cache hits against hiredis alone, and
 #                              processes sharing loads through Redis against no sharing
 #
@@ -33,7 +33,7 @@ test-redis: deps $(REDIS_TEST_BIN)
 	$(REDIS_TEST_BIN) $(REDIS_TEST_ARGS)
 
 test-redis-valgrind: deps $(REDIS_TEST_BIN)
-	LDS_TEST_SLOW=1 valgrind $(VALGRIND_FLAGS) $(REDIS_TEST_BIN) $(or $(REDIS_TEST_ARGS),test_redis_cache_)
+	LDS_TEST_SLOW=1 valgrind $(VALGRIND_FLAGS) $(REDIS_TEST_BIN) $(REDIS_TEST_ARGS)
 
 TEST_TARGETS += test-redis test-redis-valgrind
 

@@ -1092,6 +1092,12 @@ static void sf_body(int in, int out, const void *arg) {
   static lds_id cells[SF_KEYS];
   lds_redis_cache_options o = LDS_REDIS_CACHE_OPTIONS_INIT;
   o.key_prefix = "sf:";
+  /* Under valgrind a worker's loop takes more than the default 2 s to get
+   * through the replies of a burst of 1,000 commands (Redis itself is not
+   * slowed): the timeout drops the connection, the commands fail and the
+   * loads load without a lease. Longer there, like every deadline of a
+   * slow host. */
+  o.command_timeout_ms = (uint32_t)slow_ms(0, 60000);
   bool ok = worker_open(&r, a->url, &o, &rt, &cache) && lds_loader_new(rt, sf_loader, NULL, NULL, &loader) == LDS_OK;
   for (size_t i = 0; ok && i < SF_KEYS; i++) ok = lds_loadable_new(rt, sf_event, (void *)(uintptr_t)i, &cells[i]) == LDS_OK;
   if (!ok) PROBLEM(&r, "setup failed");

@@ -103,6 +103,9 @@ dist: deps $(OUT)/.header-stamp
 	  sed 's/^/  /' $(DIST)/.symdiff; fail=1; \
 	fi; \
 	rm -f $(DIST)/.exported $(DIST)/.declared $(DIST)/.symdiff; \
+	undefined=$$(ldd -r $(DIST_LIB) 2>&1 | grep -c 'undefined symbol' || true); \
+	if [ "$$undefined" = 0 ]; then echo "dist: ok: every symbol it uses resolves (ldd -r)"; \
+	else echo "dist: FAIL: $$undefined undefined symbols:"; ldd -r $(DIST_LIB) 2>&1 | grep 'undefined symbol' | head -5; fail=1; fi; \
 	size=$$(stat -c %s $(DIST_LIB)); \
 	echo "dist: $(DIST_LIB) $$size bytes ($$(awk -v s=$$size 'BEGIN { printf "%.1f", s / 1048576 }') MiB, stripped)"; \
 	exit $$fail

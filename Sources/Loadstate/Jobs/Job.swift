@@ -180,12 +180,30 @@ import CLibUV
         case .value(let entry):
             guard let value = cache.decode(entry.value) else { return startLoader() }
             extras.endsWithStoredResult = true
-            runtime.submit(.succeed(value), job: id, of: Job<Value, Request>.self)
+            succeedOnLoop(value)
         case .unavailable:
             startLoader()
         case .abandoned:
             break
         }
+    }
+
+    /// Loop: ends the job with `value`, as `Runtime.submit` of a succeed
+    /// does, for a result the job found itself (another process's). Not
+    /// through `submit`: its exported specialization is not emitted for
+    /// callers inside the module built with cross-module optimization.
+    private func succeedOnLoop(_ value: Value) {
+        let schedule = runtime.table.withLock { storage -> Bool in
+            guard phase == .running else { return false }
+            phase = .ending
+            storage.handles[id] = nil
+            inbox.append(.succeed(value))
+            accepted += 1
+            guard !drainScheduled else { return false }
+            drainScheduled = true
+            return true
+        }
+        if schedule { runtime.loop.afterCurrent { [self] in settle() } }
     }
 
     /// Loop: calls the loader's `start`.

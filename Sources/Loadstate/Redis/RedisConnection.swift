@@ -302,7 +302,6 @@ final class RedisConnection: Lingering {
         request.pointee.data = box.toOpaque()
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
         let rc = uv_getaddrinfo(loop, request, { req, status, result in
             guard let req else { return }
             let box = Unmanaged<ResolveBox>.fromOpaque(req.pointee.data).takeRetainedValue()

@@ -81,6 +81,7 @@ STRUCTS = {
     "lds_load_metrics": "LoadMetricsC", "lds_loader_metrics": "LoaderMetricsC", "lds_cache_metrics": "CacheMetricsC",
     "lds_runtime_statistics": "RuntimeStatisticsC", "lds_observation": "ObservationC",
     "lds_inspector_options": "InspectorOptionsC",
+    "lds_redis_cache_options": "RedisCacheOptionsC", "lds_redis_status": "RedisStatusC",
 }
 
 

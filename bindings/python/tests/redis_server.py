@@ -1,0 +1,133 @@
+"""A real redis-server for the tests: on 127.0.0.1, a free port and its own temporary folder, never 6379.
+
+``with RedisServer() as server:`` starts one; ``server.url`` is its URL, ``server.stop()`` (SIGTERM) and
+``server.kill()`` (SIGKILL) end it, ``server.start()`` starts it again on the same port, and
+``server.command("KEYS", "*")`` sends one command. redis-server is installed with apt-get (as the
+Makefile installs what it needs) when it is missing; when that fails, the tests fail saying so.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import BinaryIO, List, Optional, Union
+
+STARTUP = 10.0  # seconds: the longest a start may take
+
+
+def redis_server_program() -> str:
+    """The redis-server program, installed from Debian's package when missing."""
+    program = shutil.which("redis-server")
+    if program is not None:
+        return program
+    sudo: List[str] = [] if os.geteuid() == 0 else ["sudo"]
+    environment = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    for command in (sudo + ["apt-get", "update", "-qq"], sudo + ["apt-get", "install", "-y", "-qq", "redis-server"]):
+        done = subprocess.run(command, env=environment, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"redis-server is missing and `{' '.join(command)}` failed:\n{done.stderr}")
+    program = shutil.which("redis-server")
+    if program is None:
+        raise RuntimeError("redis-server is still missing after apt-get install redis-server")
+    return program
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+Reply = Union[None, int, bytes, str, List["Reply"]]
+
+
+class RedisServer:
+    """A redis-server process of one test; see the module's documentation."""
+
+    def __init__(self) -> None:
+        self.program = redis_server_program()
+        self.folder = Path(tempfile.mkdtemp(prefix="loadstate-redis-"))
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.process: Optional[subprocess.Popen[bytes]] = None
+        self.start()
+
+    def start(self) -> None:
+        """Starts the server (again) on its port; returns once it answers PING."""
+        assert self.process is None, "the server runs already"
+        self.process = subprocess.Popen(
+            [self.program, "--bind", "127.0.0.1", "--port", str(self.port), "--dir", str(self.folder),
+             "--save", "", "--appendonly", "no", "--daemonize", "no", "--logfile", str(self.folder / "redis.log")],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + STARTUP
+        while True:
+            try:
+                if self.command("PING") == "PONG":
+                    return
+            except OSError:
+                pass
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                log = (self.folder / "redis.log").read_text(errors="replace") if (
+                    self.folder / "redis.log").exists() else ""
+                self._end(signal.SIGKILL)
+                raise RuntimeError(f"redis-server did not start on port {self.port}:\n{log}")
+            time.sleep(0.02)
+
+    def stop(self) -> None:
+        """Stops the server with SIGTERM and waits for it to exit."""
+        self._end(signal.SIGTERM)
+
+    def kill(self) -> None:
+        """Kills the server with SIGKILL and waits for it to exit."""
+        self._end(signal.SIGKILL)
+
+    def _end(self, how: signal.Signals) -> None:
+        if self.process is None:
+            return
+        if self.process.poll() is None:
+            self.process.send_signal(how)
+            self.process.wait(timeout=STARTUP)
+        self.process = None
+
+    def command(self, *args: Union[str, bytes, int]) -> Reply:
+        """Sends one command on a new connection and returns its reply (errors as ``RuntimeError``)."""
+        parts = [arg if isinstance(arg, bytes) else str(arg).encode() for arg in args]
+        request = b"*%d\r\n" % len(parts) + b"".join(b"$%d\r\n%s\r\n" % (len(part), part) for part in parts)
+        with socket.create_connection(("127.0.0.1", self.port), timeout=STARTUP) as connection:
+            connection.sendall(request)
+            return _read_reply(connection.makefile("rb"))
+
+    def __enter__(self) -> "RedisServer":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.kill()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _read_reply(stream: BinaryIO) -> Reply:
+    line = stream.readline()
+    if not line:
+        raise ConnectionError("redis-server closed the connection")
+    kind, rest = line[:1], line[1:-2]
+    if kind == b"+":
+        return rest.decode()
+    if kind == b"-":
+        raise RuntimeError(rest.decode())
+    if kind == b":":
+        return int(rest)
+    if kind == b"$":
+        length = int(rest)
+        if length < 0:
+            return None
+        return stream.read(length + 2)[:-2]
+    if kind == b"*":
+        count = int(rest)
+        return None if count < 0 else [_read_reply(stream) for _ in range(count)]
+    raise ConnectionError(f"unexpected reply {line!r}")

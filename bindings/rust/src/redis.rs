@@ -150,7 +150,7 @@ pub struct RedisStatus {
 
 /// `lds_redis_cache_status` of a cache.
 pub(crate) fn raw_status(shared: &Arc<Shared>, id: u64) -> Result<sys::lds_redis_status> {
-    let mut raw = sys::lds_redis_status::new();
+    let mut raw = sys::lds_redis_status::with_size();
     // SAFETY: valid handle and out pointer, its size set.
     check(unsafe { sys::lds_redis_cache_status(shared.raw(), id, &mut raw) })?;
     Ok(raw)

@@ -550,7 +550,7 @@ pub struct lds_redis_status {
 
 impl lds_redis_status {
     /// All zero but `size`, as `lds_redis_cache_status` wants it.
-    pub const fn new() -> Self {
+    pub const fn with_size() -> Self {
         lds_redis_status {
             size: core::mem::size_of::<lds_redis_status>() as u32,
             connected: 0,

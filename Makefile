@@ -30,7 +30,7 @@ SONAME     := libloadstate.so.$(VERSION_MAJOR)
 all: lib
 
 # Debian packages the build and tests need; installed only when missing.
-DEB_PACKAGES := libuv1-dev libcurl4-openssl-dev libsqlite3-dev valgrind python3
+DEB_PACKAGES := libuv1-dev libcurl4-openssl-dev libsqlite3-dev libhiredis-dev valgrind python3
 deps:
 	@missing=""; for p in $(DEB_PACKAGES); do \
 	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \

@@ -14,9 +14,10 @@ let package = Package(
         .systemLibrary(name: "CCurl", path: "Sources/CCurl"),
         .systemLibrary(name: "CLoadstateABI", path: "Sources/CLoadstateABI"),
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite"),
+        .systemLibrary(name: "CHiredis", path: "Sources/CHiredis"),
         .target(
             name: "Loadstate",
-            dependencies: ["CLibUV", "CCurl", "CSQLite"],
+            dependencies: ["CLibUV", "CCurl", "CSQLite", "CHiredis"],
             path: "Sources/Loadstate"
         ),
         .target(

@@ -26,7 +26,7 @@ api-symbols:
 	$(SWIFT) build --target Loadstate
 	@rm -rf $(API_SYMBOLS) && mkdir -p $(API_SYMBOLS)
 	$(SYMBOLGRAPH) -module-name Loadstate -I $(BUILD)/Modules -I Sources/CLibUV -I Sources/CCurl \
-	  -I Sources/CSQLite -target $$($(SWIFT) -print-target-info | python3 -c 'import json,sys; print(json.load(sys.stdin)["target"]["triple"])') \
+	  -I Sources/CSQLite -I Sources/CHiredis -target $$($(SWIFT) -print-target-info | python3 -c 'import json,sys; print(json.load(sys.stdin)["target"]["triple"])') \
 	  -minimum-access-level public -output-dir $(API_SYMBOLS)
 
 api: api-symbols

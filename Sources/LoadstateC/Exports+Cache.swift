@@ -5,14 +5,31 @@ import Glibc
 #endif
 
 /// Finds a live cache of either store.
+/// `waits`: the call waits for a Redis cache's loop, so it is refused on
+/// the loop thread (LDS_ESTATE).
 @inline(__always)
-private func withCache(_ rt: OpaquePointer?, _ id: UInt64, _ body: (any CacheStore) -> Int32) -> Int32 {
+private func withCache(_ rt: OpaquePointer?, _ id: UInt64, waits: Bool = true,
+                       _ body: (any CacheStore) -> Int32) -> Int32 {
     withRuntime(rt) { runtime in
         guard let handle = runtime.table.lookup(id, as: Handle.self) else { return LDS_ENOENT }
         if let cache = handle as? MemoryCache { return body(cache) }
         if let cache = handle as? PersistentCache { return body(cache) }
+        if let cache = handle as? RedisCache {
+            if waits && runtime.loop.isLoopThread { return LDS_ESTATE }
+            return body(cache)
+        }
         return LDS_ENOENT
     }
+}
+
+/// A persistent or Redis cache for a direct call (memory caches are read
+/// in place); nil with the code to return otherwise.
+private func slowStore(_ runtime: Runtime, _ handle: Handle) -> Result<any CacheStore, ResultCode> {
+    if let cache = handle as? PersistentCache { return .success(cache) }
+    if let cache = handle as? RedisCache {
+        return runtime.loop.isLoopThread ? .failure(.wrongState) : .success(cache)
+    }
+    return .failure(.notFound)
 }
 
 /// The return code of a failed cache operation. A cache closed under the
@@ -130,7 +147,11 @@ public func ldsCacheGet(_ rt: OpaquePointer?, _ id: UInt64, _ key: UnsafeRawPoin
             // Copied under the cache's lock: no allocation for the key.
             return cache.read(k) { give($0, out) } ?? 0
         }
-        guard let cache = handle as? PersistentCache else { return LDS_ENOENT }
+        let cache: any CacheStore
+        switch slowStore(runtime, handle) {
+        case .success(let store): cache = store
+        case .failure(let rc): return rc.rawValue
+        }
         do throws(CacheError) {
             guard let entry = try cache.get(Bytes(k)) else { return 0 }
             return entry.value.withUnsafeBytes { value in
@@ -161,7 +182,11 @@ public func ldsCacheRead(_ rt: OpaquePointer?, _ id: UInt64, _ key: UnsafeRawPoi
         if let cache = handle as? MemoryCache {
             return cache.read(k) { copy($0.value, room, length) } ?? 0
         }
-        guard let cache = handle as? PersistentCache else { return LDS_ENOENT }
+        let cache: any CacheStore
+        switch slowStore(runtime, handle) {
+        case .success(let store): cache = store
+        case .failure(let rc): return rc.rawValue
+        }
         do throws(CacheError) {
             guard let entry = try cache.get(Bytes(k)) else { return 0 }
             return entry.value.withUnsafeBytes { copy($0, room, length) }
@@ -230,7 +255,7 @@ public func ldsCacheClear(_ rt: OpaquePointer?, _ id: UInt64) -> Int32 {
 public func ldsCacheStats(_ rt: OpaquePointer?, _ id: UInt64, _ out: UnsafeMutablePointer<lds_cache_statistics>?) -> Int32 {
     guard let out else { return LDS_EINVAL }
     out.pointee = lds_cache_statistics()
-    return withCache(rt, id) { cache in
+    return withCache(rt, id, waits: false) { cache in
         do throws(CacheError) {
             let s = try cache.stats()
             out.pointee = lds_cache_statistics(hits: s.hits, misses: s.misses, evictions: s.evictions,

@@ -71,6 +71,9 @@ protocol RuntimeResident: AnyObject {
 
     // Loop thread only.
     @exclusivity(unchecked) private var loads: UInt32 = 0
+    /// Counts lookups in a remote cache (see `load`) and the operations that
+    /// end them: a lookup's answer starts its load only if none came since.
+    @exclusivity(unchecked) private var lookups: UInt32 = 0
     @exclusivity(unchecked) private var session: Session?
     /// The spec of the last load started: the running one, or what `refresh` reloads.
     @exclusivity(unchecked) private var lastSpec: LoadSpec<Value, Request>?
@@ -246,8 +249,24 @@ protocol RuntimeResident: AnyObject {
     }
 
     /// `markStale`: the shown value was invalidated (flag it while reloading).
-    private func load(_ spec: LoadSpec<Value, Request>, markStale: Bool, ticket: UInt64 = 0) {
+    private func load(_ spec: LoadSpec<Value, Request>, markStale: Bool, ticket: UInt64 = 0,
+                      looked: Bool = false) {
         guard !isFreed else { return }
+        // A remote cache (Redis) is asked first, without waiting: the load
+        // goes on when its answer comes, unless another operation came
+        // meanwhile. Its front tier answers at once.
+        if !looked, let cache = spec.cache, cache.policy != .loadOnly, flavor == .loadable,
+           let remote = cache.store as? RedisCache, !remote.hasLocalEntry(cache.key) {
+            lookups &+= 1
+            let lookup = lookups
+            remote.fetch(cache.key) { [self] entry, failure in
+                guard !isFreed, lookup == lookups else { return }
+                remote.withFetched(cache.key, entry, failure: failure) {
+                    load(spec, markStale: markStale, ticket: ticket, looked: true)
+                }
+            }
+            return
+        }
         stopPolling()
         var restore = abandonSession() ?? state
         restore.isQueued = false
@@ -326,6 +345,13 @@ protocol RuntimeResident: AnyObject {
         case .cacheOnly:
             if let hit {
                 emit(.state, cached(hit))
+            } else if let failure = (cache.store as? RedisCache)?.fetchFailure(cache.key) {
+                // Redis could not answer: an error of its own, not a miss.
+                emit(.state, CellState(status: .error, kind: spec.kind, value: nil,
+                                       error: LoadError(domain: .redis, code: failure.code.rawValue,
+                                                        message: failure.message),
+                                       request: spec.request, isPartial: false, isRefreshing: false, attempt: 0,
+                                       updatedAt: Clock.wallMs()))
             } else {
                 emit(.state, CellState(status: .error, kind: spec.kind, value: nil,
                                        error: LoadError(.notFound, message: "not in the cache"), request: spec.request,
@@ -370,7 +396,7 @@ protocol RuntimeResident: AnyObject {
         guard !isFreed, session == nil, state.status == .loaded, var spec = lastSpec, let cache = spec.cache,
               cache.store === store, cache.key.starts(with: prefix) else { return }
         spec.options.silent = true
-        spec.cache = cache.with(policy: .loadOnly)
+        spec.cache = cache.forReloadAfterInvalidation()
         load(spec, markStale: true)
     }
 
@@ -631,6 +657,7 @@ protocol RuntimeResident: AnyObject {
     /// was still under way.
     @discardableResult
     private func abandonSession() -> CellState<Value, Request>? {
+        lookups &+= 1
         if let job = session?.job {
             job.leave(self)
         }

@@ -95,6 +95,10 @@ import CLibUV
         let cache: CacheUse<Value>?
         var lastYield: Value?
         var cacheWrite: CacheWrite?
+        /// The fencing token of the Redis lease this job holds (0: none).
+        var leaseToken: UInt64 = 0
+        /// The job ends with another process's result: nothing to store.
+        var endsWithStoredResult = false
         /// The job was started by a prefetch: loads of its key join it
         /// even without asking to share.
         let isPrefetch: Bool
@@ -145,6 +149,47 @@ import CLibUV
     func begin() {
         if queuedAtNs != 0 { runtime.noteAdmitted(self) }
         runtime.observeJobStart(self)
+        // A shared job with a Redis cache runs its loader only in the
+        // process that holds the key's lease (see `leaseDecided`).
+        if let extras, extras.shareKey != nil, let cache = extras.cache, let redis = cache.store as? RedisCache {
+            let now = Clock.wallMs()
+            // An entry stored since the job began is its result; so is one
+            // that the load's fresh time accepts.
+            var notBefore = now
+            if cache.policy != .loadOnly, cache.freshMs > 0 { notBefore = now > cache.freshMs ? now - cache.freshMs : 0 }
+            if cache.afterInvalidation { notBefore = 0 }
+            redis.acquire(cache.key, notBeforeMs: notBefore) { [self] outcome in
+                leaseDecided(outcome, redis: redis, cache: cache)
+            }
+            return
+        }
+        startLoader()
+    }
+
+    /// Loop: the lease request of a shared job with a Redis cache ended.
+    private func leaseDecided(_ outcome: RedisCache.LeaseOutcome, redis: RedisCache, cache: CacheUse<Value>) {
+        guard !finished, let extras else {
+            // The job ended while it waited: the lease goes back at once.
+            if case .lease(let token, _) = outcome { redis.release(cache.key, token: token) }
+            return
+        }
+        switch outcome {
+        case .lease(let token, let current):
+            extras.leaseToken = token
+            redis.withFetched(cache.key, current, failure: nil) { startLoader() }
+        case .value(let entry):
+            guard let value = cache.decode(entry.value) else { return startLoader() }
+            extras.endsWithStoredResult = true
+            runtime.submit(.succeed(value), job: id, of: Job<Value, Request>.self)
+        case .unavailable:
+            startLoader()
+        case .abandoned:
+            break
+        }
+    }
+
+    /// Loop: calls the loader's `start`.
+    private func startLoader() {
         isStarting = true
         loader.start(self, runtime: runtime)
         isStarting = false
@@ -200,8 +245,14 @@ import CLibUV
             // Stored once for all the cells waiting, before they show it.
             switch op {
             case .yield(let value): extras.lastYield = value
-            case .succeed(let value): cache.store(value, write: extras.cacheWrite)
-            case .finish: if let lastYield = extras.lastYield { cache.store(lastYield) }
+            case .succeed(let value) where !extras.endsWithStoredResult:
+                cache.store(value, write: extras.cacheWrite, lease: extras.leaseToken)
+                extras.leaseToken = 0
+            case .finish:
+                if let lastYield = extras.lastYield {
+                    cache.store(lastYield, lease: extras.leaseToken)
+                    extras.leaseToken = 0
+                }
             default: break
             }
         }
@@ -268,6 +319,11 @@ import CLibUV
     /// The job ended: it no longer takes cells, and its loader may be released.
     private func finish() {
         finished = true
+        if let extras, extras.leaseToken != 0, let cache = extras.cache, let redis = cache.store as? RedisCache {
+            // Failed or cancelled: the waiting processes ask for the lease again.
+            redis.release(cache.key, token: extras.leaseToken)
+            extras.leaseToken = 0
+        }
         if let shareKey { runtime.unshare(shareKey, job: self) }
         switch admissionPhase {
         case .waiting:

@@ -31,6 +31,10 @@ public enum CachePolicy: UInt32, Sendable {
     /// stores); false leaves every decision to this use's ages and stores
     /// every value.
     @usableFromInline package let followsLoaderRules: Bool
+    /// A reload after an invalidation: in a cache shared by processes, any
+    /// entry that is not stale is the reload's result (the invalidation
+    /// marked every older one stale), so another process's reload serves it.
+    package private(set) var afterInvalidation = false
 
     @usableFromInline package init(store: any CacheStore, key: [UInt8], policy: CachePolicy, freshMs: UInt64 = 0,
                 maxAgeMs: UInt64 = 0, followsLoaderRules: Bool = true, encode: @escaping (Value) -> [UInt8],
@@ -43,6 +47,14 @@ public enum CachePolicy: UInt32, Sendable {
         self.followsLoaderRules = followsLoaderRules
         self.encode = encode
         self.decode = decode
+    }
+
+    /// The use of a silent reload after an invalidation: load only, and
+    /// `afterInvalidation`.
+    func forReloadAfterInvalidation() -> CacheUse {
+        let use = with(policy: .loadOnly)
+        use.afterInvalidation = true
+        return use
     }
 
     /// The same use with another policy.
@@ -88,7 +100,19 @@ public enum CachePolicy: UInt32, Sendable {
 
     /// Stores a loaded value, as `write` says when its loader gave one; a
     /// failing store is ignored.
-    func store(_ value: Value, write: CacheWrite? = nil) {
+    func store(_ value: Value, write: CacheWrite? = nil, lease: UInt64 = 0) {
+        if lease != 0, let redis = store as? RedisCache {
+            // The holder of a Redis lease stores under it (fenced) and
+            // publishes; otherwise it gives the lease back.
+            switch write?.entry ?? .store {
+            case .store: redis.publish(key, encode(value), meta: write?.meta ?? [], token: lease)
+            case .keep: redis.release(key, token: lease)
+            case .remove:
+                _ = try? store.remove(key)
+                redis.release(key, token: lease)
+            }
+            return
+        }
         guard let write else {
             try? store.put(key, encode(value))
             return

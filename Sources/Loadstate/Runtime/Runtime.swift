@@ -148,10 +148,15 @@ public final class Runtime: @unchecked Sendable {
     /// has every cell showing one of them reload it.
     @usableFromInline package func invalidate(_ store: any CacheStore, prefix: [UInt8]) throws(CacheError) {
         try store.markStale(prefix: prefix)
-        loop.execute { [self] in
-            for case let viewer as CacheViewer in table.all() {
-                viewer.cacheInvalidated(store, prefix: prefix)
-            }
+        loop.execute { [self] in notifyInvalidated(store, prefix: prefix) }
+    }
+
+    /// Loop: every cell showing an entry of `store` under `prefix` reloads
+    /// it (the entries were invalidated here or, for a shared cache, by
+    /// another process).
+    func notifyInvalidated(_ store: AnyObject, prefix: [UInt8]) {
+        for case let viewer as CacheViewer in table.all() {
+            viewer.cacheInvalidated(store, prefix: prefix)
         }
     }
 

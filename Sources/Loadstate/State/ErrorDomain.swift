@@ -10,4 +10,6 @@ public enum ErrorDomain: Int32, Sendable {
     case http = 4
     /// A child process's non-zero exit status.
     case exit = 5
+    /// A Redis cache's failure; the code is an `LDS_REDIS_E*` (`RedisFailure.Code`).
+    case redis = 6
 }

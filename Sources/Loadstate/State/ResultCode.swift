@@ -22,6 +22,8 @@ public enum ResultCode: Int32, Sendable, Error {
     case io = -9
     /// Too many operations queued; try again later (`LDS_EAGAIN`).
     case again = -10
+    /// A Redis cache failed or cannot reach its server (`LDS_EREDIS`).
+    case redis = -11
 
     /// A short description of the code.
     public var message: String { staticMessage.description }
@@ -40,6 +42,7 @@ public enum ResultCode: Int32, Sendable, Error {
         case .tooBig: return "value too large"
         case .io: return "input/output error"
         case .again: return "too many operations queued; try again later"
+        case .redis: return "Redis failed or is unreachable"
         }
     }
 }

@@ -1,0 +1,742 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A cache kept in a Redis server, shared by every process that uses the
+/// same server, database and key prefix; driven by the runtime's loop.
+///
+/// See the header's "Redis" section for the contract: entries with their
+/// stored time, stale flag and loader metadata; a time to live on each;
+/// single flight across processes with fenced leases; invalidation
+/// broadcast on a channel; an optional front memory tier.
+///
+/// Threads: the `CacheStore` calls wait for the loop (at most about twice
+/// the command timeout) on host threads. On the loop thread, `get`, `put`
+/// and `remove` are what loads use: `get` answers from what the cell's
+/// lookup fetched or the front tier, `put` and `remove` are sent without
+/// waiting; the other calls throw `ResultCode.wrongState` there.
+///
+/// Lifecycle: `init` starts connecting on the loop; `close` (or the
+/// runtime's close) drops both connections; later calls throw
+/// `ResultCode.closed`.
+public final class RedisCache: Handle, CacheStore, RuntimeResident, @unchecked Sendable {
+    /// A Redis cache's settings (`lds_redis_cache_options`).
+    public struct Options: Sendable {
+        /// Prepended to every key in Redis.
+        public var keyPrefix: [UInt8] = Array("lds:".utf8)
+        /// Time to live of entries; 0: `maxTtlMs`.
+        public var ttlMs: UInt64 = 0
+        /// Bound on every entry's time to live.
+        public var maxTtlMs: UInt64 = 86_400_000
+        /// Values larger than this are not stored.
+        public var maxValueBytes: Int = 8 << 20
+        /// A reply's longest wait.
+        public var commandTimeoutMs: UInt64 = 2_000
+        /// A connection's longest wait.
+        public var connectTimeoutMs: UInt64 = 2_000
+        /// A single-flight lease's life.
+        public var leaseMs: UInt64 = 10_000
+        /// The reconnection back-off's ceiling.
+        public var reconnectMaxMs: UInt64 = 5_000
+        /// Entries of the front memory tier; 0: none.
+        public var memoryMaxEntries: Int = 0
+        /// Bytes of the front memory tier.
+        public var memoryMaxBytes: Int = 64 << 20
+        /// How long a front entry is used.
+        public var memoryTtlMs: UInt64 = 60_000
+
+        /// The defaults of `LDS_REDIS_CACHE_OPTIONS_INIT`.
+        public init() {}
+    }
+
+    /// What `status()` reports (`lds_redis_status`).
+    public struct Status: Sendable, Equatable {
+        /// Whether the command connection is up.
+        public var connected = false
+        /// Whether the message connection listens.
+        public var subscribed = false
+        /// The code of the last failure; nil when there was none.
+        public var lastErrorCode: RedisFailure.Code?
+        /// The last failure's message; empty when there was none.
+        public var lastError = ""
+        /// Connections made, both connections, reconnections included.
+        public var connects: UInt64 = 0
+        /// Commands that failed.
+        public var errors: UInt64 = 0
+        /// Shared loads that took a lease and called their loader.
+        public var leasesTaken: UInt64 = 0
+        /// Shared loads that waited for another process's result.
+        public var leasesWaited: UInt64 = 0
+        /// Waits that ended with another process's result.
+        public var resultsReceived: UInt64 = 0
+        /// Waits that ended by taking an expired or released lease.
+        public var takeovers: UInt64 = 0
+        /// Results stored and published under a lease.
+        public var published: UInt64 = 0
+        /// Results not stored: the lease had passed to a newer holder.
+        public var fenced: UInt64 = 0
+        /// Invalidation messages received from other processes.
+        public var invalidations: UInt64 = 0
+        /// Gets that found a live entry (`CacheStats.hits`).
+        var hits: UInt64 = 0
+        /// Gets that found nothing.
+        var misses: UInt64 = 0
+    }
+
+    /// The URL without its password.
+    public let name: String
+    /// Where the cache connects.
+    public let url: RedisURL
+    /// The settings it was made with.
+    public let options: Options
+    private let loop: EventLoop
+    private weak var runtime: Runtime?
+    private let counters = Locked(Status())
+    private let isClosedFlag = Locked(false)
+    /// A random number naming this cache in its messages, so that it
+    /// ignores its own.
+    private let origin: [UInt8]
+    private let channel: [UInt8]
+    private let fenceKey: [UInt8]
+    private let front: MemoryCache?
+
+    // Loop thread only.
+    private var commands: RedisConnection?
+    private var messages: RedisConnection?
+    /// Loads waiting for another process's result, by key.
+    private var waiters: [[UInt8]: [LeaseWaiter]] = [:]
+    /// What a cell's lookup fetched, seen by `get` on the loop while the
+    /// load that asked for it decides (see `withFetched`).
+    private var fetched: (key: [UInt8], entry: CacheEntry?, failure: RedisFailure?)?
+    /// The keys of the last messages about results (done, released), with
+    /// their number: a lease request whose "wait" reply comes after such a
+    /// message about its key (messages come on the other connection) asks
+    /// again at once instead of waiting for the lease to expire.
+    private var recentResults = [(number: UInt64, key: [UInt8], kind: Character)](
+        repeating: (0, [], " "), count: 256)
+    private var resultMessages: UInt64 = 0
+
+    /// Starts connecting on `runtime`'s loop.
+    @usableFromInline package init(id: UInt64, runtime: Runtime, url: RedisURL, options: Options) {
+        self.url = url
+        self.options = options
+        switch url.address {
+        case .tcp(let host, let port): name = "redis://\(host.contains(":") ? "[\(host)]" : host):\(port)/\(url.database)"
+        case .unix(let path): name = "unix://\(path)?db=\(url.database)"
+        }
+        loop = runtime.loop
+        self.runtime = runtime
+        origin = withUnsafeBytes(of: UInt64.random(in: 1...UInt64.max)) { Array($0) }
+        channel = options.keyPrefix + Array("events".utf8)
+        fenceKey = options.keyPrefix + Array("fence".utf8)
+        front = options.memoryMaxEntries > 0
+            ? MemoryCache(id: 0, name: "", options: MemoryCache.Options(maxEntries: options.memoryMaxEntries,
+                                                                         maxBytes: options.memoryMaxBytes,
+                                                                         ttlMs: options.memoryTtlMs))
+            : nil
+        super.init(id: id)
+        loop.execute { [self] in start() }
+    }
+
+    private func start() {
+        guard !isClosed else { return }
+        let settings = RedisConnection.Settings(url: url, commandTimeoutMs: max(options.commandTimeoutMs, 1),
+                                                connectTimeoutMs: max(options.connectTimeoutMs, 1),
+                                                reconnectMaxMs: options.reconnectMaxMs,
+                                                pendingMax: Int(LDS_REDIS_PENDING_MAX_VALUE))
+        let commands = RedisConnection(loop: loop.loop, settings: settings)
+        commands.onReady = { [weak self] in
+            self?.counters.withLock {
+                $0.connected = true
+                $0.connects &+= 1
+            }
+        }
+        commands.onFailure = { [weak self] failure in
+            self?.counters.withLock { $0.connected = false }
+            self?.noteFailure(failure)
+        }
+        let messages = RedisConnection(loop: loop.loop, settings: settings, subscribeTo: channel)
+        messages.onReady = { [weak self] in self?.subscribed() }
+        messages.onFailure = { [weak self] failure in
+            self?.counters.withLock { $0.subscribed = false }
+            self?.noteFailure(failure)
+        }
+        messages.onMessage = { [weak self] payload in self?.received(payload) }
+        self.commands = commands
+        self.messages = messages
+        commands.start()
+        messages.start()
+    }
+
+    var isClosed: Bool { isClosedFlag.withLock { $0 } }
+
+    /// The connection state and counters. Any thread; does not wait.
+    public func status() -> Status { counters.withLock { $0 } }
+
+    private func noteFailure(_ failure: RedisFailure) {
+        counters.withLock {
+            $0.errors &+= 1
+            $0.lastErrorCode = failure.code
+            $0.lastError = failure.message
+        }
+    }
+
+    // MARK: - Keys
+
+    private func entryKey(_ key: [UInt8]) -> [UInt8] { options.keyPrefix + [UInt8(ascii: "v"), UInt8(ascii: ":")] + key }
+    private func leaseKey(_ key: [UInt8]) -> [UInt8] { options.keyPrefix + [UInt8(ascii: "l"), UInt8(ascii: ":")] + key }
+
+    private func message(_ kind: Character, _ body: [UInt8]) -> [UInt8] {
+        [kind.asciiValue ?? 0] + origin + body
+    }
+
+    /// The time to live in Redis of an entry put with `ttlMs` (nil: the cache's).
+    private func ttl(_ ttlMs: UInt64?) -> UInt64 {
+        let maxTtl = max(options.maxTtlMs, 1)
+        let asked = ttlMs ?? options.ttlMs
+        return asked == 0 ? maxTtl : min(asked, maxTtl)
+    }
+
+    private static func arg(_ n: UInt64) -> [UInt8] { Array(String(n).utf8) }
+    private static func arg(_ s: String) -> [UInt8] { Array(s.utf8) }
+
+    // MARK: - Waiting from host threads
+
+    /// Runs `body` on the loop and waits for the result it passes on.
+    private func onLoop<T>(_ body: @escaping (@escaping (Result<T, CacheError>) -> Void) -> Void)
+        throws(CacheError) -> T {
+        guard !isClosed else { throw CacheError(.closed, "\(name): closed") }
+        if loop.isLoopThread { throw CacheError(.wrongState, "\(name): a Redis cache call on the loop thread") }
+        let reply = TimedReply<Result<T, CacheError>>()
+        loop.execute { body { reply.put($0) } }
+        let waitMs = options.commandTimeoutMs &* 2 &+ options.connectTimeoutMs &+ 500
+        guard let result = reply.take(timeoutMs: waitMs) else {
+            throw CacheError(.redis, "\(name): the loop did not answer within \(waitMs) ms")
+        }
+        return try result.get()
+    }
+
+    private func cacheError(_ failure: RedisFailure) -> CacheError {
+        noteFailure(failure)
+        return CacheError(failure.code == .closed ? .closed : .redis, "\(name): \(failure.message)")
+    }
+
+    /// Loop: sends a command, `done` with its reply or the failure as a `CacheError`.
+    private func command(_ args: [[UInt8]], _ done: @escaping (Result<RedisReply, CacheError>) -> Void) {
+        guard let commands else { return done(.failure(CacheError(.closed, "\(name): closed"))) }
+        commands.send(args) { [self] result in
+            switch result {
+            case .success(.error(let message)):
+                done(.failure(cacheError(RedisFailure(.reply, message))))
+            case .success(let reply): done(.success(reply))
+            case .failure(let failure): done(.failure(cacheError(failure)))
+            }
+        }
+    }
+
+    // MARK: - CacheStore
+
+    public func get(_ key: [UInt8]) throws(CacheError) -> CacheEntry? {
+        if loop.isLoopThread {
+            if let fetched, fetched.key == key { return fetched.entry }
+            return frontEntry(key)
+        }
+        return try onLoop { [self] done in
+            fetch(key) { entry, failure in
+                if let failure { return done(.failure(CacheError(failure.code == .closed ? .closed : .redis,
+                                                                 "\(self.name): \(failure.message)"))) }
+                done(.success(entry))
+            }
+        }
+    }
+
+    public func put(_ key: [UInt8], _ value: [UInt8], ttlMs: UInt64?) throws(CacheError) {
+        try put(key, value, ttlMs: ttlMs, meta: [])
+    }
+
+    public func put(_ key: [UInt8], _ value: [UInt8], ttlMs: UInt64?, meta: [UInt8]) throws(CacheError) {
+        guard value.count + meta.count <= options.maxValueBytes else {
+            let failure = RedisFailure(.tooBig, "a value of \(value.count) bytes is over max_value_bytes (\(options.maxValueBytes)): not stored")
+            if loop.isLoopThread {
+                noteFailure(failure)
+                remove(key, done: { _ in })
+                return
+            }
+            throw cacheError(failure)
+        }
+        if loop.isLoopThread {
+            return store(key, value, meta: meta, ttlMs: ttlMs) { _ in }
+        }
+        try onLoop { [self] done in store(key, value, meta: meta, ttlMs: ttlMs, done) }
+    }
+
+    /// Loop: SET, then tell the other processes (their front entries go).
+    private func store(_ key: [UInt8], _ value: [UInt8], meta: [UInt8], ttlMs: UInt64?,
+                       _ done: @escaping (Result<Void, CacheError>) -> Void) {
+        let now = Clock.wallMs()
+        let ttl = ttl(ttlMs)
+        let encoded = RedisEntry.encode(value, meta: meta, storedAtMs: now,
+                                        expiresAtMs: CacheEntry.expiry(storedAt: now, ttlMs: ttl), token: 0)
+        front?.put(key, encoded)
+        command([RedisCache.arg("SET"), entryKey(key), encoded, RedisCache.arg("PX"), RedisCache.arg(ttl)]) { [self] in
+            switch $0 {
+            case .success:
+                command([RedisCache.arg("PUBLISH"), channel, message("D", key)]) { _ in }
+                done(.success(()))
+            case .failure(let error): done(.failure(error))
+            }
+        }
+    }
+
+    @discardableResult
+    public func remove(_ key: [UInt8]) throws(CacheError) -> Bool {
+        if loop.isLoopThread {
+            remove(key) { _ in }
+            return front?.get(key) != nil
+        }
+        return try onLoop { [self] done in remove(key, done: done) }
+    }
+
+    private func remove(_ key: [UInt8], done: @escaping (Result<Bool, CacheError>) -> Void) {
+        front?.remove(key)
+        command([RedisCache.arg("DEL"), entryKey(key)]) { [self] in
+            switch $0 {
+            case .success(let reply):
+                command([RedisCache.arg("PUBLISH"), channel, message("C", key)]) { _ in }
+                done(.success((reply.integer ?? 0) > 0))
+            case .failure(let error): done(.failure(error))
+            }
+        }
+    }
+
+    public func clear() throws(CacheError) {
+        _ = try sweep(prefix: [], delete: true)
+    }
+
+    public func stats() throws(CacheError) -> CacheStats {
+        guard !isClosed else { throw CacheError(.closed, "\(name): closed") }
+        let (hits, misses) = counters.withLock { ($0.hits, $0.misses) }
+        var stats = (try? front?.stats()) ?? CacheStats()
+        stats.hits = hits
+        stats.misses = misses
+        return stats
+    }
+
+    public func keys(prefix: [UInt8]) throws(CacheError) -> [[UInt8]] {
+        let limit = UInt64(LDS_REDIS_KEYS_MAX_VALUE)
+        let stored = options.keyPrefix.count + 2
+        return try onLoop { [self] done in
+            command([RedisCache.arg("EVAL"), RedisCache.arg(RedisScripts.keys), RedisCache.arg("0"),
+                     RedisScripts.pattern(prefix: entryKey(prefix)), RedisCache.arg(limit)]) {
+                switch $0 {
+                case .success(.array(let items)):
+                    done(.success(items.compactMap { $0.bytes.map { Array($0.dropFirst(stored)) } }))
+                case .success: done(.failure(CacheError(.redis, "\(self.name): unexpected reply")))
+                case .failure(let error):
+                    done(.failure(error.message.hasSuffix("too many keys") ? CacheError(.tooBig, error.message) : error))
+                }
+            }
+        }
+    }
+
+    @discardableResult
+    public func markStale(prefix: [UInt8]) throws(CacheError) -> Int {
+        front?.removeAll(prefix: prefix)
+        return try sweep(prefix: prefix, delete: false)
+    }
+
+    @discardableResult
+    public func removeAll(prefix: [UInt8]) throws(CacheError) -> Int {
+        try sweep(prefix: prefix, delete: true)
+    }
+
+    /// Marks stale (or deletes) the entries under `prefix` in one script,
+    /// and tells the other processes.
+    private func sweep(prefix: [UInt8], delete: Bool) throws(CacheError) -> Int {
+        front?.removeAll(prefix: prefix)
+        return try onLoop { [self] done in
+            command([RedisCache.arg("EVAL"), RedisCache.arg(RedisScripts.sweep), RedisCache.arg("0"),
+                     RedisScripts.pattern(prefix: entryKey(prefix)), RedisCache.arg(delete ? "delete" : "stale"),
+                     channel, message(delete ? "C" : "I", prefix)]) {
+                switch $0 {
+                case .success(let reply): done(.success(Int(clamping: reply.integer ?? 0)))
+                case .failure(let error): done(.failure(error))
+                }
+            }
+        }
+    }
+
+    public func close() { close(runtimeClosing: false) }
+
+    /// `runtimeClosing`: the runtime closes too, and cancels the loads
+    /// waiting for a lease; otherwise they call their loaders.
+    private func close(runtimeClosing: Bool) {
+        let first = isClosedFlag.withLock { closed -> Bool in
+            defer { closed = true }
+            return !closed
+        }
+        guard first else { return }
+        front?.close()
+        runtime?.table.withLock { storage in
+            if storage.handles[id] === self { storage.handles[id] = nil }
+        }
+        if loop.isLoopThread {
+            shutdownOnLoop(runtimeClosing: runtimeClosing)
+        } else {
+            loop.execute { [self] in shutdownOnLoop(runtimeClosing: runtimeClosing) }
+        }
+    }
+
+    func shutdown(runtime: Runtime) { close(runtimeClosing: true) }
+
+    private func shutdownOnLoop(runtimeClosing: Bool) {
+        commands?.close()
+        messages?.close()
+        commands = nil
+        messages = nil
+        counters.withLock {
+            $0.connected = false
+            $0.subscribed = false
+        }
+        let all = waiters.values.flatMap { $0 }
+        waiters = [:]
+        for waiter in all { waiter.finish(runtimeClosing ? .abandoned : .unavailable) }
+    }
+
+    // MARK: - Loads (loop thread)
+
+    /// The front tier's entry under `key`, if it has a live one.
+    private func frontEntry(_ key: [UInt8]) -> CacheEntry? {
+        guard let bytes = front?.get(key)?.value else { return nil }
+        return RedisEntry.decode(bytes)
+    }
+
+    /// Loop: whether a lookup of `key` needs no round trip (the front tier has it).
+    func hasLocalEntry(_ key: [UInt8]) -> Bool { frontEntry(key) != nil }
+
+    /// Loop: the entry under `key` (nil on a miss), or the failure.
+    func fetch(_ key: [UInt8], _ done: @escaping (CacheEntry?, RedisFailure?) -> Void) {
+        if let entry = frontEntry(key) {
+            counters.withLock { $0.hits &+= 1 }
+            return done(entry, nil)
+        }
+        guard let commands else { return done(nil, RedisFailure(.closed, "the cache was closed")) }
+        commands.send([RedisCache.arg("GET"), entryKey(key)]) { [self] result in
+            switch result {
+            case .success(.string(let bytes)):
+                let entry = RedisEntry.decode(bytes)
+                if let entry, !entry.isExpired(at: Clock.wallMs()) {
+                    counters.withLock { $0.hits &+= 1 }
+                    front?.put(key, bytes)
+                    done(entry, nil)
+                } else {
+                    counters.withLock { $0.misses &+= 1 }
+                    done(nil, nil)
+                }
+            case .success(.null):
+                counters.withLock { $0.misses &+= 1 }
+                done(nil, nil)
+            case .success(.error(let message)):
+                let failure = RedisFailure(.reply, message)
+                noteFailure(failure)
+                done(nil, failure)
+            case .success:
+                let failure = RedisFailure(.reply, "GET answered with another type")
+                noteFailure(failure)
+                done(nil, failure)
+            case .failure(let failure):
+                noteFailure(failure)
+                done(nil, failure)
+            }
+        }
+    }
+
+    /// Loop: runs `body` with what a lookup fetched visible to `get`.
+    func withFetched(_ key: [UInt8], _ entry: CacheEntry?, failure: RedisFailure?, _ body: () -> Void) {
+        let saved = fetched
+        fetched = (key, entry, failure)
+        body()
+        fetched = saved
+    }
+
+    /// Loop: the failure of the lookup `withFetched` shows, if it failed.
+    func fetchFailure(_ key: [UInt8]) -> RedisFailure? {
+        guard let fetched, fetched.key == key else { return nil }
+        return fetched.failure
+    }
+
+    /// How a shared load's lease request ended.
+    enum LeaseOutcome {
+        /// This process holds the lease: call the loader. The entry stored
+        /// now, if any (for a loader that revalidates it).
+        case lease(token: UInt64, current: CacheEntry?)
+        /// Another process's result (or a fresh enough entry).
+        case value(CacheEntry)
+        /// Redis cannot say: call the loader without a lease.
+        case unavailable
+        /// The runtime closes: the job is about to be cancelled.
+        case abandoned
+    }
+
+    /// Loop: asks for the lease of `key` for a load that began at
+    /// `notBeforeMs` (an entry stored since then is its result).
+    func acquire(_ key: [UInt8], notBeforeMs: UInt64, _ done: @escaping (LeaseOutcome) -> Void) {
+        acquire(LeaseWaiter(key: key, notBeforeMs: notBeforeMs, done: done), waited: false)
+    }
+
+    private func acquire(_ waiter: LeaseWaiter, waited: Bool) {
+        guard commands != nil else { return waiter.finish(.unavailable) }
+        let asked = resultMessages
+        command([RedisCache.arg("EVAL"), RedisCache.arg(RedisScripts.acquire), RedisCache.arg("3"),
+                 entryKey(waiter.key), leaseKey(waiter.key), fenceKey, RedisCache.arg(waiter.notBeforeMs),
+                 RedisCache.arg(max(options.leaseMs, 1))]) { [self] result in
+            guard case .success(.array(let items)) = result, let kind = items.first?.integer else {
+                return waiter.finish(.unavailable)
+            }
+            switch kind {
+            case 1:
+                if let bytes = items.dropFirst().first?.bytes, let entry = RedisEntry.decode(bytes) {
+                    if waited { counters.withLock { $0.resultsReceived &+= 1 } }
+                    front?.put(waiter.key, bytes)
+                    waiter.finish(.value(entry))
+                } else {
+                    waiter.finish(.unavailable)
+                }
+            case 2:
+                guard items.count >= 2, let token = items[1].integer, token > 0 else {
+                    return waiter.finish(.unavailable)
+                }
+                counters.withLock {
+                    $0.leasesTaken &+= 1
+                    if waited { $0.takeovers &+= 1 }
+                }
+                let current = items.count >= 3 ? items[2].bytes.flatMap(RedisEntry.decode) : nil
+                waiter.finish(.lease(token: UInt64(token), current: current))
+            case 3:
+                if !waited { counters.withLock { $0.leasesWaited &+= 1 } }
+                let remaining = items.count >= 2 ? items[1].integer ?? 0 : 0
+                switch resultMessage(about: waiter.key, since: asked) {
+                case "X"?: waiter.finish(.unavailable)
+                case _?: acquire(waiter, waited: true)
+                case nil: wait(waiter, ms: UInt64(clamping: max(remaining, 0)))
+                }
+            default:
+                waiter.finish(.unavailable)
+            }
+        }
+    }
+
+    /// Loop: `waiter` waits for a message about its key, or for the lease
+    /// to expire (then it asks again).
+    private func wait(_ waiter: LeaseWaiter, ms: UInt64) {
+        guard !waiter.isDone else { return }
+        waiters[waiter.key, default: []].append(waiter)
+        let timer = waiter.timer ?? LoopTimer(loop: loop.loop)
+        waiter.timer = timer
+        // A little after the lease's end, so that it has expired when asked again.
+        timer.start(after: min(ms, options.leaseMs) &+ 5) { [weak self, weak waiter] in
+            guard let self, let waiter else { return }
+            self.retry(waiter)
+        }
+    }
+
+    /// Loop: `waiter` stops waiting and asks for the lease again.
+    private func retry(_ waiter: LeaseWaiter) {
+        guard let index = waiters[waiter.key]?.firstIndex(where: { $0 === waiter }) else { return }
+        waiters[waiter.key]?.remove(at: index)
+        if waiters[waiter.key]?.isEmpty == true { waiters[waiter.key] = nil }
+        waiter.timer?.stop()
+        acquire(waiter, waited: true)
+    }
+
+    /// Loop: stores the result of the load that holds the lease `token`,
+    /// unless a newer holder took the key over.
+    func publish(_ key: [UInt8], _ value: [UInt8], meta: [UInt8], token: UInt64) {
+        guard value.count + meta.count <= options.maxValueBytes else {
+            noteFailure(RedisFailure(.tooBig, "a value of \(value.count) bytes is over max_value_bytes (\(options.maxValueBytes)): not stored"))
+            // The waiting loads load for themselves.
+            return release(key, token: token, message: "X")
+        }
+        let now = Clock.wallMs()
+        let ttl = ttl(nil)
+        let encoded = RedisEntry.encode(value, meta: meta, storedAtMs: now,
+                                        expiresAtMs: CacheEntry.expiry(storedAt: now, ttlMs: ttl), token: token)
+        front?.put(key, encoded)
+        command([RedisCache.arg("EVAL"), RedisCache.arg(RedisScripts.publish), RedisCache.arg("2"),
+                 entryKey(key), leaseKey(key), RedisCache.arg(token), encoded, RedisCache.arg(ttl), channel,
+                 message("D", key)]) { [self] result in
+            guard case .success(let reply) = result else { return }
+            if reply.integer == 1 {
+                counters.withLock { $0.published &+= 1 }
+            } else {
+                counters.withLock { $0.fenced &+= 1 }
+                front?.remove(key)
+            }
+            // This process's own waiters (other runtimes' loads share its jobs).
+            resolveWaiters(of: key, kind: "D")
+        }
+    }
+
+    /// Loop: gives the lease `token` back (the load failed, was cancelled,
+    /// or its value is not stored) and tells the waiting loads: `R` to ask
+    /// again, `X` to load for themselves.
+    func release(_ key: [UInt8], token: UInt64, message kind: Character = "R") {
+        command([RedisCache.arg("EVAL"), RedisCache.arg(RedisScripts.release), RedisCache.arg("1"), leaseKey(key),
+                 RedisCache.arg(token), channel, message(kind, key)]) { _ in }
+    }
+
+    // MARK: - Messages
+
+    private func subscribed() {
+        counters.withLock {
+            $0.subscribed = true
+            $0.connects &+= 1
+        }
+        // Messages may have been missed while the subscription was down:
+        // the front tier is dropped, and waiting loads ask again.
+        front?.clear()
+        for waiter in waiters.values.flatMap({ $0 }) { retry(waiter) }
+    }
+
+    private func received(_ payload: [UInt8]) {
+        guard payload.count >= 9, let kind = payload.first.map({ Character(Unicode.Scalar($0)) }) else { return }
+        let fromSelf = payload[1..<9].elementsEqual(origin)
+        let body = Array(payload[9...])
+        switch kind {
+        case "D":
+            if !fromSelf { front?.remove(body) }
+            resolveWaiters(of: body, kind: "D")
+        case "R", "X":
+            resolveWaiters(of: body, kind: kind)
+        case "C":
+            if !fromSelf { front?.removeAll(prefix: body) }
+        case "I":
+            guard !fromSelf else { return }
+            front?.removeAll(prefix: body)
+            counters.withLock { $0.invalidations &+= 1 }
+            runtime?.notifyInvalidated(self, prefix: body)
+        default: break
+        }
+    }
+
+    /// The kind of the latest result message about `key` received after
+    /// the `since`-th; "R" when too many came to tell.
+    private func resultMessage(about key: [UInt8], since: UInt64) -> Character? {
+        let count = resultMessages &- since
+        guard count > 0 else { return nil }
+        guard count <= UInt64(recentResults.count) else { return "R" }
+        var n = resultMessages
+        while n > since {
+            let slot = recentResults[Int(n % UInt64(recentResults.count))]
+            if slot.number == n, slot.key == key { return slot.kind }
+            n -= 1
+        }
+        return nil
+    }
+
+    private func resolveWaiters(of key: [UInt8], kind: Character) {
+        resultMessages &+= 1
+        recentResults[Int(resultMessages % UInt64(recentResults.count))] = (resultMessages, key, kind)
+        guard let waiting = waiters.removeValue(forKey: key) else { return }
+        for waiter in waiting {
+            waiter.timer?.stop()
+            if kind == "X" {
+                waiter.finish(.unavailable)
+            } else {
+                acquire(waiter, waited: true)
+            }
+        }
+    }
+}
+
+extension RedisCache {
+    /// A Redis cache for Swift cells, on `runtime`'s loop: `url` is
+    /// `redis://[[user]:password@]host[:port][/db]` or
+    /// `unix://[[user]:password@]/path[?db=N]`. Connecting starts at once
+    /// and is not waited for; a server that is down is not an error here.
+    /// Throws `ResultCode.invalidArgument` for a URL that does not parse
+    /// (`rediss://` included) and `ResultCode.closed` for a closed runtime.
+    /// `close()` (or the runtime's) drops its connections.
+    public convenience init(url: String, options: Options = Options(), runtime: Runtime = .shared) throws(CacheError) {
+        guard let parsed = RedisURL(url) else {
+            throw CacheError(.invalidArgument, "not a redis:// or unix:// URL: \(url.prefix(64))")
+        }
+        guard !runtime.isClosed else { throw CacheError(.closed, "the runtime is closed") }
+        self.init(id: runtime.table.makeID(.cache), runtime: runtime, url: parsed, options: options)
+        runtime.table.insert(self)
+    }
+}
+
+/// A shared load waiting for a lease or another process's result.
+final class LeaseWaiter {
+    let key: [UInt8]
+    let notBeforeMs: UInt64
+    private var done: ((RedisCache.LeaseOutcome) -> Void)?
+    var timer: LoopTimer?
+
+    init(key: [UInt8], notBeforeMs: UInt64, done: @escaping (RedisCache.LeaseOutcome) -> Void) {
+        self.key = key
+        self.notBeforeMs = notBeforeMs
+        self.done = done
+    }
+
+    var isDone: Bool { done == nil }
+
+    func finish(_ outcome: RedisCache.LeaseOutcome) {
+        timer?.close()
+        timer = nil
+        guard let done else { return }
+        self.done = nil
+        done(outcome)
+    }
+}
+
+/// The header's bounds, for Swift.
+let LDS_REDIS_PENDING_MAX_VALUE = 65_536
+let LDS_REDIS_KEYS_MAX_VALUE = 1_000_000
+
+/// A value handed from the loop thread to a thread that waits at most a
+/// given time for it.
+final class TimedReply<T>: @unchecked Sendable {
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let ready = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    private var value: T?
+
+    init() {
+        pthread_mutex_init(mutex, nil)
+        var attr = pthread_condattr_t()
+        pthread_condattr_init(&attr)
+        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC)
+        pthread_cond_init(ready, &attr)
+        pthread_condattr_destroy(&attr)
+    }
+
+    deinit {
+        pthread_cond_destroy(ready)
+        pthread_mutex_destroy(mutex)
+        ready.deallocate()
+        mutex.deallocate()
+    }
+
+    func put(_ v: T) {
+        pthread_mutex_lock(mutex)
+        if value == nil { value = v }
+        pthread_cond_signal(ready)
+        pthread_mutex_unlock(mutex)
+    }
+
+    /// The value, or nil when `timeoutMs` passed first.
+    func take(timeoutMs: UInt64) -> T? {
+        var deadline = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &deadline)
+        let ns = Int(deadline.tv_nsec) + Int(timeoutMs % 1000) * 1_000_000
+        deadline.tv_sec += Int(timeoutMs / 1000) + ns / 1_000_000_000
+        deadline.tv_nsec = ns % 1_000_000_000
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        while value == nil {
+            if pthread_cond_timedwait(ready, mutex, &deadline) == ETIMEDOUT { break }
+        }
+        return value
+    }
+}

@@ -1,0 +1,584 @@
+import CHiredis
+import CLibUV
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A reply from Redis, copied out of hiredis's memory.
+enum RedisReply {
+    case string([UInt8])
+    case integer(Int64)
+    case array([RedisReply])
+    case null
+    case status(String)
+    case error(String)
+
+    /// Arrays deeper than this are refused (no reply of this library nests more than twice).
+    static let maxDepth = 8
+
+    /// Copies hiredis's reply at `raw`.
+    init(_ raw: UnsafeRawPointer, depth: Int = 0) {
+        func bytes() -> [UInt8] {
+            let len = lds_redis_reply_len(raw)
+            guard len > 0, let str = lds_redis_reply_str(raw) else { return [] }
+            return Array(UnsafeRawBufferPointer(start: str, count: len))
+        }
+        switch lds_redis_reply_type(raw) {
+        case REDIS_REPLY_STRING: self = .string(bytes())
+        case REDIS_REPLY_INTEGER: self = .integer(Int64(lds_redis_reply_integer(raw)))
+        case REDIS_REPLY_NIL: self = .null
+        case REDIS_REPLY_STATUS: self = .status(String(decoding: bytes(), as: UTF8.self))
+        case REDIS_REPLY_ERROR: self = .error(String(decoding: bytes().prefix(512), as: UTF8.self))
+        case REDIS_REPLY_ARRAY:
+            guard depth < RedisReply.maxDepth else {
+                self = .error("reply nested too deeply")
+                return
+            }
+            let count = lds_redis_reply_elements(raw)
+            var items: [RedisReply] = []
+            items.reserveCapacity(count)
+            for i in 0..<count {
+                if let element = lds_redis_reply_element(raw, i) {
+                    items.append(RedisReply(element, depth: depth + 1))
+                } else {
+                    items.append(.null)
+                }
+            }
+            self = .array(items)
+        default: self = .error("unknown reply type")
+        }
+    }
+
+    var integer: Int64? {
+        if case .integer(let n) = self { return n }
+        return nil
+    }
+
+    var bytes: [UInt8]? {
+        if case .string(let b) = self { return b }
+        return nil
+    }
+}
+
+/// Why a Redis command failed; the codes are the header's `LDS_REDIS_E*`
+/// (the codes of `ErrorDomain.redis`).
+public struct RedisFailure: Error, Sendable, Equatable {
+    /// What went wrong.
+    public enum Code: Int32, Sendable {
+        /// The connection could not be made or was lost.
+        case connect = 1
+        /// No reply or connection in time.
+        case timedOut
+        /// `AUTH` or `SELECT` was refused.
+        case auth
+        /// An error reply, or a reply of another shape.
+        case reply
+        /// The value is larger than the cache's bound: not stored.
+        case tooBig
+        /// Not connected: waiting to try again.
+        case down
+        /// The cache was closed while the command waited.
+        case closed
+        /// Too many commands wait.
+        case queue
+    }
+
+    /// What went wrong.
+    public var code: Code
+    /// A message for people.
+    public var message: String
+
+    init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+}
+
+/// One connection to Redis on the runtime's loop, through hiredis's async
+/// API and its libuv adapter: commands, or (`subscribeTo`) the messages of
+/// one channel.
+///
+/// Lifecycle (loop thread only): `start` connects; a lost connection (an
+/// error, a reply that does not come within `commandTimeoutMs`, a refused
+/// `AUTH`) is dropped, every command waiting on it fails, and a new one is
+/// made after a back-off that doubles from 50 ms up to `reconnectMaxMs`.
+/// Commands sent before the first connection is made wait for it (within
+/// the command timeout); later, while no connection is up, they fail at
+/// once with `.down`. `close` drops the connection for good.
+final class RedisConnection {
+    struct Settings {
+        var url: RedisURL
+        var commandTimeoutMs: UInt64
+        var connectTimeoutMs: UInt64
+        var reconnectMaxMs: UInt64
+        /// The most commands waiting for a connection or a reply.
+        var pendingMax: Int
+    }
+
+    private enum State {
+        case idle, resolving, connecting, ready, backoff, closed
+    }
+
+    /// A command waiting for its reply.
+    private final class Pending {
+        let done: (Result<RedisReply, RedisFailure>) -> Void
+        let deadline: UInt64
+        /// The command's encoded arguments while it waits for a connection.
+        var args: [[UInt8]]
+        private var isDone = false
+
+        init(args: [[UInt8]], deadline: UInt64, done: @escaping (Result<RedisReply, RedisFailure>) -> Void) {
+            self.args = args
+            self.deadline = deadline
+            self.done = done
+        }
+
+        /// Completes the command once (a dropped connection and hiredis may both report it).
+        func finish(_ result: Result<RedisReply, RedisFailure>) {
+            guard !isDone else { return }
+            isDone = true
+            done(result)
+        }
+    }
+
+    private let loop: UnsafeMutablePointer<uv_loop_t>
+    private let settings: Settings
+    /// The channel a subscriber listens to; nil for a command connection.
+    private let channel: [UInt8]?
+    private var state = State.idle
+    private var context: UnsafeMutablePointer<redisAsyncContext>?
+    /// Commands sent on the connection, in order (replies come in this order).
+    private var inflight: [Pending] = []
+    private var inflightHead = 0
+    /// Commands waiting for the first connection.
+    private var waiting: [Pending] = []
+    private var connectDeadline: UInt64 = 0
+    private var backoffMs: UInt64 = 0
+    private var backoffUntil: UInt64 = 0
+    /// Whether a connection attempt failed since the last one that worked.
+    private var hasFailed = false
+    /// Why the current connection is being dropped (for its commands' failures).
+    private var dropReason: RedisFailure?
+    private var timer: LoopTimer?
+
+    /// Called when a connection is made (and, for a subscriber, subscribed).
+    var onReady: (() -> Void)?
+    /// Called with every failure (a lost connection, a failed attempt, a command's error).
+    var onFailure: ((RedisFailure) -> Void)?
+    /// A subscriber's messages (the payload).
+    var onMessage: (([UInt8]) -> Void)?
+
+    init(loop: UnsafeMutablePointer<uv_loop_t>, settings: Settings, subscribeTo channel: [UInt8]? = nil) {
+        self.loop = loop
+        self.settings = settings
+        self.channel = channel
+    }
+
+    var isReady: Bool { state == .ready }
+
+    /// Loop: starts connecting.
+    func start() {
+        guard state == .idle else { return }
+        timer = LoopTimer(loop: loop)
+        connect()
+    }
+
+    /// Loop: drops the connection for good; waiting commands fail with `.closed`.
+    func close() {
+        guard state != .closed else { return }
+        let reason = RedisFailure(.closed, "the cache was closed")
+        drop(reason, reconnect: false)
+        state = .closed
+        failWaiting(reason)
+        timer?.close()
+        timer = nil
+        onReady = nil
+        onFailure = nil
+        onMessage = nil
+    }
+
+    /// Loop: sends a command; `done` is called once, on the loop, with its
+    /// reply (an error reply included) or a failure.
+    func send(_ args: [[UInt8]], _ done: @escaping (Result<RedisReply, RedisFailure>) -> Void) {
+        let now = Clock.monotonicMs()
+        switch state {
+        case .ready:
+            guard pendingCount < settings.pendingMax else {
+                return done(.failure(RedisFailure(.queue, "too many Redis commands waiting")))
+            }
+            write(Pending(args: args, deadline: now &+ settings.commandTimeoutMs, done: done))
+        case .idle, .resolving, .connecting:
+            guard !hasFailed else { return done(.failure(down)) }
+            guard pendingCount < settings.pendingMax else {
+                return done(.failure(RedisFailure(.queue, "too many Redis commands waiting")))
+            }
+            waiting.append(Pending(args: args, deadline: now &+ settings.commandTimeoutMs, done: done))
+            armTimer()
+        case .backoff:
+            done(.failure(down))
+        case .closed:
+            done(.failure(RedisFailure(.closed, "the cache was closed")))
+        }
+    }
+
+    private var down: RedisFailure { RedisFailure(.down, "Redis is not connected (reconnecting)") }
+
+    private var pendingCount: Int { inflight.count - inflightHead + waiting.count }
+
+    // MARK: - Connecting
+
+    private func connect() {
+        guard state != .closed else { return }
+        connectDeadline = Clock.monotonicMs() &+ settings.connectTimeoutMs
+        switch settings.url.address {
+        case .unix(let path):
+            state = .connecting
+            open(redisAsyncConnectUnix(path))
+        case .tcp(let host, let port):
+            if isNumericAddress(host) {
+                state = .connecting
+                open(redisAsyncConnect(host, Int32(port)))
+            } else {
+                state = .resolving
+                resolve(host, port: port)
+            }
+        }
+        armTimer()
+    }
+
+    private func isNumericAddress(_ host: String) -> Bool {
+        var v4 = in_addr()
+        var v6 = in6_addr()
+        return inet_pton(AF_INET, host, &v4) == 1 || inet_pton(AF_INET6, host, &v6) == 1
+    }
+
+    /// Resolves `host` on libuv's thread pool (getaddrinfo blocks).
+    private func resolve(_ host: String, port: UInt16) {
+        let request = UnsafeMutablePointer<uv_getaddrinfo_t>.allocate(capacity: 1)
+        let box = Unmanaged.passRetained(ResolveBox(self, port: port))
+        request.pointee.data = box.toOpaque()
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        let rc = uv_getaddrinfo(loop, request, { req, status, result in
+            guard let req else { return }
+            let box = Unmanaged<ResolveBox>.fromOpaque(req.pointee.data).takeRetainedValue()
+            req.deallocate()
+            var address: String?
+            if status == 0, let info = result, let sa = info.pointee.ai_addr {
+                var name = [CChar](repeating: 0, count: 64)
+                if info.pointee.ai_family == AF_INET6 {
+                    sa.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { _ = uv_ip6_name($0, &name, 64) }
+                } else {
+                    sa.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { _ = uv_ip4_name($0, &name, 64) }
+                }
+                address = String(decoding: name.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) },
+                                  as: UTF8.self)
+            }
+            if let result { uv_freeaddrinfo(result) }
+            box.connection?.resolved(address, port: box.port, status: status)
+        }, host, nil, &hints)
+        if rc != 0 {
+            box.release()
+            request.deallocate()
+            failed(RedisFailure(.connect, "cannot resolve \(host): \(String(cString: uv_strerror(rc)))"))
+        }
+    }
+
+    private final class ResolveBox {
+        weak var connection: RedisConnection?
+        let port: UInt16
+        init(_ connection: RedisConnection, port: UInt16) {
+            self.connection = connection
+            self.port = port
+        }
+    }
+
+    private func resolved(_ address: String?, port: UInt16, status: Int32) {
+        guard state == .resolving else { return }
+        guard let address else {
+            return failed(RedisFailure(.connect, "cannot resolve the host: \(String(cString: uv_strerror(status)))"))
+        }
+        state = .connecting
+        open(redisAsyncConnect(address, Int32(port)))
+    }
+
+    /// Attaches a context hiredis made (connecting, not yet connected) to the loop.
+    private func open(_ ac: UnsafeMutablePointer<redisAsyncContext>?) {
+        guard let ac else { return failed(RedisFailure(.connect, "out of memory")) }
+        if ac.pointee.err != 0 {
+            let message = errorString(ac)
+            redisAsyncFree(ac)
+            return failed(RedisFailure(.connect, message))
+        }
+        guard lds_redis_attach(ac, UnsafeMutableRawPointer(loop)) == REDIS_OK else {
+            redisAsyncFree(ac)
+            return failed(RedisFailure(.connect, "cannot watch the socket"))
+        }
+        ac.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+        redisAsyncSetConnectCallback(ac) { ac, status in
+            guard let ac, let data = ac.pointee.data else { return }
+            Unmanaged<RedisConnection>.fromOpaque(data).takeUnretainedValue()
+                .connected(UnsafeMutablePointer(mutating: ac), ok: status == REDIS_OK)
+        }
+        redisAsyncSetDisconnectCallback(ac) { ac, _ in
+            guard let ac, let data = ac.pointee.data else { return }
+            Unmanaged<RedisConnection>.fromOpaque(data).takeUnretainedValue()
+                .disconnected(UnsafeMutablePointer(mutating: ac))
+        }
+        context = ac
+    }
+
+    private func errorString(_ ac: UnsafeMutablePointer<redisAsyncContext>) -> String {
+        withUnsafeBytes(of: ac.pointee.c.errstr) { raw in
+            String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+        }
+    }
+
+    /// hiredis: the connection attempt ended. On failure hiredis frees the context.
+    private func connected(_ ac: UnsafeMutablePointer<redisAsyncContext>, ok: Bool) {
+        guard ac == context else { return }
+        guard ok else {
+            let message = errorString(ac)
+            ac.pointee.data = nil
+            context = nil
+            return failed(RedisFailure(.connect, message.isEmpty ? "cannot connect" : message))
+        }
+        // AUTH and SELECT go first; commands may follow at once (pipelined).
+        if let password = settings.url.password {
+            var auth: [[UInt8]] = [Array("AUTH".utf8)]
+            if let user = settings.url.user { auth.append(Array(user.utf8)) }
+            auth.append(Array(password.utf8))
+            handshake(auth)
+        }
+        if settings.url.database != 0 {
+            handshake([Array("SELECT".utf8), Array(String(settings.url.database).utf8)])
+        }
+        if let channel {
+            subscribe(ac, channel)
+        }
+        state = .ready
+        hasFailed = false
+        backoffMs = 0
+        let queued = waiting
+        waiting = []
+        for pending in queued { write(pending) }
+        armTimer()
+        // A subscriber is ready once Redis confirms the subscription.
+        if channel == nil { onReady?() }
+    }
+
+    private func handshake(_ args: [[UInt8]]) {
+        write(Pending(args: args, deadline: Clock.monotonicMs() &+ settings.commandTimeoutMs) { [weak self] result in
+            switch result {
+            case .success(.error(let message)):
+                self?.drop(RedisFailure(.auth, "\(String(decoding: args[0], as: UTF8.self)) refused: \(message)"))
+            case .success, .failure: break
+            }
+        })
+    }
+
+    /// hiredis: the connection is gone (hiredis frees the context after this).
+    private func disconnected(_ ac: UnsafeMutablePointer<redisAsyncContext>) {
+        ac.pointee.data = nil
+        guard ac == context else { return }
+        context = nil
+        let reason = dropReason ?? RedisFailure(.connect, "connection lost: \(errorString(ac))")
+        dropReason = nil
+        failInflight(reason)
+        failed(reason)
+    }
+
+    /// A connection attempt failed or a connection was lost: commands
+    /// waiting for the first connection fail, and a new attempt follows
+    /// the back-off.
+    private func failed(_ failure: RedisFailure) {
+        guard state != .closed else { return }
+        hasFailed = true
+        failWaiting(failure)
+        backoffMs = backoffMs == 0 ? 50 : min(backoffMs &* 2, max(settings.reconnectMaxMs, 50))
+        backoffUntil = Clock.monotonicMs() &+ backoffMs
+        state = .backoff
+        onFailure?(failure)
+        armTimer()
+    }
+
+    /// Drops the current connection: every command on it fails with `reason`.
+    private func drop(_ reason: RedisFailure, reconnect: Bool = true) {
+        guard let ac = context else {
+            if state == .resolving || state == .connecting, reconnect { failed(reason) }
+            return
+        }
+        context = nil
+        ac.pointee.data = nil
+        let wasReady = state == .ready
+        // The commands fail with the reason first; freeing then calls their
+        // callbacks with no reply, which find them done (inside a hiredis
+        // callback the free is deferred until it returns).
+        failInflight(reason)
+        redisAsyncFree(ac)
+        if reconnect {
+            failed(reason)
+        } else if wasReady {
+            state = .backoff
+        }
+    }
+
+    private func failWaiting(_ failure: RedisFailure) {
+        let failing = waiting
+        waiting = []
+        for pending in failing { pending.done(.failure(failure)) }
+    }
+
+    private func failInflight(_ failure: RedisFailure) {
+        // Each command's callback runs once: with no reply when hiredis
+        // frees the context. Those that have not run yet are failed here
+        // and marked done.
+        let failing = inflight[inflightHead...]
+        inflight = []
+        inflightHead = 0
+        for pending in failing { pending.finish(.failure(failure)) }
+    }
+
+    // MARK: - Commands
+
+    /// Sends `pending` on the ready connection.
+    private func write(_ pending: Pending) {
+        guard let ac = context else {
+            return pending.done(.failure(down))
+        }
+        let args = pending.args
+        pending.args = []
+        var lengths = args.map { $0.count }
+        var flat: [UInt8] = []
+        flat.reserveCapacity(lengths.reduce(0, &+))
+        for arg in args { flat.append(contentsOf: arg) }
+        let box = Unmanaged.passRetained(pending)
+        let rc: Int32 = flat.withUnsafeBufferPointer { buffer in
+            var pointers: [UnsafePointer<CChar>?] = []
+            pointers.reserveCapacity(args.count)
+            var offset = 0
+            let base = UnsafeRawPointer(buffer.baseAddress) ?? UnsafeRawPointer(bitPattern: 1)!
+            for length in lengths {
+                pointers.append((base + offset).assumingMemoryBound(to: CChar.self))
+                offset += length
+            }
+            return pointers.withUnsafeMutableBufferPointer { argv in
+                lengths.withUnsafeMutableBufferPointer { argvlen in
+                    redisAsyncCommandArgv(ac, { ac, reply, privdata in
+                        guard let privdata else { return }
+                        let pending = Unmanaged<Pending>.fromOpaque(privdata).takeRetainedValue()
+                        let connection = ac?.pointee.data.map {
+                            Unmanaged<RedisConnection>.fromOpaque($0).takeUnretainedValue()
+                        }
+                        connection?.replied(pending, reply.map { RedisReply(UnsafeRawPointer($0)) })
+                        if connection == nil { pending.finish(reply.map { .success(RedisReply(UnsafeRawPointer($0))) }
+                                                                ?? .failure(RedisFailure(.connect, "connection lost"))) }
+                    }, box.toOpaque(), Int32(args.count), argv.baseAddress, argvlen.baseAddress)
+                }
+            }
+        }
+        guard rc == REDIS_OK else {
+            box.release()
+            return pending.finish(.failure(RedisFailure(.connect, "cannot send: \(errorString(ac))")))
+        }
+        inflight.append(pending)
+        if inflight.count - inflightHead == 1 { armTimer() }
+    }
+
+    /// hiredis: a command's reply came, or (nil) its connection is gone.
+    private func replied(_ pending: Pending, _ reply: RedisReply?) {
+        if inflightHead < inflight.count, inflight[inflightHead] === pending {
+            inflightHead += 1
+            if inflightHead == inflight.count {
+                inflight.removeAll(keepingCapacity: true)
+                inflightHead = 0
+            } else if inflightHead >= 1024 && inflightHead * 2 >= inflight.count {
+                inflight.removeFirst(inflightHead)
+                inflightHead = 0
+            }
+        }
+        if let reply {
+            pending.finish(.success(reply))
+        } else {
+            pending.finish(.failure(dropReason ?? RedisFailure(.connect, "connection lost")))
+        }
+    }
+
+    // MARK: - Subscription
+
+    private func subscribe(_ ac: UnsafeMutablePointer<redisAsyncContext>, _ channel: [UInt8]) {
+        let args: [[UInt8]] = [Array("SUBSCRIBE".utf8), channel]
+        let lengths = args.map { $0.count }
+        let flat = args.flatMap { $0 }
+        _ = flat.withUnsafeBufferPointer { buffer -> Int32 in
+            let base = UnsafeRawPointer(buffer.baseAddress!)
+            var pointers: [UnsafePointer<CChar>?] = [base.assumingMemoryBound(to: CChar.self),
+                                                     (base + lengths[0]).assumingMemoryBound(to: CChar.self)]
+            var lens = lengths
+            // The connection (not retained) is the callback's data: hiredis
+            // calls it for the confirmation and every message, and with no
+            // reply once when the context is freed.
+            return redisAsyncCommandArgv(ac, { ac, reply, _ in
+                guard let reply, let data = ac?.pointee.data else { return }
+                let connection = Unmanaged<RedisConnection>.fromOpaque(data).takeUnretainedValue()
+                connection.subscriptionReply(RedisReply(UnsafeRawPointer(reply)))
+            }, nil, 2, &pointers, &lens)
+        }
+    }
+
+    private func subscriptionReply(_ reply: RedisReply) {
+        guard case .array(let items) = reply, items.count == 3, case .string(let kind) = items[0] else { return }
+        if kind == Array("message".utf8), case .string(let payload) = items[2] {
+            onMessage?(payload)
+        } else if kind == Array("subscribe".utf8) {
+            onReady?()
+        }
+    }
+
+    // MARK: - Deadlines
+
+    /// Arms the timer for the nearest deadline: the connection attempt's,
+    /// the oldest command's, or the back-off's end.
+    private func armTimer() {
+        guard let timer else { return }
+        var next = UInt64.max
+        switch state {
+        case .resolving, .connecting: next = connectDeadline
+        case .backoff: next = backoffUntil
+        case .idle, .ready, .closed: break
+        }
+        if inflightHead < inflight.count { next = min(next, inflight[inflightHead].deadline) }
+        if let first = waiting.first { next = min(next, first.deadline) }
+        guard next != .max else { return timer.stop() }
+        let now = Clock.monotonicMs()
+        timer.start(after: next > now ? next - now : 0) { [weak self] in self?.deadlinePassed() }
+    }
+
+    private func deadlinePassed() {
+        let now = Clock.monotonicMs()
+        switch state {
+        case .resolving, .connecting where now >= connectDeadline:
+            let reason = RedisFailure(.timedOut, "no connection within \(settings.connectTimeoutMs) ms")
+            if context != nil { drop(reason) } else { failed(reason) }
+            return
+        case .backoff where now >= backoffUntil:
+            connect()
+            return
+        default: break
+        }
+        if inflightHead < inflight.count, inflight[inflightHead].deadline <= now {
+            // hiredis cannot abandon one command: the connection goes.
+            let reason = RedisFailure(.timedOut, "no reply within \(settings.commandTimeoutMs) ms")
+            dropReason = reason
+            drop(reason)
+            dropReason = nil
+            return
+        }
+        while let first = waiting.first, first.deadline <= now {
+            waiting.removeFirst()
+            first.done(.failure(RedisFailure(.timedOut, "no connection within \(settings.commandTimeoutMs) ms")))
+        }
+        armTimer()
+    }
+}

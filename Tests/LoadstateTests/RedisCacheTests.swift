@@ -1,0 +1,268 @@
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+@_spi(LoadstateC) @testable import Loadstate
+
+/// The Redis cache against a real redis-server. Two runtimes with their own
+/// Redis cache on one server stand for two processes (the C tests fork).
+@Suite(.serialized, .timeLimit(.minutes(2)))
+struct RedisCacheTests {
+    let redis: TestRedis
+
+    init() throws {
+        redis = try TestRedis()
+    }
+
+    /// A runtime with a manual loader, one cell and a Redis cache under `prefix`.
+    struct Process {
+        let f: CoreFixture
+        let cache: RedisCache
+
+        init(_ redis: TestRedis, prefix: String, leaseMs: UInt64 = 10_000, reconnectMaxMs: UInt64 = 200) throws {
+            f = try CoreFixture()
+            var options = RedisCache.Options()
+            options.keyPrefix = Array(prefix.utf8)
+            options.leaseMs = leaseMs
+            options.reconnectMaxMs = reconnectMaxMs
+            options.commandTimeoutMs = 1_000
+            cache = try RedisCache(url: redis.url, options: options, runtime: f.runtime)
+        }
+
+        /// A shared, cache-first load of `key`.
+        func load(_ key: String, policy: CachePolicy = .cacheFirst) {
+            let use = CacheUse<String>(store: cache, key: Array(key.utf8), policy: policy, freshMs: 60_000,
+                                       encode: { Array($0.utf8) }, decode: { String(decoding: $0, as: UTF8.self) })
+            let spec = LoadSpec(loader: f.loader as Loader<String, String>, request: key,
+                                options: LoadOptions(shareKey: Array(key.utf8)), cache: use)
+            f.cell.noteLoadRequested(loader: f.loader.id)
+            f.onLoop { $0.load(spec) }
+        }
+
+        /// The next event that ends a load (loaded or error).
+        func settled() async -> CellState<String, String> {
+            while true {
+                let event = await f.log.next()
+                if event.state.status == .loaded || event.state.status == .error, !event.state.isRefreshing {
+                    return event.state
+                }
+            }
+        }
+    }
+
+    /// Waits (5 s at most) until `done`: for counters of the cache, which
+    /// move on the loop when Redis answers.
+    private func waitUntil(_ done: () -> Bool) async {
+        let deadline = Loadstate.Clock.monotonicMs() + 5_000
+        while !done() && Loadstate.Clock.monotonicMs() < deadline { usleep(1_000) }
+        #expect(done())
+    }
+
+    private func text(_ entry: CacheEntry?) -> String? {
+        entry.map { String(decoding: $0.value, as: UTF8.self) }
+    }
+
+    @Test func directCallsRoundTripThroughRedis() async throws {
+        let p = try Process(redis, prefix: "direct:")
+        defer { p.f.close() }
+        try p.cache.put(Array("a/1".utf8), Array("one".utf8))
+        try p.cache.put(Array("a/2".utf8), Array("two".utf8))
+        try p.cache.put(Array("b/1".utf8), Array("three".utf8))
+        #expect(text(try p.cache.get(Array("a/1".utf8))) == "one")
+        #expect(try p.cache.get(Array("missing".utf8)) == nil)
+        #expect(Set(try p.cache.keys(prefix: Array("a/".utf8)).map { String(decoding: $0, as: UTF8.self) })
+                == ["a/1", "a/2"])
+        #expect(try p.cache.markStale(prefix: Array("a/".utf8)) == 2)
+        #expect(try p.cache.get(Array("a/1".utf8))?.isStale == true)
+        #expect(try p.cache.remove(Array("a/1".utf8)))
+        #expect(try !p.cache.remove(Array("a/1".utf8)))
+        let stats = try p.cache.stats()
+        #expect(stats.hits == 2 && stats.misses == 1)
+        // Another prefix is another namespace.
+        let other = try Process(redis, prefix: "other:")
+        defer { other.f.close() }
+        #expect(try other.cache.get(Array("a/2".utf8)) == nil)
+        try p.cache.clear()
+        #expect(try p.cache.keys(prefix: []).isEmpty)
+        #expect(p.cache.status().connected)
+    }
+
+    @Test func aValueOverTheBoundIsNotStored() async throws {
+        let f = try CoreFixture()
+        defer { f.close() }
+        var options = RedisCache.Options()
+        options.keyPrefix = Array("big:".utf8)
+        options.maxValueBytes = 1_000
+        let cache = try RedisCache(url: redis.url, options: options, runtime: f.runtime)
+        #expect(throws: CacheError.self) { try cache.put(Array("k".utf8), [UInt8](repeating: 1, count: 1_001)) }
+        #expect(cache.status().lastErrorCode == .tooBig)
+        #expect(try cache.get(Array("k".utf8)) == nil)
+    }
+
+    @Test func badURLsAreRefused() throws {
+        let f = try CoreFixture()
+        defer { f.close() }
+        for url in ["rediss://127.0.0.1:6379", "http://x", "redis://", "redis://host:99999", "redis://h/x",
+                    "unix://relative", "redis://a b"] {
+            #expect(throws: CacheError.self) { try RedisCache(url: url, runtime: f.runtime) }
+        }
+        let parsed = RedisURL("redis://user:s%40cret@[::1]:7000/3")
+        #expect(parsed?.address == .tcp(host: "::1", port: 7000))
+        #expect(parsed?.password == "s@cret" && parsed?.user == "user" && parsed?.database == 3)
+        #expect(RedisURL("unix:///run/redis.sock?db=2")?.address == .unix(path: "/run/redis.sock"))
+    }
+
+    @Test func sharedLoadsOfTwoProcessesCallOneLoader() async throws {
+        let a = try Process(redis, prefix: "share:")
+        let b = try Process(redis, prefix: "share:")
+        defer { a.f.close(); b.f.close() }
+        a.load("k")
+        let job = await a.f.loader.nextJob()  // A holds the lease now
+        b.load("k")
+        #expect(await b.f.log.next().state.status == .loading)
+        await waitUntil { b.cache.status().leasesWaited == 1 }
+        a.f.submit(.succeed("from A"), job)
+        #expect(await a.settled().value == "from A")
+        #expect(await b.settled().value == "from A")
+        #expect(b.f.loader.startedJobs == 0)
+        await waitUntil { a.cache.status().published == 1 }
+        #expect(b.cache.status().leasesWaited == 1 && b.cache.status().resultsReceived == 1)
+    }
+
+    @Test func aCancelledHolderHandsTheLeaseOver() async throws {
+        let a = try Process(redis, prefix: "handover:")
+        let b = try Process(redis, prefix: "handover:")
+        defer { a.f.close(); b.f.close() }
+        a.load("k")
+        _ = await a.f.loader.nextJob()
+        b.load("k")
+        #expect(await b.f.log.next().state.status == .loading)
+        await waitUntil { b.cache.status().leasesWaited == 1 }
+        a.f.onLoop { $0.cancel() }  // the lease is released: B takes it at once
+        let job = await b.f.loader.nextJob()
+        b.f.submit(.succeed("from B"), job)
+        #expect(await b.settled().value == "from B")
+        #expect(b.cache.status().takeovers == 1)
+    }
+
+    @Test func aHolderWhoseLeaseExpiredIsFenced() async throws {
+        let a = try Process(redis, prefix: "fence:", leaseMs: 300)
+        let b = try Process(redis, prefix: "fence:", leaseMs: 300)
+        defer { a.f.close(); b.f.close() }
+        a.load("k")
+        let late = await a.f.loader.nextJob()
+        b.load("k")
+        // A's lease expires without a result: B takes the key over.
+        let job = await b.f.loader.nextJob()
+        b.f.submit(.succeed("from B"), job)
+        #expect(await b.settled().value == "from B")
+        // A finishes late: its value is shown to its own cell, not stored.
+        a.f.submit(.succeed("from A"), late)
+        #expect(await a.settled().value == "from A")
+        await withCheckedContinuation { done in a.f.runtime.loop.execute { done.resume() } }
+        await waitUntil { a.cache.status().fenced == 1 }
+        #expect(text(try b.cache.get(Array("k".utf8))) == "from B")
+    }
+
+    /// The leases outlive the time limit: a reload that waited for a lease
+    /// to expire instead of for the other process's result fails.
+    @Test(.timeLimit(.minutes(1))) func invalidationReachesTheOtherProcess() async throws {
+        let a = try Process(redis, prefix: "inval:", leaseMs: 120_000)
+        let b = try Process(redis, prefix: "inval:", leaseMs: 120_000)
+        defer { a.f.close(); b.f.close() }
+        for p in [a, b] {
+            p.f.loader.onStart = { id, runtime in
+                runtime.submit(.succeed("v\(Int.random(in: 0..<1_000_000))"), job: id, of: Job<String, String>.self)
+            }
+        }
+        a.load("user/1")
+        let first = await a.settled().value
+        b.load("user/1")
+        #expect(await b.settled().value == first)  // from the cache
+        try a.f.runtime.invalidate(a.cache, prefix: Array("user/".utf8))
+        // B's cell shows its value stale while it reloads, then the new value.
+        let stale = await b.f.log.next().state
+        #expect(stale.isStale && stale.isRefreshing && stale.value == first)
+        let reloaded = await b.settled().value
+        #expect(reloaded != first)
+        #expect(await a.settled().value == reloaded)
+        // One of the two processes called its loader for the reload.
+        #expect(a.f.loader.startedJobs + b.f.loader.startedJobs == 2)
+        #expect(b.cache.status().invalidations == 1)
+    }
+
+    @Test func loadsCompleteWhileRedisIsDownAndTheCacheResumes() async throws {
+        let p = try Process(redis, prefix: "down:")
+        defer { p.f.close() }
+        try p.cache.put(Array("k".utf8), Array("v".utf8))
+        redis.stop()
+        do {
+            try p.cache.put(Array("k".utf8), Array("w".utf8))
+            Issue.record("a put with Redis down succeeded")
+        } catch {
+            #expect(error.code == .redis)
+        }
+        p.f.loader.onStart = { id, runtime in
+            runtime.submit(.succeed("loaded"), job: id, of: Job<String, String>.self)
+        }
+        p.load("other")
+        #expect(await p.settled().value == "loaded")
+        // A cache-only load cannot complete without Redis: an error of its domain.
+        p.load("k", policy: .cacheOnly)
+        let failed = await p.settled()
+        #expect(failed.status == .error && failed.error?.domain == .redis)
+        try redis.start()
+        let deadline = Loadstate.Clock.monotonicMs() + 10_000
+        while !p.cache.status().connected && Loadstate.Clock.monotonicMs() < deadline { usleep(10_000) }
+        #expect(p.cache.status().connected)
+        try p.cache.put(Array("k".utf8), Array("again".utf8))
+        #expect(text(try p.cache.get(Array("k".utf8))) == "again")
+    }
+
+    @Test func theFrontTierServesHitsAndDropsWhatOtherProcessesChange() async throws {
+        let f = try CoreFixture()
+        defer { f.close() }
+        var options = RedisCache.Options()
+        options.keyPrefix = Array("front:".utf8)
+        options.memoryMaxEntries = 100
+        let a = try RedisCache(url: redis.url, options: options, runtime: f.runtime)
+        let b = try Process(redis, prefix: "front:")
+        defer { b.f.close() }
+        // A subscription that comes up drops the front tier: wait for it first.
+        await waitUntil { a.status().subscribed }
+        try a.put(Array("k".utf8), Array("one".utf8))
+        #expect(text(try a.get(Array("k".utf8))) == "one")
+        // The entry is in A's front tier; a cache-first load finds it
+        // without a round trip (the loop answers at once).
+        let front = await withCheckedContinuation { done in f.runtime.loop.execute { done.resume(returning: a.hasLocalEntry(Array("k".utf8))) } }
+        #expect(front)
+        #expect(try a.stats().entries == 1)
+        // B's put is published: A's front entry goes, and A reads the new value.
+        try b.cache.put(Array("k".utf8), Array("two".utf8))
+        let deadline = Loadstate.Clock.monotonicMs() + 5_000
+        while Loadstate.Clock.monotonicMs() < deadline {
+            let dropped = await withCheckedContinuation { done in
+                f.runtime.loop.execute { done.resume(returning: !a.hasLocalEntry(Array("k".utf8))) }
+            }
+            if dropped { break }
+            usleep(2_000)
+        }
+        #expect(text(try a.get(Array("k".utf8))) == "two")
+    }
+
+    @Test func callsOnTheLoopThreadAreRefused() async throws {
+        let p = try Process(redis, prefix: "loop:")
+        defer { p.f.close() }
+        let refused = await withCheckedContinuation { done in
+            p.f.runtime.loop.execute {
+                do {
+                    _ = try p.cache.keys(prefix: [])
+                    done.resume(returning: false)
+                } catch {
+                    done.resume(returning: (error as? CacheError)?.code == .wrongState)
+                }
+            }
+        }
+        #expect(refused)
+    }
+}

@@ -143,18 +143,36 @@ def test_a_shared_load_calls_one_loader_among_two_runtimes(rt, other_rt, server)
     assert (waiter_status.leases_taken, waiter_status.results_received) == (0, 1)
 
 
-def test_a_lease_released_by_a_closed_runtime_is_taken_over(server, other_rt):
+def test_a_lease_released_by_a_cancelled_load_is_taken_over(rt, other_rt, server):
+    holder_jobs = Jobs(rt)
+    waiter = Counting(other_rt, b"loaded by the waiter: ")
+    cache, other_cache = open_cache(rt, server), open_cache(other_rt, server)
+    holder = rt.loadable(holder_jobs.loader)
+    holder.load(b"k", share=True, cache=cache)
+    holder_jobs.next()
+    assert server.command("KEYS", "test:l:*") == [b"test:l:k"]
+    load = other_rt.loadable(waiter.loader).load(b"k", share=True, cache=other_cache)
+    wait_for(lambda: other_cache.status().leases_waited == 1, "the second runtime waits for the lease")
+    holder.cancel()
+    assert load.value(WAIT) == b"loaded by the waiter: k"
+    assert waiter.calls == [b"k"] and other_cache.status().takeovers == 1
+
+
+@pytest.mark.xfail(strict=True, reason="library bug: lds_runtime_free cancels the holder's job but leaves its "
+                                       "Redis lease until lease_ms passes")
+def test_a_lease_of_a_closed_runtime_is_released(server, other_rt):
     waiter = Counting(other_rt, b"loaded by the waiter: ")
     other_cache = open_cache(other_rt, server)
     with loadstate.Runtime() as rt:
         holder_jobs = Jobs(rt)
-        cache = open_cache(rt, server)
+        cache = open_cache(rt, server, lease=5)
         rt.loadable(holder_jobs.loader).load(b"k", share=True, cache=cache)
         holder_jobs.next()
         load = other_rt.loadable(waiter.loader).load(b"k", share=True, cache=other_cache)
         wait_for(lambda: other_cache.status().leases_waited == 1, "the second runtime waits for the lease")
-    # Closing the holder's runtime cancelled its job, which released the lease.
-    assert load.value(WAIT) == b"loaded by the waiter: k"
+    # Closing the holder's runtime cancels its job, which releases the lease: the waiter takes over at once,
+    # well before the lease's 5 s have passed.
+    assert load.value(2) == b"loaded by the waiter: k"
     assert waiter.calls == [b"k"] and other_cache.status().takeovers == 1
 
 

@@ -56,28 +56,46 @@ class RedisServer:
         self.port = free_port()
         self.url = f"redis://127.0.0.1:{self.port}/0"
         self.process: Optional[subprocess.Popen[bytes]] = None
+        self.started_once = False
         self.start()
 
     def start(self) -> None:
-        """Starts the server (again) on its port; returns once it answers PING."""
+        """Starts the server (again) on its port; returns once it answers as the process started.
+
+        The first start takes another free port when the one chosen was taken meanwhile (by a server of
+        another test, which would otherwise answer in its place).
+        """
         assert self.process is None, "the server runs already"
-        self.process = subprocess.Popen(
+        for _ in range(10):
+            if self._start_once():
+                return
+            if self.started_once:
+                break
+            self.port = free_port()
+            self.url = f"redis://127.0.0.1:{self.port}/0"
+        log = self.folder / "redis.log"
+        raise RuntimeError(f"redis-server did not start on port {self.port}:\n"
+                           f"{log.read_text(errors='replace') if log.exists() else ''}")
+
+    def _start_once(self) -> bool:
+        """One start on ``self.port``: whether this process answers there."""
+        process = subprocess.Popen(
             [self.program, "--bind", "127.0.0.1", "--port", str(self.port), "--dir", str(self.folder),
              "--save", "", "--appendonly", "no", "--daemonize", "no", "--logfile", str(self.folder / "redis.log")],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.process = process
         deadline = time.monotonic() + STARTUP
-        while True:
+        while process.poll() is None and time.monotonic() < deadline:
             try:
-                if self.command("PING") == "PONG":
-                    return
-            except OSError:
-                pass
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                log = (self.folder / "redis.log").read_text(errors="replace") if (
-                    self.folder / "redis.log").exists() else ""
-                self._end(signal.SIGKILL)
-                raise RuntimeError(f"redis-server did not start on port {self.port}:\n{log}")
+                info = self.command("INFO", "server")
+            except (OSError, RuntimeError):
+                info = None
+            if isinstance(info, bytes) and f"process_id:{process.pid}\r\n".encode() in info:
+                self.started_once = True
+                return True
             time.sleep(0.02)
+        self._end(signal.SIGKILL)
+        return False
 
     def stop(self) -> None:
         """Stops the server with SIGTERM and waits for it to exit."""

@@ -28,6 +28,7 @@ pub struct RedisServer {
     pub port: u16,
     pub url: String,
     child: Option<Child>,
+    started_once: bool,
 }
 
 /// The redis-server program, installed from Debian's package when missing.
@@ -73,43 +74,65 @@ impl RedisServer {
         let folder = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("redis-{}-{port}", std::process::id()));
         let _ = std::fs::remove_dir_all(&folder);
         std::fs::create_dir_all(&folder).unwrap();
-        let mut server =
-            RedisServer { program: program(), folder, port, url: format!("redis://127.0.0.1:{port}/0"), child: None };
+        let mut server = RedisServer {
+            program: program(),
+            folder,
+            port,
+            url: format!("redis://127.0.0.1:{port}/0"),
+            child: None,
+            started_once: false,
+        };
         server.start();
         server
     }
 
-    /// Starts the server (again) on its port; returns once it answers PING.
+    /// Starts the server (again) on its port; returns once it answers as
+    /// the process started. The first start takes another free port when
+    /// the one chosen was taken meanwhile (by a server of another test,
+    /// which would otherwise answer in its place).
     pub fn start(&mut self) {
         assert!(self.child.is_none(), "the server runs already");
-        let log = self.folder.join("redis.log");
+        for _ in 0..10 {
+            if self.start_once() {
+                self.started_once = true;
+                return;
+            }
+            if self.started_once {
+                break;
+            }
+            self.port = free_port();
+            self.url = format!("redis://127.0.0.1:{}/0", self.port);
+        }
+        let text = std::fs::read_to_string(self.folder.join("redis.log")).unwrap_or_default();
+        panic!("redis-server did not start on port {}:\n{text}", self.port);
+    }
+
+    /// One start on `self.port`: whether this process answers there.
+    fn start_once(&mut self) -> bool {
         let child = Command::new(&self.program)
             .args(["--bind", "127.0.0.1", "--port", &self.port.to_string(), "--save", "", "--appendonly", "no"])
             .args(["--daemonize", "no", "--dir"])
             .arg(&self.folder)
             .arg("--logfile")
-            .arg(&log)
+            .arg(self.folder.join("redis.log"))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start {}: {e}", self.program.display()));
+        let ours = format!("process_id:{}\r\n", child.id());
         self.child = Some(child);
         let deadline = Instant::now() + STARTUP;
-        loop {
-            if let Ok(Reply::Status(pong)) = self.try_command(&["PING"]) {
-                if pong == "PONG" {
-                    return;
+        while Instant::now() < deadline && self.child.as_mut().unwrap().try_wait().unwrap().is_none() {
+            if let Ok(Reply::Bulk(Some(info))) = self.try_command(&["INFO", "server"]) {
+                if String::from_utf8_lossy(&info).contains(&ours) {
+                    return true;
                 }
-            }
-            let exited = self.child.as_mut().unwrap().try_wait().unwrap().is_some();
-            if exited || Instant::now() > deadline {
-                let text = std::fs::read_to_string(&log).unwrap_or_default();
-                self.end("-KILL");
-                panic!("redis-server did not start on port {}:\n{text}", self.port);
             }
             std::thread::sleep(Duration::from_millis(20));
         }
+        self.end("-KILL");
+        false
     }
 
     /// Stops the server with SIGTERM and waits for it to exit.

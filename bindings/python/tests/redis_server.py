@@ -1,8 +1,9 @@
 """A real redis-server for the tests: on 127.0.0.1, a free port and its own temporary folder, never 6379.
 
-``with RedisServer() as server:`` starts one; ``server.url`` is its URL, ``server.stop()`` (SIGTERM) and
-``server.kill()`` (SIGKILL) end it, ``server.start()`` starts it again on the same port, and
-``server.command("KEYS", "*")`` sends one command. redis-server is installed with apt-get (as the
+``with RedisServer() as server:`` starts one; ``server.url`` is its URL (``server.socket`` the path of its
+unix socket), ``server.stop()`` (SIGTERM) and ``server.kill()`` (SIGKILL) end it, ``server.start()`` starts
+it again on the same port, and ``server.command("KEYS", "*")`` sends one command. ``RedisServer(password=...)``
+makes a server that requires AUTH. redis-server is installed with apt-get (as the
 Makefile installs what it needs) when it is missing; when that fails, the tests fail saying so.
 """
 
@@ -50,9 +51,11 @@ Reply = Union[None, int, bytes, str, List["Reply"]]
 class RedisServer:
     """A redis-server process of one test; see the module's documentation."""
 
-    def __init__(self) -> None:
+    def __init__(self, password: Optional[str] = None) -> None:
         self.program = redis_server_program()
+        self.password = password
         self.folder = Path(tempfile.mkdtemp(prefix="loadstate-redis-"))
+        self.socket = str(self.folder / "redis.sock")
         self.port = free_port()
         self.url = f"redis://127.0.0.1:{self.port}/0"
         self.process: Optional[subprocess.Popen[bytes]] = None
@@ -81,7 +84,9 @@ class RedisServer:
         """One start on ``self.port``: whether this process answers there."""
         process = subprocess.Popen(
             [self.program, "--bind", "127.0.0.1", "--port", str(self.port), "--dir", str(self.folder),
-             "--save", "", "--appendonly", "no", "--daemonize", "no", "--logfile", str(self.folder / "redis.log")],
+             "--save", "", "--appendonly", "no", "--daemonize", "no", "--logfile", str(self.folder / "redis.log"),
+             "--unixsocket", self.socket, "--unixsocketperm", "700"]
+            + (["--requirepass", self.password] if self.password is not None else []),
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.process = process
         deadline = time.monotonic() + STARTUP
@@ -114,12 +119,15 @@ class RedisServer:
         self.process = None
 
     def command(self, *args: Union[str, bytes, int]) -> Reply:
-        """Sends one command on a new connection and returns its reply (errors as ``RuntimeError``)."""
-        parts = [arg if isinstance(arg, bytes) else str(arg).encode() for arg in args]
-        request = b"*%d\r\n" % len(parts) + b"".join(b"$%d\r\n%s\r\n" % (len(part), part) for part in parts)
+        """Sends one command on a new connection (after AUTH when the server wants a password) and returns
+        its reply (errors as ``RuntimeError``)."""
         with socket.create_connection(("127.0.0.1", self.port), timeout=STARTUP) as connection:
-            connection.sendall(request)
-            return _read_reply(connection.makefile("rb"))
+            replies = connection.makefile("rb")
+            if self.password is not None:
+                connection.sendall(_request("AUTH", self.password))
+                _read_reply(replies)
+            connection.sendall(_request(*args))
+            return _read_reply(replies)
 
     def __enter__(self) -> "RedisServer":
         return self
@@ -127,6 +135,11 @@ class RedisServer:
     def __exit__(self, *exc_info: object) -> None:
         self.kill()
         shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _request(*args: Union[str, bytes, int]) -> bytes:
+    parts = [arg if isinstance(arg, bytes) else str(arg).encode() for arg in args]
+    return b"*%d\r\n" % len(parts) + b"".join(b"$%d\r\n%s\r\n" % (len(part), part) for part in parts)
 
 
 def _read_reply(stream: BinaryIO) -> Reply:

@@ -261,6 +261,25 @@ def test_a_front_memory_tier_serves_reads_and_drops_invalidated_entries(rt, othe
     assert entry is not None and entry.stale
 
 
+def test_a_unix_socket_url_reaches_the_same_server(rt, server):
+    cache = rt.redis_cache(f"unix://{server.socket}", key_prefix="test:")
+    cache["k"] = b"through the socket"
+    assert server.command("GET", "test:v:k") is not None
+    assert open_cache(rt, server)["k"] == b"through the socket"
+
+
+def test_a_password_in_the_url_is_sent_and_a_wrong_one_is_a_redis_error(rt):
+    with RedisServer(password="s3cret") as server:
+        good = rt.redis_cache(server.url.replace("redis://", "redis://:s3cret@"), key_prefix="test:")
+        good["k"] = b"v"
+        assert good["k"] == b"v"
+        bad = rt.redis_cache(server.url.replace("redis://", "redis://:wrong@"), key_prefix="test:",
+                             reconnect_max=RECONNECT_MAX)
+        with pytest.raises(loadstate.RedisError) as failed:
+            bad["k"] = b"v"
+        assert failed.value.redis_code == RedisCode.EAUTH, failed.value
+
+
 def test_redis_cache_options_are_checked(rt, server):
     for url in ("http://127.0.0.1/", "rediss://127.0.0.1:6380/", "redis://127.0.0.1:notaport/"):
         with pytest.raises(loadstate.InvalidArgument):

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional, Union
 
 from ._library import RedisCacheOptionsC, RedisStatusC
-from .cache import Cache
+from .cache import _MISSING, Cache, Key
 from .codec import BYTES, Codec
 from .enums import Code
 from .errors import Error, InvalidArgument, RedisError, redis_reason
@@ -182,6 +182,13 @@ class RedisCache(Cache[Any]):
             return RedisError(rc, self._core.lib.strerror(rc), detail)
         return RedisError(rc, self._core.lib.strerror(rc), detail, status.last_error_code,
                           status.last_error.decode("utf-8", "replace"))
+
+    def _lookup(self, key: Key) -> Any:
+        """A read waits for a round trip to Redis: each one gets a copy of its own (``lds_cache_get``)
+        instead of holding the lock of the cache's shared read buffer meanwhile, so that threads reading
+        at once wait together, not in turn."""
+        entry = self.entry(key)
+        return _MISSING if entry is None else entry.value
 
     def __len__(self) -> int:
         """How many keys the cache holds in Redis (a listing, as :meth:`keys_with_prefix`)."""

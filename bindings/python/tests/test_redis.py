@@ -264,6 +264,27 @@ def test_a_front_memory_tier_serves_reads_and_drops_invalidated_entries(rt, othe
     assert entry is not None and entry.stale
 
 
+def test_threads_read_and_write_a_redis_cache_at_once(rt, server):
+    cache = open_cache(rt, server, codec=loadstate.TEXT)
+    cache["shared"] = "v"
+    failures: List[BaseException] = []
+
+    def work(number: int) -> None:
+        try:
+            for i in range(50):
+                cache[f"{number}/{i}"] = str(i)
+                assert cache["shared"] == "v" and cache[f"{number}/{i}"] == str(i)
+        except BaseException as exc:  # noqa: B902 - reported by the test thread
+            failures.append(exc)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(WAIT)
+    assert failures == [] and len(cache) == 8 * 50 + 1
+
+
 def test_a_unix_socket_url_reaches_the_same_server(rt, server):
     cache = rt.redis_cache(f"unix://{server.socket}", key_prefix="test:")
     cache["k"] = b"through the socket"

@@ -274,7 +274,7 @@ def test_threads_read_and_write_a_redis_cache_at_once(rt, server):
             for i in range(50):
                 cache[f"{number}/{i}"] = str(i)
                 assert cache["shared"] == "v" and cache[f"{number}/{i}"] == str(i)
-        except BaseException as exc:  # noqa: B902 - reported by the test thread
+        except BaseException as exc:  # reported by the test thread
             failures.append(exc)
 
     threads = [threading.Thread(target=work, args=(n,)) for n in range(8)]

@@ -181,6 +181,24 @@ def test_a_lease_of_a_closed_runtime_is_released(server, other_rt):
     assert waiter.calls == [b"k"] and other_cache.status().takeovers == 1
 
 
+@pytest.mark.xfail(strict=True, reason="library bug: a load waiting for another process's lease keeps waiting "
+                                       "until the lease would expire when Redis goes down, instead of loading")
+def test_a_load_waiting_for_a_lease_calls_its_loader_when_redis_goes_down(rt, other_rt, server):
+    holder_jobs = Jobs(rt)
+    waiter = Counting(other_rt, b"loaded by the waiter: ")
+    cache, other_cache = open_cache(rt, server, lease=5), open_cache(other_rt, server, lease=5)
+    rt.loadable(holder_jobs.loader).load(b"k", share=True, cache=cache)
+    job = holder_jobs.next()
+    load = other_rt.loadable(waiter.loader).load(b"k", share=True, cache=other_cache)
+    wait_for(lambda: other_cache.status().leases_waited == 1, "the second runtime waits for the lease")
+    server.kill()
+    try:
+        # Redis is unreachable: the waiting load calls its loader, well before the lease's 5 s have passed.
+        assert load.value(2) == b"loaded by the waiter: k"
+    finally:
+        job.succeed(b"loaded by the holder")
+
+
 def test_invalidating_in_one_runtime_reloads_the_cells_of_another(rt, other_rt, server):
     first, second = Counting(rt, b"first "), Counting(other_rt, b"second ")
     cache, other_cache = open_cache(rt, server), open_cache(other_rt, server)

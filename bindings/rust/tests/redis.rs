@@ -202,6 +202,32 @@ fn a_lease_of_a_dropped_runtime_is_released() {
     assert_eq!(waiter_calls.lock().unwrap().len(), 1);
 }
 
+/// Library bug: when Redis goes down, a load waiting for another process's
+/// lease keeps waiting until the lease would have expired (lease_ms, 5 s
+/// here) before it calls its loader; the header says that loads call their
+/// loaders while Redis is unreachable. Run it with `cargo test -- --ignored`.
+#[test]
+#[ignore = "library bug: a load waiting for a lease waits lease_ms when Redis goes down instead of loading"]
+fn a_load_waiting_for_a_lease_calls_its_loader_when_redis_goes_down() {
+    let mut server = RedisServer::new();
+    let (holder, waiter) = (Runtime::new().unwrap(), Runtime::new().unwrap());
+    let leased = options().lease(Duration::from_secs(5));
+    let (holder_cache, waiter_cache) = (open(&holder, &server, leased.clone()), open(&waiter, &server, leased));
+    let (holder_loader, jobs) = job_queue(&holder);
+    let (waiter_loader, _calls) = counting(&waiter, b"waiter ");
+    let (cell, _holder_events) = holder.loadable().unwrap();
+    cell.load_with(&holder_loader, b"k", &LoadOptions::new().share(true).cache(&holder_cache)).unwrap();
+    let job = jobs.next();
+    let (waiting, events) = waiter.loadable().unwrap();
+    waiting.load_with(&waiter_loader, b"k", &LoadOptions::new().share(true).cache(&waiter_cache)).unwrap();
+    wait_for("the second runtime waits for the lease", || waiter_cache.status().unwrap().leases_waited == 1);
+    server.kill();
+    // Redis is unreachable: the waiting load calls its loader, well before the lease's 5 s have passed.
+    let loaded = events.wait_until(|e| e.is_settled(), Duration::from_secs(2));
+    job.succeed(b"holder").unwrap();
+    assert_eq!(loaded.expect("the waiter loads within 2 s").value.as_deref(), Some(&b"waiter k"[..]));
+}
+
 #[test]
 fn invalidating_in_one_runtime_reloads_the_cells_of_another() {
     let server = RedisServer::new();

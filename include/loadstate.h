@@ -1984,8 +1984,11 @@ typedef struct lds_inspector_options {
  * flags, attempt, request preview; values only with
  * LDS_INSPECTOR_SHOW_VALUES; QUEUED among the flags), the jobs in flight
  * with their age, the loaders with their metrics (lds_runtime_stats) and
- * the jobs waiting in the queue of their limits now, and the caches with
- * their entries and hit rates. Opt-in and off by default; for development.
+ * the jobs waiting in the queue of their limits now (each loader's first
+ * 100 in the order they would start, with their priority, their age since
+ * they were queued and their request preview, and how many wait in all),
+ * and the caches with their entries and hit rates. Opt-in and off by
+ * default; for development.
  *
  *   address  "127.0.0.1:PORT" (or "localhost:PORT"); PORT 0 picks a free
  *            port. Other IPv4 addresses need LDS_INSPECTOR_ALLOW_REMOTE.

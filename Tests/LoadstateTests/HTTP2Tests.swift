@@ -92,3 +92,71 @@ struct HTTP2FetchTests {
         }
     }
 }
+
+/// Connection limits observed at the server: nginx names each answer's
+/// connection (X-Connection).
+@Suite(.timeLimit(.minutes(2)))
+struct HTTPConnectionLimitTests {
+    let nginx = TestNginx.shared
+
+    /// How many connections `count` concurrent HTTP/1.1 GETs of 100 KiB used.
+    private func connections(_ options: HTTPLoaderOptions, count: Int = 40) async throws -> Int {
+        let http = BuiltinLoader.http(runtime: try Runtime(), options: options)
+        let url = "http://127.0.0.1:\(nginx.plainPort)/100k"
+        defer { _ = http.runtime.close() }
+        let names = try await withThrowingTaskGroup(of: String?.self) { group in
+            for _ in 0..<count {
+                group.addTask { try await http.fetch(HTTPRequest(url: url, version: .http1)).header("X-Connection") }
+            }
+            var names: Set<String> = []
+            for try await name in group { if let name { names.insert(name) } }
+            return names
+        }
+        return names.count
+    }
+
+    @Test func maxPerHostBoundsTheConnectionsToOneHost() async throws {
+        // Without a limit the concurrent GETs open many connections, so the
+        // bounds below are what the limits do.
+        #expect(try await connections(HTTPLoaderOptions(proxy: "")) > 2)
+        #expect(try await connections(HTTPLoaderOptions(maxPerHost: 2, proxy: "")) <= 2)
+        #expect(try await connections(HTTPLoaderOptions(maxConnections: 3, proxy: "")) <= 3)
+    }
+}
+
+/// The Swift API's http loader revalidates through an HTTP cache.
+@Suite(.timeLimit(.minutes(2)))
+struct HTTPFetchCachingTests {
+    @Test func fetchThroughACacheRevalidatesAndServesFreshResponses() async throws {
+        let runtime = try Runtime()
+        defer { _ = runtime.close() }
+        let http = BuiltinLoader.http(runtime: runtime, options: HTTPLoaderOptions(proxy: ""))
+        let cache = MemoryCache(name: "http", runtime: runtime)
+        let key = "swift-fetch-\(UInt64.random(in: 0...UInt64.max))"
+        let request = HTTPRequest(url: TestServer.shared.url("/cached/\(key)?etag=%22v1%22&size=100000"))
+        let first = try await http.fetch(request, cache: cache)
+        #expect(first.body.count == 100_000 && first.header("X-Answer") == "1")
+        // No fresh time: the second fetch revalidates; the 304 brings no body.
+        let second = try await http.fetch(request, cache: cache)
+        #expect(second.body == first.body && second.header("X-Answer") == "2")
+        let counts = try await http.fetch(HTTPRequest(url: TestServer.shared.url("/count/\(key)")))
+        #expect(String(decoding: counts.body, as: UTF8.self) == "1 2")
+        // max-age: fresh responses are served without a request.
+        let freshKey = key + "-fresh"
+        let fresh = HTTPRequest(url: TestServer.shared.url("/cached/\(freshKey)?cc=max-age%3D600"))
+        _ = try await http.fetch(fresh, cache: cache)
+        let again = try await http.fetch(fresh, cache: cache)
+        #expect(again.header("X-Answer") == "1")
+        // A cell's loader through the cache.
+        let cell = LoadableCellWith<HTTPRequest, Int>(runtime: runtime,
+                                                      loader: http.loadFunction(cache: cache) { $0.body.count })
+        await cell.load(request)
+        guard case .loaded(let size) = cell.state else {
+            Issue.record("the cell shows \(cell.state)")
+            return
+        }
+        #expect(size == 100_000)
+        let after = try await http.fetch(HTTPRequest(url: TestServer.shared.url("/count/\(key)")))
+        #expect(String(decoding: after.body, as: UTF8.self) == "1 3")
+    }
+}

@@ -264,5 +264,14 @@ struct RedisCacheTests {
             }
         }
         #expect(refused)
+        // An invalidation asked on the loop (the inspector's action) is sent without waiting.
+        try p.cache.put(Array("k".utf8), Array("v".utf8))
+        let invalidated = await withCheckedContinuation { done in
+            p.f.runtime.loop.execute {
+                done.resume(returning: (try? p.f.runtime.invalidate(p.cache, prefix: Array("k".utf8))) != nil)
+            }
+        }
+        #expect(invalidated)
+        await waitUntil { (try? p.cache.get(Array("k".utf8)))??.isStale == true }
     }
 }

@@ -35,8 +35,127 @@ private func readable(_ fd: Int32, within ms: Int32) -> Bool {
     return poll(&entry, 1, ms) == 1
 }
 
+/// A loader whose jobs never end by themselves: every 5 ms, a timer on the
+/// loop asks the runtime whether the job was cancelled, until it is. It
+/// reaches its runtime unowned, as the library's loaders do.
+private final class TickingLoader: Loader<String, String>, @unchecked Sendable {
+    let ticks = Locked(0)
+
+    override func start(_ job: Job<String, String>, runtime: Runtime) {
+        unowned(unsafe) let runtime = runtime
+        let (id, ticks) = (job.id, ticks)
+        let timer = LoopTimer(loop: runtime.loop.loop)
+        timer.start(after: 5) {
+            ticks.withLock { $0 += 1 }
+            _ = runtime.isJobCancelled(id, of: Job<String, String>.self)
+            timer.restart(after: 5)
+        }
+        job.onLoopCancel = { timer.close() }
+    }
+}
+
+/// A runtime with a TickingLoader and a cell loading from it.
+private func runtimeWithTickingLoad() async throws -> (Runtime, TickingLoader) {
+    let runtime = try Runtime()
+    let loader = TickingLoader(id: runtime.table.makeID(.loader))
+    runtime.table.insert(loader)
+    let log = EventLog<String, String>()
+    let cell = Cell<String, String>(id: runtime.table.makeID(.loadable), flavor: .loadable, runtime: runtime,
+                                    observer: log.observer)
+    runtime.table.insert(cell)
+    let spec = LoadSpec(loader: loader as Loader<String, String>, request: "r", options: LoadOptions())
+    runtime.loop.execute { cell.load(spec) }
+    #expect(await log.next().state.status == .loading)
+    return (runtime, loader)
+}
+
+/// Waits up to `ms` milliseconds for `done`.
+private func eventually(within ms: UInt64, _ done: () -> Bool) async throws -> Bool {
+    let start = Clock.monotonicMs()
+    while !done() {
+        if Clock.monotonicMs() - start > ms { return false }
+        try await Task.sleep(for: .milliseconds(5))
+    }
+    return true
+}
+
 @Suite(.timeLimit(.minutes(1)))
 struct RuntimeCloseTests {
+    /// A runtime its host releases without `close` closes itself: the job
+    /// it runs is cancelled (its timer stops) and its loop thread ends.
+    /// Before, the loop thread ran on and the job's timer reached the freed
+    /// runtime (AddressSanitizer: heap-use-after-free).
+    @Test func aRuntimeReleasedWithoutCloseClosesItself() async throws {
+        weak var loop: EventLoop?
+        let loader: TickingLoader
+        do {
+            let (runtime, ticking) = try await runtimeWithTickingLoad()
+            loop = runtime.loop
+            loader = ticking
+        }
+        #expect(loop == nil)
+        let ticks = loader.ticks.withLock { $0 }
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(loader.ticks.withLock { $0 } == ticks)
+    }
+
+    /// Released on its own loop thread (the last reference was held by
+    /// work running there), a runtime shuts down at once and its loop
+    /// thread, which cannot join itself, ends by itself: no deadlock, and
+    /// no thread left running.
+    @Test func aRuntimeReleasedOnItsLoopThreadEndsItsThread() async throws {
+        weak var loop: EventLoop?
+        let loader: TickingLoader
+        let released = Locked(false)
+        do {
+            let (runtime, ticking) = try await runtimeWithTickingLoad()
+            loop = runtime.loop
+            loader = ticking
+            // Holds the runtime on the loop until the test has let it go.
+            runtime.loop.execute {
+                while !released.withLock({ $0 }) { sched_yield() }
+                withExtendedLifetime(runtime) {}
+            }
+        }
+        released.withLock { $0 = true }
+        #expect(try await eventually(within: 5000) { loop == nil })
+        let ticks = loader.ticks.withLock { $0 }
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(loader.ticks.withLock { $0 } == ticks)
+    }
+
+    /// Released inside a dispatch (POLL mode), where `close` refuses, a
+    /// runtime joins its loop as on any host thread: the loop never waits
+    /// for the dispatching thread, so nothing deadlocks, and the loop ends.
+    @Test func aRuntimeReleasedInsideADispatchEndsItsLoop() throws {
+        final class Holder: @unchecked Sendable { var runtime: Runtime? }
+        let holder = Holder()
+        holder.runtime = try Runtime(delivery: .poll)
+        let delivery = holder.runtime!.delivery
+        weak var loop = holder.runtime!.loop
+        let refused = Locked(ResultCode.ok)
+        delivery.post(.notification) {
+            refused.withLock { $0 = holder.runtime!.close() }
+            holder.runtime = nil
+        }
+        #expect(try delivery.dispatch(max: 0) == 1)
+        #expect(refused.withLock { $0 } == .wrongState)
+        #expect(loop == nil)
+    }
+
+    /// `close` on the loop thread cannot wait for the loop: it refuses
+    /// with `.wrongState` and changes nothing; closing from another thread
+    /// then works.
+    @Test func closeOnTheLoopThreadIsRefused() async throws {
+        let runtime = try Runtime()
+        let rc: ResultCode = await withCheckedContinuation { done in
+            runtime.loop.execute { done.resume(returning: runtime.close()) }
+        }
+        #expect(rc == .wrongState)
+        #expect(!runtime.isClosed)
+        #expect(runtime.close() == .ok)
+    }
+
     /// Work handed to a closed runtime's loop never runs: it is released
     /// at once, with what it holds (here, a token whose release counts).
     @Test func workQueuedAfterCloseIsReleased() throws {

@@ -59,6 +59,14 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
         }
         for s in subscribers { s.finish() }
         for w in loadWaiters { w.done.resume() }
+        // On the loop thread, the driver goes inside one of the core cell's
+        // events (the last reference was the observer's): the runtime,
+        // which the cell still uses, is released after that work, should
+        // this be its last reference (see `Runtime`).
+        if runtime.loop.isLoopThread {
+            let runtime = self.runtime
+            runtime.loop.execute { withExtendedLifetime(runtime) {} }
+        }
     }
 
     private final class Relay: @unchecked Sendable {

@@ -60,16 +60,7 @@ extension Inspector {
         w.endArray()
         w.key("jobs")
         w.beginArray()
-        for j in jobViews {
-            w.beginObject()
-            w.field("id", j.id)
-            w.field("loader", j.loader)
-            w.field("attempt", UInt64(j.attempt))
-            w.field("age_ms", j.ageMs)
-            w.field("cells", j.cells)
-            w.field("request", j.request)
-            w.endObject()
-        }
+        for j in jobViews { writeJob(&w, j) }
         w.endArray()
         w.key("loaders")
         w.beginArray()
@@ -78,6 +69,12 @@ extension Inspector {
             w.field("id", l.id)
             let loader = runtime.table.lookup(l.id, as: Handle.self) as? InspectableLoader
             w.field("queued_now", loader?.queuedJobs ?? 0)
+            let waiting = loader?.waitingJobs(limit: options.maxQueuedJobs, nowMs: now) ?? (first: [], total: 0)
+            w.field("queued_jobs_total", waiting.total)
+            w.key("queued_jobs")
+            w.beginArray()
+            for j in waiting.first { writeJob(&w, j) }
+            w.endArray()
             w.key("loads")
             writeLoads(&w, l.loads)
             w.endObject()
@@ -102,6 +99,20 @@ extension Inspector {
         w.endArray()
         w.endObject()
         return w.text
+    }
+
+    /// A job in flight, or one waiting for its loader's limits (`age_ms`:
+    /// since it was queued).
+    private func writeJob(_ w: inout JSONWriter, _ j: JobInspection) {
+        w.beginObject()
+        w.field("id", j.id)
+        w.field("loader", j.loader)
+        w.field("priority", Int(j.priority))
+        w.field("attempt", UInt64(j.attempt))
+        w.field("age_ms", j.ageMs)
+        w.field("cells", j.cells)
+        w.field("request", j.request)
+        w.endObject()
     }
 
     private func writeLoads(_ w: inout JSONWriter, _ l: LoadCounters) {

@@ -14,6 +14,9 @@
     @usableFromInline package var idleTimeoutMs: UInt64 = 10_000
     /// The most cells listed (the newest first).
     @usableFromInline package var maxCells = 200
+    /// The most jobs listed per loader among those waiting for its limits
+    /// (the first to start); their number is given in full.
+    @usableFromInline package var maxQueuedJobs = 100
 
     /// The most bytes waiting to be sent to one live page; a client that
     /// reads slower is disconnected.

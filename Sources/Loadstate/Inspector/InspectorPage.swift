@@ -38,6 +38,7 @@ let inspectorPage = #"""
 <main>
 <h2>Cells</h2><table id="cells"></table>
 <h2>Jobs in flight</h2><table id="jobs"></table>
+<h2>Queued jobs</h2><table id="queued"></table><p id="queued-more" class="empty"></p>
 <h2>Loaders</h2><table id="loaders"></table>
 <h2>Caches</h2><table id="caches"></table>
 </main>
@@ -107,6 +108,16 @@ function render(s) {
     cell(row, j.id, "num"); cell(row, j.loader, "num"); cell(row, j.attempt, "num");
     cell(row, (j.age_ms / 1000).toFixed(1) + " s", "num"); cell(row, j.cells, "num"); cell(row, j.request, "text");
   });
+  const queued = s.loaders.flatMap((l) => l.queued_jobs);
+  table("queued", ["loader", "id", "priority", "attempt", "waiting for", "cells", "request"], queued, (row, j) => {
+    row.dataset.job = j.id;
+    cell(row, j.loader, "num"); cell(row, j.id, "num"); cell(row, j.priority, "num"); cell(row, j.attempt, "num");
+    cell(row, (j.age_ms / 1000).toFixed(1) + " s", "num"); cell(row, j.cells, "num"); cell(row, j.request, "text");
+  });
+  document.getElementById("queued-more").textContent = s.loaders
+    .filter((l) => l.queued_jobs_total > l.queued_jobs.length)
+    .map((l) => "loader " + l.id + ": the first " + l.queued_jobs.length + " of " + l.queued_jobs_total + " shown")
+    .join("; ");
   table("loaders", ["id", "started", "succeeded", "failed", "cancelled", "timed out", "retried", "shared",
                     "in flight", "waiting", "queued", "p50", "p90", "p99", "max", "queue wait p50"], s.loaders,
         (row, l) => {

@@ -34,7 +34,7 @@ import CLibUV
 /// waiting job (cancelled, superseded, timed out, freed) or changing its
 /// priority leaves a dead entry behind (the job no longer holds its
 /// ticket), skipped when it comes up; the queue is rebuilt without them
-/// when they outnumber the live ones. An entry costs 32 bytes and its
+/// when they outnumber the live ones. An entry costs 48 bytes and its
 /// closure's context; nothing else is kept per waiting job.
 final class Admission: @unchecked Sendable {
     enum Call { case probe, start }
@@ -50,6 +50,8 @@ final class Admission: @unchecked Sendable {
         var priority: Int32
         var ticket: UInt64
         var start: Start
+        /// The job, as the inspector shows it; `start` keeps it alive.
+        unowned(unsafe) var job: any InspectableJob
 
         /// Whether this entry comes out before `other`.
         func precedes(_ other: Entry) -> Bool {
@@ -131,11 +133,11 @@ final class Admission: @unchecked Sendable {
 
     /// Loop: queues a job that may not start yet; returns its ticket, which
     /// the job must keep while it waits (and drop when it stops waiting).
-    func enqueue(priority: Int32, _ start: @escaping Start) -> UInt64 {
+    func enqueue(priority: Int32, job: any InspectableJob, _ start: @escaping Start) -> UInt64 {
         let ticket = nextTicket
         nextTicket &+= 1
         live += 1
-        push(Entry(priority: priority, ticket: ticket, start: start))
+        push(Entry(priority: priority, ticket: ticket, start: start, job: job))
         schedulePump()
         return ticket
     }
@@ -225,6 +227,20 @@ final class Admission: @unchecked Sendable {
             self?.timerArmed = false
             self?.pump()
         }
+    }
+
+    /// Loop: the jobs of the loader `loader` that wait, the first `limit`
+    /// of them in the order they would start, and how many wait in all.
+    func waitingJobs(of loader: UInt64, limit: Int, nowMs: UInt64) -> (first: [JobInspection], total: Int) {
+        var first: [Entry] = []
+        var total = 0
+        for entry in heap where entry.job.loaderID == loader && entry.start(entry.ticket, .probe) != nil {
+            total += 1
+            if first.count == limit, let last = first.last, !entry.precedes(last) { continue }
+            first.insert(entry, at: first.firstIndex { entry.precedes($0) } ?? first.count)
+            if first.count > limit { first.removeLast() }
+        }
+        return (first.map { $0.job.inspection(nowMs: nowMs) }, total)
     }
 
     // MARK: - Heap

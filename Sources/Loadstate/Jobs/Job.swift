@@ -208,7 +208,7 @@ import CLibUV
         priority = highest
         if admissionPhase == .waiting, let admission = loader.admission {
             admission.remove()
-            admissionTicket = admission.enqueue(priority: highest, admissionStart())
+            admissionTicket = admission.enqueue(priority: highest, job: self, admissionStart())
         }
     }
 

@@ -70,6 +70,10 @@ public final class BuiltinLoader<Request: Sendable, Response: Sendable>: Sendabl
 public struct HTTPLoaderOptions: Sendable {
     /// The most connections open at once; 0 for libcurl's default.
     public var maxConnections: Int
+    /// The most connections open at once to one host (and port); 0: no
+    /// limit of its own (`CURLMOPT_MAX_HOST_CONNECTIONS`). Requests past
+    /// it wait for a connection of that host.
+    public var maxPerHost: Int
     /// The `User-Agent` sent.
     public var userAgent: String
     /// The proxy: nil follows the environment (`http_proxy`, `https_proxy`,
@@ -77,8 +81,10 @@ public struct HTTPLoaderOptions: Sendable {
     public var proxy: String?
 
     /// Options; the defaults are libcurl's connection limit and the environment's proxy.
-    public init(maxConnections: Int = 0, userAgent: String = "loadstate/0.4", proxy: String? = nil) {
+    public init(maxConnections: Int = 0, maxPerHost: Int = 0, userAgent: String = "loadstate/0.4",
+                proxy: String? = nil) {
         self.maxConnections = maxConnections
+        self.maxPerHost = maxPerHost
         self.userAgent = userAgent
         self.proxy = proxy
     }
@@ -89,11 +95,51 @@ extension BuiltinLoader where Request == HTTPRequest, Response == HTTPResponse {
     /// TLS verification on unless a request turns it off.
     public static func http(runtime: Runtime = .shared, options: HTTPLoaderOptions = HTTPLoaderOptions())
         -> BuiltinLoader {
-        let core = HTTPLoader(id: runtime.table.makeID(.loader),
-                              options: HTTPLoader.Options(maxConnections: options.maxConnections,
-                                                          userAgent: options.userAgent, proxy: options.proxy))
+        var coreOptions = HTTPLoader.Options(maxConnections: options.maxConnections, userAgent: options.userAgent,
+                                             proxy: options.proxy)
+        coreOptions.maxPerHost = max(options.maxPerHost, 0)
+        let core = HTTPLoader(id: runtime.table.makeID(.loader), options: coreOptions)
         return BuiltinLoader(runtime: runtime, core: core, encode: { $0.encoded() },
                              decode: { HTTPResponse(decoding: $0) })
+    }
+
+    /// Runs `request` through `cache`, an HTTP cache of whole responses,
+    /// as a private cache following RFC 9111: a response still fresh by
+    /// its `Cache-Control` or `Expires` (or younger than `freshFor`, when
+    /// it says nothing) is returned without a request; otherwise a
+    /// response with validators (`ETag`, `Last-Modified`) is revalidated
+    /// (`If-None-Match`, `If-Modified-Since`) and a `304 Not Modified`
+    /// returns the stored response, its body never sent again;
+    /// `no-store` responses are not kept, `Vary` is honoured. The key is
+    /// the request as a whole (method, URL, header lines, body).
+    /// `timeout`, `retries` and `progress` as for `fetch(_:timeout:retries:progress:)`.
+    public func fetch(_ request: HTTPRequest, cache: any CacheStore, freshFor: Duration = .zero,
+                      timeout: Duration? = nil, retries: Int = 0,
+                      progress: (@Sendable (_ done: UInt64, _ total: UInt64) -> Void)? = nil) async throws -> HTTPResponse {
+        let settings = LoadSettings(timeout: timeout, retries: retries)
+        let encoded = request.encoded()
+        let use = CacheUse<[UInt8]>(store: cache, key: encoded, policy: .cacheFirst,
+                                    freshMs: freshFor.saturatingMilliseconds)
+        let spec = LoadSpec(loader: core, request: encoded, options: settings.options, cache: use)
+        let bytes = try await Fetch(runtime: runtime, progress: progress).run(spec)
+        guard let response = HTTPResponse(decoding: bytes) else {
+            throw LoadError(.io, message: "the loader's value does not decode")
+        }
+        return response
+    }
+
+    /// A loader for cells whose jobs fetch through `cache` as
+    /// `fetch(_:cache:freshFor:)` does (revalidation and all), then turn
+    /// the response into the cell's value. The cells may have a cache of
+    /// their own for their values (a `LoadCache`); `cache` keeps the
+    /// responses. `sharing` as for `LoadFunction`.
+    public func loadFunction<Value: Sendable>(cache: any CacheStore, freshFor: Duration = .zero,
+                                              sharing shareKey: (@Sendable (HTTPRequest) -> String)? = nil,
+                                              _ transform: @escaping @Sendable (HTTPResponse) throws -> Value)
+        -> LoadFunction<HTTPRequest, Value> {
+        LoadFunction(runtime: runtime, sharing: shareKey) { [self] request in
+            try transform(try await fetch(request, cache: cache, freshFor: freshFor))
+        }
     }
 }
 

@@ -192,7 +192,8 @@ public final class RedisCache: Handle, CacheStore, RuntimeResident, @unchecked S
 
     /// The time to live in Redis of an entry put with `ttlMs` (nil: the cache's).
     private func ttl(_ ttlMs: UInt64?) -> UInt64 {
-        let maxTtl = max(options.maxTtlMs, 1)
+        // Redis refuses expiry times past 2^63 ms; 2^52 ms is 142,000 years.
+        let maxTtl = min(max(options.maxTtlMs, 1), 1 << 52)
         let asked = ttlMs ?? options.ttlMs
         return asked == 0 ? maxTtl : min(asked, maxTtl)
     }
@@ -291,8 +292,10 @@ public final class RedisCache: Handle, CacheStore, RuntimeResident, @unchecked S
     @discardableResult
     public func remove(_ key: [UInt8]) throws(CacheError) -> Bool {
         if loop.isLoopThread {
+            // A load's own removal: sent without waiting; whether there was
+            // an entry is not known here.
             remove(key) { _ in }
-            return front?.get(key) != nil
+            return false
         }
         return try onLoop { [self] done in remove(key, done: done) }
     }
@@ -354,16 +357,27 @@ public final class RedisCache: Handle, CacheStore, RuntimeResident, @unchecked S
     /// and tells the other processes.
     private func sweep(prefix: [UInt8], delete: Bool) throws(CacheError) -> Int {
         front?.removeAll(prefix: prefix)
-        return try onLoop { [self] done in
-            command([RedisCache.arg("EVAL"), RedisCache.arg(RedisScripts.sweep), RedisCache.arg("0"),
-                     RedisScripts.pattern(prefix: entryKey(prefix)), RedisCache.arg(delete ? "delete" : "stale"),
-                     channel, message(delete ? "C" : "I", prefix)]) {
-                switch $0 {
-                case .success(let reply): done(.success(Int(clamping: reply.integer ?? 0)))
-                case .failure(let error): done(.failure(error))
-                }
+        return try onLoop { [self] done in sweep(prefix: prefix, delete: delete, done) }
+    }
+
+    /// Loop: `sweep`'s work, `done` with its count.
+    private func sweep(prefix: [UInt8], delete: Bool, _ done: @escaping (Result<Int, CacheError>) -> Void) {
+        command([RedisCache.arg("EVAL"), RedisCache.arg(RedisScripts.sweep), RedisCache.arg("0"),
+                 RedisScripts.pattern(prefix: entryKey(prefix)), RedisCache.arg(delete ? "delete" : "stale"),
+                 channel, message(delete ? "C" : "I", prefix)]) {
+            switch $0 {
+            case .success(let reply): done(.success(Int(clamping: reply.integer ?? 0)))
+            case .failure(let error): done(.failure(error))
             }
         }
+    }
+
+    /// Loop: marks the entries under `prefix` stale without waiting (an
+    /// invalidation asked on the loop thread: the inspector's), then `done`
+    /// whether it worked or not (the cells reload either way).
+    func markStaleFromLoop(prefix: [UInt8], _ done: @escaping () -> Void) {
+        front?.removeAll(prefix: prefix)
+        sweep(prefix: prefix, delete: false) { _ in done() }
     }
 
     public func close() { close(runtimeClosing: false) }
@@ -390,7 +404,8 @@ public final class RedisCache: Handle, CacheStore, RuntimeResident, @unchecked S
     func shutdown(runtime: Runtime) { close(runtimeClosing: true) }
 
     private func shutdownOnLoop(runtimeClosing: Bool) {
-        commands?.close()
+        // Results and releases sent just before still reach Redis.
+        commands?.close(graceful: true)
         messages?.close()
         commands = nil
         messages = nil

@@ -183,18 +183,47 @@ final class RedisConnection {
         connect()
     }
 
-    /// Loop: drops the connection for good; waiting commands fail with `.closed`.
-    func close() {
+    /// Loop: closes the connection for good; commands waiting for a
+    /// connection fail with `.closed`. `graceful`: the commands already
+    /// sent (a result published, a lease released just before the cache or
+    /// the runtime closed) are written and their replies awaited, within
+    /// the command timeout, before the connection goes; otherwise they fail.
+    func close(graceful: Bool = false) {
         guard state != .closed else { return }
         let reason = RedisFailure(.closed, "the cache was closed")
-        drop(reason, reconnect: false)
-        state = .closed
         failWaiting(reason)
-        timer?.close()
-        timer = nil
         onReady = nil
         onFailure = nil
         onMessage = nil
+        if graceful, state == .ready, let ac = context {
+            state = .closed
+            // Kept alive (hiredis holds it as the context's data) until
+            // hiredis says the connection is gone, or the timer drops it.
+            lingering = self
+            redisAsyncDisconnect(ac)
+            timer?.start(after: settings.commandTimeoutMs) { [weak self] in self?.dropLingering() }
+            return
+        }
+        drop(reason, reconnect: false)
+        state = .closed
+        timer?.close()
+        timer = nil
+    }
+
+    /// Set while a graceful close waits for the last replies.
+    private var lingering: RedisConnection?
+
+    /// The graceful close's time is up: whatever did not answer fails.
+    private func dropLingering() {
+        if let ac = context {
+            context = nil
+            ac.pointee.data = nil
+            failInflight(RedisFailure(.closed, "the cache was closed before Redis answered"))
+            redisAsyncFree(ac)
+        }
+        timer?.close()
+        timer = nil
+        lingering = nil
     }
 
     /// Loop: sends a command; `done` is called once, on the loop, with its
@@ -383,6 +412,14 @@ final class RedisConnection {
         ac.pointee.data = nil
         guard ac == context else { return }
         context = nil
+        if state == .closed {
+            // A graceful close ended.
+            failInflight(RedisFailure(.closed, "the cache was closed before Redis answered"))
+            timer?.close()
+            timer = nil
+            lingering = nil
+            return
+        }
         let reason = dropReason ?? RedisFailure(.connect, "connection lost: \(errorString(ac))")
         dropReason = nil
         failInflight(reason)
@@ -458,7 +495,7 @@ final class RedisConnection {
             var pointers: [UnsafePointer<CChar>?] = []
             pointers.reserveCapacity(args.count)
             var offset = 0
-            let base = UnsafeRawPointer(buffer.baseAddress) ?? UnsafeRawPointer(bitPattern: 1)!
+            guard let base = UnsafeRawPointer(buffer.baseAddress) else { return REDIS_ERR }
             for length in lengths {
                 pointers.append((base + offset).assumingMemoryBound(to: CChar.self))
                 offset += length
@@ -512,7 +549,7 @@ final class RedisConnection {
         let lengths = args.map { $0.count }
         let flat = args.flatMap { $0 }
         _ = flat.withUnsafeBufferPointer { buffer -> Int32 in
-            let base = UnsafeRawPointer(buffer.baseAddress!)
+            guard let base = UnsafeRawPointer(buffer.baseAddress) else { return REDIS_ERR }
             var pointers: [UnsafePointer<CChar>?] = [base.assumingMemoryBound(to: CChar.self),
                                                      (base + lengths[0]).assumingMemoryBound(to: CChar.self)]
             var lens = lengths

@@ -8,7 +8,10 @@ import Glibc
 /// Lifecycle: `init` creates the loop and starts the thread; `execute` runs
 /// closures on the loop thread from any thread; `stop` runs a last closure
 /// there, closes every handle and joins the thread. After `stop` returns the
-/// loop is gone and `execute` does nothing.
+/// loop is gone and `execute` does nothing. On the loop thread itself,
+/// `stopFromLoopThread` runs the last closure at once and ends the loop the
+/// same way without a join: the thread, detached, frees the loop when it
+/// ends. Once the last closure ran, work still queued is dropped.
 ///
 /// `stop` is bounded: it waits for `Lingering` work (commands being
 /// killed) and for requests out in libuv's thread pool (file operations)
@@ -47,6 +50,9 @@ import Glibc
     private var deadline: UnsafeMutablePointer<uv_timer_t>?
     /// Set by the loop thread when it gave up on thread-pool requests.
     private var abandoned = false
+    /// Set on the loop thread by `stopFromLoopThread`: nobody joins the
+    /// thread, which frees the loop when it ends.
+    private var freedByLoopThread = false
 
     /// The longest `stop` waits for lingering work and thread-pool
     /// requests, in milliseconds.
@@ -130,12 +136,38 @@ import Glibc
         precondition(!isLoopThread, "EventLoop.stop on its own thread")
         execute { [self] in
             last()
-            running = false
-            for entry in Array(lingering.values) { entry.work.loopStopping() }
-            closeHandles(sparingKept: true)
-            startDeadline()
+            beginStopping()
         }
         pthread_join(thread, nil)
+        release()
+    }
+
+    /// `stop` for the loop thread: runs `last` now, then ends the loop as
+    /// `stop` does, without waiting. The thread is detached; when its loop
+    /// has ended (lingering work gone, or `stopDeadlineMs` passed) it frees
+    /// the loop itself. Work queued before or after is dropped, never run.
+    @usableFromInline package func stopFromLoopThread(last: () -> Void) {
+        precondition(isLoopThread, "EventLoop.stopFromLoopThread off its thread")
+        last()
+        beginStopping()
+        queue.close()
+        freedByLoopThread = true
+        pthread_detach(thread)
+    }
+
+    /// Loop thread, after the last closure of a stop: no more work runs;
+    /// lingering work is told to stop, and the handles it does not keep are
+    /// closed.
+    private func beginStopping() {
+        running = false
+        for entry in Array(lingering.values) { entry.work.loopStopping() }
+        closeHandles(sparingKept: true)
+        startDeadline()
+    }
+
+    /// Once the loop thread has ended: frees the loop (or keeps it, when
+    /// thread-pool requests are still out).
+    private func release() {
         // Work queued too late to run is released, and later work dropped.
         queue.close()
         if abandoned {
@@ -171,6 +203,7 @@ import Glibc
             uv_run(loop, UV_RUN_NOWAIT)
         }
         abandoned = uv_loop_alive(loop) != 0
+        if freedByLoopThread { release() }
     }
 
     private static func from(_ data: UnsafeMutableRawPointer?) -> EventLoop {
@@ -222,7 +255,9 @@ import Glibc
                 batch = spin(&spinLeft)
                 if batch.isEmpty { return }
             }
-            for item in batch {
+            // An item may stop the loop (see `stopFromLoopThread`): the
+            // items after it are dropped, as work queued too late is.
+            for item in batch where running {
                 inItem = true
                 switch item {
                 case .command(let body):

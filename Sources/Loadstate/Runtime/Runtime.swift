@@ -7,6 +7,21 @@ import Synchronization
 /// `close` cancels every job, releases every loader, stops the loop and
 /// joins its thread. Work that arrives after `close` began is refused with
 /// `ResultCode.closed` by the callers that check `isClosed`.
+///
+/// A runtime released without `close` closes itself when its last
+/// reference goes (cells, loaders and jobs reach it unowned, so they never
+/// keep it alive, and it must not go while its loop runs them):
+/// - on any thread but its loop thread, as `close` does, joining the loop
+///   thread (at most `EventLoop.stopDeadlineMs` for commands and file
+///   operations still running). A thread inside a dispatch, where `close`
+///   refuses, is one of them: the loop never waits for it, and the
+///   cleanups left run inside that dispatch;
+/// - on its loop thread (the last reference was held by work running
+///   there), the shutdown runs at once; the loop thread, which cannot join
+///   itself, is detached and ends by itself, freeing the loop; work queued
+///   for the loop then is dropped. Nothing waits, and nothing is left
+///   running. In `DeliveryMode.poll`, cleanups still queued for
+///   `lds_runtime_dispatch` run there, on the loop thread.
 public final class Runtime: @unchecked Sendable {
     @usableFromInline package let loop: EventLoop
     @usableFromInline package let delivery: Delivery
@@ -38,6 +53,14 @@ public final class Runtime: @unchecked Sendable {
     }
 
     deinit {
+        if closed.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged {
+            if loop.isLoopThread {
+                loop.stopFromLoopThread { shutDownOnLoop() }
+                delivery.drainCleanups()
+            } else {
+                stopLoop()
+            }
+        }
         metrics.deallocate()
     }
 
@@ -70,31 +93,44 @@ public final class Runtime: @unchecked Sendable {
     /// Cancels every job (cancel callbacks run), releases every loader and
     /// stops the loop, waiting for running commands and thread-pool work at
     /// most `EventLoop.stopDeadlineMs` (see `EventLoop.stop`). Returns
-    /// `.wrongState` on the loop thread or inside a dispatch, `.closed` when
-    /// already closed.
+    /// `.closed` when already closed, and `.wrongState` on the loop thread
+    /// or inside a dispatch, where it could not wait for the loop: it then
+    /// does nothing, and the runtime stays open until it is closed from
+    /// another thread or released (see the type's comment).
     public func close() -> ResultCode {
         if loop.isLoopThread || delivery.isDispatchThread { return .wrongState }
         guard closed.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else {
             return .closed
         }
-        loop.stop { [self] in
-            inspector?.stop()
-            inspector = nil
-            let residents = table.all().compactMap { $0 as? RuntimeResident }
-            // Cells first: their jobs end, then the loaders can be released.
-            for resident in residents where !(resident is LoaderMarker) {
-                resident.shutdown(runtime: self)
-            }
-            for resident in residents where resident is LoaderMarker {
-                resident.shutdown(runtime: self)
-            }
-            table.withLock { $0.handles.removeAll() }
-            let last = observer
-            observer = nil
-            last?.detached()
-        }
-        delivery.drainCleanups()
+        stopLoop()
         return .ok
+    }
+
+    /// Off the loop thread: shuts down on the loop, joins it, then runs the
+    /// cleanups left. The closure does not retain the runtime (it may be
+    /// called from `deinit`); `stop` returns only once it ran.
+    private func stopLoop() {
+        loop.stop { [unowned(unsafe) self] in shutDownOnLoop() }
+        delivery.drainCleanups()
+    }
+
+    /// Loop thread, last: stops the inspector, shuts down every cell, then
+    /// every loader, and detaches the observer.
+    private func shutDownOnLoop() {
+        inspector?.stop()
+        inspector = nil
+        let residents = table.all().compactMap { $0 as? RuntimeResident }
+        // Cells first: their jobs end, then the loaders can be released.
+        for resident in residents where !(resident is LoaderMarker) {
+            resident.shutdown(runtime: self)
+        }
+        for resident in residents where resident is LoaderMarker {
+            resident.shutdown(runtime: self)
+        }
+        table.withLock { $0.handles.removeAll() }
+        let last = observer
+        observer = nil
+        last?.detached()
     }
 
     // MARK: - Jobs (any thread)
@@ -147,6 +183,11 @@ public final class Runtime: @unchecked Sendable {
     /// Marks the entries of `store` under `prefix` stale, then (on the loop)
     /// has every cell showing one of them reload it.
     @usableFromInline package func invalidate(_ store: any CacheStore, prefix: [UInt8]) throws(CacheError) {
+        if let redis = store as? RedisCache, loop.isLoopThread {
+            // The loop cannot wait for Redis: the cells reload once it answered.
+            redis.markStaleFromLoop(prefix: prefix) { [self] in notifyInvalidated(store, prefix: prefix) }
+            return
+        }
         try store.markStale(prefix: prefix)
         loop.execute { [self] in notifyInvalidated(store, prefix: prefix) }
     }

@@ -27,11 +27,12 @@ from .cache import Cache, CacheEntry, CacheStats
 from .cells import Cell, EventStream, Load, Loadable, Process
 from .codec import BYTES, JSON, TEXT, Codec
 from .enums import (PRIORITY_PREFETCH, QUEUE_MAX, REDIS_KEYS_MAX, REDIS_PENDING_MAX, VALUE_MAX, CachePolicy, Code,
-                    Delivery, Domain, EventType, Flags, HttpFlags, LoadFlags, RedisCode, Status)
+                    Delivery, Domain, EventType, Flags, HttpFlags, JobOutcome, LoadFlags, Observed, RedisCode, Status)
 from .errors import (Busy, Cancelled, Closed, Error, InvalidArgument, IOFailure, LibraryNotFound, LoadFailed,
                      NotFound, OutOfMemory, RedisError, TimedOut, TooBig, WrongState, error_for_code)
 from .loaders import EXCEPTION_CODE, Job, Loader
 from .metrics import LoadMetrics, RuntimeStats
+from .observer import Observation, Observer
 from .redis_cache import RedisCache, RedisStatus
 from .runtime import Runtime
 from .types import Event, Limits, LoadOptions, Snapshot
@@ -51,7 +52,8 @@ def strerror(code: int) -> str:
 
 __all__ = [
     "Runtime", "Loader", "Job", "Cell", "Loadable", "Process", "Load", "EventStream", "Cache", "CacheEntry",
-    "CacheStats", "RedisCache", "RedisStatus", "LoadMetrics", "RuntimeStats",
+    "CacheStats", "RedisCache", "RedisStatus", "LoadMetrics", "RuntimeStats", "Observation", "Observer", "Observed",
+    "JobOutcome",
     "Event", "Snapshot", "LoadOptions", "Status", "Flags", "EventType", "Domain", "Delivery", "CachePolicy", "Code",
     "RedisCode", "REDIS_PENDING_MAX", "REDIS_KEYS_MAX", "VALUE_MAX", "QUEUE_MAX", "Limits", "LoadFlags",
     "PRIORITY_PREFETCH",

@@ -1,6 +1,6 @@
 """The runtime's machinery behind the public classes.
 
-The C library calls back through five ctypes function objects made once
+The C library calls back through six ctypes function objects made once
 at module level, so they live as long as the interpreter and are never
 released while C may call them. Each callback receives a small integer
 token (as ``user_data`` / ``loader_data``) that names the Python object it
@@ -26,7 +26,7 @@ from queue import SimpleQueue
 from threading import get_ident
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from ._library import (CANCEL_FN, EVENT_FN, EVENT_LAYOUT, FREE_FN, LOADER_CANCEL_FN, LOADER_FN, OP_LAYOUT,
+from ._library import (CANCEL_FN, EVENT_FN, EVENT_LAYOUT, FREE_FN, LOADER_CANCEL_FN, LOADER_FN, OBSERVE_FN, OP_LAYOUT,
                        RECORD_CANCEL, RECORD_EVENT, RECORD_LAYOUT, RECORD_START, RUNTIME_NO_METRICS, Library, RuntimeOptions)
 from .enums import Code, Delivery
 from .errors import Closed, WrongState
@@ -111,13 +111,20 @@ def _on_start(_rt: int, job: int, request: Optional[int], request_len: int, toke
 
 
 def _on_free(token: Optional[int]) -> None:
-    """A Python loader's ``free_data``: the library holds the loader no more."""
-    loader = _objects.pop(token, None)  # type: ignore[arg-type]
-    if loader is not None:
+    """The ``free_data`` of a Python loader or runtime observer: the library holds it no more."""
+    held = _objects.pop(token, None)  # type: ignore[arg-type]
+    if held is not None:
         try:
-            loader.released()
+            held.released()
         except BaseException as exc:  # noqa: BLE001
-            _last_resort(exc, "releasing a loader")
+            _last_resort(exc, f"releasing {held!r}")
+
+
+def _on_observe(address: int, token: Optional[int]) -> None:
+    """A runtime observer's ``lds_observe_fn`` (see :mod:`loadstate.observer`)."""
+    observer = _objects.get(token)  # type: ignore[arg-type]
+    if observer is not None:
+        observer.observe(address)
 
 
 def _on_cancel(job: int, token: Optional[int]) -> None:
@@ -156,6 +163,7 @@ start_callback = LOADER_FN(_on_start)
 free_callback = FREE_FN(_on_free)
 cancel_callback = CANCEL_FN(_on_cancel)
 loader_cancel_callback = LOADER_CANCEL_FN(_on_loader_cancel)
+observe_callback = OBSERVE_FN(_on_observe)
 
 
 def default_error_handler(exc: BaseException, context: str) -> None:
@@ -267,6 +275,9 @@ class Core:
         self.c_handle = out  # the handle as a ctypes value, passed as is on every call
         self.cells: Dict[int, Any] = {}
         self.jobs: Dict[int, Any] = {}
+        # The runtime observer set through this binding, if any (see loadstate.observer).
+        self.observer: Optional[Any] = None
+        self.observer_lock = threading.Lock()
         # Exceptions raised by loaders of this process, by the (code, message)
         # the failure carries through the library: the newest RAISED_KEPT.
         self._raised: Dict[Tuple[int, Optional[str]], BaseException] = {}

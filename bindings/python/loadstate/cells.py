@@ -152,6 +152,12 @@ class _CellState:
             event = self._event = self._build(self.latest, self.value, self.request, self.message)
         return event
 
+    def build_event(self, raw: Tuple[Any, ...], value: Optional[bytes], request: Optional[bytes],
+                    message: Optional[bytes]) -> Event[Any]:
+        """An :class:`Event` of the cell from an unpacked ``lds_event`` and copies of what it points to, decoded
+        with the cell's codecs (for the runtime observer)."""
+        return self._build(raw, value, request, message)
+
     def _build(self, raw: Tuple[Any, ...], value: Optional[bytes], request: Optional[bytes],
                message: Optional[bytes]) -> Event[Any]:
         decoded_value: Any = value

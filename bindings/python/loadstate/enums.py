@@ -12,8 +12,8 @@ from __future__ import annotations
 import enum
 
 __all__ = ["Status", "Flags", "EventType", "Domain", "Delivery", "CachePolicy", "Code", "RedisCode", "LoadFlags",
-           "HttpFlags", "ExecFlags", "CacheFlags", "VALUE_MAX", "QUEUE_MAX", "PRIORITY_PREFETCH", "REDIS_PENDING_MAX",
-           "REDIS_KEYS_MAX"]
+           "HttpFlags", "ExecFlags", "CacheFlags", "Observed", "JobOutcome", "VALUE_MAX", "QUEUE_MAX",
+           "PRIORITY_PREFETCH", "REDIS_PENDING_MAX", "REDIS_KEYS_MAX"]
 
 #: The largest value, request or message, in bytes, the library accepts (256 MiB).
 VALUE_MAX = 256 * 1024 * 1024
@@ -93,6 +93,22 @@ class Domain(_Named):
     HTTP = 4
     EXIT = 5
     REDIS = 6
+
+
+class Observed(_Named):
+    """What a runtime observer is told of (``lds_observation.what``: ``LDS_OBSERVE_*``)."""
+
+    EVENT = 1
+    JOB_START = 2
+    JOB_END = 3
+
+
+class JobOutcome(_Named):
+    """How a job ended (``lds_observation.outcome``: ``LDS_JOB_*``)."""
+
+    SUCCEEDED = 0
+    FAILED = 1
+    CANCELLED = 2
 
 
 class Delivery(_Named):

@@ -19,6 +19,7 @@ from .enums import CachePolicy, Code, Delivery, ExecFlags
 from .errors import InvalidArgument
 from .loaders import Job, Loader
 from .metrics import RuntimeStats, metrics_text, runtime_stats
+from .observer import Observation, Observer, observe
 from .redis_cache import RedisCache
 from .types import NO_LIMITS, Limits, LoadOptions, milliseconds
 
@@ -128,6 +129,25 @@ class Runtime:
             Closed: the runtime is closed.
         """
         return metrics_text(self._core)
+
+    def observe(self, callback: Callable[[Observation], Any]) -> Observer:
+        """Calls ``callback(observation)`` for every cell event, job start and job end of the runtime, for logging
+        and tracing (``lds_runtime_observe``); a job's end carries how it ended and its duration.
+
+        The callback runs on the delivery thread, like the cells' callbacks: in ``Delivery.LOOP`` on the
+        runtime's thread, where it must not block; in ``Delivery.POLL`` where the runtime is dispatched, in the
+        order of the runtime's steps (a load's ``LOADING`` event, then its job's start; the job's end, then the
+        event it causes). One observer per runtime: a new one replaces the last. Loads made after this call are
+        observed from their first event; a job that started before it is not reported when it ends. An
+        exception the callback raises goes to the runtime's error handler.
+
+        Returns the :class:`Observer`: ``close()`` it, or use it as a context manager, to remove it.
+
+        Raises:
+            Closed: the runtime is closed.
+            Busy: the runtime's queue is full.
+        """
+        return observe(self._core, callback)
 
     def start_inspector(self, address: str = "127.0.0.1:0", *, show_values: bool = False, actions: bool = False,
                         allow_remote: bool = False, max_clients: int = 0, interval: float = 0,

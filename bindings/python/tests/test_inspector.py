@@ -199,7 +199,7 @@ def test_the_runtime_closes_its_inspector():
     pytest.fail("the inspector still listens after the runtime closed")
 
 
-def test_the_snapshot_counts_jobs_waiting_for_a_loaders_limits(rt):
+def test_the_snapshot_lists_jobs_waiting_for_a_loaders_limits_with_their_age(rt):
     import queue
     started: "queue.Queue[loadstate.Job]" = queue.Queue()
 
@@ -209,8 +209,10 @@ def test_the_snapshot_counts_jobs_waiting_for_a_loaders_limits(rt):
 
     limited = rt.loader(hold, inline=True, limits=loadstate.Limits(max_concurrent=1))
     cells = [rt.loadable(limited) for _ in range(3)]
-    loads = [cell.load(b"r%d" % i) for i, cell in enumerate(cells)]
+    before = time.monotonic()
+    loads = [cell.load(b"r%d" % i, priority=i) for i, cell in enumerate(cells)]
     first = started.get(timeout=WAIT)
+    queued_by = time.monotonic()
     # The start runs on the loop after the loads queued before it: the two
     # later jobs are in the loader's queue by then.
     url = rt.start_inspector()
@@ -220,6 +222,17 @@ def test_the_snapshot_counts_jobs_waiting_for_a_loaders_limits(rt):
     loader = [l for l in snapshot["loaders"] if l["id"] == limited.id][0]
     assert loader["queued_now"] == 2 and loader["loads"]["queued"] == 2
     assert [j["request"] for j in snapshot["jobs"]] == ["r0"]
+    # The waiting jobs themselves, in the order they would start (higher priority first), with their age.
+    assert loader["queued_jobs_total"] == 2
+    assert [(j["request"], j["priority"], j["loader"]) for j in loader["queued_jobs"]] == \
+        [("r2", 2, limited.id), ("r1", 1, limited.id)]
+    time.sleep(0.2)
+    least = (time.monotonic() - queued_by) * 1000
+    later = json.loads(get(url, f"/snapshot?token={token}")[2])
+    most = (time.monotonic() - before) * 1000
+    queued = [l for l in later["loaders"] if l["id"] == limited.id][0]["queued_jobs"]
+    assert len(queued) == 2
+    assert all(least - 2 <= j["age_ms"] <= most + 2 and j["cells"] == 1 for j in queued), (least, queued, most)
     flags = {c["id"]: c["flags"] for c in snapshot["cells"]}
     assert flags[cells[0].id] == [] and flags[cells[1].id] == ["queued"] and flags[cells[2].id] == ["queued"]
     first.succeed(b"done")

@@ -1,9 +1,10 @@
 """The inspector in a real browser: headless Chromium opens the page with its token, sees a cell go from
-loading to loaded without reloading, and is refused without the token. The screenshot is kept under
-build/inspector/."""
+loading to loaded without reloading, sees a job wait in its loader's queue as it ages, and is refused
+without the token. The screenshot is kept under build/inspector/."""
 
 from __future__ import annotations
 
+import queue
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,24 @@ new Promise((resolve) => {
   const check = () => {
     const badge = document.querySelector('tr[data-cell="%d"] .status');
     if (badge && badge.textContent === "%s") { resolve(badge.textContent); return true; }
+    return false;
+  };
+  if (!check()) {
+    const observer = new MutationObserver(() => { if (check()) observer.disconnect(); });
+    observer.observe(document.body, { subtree: true, childList: true, characterData: true });
+  }
+})
+"""
+
+# Resolves with the row of the queued job whose request is %r once it has waited %f s or more, as
+# [loader, id, priority, attempt, waiting for, cells, request].
+WAIT_FOR_QUEUED = """
+new Promise((resolve) => {
+  const check = () => {
+    for (const row of document.querySelectorAll('#queued tr[data-job]')) {
+      const texts = Array.from(row.cells, (c) => c.textContent);
+      if (texts[6] === %r && parseFloat(texts[4]) >= %f) { resolve(texts); return true; }
+    }
     return false;
   };
   if (!check()) {
@@ -65,6 +84,30 @@ def test_the_page_shows_a_cell_go_from_loading_to_loaded_without_reloading(rt, j
     assert "live" in browser.evaluate("document.getElementById('conn').textContent")
     browser.screenshot(str(ARTEFACTS / "inspector.png"))
     assert (ARTEFACTS / "inspector.png").stat().st_size > 1000
+
+
+def test_the_page_shows_a_queued_job_and_its_age(rt, browser):
+    started: "queue.Queue[loadstate.Job]" = queue.Queue()
+
+    def hold(job: loadstate.Job) -> None:
+        job.detach()
+        started.put(job)
+
+    limited = rt.loader(hold, inline=True, limits=loadstate.Limits(max_concurrent=1))
+    running, waiting = rt.loadable(limited), rt.loadable(limited)
+    running.load(b"GET /running")
+    first = started.get(timeout=WAIT)
+    waiting.load(b"GET /queued", priority=7)
+    url = rt.start_inspector(interval=0.1)
+    browser.navigate(url)
+    loader, _, priority, attempt, age, cells, request = browser.evaluate(WAIT_FOR_QUEUED % ("GET /queued", 0.3))
+    assert (loader, priority, attempt, cells, request) == (str(limited.id), "7", "1", "1", "GET /queued")
+    assert age.endswith(" s") and float(age[:-2]) >= 0.3
+    assert browser.evaluate("document.getElementById('queued-more').textContent") == ""
+    ARTEFACTS.mkdir(parents=True, exist_ok=True)
+    browser.screenshot(str(ARTEFACTS / "inspector-queued.png"))
+    first.succeed(b"done")
+    waiting.cancel()
 
 
 def test_the_page_is_refused_without_the_token(rt, browser):

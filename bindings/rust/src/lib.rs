@@ -14,6 +14,9 @@
 //! fetch URLs ([`Runtime::http_loader`]) on the runtime's loop; [`Cache`]s
 //! hold values in memory, in a file or in Redis ([`RedisCache`], shared by
 //! processes), and loads read and fill them as their [`CachePolicy`] says.
+//! [`Runtime::stats`], [`Runtime::observe`] (every event, job start and job
+//! end) and [`Runtime::start_inspector`] (a live web page) show what a
+//! runtime does.
 //!
 //! ```
 //! use std::time::Duration;
@@ -47,8 +50,10 @@ mod cache;
 mod cell;
 mod error;
 mod event;
+mod inspector;
 mod loader;
 mod metrics;
+mod observer;
 mod options;
 mod redis;
 mod runtime;
@@ -61,8 +66,10 @@ pub use cache::{Cache, CacheEntry, CacheStats, MemoryCacheOptions, PersistentCac
 pub use cell::{Events, Loadable, Process};
 pub use error::{Error, ErrorKind, RedisErrorKind, Result, strerror};
 pub use event::{ErrorDomain, Event, EventType, Flags, LoadError, Status};
+pub use inspector::InspectorOptions;
 pub use loader::{Job, Loader, PANIC_ERROR_CODE};
 pub use metrics::{LoadMetrics, RuntimeStats};
+pub use observer::{JobOutcome, Observation, ObservationKind, Observer};
 pub use options::{CachePolicy, Delivery, Limits, LoadOptions};
 pub use redis::{RedisCache, RedisCacheOptions, RedisStatus};
 pub use runtime::Runtime;

@@ -11,6 +11,7 @@ use std::time::Duration;
 use crate::cell::{CellFlavor, Events, Loadable, Process, Sink};
 use crate::error::{Error, Result, check};
 use crate::loader::{Job, Loader};
+use crate::observer::CurrentObserver;
 use crate::options::{Delivery, Limits, LoadOptions};
 use crate::sys;
 
@@ -56,6 +57,8 @@ pub(crate) struct Shared {
     janitor: AtomicU64,
     graveyard: Mutex<Graveyard>,
     hooks: Mutex<HashMap<u64, VecDeque<CancelHook>>>,
+    /// The observer set by [`Runtime::observe`], if any.
+    pub(crate) observer: CurrentObserver,
 }
 
 type CancelHook = Box<dyn FnOnce() + Send + 'static>;
@@ -138,6 +141,7 @@ impl Runtime {
             janitor: AtomicU64::new(0),
             graveyard: Mutex::new(Graveyard::default()),
             hooks: Mutex::new(HashMap::new()),
+            observer: Mutex::new(None),
         });
         let runtime = Runtime { shared };
         let mut janitor = 0;

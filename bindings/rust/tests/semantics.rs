@@ -6,26 +6,11 @@ mod common;
 use std::sync::mpsc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use common::{DEADLINE, EXPECTED_PANIC, JobQueue, Tally, Watch, job_queue, quiet_expected_panics};
+use common::{DEADLINE, EXPECTED_PANIC, JobQueue, Setup, Tally, Watch, job_queue, quiet_expected_panics, setup};
 use loadstate::{
-    ErrorDomain, ErrorKind, EventType, Flags, LoadError, LoadOptions, Loadable, Loader, PANIC_ERROR_CODE, Process,
-    Delivery, Runtime, Status,
+    Delivery, ErrorDomain, ErrorKind, EventType, Flags, LoadError, LoadOptions, Loader, PANIC_ERROR_CODE, Process,
+    Runtime, Status,
 };
-
-struct Setup {
-    runtime: Runtime,
-    loader: Loader,
-    jobs: JobQueue,
-    cell: Loadable,
-    watch: Watch,
-}
-
-fn setup() -> Setup {
-    let runtime = Runtime::new().expect("runtime");
-    let (loader, jobs) = job_queue(&runtime);
-    let (cell, events) = runtime.loadable().expect("cell");
-    Setup { runtime, loader, jobs, cell, watch: Watch::new(events) }
-}
 
 fn process_setup() -> (Runtime, Loader, JobQueue, Process, Watch) {
     let runtime = Runtime::new().expect("runtime");

@@ -5,7 +5,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex, Once};
 use std::time::Duration;
 
-use loadstate::{Event, Events, Job, Loader, Runtime};
+use loadstate::{Event, Events, Job, Loadable, Loader, Runtime, Status};
 
 pub mod redis_server;
 
@@ -62,6 +62,33 @@ impl Watch {
         if let Ok(event) = self.events.try_recv() {
             panic!("unexpected event {event:?}");
         }
+    }
+}
+
+/// A runtime, a loader whose jobs the test ends, and a loadable cell with
+/// its watched stream.
+pub struct Setup {
+    pub runtime: Runtime,
+    pub loader: Loader,
+    pub jobs: JobQueue,
+    pub cell: Loadable,
+    pub watch: Watch,
+}
+
+pub fn setup() -> Setup {
+    let runtime = Runtime::new().expect("runtime");
+    let (loader, jobs) = job_queue(&runtime);
+    let (cell, events) = runtime.loadable().expect("cell");
+    Setup { runtime, loader, jobs, cell, watch: Watch::new(events) }
+}
+
+impl Setup {
+    /// Loads `request`, succeeds its job with the request as its value and
+    /// waits until the cell shows it.
+    pub fn load_and_succeed(&mut self, request: &[u8]) {
+        self.cell.load(&self.loader, request).unwrap();
+        self.jobs.next().succeed(request).unwrap();
+        assert_eq!(self.watch.wait_settled().status, Status::Loaded);
     }
 }
 

@@ -165,6 +165,7 @@ class RedisError(Error):
         super().__init__(code, message, detail)
         self.redis_code = redis_reason(redis_code)
         self.redis_message = redis_message or None
+        self.args = (self.code, message, detail, self.redis_code, self.redis_message)  # repr() shows the reason
 
     def __str__(self) -> str:
         text = super().__str__()

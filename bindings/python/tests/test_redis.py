@@ -375,6 +375,7 @@ def test_redis_errors_pickle_and_are_made_for_their_code():
     assert (copy.code, copy.redis_code, copy.redis_message, str(copy)) == (
         -11, RedisCode.EDOWN, "not connected", str(error))
     assert "EDOWN" in str(error) and "not connected" in str(error)
+    assert "RedisCode.EDOWN" in repr(error)
     assert isinstance(loadstate.error_for_code(-11, "m"), loadstate.RedisError)
     assert loadstate.error_for_code(-11, "m").redis_code is None
     assert loadstate.Domain.REDIS == 6 and loadstate.Code.EREDIS == -11 and RedisCode.EQUEUE == 8

@@ -310,6 +310,20 @@ fn a_value_over_max_value_bytes_is_not_stored() {
 }
 
 #[test]
+fn a_front_memory_tier_serves_reads_and_drops_what_another_runtime_invalidates() {
+    let server = RedisServer::new();
+    let (first, second) = (Runtime::new().unwrap(), Runtime::new().unwrap());
+    let fronted = options().memory_max_entries(100).memory_ttl(Duration::from_secs(60));
+    let (cache, other_cache) = (open(&first, &server, fronted), open(&second, &server, options()));
+    cache.put(b"k", b"v").unwrap();
+    assert_eq!(cache.get(b"k").unwrap().unwrap().value, b"v");
+    assert_eq!(cache.stats().unwrap().entries, 1);
+    other_cache.invalidate(b"k").unwrap();
+    wait_for("the invalidation reaches the first runtime", || cache.status().unwrap().invalidations == 1);
+    assert!(cache.get(b"k").unwrap().expect("still in Redis").stale);
+}
+
+#[test]
 fn bad_urls_and_options_are_refused() {
     let server = RedisServer::new();
     let runtime = Runtime::new().unwrap();

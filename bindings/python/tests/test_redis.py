@@ -5,6 +5,7 @@ Two runtimes, each with its own RedisCache of one server and key prefix, stand f
 
 from __future__ import annotations
 
+import asyncio
 import pickle
 import threading
 import time
@@ -301,6 +302,34 @@ def test_threads_read_and_write_a_redis_cache_at_once(rt, server):
     for thread in threads:
         thread.join(WAIT)
     assert failures == [] and len(cache) == 8 * 50 + 1
+
+
+def test_a_redis_cache_of_a_poll_mode_runtime_works_from_the_dispatching_thread(poll_rt, server):
+    cache = poll_rt.redis_cache(server.url, key_prefix="test:")
+    cache["k"] = b"v"  # waits for the runtime's loop thread, not for a dispatch
+    assert cache["k"] == b"v"
+    counting = Counting(poll_rt, b"loaded ")
+    load = poll_rt.loadable(counting.loader).load(b"k2", cache=cache, policy=CachePolicy.CACHE_FIRST, fresh=60)
+    assert load.value(WAIT) == b"loaded k2"
+    wait_for(lambda: cache.get("k2") == b"loaded k2", "the result is stored")
+
+
+def test_a_redis_cache_under_asyncio(server):
+    async def main() -> None:
+        async with loadstate.Runtime(loadstate.Delivery.POLL) as rt:
+            cache = rt.redis_cache(server.url, key_prefix="test:", codec=loadstate.JSON)
+
+            async def fetch(job: loadstate.Job) -> dict:
+                await asyncio.sleep(0)
+                return {"id": job.request}
+
+            users = rt.loadable(rt.loader(fetch, codec=loadstate.JSON))
+            assert await users.get(7, cache=cache, cache_key="user:7", share=True) == {"id": 7}
+            wait_for(lambda: cache.get("user:7") == {"id": 7}, "the result is stored")
+            state = await users.load(7, cache=cache, cache_key="user:7", policy=CachePolicy.CACHE_FIRST, fresh=60)
+            assert state.from_cache and state.value == {"id": 7}
+
+    asyncio.run(main())
 
 
 def test_a_unix_socket_url_reaches_the_same_server(rt, server):

@@ -108,9 +108,9 @@ class RedisCache(Cache[Any]):
     Cache calls wait for the runtime's loop (at most about twice ``command_timeout``): any thread may
     make them except the loop thread, so not from a callback of a ``Delivery.LOOP`` runtime (there they
     raise :class:`~loadstate.WrongState`). Under asyncio a call holds the event loop for its round trip
-    (``await asyncio.to_thread(cache.get, key)`` does not). ``len()`` counts the keys in Redis (a listing, as ``iter()``);
-    :meth:`stats` counts this process's hits and misses, and its ``entries`` and ``bytes`` are those of
-    the front memory tier.
+    (``await asyncio.to_thread(cache.get, key)`` does not). ``len()`` counts the keys in Redis (a listing,
+    as ``iter()``); :meth:`stats` counts this process's hits and misses, and its ``entries`` and ``bytes`` are
+    those of the front memory tier.
 
     Args:
         runtime: the runtime whose loop drives the cache.

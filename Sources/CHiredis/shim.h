@@ -15,3 +15,9 @@ static inline const char *lds_redis_reply_str(const void *r) { return ((const re
 static inline size_t lds_redis_reply_len(const void *r) { return (size_t)((const redisReply *)r)->len; }
 static inline size_t lds_redis_reply_elements(const void *r) { return ((const redisReply *)r)->elements; }
 static inline const void *lds_redis_reply_element(const void *r, size_t i) { return ((const redisReply *)r)->element[i]; }
+
+/* The uv_poll_t the adapter watches the context's socket with. */
+static inline void *lds_redis_poll_handle(redisAsyncContext *ac) {
+  redisLibuvEvents *p = (redisLibuvEvents *)ac->ev.data;
+  return p ? (void *)&p->handle : NULL;
+}

@@ -19,13 +19,15 @@ struct RedisCacheTests {
         let f: CoreFixture
         let cache: RedisCache
 
-        init(_ redis: TestRedis, prefix: String, leaseMs: UInt64 = 10_000, reconnectMaxMs: UInt64 = 200) throws {
+        init(_ redis: TestRedis, prefix: String, leaseMs: UInt64 = 10_000,
+             configure: (inout RedisCache.Options) -> Void = { _ in }) throws {
             f = try CoreFixture()
             var options = RedisCache.Options()
             options.keyPrefix = Array(prefix.utf8)
             options.leaseMs = leaseMs
-            options.reconnectMaxMs = reconnectMaxMs
+            options.reconnectMaxMs = 200
             options.commandTimeoutMs = 1_000
+            configure(&options)
             cache = try RedisCache(url: redis.url, options: options, runtime: f.runtime)
         }
 
@@ -88,12 +90,9 @@ struct RedisCacheTests {
     }
 
     @Test func aValueOverTheBoundIsNotStored() async throws {
-        let f = try CoreFixture()
-        defer { f.close() }
-        var options = RedisCache.Options()
-        options.keyPrefix = Array("big:".utf8)
-        options.maxValueBytes = 1_000
-        let cache = try RedisCache(url: redis.url, options: options, runtime: f.runtime)
+        let p = try Process(redis, prefix: "big:") { $0.maxValueBytes = 1_000 }
+        defer { p.f.close() }
+        let cache = p.cache
         #expect(throws: CacheError.self) { try cache.put(Array("k".utf8), [UInt8](repeating: 1, count: 1_001)) }
         #expect(cache.status().lastErrorCode == .tooBig)
         #expect(try cache.get(Array("k".utf8)) == nil)
@@ -143,6 +142,32 @@ struct RedisCacheTests {
         b.f.submit(.succeed("from B"), job)
         #expect(await b.settled().value == "from B")
         #expect(b.cache.status().takeovers == 1)
+    }
+
+    /// The leases outlive the time limit: a lease left behind by a closed
+    /// runtime would make the other process wait past it.
+    @Test(.timeLimit(.minutes(1))) func aRuntimeClosedRightAfterItsResultOrMidLoadHandsOver() async throws {
+        let a = try Process(redis, prefix: "closing:", leaseMs: 120_000)
+        let b = try Process(redis, prefix: "closing:", leaseMs: 120_000)
+        let c = try Process(redis, prefix: "closing:", leaseMs: 120_000)
+        defer { b.f.close(); c.f.close() }
+        // A's result is published, then A's runtime closes at once: B, waiting, gets it.
+        a.load("k1")
+        let job = await a.f.loader.nextJob()
+        b.load("k1")
+        await waitUntil { b.cache.status().leasesWaited == 1 }
+        a.f.submit(.succeed("from A"), job)
+        a.f.close()
+        #expect(await b.settled().value == "from A")
+        // B holds k2's lease when its runtime closes: C, waiting, takes over.
+        b.load("k2")
+        _ = await b.f.loader.nextJob()
+        c.load("k2")
+        await waitUntil { c.cache.status().leasesWaited == 1 }
+        b.f.close()
+        let taken = await c.f.loader.nextJob()
+        c.f.submit(.succeed("from C"), taken)
+        #expect(await c.settled().value == "from C")
     }
 
     @Test func aHolderWhoseLeaseExpiredIsFenced() async throws {
@@ -220,14 +245,10 @@ struct RedisCacheTests {
     }
 
     @Test func theFrontTierServesHitsAndDropsWhatOtherProcessesChange() async throws {
-        let f = try CoreFixture()
-        defer { f.close() }
-        var options = RedisCache.Options()
-        options.keyPrefix = Array("front:".utf8)
-        options.memoryMaxEntries = 100
-        let a = try RedisCache(url: redis.url, options: options, runtime: f.runtime)
+        let p = try Process(redis, prefix: "front:") { $0.memoryMaxEntries = 100 }
+        let (f, a) = (p.f, p.cache)
         let b = try Process(redis, prefix: "front:")
-        defer { b.f.close() }
+        defer { f.close(); b.f.close() }
         // A subscription that comes up drops the front tier: wait for it first.
         await waitUntil { a.status().subscribed }
         try a.put(Array("k".utf8), Array("one".utf8))

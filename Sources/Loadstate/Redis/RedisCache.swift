@@ -144,7 +144,7 @@ public final class RedisCache: Handle, CacheStore, RuntimeResident, @unchecked S
                                                 connectTimeoutMs: max(options.connectTimeoutMs, 1),
                                                 reconnectMaxMs: options.reconnectMaxMs,
                                                 pendingMax: Int(LDS_REDIS_PENDING_MAX_VALUE))
-        let commands = RedisConnection(loop: loop.loop, settings: settings)
+        let commands = RedisConnection(loop: loop, settings: settings)
         commands.onReady = { [weak self] in
             self?.counters.withLock {
                 $0.connected = true
@@ -155,7 +155,7 @@ public final class RedisCache: Handle, CacheStore, RuntimeResident, @unchecked S
             self?.counters.withLock { $0.connected = false }
             self?.noteFailure(failure)
         }
-        let messages = RedisConnection(loop: loop.loop, settings: settings, subscribeTo: channel)
+        let messages = RedisConnection(loop: loop, settings: settings, subscribeTo: channel)
         messages.onReady = { [weak self] in self?.subscribed() }
         messages.onFailure = { [weak self] failure in
             self?.counters.withLock { $0.subscribed = false }
@@ -208,7 +208,7 @@ public final class RedisCache: Handle, CacheStore, RuntimeResident, @unchecked S
         throws(CacheError) -> T {
         guard !isClosed else { throw CacheError(.closed, "\(name): closed") }
         if loop.isLoopThread { throw CacheError(.wrongState, "\(name): a Redis cache call on the loop thread") }
-        let reply = TimedReply<Result<T, CacheError>>()
+        let reply = LoopReply<Result<T, CacheError>>()
         loop.execute { body { reply.put($0) } }
         let waitMs = options.commandTimeoutMs &* 2 &+ options.connectTimeoutMs &+ 500
         guard let result = reply.take(timeoutMs: waitMs) else {
@@ -709,49 +709,3 @@ final class LeaseWaiter {
 /// The header's bounds, for Swift.
 let LDS_REDIS_PENDING_MAX_VALUE = 65_536
 let LDS_REDIS_KEYS_MAX_VALUE = 1_000_000
-
-/// A value handed from the loop thread to a thread that waits at most a
-/// given time for it.
-final class TimedReply<T>: @unchecked Sendable {
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-    private let ready = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
-    private var value: T?
-
-    init() {
-        pthread_mutex_init(mutex, nil)
-        var attr = pthread_condattr_t()
-        pthread_condattr_init(&attr)
-        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC)
-        pthread_cond_init(ready, &attr)
-        pthread_condattr_destroy(&attr)
-    }
-
-    deinit {
-        pthread_cond_destroy(ready)
-        pthread_mutex_destroy(mutex)
-        ready.deallocate()
-        mutex.deallocate()
-    }
-
-    func put(_ v: T) {
-        pthread_mutex_lock(mutex)
-        if value == nil { value = v }
-        pthread_cond_signal(ready)
-        pthread_mutex_unlock(mutex)
-    }
-
-    /// The value, or nil when `timeoutMs` passed first.
-    func take(timeoutMs: UInt64) -> T? {
-        var deadline = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &deadline)
-        let ns = Int(deadline.tv_nsec) + Int(timeoutMs % 1000) * 1_000_000
-        deadline.tv_sec += Int(timeoutMs / 1000) + ns / 1_000_000_000
-        deadline.tv_nsec = ns % 1_000_000_000
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        while value == nil {
-            if pthread_cond_timedwait(ready, mutex, &deadline) == ETIMEDOUT { break }
-        }
-        return value
-    }
-}

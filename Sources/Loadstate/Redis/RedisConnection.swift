@@ -105,7 +105,7 @@ public struct RedisFailure: Error, Sendable, Equatable {
 /// Commands sent before the first connection is made wait for it (within
 /// the command timeout); later, while no connection is up, they fail at
 /// once with `.down`. `close` drops the connection for good.
-final class RedisConnection {
+final class RedisConnection: Lingering {
     struct Settings {
         var url: RedisURL
         var commandTimeoutMs: UInt64
@@ -141,7 +141,8 @@ final class RedisConnection {
         }
     }
 
-    private let loop: UnsafeMutablePointer<uv_loop_t>
+    private let eventLoop: EventLoop
+    private var loop: UnsafeMutablePointer<uv_loop_t> { eventLoop.loop }
     private let settings: Settings
     /// The channel a subscriber listens to; nil for a command connection.
     private let channel: [UInt8]?
@@ -168,8 +169,8 @@ final class RedisConnection {
     /// A subscriber's messages (the payload).
     var onMessage: (([UInt8]) -> Void)?
 
-    init(loop: UnsafeMutablePointer<uv_loop_t>, settings: Settings, subscribeTo channel: [UInt8]? = nil) {
-        self.loop = loop
+    init(loop: EventLoop, settings: Settings, subscribeTo channel: [UInt8]? = nil) {
+        eventLoop = loop
         self.settings = settings
         self.channel = channel
     }
@@ -200,6 +201,9 @@ final class RedisConnection {
             // Kept alive (hiredis holds it as the context's data) until
             // hiredis says the connection is gone, or the timer drops it.
             lingering = self
+            // A runtime that stops meanwhile leaves the socket's handle open
+            // to it until it is done (or the stop's deadline passes).
+            if let handle = lds_redis_poll_handle(ac) { eventLoop.addLingering(self, keeping: handle) }
             redisAsyncDisconnect(ac)
             timer?.start(after: settings.commandTimeoutMs) { [weak self] in self?.dropLingering() }
             return
@@ -223,8 +227,18 @@ final class RedisConnection {
         }
         timer?.close()
         timer = nil
+        eventLoop.removeLingering(self)
         lingering = nil
     }
+
+    /// The runtime stops: its deadline bounds the wait from now on, and
+    /// the timer is closed before the loop closes the handles left.
+    func loopStopping() {
+        timer?.close()
+        timer = nil
+    }
+
+    func loopDeadline() { dropLingering() }
 
     /// Loop: sends a command; `done` is called once, on the loop, with its
     /// reply (an error reply included) or a failure.
@@ -417,6 +431,7 @@ final class RedisConnection {
             failInflight(RedisFailure(.closed, "the cache was closed before Redis answered"))
             timer?.close()
             timer = nil
+            eventLoop.removeLingering(self)
             lingering = nil
             return
         }

@@ -47,38 +47,3 @@ extension Runtime {
         return reply.take()
     }
 }
-
-/// A value handed from the loop thread to a waiting thread.
-private final class LoopReply<T>: @unchecked Sendable {
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-    private let ready = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
-    private var value: T?
-
-    init() {
-        pthread_mutex_init(mutex, nil)
-        pthread_cond_init(ready, nil)
-    }
-
-    deinit {
-        pthread_cond_destroy(ready)
-        pthread_mutex_destroy(mutex)
-        ready.deallocate()
-        mutex.deallocate()
-    }
-
-    func put(_ v: T) {
-        pthread_mutex_lock(mutex)
-        value = v
-        pthread_cond_signal(ready)
-        pthread_mutex_unlock(mutex)
-    }
-
-    func take() -> T {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        while true {
-            if let v = value { return v }
-            pthread_cond_wait(ready, mutex)
-        }
-    }
-}

@@ -120,11 +120,16 @@ public final class Runtime: @unchecked Sendable {
         inspector?.stop()
         inspector = nil
         let residents = table.all().compactMap { $0 as? RuntimeResident }
-        // Cells first: their jobs end, then the loaders can be released.
-        for resident in residents where !(resident is LoaderMarker) {
+        // Cells first: their jobs end, then the loaders can be released;
+        // Redis caches last, so that the leases those jobs give back are
+        // sent before their connections close.
+        for resident in residents where !(resident is LoaderMarker) && !(resident is RedisCache) {
             resident.shutdown(runtime: self)
         }
         for resident in residents where resident is LoaderMarker {
+            resident.shutdown(runtime: self)
+        }
+        for resident in residents where resident is RedisCache {
             resident.shutdown(runtime: self)
         }
         table.withLock { $0.handles.removeAll() }

@@ -163,9 +163,6 @@ def test_a_lease_released_by_a_cancelled_load_is_taken_over(rt, other_rt, server
     assert waiter.calls == [b"k"] and other_cache.status().takeovers == 1
 
 
-# Not strict: now and then the release gets out before the runtime's loop stops, and the test passes.
-@pytest.mark.xfail(reason="library bug: lds_runtime_free cancels the holder's job but most of the time leaves "
-                          "its Redis lease until lease_ms passes")
 def test_a_lease_of_a_closed_runtime_is_released(server, other_rt):
     waiter = Counting(other_rt, b"loaded by the waiter: ")
     other_cache = open_cache(other_rt, server)

@@ -173,13 +173,7 @@ fn a_lease_released_by_a_cancelled_load_is_taken_over() {
     assert_eq!(waiter_cache.status().unwrap().takeovers, 1);
 }
 
-/// Library bug: dropping the holder's runtime cancels its job but most of
-/// the time leaves its lease in Redis until lease_ms has passed, so the
-/// other process waits that long (40 runs of 40 alone; once in about 45
-/// runs beside the other tests the release got out and the test passed). Run it with `cargo test -- --ignored`; remove the
-/// `ignore` once lds_runtime_free releases the lease.
 #[test]
-#[ignore = "library bug: lds_runtime_free leaves a Redis lease until lease_ms passes (most runs)"]
 fn a_lease_of_a_dropped_runtime_is_released() {
     let server = RedisServer::new();
     let waiter = Runtime::new().unwrap();

@@ -170,6 +170,22 @@ struct RedisCacheTests {
         #expect(await c.settled().value == "from C")
     }
 
+    /// The lease outlives the time limit: a waiting load that waited for it
+    /// after Redis went away would fail.
+    @Test(.timeLimit(.minutes(1))) func aWaitingLoadLoadsItselfWhenRedisGoesAway() async throws {
+        let a = try Process(redis, prefix: "gone:", leaseMs: 120_000)
+        let b = try Process(redis, prefix: "gone:", leaseMs: 120_000)
+        defer { a.f.close(); b.f.close() }
+        a.load("k")
+        _ = await a.f.loader.nextJob()
+        b.load("k")
+        await waitUntil { b.cache.status().leasesWaited == 1 }
+        redis.stop()
+        let job = await b.f.loader.nextJob()
+        b.f.submit(.succeed("from B"), job)
+        #expect(await b.settled().value == "from B")
+    }
+
     @Test func aHolderWhoseLeaseExpiredIsFenced() async throws {
         let a = try Process(redis, prefix: "fence:", leaseMs: 300)
         let b = try Process(redis, prefix: "fence:", leaseMs: 300)

@@ -154,12 +154,14 @@ public final class RedisCache: Handle, CacheStore, RuntimeResident, @unchecked S
         commands.onFailure = { [weak self] failure in
             self?.counters.withLock { $0.connected = false }
             self?.noteFailure(failure)
+            self?.releaseWaiters()
         }
         let messages = RedisConnection(loop: loop, settings: settings, subscribeTo: channel)
         messages.onReady = { [weak self] in self?.subscribed() }
         messages.onFailure = { [weak self] failure in
             self?.counters.withLock { $0.subscribed = false }
             self?.noteFailure(failure)
+            self?.releaseWaiters()
         }
         messages.onMessage = { [weak self] payload in self?.received(payload) }
         self.commands = commands
@@ -601,6 +603,14 @@ public final class RedisCache: Handle, CacheStore, RuntimeResident, @unchecked S
     }
 
     // MARK: - Messages
+
+    /// Loop: a connection failed: the loads waiting for another process's
+    /// result cannot count on hearing of it, and load for themselves.
+    private func releaseWaiters() {
+        let all = waiters.values.flatMap { $0 }
+        waiters = [:]
+        for waiter in all { waiter.finish(.unavailable) }
+    }
 
     private func subscribed() {
         counters.withLock {

@@ -179,8 +179,6 @@ def test_a_lease_of_a_closed_runtime_is_released(server, other_rt):
     assert waiter.calls == [b"k"] and other_cache.status().takeovers == 1
 
 
-@pytest.mark.xfail(strict=True, reason="library bug: a load waiting for another process's lease keeps waiting "
-                                       "until the lease would expire when Redis goes down, instead of loading")
 def test_a_load_waiting_for_a_lease_calls_its_loader_when_redis_goes_down(rt, other_rt, server):
     holder_jobs = Jobs(rt)
     waiter = Counting(other_rt, b"loaded by the waiter: ")

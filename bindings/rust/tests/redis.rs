@@ -196,12 +196,7 @@ fn a_lease_of_a_dropped_runtime_is_released() {
     assert_eq!(waiter_calls.lock().unwrap().len(), 1);
 }
 
-/// Library bug: when Redis goes down, a load waiting for another process's
-/// lease keeps waiting until the lease would have expired (lease_ms, 5 s
-/// here) before it calls its loader; the header says that loads call their
-/// loaders while Redis is unreachable. Run it with `cargo test -- --ignored`.
 #[test]
-#[ignore = "library bug: a load waiting for a lease waits lease_ms when Redis goes down instead of loading"]
 fn a_load_waiting_for_a_lease_calls_its_loader_when_redis_goes_down() {
     let mut server = RedisServer::new();
     let (holder, waiter) = (Runtime::new().unwrap(), Runtime::new().unwrap());

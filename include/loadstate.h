@@ -1646,6 +1646,32 @@ int lds_cache_invalidate(lds_runtime *rt, lds_id cache, const void *prefix, size
  * counters without waiting: its entries and bytes are those of the front
  * memory tier.
  *
+ * Direct calls on a Redis cache, beyond what each call's own comment
+ * lists: every one may return LDS_EREDIS (Redis failed; see above) and,
+ * on the loop thread, LDS_ESTATE. lds_cache_put of a value over
+ * max_value_bytes returns LDS_EREDIS with LDS_REDIS_ETOOBIG as reason and
+ * stores nothing. lds_cache_keys lists in Redis's SCAN order (no order
+ * promised). lds_cache_value.expires_at_ms is the expiry set at the put.
+ * lds_cache_invalidate while Redis cannot answer returns LDS_EREDIS and
+ * reloads no cell. lds_cache_free closes the connections; the entries stay
+ * in Redis until their time to live ends.
+ *
+ * Order: a load's result is written to Redis without waiting, after the
+ * cells showed it (memory and persistent caches store it before): a
+ * cache-first load in another process right after that event may still
+ * miss it. The counters of lds_redis_cache_status move when Redis answers,
+ * which may be after another process already has the result.
+ *
+ * Closing: lds_runtime_free (and lds_cache_free) lets the commands already
+ * sent, a result published or a lease released by the last jobs, reach
+ * Redis, within the command timeout (and lds_runtime_free's one-second
+ * wait); what does not answer by then is dropped.
+ *
+ * Timeouts: command_timeout_ms runs from when a command is handed to
+ * hiredis to its reply, so it includes the time the loop thread spends on
+ * a burst of other replies; a host that sends thousands of commands at
+ * once on a slow machine should give it room.
+ *
  * Trust: the Redis server is trusted like the cache file of a persistent
  * cache. A value that does not decode as an entry is a miss; replies are
  * read by hiredis, which holds each one whole (Redis bounds a value to
@@ -1804,7 +1830,7 @@ typedef struct lds_loader_metrics {
 /* One cache open and its counters (what lds_cache_stats reports). */
 typedef struct lds_cache_metrics {
   lds_id cache;
-  uint32_t persistent;      /* 1: a persistent cache; 0: a memory cache */
+  uint32_t persistent;      /* 1: a persistent cache; 0: a memory cache; 2: a Redis cache (since 0.4) */
   uint32_t reserved;        /* 0 */
   lds_cache_statistics stats;
 } lds_cache_metrics;
@@ -1870,7 +1896,7 @@ int lds_runtime_stats(lds_runtime *rt, lds_runtime_statistics *out);
  *   loadstate_cells_alive, loadstate_metrics_enabled   gauges
  *   loadstate_events_delivered_total             counter
  *   loadstate_cache_{hits,misses,evictions,expirations}_total, loadstate_cache_{entries,bytes}
- *                                                by cache="<id>", kind="memory" or "persistent"
+ *                                                by cache="<id>", kind="memory", "persistent" or "redis"
  * Label values are ids and fixed words: no host text appears in the output.
  * Its size grows with the number of loaders (about 4 KiB each) and caches.
  *

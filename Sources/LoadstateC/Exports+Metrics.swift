@@ -35,7 +35,7 @@ public func ldsRuntimeStats(_ rt: OpaquePointer?, _ out: UnsafeMutablePointer<ld
             for (i, entry) in stats.caches.prefix(Int(request.caches_cap)).enumerated() {
                 let s = entry.stats
                 caches[i] = lds_cache_metrics(
-                    cache: entry.id, persistent: entry.isPersistent ? 1 : 0, reserved: 0,
+                    cache: entry.id, persistent: entry.kind.rawValue, reserved: 0,
                     stats: lds_cache_statistics(hits: s.hits, misses: s.misses, evictions: s.evictions,
                                                 expirations: s.expirations, entries: s.entries, bytes: s.bytes))
             }

@@ -85,7 +85,7 @@ extension Inspector {
         for c in stats.caches {
             w.beginObject()
             w.field("id", c.id)
-            w.field("kind", c.isPersistent ? "persistent" : "memory")
+            w.field("kind", c.kind.name)
             w.field("entries", c.stats.entries)
             w.field("bytes", c.stats.bytes)
             w.field("hits", c.stats.hits)

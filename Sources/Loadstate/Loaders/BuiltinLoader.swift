@@ -26,12 +26,20 @@ public final class BuiltinLoader<Request: Sendable, Response: Sendable>: Sendabl
         self.core = core
         self.encode = encode
         self.decode = decode
+        // In the runtime's table: a runtime closed while the loader lives
+        // releases it (its connections, timers) with the others.
+        runtime.table.insert(core)
     }
 
     deinit {
         let core = self.core
         let runtime = self.runtime
-        runtime.loop.execute { core.retire(runtime: runtime) }
+        runtime.loop.execute {
+            runtime.table.withLock { storage in
+                if storage.handles[core.id] === core { storage.handles[core.id] = nil }
+            }
+            core.retire(runtime: runtime)
+        }
     }
 
     /// Runs `request` and returns its response. `timeout` fails it with

@@ -5,7 +5,7 @@ extension RuntimeStatistics {
     /// `freed` for what the loaders freed since counted (the runtime's
     /// totals minus the loaders alive), so that a sum over `loader` is the
     /// runtime's total. Cache series carry `cache` (the id) and `kind`
-    /// (`memory` or `persistent`). Label values are ids and fixed words
+    /// (`memory`, `persistent` or `redis`). Label values are ids and fixed words
     /// only: no host text appears in the output.
     @usableFromInline package var prometheusText: String {
         var w = PrometheusWriter()
@@ -53,7 +53,7 @@ extension RuntimeStatistics {
             w.sample(quantiles, s.label + ",quantile=\"1\"", seconds(ns: h.maxNs))
         }
 
-        let cacheSeries = caches.map { ("cache=\"\($0.id)\",kind=\"\($0.isPersistent ? "persistent" : "memory")\"", $0.stats) }
+        let cacheSeries = caches.map { ("cache=\"\($0.id)\",kind=\"\($0.kind.name)\"", $0.stats) }
         func cacheMetric(_ name: String, _ type: String, _ help: String, _ value: (CacheStats) -> UInt64) {
             w.family(name, type, help)
             for (label, stats) in cacheSeries { w.sample(name, label, value(stats)) }

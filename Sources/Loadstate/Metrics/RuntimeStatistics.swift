@@ -6,11 +6,26 @@
         @usableFromInline package let loads: LoadCounters
     }
 
+    /// The stores a cache can be; the raw values are those of
+    /// `lds_cache_metrics.persistent`.
+    @usableFromInline package enum CacheKind: UInt32, Sendable {
+        case memory = 0, persistent = 1, redis = 2
+
+        /// The word the metrics text and the inspector show.
+        var name: String {
+            switch self {
+            case .memory: return "memory"
+            case .persistent: return "persistent"
+            case .redis: return "redis"
+            }
+        }
+    }
+
     /// The counters of one cache open.
     @usableFromInline package struct CacheEntry: Sendable {
         @usableFromInline package let id: UInt64
-        /// Whether it is a persistent cache (otherwise a memory cache).
-        @usableFromInline package let isPersistent: Bool
+        /// Which store it is.
+        @usableFromInline package let kind: CacheKind
         @usableFromInline package let stats: CacheStats
     }
 

@@ -387,15 +387,19 @@ final class RedisConnection: Lingering {
             return failed(RedisFailure(.connect, message.isEmpty ? "cannot connect" : message))
         }
         // AUTH and SELECT go first; commands may follow at once (pipelined).
+        // A command connection counts as ready once they are answered.
+        var last: [[UInt8]]?
         if let password = settings.url.password {
             var auth: [[UInt8]] = [Array("AUTH".utf8)]
             if let user = settings.url.user { auth.append(Array(user.utf8)) }
             auth.append(Array(password.utf8))
-            handshake(auth)
+            last = auth
         }
-        if settings.url.database != 0 {
-            handshake([Array("SELECT".utf8), Array(String(settings.url.database).utf8)])
-        }
+        let select: [[UInt8]]? = settings.url.database != 0
+            ? [Array("SELECT".utf8), Array(String(settings.url.database).utf8)] : nil
+        if let auth = last { handshake(auth, readyAfter: select == nil && channel == nil) }
+        if let select { handshake(select, readyAfter: channel == nil) }
+        let handshaking = last != nil || select != nil
         if let channel {
             subscribe(ac, channel)
         }
@@ -407,15 +411,19 @@ final class RedisConnection: Lingering {
         for pending in queued { write(pending) }
         armTimer()
         // A subscriber is ready once Redis confirms the subscription.
-        if channel == nil { onReady?() }
+        if channel == nil && !handshaking { onReady?() }
     }
 
-    private func handshake(_ args: [[UInt8]]) {
+    /// Sends AUTH or SELECT; a refusal drops the connection. `readyAfter`:
+    /// the connection is ready once it is accepted.
+    private func handshake(_ args: [[UInt8]], readyAfter: Bool) {
         write(Pending(args: args, deadline: Clock.monotonicMs() &+ settings.commandTimeoutMs) { [weak self] result in
             switch result {
             case .success(.error(let message)):
                 self?.drop(RedisFailure(.auth, "\(String(decoding: args[0], as: UTF8.self)) refused: \(message)"))
-            case .success, .failure: break
+            case .success:
+                if readyAfter, self?.state == .ready { self?.onReady?() }
+            case .failure: break
             }
         })
     }
@@ -609,7 +617,7 @@ final class RedisConnection: Lingering {
     private func deadlinePassed() {
         let now = Clock.monotonicMs()
         switch state {
-        case .resolving, .connecting where now >= connectDeadline:
+        case .resolving where now >= connectDeadline, .connecting where now >= connectDeadline:
             let reason = RedisFailure(.timedOut, "no connection within \(settings.connectTimeoutMs) ms")
             if context != nil { drop(reason) } else { failed(reason) }
             return

@@ -62,7 +62,7 @@ extension Runtime {
         for (id, store) in caches.sorted(by: { $0.0 < $1.0 }) {
             // A cache closed meanwhile is left out.
             guard let stats = try? store.stats() else { continue }
-            out.caches.append(.init(id: id, isPersistent: store is PersistentCache, stats: stats))
+            out.caches.append(.init(id: id, kind: store is PersistentCache ? .persistent : store is RedisCache ? .redis : .memory, stats: stats))
         }
         return out
     }

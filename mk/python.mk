@@ -26,6 +26,9 @@ BENCH_PEERS_ARGS  ?=
 
 # Debian's python3 makes venvs only with python3-venv.
 DEB_PACKAGES += python3-venv
+# The Redis cache's tests start Debian's redis-server (tests/redis_server.py
+# installs it too when the tests run without make).
+DEB_PACKAGES += redis-server
 
 # What building the wheel needs (pyproject.toml's build-system requires).
 python-build-deps: deps

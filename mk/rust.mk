@@ -14,6 +14,9 @@ RUST_DIR       := bindings/rust
 CARGO          ?= $(shell command -v cargo 2>/dev/null || echo $(HOME)/.cargo/bin/cargo)
 RUST_ENV       := LOADSTATE_LIB_DIR=$(abspath $(BUILD))
 RUST_TEST_ARGS ?=
+# The Redis cache's tests start Debian's redis-server (tests/common/redis_server.rs
+# installs it too when cargo test runs without make).
+DEB_PACKAGES += redis-server
 
 .PHONY: test-rust
 

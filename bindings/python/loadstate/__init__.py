@@ -26,13 +26,14 @@ from .builtin import (EXEC_REQUEST, HTTP_HTTP1, HTTP_HTTP2, HTTP_INSECURE, HTTP_
 from .cache import Cache, CacheEntry, CacheStats
 from .cells import Cell, EventStream, Load, Loadable, Process
 from .codec import BYTES, JSON, TEXT, Codec
-from .enums import (PRIORITY_PREFETCH, QUEUE_MAX, VALUE_MAX, CachePolicy, Code, Delivery, Domain, EventType, Flags,
-                    HttpFlags, JobOutcome, LoadFlags, Observed, Status)
+from .enums import (PRIORITY_PREFETCH, QUEUE_MAX, REDIS_KEYS_MAX, REDIS_PENDING_MAX, VALUE_MAX, CachePolicy, Code,
+                    Delivery, Domain, EventType, Flags, HttpFlags, JobOutcome, LoadFlags, Observed, RedisCode, Status)
 from .errors import (Busy, Cancelled, Closed, Error, InvalidArgument, IOFailure, LibraryNotFound, LoadFailed,
-                     NotFound, OutOfMemory, TimedOut, TooBig, WrongState, error_for_code)
+                     NotFound, OutOfMemory, RedisError, TimedOut, TooBig, WrongState, error_for_code)
 from .loaders import EXCEPTION_CODE, Job, Loader
 from .metrics import LoadMetrics, RuntimeStats
 from .observer import Observation, Observer
+from .redis_cache import RedisCache, RedisStatus
 from .runtime import Runtime
 from .types import Event, Limits, LoadOptions, Snapshot
 
@@ -51,13 +52,15 @@ def strerror(code: int) -> str:
 
 __all__ = [
     "Runtime", "Loader", "Job", "Cell", "Loadable", "Process", "Load", "EventStream", "Cache", "CacheEntry",
-    "CacheStats", "LoadMetrics", "RuntimeStats", "Observation", "Observer", "Observed", "JobOutcome",
+    "CacheStats", "RedisCache", "RedisStatus", "LoadMetrics", "RuntimeStats", "Observation", "Observer", "Observed",
+    "JobOutcome",
     "Event", "Snapshot", "LoadOptions", "Status", "Flags", "EventType", "Domain", "Delivery", "CachePolicy", "Code",
-    "VALUE_MAX", "QUEUE_MAX", "Limits", "LoadFlags", "PRIORITY_PREFETCH",
+    "RedisCode", "REDIS_PENDING_MAX", "REDIS_KEYS_MAX", "VALUE_MAX", "QUEUE_MAX", "Limits", "LoadFlags",
+    "PRIORITY_PREFETCH",
     "Codec", "BYTES", "TEXT", "JSON", "PATH", "EXEC_REQUEST", "HTTP_REQUEST", "HTTP_RESPONSE",
     "ExecRequest", "HttpRequest", "HttpResponse", "HttpFlags", "HTTP_INSECURE", "HTTP_NO_REDIRECTS",
     "HTTP_NO_COMPRESSION", "HTTP_HTTP2", "HTTP_HTTP1",
     "Error", "InvalidArgument", "NotFound", "WrongState", "Cancelled", "TimedOut", "OutOfMemory", "Closed",
-    "TooBig", "IOFailure", "Busy", "LibraryNotFound", "LoadFailed", "error_for_code", "EXCEPTION_CODE",
+    "TooBig", "IOFailure", "Busy", "RedisError", "LibraryNotFound", "LoadFailed", "error_for_code", "EXCEPTION_CODE",
     "Library", "load_library", "ENV_VAR", "LIBRARY_NAME", "version", "strerror",
 ]

@@ -28,8 +28,8 @@ import ctypes.util
 import os
 import struct
 import threading
-from ctypes import (CFUNCTYPE, POINTER, Structure, c_char_p, c_int, c_int32, c_size_t, c_uint32, c_uint64,
-                    c_void_p)
+from ctypes import (CFUNCTYPE, POINTER, Structure, c_char, c_char_p, c_int, c_int32, c_size_t, c_uint32,
+                    c_uint64, c_void_p)
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple, Union
 
@@ -243,6 +243,29 @@ class CacheStatisticsC(Structure):
                 ("entries", c_uint64), ("bytes", c_uint64)]
 
 
+class RedisCacheOptionsC(Structure):
+    """``lds_redis_cache_options``."""
+
+    _fields_ = [("size", c_uint32), ("flags", c_uint32), ("key_prefix", c_char_p), ("ttl_ms", c_uint64),
+                ("max_ttl_ms", c_uint64), ("max_value_bytes", c_uint64), ("command_timeout_ms", c_uint32),
+                ("connect_timeout_ms", c_uint32), ("lease_ms", c_uint32), ("reconnect_max_ms", c_uint32),
+                ("memory_max_entries", c_uint64), ("memory_max_bytes", c_uint64), ("memory_ttl_ms", c_uint64)]
+
+
+# The length of lds_redis_status.last_error.
+REDIS_ERROR_TEXT = 256
+
+
+class RedisStatusC(Structure):
+    """``lds_redis_status``."""
+
+    _fields_ = [("size", c_uint32), ("connected", c_uint32), ("subscribed", c_uint32), ("last_error_code", c_int32),
+                ("connects", c_uint64), ("errors", c_uint64), ("leases_taken", c_uint64),
+                ("leases_waited", c_uint64), ("results_received", c_uint64), ("takeovers", c_uint64),
+                ("published", c_uint64), ("fenced", c_uint64), ("invalidations", c_uint64),
+                ("last_error", c_char * REDIS_ERROR_TEXT)]
+
+
 # LDS_RUNTIME_NO_METRICS: lds_runtime_options.flags.
 RUNTIME_NO_METRICS = 1 << 0
 
@@ -400,6 +423,8 @@ _PROTOTYPES: Dict[str, Tuple[object, List[object]]] = {
     "lds_runtime_pause_polling": (c_int, [_rt]),
     "lds_runtime_resume_polling": (c_int, [_rt]),
     "lds_prefetch": (c_int, [_rt, _id, c_char_p, c_size_t, POINTER(LoadOptionsC)]),
+    "lds_redis_cache_new": (c_int, [_rt, c_char_p, POINTER(RedisCacheOptionsC), POINTER(c_uint64)]),
+    "lds_redis_cache_status": (c_int, [_rt, _id, POINTER(RedisStatusC)]),
 }
 
 

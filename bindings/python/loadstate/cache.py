@@ -1,8 +1,10 @@
-"""Caches of the runtime: in memory, or persisted in an SQLite file.
+"""Caches of the runtime: in memory, or persisted in an SQLite file (a Redis cache, in
+:mod:`loadstate.redis_cache`, is one of them too).
 
 Unlike cell operations, cache operations do their work on the calling
 thread and return when it is done; they may be called from any thread,
-including from callbacks.
+including from callbacks (a Redis cache's, which wait for the loop, not from
+callbacks of a ``Delivery.LOOP`` runtime).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Generic, Iterator, List, Optional, Tuple,
 from ._library import CacheKeyListC, CacheStatisticsC, CacheValueC, MemoryCacheOptionsC, PersistentCacheOptionsC
 from .codec import BYTES, Codec
 from .enums import CacheFlags, Code
+from .errors import Error
 from .types import milliseconds
 
 if TYPE_CHECKING:
@@ -81,7 +84,8 @@ def _free_cache(runtime_core: Any, cache_id: int) -> None:
 
 class Cache(MutableMapping[Key, V]):
     """A bounded key-value cache of a runtime, of values ``V``; make one with
-    :meth:`Runtime.memory_cache` or :meth:`Runtime.persistent_cache`.
+    :meth:`Runtime.memory_cache`, :meth:`Runtime.persistent_cache` or
+    :meth:`Runtime.redis_cache` (a :class:`~loadstate.RedisCache`).
 
     A mutable mapping: ``cache[key] = value``, ``cache[key]``, ``del cache[key]``,
     ``key in cache``, ``len(cache)``, ``iter(cache)``, ``cache.get(key, default)``,
@@ -114,7 +118,8 @@ class Cache(MutableMapping[Key, V]):
         # Reads (see _read): a buffer for the value and one for its length,
         # used under the lock from the call until the value is copied out. A
         # memory cache's read never waits, so it is made without releasing the
-        # GIL (cheaper); a persistent cache's releases it while SQLite works.
+        # GIL (cheaper); a persistent or Redis cache's releases it while SQLite
+        # works or Redis answers.
         self._read_value = core.lib.read_holding_gil if memory else core.dll.lds_cache_read
         self._buffer = (c_char * _READ_BUFFER)()
         self._length = c_size_t()
@@ -143,6 +148,16 @@ class Cache(MutableMapping[Key, V]):
                    f"persistent cache {os.fspath(path)!r}")
         return cls(runtime, out, codec, memory=False)
 
+    def _error(self, rc: int, detail: str) -> Error:
+        """The exception for the return code ``rc`` of a call on this cache."""
+        return self._core.lib.error(rc, detail)
+
+    def _check(self, rc: int, detail: str) -> int:
+        """``rc`` when it is not an error; raises :meth:`_error` otherwise."""
+        if rc < 0:
+            raise self._error(rc, detail)
+        return rc
+
     def put(self, key: Key, value: V) -> None:
         """Stores ``value`` under ``key`` (replacing any entry), then evicts to stay within the bounds."""
         raw = _key(key)
@@ -150,8 +165,8 @@ class Cache(MutableMapping[Key, V]):
             data = self.codec.encode(value)
         except TypeError as exc:
             raise TypeError(f"value: {exc}") from None
-        self._core.check(self._core.dll.lds_cache_put(self._core.c_handle, self._c_id, raw, len(raw), data,
-                                                      len(data)), "cache put")
+        self._check(self._core.dll.lds_cache_put(self._core.c_handle, self._c_id, raw, len(raw), data, len(data)),
+                    "cache put")
 
     @overload
     def get(self, key: Key) -> Optional[V]: ...
@@ -184,7 +199,7 @@ class Cache(MutableMapping[Key, V]):
             return buffer[:length] if length <= _READ_BUFFER else self._read_large(raw, length)
         if rc == 0:
             return None
-        raise self._core.lib.error(rc, "cache get")
+        raise self._error(rc, "cache get")
 
     def _read_large(self, raw: bytes, length: int) -> Optional[bytes]:
         """A value larger than the cache's buffer: read again into one of its size (again if the entry grew
@@ -195,7 +210,7 @@ class Cache(MutableMapping[Key, V]):
             if rc == 0:
                 return None
             if rc != 1:
-                raise self._core.lib.error(rc, "cache get")
+                raise self._error(rc, "cache get")
             if self._length.value <= length:
                 data: bytes = buffer[:self._length.value]
                 return data
@@ -206,7 +221,7 @@ class Cache(MutableMapping[Key, V]):
         raw = _key(key)
         out = CacheValueC()
         rc = self._core.dll.lds_cache_get(self._core.c_handle, self._c_id, raw, len(raw), byref(out))
-        self._core.check(rc, "cache get")
+        self._check(rc, "cache get")
         if rc == 0:
             return None
         try:
@@ -247,8 +262,8 @@ class Cache(MutableMapping[Key, V]):
         order, and expired entries are left out."""
         raw = _key(prefix, "prefix")
         out = CacheKeyListC()
-        self._core.check(self._core.dll.lds_cache_keys(self._core.c_handle, self._c_id, raw, len(raw), byref(out)),
-                         "cache keys")
+        self._check(self._core.dll.lds_cache_keys(self._core.c_handle, self._c_id, raw, len(raw), byref(out)),
+                    "cache keys")
         try:
             return [string_at(out.keys[i], out.lengths[i]) for i in range(out.count)]
         finally:
@@ -271,25 +286,25 @@ class Cache(MutableMapping[Key, V]):
     def remove(self, key: Key) -> bool:
         """Drops the entry under ``key``; returns whether there was one."""
         raw = _key(key)
-        return self._core.check(self._core.dll.lds_cache_remove(self._core.c_handle, self._c_id, raw, len(raw)),
-                                "cache remove") == 1
+        return self._check(self._core.dll.lds_cache_remove(self._core.c_handle, self._c_id, raw, len(raw)),
+                           "cache remove") == 1
 
     def clear(self) -> None:
         """Drops every entry (the counters are kept)."""
-        self._core.check(self._core.dll.lds_cache_clear(self._core.c_handle, self._c_id), "cache clear")
+        self._check(self._core.dll.lds_cache_clear(self._core.c_handle, self._c_id), "cache clear")
 
     def invalidate(self, prefix: Key = b"") -> None:
         """Marks the entries whose key begins with ``prefix`` (all by default) stale; every cell showing one
         of them (loaded through this cache, no load running) reloads it silently, flagged ``STALE`` and
         ``REFRESHING`` meanwhile."""
         raw = _key(prefix, "prefix")
-        self._core.check(self._core.dll.lds_cache_invalidate(self._core.c_handle, self._c_id, raw, len(raw)),
-                         "cache invalidate")
+        self._check(self._core.dll.lds_cache_invalidate(self._core.c_handle, self._c_id, raw, len(raw)),
+                    "cache invalidate")
 
     def stats(self) -> CacheStats:
         """The cache's counters and contents now."""
         out = CacheStatisticsC()
-        self._core.check(self._core.dll.lds_cache_stats(self._core.c_handle, self._c_id, byref(out)), "cache stats")
+        self._check(self._core.dll.lds_cache_stats(self._core.c_handle, self._c_id, byref(out)), "cache stats")
         return CacheStats(out.hits, out.misses, out.evictions, out.expirations, out.entries, out.bytes)
 
     def close(self) -> None:
@@ -300,7 +315,7 @@ class Cache(MutableMapping[Key, V]):
         if not self._core.closed:
             rc = self._core.dll.lds_cache_free(self._core.c_handle, self._c_id)
             if rc < 0 and rc != Code.ECLOSED:
-                raise self._core.lib.error(rc, "cache close")
+                raise self._error(rc, "cache close")
 
     def __enter__(self) -> "Cache[V]":
         return self

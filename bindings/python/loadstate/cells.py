@@ -766,11 +766,15 @@ class Load(Generic[T]):
         self._resolve(None, state.core.lib.error(code, "load"))
 
     def _served_from_cache(self, raw: Tuple[Any, ...], request: Optional[bytes], state: _CellState) -> None:
-        """A load with a cache may begin with the cached entry (or a cache-only miss) instead of LOADING."""
+        """A load with a cache may begin with the cached entry (or a cache-only miss) instead of LOADING.
+
+        A cache-only load ends at once in ``ERROR``: ``NOT_FOUND`` on a miss, or an error of the
+        ``REDIS`` domain when its Redis cache cannot answer."""
         if self._request is not None and request != self._request:
             return
         hit = raw[3] == Status.LOADED and raw[5] & Flags.FROM_CACHE.value
-        miss = raw[3] == Status.ERROR and raw[10] == Domain.LOADSTATE and raw[11] == Code.ENOENT
+        miss = raw[3] == Status.ERROR and (raw[10] == Domain.LOADSTATE and raw[11] == Code.ENOENT
+                                           or raw[10] == Domain.REDIS)
         if hit and self._policy == CachePolicy.CACHE_THEN_LOAD:
             self._started = True       # a silent load revalidates it: its outcome settles the load
         elif (hit and self._policy in (CachePolicy.CACHE_FIRST, CachePolicy.CACHE_ONLY)) or (

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import enum
 
-__all__ = ["Status", "Flags", "EventType", "Domain", "Delivery", "CachePolicy", "Code", "LoadFlags", "HttpFlags",
-           "ExecFlags", "CacheFlags", "Observed", "JobOutcome", "VALUE_MAX", "QUEUE_MAX",
-           "PRIORITY_PREFETCH"]
+__all__ = ["Status", "Flags", "EventType", "Domain", "Delivery", "CachePolicy", "Code", "RedisCode", "LoadFlags",
+           "HttpFlags", "ExecFlags", "CacheFlags", "Observed", "JobOutcome", "VALUE_MAX", "QUEUE_MAX",
+           "PRIORITY_PREFETCH", "REDIS_PENDING_MAX", "REDIS_KEYS_MAX"]
 
 #: The largest value, request or message, in bytes, the library accepts (256 MiB).
 VALUE_MAX = 256 * 1024 * 1024
@@ -21,6 +21,13 @@ VALUE_MAX = 256 * 1024 * 1024
 #: The most operations host threads may have waiting for a runtime's loop thread
 #: (262,144); a call that would queue more raises :class:`loadstate.Busy` and changes nothing.
 QUEUE_MAX = 262_144
+
+#: The most commands of one Redis cache that may wait for a connection or a reply (65,536,
+#: ``LDS_REDIS_PENDING_MAX``); more fail with :class:`loadstate.RedisError` (:attr:`RedisCode.EQUEUE`).
+REDIS_PENDING_MAX = 65_536
+
+#: The most keys a Redis cache lists (1,000,000, ``LDS_REDIS_KEYS_MAX``); more raise :class:`loadstate.TooBig`.
+REDIS_KEYS_MAX = 1_000_000
 
 #: The priority of a prefetch whose options leave it at 0 (``LDS_PRIORITY_PREFETCH``).
 PRIORITY_PREFETCH = -100
@@ -85,6 +92,7 @@ class Domain(_Named):
     OS = 3
     HTTP = 4
     EXIT = 5
+    REDIS = 6
 
 
 class Observed(_Named):
@@ -147,6 +155,28 @@ class Code(_Named):
     ETOOBIG = -8
     EIO = -9
     EAGAIN = -10
+    EREDIS = -11
+
+
+class RedisCode(_Named):
+    """Why a Redis cache failed (``LDS_REDIS_E*``): the code of a :class:`loadstate.RedisError` and of a load's
+    error in the ``REDIS`` domain.
+
+    ``ECONNECT``: the connection could not be made or was lost. ``ETIMEDOUT``: no reply (or connection) in time.
+    ``EAUTH``: AUTH or SELECT was refused. ``EREPLY``: Redis answered with an error or an unexpected reply.
+    ``ETOOBIG``: the value is larger than the cache's ``max_value_bytes``; not stored. ``EDOWN``: not connected,
+    the cache waits to try again. ``ECLOSED``: the cache was freed while the command waited. ``EQUEUE``: more
+    than :data:`REDIS_PENDING_MAX` commands wait.
+    """
+
+    ECONNECT = 1
+    ETIMEDOUT = 2
+    EAUTH = 3
+    EREPLY = 4
+    ETOOBIG = 5
+    EDOWN = 6
+    ECLOSED = 7
+    EQUEUE = 8
 
 
 class LoadFlags(enum.IntFlag):

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple, Type
 
-from .enums import Code, Domain
+from .enums import Code, Domain, RedisCode
 
 __all__ = [
     "Error",
@@ -31,6 +31,7 @@ __all__ = [
     "TooBig",
     "IOFailure",
     "Busy",
+    "RedisError",
     "LibraryNotFound",
     "LoadFailed",
     "error_for_code",
@@ -133,9 +134,53 @@ class Busy(Error):
     code = Code.EAGAIN
 
 
+def redis_reason(value: Optional[int]) -> Optional[int]:
+    """``value`` as a :class:`RedisCode` member when it is one, else as it is; ``None`` for 0 (no reason)."""
+    if not value:
+        return None
+    try:
+        return RedisCode(value)
+    except ValueError:
+        return value
+
+
+class RedisError(Error):
+    """``LDS_EREDIS``: a call on a Redis cache failed: Redis is unreachable, did not answer in time, refused
+    the connection's AUTH or SELECT, answered with an error, or the value is over the cache's
+    ``max_value_bytes``.
+
+    Loads never fail with it: a load whose Redis cache cannot answer calls its loader (a ``CACHE_ONLY``
+    load, which has no loader to fall back on, ends in a :class:`LoadFailed` of domain ``Domain.REDIS``).
+
+    Attributes:
+        redis_code: the reason, a :class:`~loadstate.RedisCode` (``LDS_REDIS_E*``), read from the cache's
+            :meth:`~loadstate.RedisCache.status` when the error was raised; ``None`` when unknown.
+        redis_message: the cache's message for that failure (``lds_redis_status.last_error``), or ``None``.
+    """
+
+    code = Code.EREDIS
+
+    def __init__(self, code: Optional[int] = None, message: str = "", detail: Optional[str] = None,
+                 redis_code: Optional[int] = None, redis_message: Optional[str] = None) -> None:
+        super().__init__(code, message, detail)
+        self.redis_code = redis_reason(redis_code)
+        self.redis_message = redis_message or None
+        self.args = (self.code, message, detail, self.redis_code, self.redis_message)  # repr() shows the reason
+
+    def __str__(self) -> str:
+        text = super().__str__()
+        if self.redis_code is None:
+            return text
+        name = self.redis_code.name if isinstance(self.redis_code, RedisCode) else str(self.redis_code)
+        return f"{text}: {name}: {self.redis_message}" if self.redis_message else f"{text}: {name}"
+
+    def __reduce__(self) -> Tuple[Any, ...]:
+        return (type(self), (self.code, self.message, self.detail, self.redis_code, self.redis_message))
+
+
 _BY_CODE: Dict[int, Type[Error]] = {cls.code: cls for cls in
                                     (InvalidArgument, NotFound, WrongState, Cancelled, TimedOut, OutOfMemory,
-                                     Closed, TooBig, IOFailure, Busy)}
+                                     Closed, TooBig, IOFailure, Busy, RedisError)}
 
 
 def error_for_code(code: int, message: str, detail: Optional[str] = None) -> Error:

@@ -20,6 +20,7 @@ from .errors import InvalidArgument
 from .loaders import Job, Loader
 from .metrics import RuntimeStats, metrics_text, runtime_stats
 from .observer import Observation, Observer, observe
+from .redis_cache import RedisCache
 from .types import NO_LIMITS, Limits, LoadOptions, milliseconds
 
 __all__ = ["Runtime"]
@@ -414,6 +415,24 @@ class Runtime:
             codec: how values are encoded.
         """
         return Cache._persistent(self, path, max_bytes, ttl, replace_damaged, codec)
+
+    def redis_cache(self, url: str, *, key_prefix: Union[str, bytes, None] = None, ttl: Optional[float] = None,
+                    max_ttl: Optional[float] = None, max_value_bytes: int = 0,
+                    command_timeout: Optional[float] = None, connect_timeout: Optional[float] = None,
+                    lease: Optional[float] = None, reconnect_max: Optional[float] = None,
+                    memory_max_entries: int = 0, memory_max_bytes: int = 0, memory_ttl: Optional[float] = None,
+                    codec: Codec[Any] = BYTES) -> RedisCache:
+        """A cache on the Redis server at ``url``, shared with every process that opens one on the same
+        server, database and ``key_prefix``: ``RedisCache(self, url, ...)``; see :class:`RedisCache` for
+        the URL forms, the options (times in seconds) and what happens while Redis is down.
+
+        Returns without waiting for the connection.
+        """
+        return RedisCache(self, url, key_prefix=key_prefix, ttl=ttl, max_ttl=max_ttl,
+                          max_value_bytes=max_value_bytes, command_timeout=command_timeout,
+                          connect_timeout=connect_timeout, lease=lease, reconnect_max=reconnect_max,
+                          memory_max_entries=memory_max_entries, memory_max_bytes=memory_max_bytes,
+                          memory_ttl=memory_ttl, codec=codec)
 
     @overload
     def loadable(self, loader: Loader[T], *, codec: None = ..., request_codec: Optional[Codec[Any]] = ...,

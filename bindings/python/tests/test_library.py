@@ -10,7 +10,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
-from typing import Dict, Optional
+from typing import Dict, List, Optional
 
 import pytest
 
@@ -81,18 +81,56 @@ STRUCTS = {
     "lds_load_metrics": "LoadMetricsC", "lds_loader_metrics": "LoaderMetricsC", "lds_cache_metrics": "CacheMetricsC",
     "lds_runtime_statistics": "RuntimeStatisticsC", "lds_observation": "ObservationC",
     "lds_inspector_options": "InspectorOptionsC",
+    "lds_redis_cache_options": "RedisCacheOptionsC", "lds_redis_status": "RedisStatusC",
 }
 
 
-def test_every_header_struct_has_a_ctypes_twin_with_the_same_fields():
+def _header_structs() -> Dict[str, List[str]]:
+    """Each ``typedef struct`` of the header and its field names, in order."""
     header = re.sub(r"/\*.*?\*/", "", HEADER.read_text(), flags=re.S)
-    structs = dict(re.findall(r"typedef struct (lds_\w+) \{(.*?)\} \1;", header, re.S))
+    return {name: re.findall(r"(\w+)\s*(?:\[\w*\])?\s*;", body)
+            for name, body in re.findall(r"typedef struct (lds_\w+) \{(.*?)\} \1;", header, re.S)}
+
+
+def test_every_header_struct_has_a_ctypes_twin_with_the_same_fields():
+    structs = _header_structs()
     assert set(structs) == set(STRUCTS)
-    for name, body in structs.items():
-        fields = re.findall(r"(\w+)\s*(?:\[\w*\])?\s*;", body)
+    for name, fields in structs.items():
         twin = getattr(_library, STRUCTS[name])
         assert [f[0] for f in twin._fields_] == fields, name
-        assert ctypes.sizeof(twin) > 0
+
+
+# Header constants and the binding's names for them.
+CONSTANTS = {f"LDS_{code.name}": code for code in loadstate.Code} | {
+    f"LDS_DOMAIN_{domain.name}": domain for domain in loadstate.Domain if domain.name != "NONE"} | {
+    f"LDS_REDIS_{code.name}": code for code in loadstate.RedisCode} | {
+    f"LDS_{status.name}": status for status in loadstate.Status} | {
+    "LDS_VALUE_MAX": loadstate.VALUE_MAX, "LDS_QUEUE_MAX": loadstate.QUEUE_MAX,
+    "LDS_PRIORITY_PREFETCH": loadstate.PRIORITY_PREFETCH, "LDS_REDIS_PENDING_MAX": loadstate.REDIS_PENDING_MAX,
+    "LDS_REDIS_KEYS_MAX": loadstate.REDIS_KEYS_MAX}
+
+
+def test_ctypes_structs_and_enums_match_what_the_c_compiler_makes_of_the_header(tmp_path):
+    """A C program prints every struct's size and field offsets, and the constants the enums copy."""
+    lines = ["#include <stdio.h>", "#include <stddef.h>", '#include "loadstate.h"', "int main(void) {"]
+    for name, fields in _header_structs().items():
+        lines.append(f'  printf("size {name} %zu\\n", sizeof({name}));')
+        lines += [f'  printf("offset {name}.{field} %zu\\n", offsetof({name}, {field}));' for field in fields]
+    lines += [f'  printf("const {name} %lld\\n", (long long)({name}));' for name in CONSTANTS]
+    lines += ["  return 0;", "}"]
+    (tmp_path / "probe.c").write_text("\n".join(lines) + "\n")
+    compiler = os.environ.get("CC", "cc")
+    subprocess.run([compiler, "-std=c11", "-Wall", "-Werror", "-I", str(HEADER.parent), "-o",
+                    str(tmp_path / "probe"), str(tmp_path / "probe.c")], check=True, capture_output=True)
+    printed = subprocess.run([str(tmp_path / "probe")], check=True, capture_output=True, text=True).stdout
+    c_view = dict(line.rsplit(" ", 1) for line in printed.splitlines())
+    python_view = {}
+    for name, fields in _header_structs().items():
+        twin = getattr(_library, STRUCTS[name])
+        python_view[f"size {name}"] = str(ctypes.sizeof(twin))
+        python_view |= {f"offset {name}.{field}": str(getattr(twin, field).offset) for field in fields}
+    python_view |= {f"const {name}": str(int(value)) for name, value in CONSTANTS.items()}
+    assert python_view == c_view
 
 
 def test_version_and_strerror():

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 from pathlib import Path
 
 import pytest
+from redis_server import RedisServer
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 BLOCKS = re.findall(r"^```python\n(.*?)^```", README.read_text(), re.M | re.S)
@@ -16,6 +18,9 @@ def test_the_readme_has_examples():
 
 
 @pytest.mark.parametrize("index", range(len(BLOCKS)))
-def test_readme_example(index):
+def test_readme_example(index, monkeypatch):
     code = compile(BLOCKS[index], f"{README.name} example {index + 1}", "exec")
-    exec(code, {"__name__": f"readme_example_{index + 1}"})
+    with contextlib.ExitStack() as stack:
+        if "REDIS_URL" in BLOCKS[index]:  # an example of the Redis cache: a server of its own
+            monkeypatch.setenv("REDIS_URL", stack.enter_context(RedisServer()).url)
+        exec(code, {"__name__": f"readme_example_{index + 1}"})

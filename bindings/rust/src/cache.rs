@@ -1,9 +1,10 @@
 //! Caches: bounded maps from byte-string keys to byte-string values, in
 //! memory or in an SQLite file. Their calls work on the calling thread
-//! under the cache's lock and never wait for the loop. Loads use them
-//! through [`LoadOptions::cache`](crate::LoadOptions::cache).
+//! under the cache's lock and never wait for the loop (those of a
+//! [`RedisCache`](crate::RedisCache) do). Loads use them through
+//! [`LoadOptions::cache`](crate::LoadOptions::cache).
 
-use std::ffi::CString;
+use std::ffi::{CString, c_int};
 use std::fmt;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -14,7 +15,7 @@ use crate::error::{Error, Result, check};
 use crate::runtime::{Runtime, Shared};
 use crate::sys;
 
-fn millis64(duration: Duration) -> u64 {
+pub(crate) fn millis64(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
@@ -125,13 +126,33 @@ pub struct CacheStats {
 }
 
 /// A cache of a runtime. Dropping it frees it (a persistent cache closes
-/// its file; its entries stay). Its calls are safe from any thread.
+/// its file; its entries stay). Its calls are safe from any thread (a Redis
+/// cache's, from any thread but the loop thread: see [`RedisCache`](crate::RedisCache)).
 pub struct Cache {
     shared: Arc<Shared>,
     id: u64,
+    /// A Redis cache: its `LDS_EREDIS` errors carry the reason it reports.
+    redis: bool,
 }
 
 impl Cache {
+    pub(crate) fn new(shared: &Arc<Shared>, id: u64, redis: bool) -> Cache {
+        Cache { shared: Arc::clone(shared), id, redis }
+    }
+
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
+    /// A return code of a call on this cache as a `Result`.
+    fn check(&self, code: c_int) -> Result<c_int> {
+        if self.redis && code == sys::LDS_EREDIS {
+            let reason = crate::redis::raw_status(&self.shared, self.id).map_or(0, |status| status.last_error_code);
+            return Err(Error::redis(reason));
+        }
+        check(code)
+    }
+
     /// The cache's id in its runtime.
     pub fn id(&self) -> u64 {
         self.id
@@ -141,7 +162,7 @@ impl Cache {
     /// evicts least recently used entries beyond the bounds.
     pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
         // SAFETY: valid handle and buffers.
-        check(unsafe {
+        self.check(unsafe {
             sys::lds_cache_put(
                 self.shared.raw(),
                 self.id,
@@ -159,8 +180,9 @@ impl Cache {
     pub fn get(&self, key: &[u8]) -> Result<Option<CacheEntry>> {
         let mut raw = sys::lds_cache_value::zeroed();
         // SAFETY: valid handle, buffer and out pointer.
-        let rc =
-            check(unsafe { sys::lds_cache_get(self.shared.raw(), self.id, key.as_ptr().cast(), key.len(), &mut raw) })?;
+        let rc = self.check(unsafe {
+            sys::lds_cache_get(self.shared.raw(), self.id, key.as_ptr().cast(), key.len(), &mut raw)
+        })?;
         if rc == 0 {
             return Ok(None);
         }
@@ -184,14 +206,15 @@ impl Cache {
     /// Drops the entry under `key`; whether there was one.
     pub fn remove(&self, key: &[u8]) -> Result<bool> {
         // SAFETY: valid handle and buffer.
-        let rc = check(unsafe { sys::lds_cache_remove(self.shared.raw(), self.id, key.as_ptr().cast(), key.len()) })?;
+        let rc =
+            self.check(unsafe { sys::lds_cache_remove(self.shared.raw(), self.id, key.as_ptr().cast(), key.len()) })?;
         Ok(rc == 1)
     }
 
     /// Drops every entry; the counters are kept.
     pub fn clear(&self) -> Result<()> {
         // SAFETY: valid handle.
-        check(unsafe { sys::lds_cache_clear(self.shared.raw(), self.id) })?;
+        self.check(unsafe { sys::lds_cache_clear(self.shared.raw(), self.id) })?;
         Ok(())
     }
 
@@ -204,7 +227,9 @@ impl Cache {
     /// when the load ends. Later cache-first loads of those keys load again.
     pub fn invalidate(&self, prefix: &[u8]) -> Result<()> {
         // SAFETY: valid handle and buffer.
-        check(unsafe { sys::lds_cache_invalidate(self.shared.raw(), self.id, prefix.as_ptr().cast(), prefix.len()) })?;
+        self.check(unsafe {
+            sys::lds_cache_invalidate(self.shared.raw(), self.id, prefix.as_ptr().cast(), prefix.len())
+        })?;
         Ok(())
     }
 
@@ -216,7 +241,7 @@ impl Cache {
     pub fn keys(&self, prefix: &[u8]) -> Result<Vec<Vec<u8>>> {
         let mut raw = sys::lds_cache_key_list::zeroed();
         // SAFETY: valid handle, buffer and out pointer.
-        check(unsafe {
+        self.check(unsafe {
             sys::lds_cache_keys(self.shared.raw(), self.id, prefix.as_ptr().cast(), prefix.len(), &mut raw)
         })?;
         let mut keys = Vec::with_capacity(raw.count);
@@ -238,7 +263,7 @@ impl Cache {
     pub fn stats(&self) -> Result<CacheStats> {
         let mut raw = sys::lds_cache_statistics::default();
         // SAFETY: valid handle and out pointer.
-        check(unsafe { sys::lds_cache_stats(self.shared.raw(), self.id, &mut raw) })?;
+        self.check(unsafe { sys::lds_cache_stats(self.shared.raw(), self.id, &mut raw) })?;
         Ok(CacheStats {
             hits: raw.hits,
             misses: raw.misses,
@@ -281,7 +306,7 @@ impl Runtime {
         let mut id = 0;
         // SAFETY: valid handle, options (borrowing `name`) and out pointer.
         check(unsafe { sys::lds_memory_cache_new(self.as_ptr(), &raw, &mut id) })?;
-        Ok(Cache { shared: Arc::clone(self.shared()), id })
+        Ok(Cache::new(self.shared(), id, false))
     }
 
     /// Opens (or creates) the persistent cache in a file. A file that is
@@ -299,6 +324,6 @@ impl Runtime {
         let mut id = 0;
         // SAFETY: valid handle, options (borrowing `path`) and out pointer.
         check(unsafe { sys::lds_persistent_cache_new(self.as_ptr(), &raw, &mut id) })?;
-        Ok(Cache { shared: Arc::clone(self.shared()), id })
+        Ok(Cache::new(self.shared(), id, false))
     }
 }

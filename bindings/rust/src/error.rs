@@ -7,10 +7,15 @@ use crate::sys;
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// A failed call: the library's negative `LDS_E*` code and its message
-/// from `lds_strerror`.
+/// from `lds_strerror`. A failed call of a [`RedisCache`](crate::RedisCache)
+/// ([`ErrorKind::Redis`]) also carries the reason the cache reported,
+/// [`Error::redis_kind`]; the cache's message for it is in
+/// [`RedisCache::status`](crate::RedisCache::status).
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Error {
     code: c_int,
+    /// The `LDS_REDIS_E*` reason of an `LDS_EREDIS` error; 0 when unknown.
+    redis: i32,
 }
 
 /// What an [`Error`] code means, one variant per `LDS_E*` code.
@@ -38,8 +43,72 @@ pub enum ErrorKind {
     /// `LDS_EAGAIN`: too many operations wait for the loop thread
     /// ([`QUEUE_MAX`](crate::QUEUE_MAX)); nothing was done, try again later.
     Busy,
+    /// `LDS_EREDIS`: a call of a Redis cache failed: Redis is unreachable,
+    /// did not answer in time, refused, or the value is too large
+    /// ([`Error::redis_kind`] says which).
+    Redis,
     /// A code this version of the crate does not know.
     Other(i32),
+}
+
+/// Why a Redis cache failed (`LDS_REDIS_E*`): the [`Error::redis_kind`]
+/// of an [`ErrorKind::Redis`] error, the [`RedisStatus::last_error_kind`](crate::RedisStatus::last_error_kind)
+/// of a cache, and the code of a load's error in the
+/// [`ErrorDomain::Redis`](crate::ErrorDomain::Redis) domain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum RedisErrorKind {
+    /// `LDS_REDIS_ECONNECT`: the connection could not be made or was lost.
+    Connect,
+    /// `LDS_REDIS_ETIMEDOUT`: no reply (or connection) in time.
+    TimedOut,
+    /// `LDS_REDIS_EAUTH`: AUTH or SELECT was refused.
+    Auth,
+    /// `LDS_REDIS_EREPLY`: Redis answered with an error, or with a reply of another shape.
+    Reply,
+    /// `LDS_REDIS_ETOOBIG`: the value is larger than the cache's `max_value_bytes`; not stored.
+    TooBig,
+    /// `LDS_REDIS_EDOWN`: not connected; the cache waits to try again.
+    Down,
+    /// `LDS_REDIS_ECLOSED`: the cache was freed while the command waited.
+    Closed,
+    /// `LDS_REDIS_EQUEUE`: more than [`sys::LDS_REDIS_PENDING_MAX`] commands wait.
+    Queue,
+    /// A code this version of the crate does not know.
+    Other(i32),
+}
+
+impl RedisErrorKind {
+    /// The reason of a raw `LDS_REDIS_E*` code; `None` for 0 (no failure).
+    pub const fn from_raw(raw: i32) -> Option<RedisErrorKind> {
+        Some(match raw {
+            0 => return None,
+            sys::LDS_REDIS_ECONNECT => RedisErrorKind::Connect,
+            sys::LDS_REDIS_ETIMEDOUT => RedisErrorKind::TimedOut,
+            sys::LDS_REDIS_EAUTH => RedisErrorKind::Auth,
+            sys::LDS_REDIS_EREPLY => RedisErrorKind::Reply,
+            sys::LDS_REDIS_ETOOBIG => RedisErrorKind::TooBig,
+            sys::LDS_REDIS_EDOWN => RedisErrorKind::Down,
+            sys::LDS_REDIS_ECLOSED => RedisErrorKind::Closed,
+            sys::LDS_REDIS_EQUEUE => RedisErrorKind::Queue,
+            other => RedisErrorKind::Other(other),
+        })
+    }
+
+    /// The `LDS_REDIS_E*` code.
+    pub const fn code(self) -> i32 {
+        match self {
+            RedisErrorKind::Connect => sys::LDS_REDIS_ECONNECT,
+            RedisErrorKind::TimedOut => sys::LDS_REDIS_ETIMEDOUT,
+            RedisErrorKind::Auth => sys::LDS_REDIS_EAUTH,
+            RedisErrorKind::Reply => sys::LDS_REDIS_EREPLY,
+            RedisErrorKind::TooBig => sys::LDS_REDIS_ETOOBIG,
+            RedisErrorKind::Down => sys::LDS_REDIS_EDOWN,
+            RedisErrorKind::Closed => sys::LDS_REDIS_ECLOSED,
+            RedisErrorKind::Queue => sys::LDS_REDIS_EQUEUE,
+            RedisErrorKind::Other(code) => code,
+        }
+    }
 }
 
 impl ErrorKind {
@@ -57,6 +126,7 @@ impl ErrorKind {
             ErrorKind::TooBig => sys::LDS_ETOOBIG,
             ErrorKind::Io => sys::LDS_EIO,
             ErrorKind::Busy => sys::LDS_EAGAIN,
+            ErrorKind::Redis => sys::LDS_EREDIS,
             ErrorKind::Other(code) => code,
         }
     }
@@ -65,7 +135,19 @@ impl ErrorKind {
 impl Error {
     /// The error for a library return code (normally negative).
     pub const fn from_code(code: c_int) -> Error {
-        Error { code }
+        Error { code, redis: 0 }
+    }
+
+    /// An `LDS_EREDIS` error with the cache's `LDS_REDIS_E*` reason (0: unknown).
+    pub(crate) const fn redis(reason: i32) -> Error {
+        Error { code: sys::LDS_EREDIS, redis: reason }
+    }
+
+    /// For an [`ErrorKind::Redis`] error, why the cache failed, as it
+    /// reported when the error was returned; `None` for other errors or
+    /// when the reason is unknown.
+    pub const fn redis_kind(&self) -> Option<RedisErrorKind> {
+        if self.code == sys::LDS_EREDIS { RedisErrorKind::from_raw(self.redis) } else { None }
     }
 
     /// The library's return code, an `LDS_E*` value.
@@ -91,6 +173,7 @@ impl Error {
             sys::LDS_ETOOBIG => ErrorKind::TooBig,
             sys::LDS_EIO => ErrorKind::Io,
             sys::LDS_EAGAIN => ErrorKind::Busy,
+            sys::LDS_EREDIS => ErrorKind::Redis,
             other => ErrorKind::Other(other),
         }
     }
@@ -98,13 +181,22 @@ impl Error {
 
 impl fmt::Debug for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Error").field("code", &self.code).field("message", &self.message()).finish()
+        let mut debug = f.debug_struct("Error");
+        debug.field("code", &self.code).field("message", &self.message());
+        if let Some(reason) = self.redis_kind() {
+            debug.field("redis_kind", &reason);
+        }
+        debug.finish()
     }
 }
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} ({})", self.message(), self.code)
+        write!(f, "{} ({})", self.message(), self.code)?;
+        if let Some(reason) = self.redis_kind() {
+            write!(f, ": {reason:?}")?;
+        }
+        Ok(())
     }
 }
 

@@ -177,6 +177,9 @@ pub enum ErrorDomain {
     Http,
     /// A child process exited non-zero; the code is its status.
     Exit,
+    /// A Redis cache failed (a cache-only load whose cache could not
+    /// answer); the code is an `LDS_REDIS_E*` code ([`RedisErrorKind::from_raw`](crate::RedisErrorKind::from_raw)).
+    Redis,
     /// A domain this version of the crate does not know.
     Unknown(i32),
 }
@@ -191,6 +194,7 @@ impl ErrorDomain {
             sys::LDS_DOMAIN_OS => ErrorDomain::Os,
             sys::LDS_DOMAIN_HTTP => ErrorDomain::Http,
             sys::LDS_DOMAIN_EXIT => ErrorDomain::Exit,
+            sys::LDS_DOMAIN_REDIS => ErrorDomain::Redis,
             other => ErrorDomain::Unknown(other),
         })
     }

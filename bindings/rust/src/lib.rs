@@ -12,10 +12,11 @@
 //! [`Job::reset_self`]. The library's own loaders read files
 //! ([`Runtime::file_loader`]), run commands ([`Runtime::exec_loader`]) and
 //! fetch URLs ([`Runtime::http_loader`]) on the runtime's loop; [`Cache`]s
-//! hold values in memory or in a file, and loads read and fill them as
-//! their [`CachePolicy`] says. [`Runtime::stats`], [`Runtime::observe`]
-//! (every event, job start and job end) and [`Runtime::start_inspector`]
-//! (a live web page) show what a runtime does.
+//! hold values in memory, in a file or in Redis ([`RedisCache`], shared by
+//! processes), and loads read and fill them as their [`CachePolicy`] says.
+//! [`Runtime::stats`], [`Runtime::observe`] (every event, job start and job
+//! end) and [`Runtime::start_inspector`] (a live web page) show what a
+//! runtime does.
 //!
 //! ```
 //! use std::time::Duration;
@@ -54,6 +55,7 @@ mod loader;
 mod metrics;
 mod observer;
 mod options;
+mod redis;
 mod runtime;
 pub mod sys;
 
@@ -62,19 +64,24 @@ pub use builtin::{
 };
 pub use cache::{Cache, CacheEntry, CacheStats, MemoryCacheOptions, PersistentCacheOptions};
 pub use cell::{Events, Loadable, Process};
-pub use error::{Error, ErrorKind, Result, strerror};
+pub use error::{Error, ErrorKind, RedisErrorKind, Result, strerror};
 pub use event::{ErrorDomain, Event, EventType, Flags, LoadError, Status};
 pub use inspector::InspectorOptions;
 pub use loader::{Job, Loader, PANIC_ERROR_CODE};
 pub use metrics::{LoadMetrics, RuntimeStats};
 pub use observer::{JobOutcome, Observation, ObservationKind, Observer};
 pub use options::{CachePolicy, Delivery, Limits, LoadOptions};
+pub use redis::{RedisCache, RedisCacheOptions, RedisStatus};
 pub use runtime::Runtime;
 pub use std::sync::mpsc::{RecvTimeoutError, TryRecvError};
 
 /// The largest value, request or message, in bytes, the library accepts
 /// (256 MiB); larger ones fail with [`ErrorKind::TooBig`].
 pub const VALUE_MAX: usize = sys::LDS_VALUE_MAX;
+
+/// The most commands of one Redis cache that may wait for a connection or a
+/// reply (65,536); more fail with [`RedisErrorKind::Queue`].
+pub const REDIS_PENDING_MAX: usize = sys::LDS_REDIS_PENDING_MAX;
 
 /// The most operations host threads may have waiting for a runtime's loop
 /// thread (262,144); a call that would queue more fails with

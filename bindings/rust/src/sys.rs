@@ -26,6 +26,7 @@ pub const LDS_ECLOSED: c_int = -7;
 pub const LDS_ETOOBIG: c_int = -8;
 pub const LDS_EIO: c_int = -9;
 pub const LDS_EAGAIN: c_int = -10;
+pub const LDS_EREDIS: c_int = -11;
 
 /// The largest value, request or message, in bytes, the library accepts.
 pub const LDS_VALUE_MAX: usize = 256 * 1024 * 1024;
@@ -80,6 +81,7 @@ pub const LDS_DOMAIN_HOST: i32 = 2;
 pub const LDS_DOMAIN_OS: i32 = 3;
 pub const LDS_DOMAIN_HTTP: i32 = 4;
 pub const LDS_DOMAIN_EXIT: i32 = 5;
+pub const LDS_DOMAIN_REDIS: i32 = 6;
 
 pub type lds_id = u64;
 
@@ -474,6 +476,97 @@ impl lds_cache_key_list {
     /// An all-zero list, the state `lds_cache_key_list_clear` leaves behind.
     pub const fn zeroed() -> Self {
         lds_cache_key_list { count: 0, keys: core::ptr::null(), lengths: core::ptr::null(), block: core::ptr::null_mut() }
+    }
+}
+
+pub const LDS_REDIS_ECONNECT: i32 = 1;
+pub const LDS_REDIS_ETIMEDOUT: i32 = 2;
+pub const LDS_REDIS_EAUTH: i32 = 3;
+pub const LDS_REDIS_EREPLY: i32 = 4;
+pub const LDS_REDIS_ETOOBIG: i32 = 5;
+pub const LDS_REDIS_EDOWN: i32 = 6;
+pub const LDS_REDIS_ECLOSED: i32 = 7;
+pub const LDS_REDIS_EQUEUE: i32 = 8;
+/// The most commands that wait for a connection or a reply, per Redis cache.
+pub const LDS_REDIS_PENDING_MAX: usize = 65_536;
+/// The most keys `lds_cache_keys` lists from a Redis cache.
+pub const LDS_REDIS_KEYS_MAX: usize = 1_000_000;
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct lds_redis_cache_options {
+    pub size: u32,
+    pub flags: u32,
+    pub key_prefix: *const c_char,
+    pub ttl_ms: u64,
+    pub max_ttl_ms: u64,
+    pub max_value_bytes: u64,
+    pub command_timeout_ms: u32,
+    pub connect_timeout_ms: u32,
+    pub lease_ms: u32,
+    pub reconnect_max_ms: u32,
+    pub memory_max_entries: u64,
+    pub memory_max_bytes: u64,
+    pub memory_ttl_ms: u64,
+}
+
+impl lds_redis_cache_options {
+    /// The value of `LDS_REDIS_CACHE_OPTIONS_INIT`.
+    pub const INIT: Self = lds_redis_cache_options {
+        size: core::mem::size_of::<lds_redis_cache_options>() as u32,
+        flags: 0,
+        key_prefix: core::ptr::null(),
+        ttl_ms: 0,
+        max_ttl_ms: 0,
+        max_value_bytes: 0,
+        command_timeout_ms: 0,
+        connect_timeout_ms: 0,
+        lease_ms: 0,
+        reconnect_max_ms: 0,
+        memory_max_entries: 0,
+        memory_max_bytes: 0,
+        memory_ttl_ms: 0,
+    };
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct lds_redis_status {
+    pub size: u32,
+    pub connected: u32,
+    pub subscribed: u32,
+    pub last_error_code: i32,
+    pub connects: u64,
+    pub errors: u64,
+    pub leases_taken: u64,
+    pub leases_waited: u64,
+    pub results_received: u64,
+    pub takeovers: u64,
+    pub published: u64,
+    pub fenced: u64,
+    pub invalidations: u64,
+    pub last_error: [c_char; 256],
+}
+
+impl lds_redis_status {
+    /// All zero but `size`, as `lds_redis_cache_status` wants it.
+    pub const fn with_size() -> Self {
+        lds_redis_status {
+            size: core::mem::size_of::<lds_redis_status>() as u32,
+            connected: 0,
+            subscribed: 0,
+            last_error_code: 0,
+            connects: 0,
+            errors: 0,
+            leases_taken: 0,
+            leases_waited: 0,
+            results_received: 0,
+            takeovers: 0,
+            published: 0,
+            fenced: 0,
+            invalidations: 0,
+            last_error: [0; 256],
+        }
     }
 }
 
@@ -879,4 +972,12 @@ unsafe extern "C" {
         len: usize,
         opts: *const lds_load_options,
     ) -> c_int;
+
+    pub fn lds_redis_cache_new(
+        rt: *mut lds_runtime,
+        url: *const c_char,
+        opts: *const lds_redis_cache_options,
+        out: *mut lds_id,
+    ) -> c_int;
+    pub fn lds_redis_cache_status(rt: *mut lds_runtime, cache: lds_id, out: *mut lds_redis_status) -> c_int;
 }

@@ -130,6 +130,22 @@ int main(void) {
   FIELD(lds_cache_key_list, count); FIELD(lds_cache_key_list, keys); FIELD(lds_cache_key_list, lengths);
   FIELD(lds_cache_key_list, block);
 
+  SIZE(lds_redis_cache_options);
+  FIELD(lds_redis_cache_options, size); FIELD(lds_redis_cache_options, flags);
+  FIELD(lds_redis_cache_options, key_prefix); FIELD(lds_redis_cache_options, ttl_ms);
+  FIELD(lds_redis_cache_options, max_ttl_ms); FIELD(lds_redis_cache_options, max_value_bytes);
+  FIELD(lds_redis_cache_options, command_timeout_ms); FIELD(lds_redis_cache_options, connect_timeout_ms);
+  FIELD(lds_redis_cache_options, lease_ms); FIELD(lds_redis_cache_options, reconnect_max_ms);
+  FIELD(lds_redis_cache_options, memory_max_entries); FIELD(lds_redis_cache_options, memory_max_bytes);
+  FIELD(lds_redis_cache_options, memory_ttl_ms);
+  SIZE(lds_redis_status);
+  FIELD(lds_redis_status, size); FIELD(lds_redis_status, connected); FIELD(lds_redis_status, subscribed);
+  FIELD(lds_redis_status, last_error_code); FIELD(lds_redis_status, connects); FIELD(lds_redis_status, errors);
+  FIELD(lds_redis_status, leases_taken); FIELD(lds_redis_status, leases_waited);
+  FIELD(lds_redis_status, results_received); FIELD(lds_redis_status, takeovers);
+  FIELD(lds_redis_status, published); FIELD(lds_redis_status, fenced); FIELD(lds_redis_status, invalidations);
+  FIELD(lds_redis_status, last_error);
+
   lds_loader_options lso = LDS_LOADER_OPTIONS_INIT;
   printf("init lds_loader_options %u %d\n", lso.size,
          lso.start != NULL || lso.cancel != NULL || lso.free_data != NULL || lso.loader_data != NULL);
@@ -160,6 +176,11 @@ int main(void) {
   lds_memory_cache_options mo = LDS_MEMORY_CACHE_OPTIONS_INIT;
   printf("init lds_memory_cache_options %u %d %llu %llu %llu\n", mo.size, mo.name != NULL,
          U(mo.max_entries), U(mo.max_bytes), U(mo.ttl_ms));
+  lds_redis_cache_options rco = LDS_REDIS_CACHE_OPTIONS_INIT;
+  printf("init lds_redis_cache_options %u %u %d %llu %llu %llu %u %u %u %u %llu %llu %llu\n", rco.size, rco.flags,
+         rco.key_prefix != NULL, U(rco.ttl_ms), U(rco.max_ttl_ms), U(rco.max_value_bytes), rco.command_timeout_ms,
+         rco.connect_timeout_ms, rco.lease_ms, rco.reconnect_max_ms, U(rco.memory_max_entries),
+         U(rco.memory_max_bytes), U(rco.memory_ttl_ms));
   lds_persistent_cache_options po = LDS_PERSISTENT_CACHE_OPTIONS_INIT;
   printf("init lds_persistent_cache_options %u %u %d %llu %llu\n", po.size, po.flags, po.path != NULL,
          U(po.max_bytes), U(po.ttl_ms));
@@ -348,6 +369,11 @@ fn structs_and_constants_match_the_c_header() {
     fields!(lds_cache_value: value, value_len, stored_at_ms, expires_at_ms, stale);
     fields!(lds_cache_statistics: hits, misses, evictions, expirations, entries, bytes);
     fields!(lds_cache_key_list: count, keys, lengths, block);
+    fields!(lds_redis_cache_options: size, flags, key_prefix, ttl_ms, max_ttl_ms, max_value_bytes,
+        command_timeout_ms, connect_timeout_ms, lease_ms, reconnect_max_ms, memory_max_entries, memory_max_bytes,
+        memory_ttl_ms);
+    fields!(lds_redis_status: size, connected, subscribed, last_error_code, connects, errors, leases_taken,
+        leases_waited, results_received, takeovers, published, fenced, invalidations, last_error);
     fields!(lds_record: size, what, user_data, job, event);
     fields!(lds_op: op, code, target, loader, data, data_len);
     fields!(lds_loader_options: size, start, cancel, free_data, loader_data, max_concurrent, rate_per_s, burst);
@@ -390,6 +416,7 @@ fn structs_and_constants_match_the_c_header() {
         LDS_ETOOBIG,
         LDS_EIO,
         LDS_EAGAIN,
+        LDS_EREDIS,
         LDS_VALUE_MAX,
         LDS_QUEUE_MAX,
         LDS_QUEUE_MAX_LIMIT,
@@ -448,6 +475,17 @@ fn structs_and_constants_match_the_c_header() {
         LDS_DOMAIN_OS,
         LDS_DOMAIN_HTTP,
         LDS_DOMAIN_EXIT,
+        LDS_DOMAIN_REDIS,
+        LDS_REDIS_ECONNECT,
+        LDS_REDIS_ETIMEDOUT,
+        LDS_REDIS_EAUTH,
+        LDS_REDIS_EREPLY,
+        LDS_REDIS_ETOOBIG,
+        LDS_REDIS_EDOWN,
+        LDS_REDIS_ECLOSED,
+        LDS_REDIS_EQUEUE,
+        LDS_REDIS_PENDING_MAX,
+        LDS_REDIS_KEYS_MAX,
         LDS_EXEC_STREAM_LINES,
         LDS_HTTP_INSECURE,
         LDS_HTTP_NO_REDIRECTS,
@@ -550,6 +588,27 @@ fn structs_and_constants_match_the_c_header() {
     checker.check(
         "init lds_persistent_cache_options",
         format!("{} {} {} {} {}", po.size, po.flags, u8::from(!po.path.is_null()), po.max_bytes, po.ttl_ms),
+    );
+
+    let rco = lds_redis_cache_options::INIT;
+    checker.check(
+        "init lds_redis_cache_options",
+        format!(
+            "{} {} {} {} {} {} {} {} {} {} {} {} {}",
+            rco.size,
+            rco.flags,
+            u8::from(!rco.key_prefix.is_null()),
+            rco.ttl_ms,
+            rco.max_ttl_ms,
+            rco.max_value_bytes,
+            rco.command_timeout_ms,
+            rco.connect_timeout_ms,
+            rco.lease_ms,
+            rco.reconnect_max_ms,
+            rco.memory_max_entries,
+            rco.memory_max_bytes,
+            rco.memory_ttl_ms
+        ),
     );
 
     assert!(checker.mismatches.is_empty(), "layout mismatches:\n{}", checker.mismatches.join("\n"));

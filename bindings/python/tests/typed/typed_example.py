@@ -43,3 +43,11 @@ async def main(url: str) -> None:
         with rt.memory_cache(codec=loadstate.JSON) as cache:
             cache["user:7"] = {"name": "Ada"}
             reveal_type(len(cache))  # int
+
+        shared = rt.redis_cache("redis://127.0.0.1:6379/0", key_prefix="app:", ttl=60, codec=loadstate.JSON)
+        reveal_type(shared)  # loadstate.redis_cache.RedisCache
+        reveal_type(shared.status().last_error_code)  # int | None
+        try:
+            shared["user:7"] = {"name": "Ada"}
+        except loadstate.RedisError as failed_redis:
+            reveal_type(failed_redis.redis_code)  # int | None

@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use loadstate::{Event, Events, Job, Loadable, Loader, Runtime, Status};
 
+pub mod redis_server;
+
 /// A safety deadline for things that happen within milliseconds; only a
 /// broken library makes a test wait this long.
 pub const DEADLINE: Duration = Duration::from_secs(20);

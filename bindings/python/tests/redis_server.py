@@ -1,0 +1,164 @@
+"""A real redis-server for the tests: on 127.0.0.1, a free port and its own temporary folder, never 6379.
+
+``with RedisServer() as server:`` starts one; ``server.url`` is its URL (``server.socket`` the path of its
+unix socket), ``server.stop()`` (SIGTERM) and ``server.kill()`` (SIGKILL) end it, ``server.start()`` starts
+it again on the same port, and ``server.command("KEYS", "*")`` sends one command. ``RedisServer(password=...)``
+makes a server that requires AUTH. redis-server is installed with apt-get (as the
+Makefile installs what it needs) when it is missing; when that fails, the tests fail saying so.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import BinaryIO, List, Optional, Union
+
+STARTUP = 10.0  # seconds: the longest a start may take
+
+
+def redis_server_program() -> str:
+    """The redis-server program, installed from Debian's package when missing."""
+    program = shutil.which("redis-server")
+    if program is not None:
+        return program
+    sudo: List[str] = [] if os.geteuid() == 0 else ["sudo"]
+    environment = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    for command in (sudo + ["apt-get", "update", "-qq"], sudo + ["apt-get", "install", "-y", "-qq", "redis-server"]):
+        done = subprocess.run(command, env=environment, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"redis-server is missing and `{' '.join(command)}` failed:\n{done.stderr}")
+    program = shutil.which("redis-server")
+    if program is None:
+        raise RuntimeError("redis-server is still missing after apt-get install redis-server")
+    return program
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+Reply = Union[None, int, bytes, str, List["Reply"]]
+
+
+class RedisServer:
+    """A redis-server process of one test; see the module's documentation."""
+
+    def __init__(self, password: Optional[str] = None) -> None:
+        self.program = redis_server_program()
+        self.password = password
+        self.folder = Path(tempfile.mkdtemp(prefix="loadstate-redis-"))
+        self.socket = str(self.folder / "redis.sock")
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.process: Optional[subprocess.Popen[bytes]] = None
+        self.started_once = False
+        self.start()
+
+    def start(self) -> None:
+        """Starts the server (again) on its port; returns once it answers as the process started.
+
+        The first start takes another free port when the one chosen was taken meanwhile (by a server of
+        another test, which would otherwise answer in its place).
+        """
+        assert self.process is None, "the server runs already"
+        for _ in range(10):
+            if self._start_once():
+                return
+            if self.started_once:
+                break
+            self.port = free_port()
+            self.url = f"redis://127.0.0.1:{self.port}/0"
+        log = self.folder / "redis.log"
+        raise RuntimeError(f"redis-server did not start on port {self.port}:\n"
+                           f"{log.read_text(errors='replace') if log.exists() else ''}")
+
+    def _start_once(self) -> bool:
+        """One start on ``self.port``: whether this process answers there."""
+        process = subprocess.Popen(
+            [self.program, "--bind", "127.0.0.1", "--port", str(self.port), "--dir", str(self.folder),
+             "--save", "", "--appendonly", "no", "--daemonize", "no", "--logfile", str(self.folder / "redis.log"),
+             "--unixsocket", self.socket, "--unixsocketperm", "700"]
+            + (["--requirepass", self.password] if self.password is not None else []),
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.process = process
+        deadline = time.monotonic() + STARTUP
+        while process.poll() is None and time.monotonic() < deadline:
+            try:
+                info = self.command("INFO", "server")
+            except (OSError, RuntimeError):
+                info = None
+            if isinstance(info, bytes) and f"process_id:{process.pid}\r\n".encode() in info:
+                self.started_once = True
+                return True
+            time.sleep(0.02)
+        self._end(signal.SIGKILL)
+        return False
+
+    def stop(self) -> None:
+        """Stops the server with SIGTERM and waits for it to exit."""
+        self._end(signal.SIGTERM)
+
+    def kill(self) -> None:
+        """Kills the server with SIGKILL and waits for it to exit."""
+        self._end(signal.SIGKILL)
+
+    def _end(self, how: signal.Signals) -> None:
+        if self.process is None:
+            return
+        if self.process.poll() is None:
+            self.process.send_signal(how)
+            self.process.wait(timeout=STARTUP)
+        self.process = None
+
+    def command(self, *args: Union[str, bytes, int]) -> Reply:
+        """Sends one command on a new connection (after AUTH when the server wants a password) and returns
+        its reply (errors as ``RuntimeError``)."""
+        with socket.create_connection(("127.0.0.1", self.port), timeout=STARTUP) as connection:
+            replies = connection.makefile("rb")
+            if self.password is not None:
+                connection.sendall(_request("AUTH", self.password))
+                _read_reply(replies)
+            connection.sendall(_request(*args))
+            return _read_reply(replies)
+
+    def __enter__(self) -> "RedisServer":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.kill()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _request(*args: Union[str, bytes, int]) -> bytes:
+    parts = [arg if isinstance(arg, bytes) else str(arg).encode() for arg in args]
+    return b"*%d\r\n" % len(parts) + b"".join(b"$%d\r\n%s\r\n" % (len(part), part) for part in parts)
+
+
+def _read_reply(stream: BinaryIO) -> Reply:
+    line = stream.readline()
+    if not line:
+        raise ConnectionError("redis-server closed the connection")
+    kind, rest = line[:1], line[1:-2]
+    if kind == b"+":
+        return rest.decode()
+    if kind == b"-":
+        raise RuntimeError(rest.decode())
+    if kind == b":":
+        return int(rest)
+    if kind == b"$":
+        length = int(rest)
+        if length < 0:
+            return None
+        return stream.read(length + 2)[:-2]
+    if kind == b"*":
+        count = int(rest)
+        return None if count < 0 else [_read_reply(stream) for _ in range(count)]
+    raise ConnectionError(f"unexpected reply {line!r}")

@@ -771,6 +771,10 @@ TEST(test_redis_cache_first_load_finds_the_entry_another_runtime_stored) {
   REQUIRE_RC(fx_load(&a, "shared value", &oa), LDS_OK);
   if (WAIT_FOR(settled(&a.rec) != NULL)) CHECK_STATE(settled(&a.rec), 2, LDS_LOADED, 0);
   CHECK_EQ(a.h.starts, 1);
+  /* The result is written to Redis after A's cells showed it (the header's
+   * "Order"): B loads once it is there. */
+  lds_redis_status st;
+  STATUS_UNTIL(a.rt, ca, st, st.published >= 1);
   REQUIRE_RC(fx_load(&b, "shared value", &ob), LDS_OK);
   if (WAIT_FOR(settled(&b.rec) != NULL)) {
     const lds_event *e = settled(&b.rec);

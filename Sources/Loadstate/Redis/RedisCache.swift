@@ -200,6 +200,21 @@ public final class RedisCache: Handle, CacheStore, RuntimeResident, @unchecked S
         return asked == 0 ? maxTtl : min(asked, maxTtl)
     }
 
+    /// Why `value` and `meta` are not stored, when they are over `maxValueBytes`.
+    private func oversize(_ value: [UInt8], _ meta: [UInt8]) -> RedisFailure? {
+        guard value.count + meta.count > options.maxValueBytes else { return nil }
+        return RedisFailure(.tooBig, "a value of \(value.count) bytes is over max_value_bytes (\(options.maxValueBytes)): not stored")
+    }
+
+    /// The stored form of `value` put now with `ttlMs` (nil: the cache's)
+    /// under the lease `token` (0: none), and its time to live in Redis.
+    private func entry(_ value: [UInt8], meta: [UInt8], ttlMs: UInt64?, token: UInt64) -> ([UInt8], UInt64) {
+        let now = Clock.wallMs()
+        let ttl = ttl(ttlMs)
+        return (RedisEntry.encode(value, meta: meta, storedAtMs: now,
+                                  expiresAtMs: CacheEntry.expiry(storedAt: now, ttlMs: ttl), token: token), ttl)
+    }
+
     private static func arg(_ n: UInt64) -> [UInt8] { Array(String(n).utf8) }
     private static func arg(_ s: String) -> [UInt8] { Array(s.utf8) }
 
@@ -258,8 +273,7 @@ public final class RedisCache: Handle, CacheStore, RuntimeResident, @unchecked S
     }
 
     public func put(_ key: [UInt8], _ value: [UInt8], ttlMs: UInt64?, meta: [UInt8]) throws(CacheError) {
-        guard value.count + meta.count <= options.maxValueBytes else {
-            let failure = RedisFailure(.tooBig, "a value of \(value.count) bytes is over max_value_bytes (\(options.maxValueBytes)): not stored")
+        if let failure = oversize(value, meta) {
             if loop.isLoopThread {
                 noteFailure(failure)
                 remove(key, done: { _ in })
@@ -276,10 +290,7 @@ public final class RedisCache: Handle, CacheStore, RuntimeResident, @unchecked S
     /// Loop: SET, then tell the other processes (their front entries go).
     private func store(_ key: [UInt8], _ value: [UInt8], meta: [UInt8], ttlMs: UInt64?,
                        _ done: @escaping (Result<Void, CacheError>) -> Void) {
-        let now = Clock.wallMs()
-        let ttl = ttl(ttlMs)
-        let encoded = RedisEntry.encode(value, meta: meta, storedAtMs: now,
-                                        expiresAtMs: CacheEntry.expiry(storedAt: now, ttlMs: ttl), token: 0)
+        let (encoded, ttl) = entry(value, meta: meta, ttlMs: ttlMs, token: 0)
         front?.put(key, encoded)
         command([RedisCache.arg("SET"), entryKey(key), encoded, RedisCache.arg("PX"), RedisCache.arg(ttl)]) { [self] in
             switch $0 {
@@ -415,9 +426,7 @@ public final class RedisCache: Handle, CacheStore, RuntimeResident, @unchecked S
             $0.connected = false
             $0.subscribed = false
         }
-        let all = waiters.values.flatMap { $0 }
-        waiters = [:]
-        for waiter in all { waiter.finish(runtimeClosing ? .abandoned : .unavailable) }
+        releaseWaiters(runtimeClosing ? .abandoned : .unavailable)
     }
 
     // MARK: - Loads (loop thread)
@@ -569,15 +578,12 @@ public final class RedisCache: Handle, CacheStore, RuntimeResident, @unchecked S
     /// Loop: stores the result of the load that holds the lease `token`,
     /// unless a newer holder took the key over.
     func publish(_ key: [UInt8], _ value: [UInt8], meta: [UInt8], token: UInt64) {
-        guard value.count + meta.count <= options.maxValueBytes else {
-            noteFailure(RedisFailure(.tooBig, "a value of \(value.count) bytes is over max_value_bytes (\(options.maxValueBytes)): not stored"))
+        if let failure = oversize(value, meta) {
+            noteFailure(failure)
             // The waiting loads load for themselves.
             return release(key, token: token, message: "X")
         }
-        let now = Clock.wallMs()
-        let ttl = ttl(nil)
-        let encoded = RedisEntry.encode(value, meta: meta, storedAtMs: now,
-                                        expiresAtMs: CacheEntry.expiry(storedAt: now, ttlMs: ttl), token: token)
+        let (encoded, ttl) = entry(value, meta: meta, ttlMs: nil, token: token)
         front?.put(key, encoded)
         command([RedisCache.arg("EVAL"), RedisCache.arg(RedisScripts.publish), RedisCache.arg("2"),
                  entryKey(key), leaseKey(key), RedisCache.arg(token), encoded, RedisCache.arg(ttl), channel,
@@ -604,12 +610,13 @@ public final class RedisCache: Handle, CacheStore, RuntimeResident, @unchecked S
 
     // MARK: - Messages
 
-    /// Loop: a connection failed: the loads waiting for another process's
-    /// result cannot count on hearing of it, and load for themselves.
-    private func releaseWaiters() {
+    /// Loop: every load waiting for another process's result stops
+    /// waiting with `outcome`: `.unavailable` (load for yourself) when a
+    /// connection failed and their result may never be heard of.
+    private func releaseWaiters(_ outcome: LeaseOutcome = .unavailable) {
         let all = waiters.values.flatMap { $0 }
         waiters = [:]
-        for waiter in all { waiter.finish(.unavailable) }
+        for waiter in all { waiter.finish(outcome) }
     }
 
     private func subscribed() {

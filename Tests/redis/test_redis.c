@@ -1251,31 +1251,42 @@ static void succeed_from_b(host *h, lds_id job, const void *request, size_t len)
   CHECK_RC(lds_job_succeed(h->rt, job, "from B", 6), LDS_OK);
 }
 
+/* Starts the holder worker (`body`), waits until it holds its lease, then
+ * makes this process's fixture and Redis cache under `prefix` and starts a
+ * shared cache-first load of `key` that waits for the holder's result.
+ * False (the server destroyed) when the holder did not get that far. */
+static bool wait_behind_holder(redis_server *srv, worker_body body, holder_args *a, const char *prefix,
+                               const char *key, worker *holder, report *r, fixture *f, lds_id *c) {
+  if (!worker_start(holder, body, a)) return false;
+  if (!worker_read(holder, r, 1000L * redis_server_deadline_s(), 'S')) {
+    worker_finish(holder, 0);
+    redis_server_destroy(srv);
+    return false;
+  }
+  fixture_init(f, LDS_DELIVER_LOOP, succeed_from_b);
+  lds_redis_cache_options o = LDS_REDIS_CACHE_OPTIONS_INIT;
+  o.key_prefix = prefix;
+  o.lease_ms = a->lease_ms;
+  *c = redis_cache(f->rt, srv->url, &o);
+  lds_redis_status st;
+  STATUS_UNTIL(f->rt, *c, st, st.connected == 1 && st.subscribed == 1);
+  lds_load_options lo = cache_first(*c);
+  CHECK_RC(fx_load(f, key, &lo), LDS_OK);
+  STATUS_UNTIL(f->rt, *c, st, st.leases_waited >= 1);
+  return true;
+}
+
 TEST(test_redis_processes_take_over_the_lease_of_a_killed_holder) {
   redis_server srv;
   START_SERVER(&srv);
   holder_args a = {.url = srv.url, .lease_ms = (uint32_t)slow_ms(2000, 20000)};
   long margin = slow_ms(1500, 30000);
   worker holder;
-  if (!worker_start(&holder, holder_body, &a)) return;
   report r;
-  if (!worker_read(&holder, &r, 1000L * redis_server_deadline_s(), 'S')) {
-    worker_finish(&holder, 0);
-    redis_server_destroy(&srv);
-    return;
-  }
-  /* This process waits for the holder's result. */
   fixture f;
-  fixture_init(&f, LDS_DELIVER_LOOP, succeed_from_b);
-  lds_redis_cache_options o = LDS_REDIS_CACHE_OPTIONS_INIT;
-  o.key_prefix = "hold:";
-  o.lease_ms = a.lease_ms;
-  lds_id c = redis_cache(f.rt, srv.url, &o);
+  lds_id c;
+  if (!wait_behind_holder(&srv, holder_body, &a, "hold:", "held", &holder, &r, &f, &c)) return;
   lds_redis_status st;
-  STATUS_UNTIL(f.rt, c, st, st.connected == 1 && st.subscribed == 1);
-  lds_load_options lo = cache_first(c);
-  REQUIRE_RC(fx_load(&f, "held", &lo), LDS_OK);
-  STATUS_UNTIL(f.rt, c, st, st.leases_waited >= 1);
   if (REC_WAIT(&f.rec, 1)) CHECK_STATE(rec_at(&f.rec, 0), 1, LDS_LOADING, 0);
   CHECK_EQ(f.h.starts, 0);
   kill(holder.pid, SIGKILL);
@@ -1364,24 +1375,11 @@ TEST(test_redis_processes_holder_that_frees_its_runtime_at_once_still_hands_over
   START_SERVER(&srv);
   holder_args a = {.url = srv.url, .lease_ms = (uint32_t)slow_ms(5000, 30000)};
   worker holder;
-  if (!worker_start(&holder, freed_body, &a)) return;
   report r;
-  if (!worker_read(&holder, &r, 1000L * redis_server_deadline_s(), 'S')) {
-    worker_finish(&holder, 0);
-    redis_server_destroy(&srv);
-    return;
-  }
   fixture f;
-  fixture_init(&f, LDS_DELIVER_LOOP, succeed_from_b);
-  lds_redis_cache_options o = LDS_REDIS_CACHE_OPTIONS_INIT;
-  o.key_prefix = "freed:";
-  o.lease_ms = a.lease_ms;
-  lds_id c = redis_cache(f.rt, srv.url, &o);
+  lds_id c;
+  if (!wait_behind_holder(&srv, freed_body, &a, "freed:", "k", &holder, &r, &f, &c)) return;
   lds_redis_status st;
-  STATUS_UNTIL(f.rt, c, st, st.connected == 1 && st.subscribed == 1);
-  lds_load_options lo = cache_first(c);
-  REQUIRE_RC(fx_load(&f, "k", &lo), LDS_OK);
-  STATUS_UNTIL(f.rt, c, st, st.leases_waited >= 1);
   worker_send(&holder, 'g');
   long long freed_at = 0;
   if (worker_read(&holder, &r, 1000L * redis_server_deadline_s(), 'D')) freed_at = mono_ms();

@@ -312,3 +312,45 @@ struct RedisCacheTests {
         await waitUntil { (try? p.cache.get(Array("k".utf8)))??.isStale == true }
     }
 }
+
+/// What Redis hands back is read without trusting it: entries of another
+/// shape are misses, never traps; URLs that do not parse are refused.
+@Suite struct RedisInputTests {
+    @Test func entriesOfAnotherShapeDoNotDecode() {
+        let good = RedisEntry.encode(Array("value".utf8), meta: [1, 2, 3], storedAtMs: 42, expiresAtMs: 99, token: 7)
+        let entry = RedisEntry.decode(good)
+        #expect(entry?.value == Array("value".utf8) && entry?.meta == [1, 2, 3])
+        #expect(entry?.storedAtMs == 42 && entry?.expiresAtMs == 99 && entry?.isStale == false)
+        // Every truncation, a metadata length past the end, another format or stale byte.
+        for n in 0..<RedisEntry.headerSize + 3 { #expect(RedisEntry.decode(Array(good.prefix(n))) == nil) }
+        var long = good
+        long.replaceSubrange(26..<30, with: [0xFF, 0xFF, 0xFF, 0xFF])
+        #expect(RedisEntry.decode(long) == nil)
+        var format = good
+        format[0] = 2
+        #expect(RedisEntry.decode(format) == nil)
+        var stale = good
+        stale[1] = 9
+        #expect(RedisEntry.decode(stale) == nil)
+        // Random bytes: nil or an entry, never a trap.
+        var rng = SplitMix(seed: 21)
+        for _ in 0..<20_000 {
+            let count = Int(rng.next() % 64)
+            var bytes = (0..<count).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
+            if count > 1, rng.next() % 2 == 0 { bytes[0] = 1; bytes[1] = 0 }
+            _ = RedisEntry.decode(bytes)
+        }
+    }
+
+    @Test func urlsOfEveryShapeParseOrAreRefused() {
+        var rng = SplitMix(seed: 22)
+        let pieces = ["redis://", "unix://", "/", ":", "@", "[", "]", "?db=", "%", "%4", "%41", "65536", "0", "6379",
+                      "host", "::1", "a b", "\u{0}", "db=x", "&"]
+        for _ in 0..<20_000 {
+            let n = Int(rng.next() % 8)
+            let text = (0..<n).map { _ in pieces[Int(rng.next() % UInt64(pieces.count))] }.joined()
+            _ = RedisURL(text)
+        }
+        #expect(RedisURL(String(repeating: "a", count: 5_000)) == nil)
+    }
+}

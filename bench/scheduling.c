@@ -123,7 +123,7 @@ static void *completer(void *arg) {
     while ((r->head == r->tail || r->tail - r->head < batch_due(r)) && !r->closing)
       pthread_cond_wait(&r->cv, &r->mu);
     size_t n = 0;
-    while (r->head != r->tail && n < 256) batch[n++] = r->ring[r->head++ % r->cap];
+    while (r->head != r->tail && n < BATCH) batch[n++] = r->ring[r->head++ % r->cap];
     r->running -= n;
     r->completed += n;
     bool done = n == 0 && r->closing;

@@ -33,9 +33,10 @@ import CLibUV
 /// is named by a ticket, which the job keeps while it waits. Removing a
 /// waiting job (cancelled, superseded, timed out, freed) or changing its
 /// priority leaves a dead entry behind (the job no longer holds its
-/// ticket), skipped when it comes up; the queue is rebuilt without them
-/// when they outnumber the live ones. An entry costs 48 bytes and its
-/// closure's context; nothing else is kept per waiting job.
+/// ticket), skipped when it comes up; the queue is swept of them when
+/// they outnumber the live ones. An entry costs 48 bytes and its
+/// closure's context (see `WaitQueue`); nothing else is kept per waiting
+/// job.
 final class Admission: @unchecked Sendable {
     enum Call { case probe, start }
 
@@ -46,28 +47,15 @@ final class Admission: @unchecked Sendable {
     /// (every cell waiting for it is leaving): it is then not counted.
     typealias Start = (_ ticket: UInt64, _ call: Call) -> Bool?
 
-    private struct Entry {
-        var priority: Int32
-        var ticket: UInt64
-        var start: Start
-        /// The job, as the inspector shows it; `start` keeps it alive.
-        unowned(unsafe) var job: any InspectableJob
-
-        /// Whether this entry comes out before `other`.
-        func precedes(_ other: Entry) -> Bool {
-            priority != other.priority ? priority > other.priority : ticket < other.ticket
-        }
-    }
-
     let limits: LoaderLimits
     private unowned(unsafe) let loop: EventLoop
 
     // Loop thread only.
     /// Jobs counted as running.
     private(set) var running = 0
-    /// A binary heap of entries, dead ones among them; their closures keep
-    /// the waiting jobs alive.
-    private var heap: [Entry] = []
+    /// The waiting jobs' entries, dead ones among them; their closures
+    /// keep the jobs alive.
+    private var queue = WaitQueue()
     /// How many jobs wait (live entries).
     private var live = 0
     private var nextTicket: UInt64 = 1
@@ -137,7 +125,7 @@ final class Admission: @unchecked Sendable {
         let ticket = nextTicket
         nextTicket &+= 1
         live += 1
-        push(Entry(priority: priority, ticket: ticket, start: start, job: job))
+        queue.append(priority: priority, WaitQueue.Entry(ticket: ticket, start: start, job: job))
         schedulePump()
         return ticket
     }
@@ -147,9 +135,9 @@ final class Admission: @unchecked Sendable {
     func remove() {
         live -= 1
         if live == 0 {
-            heap = []
+            queue.removeAll()
             closeTimer()
-        } else if heap.count > 64 && heap.count > 2 * live {
+        } else if queue.count > 64 && queue.count > 2 * live {
             compact()
         }
     }
@@ -164,7 +152,7 @@ final class Admission: @unchecked Sendable {
     func close() {
         closed = true
         closeTimer()
-        heap = []
+        queue.removeAll()
         live = 0
     }
 
@@ -176,14 +164,15 @@ final class Admission: @unchecked Sendable {
         timerArmed = false
     }
 
-    /// `pump` as a closure made once: a job that ends schedules it without
-    /// allocating.
-    private lazy var pumpLater: () -> Void = { [weak self] in self?.pump() }
-
+    /// Schedules one `pump` after the current work item, whatever number
+    /// of jobs end meanwhile. The closure keeps the admission alive until
+    /// it runs; it holds no weak reference, because a weak reference gives
+    /// the admission a side table, which makes every retain and release of
+    /// it (one per job) take the runtime's slow path.
     private func schedulePump() {
         guard !pumpScheduled, !closed, hasRoom else { return }
         pumpScheduled = true
-        loop.afterCurrent(pumpLater)
+        loop.afterCurrent { [self] in pump() }
     }
 
     /// Starts waiting jobs while the limits allow.
@@ -195,7 +184,7 @@ final class Admission: @unchecked Sendable {
                 armTimer()
                 return
             }
-            guard let entry = pop() else { break }
+            guard let entry = queue.popFirst() else { break }
             guard entry.start(entry.ticket, .probe) != nil else { continue }
             live -= 1
             take()
@@ -205,7 +194,7 @@ final class Admission: @unchecked Sendable {
             }
         }
         if live == 0 {
-            heap = []
+            queue.removeAll()
             closeTimer()
         }
     }
@@ -232,61 +221,19 @@ final class Admission: @unchecked Sendable {
     /// Loop: the jobs of the loader `loader` that wait, the first `limit`
     /// of them in the order they would start, and how many wait in all.
     func waitingJobs(of loader: UInt64, limit: Int, nowMs: UInt64) -> (first: [JobInspection], total: Int) {
-        var first: [Entry] = []
+        var first: [JobInspection] = []
         var total = 0
-        for entry in heap where entry.job.loaderID == loader && entry.start(entry.ticket, .probe) != nil {
+        queue.forEachInOrder { entry in
+            guard entry.job.loaderID == loader, entry.start(entry.ticket, .probe) != nil else { return true }
             total += 1
-            if first.count == limit, let last = first.last, !entry.precedes(last) { continue }
-            first.insert(entry, at: first.firstIndex { entry.precedes($0) } ?? first.count)
-            if first.count > limit { first.removeLast() }
+            if first.count < limit { first.append(entry.job.inspection(nowMs: nowMs)) }
+            return true
         }
-        return (first.map { $0.job.inspection(nowMs: nowMs) }, total)
+        return (first, total)
     }
 
-    // MARK: - Heap
-
-    private func pop() -> Entry? {
-        guard let top = heap.first else { return nil }
-        let last = heap.removeLast()
-        if !heap.isEmpty {
-            heap[0] = last
-            siftDown(0)
-        }
-        return top
-    }
-
-    private func push(_ entry: Entry) {
-        heap.append(entry)
-        var i = heap.count - 1
-        while i > 0 {
-            let parent = (i - 1) / 2
-            guard heap[i].precedes(heap[parent]) else { break }
-            heap.swapAt(i, parent)
-            i = parent
-        }
-    }
-
-    private func siftDown(_ start: Int) {
-        var i = start
-        while true {
-            let left = 2 * i + 1
-            let right = left + 1
-            var best = i
-            if left < heap.count && heap[left].precedes(heap[best]) { best = left }
-            if right < heap.count && heap[right].precedes(heap[best]) { best = right }
-            if best == i { return }
-            heap.swapAt(i, best)
-            i = best
-        }
-    }
-
-    /// Drops the dead entries and rebuilds the heap.
+    /// Drops the dead entries.
     private func compact() {
-        heap.removeAll { $0.start($0.ticket, .probe) == nil }
-        var i = heap.count / 2
-        while i > 0 {
-            i -= 1
-            siftDown(i)
-        }
+        queue.removeAll { $0.start($0.ticket, .probe) == nil }
     }
 }

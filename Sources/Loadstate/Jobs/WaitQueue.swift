@@ -1,0 +1,174 @@
+/// The jobs that wait in an `Admission`, in the order they start: higher
+/// priority first, first in first out within one priority.
+///
+/// One run (a first-in-first-out array) per priority that has waiting
+/// entries, and a heap of those priorities. Adding to and taking from a
+/// run moves nothing else, so a queue of 100,000 jobs of one priority
+/// costs the same per job as a queue of ten; a priority seen for the
+/// first time costs a heap insertion over the priorities in use (at most
+/// one per entry, so never worse than a heap of entries).
+///
+/// Entries are never removed from the middle: a job that stops waiting
+/// leaves its entry behind (the caller tells dead entries from live ones
+/// by their ticket) and `removeAll(where:)` sweeps them. Loop thread only.
+struct WaitQueue {
+    /// A waiting job: its ticket, its start, and the job for the inspector.
+    struct Entry {
+        var ticket: UInt64
+        var start: Admission.Start
+        /// The job, as the inspector shows it; `start` keeps it alive.
+        unowned(unsafe) var job: any InspectableJob
+    }
+
+    /// The entries of one priority, oldest first from `head`.
+    private final class Run {
+        let priority: Int32
+        /// Taken entries are nil before `head`; the array is shifted when
+        /// they are half of it.
+        var entries: [Entry?] = []
+        var head = 0
+
+        init(priority: Int32) { self.priority = priority }
+
+        var isEmpty: Bool { head >= entries.count }
+
+        func popFirst() -> Entry? {
+            guard head < entries.count else { return nil }
+            let entry = entries[head]
+            entries[head] = nil
+            head += 1
+            if head >= 1024 && head * 2 >= entries.count {
+                entries.removeFirst(head)
+                head = 0
+            }
+            return entry
+        }
+    }
+
+    private var runs: [Int32: Run] = [:]
+    /// The priorities of `runs`, a max-heap.
+    private var priorities: [Int32] = []
+    /// The run last appended to (most jobs share one priority), and the
+    /// run of the highest priority, when known.
+    private var lastRun: Run?
+    private var firstRun: Run?
+    /// Entries held, dead ones among them.
+    private(set) var count = 0
+
+    mutating func append(priority: Int32, _ entry: Entry) {
+        let run: Run
+        if let lastRun, lastRun.priority == priority {
+            run = lastRun
+        } else if let existing = runs[priority] {
+            run = existing
+        } else {
+            run = Run(priority: priority)
+            runs[priority] = run
+            if let top = priorities.first, priority > top { firstRun = nil }
+            pushPriority(priority)
+        }
+        lastRun = run
+        run.entries.append(entry)
+        count += 1
+    }
+
+    /// Takes the first entry out (dead or not).
+    mutating func popFirst() -> Entry? {
+        while let top = priorities.first {
+            let run: Run
+            if let firstRun {
+                run = firstRun
+            } else if let found = runs[top] {
+                run = found
+                firstRun = found
+            } else {
+                popPriority()
+                continue
+            }
+            let entry = run.popFirst()
+            if run.isEmpty { dropFirstRun(run) }
+            if let entry {
+                count -= 1
+                return entry
+            }
+        }
+        return nil
+    }
+
+    /// Drops every entry.
+    mutating func removeAll() {
+        runs = [:]
+        priorities = []
+        lastRun = nil
+        firstRun = nil
+        count = 0
+    }
+
+    /// Drops the entries for which `isDead` is true.
+    mutating func removeAll(where isDead: (Entry) -> Bool) {
+        var kept: [Int32: Run] = [:]
+        count = 0
+        for (priority, run) in runs {
+            let live = run.entries[run.head...].compactMap { $0 }.filter { !isDead($0) }
+            guard !live.isEmpty else { continue }
+            run.entries = live
+            run.head = 0
+            kept[priority] = run
+            count += live.count
+        }
+        runs = kept
+        // Sorted from the highest: a valid max-heap.
+        priorities = kept.keys.sorted(by: >)
+        lastRun = nil
+        firstRun = nil
+    }
+
+    /// Calls `body` with the entries in the order they would be taken
+    /// (dead ones among them) until it returns false.
+    func forEachInOrder(_ body: (Entry) -> Bool) {
+        for priority in runs.keys.sorted(by: >) {
+            guard let run = runs[priority] else { continue }
+            for case let entry? in run.entries[run.head...] {
+                guard body(entry) else { return }
+            }
+        }
+    }
+
+    private mutating func dropFirstRun(_ run: Run) {
+        runs[run.priority] = nil
+        if lastRun === run { lastRun = nil }
+        firstRun = nil
+        popPriority()
+    }
+
+    // MARK: - The heap of priorities
+
+    private mutating func pushPriority(_ priority: Int32) {
+        priorities.append(priority)
+        var i = priorities.count - 1
+        while i > 0 {
+            let parent = (i - 1) / 2
+            guard priorities[i] > priorities[parent] else { break }
+            priorities.swapAt(i, parent)
+            i = parent
+        }
+    }
+
+    private mutating func popPriority() {
+        guard !priorities.isEmpty else { return }
+        let last = priorities.removeLast()
+        guard !priorities.isEmpty else { return }
+        priorities[0] = last
+        var i = 0
+        while true {
+            let left = 2 * i + 1
+            let right = left + 1
+            var best = i
+            if left < priorities.count && priorities[left] > priorities[best] { best = left }
+            if right < priorities.count && priorities[right] > priorities[best] { best = right }
+            if best == i { return }
+            priorities.swapAt(i, best)
+            i = best
+        }
+    }
+}

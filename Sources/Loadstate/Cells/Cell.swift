@@ -486,11 +486,24 @@ protocol RuntimeResident: AnyObject {
     /// the job it waits for.
     var waitingPriority: Int32 { session?.priority ?? Int32.min }
 
-    /// Loop: the job this cell waits for left its loader's queue and starts.
-    func jobAdmitted(_ job: Job<Value, Request>) {
-        guard session?.job === job, !isFreed else { return }
-        showQueued(false)
+    /// Loop: the job this cell waits for is leaving its loader's queue.
+    /// Returns the event that shows it no longer waits (nil when there is
+    /// none to show), for the job to publish with `publishAdmission` under
+    /// the table lock it takes anyway, then to deliver with
+    /// `deliverAdmission` once the lock is released: one acquisition of
+    /// the lock for both, where an `emit` would take a second one.
+    func admissionEvent(_ job: Job<Value, Request>) -> CellEvent<Value, Request>? {
+        guard session?.job === job, !isFreed, state.isQueued else { return nil }
+        var next = state
+        next.isQueued = false
+        return makeEvent(.state, next, changed: false)
     }
+
+    /// Loop, under the table lock: publishes an `admissionEvent`.
+    func publishAdmission(_ event: CellEvent<Value, Request>) { published = event }
+
+    /// Loop: delivers an `admissionEvent` published with `publishAdmission`.
+    func deliverAdmission(_ event: CellEvent<Value, Request>) { deliver(event) }
 
     /// Emits the current state again, flagged queued or not.
     private func showQueued(_ queued: Bool) {
@@ -883,11 +896,24 @@ protocol RuntimeResident: AnyObject {
     /// Emits an event; with `newState`, the cell takes that state first.
     private func emit(_ type: EventType, _ newState: consuming CellState<Value, Request>? = nil, changed: Bool = true,
                       cancelled: Bool = false, elapsedMs: UInt64 = 0, progress: (UInt64, UInt64) = (0, 0)) {
-        let event = CellEvent(type: type, cell: id, seq: published.seq + 1, load: UInt64(session?.serial ?? 0),
-                              state: newState ?? published.state, stateChanged: changed && type == .state,
-                              isCancelled: cancelled, elapsedMs: elapsedMs, progressDone: progress.0,
-                              progressTotal: progress.1)
+        let event = makeEvent(type, newState, changed: changed, cancelled: cancelled, elapsedMs: elapsedMs,
+                              progress: progress)
         runtime.table.withLock { _ in published = event }
+        deliver(event)
+    }
+
+    /// The next event, not yet published.
+    private func makeEvent(_ type: EventType, _ newState: consuming CellState<Value, Request>? = nil,
+                           changed: Bool = true, cancelled: Bool = false, elapsedMs: UInt64 = 0,
+                           progress: (UInt64, UInt64) = (0, 0)) -> CellEvent<Value, Request> {
+        CellEvent(type: type, cell: id, seq: published.seq + 1, load: UInt64(session?.serial ?? 0),
+                  state: newState ?? published.state, stateChanged: changed && type == .state,
+                  isCancelled: cancelled, elapsedMs: elapsedMs, progressDone: progress.0,
+                  progressTotal: progress.1)
+    }
+
+    /// Reports a published event to the cell's observers.
+    private func deliver(_ event: CellEvent<Value, Request>) {
         if !isFreed {
             if runtime.metrics.isEnabled { runtime.metrics.eventDelivered() }
             observer.cellEvent(self, event)

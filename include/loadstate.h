@@ -1190,11 +1190,12 @@ int lds_http_response_decode(const void *value, size_t len, lds_http_response *o
  * is at its limit each open a connection of their own (libcurl's
  * behaviour; while a connection is being set up, before the server has
  * said its limit, libcurl counts on 100 streams): bound them with
- * max_connections. Known defect: with Debian 12's libcurl 7.88.1 and
- * nginx 1.22, a request over plain http with prior knowledge that reuses
- * a kept-alive connection fails with LDS_EIO ("Error in the HTTP2 framing
- * layer"; curl's command-line tool fails the same way); HTTP/2 over TLS
- * is not affected.
+ * max_connections. With a libcurl older than 8.0.0 (Debian 12 has
+ * 7.88.1), curl fails a cleartext HTTP/2 transfer that reuses a
+ * connection ("Error in the HTTP2 framing layer", curl issue 10634): there
+ * each request over plain http with prior knowledge opens a connection of
+ * its own and closes it after (no multiplexing); HTTP/2 over TLS shares
+ * connections with any libcurl.
  * LDS_HTTP_HTTP1 keeps to HTTP/1.1. The response's header lines of an
  * HTTP/2 answer are lower case, as HTTP/2 sends them. ca_file replaces
  * the system's CA certificates for the request (a server with a

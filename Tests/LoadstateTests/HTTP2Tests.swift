@@ -55,6 +55,20 @@ struct HTTP2Tests {
         #expect(r?.header("X-Protocol") == "HTTP/2.0")
     }
 
+    @Test func cleartextHTTP2WorksAgainAfterItsFirstRequest() async {
+        defer { f.close() }
+        let request = HTTPRequest(url: nginx.h2c("/ok"), version: .http2)
+        // One after another (a kept-alive connection is there for the next),
+        // then several at once: every one is answered over HTTP/2.
+        for _ in 0..<3 {
+            let r = response(await f.run(request.encoded()))
+            #expect(r?.status == 200)
+            #expect(r?.header("X-Protocol") == "HTTP/2.0")
+        }
+        let together = await concurrently(8, request)
+        #expect(together.allSatisfy { $0?.status == 200 && $0?.header("X-Protocol") == "HTTP/2.0" })
+    }
+
     @Test func concurrentHTTP2RequestsShareFewConnections() async {
         defer { f.close() }
         let count = 200

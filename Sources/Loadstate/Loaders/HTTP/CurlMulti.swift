@@ -113,6 +113,14 @@ final class CurlMulti {
     /// See CURLMOPT_MAX_CONCURRENT_STREAMS above.
     static let http2StreamsMax = 1000
 
+    /// Whether cleartext HTTP/2 transfers (prior knowledge) may share and
+    /// reuse connections: not before libcurl 8.0.0 (see
+    /// `HTTPTransfer.configureVersion`).
+    static let reusesPriorKnowledgeConnections: Bool = {
+        guard let info = curl_version_info(CURLVERSION_FOURTH) else { return false }
+        return info.pointee.version_num >= 0x08_00_00
+    }()
+
     /// Whether the libcurl in use may reuse an easy handle safely (8.1.0 or
     /// later; see `recycle`).
     static let reusesHandles: Bool = {

@@ -216,7 +216,14 @@ final class HTTPTransfer {
         case .http2: version = Int(overTLS ? CURL_HTTP_VERSION_2TLS : CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE)
         }
         lds_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, version)
-        lds_easy_setopt_long(easy, CURLOPT_PIPEWAIT, request.version == .http2 ? 1 : 0)
+        // Cleartext HTTP/2 (prior knowledge) on a connection curl reuses
+        // fails before libcurl 8.0.0 ("Error in the HTTP2 framing layer":
+        // curl issue 10634, fixed by pull request 10643): there, each such
+        // transfer opens a connection of its own and closes it after.
+        let ownConnection = request.version == .http2 && !overTLS && !CurlMulti.reusesPriorKnowledgeConnections
+        lds_easy_setopt_long(easy, CURLOPT_FRESH_CONNECT, ownConnection ? 1 : 0)
+        lds_easy_setopt_long(easy, CURLOPT_FORBID_REUSE, ownConnection ? 1 : 0)
+        lds_easy_setopt_long(easy, CURLOPT_PIPEWAIT, request.version == .http2 && !ownConnection ? 1 : 0)
         handle.version = request.version
         handle.versionOverTLS = overTLS
     }

@@ -234,8 +234,9 @@ public final class RedisCache: Handle, CacheStore, RuntimeResident, @unchecked S
         return try result.get()
     }
 
-    private func cacheError(_ failure: RedisFailure) -> CacheError {
-        noteFailure(failure)
+    /// `failure` as a `CacheError`; noted in the status unless it already was.
+    private func cacheError(_ failure: RedisFailure, noted: Bool = false) -> CacheError {
+        if !noted { noteFailure(failure) }
         return CacheError(failure.code == .closed ? .closed : .redis, "\(name): \(failure.message)")
     }
 
@@ -261,10 +262,49 @@ public final class RedisCache: Handle, CacheStore, RuntimeResident, @unchecked S
         }
         return try onLoop { [self] done in
             fetch(key) { entry, failure in
-                if let failure { return done(.failure(CacheError(failure.code == .closed ? .closed : .redis,
-                                                                 "\(self.name): \(failure.message)"))) }
-                done(.success(entry))
+                done(failure.map { .failure(self.cacheError($0, noted: true)) } ?? .success(entry))
             }
+        }
+    }
+
+    /// The entries under `keys` (see `CacheStore.entries(for:)`): one
+    /// hand-off to the loop, where the front tier answers what it holds and
+    /// every other key's `GET` is sent before the loop writes, so that they
+    /// go out in one pipeline; one wait for every reply. A key that does
+    /// not fit in `LDS_REDIS_PENDING_MAX` fails alone (`.queue`), as does
+    /// every key of a connection that fails. Throws `ResultCode.wrongState`
+    /// on the loop thread.
+    public func entries(for keys: [[UInt8]]) throws(CacheError) -> [Result<CacheEntry?, CacheError>] {
+        try checkBatch(keys.count)
+        if loop.isLoopThread { throw CacheError(.wrongState, "\(name): a Redis cache call on the loop thread") }
+        guard !keys.isEmpty else { return [] }
+        return try onLoop { [self] done in
+            let batch = Batch(count: keys.count, done)
+            for (i, key) in keys.enumerated() {
+                fetch(key) { entry, failure in
+                    batch.finish(i, failure.map { .failure(self.cacheError($0, noted: true)) } ?? .success(entry))
+                }
+            }
+        }
+    }
+
+    /// The replies of a batch of gets, gathered on the loop.
+    private final class Batch {
+        private var results: [Result<CacheEntry?, CacheError>]
+        private var remaining: Int
+        private let done: (Result<[Result<CacheEntry?, CacheError>], CacheError>) -> Void
+
+        init(count: Int, _ done: @escaping (Result<[Result<CacheEntry?, CacheError>], CacheError>) -> Void) {
+            results = Array(repeating: .success(nil), count: count)
+            remaining = count
+            self.done = done
+        }
+
+        /// Key `i`'s result; the batch is answered with the last one.
+        func finish(_ i: Int, _ result: Result<CacheEntry?, CacheError>) {
+            results[i] = result
+            remaining -= 1
+            if remaining == 0 { done(.success(results)) }
         }
     }
 

@@ -221,7 +221,7 @@ class Cache(MutableMapping[Key, V]):
         :data:`~loadstate.CACHE_GET_MANY_MAX` keys): a dict that has the keys found, as they were given,
         each with its value; a missing key is left out. Each key counts as a get (a hit becomes the most
         recently used, an expired entry is dropped). A memory or persistent cache looks a batch up under one
-        lock; a Redis cache sends a batch's ``GET``\ s in one pipeline and waits once for the replies (its
+        lock; a Redis cache sends a batch's ``GET`` commands in one pipeline and waits once for the replies (its
         front tier answers what it holds).
 
         Raises the error of the whole call (:class:`~loadstate.NotFound` for a closed cache,
@@ -248,7 +248,7 @@ class Cache(MutableMapping[Key, V]):
             for i, result in enumerate(results):
                 if result == 1:
                     data = string_at(out[i].value, out[i].value_len) if out[i].value_len else b""
-                    found[keys[i]] = data if self.codec is BYTES else self.codec.decode(data)
+                    found[keys[i]] = self.codec.decode(data)
                 elif result < 0 and failure is None:
                     failure = self._error(result, f"cache get many: key {i}")
         finally:

@@ -315,7 +315,7 @@ struct RedisCacheTests {
                     _ = try p.cache.entries(for: held)
                     done.resume(returning: false)
                 } catch {
-                    done.resume(returning: error.code == .wrongState)
+                    done.resume(returning: (error as? CacheError)?.code == .wrongState)
                 }
             }
         }

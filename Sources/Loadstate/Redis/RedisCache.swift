@@ -185,7 +185,8 @@ public final class RedisCache: Handle, CacheStore, RuntimeResident, @unchecked S
 
     // MARK: - Keys
 
-    private func entryKey(_ key: [UInt8]) -> [UInt8] { options.keyPrefix + [UInt8(ascii: "v"), UInt8(ascii: ":")] + key }
+    private static let entryMark: [UInt8] = [UInt8(ascii: "v"), UInt8(ascii: ":")]
+    private func entryKey(_ key: [UInt8]) -> [UInt8] { options.keyPrefix + RedisCache.entryMark + key }
     private func leaseKey(_ key: [UInt8]) -> [UInt8] { options.keyPrefix + [UInt8(ascii: "l"), UInt8(ascii: ":")] + key }
 
     private func message(_ kind: Character, _ body: [UInt8]) -> [UInt8] {
@@ -487,7 +488,7 @@ public final class RedisCache: Handle, CacheStore, RuntimeResident, @unchecked S
             return done(entry, nil)
         }
         guard let commands else { return done(nil, RedisFailure(.closed, "the cache was closed")) }
-        commands.send([RedisCache.arg("GET"), entryKey(key)]) { [self] result in
+        commands.send(RedisCommand(get: options.keyPrefix, RedisCache.entryMark, key)) { [self] result in
             switch result {
             case .success(.string(let bytes)):
                 let entry = RedisEntry.decode(bytes)

@@ -351,6 +351,17 @@ struct RedisCacheTests {
 /// What Redis hands back is read without trusting it: entries of another
 /// shape are misses, never traps; URLs that do not parse are refused.
 @Suite struct RedisInputTests {
+    @Test func commandsAreEncodedInTheProtocolsForm() {
+        func text(_ command: RedisCommand) -> String { String(decoding: command.bytes, as: UTF8.self) }
+        #expect(text(RedisCommand([Array("SET".utf8), Array("k".utf8), []])) == "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$0\r\n\r\n")
+        #expect(text(RedisCommand([])) == "*0\r\n")
+        let key = [UInt8](repeating: UInt8(ascii: "x"), count: 12_345)
+        #expect(text(RedisCommand(get: Array("p:".utf8), Array("v:".utf8), key))
+                == "*2\r\n$3\r\nGET\r\n$12349\r\np:v:" + String(repeating: "x", count: 12_345) + "\r\n")
+        #expect(RedisCommand(get: [], [], []).bytes == RedisCommand([Array("GET".utf8), []]).bytes)
+        #expect(RedisCommand.none.bytes.isEmpty)
+    }
+
     @Test func entriesOfAnotherShapeDoNotDecode() {
         let good = RedisEntry.encode(Array("value".utf8), meta: [1, 2, 3], storedAtMs: 42, expiresAtMs: 99, token: 7)
         let entry = RedisEntry.decode(good)

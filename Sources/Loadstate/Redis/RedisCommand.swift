@@ -8,26 +8,27 @@ struct RedisCommand {
 
     /// A command of `args`.
     init(_ args: [[UInt8]]) {
-        var size = 16
-        for arg in args { size &+= arg.count &+ 16 }
-        bytes = []
-        bytes.reserveCapacity(size)
-        header(count: args.count)
-        for arg in args { bulk(arg) }
+        var size = Writer.countSize
+        for arg in args { size &+= Writer.bulkSize(arg.count) }
+        bytes = Writer.make(size) { w in
+            w.count(args.count)
+            for arg in args { w.bulk(arg) }
+        }
     }
 
-    /// `GET` of the key made of `parts`, one after the other, without
-    /// joining them first (a batch's GETs are made one per key).
-    init(get parts: [UInt8]...) {
-        bytes = []
-        var length = 0
-        for part in parts { length &+= part.count }
-        bytes.reserveCapacity(length &+ 32)
-        header(count: 2)
-        bulk(RedisCommand.getName)
-        bulkHeader(length)
-        for part in parts { bytes.append(contentsOf: part) }
-        bytes.append(contentsOf: RedisCommand.crlf)
+    /// `GET` of the key `prefix` + `mark` + `key`, without joining them
+    /// first (a batch's GETs are made one per key).
+    init(get prefix: [UInt8], _ mark: [UInt8], _ key: [UInt8]) {
+        let length = prefix.count &+ mark.count &+ key.count
+        bytes = Writer.make(Writer.countSize &+ Writer.bulkSize(3) &+ Writer.bulkSize(length)) { w in
+            w.count(2)
+            w.bulk(RedisCommand.getName)
+            w.bulkHeader(length)
+            w.append(prefix)
+            w.append(mark)
+            w.append(key)
+            w.crlf()
+        }
     }
 
     /// No command: what a sent command's buffer is replaced with.
@@ -38,40 +39,76 @@ struct RedisCommand {
     }
 
     private static let getName: [UInt8] = Array("GET".utf8)
-    private static let crlf: [UInt8] = [13, 10]
 
-    private mutating func header(count: Int) {
-        bytes.append(UInt8(ascii: "*"))
-        decimal(count)
-        bytes.append(contentsOf: RedisCommand.crlf)
-    }
+    /// Writes a command into a buffer sized beforehand (an upper bound).
+    private struct Writer {
+        private let room: UnsafeMutableBufferPointer<UInt8>
+        private(set) var offset = 0
 
-    private mutating func bulkHeader(_ length: Int) {
-        bytes.append(UInt8(ascii: "$"))
-        decimal(length)
-        bytes.append(contentsOf: RedisCommand.crlf)
-    }
+        /// The most bytes of "*N\r\n".
+        static let countSize = 23
+        /// The most bytes of "$L\r\n" + L bytes + "\r\n".
+        static func bulkSize(_ length: Int) -> Int { length &+ 25 }
 
-    private mutating func bulk(_ arg: [UInt8]) {
-        bulkHeader(arg.count)
-        bytes.append(contentsOf: arg)
-        bytes.append(contentsOf: RedisCommand.crlf)
-    }
+        static func make(_ size: Int, _ body: (inout Writer) -> Void) -> [UInt8] {
+            [UInt8](unsafeUninitializedCapacity: size) { room, count in
+                var w = Writer(room: room)
+                body(&w)
+                count = w.offset
+            }
+        }
 
-    /// Appends `n` (never negative: a count or a length) in decimal.
-    private mutating func decimal(_ n: Int) {
-        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
-                     UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
-            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-        var value = UInt(max(n, 0))
-        var count = 0
-        withUnsafeMutableBytes(of: &digits) { room in
+        private init(room: UnsafeMutableBufferPointer<UInt8>) {
+            self.room = room
+        }
+
+        mutating func count(_ n: Int) {
+            byte(UInt8(ascii: "*"))
+            decimal(n)
+            crlf()
+        }
+
+        mutating func bulkHeader(_ length: Int) {
+            byte(UInt8(ascii: "$"))
+            decimal(length)
+            crlf()
+        }
+
+        mutating func bulk(_ arg: [UInt8]) {
+            bulkHeader(arg.count)
+            append(arg)
+            crlf()
+        }
+
+        mutating func append(_ part: [UInt8]) {
+            let n = min(part.count, room.count - offset)
+            guard n > 0, let target = room.baseAddress else { return }
+            part.withUnsafeBufferPointer { source in
+                if let from = source.baseAddress { (target + offset).initialize(from: from, count: n) }
+            }
+            offset += n
+        }
+
+        mutating func crlf() {
+            byte(13)
+            byte(10)
+        }
+
+        private mutating func byte(_ b: UInt8) {
+            guard offset < room.count else { return }
+            room[offset] = b
+            offset += 1
+        }
+
+        /// `n` (never negative: a count or a length) in decimal.
+        private mutating func decimal(_ n: Int) {
+            let value = UInt(max(n, 0))
+            var divisor: UInt = 1
+            while divisor <= value / 10 { divisor *= 10 }
             repeat {
-                room[room.count - 1 - count] = UInt8(ascii: "0") &+ UInt8(value % 10)
-                value /= 10
-                count += 1
-            } while value > 0 && count < room.count
-            bytes.append(contentsOf: room[(room.count - count)...])
+                byte(UInt8(ascii: "0") &+ UInt8((value / divisor) % 10))
+                divisor /= 10
+            } while divisor > 0
         }
     }
 }

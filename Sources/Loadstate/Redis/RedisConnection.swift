@@ -21,12 +21,7 @@ enum RedisReply {
         func bytes() -> [UInt8] {
             let len = lds_redis_reply_len(raw)
             guard len > 0, let str = lds_redis_reply_str(raw) else { return [] }
-            // One copy into storage of the right size (Array(_:) of a raw
-            // buffer goes element by element).
-            return [UInt8](unsafeUninitializedCapacity: len) { room, count in
-                UnsafeMutableRawBufferPointer(room).copyMemory(from: UnsafeRawBufferPointer(start: str, count: len))
-                count = len
-            }
+            return Array(UnsafeRawBufferPointer(start: str, count: len))
         }
         switch lds_redis_reply_type(raw) {
         case REDIS_REPLY_STRING: self = .string(bytes())

@@ -43,16 +43,11 @@ enum RedisEntry {
                           meta: copy(bytes, headerSize..<metaEnd))
     }
 
-    /// `bytes[range]` as an array, in one copy (a hit's value is copied out
-    /// of every reply).
+    /// `bytes[range]` as an array, copied from a buffer at once (a hit's
+    /// value is copied out of every reply).
     private static func copy(_ bytes: [UInt8], _ range: Range<Int>) -> [UInt8] {
         guard !range.isEmpty else { return [] }
-        return bytes.withUnsafeBytes { source in
-            [UInt8](unsafeUninitializedCapacity: range.count) { room, count in
-                UnsafeMutableRawBufferPointer(room).copyMemory(from: UnsafeRawBufferPointer(rebasing: source[range]))
-                count = range.count
-            }
-        }
+        return bytes.withUnsafeBufferPointer { Array(UnsafeBufferPointer(rebasing: $0[range])) }
     }
 
     private static func append(_ n: UInt64, to out: inout [UInt8]) {

@@ -1634,8 +1634,9 @@ int lds_cache_invalidate(lds_runtime *rt, lds_id cache, const void *prefix, size
  * thread of its own, and no call on the loop thread waits for Redis.
  *
  * Its id works wherever a cache id does: load options (policies, fresh
- * time, maximum age), lds_prefetch, the direct calls (lds_cache_get, put,
- * read, remove, clear, keys, stats, free) and lds_cache_invalidate.
+ * time, maximum age), lds_prefetch, the direct calls (lds_cache_get,
+ * get_many, put, read, remove, clear, keys, stats, free) and
+ * lds_cache_invalidate.
  *
  * Entries carry their stored time, stale flag and what the loader keeps
  * beside the value (the http loader's validators and freshness), so that

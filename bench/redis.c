@@ -13,6 +13,9 @@
  *      plain hiredis connection sends `window` GETs of the cache's own Redis
  *      keys (redisAppendCommand), then reads the `window` replies, and
  *      again; each reply is freed.
+ *    - lds_cache_get_many: the same keys in batches of `window` keys (at
+ *      most LDS_CACHE_GET_MANY_MAX), one call per batch: one hand-off to
+ *      the loop, the batch's GETs pipelined on the cache's connection.
  *    - loadstate loads: `window` cells each load one key, cache-first
  *      (LDS_POLICY_CACHE_FIRST, fresh for an hour) with the Redis cache, and
  *      the main thread waits for the `window` LOADED events (FROM_CACHE)
@@ -209,6 +212,44 @@ static measure run_loads(bool no_cache) {
   }
   measure m = finish_measure(n, t0, c0, s0);
   if (H.wrong || atomic_load(&H.loader_calls)) die("loads: not every load was a cache hit", (int)H.wrong);
+  return m;
+}
+
+/* lds_cache_get_many in batches of `window` keys (at most
+ * LDS_CACHE_GET_MANY_MAX): one call, one hand-off to the loop and one
+ * pipeline of GETs per batch. */
+static measure run_get_many(void) {
+  size_t depth = H.window < LDS_CACHE_GET_MANY_MAX ? H.window : LDS_CACHE_GET_MANY_MAX;
+  char(*names)[KEY_LEN + 1] = calloc(depth, sizeof *names);
+  const void **keys = calloc(depth, sizeof *keys);
+  size_t *lens = calloc(depth, sizeof *lens);
+  lds_cache_value *out = calloc(depth, sizeof *out);
+  int *results = calloc(depth, sizeof *results);
+  if (!names || !keys || !lens || !out || !results) die("calloc", 0);
+  size_t n = 0, next = 0;
+  uint64_t t0 = now_ns();
+  double c0 = cpu_s(), s0 = process_cpu_s(H.srv.pid);
+  while (n < H.gets) {
+    size_t batch = H.gets - n < depth ? H.gets - n : depth;
+    for (size_t i = 0; i < batch; i++) {
+      key_of(names[i], next++ % H.keys);
+      keys[i] = names[i];
+      lens[i] = KEY_LEN;
+    }
+    int rc = lds_cache_get_many(H.rt, H.cache, batch, keys, lens, out, results);
+    if (rc != (int)batch) die("lds_cache_get_many", rc);
+    for (size_t i = 0; i < batch; i++) {
+      if (out[i].value_len != H.value_len) die("lds_cache_get_many: value", results[i]);
+      lds_cache_value_clear(&out[i]);
+    }
+    n += batch;
+  }
+  measure m = finish_measure(n, t0, c0, s0);
+  free(names);
+  free(keys);
+  free(lens);
+  free(out);
+  free(results);
   return m;
 }
 
@@ -570,7 +611,8 @@ int main(int argc, char **argv) {
   printf("\n1. cache hits: %ld gets per run (%ld for the one-at-a-time runs), %ld in flight\n", gets, gets / 10,
          window);
   printf("%-28s %6s %12s %18s %18s\n", "run", "round", "gets/s", "client cpu us/get", "server cpu us/get");
-  measure pipe_m[99], loads_m[99], floor_m[99], sync_m[99], get_m[99];
+  measure pipe_m[99], many_m[99], loads_m[99], floor_m[99], sync_m[99], get_m[99];
+  double v_many[99], c_many[99], sv_many[99];
   double v_floor[99], c_floor[99];
   double v_pipe[99], v_loads[99], v_sync[99], v_get[99], c_pipe[99], c_loads[99], c_sync[99], c_get[99];
   double sv_pipe[99], sv_loads[99];
@@ -578,6 +620,12 @@ int main(int argc, char **argv) {
     pipe_m[r] = run_pipelined();
     printf("%-28s %6ld %12.0f %18.2f %18.2f\n", "hiredis pipelined", r + 1, pipe_m[r].per_s, pipe_m[r].client_us,
            pipe_m[r].server_us);
+    many_m[r] = run_get_many();
+    printf("%-28s %6ld %12.0f %18.2f %18.2f\n", "lds_cache_get_many batches", r + 1, many_m[r].per_s,
+           many_m[r].client_us, many_m[r].server_us);
+    v_many[r] = many_m[r].per_s;
+    c_many[r] = many_m[r].client_us;
+    sv_many[r] = many_m[r].server_us;
     loads_m[r] = run_loads(false);
     printf("%-28s %6ld %12.0f %18.2f %18.2f\n", "loadstate cache-first loads", r + 1, loads_m[r].per_s,
            loads_m[r].client_us, loads_m[r].server_us);
@@ -610,12 +658,17 @@ int main(int argc, char **argv) {
   printf("median of %ld rounds:\n", rounds);
   printf("  hiredis pipelined             %10.0f gets/s  client cpu %6.2f us/get  server cpu %5.2f us/get\n", mp, cp,
          sp);
+  double mm = median(v_many, n), cm = median(c_many, n);
+  printf("  lds_cache_get_many batches    %10.0f gets/s  client cpu %6.2f us/get  server cpu %5.2f us/get\n", mm, cm,
+         median(sv_many, n));
   printf("  loadstate cache-first loads   %10.0f gets/s  client cpu %6.2f us/get  server cpu %5.2f us/get\n", ml, cl,
          sl);
   double mf = median(v_floor, n), cf = median(c_floor, n);
   printf("  loads, no cache (floor)       %10.0f loads/s client cpu %6.2f us/load\n", mf, cf);
   printf("  hiredis GET, one at a time    %10.0f gets/s  client cpu %6.2f us/get\n", ms, cs);
   printf("  lds_cache_get, one at a time  %10.0f gets/s  client cpu %6.2f us/get\n", mg, cg);
+  printf("  get_many/pipelined: %.2fx the throughput (target >= 0.7: %s), %.2fx the client CPU per get\n", mm / mp,
+         mm / mp >= 0.7 ? "met" : "MISSED", cm / cp);
   printf("  loads/pipelined: %.2fx the throughput (target >= 0.7: %s), %.2fx the client CPU per get\n", ml / mp,
          ml / mp >= 0.7 ? "met" : "MISSED", cl / cp);
   printf("  loads without a cache/pipelined: %.2fx (what a load costs with no Redis at all)\n", mf / mp);

@@ -96,6 +96,7 @@
  *   Redis cache: reply wait             command_timeout_ms (2 s)        LDS_EREDIS, and
  *                                                                         reconnection
  *   Redis cache: keys listed            LDS_REDIS_KEYS_MAX (1,000,000)  LDS_ETOOBIG
+ *   lds_cache_get_many: keys            LDS_CACHE_GET_MANY_MAX (4,096)  LDS_ETOOBIG
  *   lds_runtime_free's wait for         one second                      abandoned (see
  *     commands and file operations                                        lds_runtime_free)
  *
@@ -1480,6 +1481,50 @@ int lds_cache_put(lds_runtime *rt, lds_id cache, const void *key, size_t key_len
 int lds_cache_get(lds_runtime *rt, lds_id cache, const void *key, size_t key_len,
                   lds_cache_value *out);
 
+/* The most keys one lds_cache_get_many looks up (since 0.5). */
+#define LDS_CACHE_GET_MANY_MAX 4096
+
+/*
+ * Since 0.5. Looks count keys up at once, each like lds_cache_get (an
+ * expired entry is dropped, a hit becomes the most recently used, every
+ * key counts as one hit or one miss in lds_cache_stats): made for hosts
+ * that read many entries together, where one call per key costs more
+ * than the lookups. Key i is the key_lens[i] bytes at keys[i] (keys[i]
+ * may be NULL when key_lens[i] is 0; a key may appear more than once).
+ *
+ *   out      count values; out[i] is filled when key i is found (release
+ *            it with lds_cache_value_clear), zeroed otherwise.
+ *   results  count codes: results[i] is 1 (found), 0 (missing), or a
+ *            negative code for key i alone: LDS_EINVAL (keys[i] NULL with
+ *            a length), LDS_ETOOBIG (key over LDS_VALUE_MAX), LDS_ENOMEM,
+ *            LDS_EIO (a persistent cache's statement failed), LDS_EREDIS
+ *            (a Redis cache could not answer for it; see below).
+ *
+ * A memory cache looks every key up under one acquisition of its lock, a
+ * persistent cache likewise. A Redis cache hands the whole batch to the
+ * loop once: its front memory tier answers the keys it holds, and the
+ * GETs of the others are all sent before the loop writes, in one pipeline
+ * on the command connection; the call returns when every reply came, or
+ * failed (a reply waits at most command_timeout_ms, then the connection
+ * is dropped and every key still waiting fails with LDS_EREDIS). A key
+ * whose GET would take the commands waiting over LDS_REDIS_PENDING_MAX
+ * fails alone, with LDS_EREDIS (reason LDS_REDIS_EQUEUE); while Redis is
+ * unreachable every key not in the front tier fails with LDS_EREDIS.
+ *
+ * Returns the number of keys found (0 to count), or for the whole call:
+ * LDS_EINVAL (rt NULL; keys, key_lens, out or results NULL with count >
+ * 0); LDS_ETOOBIG (count over LDS_CACHE_GET_MANY_MAX); LDS_ENOENT (no such
+ * cache); LDS_ESTATE (a Redis cache, on the loop thread); LDS_EREDIS (a
+ * Redis cache's loop did not answer); LDS_ECLOSED. On such a failure
+ * every out[i] is zeroed and every results[i] is the returned code, except
+ * for LDS_ETOOBIG, which touches neither array, and LDS_EINVAL for a NULL
+ * array, which fills only the arrays that are not NULL. count 0
+ * returns 0 once rt and cache are checked, touching nothing.
+ * Threads: any, like lds_cache_get (a Redis cache: not the loop thread).
+ */
+int lds_cache_get_many(lds_runtime *rt, lds_id cache, size_t count, const void *const *keys,
+                       const size_t *key_lens, lds_cache_value *out, int *results);
+
 /*
  * Looks key up like lds_cache_get, and copies the value into the caller's
  * buffer instead of a copy the library allocates: made for hosts that
@@ -1590,8 +1635,9 @@ int lds_cache_invalidate(lds_runtime *rt, lds_id cache, const void *prefix, size
  * thread of its own, and no call on the loop thread waits for Redis.
  *
  * Its id works wherever a cache id does: load options (policies, fresh
- * time, maximum age), lds_prefetch, the direct calls (lds_cache_get, put,
- * read, remove, clear, keys, stats, free) and lds_cache_invalidate.
+ * time, maximum age), lds_prefetch, the direct calls (lds_cache_get,
+ * get_many, put, read, remove, clear, keys, stats, free) and
+ * lds_cache_invalidate.
  *
  * Entries carry their stored time, stale flag and what the loader keeps
  * beside the value (the http loader's validators and freshness), so that

@@ -164,6 +164,99 @@ public func ldsCacheGet(_ rt: OpaquePointer?, _ id: UInt64, _ key: UnsafeRawPoin
     }
 }
 
+@_cdecl("lds_cache_get_many")
+public func ldsCacheGetMany(_ rt: OpaquePointer?, _ id: UInt64, _ count: Int,
+                            _ keys: UnsafePointer<UnsafeRawPointer?>?, _ keyLengths: UnsafePointer<Int>?,
+                            _ out: UnsafeMutablePointer<lds_cache_value>?,
+                            _ results: UnsafeMutablePointer<Int32>?) -> Int32 {
+    // A count over the bound (or past SIZE_MAX / 2) touches neither array.
+    guard count >= 0, count <= cacheBatchMax else { return LDS_ETOOBIG }
+    guard count > 0 else { return withCache(rt, id) { _ in 0 } }
+    if let out { out.initialize(repeating: lds_cache_value(), count: count) }
+    if let results { results.initialize(repeating: 0, count: count) }
+    guard let keys, let keyLengths, let out, let results else {
+        results?.update(repeating: LDS_EINVAL, count: count)
+        return LDS_EINVAL
+    }
+    let batch = KeyBatch(keys: keys, lengths: keyLengths, out: out, results: results, count: count)
+    let rc = withRuntime(rt) { runtime in
+        if let rc = runtime.memoryCaches.find(id, batch.read) { return rc }
+        guard let handle = runtime.table.lookup(id, as: Handle.self) else { return LDS_ENOENT }
+        if let cache = handle as? MemoryCache { return batch.read(cache) }
+        switch slowStore(runtime, handle) {
+        case .success(let store): return batch.get(store)
+        case .failure(let rc): return rc.rawValue
+        }
+    }
+    if rc < 0 { results.update(repeating: rc, count: count) }
+    return rc
+}
+
+/// The caller's arrays of an `lds_cache_get_many` (`count` checked).
+private struct KeyBatch {
+    let keys: UnsafePointer<UnsafeRawPointer?>
+    let lengths: UnsafePointer<Int>
+    let out: UnsafeMutablePointer<lds_cache_value>
+    let results: UnsafeMutablePointer<Int32>
+    let count: Int
+
+    /// Key `i`, or nil with its code in `results[i]` (LDS_EINVAL,
+    /// LDS_ETOOBIG).
+    func key(_ i: Int) -> UnsafeRawBufferPointer? {
+        let rc = checkBuffer(keys[i], lengths[i])
+        guard rc == .ok else {
+            results[i] = rc.rawValue
+            return nil
+        }
+        return UnsafeRawBufferPointer(start: lengths[i] == 0 ? nil : keys[i], count: lengths[i])
+    }
+
+    /// A memory cache: every key under one acquisition of its lock, each
+    /// copied out in place. The number of hits.
+    func read(_ cache: MemoryCache) -> Int32 {
+        var hits: Int32 = 0
+        cache.read(count: count, key: key) { i, entry in
+            results[i] = entry.map { give($0, out + i) } ?? 0
+            if results[i] == 1 { hits += 1 }
+        }
+        return hits
+    }
+
+    /// A persistent or Redis cache: the valid keys copied, looked up in one
+    /// call. The number of hits, or the whole call's failure.
+    func get(_ store: any CacheStore) -> Int32 {
+        var indices: [Int] = []
+        var copies: [Bytes] = []
+        for i in 0..<count {
+            if let k = key(i) {
+                indices.append(i)
+                copies.append(Bytes(k))
+            }
+        }
+        guard !copies.isEmpty else { return 0 }
+        let entries: [Result<CacheEntry?, CacheError>]
+        do throws(CacheError) {
+            entries = try store.entries(for: copies)
+        } catch {
+            return code(error)
+        }
+        var hits: Int32 = 0
+        for (i, entry) in zip(indices, entries) {
+            switch entry {
+            case .success(nil): results[i] = 0
+            case .success(let found?):
+                results[i] = found.value.withUnsafeBytes { value in
+                    give(CacheEntryView(value: value, storedAtMs: found.storedAtMs, expiresAtMs: found.expiresAtMs,
+                                        isStale: found.isStale), out + i)
+                }
+            case .failure(let error): results[i] = code(error)
+            }
+            if results[i] == 1 { hits += 1 }
+        }
+        return hits
+    }
+}
+
 @_cdecl("lds_cache_read")
 public func ldsCacheRead(_ rt: OpaquePointer?, _ id: UInt64, _ key: UnsafeRawPointer?, _ keyLength: Int,
                          _ buffer: UnsafeMutableRawPointer?, _ capacity: Int,

@@ -139,6 +139,36 @@ struct CacheStoreTests {
     }
 
     @Test(arguments: CacheKind.allCases)
+    func entriesForKeysLooksEachUpLikeGet(_ store: CacheKind) throws {
+        let dir = TemporaryDirectory()
+        let clock = ManualClock()
+        let cache = try store.make(dir, maxEntries: 3, clock: clock)
+        defer { cache.close() }
+        try cache.put(b("old"), b("gone"), ttlMs: 100)
+        try cache.put(b("a"), b("alpha"))
+        clock.advance(100)
+        try cache.put(b("b"), b("beta"))
+        let found = try cache.entries(for: [b("a"), b("missing"), b("old"), b("b"), b("a")])
+        #expect(found.map { try? $0.get()?.value } == [b("alpha"), nil, nil, b("beta"), b("alpha")])
+        #expect(found.allSatisfy { if case .success = $0 { true } else { false } })
+        let stats = try cache.stats()
+        #expect(stats.hits == 3 && stats.misses == 2 && stats.expirations == 1)
+        #expect(try cache.entries(for: []).isEmpty)
+        // A hit is a use: "b" was put after "a", but "a" was read last.
+        if store == .memory {
+            try cache.put(b("c"), b("gamma"))
+            try cache.put(b("d"), b("delta"))
+            #expect(try cache.get(b("b")) == nil)
+            #expect(try cache.get(b("a")) != nil)
+        }
+        let tooMany = [[UInt8]](repeating: b("a"), count: cacheBatchMax + 1)
+        #expect(throws: CacheError(.tooBig, "\(cache.name): \(cacheBatchMax + 1) keys in one batch (at most \(cacheBatchMax))")) {
+            try cache.entries(for: tooMany)
+        }
+        #expect(try cache.entries(for: [[UInt8]](repeating: b("a"), count: cacheBatchMax)).count == cacheBatchMax)
+    }
+
+    @Test(arguments: CacheKind.allCases)
     func emptyKeysAndValuesAreEntriesLikeAnyOther(_ store: CacheKind) throws {
         let dir = TemporaryDirectory()
         let cache = try store.make(dir)

@@ -287,6 +287,41 @@ struct RedisCacheTests {
         #expect(text(try a.get(Array("k".utf8))) == "two")
     }
 
+    @Test func entriesForKeysPipelinesOneBatchAndFailsKeyByKeyWhileRedisIsDown() async throws {
+        let p = try Process(redis, prefix: "batch:") { $0.memoryMaxEntries = 10 }
+        defer { p.f.close() }
+        let keys = (0..<1_000).map { Array("key:\($0)".utf8) }
+        for key in keys.prefix(500) { try p.cache.put(key, key) }
+        let found = try p.cache.entries(for: keys)
+        #expect(found.count == keys.count)
+        for (i, entry) in found.enumerated() {
+            #expect((try? entry.get()?.value) == (i < 500 ? keys[i] : nil), "key \(i)")
+        }
+        let stats = try p.cache.stats()
+        #expect(stats.hits == 500 && stats.misses == 500)
+        #expect(try p.cache.entries(for: []).isEmpty)
+        // Redis stops: a key the front tier holds (the last one read) still
+        // answers, every other one fails alone.
+        let held = [keys[499]], gone = [keys[0]]
+        #expect(text(try p.cache.get(keys[499])) == "key:499")
+        redis.stop()
+        let answers = try p.cache.entries(for: held + gone)
+        #expect(text(try answers[0].get()) == "key:499")
+        #expect(throws: CacheError.self) { try answers[1].get() }
+        // On the loop thread the whole call is refused.
+        let refused = await withCheckedContinuation { done in
+            p.f.runtime.loop.execute {
+                do {
+                    _ = try p.cache.entries(for: held)
+                    done.resume(returning: false)
+                } catch {
+                    done.resume(returning: (error as? CacheError)?.code == .wrongState)
+                }
+            }
+        }
+        #expect(refused)
+    }
+
     @Test func callsOnTheLoopThreadAreRefused() async throws {
         let p = try Process(redis, prefix: "loop:")
         defer { p.f.close() }
@@ -316,6 +351,17 @@ struct RedisCacheTests {
 /// What Redis hands back is read without trusting it: entries of another
 /// shape are misses, never traps; URLs that do not parse are refused.
 @Suite struct RedisInputTests {
+    @Test func commandsAreEncodedInTheProtocolsForm() {
+        func text(_ command: RedisCommand) -> String { String(decoding: command.bytes, as: UTF8.self) }
+        #expect(text(RedisCommand([Array("SET".utf8), Array("k".utf8), []])) == "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$0\r\n\r\n")
+        #expect(text(RedisCommand([])) == "*0\r\n")
+        let key = [UInt8](repeating: UInt8(ascii: "x"), count: 12_345)
+        #expect(text(RedisCommand(get: Array("p:".utf8), Array("v:".utf8), key))
+                == "*2\r\n$3\r\nGET\r\n$12349\r\np:v:" + String(repeating: "x", count: 12_345) + "\r\n")
+        #expect(RedisCommand(get: [], [], []).bytes == RedisCommand([Array("GET".utf8), []]).bytes)
+        #expect(RedisCommand.none.bytes.isEmpty)
+    }
+
     @Test func entriesOfAnotherShapeDoNotDecode() {
         let good = RedisEntry.encode(Array("value".utf8), meta: [1, 2, 3], storedAtMs: 42, expiresAtMs: 99, token: 7)
         let entry = RedisEntry.decode(good)

@@ -644,9 +644,139 @@ TEST(test_redis_cache_urls_select_socket_host_database_and_password) {
   redis_server_destroy(&srv);
 }
 
+/* lds_cache_get_many: N keys named "key:%d" with their values ("value:%d"
+ * for the even ones, which are put; the odd ones are missing). */
+#define MANY 1000
+
+typedef struct many_batch {
+  char names[MANY][16];
+  const void *keys[MANY];
+  size_t lens[MANY];
+  lds_cache_value out[MANY];
+  int results[MANY];
+} many_batch;
+
+static void many_init(many_batch *b, int n) {
+  for (int i = 0; i < n; i++) {
+    b->lens[i] = (size_t)snprintf(b->names[i], sizeof b->names[i], "key:%d", i);
+    b->keys[i] = b->names[i];
+  }
+}
+
+static void many_clear(many_batch *b, int n) {
+  for (int i = 0; i < n; i++) lds_cache_value_clear(&b->out[i]);
+}
+
+/* A batch of 1,000 keys, half of them stored, in one call: every hit has
+ * its own value, every miss is 0, and a bad key fails alone. */
+TEST(test_redis_cache_get_many_batch_of_a_thousand_keys) {
+  redis_server srv;
+  START_SERVER(&srv);
+  lds_runtime *rt = rt_new(LDS_DELIVER_LOOP);
+  lds_redis_cache_options o = LDS_REDIS_CACHE_OPTIONS_INIT;
+  o.key_prefix = "many:";
+  o.command_timeout_ms = (uint32_t)slow_ms(2000, 20000);
+  lds_id c = redis_cache(rt, srv.url, &o);
+  static many_batch b;
+  many_init(&b, MANY);
+  for (int i = 0; i < MANY; i += 2) {
+    char value[32];
+    int len = snprintf(value, sizeof value, "value:%d", i);
+    REQUIRE_RC(lds_cache_put(rt, c, b.keys[i], b.lens[i], value, (size_t)len), LDS_OK);
+  }
+  /* Two keys of the batch are bad: they fail alone and are not sent. */
+  b.keys[1] = NULL;
+  b.lens[3] = (size_t)LDS_VALUE_MAX + 1;
+  CHECK_RC(lds_cache_get_many(rt, c, MANY, b.keys, b.lens, b.out, b.results), MANY / 2);
+  for (int i = 0; i < MANY; i++) {
+    int want = i == 1 ? LDS_EINVAL : i == 3 ? LDS_ETOOBIG : i % 2 == 0;
+    if (b.results[i] != want) {
+      check_fail(__FILE__, __LINE__, "results[%d] = %d, expected %d", i, b.results[i], want);
+      break;
+    }
+    char value[32];
+    int len = snprintf(value, sizeof value, "value:%d", i);
+    if (want == 1 && (b.out[i].value_len != (size_t)len || memcmp(b.out[i].value, value, (size_t)len) != 0)) {
+      check_fail(__FILE__, __LINE__, "out[%d] is not value:%d", i, i);
+      break;
+    }
+    if (want != 1 && b.out[i].value != NULL) check_fail(__FILE__, __LINE__, "out[%d] is not zeroed", i);
+  }
+  many_clear(&b, MANY);
+  lds_cache_statistics st;
+  if (CHECK_RC(lds_cache_stats(rt, c, &st), LDS_OK)) {
+    CHECK_EQ(st.hits, MANY / 2);
+    CHECK_EQ(st.misses, MANY / 2 - 2);
+  }
+  /* Over the bound: the whole call, before any command. */
+  CHECK_RC(lds_cache_get_many(rt, c, LDS_CACHE_GET_MANY_MAX + 1, b.keys, b.lens, b.out, b.results), LDS_ETOOBIG);
+  CHECK_RC(lds_cache_get_many(rt, c, 0, NULL, NULL, NULL, NULL), 0);
+  rt_free(rt);
+  redis_server_destroy(&srv);
+}
+
+/* While redis-server is stopped a batch fails key by key with LDS_EREDIS,
+ * within the command timeout; the front tier still answers the keys it
+ * holds. After a restart the same batch is served again. */
+TEST(test_redis_cache_get_many_while_the_server_is_stopped) {
+  redis_server srv;
+  START_SERVER(&srv);
+  lds_runtime *rt = rt_new(LDS_DELIVER_LOOP);
+  lds_redis_cache_options o = LDS_REDIS_CACHE_OPTIONS_INIT;
+  o.key_prefix = "stopped:";
+  o.command_timeout_ms = (uint32_t)slow_ms(500, 5000);
+  o.connect_timeout_ms = (uint32_t)slow_ms(500, 5000);
+  o.reconnect_max_ms = 200;
+  o.memory_max_entries = 10;
+  lds_id c = redis_cache(rt, srv.url, &o);
+  lds_redis_status st;
+  STATUS_UNTIL(rt, c, st, st.subscribed == 1);
+  enum { N = 20 };
+  static many_batch b;
+  many_init(&b, N);
+  /* key:0 is put through this cache: its front tier holds it. The
+   * others are missing: misses while the server runs. */
+  REQUIRE_RC(lds_cache_put(rt, c, b.keys[0], b.lens[0], "front", 5), LDS_OK);
+  CHECK_RC(lds_cache_get_many(rt, c, N, b.keys, b.lens, b.out, b.results), 1);
+  CHECK_EQ(b.results[0], 1);
+  for (int i = 1; i < N; i++) CHECK_EQ(b.results[i], 0);
+  CHECK_BYTES(b.out[0].value, b.out[0].value_len, "front");
+  many_clear(&b, N);
+
+  REQUIRE(redis_server_stop(&srv));
+  long long t0 = mono_ms();
+  CHECK_RC(lds_cache_get_many(rt, c, N, b.keys, b.lens, b.out, b.results), 1);
+  long long took = mono_ms() - t0;
+  /* "at most about twice command_timeout_ms" */
+  CHECK_OP(took, <, 2LL * o.command_timeout_ms + slow_ms(1000, 10000));
+  CHECK_EQ(b.results[0], 1);
+  CHECK_BYTES(b.out[0].value, b.out[0].value_len, "front");
+  for (int i = 1; i < N; i++) {
+    if (b.results[i] != LDS_EREDIS)
+      check_fail(__FILE__, __LINE__, "results[%d] = %d (%s), expected LDS_EREDIS", i, b.results[i],
+                 lds_strerror(b.results[i]));
+    CHECK(b.out[i].value == NULL);
+  }
+  many_clear(&b, N);
+  st = status_of(rt, c);
+  CHECK(st.last_error_code == LDS_REDIS_ECONNECT || st.last_error_code == LDS_REDIS_EDOWN ||
+        st.last_error_code == LDS_REDIS_ETIMEDOUT);
+
+  REQUIRE(redis_server_restart(&srv));
+  STATUS_UNTIL(rt, c, st, st.connected == 1);
+  REQUIRE_RC(lds_cache_put(rt, c, b.keys[1], b.lens[1], "back", 4), LDS_OK);
+  if (CHECK_RC(lds_cache_get_many(rt, c, 2, b.keys + 1, b.lens + 1, b.out, b.results), 1)) {
+    CHECK_BYTES(b.out[0].value, b.out[0].value_len, "back");
+    CHECK_EQ(b.results[1], 0);
+  }
+  many_clear(&b, 2);
+  rt_free(rt);
+  redis_server_destroy(&srv);
+}
+
 /* Calls of a cell callback on the loop thread, and what they returned. */
 static lds_id loop_cache;
-static int loop_rc[6];
+static int loop_rc[7];
 static bool loop_done;
 
 static void call_cache_on_loop(recorder *rec, const lds_event *event) {
@@ -657,12 +787,16 @@ static void call_cache_on_loop(recorder *rec, const lds_event *event) {
   lds_redis_status st;
   memset(&st, 0, sizeof st);
   st.size = sizeof st;
-  int rc[6] = {
+  const void *keys[] = {"k"};
+  size_t lens[] = {1};
+  int results[1];
+  int rc[7] = {
       lds_cache_get(rec->rt, loop_cache, "k", 1, &v),
       lds_cache_put(rec->rt, loop_cache, "k", 1, "v", 1),
       lds_cache_remove(rec->rt, loop_cache, "k", 1),
       lds_cache_keys(rec->rt, loop_cache, NULL, 0, &list),
       lds_cache_read(rec->rt, loop_cache, "k", 1, NULL, 0, &len),
+      lds_cache_get_many(rec->rt, loop_cache, 1, keys, lens, &v, results),
       lds_redis_cache_status(rec->rt, loop_cache, &st),
   };
   harness_lock();
@@ -682,12 +816,12 @@ TEST(test_redis_cache_call_on_the_loop_thread_is_estate) {
   f.rec.action = call_cache_on_loop;
   REQUIRE_RC(fx_set_loaded(&f, "go"), LDS_OK);
   if (WAIT_FOR(loop_done)) {
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < 6; i++) {
       if (loop_rc[i] != LDS_ESTATE)
         check_fail(__FILE__, __LINE__, "cache call %d on the loop thread returned %d (%s), expected LDS_ESTATE", i,
                    loop_rc[i], lds_strerror(loop_rc[i]));
     }
-    CHECK_EQ(loop_rc[5], LDS_OK);
+    CHECK_EQ(loop_rc[6], LDS_OK);
   }
   f.rec.action = NULL;
   check_get(f.rt, loop_cache, "k", "v");

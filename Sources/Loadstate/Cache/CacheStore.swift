@@ -15,6 +15,19 @@ public protocol CacheStore: AnyObject, Sendable {
     /// a miss. An expired entry is dropped and counts as a miss.
     func get(_ key: [UInt8]) throws(CacheError) -> CacheEntry?
 
+    /// The entries under `keys`, in their order, each looked up like
+    /// `get(_:)` (a hit is refreshed as most recently used, an expired
+    /// entry is dropped, every key counts as a hit or a miss): `.success`
+    /// with the entry or nil (a miss), or `.failure` for that key alone.
+    /// At most `cacheBatchMax` keys (4,096): more throws
+    /// `ResultCode.tooBig`. A memory cache looks every key up under one
+    /// acquisition of its lock, a persistent cache likewise; a Redis cache
+    /// sends every `GET` in one pipeline on its connection and waits once
+    /// for all the replies (within the command timeout), after its front
+    /// tier answered what it holds. Throws for the whole call what `get`
+    /// throws for a closed cache or the loop thread.
+    func entries(for keys: [[UInt8]]) throws(CacheError) -> [Result<CacheEntry?, CacheError>]
+
     /// Stores `value` under `key`, stamped with the current time and not
     /// stale, then evicts least recently used entries until the cache is
     /// within its bounds. `ttlMs`: nil for the cache's default, 0 for no
@@ -56,7 +69,29 @@ public protocol CacheStore: AnyObject, Sendable {
     func close()
 }
 
+/// The most keys one `CacheStore.entries(for:)` (`lds_cache_get_many`) looks up.
+public let cacheBatchMax = 4_096
+
 extension CacheStore {
+    /// Looks the keys up one `get` at a time: for stores with no faster way.
+    public func entries(for keys: [[UInt8]]) throws(CacheError) -> [Result<CacheEntry?, CacheError>] {
+        try checkBatch(keys.count)
+        return keys.map { key in
+            do throws(CacheError) {
+                return .success(try get(key))
+            } catch {
+                return .failure(error)
+            }
+        }
+    }
+
+    /// Throws `ResultCode.tooBig` for a batch of more than `cacheBatchMax` keys.
+    func checkBatch(_ count: Int) throws(CacheError) {
+        guard count <= cacheBatchMax else {
+            throw CacheError(.tooBig, "\(name): \(count) keys in one batch (at most \(cacheBatchMax))")
+        }
+    }
+
     /// Stores with the cache's default time to live.
     public func put(_ key: [UInt8], _ value: [UInt8]) throws(CacheError) {
         try put(key, value, ttlMs: nil)

@@ -64,22 +64,61 @@ public final class MemoryCache: Handle, CacheStore, @unchecked Sendable {
     @usableFromInline package func read<R>(_ key: UnsafeRawBufferPointer, _ body: (CacheEntryView) -> R) -> R? {
         let digest = CacheKey.digest(of: key)
         return state.withLock { s in
-            guard let block = s.table.find(key, digest: digest) else {
-                s.stats.misses += 1
-                return nil
-            }
-            let header = block.header.pointee
-            if header.expiresAtMs != 0 && now() >= header.expiresAtMs {
-                s.table.remove(block)
-                s.stats.expirations += 1
-                s.stats.misses += 1
-                return nil
-            }
-            s.table.touch(block)
-            s.stats.hits += 1
-            return body(CacheEntryView(value: block.value, storedAtMs: header.storedAtMs,
-                                       expiresAtMs: header.expiresAtMs, isStale: header.isStale, meta: block.meta))
+            Self.lookup(&s, key, digest: digest, now: now).map(body)
         }
+    }
+
+    /// Looks up `count` keys given as raw bytes under one acquisition of
+    /// the cache's lock, each like `read`: `found(i, entry)` with the live
+    /// entry of key `i` in place (keep it short), or nil on a miss. A key
+    /// for which `key(i)` is nil is skipped (neither a hit nor a miss).
+    @usableFromInline package func read(count: Int, key: (Int) -> UnsafeRawBufferPointer?,
+                                        _ found: (Int, CacheEntryView?) -> Void) {
+        let nowMs = now()
+        state.withLock { s in
+            for i in 0..<max(count, 0) {
+                guard let k = key(i) else { continue }
+                found(i, Self.lookup(&s, k, digest: CacheKey.digest(of: k), now: { nowMs }))
+            }
+        }
+    }
+
+    /// The live entry under `key`, touched, in place; nil on a miss (an
+    /// expired entry is dropped). Counts the hit or miss. Under the lock.
+    private static func lookup(_ s: inout State, _ key: UnsafeRawBufferPointer, digest: Int,
+                               now: () -> UInt64) -> CacheEntryView? {
+        guard let block = s.table.find(key, digest: digest) else {
+            s.stats.misses += 1
+            return nil
+        }
+        let header = block.header.pointee
+        if header.expiresAtMs != 0 && now() >= header.expiresAtMs {
+            s.table.remove(block)
+            s.stats.expirations += 1
+            s.stats.misses += 1
+            return nil
+        }
+        s.table.touch(block)
+        s.stats.hits += 1
+        return CacheEntryView(value: block.value, storedAtMs: header.storedAtMs,
+                              expiresAtMs: header.expiresAtMs, isStale: header.isStale, meta: block.meta)
+    }
+
+    /// The entries under `keys`, under one acquisition of the lock (see
+    /// `CacheStore.entries(for:)`); never a failure per key.
+    public func entries(for keys: [[UInt8]]) throws(CacheError) -> [Result<CacheEntry?, CacheError>] {
+        try checkBatch(keys.count)
+        var entries = [Result<CacheEntry?, CacheError>](repeating: .success(nil), count: keys.count)
+        // The keys side by side, so that one buffer is borrowed for all.
+        let flat = keys.flatMap { $0 }
+        var starts = [0]
+        for key in keys { starts.append(starts[starts.count - 1] + key.count) }
+        flat.withUnsafeBytes { all in
+            read(count: keys.count, key: { UnsafeRawBufferPointer(rebasing: all[starts[$0]..<starts[$0 + 1]]) }) {
+                entries[$0] = .success($1?.entry)
+            }
+        }
+        return entries
     }
 
     /// Stores with the cache's default time to live.

@@ -90,21 +90,41 @@ public final class PersistentCache: Handle, CacheStore, @unchecked Sendable {
 
     public func get(_ key: [UInt8]) throws(CacheError) -> CacheEntry? {
         let nowMs = now()
-        return try withStore("get") { s throws(SQLiteError) in
-            guard let (rowid, entry) = try s.entry(key) else {
-                s.stats.misses += 1
-                return nil
+        return try withStore("get") { s throws(SQLiteError) in try Self.lookup(s, key, nowMs: nowMs) }
+    }
+
+    /// The entries under `keys`, under one acquisition of the lock (see
+    /// `CacheStore.entries(for:)`); a key whose statement fails fails alone.
+    public func entries(for keys: [[UInt8]]) throws(CacheError) -> [Result<CacheEntry?, CacheError>] {
+        try checkBatch(keys.count)
+        let nowMs = now()
+        return try withStore("get") { s in
+            keys.map { key in
+                do throws(SQLiteError) {
+                    return .success(try Self.lookup(s, key, nowMs: nowMs))
+                } catch {
+                    return .failure(failure(error, "get"))
+                }
             }
-            if entry.isExpired(at: nowMs) {
-                try s.write { () throws(SQLiteError) in try s.delete(key) }
-                s.stats.expirations += 1
-                s.stats.misses += 1
-                return nil
-            }
-            try s.recordAccess(rowid)
-            s.stats.hits += 1
-            return entry
         }
+    }
+
+    /// The live entry under `key`, its access recorded; nil on a miss (an
+    /// expired entry is deleted). Counts the hit or miss. Under the lock.
+    private static func lookup(_ s: PersistentStore, _ key: [UInt8], nowMs: UInt64) throws(SQLiteError) -> CacheEntry? {
+        guard let (rowid, entry) = try s.entry(key) else {
+            s.stats.misses += 1
+            return nil
+        }
+        if entry.isExpired(at: nowMs) {
+            try s.write { () throws(SQLiteError) in try s.delete(key) }
+            s.stats.expirations += 1
+            s.stats.misses += 1
+            return nil
+        }
+        try s.recordAccess(rowid)
+        s.stats.hits += 1
+        return entry
     }
 
     /// Stores with the cache's time to live unless `ttlMs` says otherwise (see `CacheStore`).
@@ -197,11 +217,15 @@ public final class PersistentCache: Handle, CacheStore, @unchecked Sendable {
             do throws(SQLiteError) {
                 return .success(try body(s))
             } catch {
-                return .failure(CacheError(ResultCode(sqlite: error.code),
-                                           "cache file \(path): \(operation): \(error.message)"))
+                return .failure(failure(error, operation))
             }
         }
         return try result.get()
+    }
+
+    /// An SQLite failure of `operation` as a `CacheError` naming the file.
+    private func failure(_ error: SQLiteError, _ operation: String) -> CacheError {
+        CacheError(ResultCode(sqlite: error.code), "cache file \(path): \(operation): \(error.message)")
     }
 }
 

@@ -175,7 +175,9 @@ public final class RedisCache: Handle, CacheStore, RuntimeResident, @unchecked S
     /// The connection state and counters. Any thread; does not wait.
     public func status() -> Status { counters.withLock { $0 } }
 
-    private func noteFailure(_ failure: RedisFailure) {
+    private func noteFailure(_ failure: RedisFailure) { RedisCache.note(failure, in: counters) }
+
+    private static func note(_ failure: RedisFailure, in counters: Locked<Status>) {
         counters.withLock {
             $0.errors &+= 1
             $0.lastErrorCode = failure.code
@@ -185,7 +187,8 @@ public final class RedisCache: Handle, CacheStore, RuntimeResident, @unchecked S
 
     // MARK: - Keys
 
-    private func entryKey(_ key: [UInt8]) -> [UInt8] { options.keyPrefix + [UInt8(ascii: "v"), UInt8(ascii: ":")] + key }
+    private static let entryMark: [UInt8] = [UInt8(ascii: "v"), UInt8(ascii: ":")]
+    private func entryKey(_ key: [UInt8]) -> [UInt8] { options.keyPrefix + RedisCache.entryMark + key }
     private func leaseKey(_ key: [UInt8]) -> [UInt8] { options.keyPrefix + [UInt8(ascii: "l"), UInt8(ascii: ":")] + key }
 
     private func message(_ kind: Character, _ body: [UInt8]) -> [UInt8] {
@@ -234,9 +237,14 @@ public final class RedisCache: Handle, CacheStore, RuntimeResident, @unchecked S
         return try result.get()
     }
 
-    private func cacheError(_ failure: RedisFailure) -> CacheError {
-        noteFailure(failure)
-        return CacheError(failure.code == .closed ? .closed : .redis, "\(name): \(failure.message)")
+    /// `failure` as a `CacheError`; noted in the status unless it already was.
+    private func cacheError(_ failure: RedisFailure, noted: Bool = false) -> CacheError {
+        if !noted { noteFailure(failure) }
+        return RedisCache.cacheError(failure, of: name)
+    }
+
+    private static func cacheError(_ failure: RedisFailure, of name: String) -> CacheError {
+        CacheError(failure.code == .closed ? .closed : .redis, "\(name): \(failure.message)")
     }
 
     /// Loop: sends a command, `done` with its reply or the failure as a `CacheError`.
@@ -261,10 +269,100 @@ public final class RedisCache: Handle, CacheStore, RuntimeResident, @unchecked S
         }
         return try onLoop { [self] done in
             fetch(key) { entry, failure in
-                if let failure { return done(.failure(CacheError(failure.code == .closed ? .closed : .redis,
-                                                                 "\(self.name): \(failure.message)"))) }
-                done(.success(entry))
+                done(failure.map { .failure(self.cacheError($0, noted: true)) } ?? .success(entry))
             }
+        }
+    }
+
+    /// The entries under `keys` (see `CacheStore.entries(for:)`): one
+    /// hand-off to the loop, where the front tier answers what it holds and
+    /// every other key's `GET` is sent before the loop writes, so that they
+    /// go out in one pipeline; one wait for every reply. A key that does
+    /// not fit in `LDS_REDIS_PENDING_MAX` fails alone (`.queue`), as does
+    /// every key of a connection that fails. Throws `ResultCode.wrongState`
+    /// on the loop thread.
+    public func entries(for keys: [[UInt8]]) throws(CacheError) -> [Result<CacheEntry?, CacheError>] {
+        try checkBatch(keys.count)
+        if loop.isLoopThread { throw CacheError(.wrongState, "\(name): a Redis cache call on the loop thread") }
+        guard !keys.isEmpty else { return [] }
+        return try onLoop { [self] done in fetch(keys, done) }
+    }
+
+    /// Loop: the entries under `keys`, each answered by the front tier or
+    /// by its GET; every GET is sent before the loop writes (one pipeline).
+    private func fetch(_ keys: [[UInt8]], _ done: @escaping (Result<[Result<CacheEntry?, CacheError>], CacheError>) -> Void) {
+        let batch = Batch(keys.count, of: self, done)
+        for (i, key) in keys.enumerated() {
+            if let entry = frontEntry(key) {
+                batch.found(i, entry)
+            } else if let commands {
+                commands.send(RedisCommand(get: options.keyPrefix, RedisCache.entryMark, key)) { [batch] result in
+                    batch.replied(i, key, result)
+                }
+            } else {
+                batch.failed(i, RedisFailure(.closed, "the cache was closed"))
+            }
+        }
+    }
+
+    /// The replies of a batch of gets, gathered on the loop; the cache's
+    /// counters move once, with the last one.
+    private final class Batch {
+        private var results: [Result<CacheEntry?, CacheError>]
+        private var remaining: Int
+        private var hits: UInt64 = 0
+        private var misses: UInt64 = 0
+        /// The wall clock for expiry, read at the first reply (0: not yet).
+        private var nowMs: UInt64 = 0
+        private let name: String
+        private let counters: Locked<Status>
+        private let front: MemoryCache?
+        private let done: (Result<[Result<CacheEntry?, CacheError>], CacheError>) -> Void
+
+        init(_ count: Int, of cache: RedisCache,
+             _ done: @escaping (Result<[Result<CacheEntry?, CacheError>], CacheError>) -> Void) {
+            results = Array(repeating: .success(nil), count: count)
+            remaining = count
+            name = cache.name
+            counters = cache.counters
+            front = cache.front
+            self.done = done
+        }
+
+        func found(_ i: Int, _ entry: CacheEntry) {
+            hits &+= 1
+            finish(i, .success(entry))
+        }
+
+        func failed(_ i: Int, _ failure: RedisFailure) {
+            RedisCache.note(failure, in: counters)
+            finish(i, .failure(RedisCache.cacheError(failure, of: name)))
+        }
+
+        func replied(_ i: Int, _ key: [UInt8], _ result: Result<RedisReply, RedisFailure>) {
+            if nowMs == 0 { nowMs = Clock.wallMs() }
+            switch RedisCache.outcome(of: result, at: nowMs) {
+            case .hit(let entry, let bytes):
+                front?.put(key, bytes)
+                found(i, entry)
+            case .miss:
+                misses &+= 1
+                finish(i, .success(nil))
+            case .failed(let failure):
+                failed(i, failure)
+            }
+        }
+
+        private func finish(_ i: Int, _ result: Result<CacheEntry?, CacheError>) {
+            results[i] = result
+            remaining -= 1
+            guard remaining == 0 else { return }
+            let (hits, misses) = (hits, misses)
+            counters.withLock {
+                $0.hits &+= hits
+                $0.misses &+= misses
+            }
+            done(.success(results))
         }
     }
 
@@ -447,33 +545,40 @@ public final class RedisCache: Handle, CacheStore, RuntimeResident, @unchecked S
             return done(entry, nil)
         }
         guard let commands else { return done(nil, RedisFailure(.closed, "the cache was closed")) }
-        commands.send([RedisCache.arg("GET"), entryKey(key)]) { [self] result in
-            switch result {
-            case .success(.string(let bytes)):
-                let entry = RedisEntry.decode(bytes)
-                if let entry, !entry.isExpired(at: Clock.wallMs()) {
-                    counters.withLock { $0.hits &+= 1 }
-                    front?.put(key, bytes)
-                    done(entry, nil)
-                } else {
-                    counters.withLock { $0.misses &+= 1 }
-                    done(nil, nil)
-                }
-            case .success(.null):
+        commands.send(RedisCommand(get: options.keyPrefix, RedisCache.entryMark, key)) { [self] result in
+            switch RedisCache.outcome(of: result, at: Clock.wallMs()) {
+            case .hit(let entry, let bytes):
+                counters.withLock { $0.hits &+= 1 }
+                front?.put(key, bytes)
+                done(entry, nil)
+            case .miss:
                 counters.withLock { $0.misses &+= 1 }
                 done(nil, nil)
-            case .success(.error(let message)):
-                let failure = RedisFailure(.reply, message)
-                noteFailure(failure)
-                done(nil, failure)
-            case .success:
-                let failure = RedisFailure(.reply, "GET answered with another type")
-                noteFailure(failure)
-                done(nil, failure)
-            case .failure(let failure):
+            case .failed(let failure):
                 noteFailure(failure)
                 done(nil, failure)
             }
+        }
+    }
+
+    /// What a GET's reply says.
+    private enum GetOutcome {
+        /// A live entry, and its stored form (for the front tier).
+        case hit(CacheEntry, [UInt8])
+        /// No entry, an expired one, or one that does not decode.
+        case miss
+        case failed(RedisFailure)
+    }
+
+    private static func outcome(of result: Result<RedisReply, RedisFailure>, at nowMs: UInt64) -> GetOutcome {
+        switch result {
+        case .success(.string(let bytes)):
+            guard let entry = RedisEntry.decode(bytes), !entry.isExpired(at: nowMs) else { return .miss }
+            return .hit(entry, bytes)
+        case .success(.null): return .miss
+        case .success(.error(let message)): return .failed(RedisFailure(.reply, message))
+        case .success: return .failed(RedisFailure(.reply, "GET answered with another type"))
+        case .failure(let failure): return .failed(failure)
         }
     }
 

@@ -123,12 +123,12 @@ final class RedisConnection: Lingering {
     private final class Pending {
         let done: (Result<RedisReply, RedisFailure>) -> Void
         let deadline: UInt64
-        /// The command's encoded arguments while it waits for a connection.
-        var args: [[UInt8]]
+        /// The encoded command until it is handed to hiredis.
+        var command: RedisCommand
         private var isDone = false
 
-        init(args: [[UInt8]], deadline: UInt64, done: @escaping (Result<RedisReply, RedisFailure>) -> Void) {
-            self.args = args
+        init(_ command: RedisCommand, deadline: UInt64, done: @escaping (Result<RedisReply, RedisFailure>) -> Void) {
+            self.command = command
             self.deadline = deadline
             self.done = done
         }
@@ -243,19 +243,24 @@ final class RedisConnection: Lingering {
     /// Loop: sends a command; `done` is called once, on the loop, with its
     /// reply (an error reply included) or a failure.
     func send(_ args: [[UInt8]], _ done: @escaping (Result<RedisReply, RedisFailure>) -> Void) {
+        send(RedisCommand(args), done)
+    }
+
+    /// Loop: sends a command already encoded (see `send(_:_:)`).
+    func send(_ command: RedisCommand, _ done: @escaping (Result<RedisReply, RedisFailure>) -> Void) {
         let now = Clock.monotonicMs()
         switch state {
         case .ready:
             guard pendingCount < settings.pendingMax else {
                 return done(.failure(RedisFailure(.queue, "too many Redis commands waiting")))
             }
-            write(Pending(args: args, deadline: now &+ settings.commandTimeoutMs, done: done))
+            write(Pending(command, deadline: now &+ settings.commandTimeoutMs, done: done))
         case .idle, .resolving, .connecting:
             guard !hasFailed else { return done(.failure(down)) }
             guard pendingCount < settings.pendingMax else {
                 return done(.failure(RedisFailure(.queue, "too many Redis commands waiting")))
             }
-            waiting.append(Pending(args: args, deadline: now &+ settings.commandTimeoutMs, done: done))
+            waiting.append(Pending(command, deadline: now &+ settings.commandTimeoutMs, done: done))
             armTimer()
         case .backoff:
             done(.failure(down))
@@ -417,7 +422,7 @@ final class RedisConnection: Lingering {
     /// Sends AUTH or SELECT; a refusal drops the connection. `readyAfter`:
     /// the connection is ready once it is accepted.
     private func handshake(_ args: [[UInt8]], readyAfter: Bool) {
-        write(Pending(args: args, deadline: Clock.monotonicMs() &+ settings.commandTimeoutMs) { [weak self] result in
+        write(Pending(RedisCommand(args), deadline: Clock.monotonicMs() &+ settings.commandTimeoutMs) { [weak self] result in
             switch result {
             case .success(.error(let message)):
                 self?.drop(RedisFailure(.auth, "\(String(decoding: args[0], as: UTF8.self)) refused: \(message)"))
@@ -506,36 +511,21 @@ final class RedisConnection: Lingering {
         guard let ac = context else {
             return pending.done(.failure(down))
         }
-        let args = pending.args
-        pending.args = []
-        var lengths = args.map { $0.count }
-        var flat: [UInt8] = []
-        flat.reserveCapacity(lengths.reduce(0, &+))
-        for arg in args { flat.append(contentsOf: arg) }
+        let command = pending.command
+        pending.command = .none
         let box = Unmanaged.passRetained(pending)
-        let rc: Int32 = flat.withUnsafeBufferPointer { buffer in
-            var pointers: [UnsafePointer<CChar>?] = []
-            pointers.reserveCapacity(args.count)
-            var offset = 0
-            guard let base = UnsafeRawPointer(buffer.baseAddress) else { return REDIS_ERR }
-            for length in lengths {
-                pointers.append((base + offset).assumingMemoryBound(to: CChar.self))
-                offset += length
-            }
-            return pointers.withUnsafeMutableBufferPointer { argv in
-                lengths.withUnsafeMutableBufferPointer { argvlen in
-                    redisAsyncCommandArgv(ac, { ac, reply, privdata in
-                        guard let privdata else { return }
-                        let pending = Unmanaged<Pending>.fromOpaque(privdata).takeRetainedValue()
-                        let connection = ac?.pointee.data.map {
-                            Unmanaged<RedisConnection>.fromOpaque($0).takeUnretainedValue()
-                        }
-                        connection?.replied(pending, reply.map { RedisReply(UnsafeRawPointer($0)) })
-                        if connection == nil { pending.finish(reply.map { .success(RedisReply(UnsafeRawPointer($0))) }
-                                                                ?? .failure(RedisFailure(.connect, "connection lost"))) }
-                    }, box.toOpaque(), Int32(args.count), argv.baseAddress, argvlen.baseAddress)
+        let rc: Int32 = command.bytes.withUnsafeBytes { buffer in
+            guard let base = buffer.baseAddress else { return REDIS_ERR }
+            return redisAsyncFormattedCommand(ac, { ac, reply, privdata in
+                guard let privdata else { return }
+                let pending = Unmanaged<Pending>.fromOpaque(privdata).takeRetainedValue()
+                let connection = ac?.pointee.data.map {
+                    Unmanaged<RedisConnection>.fromOpaque($0).takeUnretainedValue()
                 }
-            }
+                connection?.replied(pending, reply.map { RedisReply(UnsafeRawPointer($0)) })
+                if connection == nil { pending.finish(reply.map { .success(RedisReply(UnsafeRawPointer($0))) }
+                                                        ?? .failure(RedisFailure(.connect, "connection lost"))) }
+            }, box.toOpaque(), base.assumingMemoryBound(to: CChar.self), buffer.count)
         }
         guard rc == REDIS_OK else {
             box.release()

@@ -38,9 +38,16 @@ enum RedisEntry {
         let metaCount = bytes[26...29].reduce(0) { $0 << 8 | Int($1) }
         guard metaCount <= bytes.count - headerSize else { return nil }
         let metaEnd = headerSize + metaCount
-        return CacheEntry(value: Array(bytes[metaEnd...]), storedAtMs: read(bytes, at: 2),
+        return CacheEntry(value: copy(bytes, metaEnd..<bytes.count), storedAtMs: read(bytes, at: 2),
                           expiresAtMs: read(bytes, at: 10), isStale: bytes[1] == 1,
-                          meta: Array(bytes[headerSize..<metaEnd]))
+                          meta: copy(bytes, headerSize..<metaEnd))
+    }
+
+    /// `bytes[range]` as an array, copied from a buffer at once (a hit's
+    /// value is copied out of every reply).
+    private static func copy(_ bytes: [UInt8], _ range: Range<Int>) -> [UInt8] {
+        guard !range.isEmpty else { return [] }
+        return bytes.withUnsafeBufferPointer { Array(UnsafeBufferPointer(rebasing: $0[range])) }
     }
 
     private static func append(_ n: UInt64, to out: inout [UInt8]) {

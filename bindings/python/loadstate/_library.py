@@ -398,6 +398,8 @@ _PROTOTYPES: Dict[str, Tuple[object, List[object]]] = {
     "lds_cache_free": (c_int, [_rt, _id]),
     "lds_cache_put": (c_int, [_rt, _id, c_char_p, c_size_t, c_char_p, c_size_t]),
     "lds_cache_get": (c_int, [_rt, _id, c_char_p, c_size_t, POINTER(CacheValueC)]),
+    "lds_cache_get_many": (c_int, [_rt, _id, c_size_t, POINTER(c_char_p), POINTER(c_size_t), POINTER(CacheValueC),
+                                   POINTER(c_int)]),
     "lds_cache_value_clear": (None, [POINTER(CacheValueC)]),
     "lds_cache_remove": (c_int, [_rt, _id, c_char_p, c_size_t]),
     "lds_cache_clear": (c_int, [_rt, _id]),

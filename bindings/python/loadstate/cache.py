@@ -13,13 +13,13 @@ import os
 import threading
 import weakref
 from collections.abc import ItemsView, MutableMapping, ValuesView
-from ctypes import byref, c_char, c_size_t, c_uint64, sizeof, string_at
+from ctypes import byref, c_char, c_char_p, c_int, c_size_t, c_uint64, sizeof, string_at
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, Iterator, List, Optional, Tuple, TypeVar, Union, overload
+from typing import TYPE_CHECKING, Any, Dict, Generic, Iterable, Iterator, List, Optional, Tuple, TypeVar, Union, overload
 
 from ._library import CacheKeyListC, CacheStatisticsC, CacheValueC, MemoryCacheOptionsC, PersistentCacheOptionsC
 from .codec import BYTES, Codec
-from .enums import CacheFlags, Code
+from .enums import CACHE_GET_MANY_MAX, CacheFlags, Code
 from .errors import Error
 from .types import milliseconds
 
@@ -215,6 +215,48 @@ class Cache(MutableMapping[Key, V]):
                 data: bytes = buffer[:self._length.value]
                 return data
             length = self._length.value
+
+    def get_many(self, keys: Iterable[Key]) -> Dict[Key, V]:
+        """The values under ``keys``, looked up together (``lds_cache_get_many``, one call per
+        :data:`~loadstate.CACHE_GET_MANY_MAX` keys): a dict that has the keys found, as they were given,
+        each with its value; a missing key is left out. Each key counts as a get (a hit becomes the most
+        recently used, an expired entry is dropped). A memory or persistent cache looks a batch up under one
+        lock; a Redis cache sends a batch's ``GET`` commands in one pipeline and waits once for the replies (its
+        front tier answers what it holds).
+
+        Raises the error of the whole call (:class:`~loadstate.NotFound` for a closed cache,
+        :class:`~loadstate.WrongState` for a Redis cache on the loop thread, ...), and otherwise, once the
+        batch is done, the error of the first key that failed: :class:`~loadstate.TooBig` (a key over
+        :data:`~loadstate.VALUE_MAX`), :class:`~loadstate.RedisError` (Redis could not answer for it)."""
+        given = list(keys)
+        found: Dict[Key, V] = {}
+        for start in range(0, len(given), CACHE_GET_MANY_MAX):
+            self._get_batch(given[start:start + CACHE_GET_MANY_MAX], found)
+        return found
+
+    def _get_batch(self, keys: List[Key], found: Dict[Key, V]) -> None:
+        """One ``lds_cache_get_many`` of at most ``CACHE_GET_MANY_MAX`` keys, its hits put in ``found``."""
+        raws = [_key(key) for key in keys]
+        count = len(raws)
+        out = (CacheValueC * count)()
+        results = (c_int * count)()
+        rc = self._core.dll.lds_cache_get_many(self._core.c_handle, self._c_id, count, (c_char_p * count)(*raws),
+                                               (c_size_t * count)(*map(len, raws)), out, results)
+        self._check(rc, "cache get many")
+        failure: Optional[Error] = None
+        try:
+            for i, result in enumerate(results):
+                if result == 1:
+                    data = string_at(out[i].value, out[i].value_len) if out[i].value_len else b""
+                    found[keys[i]] = self.codec.decode(data)
+                elif result < 0 and failure is None:
+                    failure = self._error(result, f"cache get many: key {i}")
+        finally:
+            for i, result in enumerate(results):
+                if result == 1:
+                    self._core.dll.lds_cache_value_clear(byref(out[i]))
+        if failure is not None:
+            raise failure
 
     def entry(self, key: Key) -> Optional[CacheEntry[V]]:
         """The entry under ``key`` with its times and staleness, or ``None`` on a miss."""

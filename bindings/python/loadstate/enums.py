@@ -13,7 +13,7 @@ import enum
 
 __all__ = ["Status", "Flags", "EventType", "Domain", "Delivery", "CachePolicy", "Code", "RedisCode", "LoadFlags",
            "HttpFlags", "ExecFlags", "CacheFlags", "Observed", "JobOutcome", "VALUE_MAX", "QUEUE_MAX",
-           "PRIORITY_PREFETCH", "REDIS_PENDING_MAX", "REDIS_KEYS_MAX"]
+           "PRIORITY_PREFETCH", "REDIS_PENDING_MAX", "REDIS_KEYS_MAX", "CACHE_GET_MANY_MAX"]
 
 #: The largest value, request or message, in bytes, the library accepts (256 MiB).
 VALUE_MAX = 256 * 1024 * 1024
@@ -28,6 +28,10 @@ REDIS_PENDING_MAX = 65_536
 
 #: The most keys a Redis cache lists (1,000,000, ``LDS_REDIS_KEYS_MAX``); more raise :class:`loadstate.TooBig`.
 REDIS_KEYS_MAX = 1_000_000
+
+#: The most keys one call into the library looks up (4,096, ``LDS_CACHE_GET_MANY_MAX``):
+#: :meth:`loadstate.Cache.get_many` asks for larger batches in calls of this many keys.
+CACHE_GET_MANY_MAX = 4_096
 
 #: The priority of a prefetch whose options leave it at 0 (``LDS_PRIORITY_PREFETCH``).
 PRIORITY_PREFETCH = -100

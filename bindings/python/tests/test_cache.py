@@ -31,6 +31,29 @@ def test_memory_cache_puts_gets_and_evicts_the_least_recently_used(rt):
         cache.entry("c")
 
 
+@pytest.mark.parametrize("kind", ["memory", "persistent"])
+def test_get_many_gives_the_keys_found_with_their_values(rt, tmp_path, kind):
+    cache = rt.memory_cache(codec=loadstate.JSON) if kind == "memory" else \
+        rt.persistent_cache(tmp_path / "cache.db", codec=loadstate.JSON)
+    with cache:
+        cache["a"] = {"id": 1}
+        cache[b"b"] = [2]
+        cache[""] = None
+        assert cache.get_many(["a", b"b", "missing", "", "a"]) == {"a": {"id": 1}, b"b": [2], "": None}
+        assert cache.get_many([]) == {}
+        stats = cache.stats()
+        assert (stats.hits, stats.misses) == (4, 1)
+        # More keys than one call takes: asked in batches of CACHE_GET_MANY_MAX.
+        many = [f"k{i}" for i in range(loadstate.CACHE_GET_MANY_MAX * 2 + 5)]
+        for key in many[::3]:
+            cache[key] = key
+        assert cache.get_many(many) == {key: key for key in many[::3]}
+        with pytest.raises(TypeError):
+            cache.get_many([1])
+    with pytest.raises(loadstate.NotFound):
+        cache.get_many(["a"])
+
+
 def test_persistent_cache_keeps_entries_across_runtimes(tmp_path):
     path = tmp_path / "cache.db"
     with loadstate.Runtime() as rt:

@@ -107,7 +107,7 @@ CONSTANTS = {f"LDS_{code.name}": code for code in loadstate.Code} | {
     f"LDS_{status.name}": status for status in loadstate.Status} | {
     "LDS_VALUE_MAX": loadstate.VALUE_MAX, "LDS_QUEUE_MAX": loadstate.QUEUE_MAX,
     "LDS_PRIORITY_PREFETCH": loadstate.PRIORITY_PREFETCH, "LDS_REDIS_PENDING_MAX": loadstate.REDIS_PENDING_MAX,
-    "LDS_REDIS_KEYS_MAX": loadstate.REDIS_KEYS_MAX}
+    "LDS_REDIS_KEYS_MAX": loadstate.REDIS_KEYS_MAX, "LDS_CACHE_GET_MANY_MAX": loadstate.CACHE_GET_MANY_MAX}
 
 
 def test_ctypes_structs_and_enums_match_what_the_c_compiler_makes_of_the_header(tmp_path):

@@ -244,6 +244,24 @@ def test_redis_stopped_fails_cache_calls_but_not_loads_and_restarted_works_again
     assert len(counting.calls) == 3 and cache.status().connects >= 4
 
 
+def test_get_many_reads_a_batch_and_raises_when_redis_cannot_answer(rt, server):
+    cache = open_cache(rt, server, codec=loadstate.TEXT, command_timeout=1, connect_timeout=1, memory_max_entries=10)
+    keys = [f"key:{i}" for i in range(1000)]
+    for key in keys[:500]:
+        cache[key] = key.upper()
+    assert cache.get_many(keys) == {key: key.upper() for key in keys[:500]}
+    stats = cache.stats()
+    assert (stats.hits, stats.misses) == (500, 500)
+    # The front tier holds the last key read: it still answers while Redis is down; a key it does not
+    # hold raises the Redis error.
+    assert cache["key:499"] == "KEY:499"
+    server.stop()
+    assert cache.get_many(["key:499"]) == {"key:499": "KEY:499"}
+    with pytest.raises(loadstate.RedisError) as failed:
+        cache.get_many(["key:499", "key:0"])
+    assert failed.value.redis_code in (RedisCode.ECONNECT, RedisCode.EDOWN, RedisCode.ETIMEDOUT)
+
+
 def test_a_cache_made_while_redis_is_down_connects_when_it_starts(rt, server):
     server.stop()
     cache = rt.redis_cache(server.url, reconnect_max=RECONNECT_MAX, connect_timeout=1)
@@ -371,15 +389,16 @@ def test_cache_calls_from_a_loop_callback_are_refused(rt, server):
     done = threading.Event()
 
     def on_loop(job: loadstate.Job) -> bytes:
-        try:
-            cache.get("k")
-        except loadstate.Error as exc:
-            seen.append(exc)
+        for call in (lambda: cache.get("k"), lambda: cache.get_many(["k"])):
+            try:
+                call()
+            except loadstate.Error as exc:
+                seen.append(exc)
         done.set()
         return b""
 
     rt.loadable(rt.loader(on_loop, inline=True)).load(b"").value(WAIT)
-    assert done.is_set() and len(seen) == 1 and isinstance(seen[0], loadstate.WrongState)
+    assert done.is_set() and len(seen) == 2 and all(isinstance(exc, loadstate.WrongState) for exc in seen)
 
 
 def test_a_closed_redis_cache_and_its_status(rt, server):

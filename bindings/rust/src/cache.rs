@@ -125,6 +125,25 @@ pub struct CacheStats {
     pub bytes: u64,
 }
 
+/// Copies a found entry out of what the library allocated, and releases it.
+fn take_entry(raw: &mut sys::lds_cache_value) -> CacheEntry {
+    let value = if raw.value.is_null() || raw.value_len == 0 {
+        Vec::new()
+    } else {
+        // SAFETY: a found entry holds `value_len` bytes at `value`.
+        unsafe { std::slice::from_raw_parts(raw.value.cast::<u8>(), raw.value_len) }.to_vec()
+    };
+    let entry = CacheEntry {
+        value,
+        stored_at_ms: raw.stored_at_ms,
+        expires_at_ms: (raw.expires_at_ms != 0).then_some(raw.expires_at_ms),
+        stale: raw.stale != 0,
+    };
+    // SAFETY: releases what the library allocated.
+    unsafe { sys::lds_cache_value_clear(raw) };
+    entry
+}
+
 /// A cache of a runtime. Dropping it frees it (a persistent cache closes
 /// its file; its entries stay). Its calls are safe from any thread (a Redis
 /// cache's, from any thread but the loop thread: see [`RedisCache`](crate::RedisCache)).
@@ -183,24 +202,48 @@ impl Cache {
         let rc = self.check(unsafe {
             sys::lds_cache_get(self.shared.raw(), self.id, key.as_ptr().cast(), key.len(), &mut raw)
         })?;
-        if rc == 0 {
-            return Ok(None);
+        Ok((rc == 1).then(|| take_entry(&mut raw)))
+    }
+
+    /// The entries under `keys`, in their order, looked up together
+    /// (`lds_cache_get_many`, one call per [`CACHE_GET_MANY_MAX`](crate::CACHE_GET_MANY_MAX)
+    /// keys), each like [`get`](Cache::get): `Ok(Some(entry))`, `Ok(None)`
+    /// on a miss, or the error of that key alone ([`ErrorKind::TooBig`](crate::ErrorKind::TooBig)
+    /// for a key over [`VALUE_MAX`](crate::VALUE_MAX), a Redis error when
+    /// Redis could not answer for it). A memory or persistent cache looks a
+    /// batch up under one lock; a Redis cache sends a batch's `GET`s in one
+    /// pipeline and waits once for the replies (its front tier answers what
+    /// it holds). The outer error is a whole call's (a freed cache, a Redis
+    /// cache on the loop thread); batches before it are dropped.
+    pub fn get_many<K: AsRef<[u8]>>(&self, keys: &[K]) -> Result<Vec<Result<Option<CacheEntry>>>> {
+        let mut found = Vec::with_capacity(keys.len());
+        for batch in keys.chunks(sys::LDS_CACHE_GET_MANY_MAX) {
+            let pointers: Vec<*const std::ffi::c_void> = batch.iter().map(|k| k.as_ref().as_ptr().cast()).collect();
+            let lengths: Vec<usize> = batch.iter().map(|k| k.as_ref().len()).collect();
+            let mut out: Vec<sys::lds_cache_value> = batch.iter().map(|_| sys::lds_cache_value::zeroed()).collect();
+            let mut results: Vec<c_int> = vec![0; batch.len()];
+            // SAFETY: valid handle; the four arrays hold `batch.len()`
+            // elements, key i being lengths[i] bytes at pointers[i].
+            self.check(unsafe {
+                sys::lds_cache_get_many(
+                    self.shared.raw(),
+                    self.id,
+                    batch.len(),
+                    pointers.as_ptr(),
+                    lengths.as_ptr(),
+                    out.as_mut_ptr(),
+                    results.as_mut_ptr(),
+                )
+            })?;
+            for (raw, rc) in out.iter_mut().zip(results) {
+                found.push(match rc {
+                    1 => Ok(Some(take_entry(raw))),
+                    0 => Ok(None),
+                    rc => self.check(rc).map(|_| None),
+                });
+            }
         }
-        let value = if raw.value.is_null() || raw.value_len == 0 {
-            Vec::new()
-        } else {
-            // SAFETY: a found entry holds `value_len` bytes at `value`.
-            unsafe { std::slice::from_raw_parts(raw.value.cast::<u8>(), raw.value_len) }.to_vec()
-        };
-        let entry = CacheEntry {
-            value,
-            stored_at_ms: raw.stored_at_ms,
-            expires_at_ms: (raw.expires_at_ms != 0).then_some(raw.expires_at_ms),
-            stale: raw.stale != 0,
-        };
-        // SAFETY: releases what the library allocated.
-        unsafe { sys::lds_cache_value_clear(&mut raw) };
-        Ok(Some(entry))
+        Ok(found)
     }
 
     /// Drops the entry under `key`; whether there was one.

@@ -83,6 +83,10 @@ pub const VALUE_MAX: usize = sys::LDS_VALUE_MAX;
 /// reply (65,536); more fail with [`RedisErrorKind::Queue`].
 pub const REDIS_PENDING_MAX: usize = sys::LDS_REDIS_PENDING_MAX;
 
+/// The most keys one call into the library looks up (4,096):
+/// [`Cache::get_many`] asks for larger batches in calls of this many keys.
+pub const CACHE_GET_MANY_MAX: usize = sys::LDS_CACHE_GET_MANY_MAX;
+
 /// The most operations host threads may have waiting for a runtime's loop
 /// thread (262,144); a call that would queue more fails with
 /// [`ErrorKind::Busy`] and changes nothing.

@@ -491,6 +491,8 @@ pub const LDS_REDIS_EQUEUE: i32 = 8;
 pub const LDS_REDIS_PENDING_MAX: usize = 65_536;
 /// The most keys `lds_cache_keys` lists from a Redis cache.
 pub const LDS_REDIS_KEYS_MAX: usize = 1_000_000;
+/// The most keys one `lds_cache_get_many` looks up.
+pub const LDS_CACHE_GET_MANY_MAX: usize = 4096;
 
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
@@ -928,6 +930,10 @@ unsafe extern "C" {
         observe: Option<lds_observe_fn>,
         user_data: *mut c_void,
         free_data: Option<lds_free_fn>,
+    ) -> c_int;
+    pub fn lds_cache_get_many(
+        rt: *mut lds_runtime, cache: lds_id, count: usize, keys: *const *const c_void, key_lens: *const usize,
+        out: *mut lds_cache_value, results: *mut c_int,
     ) -> c_int;
     pub fn lds_cache_read(
         rt: *mut lds_runtime, cache: lds_id, key: *const c_void, key_len: usize, buf: *mut c_void, cap: usize,

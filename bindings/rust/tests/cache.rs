@@ -135,6 +135,37 @@ fn caches_list_their_keys_under_a_prefix() {
 }
 
 #[test]
+fn get_many_looks_keys_up_together_like_get() {
+    let dir = ScratchDir::new("get-many");
+    let runtime = Runtime::new().unwrap();
+    let memory = runtime.memory_cache(&MemoryCacheOptions::new()).unwrap();
+    let persistent = runtime.persistent_cache(&PersistentCacheOptions::new(dir.0.join("cache.sqlite"))).unwrap();
+    for cache in [&memory, &persistent] {
+        cache.put(b"a", b"alpha").unwrap();
+        cache.put(b"", b"").unwrap();
+        let found = cache.get_many(&[&b"a"[..], b"missing", b"", b"a"]).unwrap();
+        let values: Vec<Option<Vec<u8>>> = found.into_iter().map(|r| r.unwrap().map(|e| e.value)).collect();
+        assert_eq!(values, [Some(b"alpha".to_vec()), None, Some(Vec::new()), Some(b"alpha".to_vec())]);
+        let stats = cache.stats().unwrap();
+        assert_eq!((stats.hits, stats.misses), (3, 1));
+        assert!(cache.get_many::<&[u8]>(&[]).unwrap().is_empty());
+        // More keys than one call takes: asked in batches.
+        let keys: Vec<Vec<u8>> =
+            (0..loadstate::CACHE_GET_MANY_MAX * 2 + 3).map(|i| format!("k{i}").into_bytes()).collect();
+        for key in keys.iter().step_by(3) {
+            cache.put(key, key).unwrap();
+        }
+        let found = cache.get_many(&keys).unwrap();
+        assert_eq!(found.len(), keys.len());
+        for (i, (key, entry)) in keys.iter().zip(found).enumerate() {
+            assert_eq!(entry.unwrap().map(|e| e.value), (i % 3 == 0).then(|| key.clone()), "key {i}");
+        }
+    }
+    drop(runtime);
+    assert_eq!(memory.get_many(&[b"a"]).unwrap_err().kind(), ErrorKind::Closed);
+}
+
+#[test]
 fn a_damaged_file_is_refused_unless_it_may_be_replaced() {
     let dir = ScratchDir::new("damaged");
     let path = dir.0.join("not-a-cache");

@@ -486,6 +486,7 @@ fn structs_and_constants_match_the_c_header() {
         LDS_REDIS_EQUEUE,
         LDS_REDIS_PENDING_MAX,
         LDS_REDIS_KEYS_MAX,
+        LDS_CACHE_GET_MANY_MAX,
         LDS_EXEC_STREAM_LINES,
         LDS_HTTP_INSECURE,
         LDS_HTTP_NO_REDIRECTS,

@@ -313,6 +313,37 @@ fn a_front_memory_tier_serves_reads_and_drops_what_another_runtime_invalidates()
 }
 
 #[test]
+fn get_many_reads_a_batch_and_fails_key_by_key_while_redis_is_down() {
+    let mut server = RedisServer::new();
+    let runtime = Runtime::new().unwrap();
+    let short = Duration::from_secs(1);
+    let fronted = options().command_timeout(short).connect_timeout(short).memory_max_entries(10);
+    let cache = open(&runtime, &server, fronted);
+    let keys: Vec<Vec<u8>> = (0..1000).map(|i| format!("key:{i}").into_bytes()).collect();
+    for key in &keys[..500] {
+        cache.put(key, key).unwrap();
+    }
+    let found = cache.get_many(&keys).unwrap();
+    for (i, entry) in found.into_iter().enumerate() {
+        assert_eq!(entry.unwrap().map(|e| e.value), (i < 500).then(|| keys[i].clone()), "key {i}");
+    }
+    let stats = cache.stats().unwrap();
+    assert_eq!((stats.hits, stats.misses), (500, 500));
+    // The front tier holds the last key read: it answers while Redis is
+    // down; a key it does not hold fails alone.
+    assert!(cache.get(&keys[499]).unwrap().is_some());
+    server.stop();
+    let found = cache.get_many(&[&keys[499], &keys[0]]).unwrap();
+    assert_eq!(found[0].as_ref().unwrap().as_ref().unwrap().value, keys[499]);
+    let error = found[1].as_ref().unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Redis);
+    assert!(matches!(
+        error.redis_kind(),
+        Some(RedisErrorKind::Connect | RedisErrorKind::Down | RedisErrorKind::TimedOut)
+    ));
+}
+
+#[test]
 fn bad_urls_and_options_are_refused() {
     let server = RedisServer::new();
     let runtime = Runtime::new().unwrap();
@@ -335,11 +366,13 @@ fn cache_calls_from_a_loop_callback_are_refused() {
     let (inner, result) = (Arc::clone(&cache), Arc::clone(&seen));
     let loader = runtime
         .loader(move |job| {
-            *result.lock().unwrap() = Some(inner.get(b"k").map(|_| ()));
+            let many = inner.get_many(&[b"k"]).map(|_| ());
+            *result.lock().unwrap() = Some((inner.get(b"k").map(|_| ()), many));
             job.succeed(b"").unwrap();
         })
         .unwrap();
     load(&runtime, &loader, b"", &LoadOptions::new());
-    let outcome = seen.lock().unwrap().take().expect("the loader ran");
-    assert_eq!(outcome.unwrap_err().kind(), ErrorKind::State);
+    let (get, many) = seen.lock().unwrap().take().expect("the loader ran");
+    assert_eq!(get.unwrap_err().kind(), ErrorKind::State);
+    assert_eq!(many.unwrap_err().kind(), ErrorKind::State);
 }

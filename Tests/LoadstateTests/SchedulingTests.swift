@@ -134,14 +134,10 @@ struct SchedulingTests {
     @Test func theQueueSkipsDeadEntriesAndKeepsPriorityOrder() async throws {
         let runtime = try Runtime()
         defer { _ = runtime.close() }
-        // The entries' job, as the inspector would see it: the box stands in.
-        final class Box: InspectableJob, @unchecked Sendable {
+        // What the entries' starts record.
+        final class Box: @unchecked Sendable {
             var tickets = [UInt64](repeating: 0, count: 200)
             var started: [Int] = []
-            let loaderID: UInt64 = 0
-            func inspection(nowMs: UInt64) -> JobInspection {
-                JobInspection(id: 0, loader: 0, attempt: 1, ageMs: 0, cells: 0, priority: 0, request: "")
-            }
         }
         let box = Box()
         let (order, expected, waitingAfter) = await withCheckedContinuation {
@@ -153,7 +149,7 @@ struct SchedulingTests {
                 func start(_ i: Int) -> Admission.Start {
                     { ticket, call in
                         guard box.tickets[i] == ticket else { return nil }
-                        if call == .probe { return true }
+                        guard case .start = call else { return true }
                         box.tickets[i] = 0
                         box.started.append(i)
                         admission.ended()
@@ -163,13 +159,13 @@ struct SchedulingTests {
                         return true
                     }
                 }
-                for i in 0..<200 { box.tickets[i] = admission.enqueue(priority: Int32(i % 3), job: box, start(i)) }
+                for i in 0..<200 { box.tickets[i] = admission.enqueue(priority: Int32(i % 3), start(i)) }
                 for i in 0..<150 where i % 10 != 0 {
                     box.tickets[i] = 0
                     admission.remove()
                 }
                 admission.remove()
-                box.tickets[170] = admission.enqueue(priority: 9, job: box, start(170))
+                box.tickets[170] = admission.enqueue(priority: 9, start(170))
                 for i in 0..<200 where box.tickets[i] != 0 {
                     expected.append((i == 170 ? 9 : Int32(i % 3), i))
                 }

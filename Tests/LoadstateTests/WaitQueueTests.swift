@@ -5,15 +5,6 @@ import Testing
 /// highest priority first and first in first out within a priority,
 /// whatever the mix of priorities, sweeps and queue sizes.
 @Suite struct WaitQueueTests {
-    /// A job as the queue holds it: the tests only need its identity.
-    final class FakeJob: InspectableJob {
-        let loaderID: UInt64
-        init(loader: UInt64) { loaderID = loader }
-        func inspection(nowMs: UInt64) -> JobInspection {
-            JobInspection(id: 0, loader: loaderID, attempt: 1, ageMs: 0, cells: 1, priority: 0, request: "")
-        }
-    }
-
     /// A small deterministic generator (xorshift), so a failure repeats.
     struct Random {
         var state: UInt64
@@ -27,7 +18,6 @@ import Testing
 
     /// Runs random appends, pops and sweeps against a sorted model.
     private func check(seed: UInt64, steps: Int, priorities: Int, popPercent: Int) {
-        let job = FakeJob(loader: 1)
         var queue = WaitQueue()
         var model: [(priority: Int32, ticket: UInt64)] = []
         var dead = Set<UInt64>()
@@ -55,7 +45,7 @@ import Testing
             } else {
                 ticket += 1
                 let priority = Int32(random.next(priorities)) - Int32(priorities / 2)
-                queue.append(priority: priority, WaitQueue.Entry(ticket: ticket, start: { _, _ in true }, job: job))
+                queue.append(priority: priority, WaitQueue.Entry(ticket: ticket, start: { _, _ in true }))
                 model.append((priority, ticket))
             }
             #expect(queue.count == model.count)
@@ -85,15 +75,14 @@ import Testing
     }
 
     @Test func aHigherPriorityAfterPopsComesFirst() {
-        let job = FakeJob(loader: 1)
         var queue = WaitQueue()
         for ticket in 1...3 as ClosedRange<UInt64> {
-            queue.append(priority: 0, WaitQueue.Entry(ticket: ticket, start: { _, _ in true }, job: job))
+            queue.append(priority: 0, WaitQueue.Entry(ticket: ticket, start: { _, _ in true }))
         }
         #expect(queue.popFirst()?.ticket == 1)
-        queue.append(priority: 5, WaitQueue.Entry(ticket: 4, start: { _, _ in true }, job: job))
-        queue.append(priority: -5, WaitQueue.Entry(ticket: 5, start: { _, _ in true }, job: job))
-        queue.append(priority: 0, WaitQueue.Entry(ticket: 6, start: { _, _ in true }, job: job))
+        queue.append(priority: 5, WaitQueue.Entry(ticket: 4, start: { _, _ in true }))
+        queue.append(priority: -5, WaitQueue.Entry(ticket: 5, start: { _, _ in true }))
+        queue.append(priority: 0, WaitQueue.Entry(ticket: 6, start: { _, _ in true }))
         var order: [UInt64] = []
         while let entry = queue.popFirst() { order.append(entry.ticket) }
         #expect(order == [4, 2, 3, 6, 5])

@@ -621,7 +621,7 @@ protocol RuntimeResident: AnyObject {
                 job.admissionPhase = .waiting
                 if runtime.metrics.isEnabled { runtime.noteQueued(job) }
                 // Made here, where the job's types are known: its start runs specialized.
-                job.admissionTicket = admission.enqueue(priority: priority, job: job, job.admissionStart())
+                job.admissionTicket = admission.enqueue(priority: priority, job.admissionStart())
                 if !shownQueued { showQueued(true) }
                 return
             }

@@ -34,17 +34,39 @@ import CLibUV
 /// waiting job (cancelled, superseded, timed out, freed) or changing its
 /// priority leaves a dead entry behind (the job no longer holds its
 /// ticket), skipped when it comes up; the queue is swept of them when
-/// they outnumber the live ones. An entry costs 48 bytes and its
-/// closure's context (see `WaitQueue`); nothing else is kept per waiting
-/// job.
+/// they outnumber the live ones. An entry costs 24 bytes (see
+/// `WaitQueue`); its closure's context is the job itself; nothing else is
+/// kept per waiting job.
 final class Admission: @unchecked Sendable {
-    enum Call { case probe, start }
+    enum Call {
+        case probe, start
+        /// For the inspector: returns whether the job is one of the
+        /// sink's loader, and then fills the sink if it asks.
+        case inspect(InspectionSink)
+    }
+
+    /// What `Call.inspect` reports a waiting job into (loop thread).
+    final class InspectionSink {
+        let loader: UInt64
+        let nowMs: UInt64
+        /// Whether the next matching job should fill `inspection`.
+        var wants = true
+        var inspection: JobInspection?
+
+        init(loader: UInt64, nowMs: UInt64) {
+            self.loader = loader
+            self.nowMs = nowMs
+        }
+    }
 
     /// Loop: called with an entry's ticket. nil when the job no longer
     /// waits under that ticket (a dead entry). Otherwise `probe` returns
     /// true and does nothing; `start` starts the job, counted as running,
     /// and returns true, or false when the job no longer wants to start
-    /// (every cell waiting for it is leaving): it is then not counted.
+    /// (every cell waiting for it is leaving): it is then not counted;
+    /// `inspect` is answered as `Call.inspect` says. The closure is all an
+    /// entry holds of its job (no reference for the inspector beside it):
+    /// 24 bytes an entry.
     typealias Start = (_ ticket: UInt64, _ call: Call) -> Bool?
 
     let limits: LoaderLimits
@@ -121,11 +143,11 @@ final class Admission: @unchecked Sendable {
 
     /// Loop: queues a job that may not start yet; returns its ticket, which
     /// the job must keep while it waits (and drop when it stops waiting).
-    func enqueue(priority: Int32, job: any InspectableJob, _ start: @escaping Start) -> UInt64 {
+    func enqueue(priority: Int32, _ start: @escaping Start) -> UInt64 {
         let ticket = nextTicket
         nextTicket &+= 1
         live += 1
-        queue.append(priority: priority, WaitQueue.Entry(ticket: ticket, start: start, job: job))
+        queue.append(priority: priority, WaitQueue.Entry(ticket: ticket, start: start))
         schedulePump()
         return ticket
     }
@@ -223,10 +245,13 @@ final class Admission: @unchecked Sendable {
     func waitingJobs(of loader: UInt64, limit: Int, nowMs: UInt64) -> (first: [JobInspection], total: Int) {
         var first: [JobInspection] = []
         var total = 0
+        let sink = InspectionSink(loader: loader, nowMs: nowMs)
         queue.forEachInOrder { entry in
-            guard entry.job.loaderID == loader, entry.start(entry.ticket, .probe) != nil else { return true }
+            sink.wants = first.count < limit
+            sink.inspection = nil
+            guard entry.start(entry.ticket, .inspect(sink)) == true else { return true }
             total += 1
-            if first.count < limit { first.append(entry.job.inspection(nowMs: nowMs)) }
+            if let inspection = sink.inspection { first.append(inspection) }
             return true
         }
         return (first, total)

@@ -226,7 +226,7 @@ import CLibUV
         priority = highest
         if admissionPhase == .waiting, let admission = loader.admission {
             admission.remove()
-            admissionTicket = admission.enqueue(priority: highest, job: self, admissionStart())
+            admissionTicket = admission.enqueue(priority: highest, admissionStart())
         }
     }
 
@@ -373,7 +373,16 @@ extension Job {
     func admissionStart() -> Admission.Start {
         { [self] ticket, call in
             guard admissionTicket == ticket else { return nil }
-            return call == .probe ? true : admitted()
+            switch call {
+            case .probe:
+                return true
+            case .start:
+                return admitted()
+            case .inspect(let sink):
+                guard loader.id == sink.loader else { return false }
+                if sink.wants { sink.inspection = inspection(nowMs: sink.nowMs) }
+                return true
+            }
         }
     }
 

@@ -12,12 +12,10 @@
 /// leaves its entry behind (the caller tells dead entries from live ones
 /// by their ticket) and `removeAll(where:)` sweeps them. Loop thread only.
 struct WaitQueue {
-    /// A waiting job: its ticket, its start, and the job for the inspector.
+    /// A waiting job: its ticket and its start (which keeps the job alive).
     struct Entry {
         var ticket: UInt64
         var start: Admission.Start
-        /// The job, as the inspector shows it; `start` keeps it alive.
-        unowned(unsafe) var job: any InspectableJob
     }
 
     /// The entries of one priority, oldest first from `head`.

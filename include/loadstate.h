@@ -1481,11 +1481,11 @@ int lds_cache_put(lds_runtime *rt, lds_id cache, const void *key, size_t key_len
 int lds_cache_get(lds_runtime *rt, lds_id cache, const void *key, size_t key_len,
                   lds_cache_value *out);
 
-/* The most keys one lds_cache_get_many looks up (since 0.5). */
+/* The most keys one lds_cache_get_many looks up (since 0.4). */
 #define LDS_CACHE_GET_MANY_MAX 4096
 
 /*
- * Since 0.5. Looks count keys up at once, each like lds_cache_get (an
+ * Since 0.4. Looks count keys up at once, each like lds_cache_get (an
  * expired entry is dropped, a hit becomes the most recently used, every
  * key counts as one hit or one miss in lds_cache_stats): made for hosts
  * that read many entries together, where one call per key costs more

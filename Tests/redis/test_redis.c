@@ -760,6 +760,79 @@ TEST(test_redis_cache_unreachable_server_fails_cache_calls_not_loads) {
   close(fd);
 }
 
+/* A server that speaks RESP oddly: every read on a connection is answered
+ * with `subscribe` when it holds a SUBSCRIBE, else with `command`. */
+typedef struct odd_server {
+  int listener, port;
+  const char *subscribe, *command;
+  atomic_bool stop;
+  pthread_t thread;
+} odd_server;
+
+static void *odd_server_loop(void *arg) {
+  odd_server *s = arg;
+  struct pollfd fds[9] = {{.fd = s->listener, .events = POLLIN}};
+  nfds_t n = 1;
+  while (!atomic_load(&s->stop)) {
+    if (poll(fds, n, 20) <= 0) continue;
+    if (fds[0].revents && n < 9) {
+      int c = accept(s->listener, NULL, NULL);
+      if (c >= 0) fds[n++] = (struct pollfd){.fd = c, .events = POLLIN};
+    }
+    for (nfds_t i = 1; i < n; i++) {
+      if (!fds[i].revents) continue;
+      char b[4096];
+      ssize_t got = read(fds[i].fd, b, sizeof b - 1);
+      if (got <= 0) {
+        close(fds[i].fd);
+        fds[i] = fds[--n];
+        fds[i].revents = 0;
+        continue;
+      }
+      b[got] = 0;
+      const char *answer = strstr(b, "SUBSCRIBE") ? s->subscribe : s->command;
+      if (send(fds[i].fd, answer, strlen(answer), MSG_NOSIGNAL) < 0) continue;
+    }
+  }
+  for (nfds_t i = 1; i < n; i++) close(fds[i].fd);
+  return NULL;
+}
+
+/* hiredis 0.14 aborts the process (assert) on a reply that answers no
+ * command, and on a subscription message of another shape; such replies
+ * now drop the connection, with LDS_REDIS_EREPLY. */
+TEST(test_redis_cache_replies_that_answer_no_command_drop_the_connection_not_the_process) {
+  static const char *const cases[][2] = {
+      {"*1\r\n:1\r\n", "$-1\r\n"},                                               /* one element */
+      {"*2\r\n:1\r\n:2\r\n", "$-1\r\n"},                                         /* not strings */
+      {"*2\r\n$11\r\nunsubscribe\r\n$10\r\nlds:events\r\n", "$-1\r\n"},           /* no count */
+      {"*3\r\n$9\r\nsubscribe\r\n$10\r\nlds:events\r\n:1\r\n", "$-1\r\n+OK\r\n"}, /* two replies to GET */
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    odd_server s = {.subscribe = cases[i][0], .command = cases[i][1]};
+    s.port = refusing_port(&s.listener);
+    REQUIRE(s.port > 0 && listen(s.listener, 8) == 0);
+    REQUIRE(pthread_create(&s.thread, NULL, odd_server_loop, &s) == 0);
+    lds_runtime *rt = rt_new(LDS_DELIVER_LOOP);
+    char url[64];
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d", s.port);
+    lds_redis_cache_options o = LDS_REDIS_CACHE_OPTIONS_INIT;
+    o.command_timeout_ms = 1000;
+    o.reconnect_max_ms = 50;
+    lds_id c = redis_cache(rt, url, &o);
+    lds_cache_value v;
+    int rc = lds_cache_get(rt, c, "k", 1, &v);
+    CHECK(rc == 0 || rc == LDS_EREDIS);
+    lds_redis_status st;
+    STATUS_UNTIL(rt, c, st, st.last_error_code == LDS_REDIS_EREPLY);
+    if (i < 3) CHECK_EQ(st.subscribed, 0);
+    rt_free(rt);
+    atomic_store(&s.stop, true);
+    pthread_join(s.thread, NULL);
+    close(s.listener);
+  }
+}
+
 TEST(test_redis_cache_first_load_finds_the_entry_another_runtime_stored) {
   redis_server srv;
   START_SERVER(&srv);

@@ -357,6 +357,9 @@ final class RedisConnection: Lingering {
             redisAsyncFree(ac)
             return failed(RedisFailure(.connect, "cannot watch the socket"))
         }
+        // Replies hiredis's async layer would abort the process on are
+        // refused while they are read (see the shim).
+        lds_redis_guard_replies(ac)
         ac.pointee.data = Unmanaged.passUnretained(self).toOpaque()
         redisAsyncSetConnectCallback(ac) { ac, status in
             guard let ac, let data = ac.pointee.data else { return }
@@ -442,10 +445,19 @@ final class RedisConnection: Lingering {
             lingering = nil
             return
         }
-        let reason = dropReason ?? RedisFailure(.connect, "connection lost: \(errorString(ac))")
+        let reason = dropReason ?? lostReason(ac)
         dropReason = nil
         failInflight(reason)
         failed(reason)
+    }
+
+    /// Why hiredis dropped the connection of `ac` on its own.
+    private func lostReason(_ ac: UnsafePointer<redisAsyncContext>) -> RedisFailure {
+        if lds_redis_reply_refused(ac) != 0 {
+            return RedisFailure(.reply, "Redis sent a reply that answers no command, or of a shape or size "
+                                + "this client refuses: connection dropped")
+        }
+        return RedisFailure(.connect, "connection lost: \(errorString(UnsafeMutablePointer(mutating: ac)))")
     }
 
     /// A connection attempt failed or a connection was lost: commands
@@ -530,7 +542,7 @@ final class RedisConnection: Lingering {
                         let connection = ac?.pointee.data.map {
                             Unmanaged<RedisConnection>.fromOpaque($0).takeUnretainedValue()
                         }
-                        connection?.replied(pending, reply.map { RedisReply(UnsafeRawPointer($0)) })
+                        connection?.replied(pending, reply.map { RedisReply(UnsafeRawPointer($0)) }, ac)
                         if connection == nil { pending.finish(reply.map { .success(RedisReply(UnsafeRawPointer($0))) }
                                                                 ?? .failure(RedisFailure(.connect, "connection lost"))) }
                     }, box.toOpaque(), Int32(args.count), argv.baseAddress, argvlen.baseAddress)
@@ -545,8 +557,8 @@ final class RedisConnection: Lingering {
         if inflight.count - inflightHead == 1 { armTimer() }
     }
 
-    /// hiredis: a command's reply came, or (nil) its connection is gone.
-    private func replied(_ pending: Pending, _ reply: RedisReply?) {
+    /// hiredis: a command's reply came, or (nil) its connection `ac` is gone.
+    private func replied(_ pending: Pending, _ reply: RedisReply?, _ ac: UnsafePointer<redisAsyncContext>?) {
         if inflightHead < inflight.count, inflight[inflightHead] === pending {
             inflightHead += 1
             if inflightHead == inflight.count {
@@ -560,7 +572,7 @@ final class RedisConnection: Lingering {
         if let reply {
             pending.finish(.success(reply))
         } else {
-            pending.finish(.failure(dropReason ?? RedisFailure(.connect, "connection lost")))
+            pending.finish(.failure(dropReason ?? ac.map(lostReason) ?? RedisFailure(.connect, "connection lost")))
         }
     }
 

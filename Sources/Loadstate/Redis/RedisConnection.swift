@@ -125,6 +125,8 @@ final class RedisConnection: Lingering {
         let deadline: UInt64
         /// The command's encoded arguments while it waits for a connection.
         var args: [[UInt8]]
+        /// What names it to hiredis once sent (see `write`).
+        var serial: UInt = 0
         private var isDone = false
 
         init(args: [[UInt8]], deadline: UInt64, done: @escaping (Result<RedisReply, RedisFailure>) -> Void) {
@@ -151,6 +153,8 @@ final class RedisConnection: Lingering {
     /// Commands sent on the connection, in order (replies come in this order).
     private var inflight: [Pending] = []
     private var inflightHead = 0
+    /// The serial of the last command sent.
+    private var lastSerial: UInt = 0
     /// Commands waiting for the first connection.
     private var waiting: [Pending] = []
     private var connectDeadline: UInt64 = 0
@@ -524,7 +528,12 @@ final class RedisConnection: Lingering {
         var flat: [UInt8] = []
         flat.reserveCapacity(lengths.reduce(0, &+))
         for arg in args { flat.append(contentsOf: arg) }
-        let box = Unmanaged.passRetained(pending)
+        // hiredis gets the command's serial, not a pointer: hiredis 0.14 may
+        // call the last callback again (for a reply on a subscribed
+        // connection that it finds no callback for), and a serial that is
+        // not the oldest command's names nothing.
+        lastSerial = lastSerial == UInt.max ? 1 : lastSerial + 1
+        pending.serial = lastSerial
         let rc: Int32 = flat.withUnsafeBufferPointer { buffer in
             var pointers: [UnsafePointer<CChar>?] = []
             pointers.reserveCapacity(args.count)
@@ -537,37 +546,35 @@ final class RedisConnection: Lingering {
             return pointers.withUnsafeMutableBufferPointer { argv in
                 lengths.withUnsafeMutableBufferPointer { argvlen in
                     redisAsyncCommandArgv(ac, { ac, reply, privdata in
-                        guard let privdata else { return }
-                        let pending = Unmanaged<Pending>.fromOpaque(privdata).takeRetainedValue()
-                        let connection = ac?.pointee.data.map {
-                            Unmanaged<RedisConnection>.fromOpaque($0).takeUnretainedValue()
-                        }
-                        connection?.replied(pending, reply.map { RedisReply(UnsafeRawPointer($0)) }, ac)
-                        if connection == nil { pending.finish(reply.map { .success(RedisReply(UnsafeRawPointer($0))) }
-                                                                ?? .failure(RedisFailure(.connect, "connection lost"))) }
-                    }, box.toOpaque(), Int32(args.count), argv.baseAddress, argvlen.baseAddress)
+                        // No data: the connection was dropped, its commands failed.
+                        guard let privdata, let data = ac?.pointee.data else { return }
+                        Unmanaged<RedisConnection>.fromOpaque(data).takeUnretainedValue()
+                            .replied(UInt(bitPattern: privdata), reply.map { RedisReply(UnsafeRawPointer($0)) }, ac)
+                    }, UnsafeMutableRawPointer(bitPattern: pending.serial), Int32(args.count), argv.baseAddress,
+                    argvlen.baseAddress)
                 }
             }
         }
         guard rc == REDIS_OK else {
-            box.release()
             return pending.finish(.failure(RedisFailure(.connect, "cannot send: \(errorString(ac))")))
         }
         inflight.append(pending)
         if inflight.count - inflightHead == 1 { armTimer() }
     }
 
-    /// hiredis: a command's reply came, or (nil) its connection `ac` is gone.
-    private func replied(_ pending: Pending, _ reply: RedisReply?, _ ac: UnsafePointer<redisAsyncContext>?) {
-        if inflightHead < inflight.count, inflight[inflightHead] === pending {
-            inflightHead += 1
-            if inflightHead == inflight.count {
-                inflight.removeAll(keepingCapacity: true)
-                inflightHead = 0
-            } else if inflightHead >= 1024 && inflightHead * 2 >= inflight.count {
-                inflight.removeFirst(inflightHead)
-                inflightHead = 0
-            }
+    /// hiredis: the reply of the command `serial` came, or (nil) its
+    /// connection `ac` is gone. Replies come in order: a serial that is
+    /// not the oldest command's is a repeated call, or of a failed command.
+    private func replied(_ serial: UInt, _ reply: RedisReply?, _ ac: UnsafePointer<redisAsyncContext>?) {
+        guard inflightHead < inflight.count, inflight[inflightHead].serial == serial else { return }
+        let pending = inflight[inflightHead]
+        inflightHead += 1
+        if inflightHead == inflight.count {
+            inflight.removeAll(keepingCapacity: true)
+            inflightHead = 0
+        } else if inflightHead >= 1024 && inflightHead * 2 >= inflight.count {
+            inflight.removeFirst(inflightHead)
+            inflightHead = 0
         }
         if let reply {
             pending.finish(.success(reply))
@@ -599,7 +606,9 @@ final class RedisConnection: Lingering {
     }
 
     private func subscriptionReply(_ reply: RedisReply) {
-        guard case .array(let items) = reply, items.count == 3, case .string(let kind) = items[0] else { return }
+        // The channel too: hiredis 0.14 may hand this callback a message of another.
+        guard case .array(let items) = reply, items.count == 3, case .string(let kind) = items[0],
+              case .string(let name) = items[1], name == channel else { return }
         if kind == Array("message".utf8), case .string(let payload) = items[2] {
             onMessage?(payload)
         } else if kind == Array("subscribe".utf8) {

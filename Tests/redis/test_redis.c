@@ -836,6 +836,37 @@ TEST(test_redis_cache_replies_that_answer_no_command_drop_the_connection_not_the
   }
 }
 
+/* A load cancelled while its cell waits for Redis's answer is the cell's
+ * last request all the same: a refresh reloads it (it did nothing). */
+TEST(test_redis_cache_refresh_after_a_cancel_during_the_lookup_reloads) {
+  odd_server s = {.subscribe = "", .command = ""};  /* answers nothing */
+  s.port = refusing_port(&s.listener);
+  REQUIRE(s.port > 0 && listen(s.listener, 8) == 0);
+  REQUIRE(pthread_create(&s.thread, NULL, odd_server_loop, &s) == 0);
+  fixture f;
+  fixture_init(&f, LDS_DELIVER_LOOP, host_succeed_echo);
+  char url[64];
+  snprintf(url, sizeof url, "redis://127.0.0.1:%d", s.port);
+  lds_redis_cache_options o = LDS_REDIS_CACHE_OPTIONS_INIT;
+  o.command_timeout_ms = 60000;
+  lds_id c = redis_cache(f.rt, url, &o);
+  lds_load_options lo = cache_first(c);
+  lo.flags = 0;  /* no lease: the server never answers */
+  REQUIRE_RC(fx_load(&f, "asked", &lo), LDS_OK);
+  CHECK_RC(lds_loadable_cancel(f.rt, f.cell), LDS_OK);
+  CHECK_RC(lds_loadable_refresh(f.rt, f.cell), LDS_OK);
+  /* A refresh asks the loader, not the cache. */
+  if (WAIT_FOR(settled(&f.rec) != NULL)) {
+    const lds_event *e = settled(&f.rec);
+    CHECK_EQ(e->status, LDS_LOADED);
+    CHECK_BYTES(e->value, e->value_len, "asked");
+  }
+  fixture_finish(&f);
+  atomic_store(&s.stop, true);
+  pthread_join(s.thread, NULL);
+  close(s.listener);
+}
+
 TEST(test_redis_cache_first_load_finds_the_entry_another_runtime_stored) {
   redis_server srv;
   START_SERVER(&srv);

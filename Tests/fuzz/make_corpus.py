@@ -453,6 +453,7 @@ REDIS_SEEDS = {
     "subscribe_odd": redis_input([reply(R_SUBSCRIBE, r_array(r_int(1)))], bytes([14]) + get() + STATUS),
     "auth_answered_twice": redis_input([reply(R_AUTH, r_raw(b"+OK\r\n:1\r\n"))] * 2, get() + bytes([14]) + STATUS,
                                        form=1, url=b"\x00"),
+    "refresh_after_cancel": redis_input(ops=bytes([10 | 0x10, 3 << 4, 0, 1, 0]) + bytes([11, 0, 0]) + STATUS),
     "unix": redis_input(ops=put(b"v") + redis_load(True, policy=1) + STATUS, form=2, url=b"\x01"),
     "url_fuzzed": redis_input(ops=get(), form=3, url=bytes([0, 3]) + b"u:p" + bytes([8, 1]) + b"2"),
     "url_unix_escaped": redis_input(ops=get(), form=3, url=bytes([1, 0, 3 | 8, 4]) + b"db=1"),

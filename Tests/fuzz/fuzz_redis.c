@@ -1116,6 +1116,17 @@ static const char *printable(const char *url) {
 /* Whether the library, splitting a redis:// URL as its parser does, could
  * find a host that is not an IP address (and resolve it). A second line
  * of defence: make_url means never to write one. */
+static bool port_ok(const char *p, const char *end) {
+  if (p < end && *p == '+') p++;
+  if (p == end || end - p > 5) return false;
+  long v = 0;
+  for (; p < end; p++) {
+    if (*p < '0' || *p > '9') return false;
+    v = v * 10 + (*p - '0');
+  }
+  return v > 0 && v <= 65535;
+}
+
 static bool names_a_host(const char *url) {
   if (strncmp(url, "redis://", 8) != 0) return false;
   const char *rest = url + 8, *end = rest + strcspn(rest, "/?");
@@ -1125,13 +1136,14 @@ static bool names_a_host(const char *url) {
   size_t n;
   if (*rest == '[') {
     const char *close = memchr(rest, ']', (size_t)(end - rest));
-    if (!close) return false;
+    if (!close || (close + 1 < end && (close[1] != ':' || !port_ok(close + 2, end)))) return false;
     rest++;
     n = (size_t)(close - rest);
   } else {
     const char *colon = NULL;
     for (const char *p = rest; p < end; p++)
       if (*p == ':') colon = p;
+    if (colon && !port_ok(colon + 1, end)) return false;
     n = (size_t)((colon ? colon : end) - rest);
   }
   if (n == 0 || n >= sizeof host) return false;

@@ -98,32 +98,6 @@ static void nap_ms(unsigned ms) {
   }
 }
 
-/* Up to max bytes of the input, pointed at in place (a length byte first). */
-static const uint8_t *bytes(input *in, size_t max, size_t *len) {
-  size_t n = u8(in) % (max + 1);
-  if (n > in->n) n = in->n;
-  const uint8_t *p = in->p;
-  in->p += n;
-  in->n -= n;
-  *len = n;
-  return p;
-}
-
-typedef struct buf {
-  uint8_t *p;
-  size_t n, cap;
-} buf;
-
-static void b_put(buf *b, const void *data, size_t n) {
-  if (b->n + n > b->cap) {
-    b->cap = (b->n + n) * 2 + 64;
-    b->p = realloc(b->p, b->cap);
-    if (!b->p) abort();
-  }
-  if (n) memcpy(b->p + b->n, data, n);
-  b->n += n;
-}
-
 static void b_str(buf *b, const char *s) { b_put(b, s, strlen(s)); }
 
 static void b_fmt(buf *b, const char *fmt, unsigned long long v) {

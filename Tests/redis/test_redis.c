@@ -801,6 +801,28 @@ static void *odd_server_loop(void *arg) {
   return NULL;
 }
 
+static bool odd_server_start(odd_server *s) {
+  s->port = refusing_port(&s->listener);
+  return s->port > 0 && listen(s->listener, 8) == 0 && pthread_create(&s->thread, NULL, odd_server_loop, s) == 0;
+}
+
+static void odd_server_stop(odd_server *s) {
+  atomic_store(&s->stop, true);
+  pthread_join(s->thread, NULL);
+  close(s->listener);
+}
+
+/* A Redis cache of rt on the odd server: the URL's userinfo ("" or
+ * "user:password@"), the command timeout. */
+static lds_id odd_cache(lds_runtime *rt, const odd_server *s, const char *userinfo, uint32_t command_timeout_ms) {
+  char url[64];
+  snprintf(url, sizeof url, "redis://%s127.0.0.1:%d", userinfo, s->port);
+  lds_redis_cache_options o = LDS_REDIS_CACHE_OPTIONS_INIT;
+  o.command_timeout_ms = command_timeout_ms;
+  o.reconnect_max_ms = 50;
+  return redis_cache(rt, url, &o);
+}
+
 /* hiredis 0.14 aborts the process (assert) on a reply that answers no
  * command, and on a subscription message of another shape; such replies
  * now drop the connection, with LDS_REDIS_EREPLY. On a subscribed
@@ -816,16 +838,9 @@ TEST(test_redis_cache_replies_that_answer_no_command_drop_the_connection_not_the
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     odd_server s = {.subscribe = cases[i][0], .command = cases[i][1]};
-    s.port = refusing_port(&s.listener);
-    REQUIRE(s.port > 0 && listen(s.listener, 8) == 0);
-    REQUIRE(pthread_create(&s.thread, NULL, odd_server_loop, &s) == 0);
+    REQUIRE(odd_server_start(&s));
     lds_runtime *rt = rt_new(LDS_DELIVER_LOOP);
-    char url[64];
-    snprintf(url, sizeof url, "redis://%s127.0.0.1:%d", cases[i][2], s.port);
-    lds_redis_cache_options o = LDS_REDIS_CACHE_OPTIONS_INIT;
-    o.command_timeout_ms = 1000;
-    o.reconnect_max_ms = 50;
-    lds_id c = redis_cache(rt, url, &o);
+    lds_id c = odd_cache(rt, &s, cases[i][2], 1000);
     lds_cache_value v;
     int rc = lds_cache_get(rt, c, "k", 1, &v);
     CHECK(rc == 0 || rc == LDS_EREDIS);
@@ -833,9 +848,7 @@ TEST(test_redis_cache_replies_that_answer_no_command_drop_the_connection_not_the
     STATUS_UNTIL(rt, c, st, st.last_error_code == LDS_REDIS_EREPLY);
     if (i < 3) CHECK_EQ(st.subscribed, 0);
     rt_free(rt);
-    atomic_store(&s.stop, true);
-    pthread_join(s.thread, NULL);
-    close(s.listener);
+    odd_server_stop(&s);
   }
 }
 
@@ -843,17 +856,10 @@ TEST(test_redis_cache_replies_that_answer_no_command_drop_the_connection_not_the
  * last request all the same: a refresh reloads it (it did nothing). */
 TEST(test_redis_cache_refresh_after_a_cancel_during_the_lookup_reloads) {
   odd_server s = {.subscribe = "", .command = ""};  /* answers nothing */
-  s.port = refusing_port(&s.listener);
-  REQUIRE(s.port > 0 && listen(s.listener, 8) == 0);
-  REQUIRE(pthread_create(&s.thread, NULL, odd_server_loop, &s) == 0);
+  REQUIRE(odd_server_start(&s));
   fixture f;
   fixture_init(&f, LDS_DELIVER_LOOP, host_succeed_echo);
-  char url[64];
-  snprintf(url, sizeof url, "redis://127.0.0.1:%d", s.port);
-  lds_redis_cache_options o = LDS_REDIS_CACHE_OPTIONS_INIT;
-  o.command_timeout_ms = 60000;
-  lds_id c = redis_cache(f.rt, url, &o);
-  lds_load_options lo = cache_first(c);
+  lds_load_options lo = cache_first(odd_cache(f.rt, &s, "", 60000));
   lo.flags = 0;  /* no lease: the server never answers */
   REQUIRE_RC(fx_load(&f, "asked", &lo), LDS_OK);
   CHECK_RC(lds_loadable_cancel(f.rt, f.cell), LDS_OK);
@@ -865,9 +871,7 @@ TEST(test_redis_cache_refresh_after_a_cancel_during_the_lookup_reloads) {
     CHECK_BYTES(e->value, e->value_len, "asked");
   }
   fixture_finish(&f);
-  atomic_store(&s.stop, true);
-  pthread_join(s.thread, NULL);
-  close(s.listener);
+  odd_server_stop(&s);
 }
 
 /* A lease request that Redis answers "wait" while the runtime is being
@@ -877,25 +881,16 @@ TEST(test_redis_cache_refresh_after_a_cancel_during_the_lookup_reloads) {
 TEST(test_redis_cache_lease_wait_answered_while_the_runtime_is_freed) {
   odd_server s = {.subscribe = "*3\r\n$9\r\nsubscribe\r\n$10\r\nlds:events\r\n:1\r\n",
                   .command = "*2\r\n:3\r\n:50\r\n", .delay_ms = 100};
-  s.port = refusing_port(&s.listener);
-  REQUIRE(s.port > 0 && listen(s.listener, 8) == 0);
-  REQUIRE(pthread_create(&s.thread, NULL, odd_server_loop, &s) == 0);
+  REQUIRE(odd_server_start(&s));
   fixture f;
   fixture_init(&f, LDS_DELIVER_LOOP, host_succeed_echo);
-  char url[64];
-  snprintf(url, sizeof url, "redis://127.0.0.1:%d", s.port);
-  lds_redis_cache_options o = LDS_REDIS_CACHE_OPTIONS_INIT;
-  o.command_timeout_ms = 900;
-  lds_id c = redis_cache(f.rt, url, &o);
   lds_load_options lo = LDS_LOAD_OPTIONS_INIT;
   lo.flags = LDS_LOAD_SHARE;
-  lo.cache = c;
+  lo.cache = odd_cache(f.rt, &s, "", 900);
   REQUIRE_RC(fx_load(&f, "k", &lo), LDS_OK);
   nap_ms(slow_ms(30, 300));  /* the lease request is sent, not answered */
   fixture_finish(&f);
-  atomic_store(&s.stop, true);
-  pthread_join(s.thread, NULL);
-  close(s.listener);
+  odd_server_stop(&s);
 }
 
 TEST(test_redis_cache_first_load_finds_the_entry_another_runtime_stored) {

@@ -1722,7 +1722,9 @@ int lds_cache_invalidate(lds_runtime *rt, lds_id cache, const void *prefix, size
  * Trust: the Redis server is trusted like the cache file of a persistent
  * cache. A value that does not decode as an entry is a miss; replies are
  * read by hiredis, which holds each one whole (Redis bounds a value to
- * 512 MB).
+ * 512 MB). A reply that answers no command, a message on the subscribed
+ * connection of another shape than Redis sends, and an array of more
+ * than 1,000,000 elements drop their connection (LDS_REDIS_EREPLY).
  */
 
 /* Codes of LDS_DOMAIN_REDIS errors. */

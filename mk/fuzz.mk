@@ -33,12 +33,13 @@ FUZZ_SCRATCH      := .build-fuzz
 FUZZ_LIB_DIR      := $(FUZZ_SCRATCH)/debug
 FUZZ_DIR          := Tests/fuzz
 FUZZ_OUT          := $(OUT)/fuzz
-FUZZ_HARNESSES    ?= api parsers
+FUZZ_HARNESSES    ?= api parsers redis
 FUZZ_SECONDS      ?= 300
 FUZZ_TEST_SECONDS ?= 10
 # The longest input: API call sequences need a few hundred bytes; the
-# parser harness also takes whole (small) SQLite files.
-FUZZ_MAX_LEN      = $$(case $$h in parsers) echo 8192;; *) echo 512;; esac)
+# parser harness also takes whole (small) SQLite files, the Redis harness
+# the replies it queues besides its calls.
+FUZZ_MAX_LEN      = $$(case $$h in parsers) echo 8192;; redis) echo 2048;; *) echo 512;; esac)
 FUZZ_COVERAGE     := edge,inline-8bit-counters,pc-table,trace-cmp
 FUZZ_CFLAGS       := -std=c11 -Wall -Wextra -Werror -O1 -g -Iinclude -D_GNU_SOURCE -pthread \
                      -fsanitize=fuzzer,address -fuse-ld=lld

@@ -94,21 +94,6 @@ static int check_rc(const char *what, int rc, unsigned allowed) {
   })
 
 /* ------------------------------------------------------------------ */
-/* Input                                                               */
-/* ------------------------------------------------------------------ */
-
-/* Up to max bytes of the input, pointed at in place. */
-static const uint8_t *bytes(input *in, size_t max, size_t *len) {
-  size_t n = max ? u8(in) % (max + 1) : 0;
-  if (n > in->n) n = in->n;
-  const uint8_t *p = in->p;
-  in->p += n;
-  in->n -= n;
-  *len = n;
-  return p;
-}
-
-/* ------------------------------------------------------------------ */
 /* The context of one input                                            */
 /* ------------------------------------------------------------------ */
 

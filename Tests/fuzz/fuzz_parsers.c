@@ -213,22 +213,6 @@ static int exec_decode(const uint8_t *p, size_t n, exec_req *q, size_t *argv_end
   return 2;
 }
 
-/* A growing buffer for encodings written here. */
-typedef struct buf {
-  uint8_t *p;
-  size_t n, cap;
-} buf;
-
-static void b_put(buf *b, const void *data, size_t n) {
-  if (b->n + n > b->cap) {
-    b->cap = (b->n + n) * 2 + 64;
-    b->p = realloc(b->p, b->cap);
-    if (!b->p) abort();
-  }
-  if (n) memcpy(b->p + b->n, data, n);
-  b->n += n;
-}
-
 static void b_u32(buf *b, uint32_t v) {
   uint8_t le[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
   b_put(b, le, 4);

@@ -367,6 +367,99 @@ def cache_seeds():
     }
 
 
+# -------------------------------------------------------------- redis
+# Inputs of fuzz_redis.c: the URL form, the cache's options, the URL's
+# parts, replies queued before the cache connects, then operations.
+# Reply classes: 0 AUTH, 1 SELECT, 2 SUBSCRIBE, 3 GET, 4 SET, 5 DEL,
+# 6 PUBLISH, 7 lease script, 8 publish script, 9 release script, 10 sweep
+# script, 11 keys script, 12 others.
+R_AUTH, R_SUBSCRIBE, R_GET, R_ACQUIRE = 0, 2, 3, 7
+
+
+def redis_input(records=(), ops=b"", form=0, o1=0, url=b"\x00", cmd=8):
+    """o1: 1 front tier, 8 small max_value_bytes; the timeouts are cmd + 2 ms,
+    20 ms to connect, a lease of 5 ms."""
+    out = bytes([form, o1, cmd, 15, 4, 10]) + url
+    return out + bytes([len(records)]) + b"".join(records) + ops
+
+
+def reply(cls, spec, push=None):
+    """A queued reply of class cls; push: a message (its spec) sent to the subscribers after it."""
+    body = bytes([1 if push is not None else 0]) + spec + (push or b"")
+    return bytes([cls, len(body)]) + body
+
+
+def r_raw(b):
+    return bytes([8, len(b)]) + b
+
+
+def r_int(sel):
+    return bytes([2, sel])
+
+
+def r_array(*items):
+    return bytes([6, len(items)]) + b"".join(items)
+
+
+def r_entry(how=0, stored=0, expires=0, token=0, meta=b"", value=b"v", meta_len=3):
+    """A stored entry: how 1 another format byte, 2 a stale byte, 4 repeated, 8 cut;
+    meta_len 3 the right length, 1 0xffffffff, 2 2^31, 0 right + 0."""
+    return bytes([7, how, stored, expires, token, len(meta)]) + meta + bytes([len(value)]) + value + bytes([meta_len])
+
+
+def r_lease_wait(pttl):
+    return bytes([12, 2, pttl])
+
+
+SILENCE, CLOSE = bytes([11]), bytes([10])
+
+
+def get(key=0):
+    return bytes([0, key])
+
+
+def put(value, key=0):
+    return bytes([2, key, len(value)]) + value
+
+
+def redis_load(share, policy=0, mode=0, two=False, timeout=1, cell=0, key=0):
+    """mode: 0 succeed, 1 fail, 2 succeed later, 3 fail later, 4 a big value, 5 yield first;
+    timeout: the byte whose t % 4 == 0 gives 1 + t / 16 ms."""
+    how = (1 if two else 0) | (mode << 1) | (policy << 4)
+    return bytes([8 if share else 9, how, key, timeout, cell])
+
+
+STATUS = bytes([12])
+
+REDIS_SEEDS = {
+    "hit": redis_input(ops=put(b"value") + get() + redis_load(False, policy=1) + STATUS),
+    "miss": redis_input(ops=get() + redis_load(False, policy=1) + redis_load(False, policy=3) + STATUS),
+    "lease_taken": redis_input(ops=redis_load(True, two=True) + redis_load(True, mode=2) + get() + STATUS),
+    "lease_wait": redis_input([reply(R_ACQUIRE, r_lease_wait(3)), reply(R_ACQUIRE, r_lease_wait(2), push=b"\x80")],
+                              redis_load(True, policy=1, two=True) + STATUS),
+    "lease_odd_replies": redis_input([reply(R_ACQUIRE, r_int(1)), reply(R_ACQUIRE, r_array(r_int(2))),
+                                      reply(R_ACQUIRE, r_array(r_int(1), r_entry(meta_len=1)))],
+                                     redis_load(True) * 3 + STATUS),
+    "timeout": redis_input([reply(R_GET, SILENCE)], get() + redis_load(False, policy=1) + STATUS, cmd=1),
+    "closed": redis_input([reply(R_GET, CLOSE)], get() + bytes([14]) * 4 + get() + STATUS),
+    "malformed": redis_input([reply(R_GET, r_raw(b"+OK\r\n+OK\r\n")), reply(R_GET, r_raw(b"%1\r\n"))],
+                             get() + get() + STATUS),
+    "entry_meta_past_end": redis_input([reply(R_GET, r_entry(meta=b"m", meta_len=0)),
+                                        reply(R_GET, r_entry(how=8, value=b"cut"))],
+                                       get() + redis_load(False, policy=2) + STATUS, o1=1),
+    "entry_too_big": redis_input([reply(R_GET, r_entry(how=4, value=b"0123456789abcdef"))],
+                                 get() + put(b"x" * 30) + redis_load(True, mode=4) + STATUS, o1=8),
+    "auth_refused": redis_input([reply(R_AUTH, bytes([1, 4]) + b"WRONG")], get() + STATUS, form=1, url=b"\x03"),
+    "subscribe_odd": redis_input([reply(R_SUBSCRIBE, r_array(r_int(1)))], bytes([14]) + get() + STATUS),
+    "auth_answered_twice": redis_input([reply(R_AUTH, r_raw(b"+OK\r\n:1\r\n"))] * 2, get() + bytes([14]) + STATUS,
+                                       form=1, url=b"\x00"),
+    "refresh_after_cancel": redis_input(ops=bytes([10 | 0x10, 3 << 4, 0, 1, 0]) + bytes([11, 0, 0]) + STATUS),
+    "unix": redis_input(ops=put(b"v") + redis_load(True, policy=1) + STATUS, form=2, url=b"\x01"),
+    "url_fuzzed": redis_input(ops=get(), form=3, url=bytes([0, 3]) + b"u:p" + bytes([8, 1]) + b"2"),
+    "url_unix_escaped": redis_input(ops=get(), form=3, url=bytes([1, 0, 3 | 8, 4]) + b"db=1"),
+}
+
+
 def write(harness, seeds):
     d = os.path.join(HERE, "corpus", harness)
     os.makedirs(d, exist_ok=True)
@@ -388,7 +481,8 @@ def main():
     write("api", api)
     PARSER_SEEDS.update(cache_seeds())
     write("parsers", PARSER_SEEDS)
-    print(f"{len(api)} api seeds, {len(PARSER_SEEDS)} parser seeds", file=sys.stderr)
+    write("redis", REDIS_SEEDS)
+    print(f"{len(api)} api seeds, {len(PARSER_SEEDS)} parser seeds, {len(REDIS_SEEDS)} redis seeds", file=sys.stderr)
 
 
 if __name__ == "__main__":

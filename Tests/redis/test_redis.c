@@ -894,6 +894,139 @@ TEST(test_redis_cache_unreachable_server_fails_cache_calls_not_loads) {
   close(fd);
 }
 
+/* A server that speaks RESP oddly: every read on a connection is answered
+ * with `subscribe` when it holds a SUBSCRIBE, else with `command`, after
+ * `delay_ms`. */
+typedef struct odd_server {
+  int listener, port;
+  const char *subscribe, *command;
+  long delay_ms;
+  atomic_bool stop;
+  pthread_t thread;
+} odd_server;
+
+static void *odd_server_loop(void *arg) {
+  odd_server *s = arg;
+  struct pollfd fds[9] = {{.fd = s->listener, .events = POLLIN}};
+  nfds_t n = 1;
+  while (!atomic_load(&s->stop)) {
+    if (poll(fds, n, 20) <= 0) continue;
+    if (fds[0].revents && n < 9) {
+      int c = accept(s->listener, NULL, NULL);
+      if (c >= 0) fds[n++] = (struct pollfd){.fd = c, .events = POLLIN};
+    }
+    for (nfds_t i = 1; i < n; i++) {
+      if (!fds[i].revents) continue;
+      char b[4096];
+      ssize_t got = read(fds[i].fd, b, sizeof b - 1);
+      if (got <= 0) {
+        close(fds[i].fd);
+        fds[i] = fds[--n];
+        fds[i].revents = 0;
+        continue;
+      }
+      b[got] = 0;
+      const char *answer = strstr(b, "SUBSCRIBE") ? s->subscribe : s->command;
+      nap_ms(s->delay_ms);
+      if (send(fds[i].fd, answer, strlen(answer), MSG_NOSIGNAL) < 0) continue;
+    }
+  }
+  for (nfds_t i = 1; i < n; i++) close(fds[i].fd);
+  return NULL;
+}
+
+static bool odd_server_start(odd_server *s) {
+  s->port = refusing_port(&s->listener);
+  return s->port > 0 && listen(s->listener, 8) == 0 && pthread_create(&s->thread, NULL, odd_server_loop, s) == 0;
+}
+
+static void odd_server_stop(odd_server *s) {
+  atomic_store(&s->stop, true);
+  pthread_join(s->thread, NULL);
+  close(s->listener);
+}
+
+/* A Redis cache of rt on the odd server: the URL's userinfo ("" or
+ * "user:password@"), the command timeout. */
+static lds_id odd_cache(lds_runtime *rt, const odd_server *s, const char *userinfo, uint32_t command_timeout_ms) {
+  char url[64];
+  snprintf(url, sizeof url, "redis://%s127.0.0.1:%d", userinfo, s->port);
+  lds_redis_cache_options o = LDS_REDIS_CACHE_OPTIONS_INIT;
+  o.command_timeout_ms = command_timeout_ms;
+  o.reconnect_max_ms = 50;
+  return redis_cache(rt, url, &o);
+}
+
+/* hiredis 0.14 aborts the process (assert) on a reply that answers no
+ * command, and on a subscription message of another shape; such replies
+ * now drop the connection, with LDS_REDIS_EREPLY. On a subscribed
+ * connection, a reply hiredis finds no callback for goes to the last
+ * callback it ran again (there AUTH's): that call is ignored. */
+TEST(test_redis_cache_replies_that_answer_no_command_drop_the_connection_not_the_process) {
+  static const char *const cases[][3] = {
+      {"*1\r\n:1\r\n", "$-1\r\n", ""},                                               /* one element */
+      {"*2\r\n:1\r\n:2\r\n", "$-1\r\n", ""},                                         /* not strings */
+      {"*2\r\n$11\r\nunsubscribe\r\n$10\r\nlds:events\r\n", "$-1\r\n", ""},           /* no count */
+      {"*3\r\n$9\r\nsubscribe\r\n$10\r\nlds:events\r\n:1\r\n", "$-1\r\n+OK\r\n", ""}, /* two replies to GET */
+      {"+OK\r\n:1\r\n", "+OK\r\n+OK\r\n", ":pw@"},                         /* AUTH's callback again */
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    odd_server s = {.subscribe = cases[i][0], .command = cases[i][1]};
+    REQUIRE(odd_server_start(&s));
+    lds_runtime *rt = rt_new(LDS_DELIVER_LOOP);
+    lds_id c = odd_cache(rt, &s, cases[i][2], 1000);
+    lds_cache_value v;
+    int rc = lds_cache_get(rt, c, "k", 1, &v);
+    CHECK(rc == 0 || rc == LDS_EREDIS);
+    lds_redis_status st;
+    STATUS_UNTIL(rt, c, st, st.last_error_code == LDS_REDIS_EREPLY);
+    if (i < 3) CHECK_EQ(st.subscribed, 0);
+    rt_free(rt);
+    odd_server_stop(&s);
+  }
+}
+
+/* A load cancelled while its cell waits for Redis's answer is the cell's
+ * last request all the same: a refresh reloads it (it did nothing). */
+TEST(test_redis_cache_refresh_after_a_cancel_during_the_lookup_reloads) {
+  odd_server s = {.subscribe = "", .command = ""};  /* answers nothing */
+  REQUIRE(odd_server_start(&s));
+  fixture f;
+  fixture_init(&f, LDS_DELIVER_LOOP, host_succeed_echo);
+  lds_load_options lo = cache_first(odd_cache(f.rt, &s, "", 60000));
+  lo.flags = 0;  /* no lease: the server never answers */
+  REQUIRE_RC(fx_load(&f, "asked", &lo), LDS_OK);
+  CHECK_RC(lds_loadable_cancel(f.rt, f.cell), LDS_OK);
+  CHECK_RC(lds_loadable_refresh(f.rt, f.cell), LDS_OK);
+  /* A refresh asks the loader, not the cache. */
+  if (WAIT_FOR(settled(&f.rec) != NULL)) {
+    const lds_event *e = settled(&f.rec);
+    CHECK_EQ(e->status, LDS_LOADED);
+    CHECK_BYTES(e->value, e->value_len, "asked");
+  }
+  fixture_finish(&f);
+  odd_server_stop(&s);
+}
+
+/* A lease request that Redis answers "wait" while the runtime is being
+ * freed (its connection closes gracefully, letting the reply in): the
+ * load is not made to wait then, and no timer is left open (valgrind's
+ * leak check saw one from every such reply). */
+TEST(test_redis_cache_lease_wait_answered_while_the_runtime_is_freed) {
+  odd_server s = {.subscribe = "*3\r\n$9\r\nsubscribe\r\n$10\r\nlds:events\r\n:1\r\n",
+                  .command = "*2\r\n:3\r\n:50\r\n", .delay_ms = 100};
+  REQUIRE(odd_server_start(&s));
+  fixture f;
+  fixture_init(&f, LDS_DELIVER_LOOP, host_succeed_echo);
+  lds_load_options lo = LDS_LOAD_OPTIONS_INIT;
+  lo.flags = LDS_LOAD_SHARE;
+  lo.cache = odd_cache(f.rt, &s, "", 900);
+  REQUIRE_RC(fx_load(&f, "k", &lo), LDS_OK);
+  nap_ms(slow_ms(30, 300));  /* the lease request is sent, not answered */
+  fixture_finish(&f);
+  odd_server_stop(&s);
+}
+
 TEST(test_redis_cache_first_load_finds_the_entry_another_runtime_stored) {
   redis_server srv;
   START_SERVER(&srv);

@@ -257,6 +257,9 @@ protocol RuntimeResident: AnyObject {
         // meanwhile. Its front tier answers at once.
         if !looked, let cache = spec.cache, cache.policy != .loadOnly, flavor == .loadable,
            let remote = cache.store as? RedisCache, !remote.hasLocalEntry(cache.key) {
+            // The last request already: a refresh after a cancel that came
+            // before the answer reloads it.
+            lastSpec = spec
             lookups &+= 1
             let lookup = lookups
             remote.fetch(cache.key) { [self] entry, failure in

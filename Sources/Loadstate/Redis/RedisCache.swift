@@ -115,6 +115,9 @@ public final class RedisCache: Handle, CacheStore, RuntimeResident, @unchecked S
     private var recentResults = [(number: UInt64, key: [UInt8], kind: Character)](
         repeating: (0, [], " "), count: 256)
     private var resultMessages: UInt64 = 0
+    /// How lease requests that end after `close` end (the runtime closes
+    /// too: abandoned; otherwise: load without a lease).
+    private var closedOutcome = LeaseOutcome.unavailable
 
     /// Starts connecting on `runtime`'s loop.
     @usableFromInline package init(id: UInt64, runtime: Runtime, url: RedisURL, options: Options) {
@@ -524,7 +527,8 @@ public final class RedisCache: Handle, CacheStore, RuntimeResident, @unchecked S
             $0.connected = false
             $0.subscribed = false
         }
-        releaseWaiters(runtimeClosing ? .abandoned : .unavailable)
+        closedOutcome = runtimeClosing ? .abandoned : .unavailable
+        releaseWaiters(closedOutcome)
     }
 
     // MARK: - Loads (loop thread)
@@ -616,7 +620,7 @@ public final class RedisCache: Handle, CacheStore, RuntimeResident, @unchecked S
     }
 
     private func acquire(_ waiter: LeaseWaiter, waited: Bool) {
-        guard commands != nil else { return waiter.finish(.unavailable) }
+        guard commands != nil else { return waiter.finish(closedOutcome) }
         let asked = resultMessages
         command([RedisCache.arg("EVAL"), RedisCache.arg(RedisScripts.acquire), RedisCache.arg("3"),
                  entryKey(waiter.key), leaseKey(waiter.key), fenceKey, RedisCache.arg(waiter.notBeforeMs),
@@ -661,6 +665,10 @@ public final class RedisCache: Handle, CacheStore, RuntimeResident, @unchecked S
     /// to expire (then it asks again).
     private func wait(_ waiter: LeaseWaiter, ms: UInt64) {
         guard !waiter.isDone else { return }
+        // A reply that came after `close` (which let the commands sent
+        // answer): nothing would end the wait, and the waiter, holding its
+        // load, would keep the cache.
+        guard commands != nil else { return waiter.finish(closedOutcome) }
         waiters[waiter.key, default: []].append(waiter)
         let timer = waiter.timer ?? LoopTimer(loop: loop.loop)
         waiter.timer = timer
@@ -676,7 +684,7 @@ public final class RedisCache: Handle, CacheStore, RuntimeResident, @unchecked S
         guard let index = waiters[waiter.key]?.firstIndex(where: { $0 === waiter }) else { return }
         waiters[waiter.key]?.remove(at: index)
         if waiters[waiter.key]?.isEmpty == true { waiters[waiter.key] = nil }
-        waiter.timer?.stop()
+        waiter.stopWaiting()
         acquire(waiter, waited: true)
     }
 
@@ -776,7 +784,7 @@ public final class RedisCache: Handle, CacheStore, RuntimeResident, @unchecked S
         recentResults[Int(resultMessages % UInt64(recentResults.count))] = (resultMessages, key, kind)
         guard let waiting = waiters.removeValue(forKey: key) else { return }
         for waiter in waiting {
-            waiter.timer?.stop()
+            waiter.stopWaiting()
             if kind == "X" {
                 waiter.finish(.unavailable)
             } else {
@@ -819,9 +827,15 @@ final class LeaseWaiter {
 
     var isDone: Bool { done == nil }
 
-    func finish(_ outcome: RedisCache.LeaseOutcome) {
+    /// Its timer goes whenever it stops waiting: a timer open while its
+    /// request is out would be closed by a stopping loop without its memory.
+    func stopWaiting() {
         timer?.close()
         timer = nil
+    }
+
+    func finish(_ outcome: RedisCache.LeaseOutcome) {
+        stopWaiting()
         guard let done else { return }
         self.done = nil
         done(outcome)

@@ -125,6 +125,8 @@ final class RedisConnection: Lingering {
         let deadline: UInt64
         /// The encoded command until it is handed to hiredis.
         var command: RedisCommand
+        /// What names it to hiredis once sent (see `write`).
+        var serial: UInt = 0
         private var isDone = false
 
         init(_ command: RedisCommand, deadline: UInt64, done: @escaping (Result<RedisReply, RedisFailure>) -> Void) {
@@ -151,6 +153,8 @@ final class RedisConnection: Lingering {
     /// Commands sent on the connection, in order (replies come in this order).
     private var inflight: [Pending] = []
     private var inflightHead = 0
+    /// The serial of the last command sent.
+    private var lastSerial: UInt = 0
     /// Commands waiting for the first connection.
     private var waiting: [Pending] = []
     private var connectDeadline: UInt64 = 0
@@ -362,6 +366,9 @@ final class RedisConnection: Lingering {
             redisAsyncFree(ac)
             return failed(RedisFailure(.connect, "cannot watch the socket"))
         }
+        // Replies hiredis's async layer would abort the process on are
+        // refused while they are read (see the shim).
+        lds_redis_guard_replies(ac)
         ac.pointee.data = Unmanaged.passUnretained(self).toOpaque()
         redisAsyncSetConnectCallback(ac) { ac, status in
             guard let ac, let data = ac.pointee.data else { return }
@@ -447,10 +454,19 @@ final class RedisConnection: Lingering {
             lingering = nil
             return
         }
-        let reason = dropReason ?? RedisFailure(.connect, "connection lost: \(errorString(ac))")
+        let reason = dropReason ?? lostReason(ac)
         dropReason = nil
         failInflight(reason)
         failed(reason)
+    }
+
+    /// Why hiredis dropped the connection of `ac` on its own.
+    private func lostReason(_ ac: UnsafePointer<redisAsyncContext>) -> RedisFailure {
+        if lds_redis_reply_refused(ac) != 0 {
+            return RedisFailure(.reply, "Redis sent a reply that answers no command, or of a shape or size "
+                                + "this client refuses: connection dropped")
+        }
+        return RedisFailure(.connect, "connection lost: \(errorString(UnsafeMutablePointer(mutating: ac)))")
     }
 
     /// A connection attempt failed or a connection was lost: commands
@@ -513,44 +529,47 @@ final class RedisConnection: Lingering {
         }
         let command = pending.command
         pending.command = .none
-        let box = Unmanaged.passRetained(pending)
+        // hiredis gets the command's serial, not a pointer: hiredis 0.14 may
+        // call the last callback again (for a reply on a subscribed
+        // connection that it finds no callback for), and a serial that is
+        // not the oldest command's names nothing.
+        lastSerial = lastSerial == UInt.max ? 1 : lastSerial + 1
+        pending.serial = lastSerial
         let rc: Int32 = command.bytes.withUnsafeBytes { buffer in
             guard let base = buffer.baseAddress else { return REDIS_ERR }
             return redisAsyncFormattedCommand(ac, { ac, reply, privdata in
-                guard let privdata else { return }
-                let pending = Unmanaged<Pending>.fromOpaque(privdata).takeRetainedValue()
-                let connection = ac?.pointee.data.map {
-                    Unmanaged<RedisConnection>.fromOpaque($0).takeUnretainedValue()
-                }
-                connection?.replied(pending, reply.map { RedisReply(UnsafeRawPointer($0)) })
-                if connection == nil { pending.finish(reply.map { .success(RedisReply(UnsafeRawPointer($0))) }
-                                                        ?? .failure(RedisFailure(.connect, "connection lost"))) }
-            }, box.toOpaque(), base.assumingMemoryBound(to: CChar.self), buffer.count)
+                // No data: the connection was dropped, its commands failed.
+                guard let privdata, let data = ac?.pointee.data else { return }
+                Unmanaged<RedisConnection>.fromOpaque(data).takeUnretainedValue()
+                    .replied(UInt(bitPattern: privdata), reply.map { RedisReply(UnsafeRawPointer($0)) }, ac)
+            }, UnsafeMutableRawPointer(bitPattern: pending.serial), base.assumingMemoryBound(to: CChar.self),
+            buffer.count)
         }
         guard rc == REDIS_OK else {
-            box.release()
             return pending.finish(.failure(RedisFailure(.connect, "cannot send: \(errorString(ac))")))
         }
         inflight.append(pending)
         if inflight.count - inflightHead == 1 { armTimer() }
     }
 
-    /// hiredis: a command's reply came, or (nil) its connection is gone.
-    private func replied(_ pending: Pending, _ reply: RedisReply?) {
-        if inflightHead < inflight.count, inflight[inflightHead] === pending {
-            inflightHead += 1
-            if inflightHead == inflight.count {
-                inflight.removeAll(keepingCapacity: true)
-                inflightHead = 0
-            } else if inflightHead >= 1024 && inflightHead * 2 >= inflight.count {
-                inflight.removeFirst(inflightHead)
-                inflightHead = 0
-            }
+    /// hiredis: the reply of the command `serial` came, or (nil) its
+    /// connection `ac` is gone. Replies come in order: a serial that is
+    /// not the oldest command's is a repeated call, or of a failed command.
+    private func replied(_ serial: UInt, _ reply: RedisReply?, _ ac: UnsafePointer<redisAsyncContext>?) {
+        guard inflightHead < inflight.count, inflight[inflightHead].serial == serial else { return }
+        let pending = inflight[inflightHead]
+        inflightHead += 1
+        if inflightHead == inflight.count {
+            inflight.removeAll(keepingCapacity: true)
+            inflightHead = 0
+        } else if inflightHead >= 1024 && inflightHead * 2 >= inflight.count {
+            inflight.removeFirst(inflightHead)
+            inflightHead = 0
         }
         if let reply {
             pending.finish(.success(reply))
         } else {
-            pending.finish(.failure(dropReason ?? RedisFailure(.connect, "connection lost")))
+            pending.finish(.failure(dropReason ?? ac.map(lostReason) ?? RedisFailure(.connect, "connection lost")))
         }
     }
 
@@ -577,7 +596,9 @@ final class RedisConnection: Lingering {
     }
 
     private func subscriptionReply(_ reply: RedisReply) {
-        guard case .array(let items) = reply, items.count == 3, case .string(let kind) = items[0] else { return }
+        // The channel too: hiredis 0.14 may hand this callback a message of another.
+        guard case .array(let items) = reply, items.count == 3, case .string(let kind) = items[0],
+              case .string(let name) = items[1], name == channel else { return }
         if kind == Array("message".utf8), case .string(let payload) = items[2] {
             onMessage?(payload)
         } else if kind == Array("subscribe".utf8) {

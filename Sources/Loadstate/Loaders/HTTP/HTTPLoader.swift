@@ -41,11 +41,6 @@ import CCurl
     package static let trailersMax = 64 << 10
     /// The receive buffer of each connection (CURLOPT_BUFFERSIZE).
     static let receiveBufferSize = 64 << 10
-    /// The receive buffer of a handle used for one transfer only, which
-    /// allocates it for every transfer: under glibc's
-    /// FASTBIN_CONSOLIDATION_THRESHOLD (64 KiB), whose frees walk the
-    /// heap's fast bins.
-    static let freshHandleBufferSize = 60 << 10
 
     @usableFromInline package let options: Options
     // Loop thread only.

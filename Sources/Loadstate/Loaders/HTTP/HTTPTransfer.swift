@@ -87,17 +87,15 @@ final class HTTPTransfer {
             lds_easy_setopt_str(easy, CURLOPT_PROTOCOLS_STR, "http,https")
             lds_easy_setopt_str(easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
             lds_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
-            // A receive buffer of about 64 KiB instead of curl's 16 KiB: a
-            // quarter of the reads and write callbacks for a large body (a
-            // 1 MiB GET took about 20% less of the loop thread's time), at
-            // 48 KiB more per connection in use. A handle that is not reused
-            // (see `CurlMulti.recycle`) allocates its buffer for every
-            // transfer; it gets 60 KiB, under glibc's 64 KiB threshold at
-            // which a free consolidates the heap's fast bins. (bench/README,
-            // "HTTP", has what either costs 1 KiB GETs.)
-            lds_easy_setopt_long(easy, CURLOPT_BUFFERSIZE,
-                                 CurlMulti.reusesHandles ? HTTPLoader.receiveBufferSize
-                                     : HTTPLoader.freshHandleBufferSize)
+            // A receive buffer of 64 KiB instead of curl's 16 KiB: a quarter of
+            // the reads and write callbacks for a large body (a 1 MiB GET took
+            // about 20% less of the loop thread's time), at 48 KiB more per
+            // connection in use. Only on a handle that is reused (see
+            // `CurlMulti.recycle`): a new handle per transfer would allocate
+            // it for every request, which cost 1 KiB GETs about 4 us each.
+            if CurlMulti.reusesHandles {
+                lds_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, HTTPLoader.receiveBufferSize)
+            }
             // The User-Agent as a header line of the handle's own rather
             // than CURLOPT_USERAGENT, which curl formats anew (allocating)
             // for every transfer. Also sent to a proxy asked to CONNECT.

@@ -1,7 +1,7 @@
 # The Redis cache's tests and benchmark, against Debian's redis-server
 # started on a free port of 127.0.0.1 by Tests/support/redis_server.c
-# (C) and Tests/support/redis_server.py (Python, and a script for other
-# languages); never against a server the tests did not start.
+# (the Python, Rust and Swift tests start theirs the same way); never
+# against a server the tests did not start.
 #
 #   make test-redis            Tests/redis/*.c with the C harness, in a binary of its own
 #   make test-redis-valgrind   the same tests under valgrind (the workers they fork too)

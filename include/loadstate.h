@@ -1767,7 +1767,10 @@ typedef struct lds_redis_cache_options {
  *
  *   url   redis://[[user]:password@]host[:port][/db]  (port 6379, db 0)
  *         unix://[[user]:password@]/path/to/redis.sock[?db=N]
- *         Percent-escapes are decoded in the password and path. rediss://
+ *         host: a name (resolved without blocking), an IPv4 address, or
+ *         an IPv6 address between brackets ([::1]; nothing else between
+ *         brackets, no zone). Percent-escapes are decoded in the password
+ *         and path. rediss://
  *         (TLS) is refused with LDS_EINVAL: Debian 12's hiredis 0.14 has
  *         no TLS.
  *   opts  may be NULL for defaults; otherwise opts->size must be at least

@@ -109,6 +109,13 @@ struct RedisCacheTests {
         #expect(parsed?.address == .tcp(host: "::1", port: 7000))
         #expect(parsed?.password == "s@cret" && parsed?.user == "user" && parsed?.database == 3)
         #expect(RedisURL("unix:///run/redis.sock?db=2")?.address == .unix(path: "/run/redis.sock"))
+        // Between brackets, an IPv6 address and nothing else.
+        #expect(RedisURL("redis://[::ffff:127.0.0.1]:7000")?.address == .tcp(host: "::ffff:127.0.0.1", port: 7000))
+        #expect(RedisURL("redis://[::1]")?.address == .tcp(host: "::1", port: 6379))
+        for url in ["redis://[127.0.0.1:1]", "redis://[127.0.0.1]:7000", "redis://[localhost]", "redis://[]:7000",
+                    "redis://[fe80::1%eth0]", "redis://[::1", "redis://[:::1]"] {
+            #expect(RedisURL(url) == nil, "\(url)")
+        }
     }
 
     @Test func sharedLoadsOfTwoProcessesCallOneLoader() async throws {

@@ -1,3 +1,5 @@
+import CLibUV
+
 /// Where a Redis cache connects: a TCP host and port or a unix socket, an
 /// optional user and password, and a database number.
 ///
@@ -82,9 +84,11 @@ public struct RedisURL: Sendable, Equatable {
             var port: UInt16 = 6379
             var host: Substring
             if hostPort.first == "[" {
-                // An IPv6 literal: [::1]:6379.
+                // An IPv6 literal: [::1]:6379. Nothing else between brackets:
+                // "[127.0.0.1:1]" would otherwise be a host name to resolve.
                 guard let close = hostPort.firstIndex(of: "]") else { return nil }
                 host = hostPort[hostPort.index(after: hostPort.startIndex)..<close]
+                guard RedisURL.isIPv6(host) else { return nil }
                 hostPort = hostPort[hostPort.index(after: close)...]
                 if !hostPort.isEmpty {
                     guard hostPort.first == ":", let p = UInt16(hostPort.dropFirst()), p > 0 else { return nil }
@@ -105,6 +109,13 @@ public struct RedisURL: Sendable, Equatable {
         self.user = user
         self.password = password
         self.database = database
+    }
+
+    /// Whether `text` is an IPv6 address as inet_pton reads one (no zone).
+    private static func isIPv6(_ text: Substring) -> Bool {
+        guard !text.isEmpty, text.utf8.count < 64 else { return false }
+        var address = in6_addr()
+        return String(text).withCString { uv_inet_pton(AF_INET6, $0, &address) } == 0
     }
 
     /// Decodes percent-escapes; nil for a malformed one or text that is not UTF-8.

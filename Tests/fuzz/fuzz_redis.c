@@ -32,7 +32,8 @@
  * are always the harness's (127.0.0.1 in one of its spellings), and its
  * unix path is the harness's socket (percent-escaped or not); nothing
  * names a host to resolve. A scheme other than redis:// and unix://, a
- * port followed by junk, an unclosed bracket must give LDS_EINVAL.
+ * port followed by junk, an unclosed bracket, an IPv4 address between
+ * brackets must give LDS_EINVAL.
  *
  * Checked: return codes within the header's sets (plus LDS_EREDIS, which
  * every call on a Redis cache may return); a put over max_value_bytes is
@@ -906,7 +907,7 @@ static char *make_url(input *in, uint8_t form, bool *must_fail) {
       static const char *hosts[] = {"127.0.0.1", "[127.0.0.1]", "[::ffff:127.0.0.1]", "", "[127.0.0.1"};
       uint8_t h = u8(in);
       b_str(&u, hosts[h % 5]);
-      if (h % 5 >= 3) *must_fail = true;
+      if (h % 5 == 1 || h % 5 >= 3) *must_fail = true; /* brackets hold an IPv6 address only */
       static const char *before[] = {":", ":0", ":00", ":+"};
       b_str(&u, before[(h >> 3) % 4]);
       b_str(&u, port);

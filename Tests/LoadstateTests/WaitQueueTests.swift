@@ -52,7 +52,7 @@ import Testing
         }
         // What is left comes out in order, and forEachInOrder agrees.
         var listed: [UInt64] = []
-        queue.forEachInOrder { listed.append($0.ticket); return true }
+        queue.forEachInOrder { listed.append($0.ticket) }
         model.sort { $0.priority != $1.priority ? $0.priority > $1.priority : $0.ticket < $1.ticket }
         #expect(listed == model.map(\.ticket))
         var drained: [UInt64] = []

@@ -249,10 +249,9 @@ final class Admission: @unchecked Sendable {
         queue.forEachInOrder { entry in
             sink.wants = first.count < limit
             sink.inspection = nil
-            guard entry.start(entry.ticket, .inspect(sink)) == true else { return true }
+            guard entry.start(entry.ticket, .inspect(sink)) == true else { return }
             total += 1
             if let inspection = sink.inspection { first.append(inspection) }
-            return true
         }
         return (first, total)
     }

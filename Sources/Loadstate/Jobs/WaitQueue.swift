@@ -20,13 +20,10 @@ struct WaitQueue {
 
     /// The entries of one priority, oldest first from `head`.
     private final class Run {
-        let priority: Int32
         /// Taken entries are nil before `head`; the array is shifted when
         /// they are half of it.
         var entries: [Entry?] = []
         var head = 0
-
-        init(priority: Int32) { self.priority = priority }
 
         var isEmpty: Bool { head >= entries.count }
 
@@ -46,26 +43,18 @@ struct WaitQueue {
     private var runs: [Int32: Run] = [:]
     /// The priorities of `runs`, a max-heap.
     private var priorities: [Int32] = []
-    /// The run last appended to (most jobs share one priority), and the
-    /// run of the highest priority, when known.
-    private var lastRun: Run?
-    private var firstRun: Run?
     /// Entries held, dead ones among them.
     private(set) var count = 0
 
     mutating func append(priority: Int32, _ entry: Entry) {
         let run: Run
-        if let lastRun, lastRun.priority == priority {
-            run = lastRun
-        } else if let existing = runs[priority] {
+        if let existing = runs[priority] {
             run = existing
         } else {
-            run = Run(priority: priority)
+            run = Run()
             runs[priority] = run
-            if let top = priorities.first, priority > top { firstRun = nil }
             pushPriority(priority)
         }
-        lastRun = run
         run.entries.append(entry)
         count += 1
     }
@@ -73,18 +62,15 @@ struct WaitQueue {
     /// Takes the first entry out (dead or not).
     mutating func popFirst() -> Entry? {
         while let top = priorities.first {
-            let run: Run
-            if let firstRun {
-                run = firstRun
-            } else if let found = runs[top] {
-                run = found
-                firstRun = found
-            } else {
+            guard let run = runs[top] else {
                 popPriority()
                 continue
             }
             let entry = run.popFirst()
-            if run.isEmpty { dropFirstRun(run) }
+            if run.isEmpty {
+                runs[top] = nil
+                popPriority()
+            }
             if let entry {
                 count -= 1
                 return entry
@@ -97,8 +83,6 @@ struct WaitQueue {
     mutating func removeAll() {
         runs = [:]
         priorities = []
-        lastRun = nil
-        firstRun = nil
         count = 0
     }
 
@@ -117,26 +101,15 @@ struct WaitQueue {
         runs = kept
         // Sorted from the highest: a valid max-heap.
         priorities = kept.keys.sorted(by: >)
-        lastRun = nil
-        firstRun = nil
     }
 
     /// Calls `body` with the entries in the order they would be taken
-    /// (dead ones among them) until it returns false.
-    func forEachInOrder(_ body: (Entry) -> Bool) {
+    /// (dead ones among them).
+    func forEachInOrder(_ body: (Entry) -> Void) {
         for priority in runs.keys.sorted(by: >) {
             guard let run = runs[priority] else { continue }
-            for case let entry? in run.entries[run.head...] {
-                guard body(entry) else { return }
-            }
+            for case let entry? in run.entries[run.head...] { body(entry) }
         }
-    }
-
-    private mutating func dropFirstRun(_ run: Run) {
-        runs[run.priority] = nil
-        if lastRun === run { lastRun = nil }
-        firstRun = nil
-        popPriority()
     }
 
     // MARK: - The heap of priorities

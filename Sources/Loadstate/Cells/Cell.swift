@@ -496,10 +496,8 @@ protocol RuntimeResident: AnyObject {
     /// `deliverAdmission` once the lock is released: one acquisition of
     /// the lock for both, where an `emit` would take a second one.
     func admissionEvent(_ job: Job<Value, Request>) -> CellEvent<Value, Request>? {
-        guard session?.job === job, !isFreed, state.isQueued else { return nil }
-        var next = state
-        next.isQueued = false
-        return makeEvent(.state, next, changed: false)
+        guard session?.job === job, !isFreed else { return nil }
+        return queuedEvent(false)
     }
 
     /// Loop, under the table lock: publishes an `admissionEvent`.
@@ -510,10 +508,16 @@ protocol RuntimeResident: AnyObject {
 
     /// Emits the current state again, flagged queued or not.
     private func showQueued(_ queued: Bool) {
-        guard state.isQueued != queued else { return }
+        if let event = queuedEvent(queued) { publish(event) }
+    }
+
+    /// The event of the current state flagged queued or not; nil when the
+    /// state already says so.
+    private func queuedEvent(_ queued: Bool) -> CellEvent<Value, Request>? {
+        guard state.isQueued != queued else { return nil }
         var next = state
         next.isQueued = queued
-        emit(.state, next, changed: false)
+        return makeEvent(.state, next, changed: false)
     }
 
     // MARK: - Polling
@@ -899,8 +903,13 @@ protocol RuntimeResident: AnyObject {
     /// Emits an event; with `newState`, the cell takes that state first.
     private func emit(_ type: EventType, _ newState: consuming CellState<Value, Request>? = nil, changed: Bool = true,
                       cancelled: Bool = false, elapsedMs: UInt64 = 0, progress: (UInt64, UInt64) = (0, 0)) {
-        let event = makeEvent(type, newState, changed: changed, cancelled: cancelled, elapsedMs: elapsedMs,
-                              progress: progress)
+        publish(makeEvent(type, newState, changed: changed, cancelled: cancelled, elapsedMs: elapsedMs,
+                          progress: progress))
+    }
+
+    /// Makes `event` the cell's latest (under the table lock, for other
+    /// threads' reads) and reports it.
+    private func publish(_ event: CellEvent<Value, Request>) {
         runtime.table.withLock { _ in published = event }
         deliver(event)
     }

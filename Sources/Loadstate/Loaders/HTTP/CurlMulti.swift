@@ -116,17 +116,15 @@ final class CurlMulti {
     /// Whether cleartext HTTP/2 transfers (prior knowledge) may share and
     /// reuse connections: not before libcurl 8.0.0 (see
     /// `HTTPTransfer.configureVersion`).
-    static let reusesPriorKnowledgeConnections: Bool = {
-        guard let info = curl_version_info(CURLVERSION_FOURTH) else { return false }
-        return info.pointee.version_num >= 0x08_00_00
-    }()
+    static let reusesPriorKnowledgeConnections = libcurlVersion >= 0x08_00_00
 
     /// Whether the libcurl in use may reuse an easy handle safely (8.1.0 or
     /// later; see `recycle`).
-    static let reusesHandles: Bool = {
-        guard let info = curl_version_info(CURLVERSION_FOURTH) else { return false }
-        return info.pointee.version_num >= 0x08_01_00
-    }()
+    static let reusesHandles = libcurlVersion >= 0x08_01_00
+
+    /// The version of the libcurl in use, (major << 16) | (minor << 8) |
+    /// patch; 0 when curl does not say.
+    private static let libcurlVersion: UInt32 = curl_version_info(CURLVERSION_FOURTH)?.pointee.version_num ?? 0
 
     /// An easy handle for a new transfer: an idle one (with the options of
     /// its last request), or a new one whose sockets curl opens and closes

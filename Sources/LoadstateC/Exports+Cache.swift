@@ -226,17 +226,33 @@ private struct KeyBatch {
     /// call. The number of hits, or the whole call's failure.
     func get(_ store: any CacheStore) -> Int32 {
         var indices: [Int] = []
-        var copies: [Bytes] = []
-        for i in 0..<count {
-            if let k = key(i) {
-                indices.append(i)
-                copies.append(Bytes(k))
-            }
-        }
-        guard !copies.isEmpty else { return 0 }
+        indices.reserveCapacity(count)
         let entries: [Result<CacheEntry?, CacheError>]
         do throws(CacheError) {
-            entries = try store.entries(for: copies)
+            if let redis = store as? RedisCache {
+                // The GETs are encoded from the caller's keys at once.
+                var keyBytes = 0
+                for i in 0..<count { keyBytes &+= max(lengths[i], 0) }
+                var batch = RedisCache.GetBatch(of: redis, count: count, keyBytes: keyBytes)
+                for i in 0..<count {
+                    if let k = key(i) {
+                        indices.append(i)
+                        batch.append(k)
+                    }
+                }
+                guard !indices.isEmpty else { return 0 }
+                entries = try redis.entries(batch)
+            } else {
+                var copies: [Bytes] = []
+                for i in 0..<count {
+                    if let k = key(i) {
+                        indices.append(i)
+                        copies.append(Bytes(k))
+                    }
+                }
+                guard !copies.isEmpty else { return 0 }
+                entries = try store.entries(for: copies)
+            }
         } catch {
             return code(error)
         }

@@ -366,7 +366,18 @@ struct RedisCacheTests {
         #expect(text(RedisCommand(get: Array("p:".utf8), Array("v:".utf8), key))
                 == "*2\r\n$3\r\nGET\r\n$12349\r\np:v:" + String(repeating: "x", count: 12_345) + "\r\n")
         #expect(RedisCommand(get: [], [], []).bytes == RedisCommand([Array("GET".utf8), []]).bytes)
-        #expect(RedisCommand.none.bytes.isEmpty)
+        // A group: the same GETs back to back, each command found again by its index.
+        var group = RedisCommandGroup(reservingCommands: 3, bytes: 0)
+        let keys: [[UInt8]] = [Array("a".utf8), [], key]
+        for k in keys { k.withUnsafeBytes { group.appendGet(Array("p:".utf8), Array("v:".utf8), $0) } }
+        #expect(group.count == 3)
+        #expect(group.bytes == keys.flatMap { RedisCommand(get: Array("p:".utf8), Array("v:".utf8), $0).bytes })
+        for (i, k) in keys.enumerated() {
+            #expect(group.withCommand(i) { Array($0) } == RedisCommand(get: Array("p:".utf8), Array("v:".utf8), k).bytes)
+        }
+        let one = RedisCommandGroup(RedisCommand([Array("PING".utf8)]))
+        #expect(one.count == 1 && one.withCommand(0) { Array($0) } == RedisCommand([Array("PING".utf8)]).bytes)
+        #expect(RedisCommandGroup(reservingCommands: 4, bytes: 64).count == 0)
     }
 
     @Test func entriesOfAnotherShapeDoNotDecode() {
@@ -405,5 +416,102 @@ struct RedisCacheTests {
             _ = RedisURL(text)
         }
         #expect(RedisURL(String(repeating: "a", count: 5_000)) == nil)
+    }
+}
+
+/// A connection's groups of commands (a batch's GETs): each command is
+/// answered once, by its index; what does not fit fails alone; a dropped
+/// connection fails what it had not answered.
+@Suite(.serialized, .timeLimit(.minutes(1)))
+struct RedisConnectionGroupTests {
+    let redis: TestRedis
+    let f: CoreFixture
+
+    init() throws {
+        redis = try TestRedis()
+        f = try CoreFixture()
+    }
+
+    /// What one command of a group got: its reply as text, or the failure's code.
+    enum Answer: Equatable {
+        case text(String)
+        case null
+        case failed(RedisFailure.Code)
+    }
+
+    /// Sends `group` on a new connection (started in the same turn of the
+    /// loop, so the group waits for it) with at most `pendingMax` commands
+    /// waiting; the answers by index, once every command has one.
+    func answers(_ group: RedisCommandGroup, pendingMax: Int, commandTimeoutMs: UInt64 = 2_000,
+                 before: [RedisCommand] = []) throws -> [Int: [Answer]] {
+        let all = LoopReply<[Int: [Answer]]>()
+        var got: [Int: [Answer]] = [:]
+        var count = 0
+        let expected = group.count
+        nonisolated(unsafe) var connection: RedisConnection?
+        guard let url = RedisURL(redis.url) else { throw ResultCodeError.failed("url") }
+        let settings = RedisConnection.Settings(url: url, commandTimeoutMs: commandTimeoutMs, connectTimeoutMs: 2_000,
+                                                reconnectMaxMs: 200, pendingMax: pendingMax)
+        f.runtime.loop.execute { [f] in
+            let c = RedisConnection(loop: f.runtime.loop, settings: settings)
+            connection = c
+            c.start()
+            for command in before { c.send(command) { _ in } }
+            c.send(group) { i, result in
+                let answer: Answer
+                switch result {
+                case .failure(let failure): answer = .failed(failure.code)
+                case .success(let reply):
+                    switch RedisReply(reply) {
+                    case .string(let bytes): answer = .text(String(decoding: bytes, as: UTF8.self))
+                    case .status(let text): answer = .text(text)
+                    case .integer(let n): answer = .text(String(n))
+                    case .null: answer = .null
+                    default: answer = .failed(.reply)
+                    }
+                }
+                got[i, default: []].append(answer)
+                count += 1
+                if count == expected { all.put(got) }
+            }
+        }
+        defer { f.runtime.loop.execute { connection?.close() } }
+        guard let result = all.take(timeoutMs: 10_000) else { throw ResultCodeError.failed("no answers") }
+        return result
+    }
+
+    private func command(_ words: String...) -> RedisCommand { RedisCommand(words.map { Array($0.utf8) }) }
+
+    @Test func eachCommandOfAGroupIsAnsweredOnceByItsIndex() throws {
+        var group = RedisCommandGroup(reservingCommands: 4, bytes: 0)
+        group.append(command("SET", "g:a", "one"))
+        group.append(command("GET", "g:a"))
+        "g:missing".utf8.withContiguousStorageIfAvailable { group.appendGet([], [], UnsafeRawBufferPointer($0)) }
+        group.append(command("INCR", "g:n"))
+        let got = try answers(group, pendingMax: 100)
+        #expect(got == [0: [.text("OK")], 1: [.text("one")], 2: [.null], 3: [.text("1")]])
+    }
+
+    @Test func commandsOverTheBoundFailAloneAndTheOthersAreAnswered() throws {
+        var group = RedisCommandGroup(reservingCommands: 6, bytes: 0)
+        for _ in 0..<6 { group.append(command("PING")) }
+        // Two commands wait already: four of the group fit, two do not.
+        let got = try answers(group, pendingMax: 6, before: [command("PING"), command("PING")])
+        #expect(got == [0: [.text("PONG")], 1: [.text("PONG")], 2: [.text("PONG")], 3: [.text("PONG")],
+                        4: [.failed(.queue)], 5: [.failed(.queue)]])
+        // No room at all: every command fails.
+        let none = try answers(group, pendingMax: 2, before: [command("PING"), command("PING")])
+        #expect(none == Dictionary(uniqueKeysWithValues: (0..<6).map { ($0, [Answer.failed(.queue)]) }))
+    }
+
+    @Test func aDroppedConnectionFailsWhatItHadNotAnsweredOnce() throws {
+        // BLPOP holds the connection: its reply and those after it do not
+        // come within the command timeout, and the connection is dropped.
+        var group = RedisCommandGroup(reservingCommands: 3, bytes: 0)
+        group.append(command("PING"))
+        group.append(command("BLPOP", "g:never", "0"))
+        group.append(command("PING"))
+        let got = try answers(group, pendingMax: 100, commandTimeoutMs: 300)
+        #expect(got == [0: [.text("PONG")], 1: [.failed(.timedOut)], 2: [.failed(.timedOut)]])
     }
 }

@@ -1,3 +1,4 @@
+import CHiredis
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -286,26 +287,84 @@ public final class RedisCache: Handle, CacheStore, RuntimeResident, @unchecked S
     /// on the loop thread.
     public func entries(for keys: [[UInt8]]) throws(CacheError) -> [Result<CacheEntry?, CacheError>] {
         try checkBatch(keys.count)
-        if loop.isLoopThread { throw CacheError(.wrongState, "\(name): a Redis cache call on the loop thread") }
-        guard !keys.isEmpty else { return [] }
-        return try onLoop { [self] done in fetch(keys, done) }
+        var batch = GetBatch(of: self, count: keys.count, keyBytes: keys.reduce(0) { $0 &+ $1.count })
+        for key in keys { key.withUnsafeBytes { batch.append($0) } }
+        return try entries(batch)
     }
 
-    /// Loop: the entries under `keys`, each answered by the front tier or
-    /// by its GET; every GET is sent before the loop writes (one pipeline).
-    private func fetch(_ keys: [[UInt8]], _ done: @escaping (Result<[Result<CacheEntry?, CacheError>], CacheError>) -> Void) {
-        let batch = Batch(keys.count, of: self, done)
-        for (i, key) in keys.enumerated() {
-            if let entry = frontEntry(key) {
-                batch.found(i, entry)
-            } else if let commands {
-                commands.send(RedisCommand(get: options.keyPrefix, RedisCache.entryMark, key)) { [batch] result in
-                    batch.replied(i, key, result)
-                }
+    /// The keys of a batch of gets, gathered on the calling thread: the
+    /// `GET`s already encoded in one buffer when the cache has no front
+    /// tier (the loop only sends them), the keys themselves when it has one.
+    package struct GetBatch {
+        fileprivate var commands: RedisCommandGroup
+        fileprivate var keys: [[UInt8]] = []
+        fileprivate let hasFront: Bool
+        private let prefix: [UInt8]
+
+        /// An empty batch for `count` keys of `keyBytes` bytes in all.
+        package init(of cache: RedisCache, count: Int, keyBytes: Int) {
+            prefix = cache.options.keyPrefix
+            hasFront = cache.front != nil
+            if hasFront {
+                commands = RedisCommandGroup(reservingCommands: 0, bytes: 0)
+                keys.reserveCapacity(count)
             } else {
-                batch.failed(i, RedisFailure(.closed, "the cache was closed"))
+                // A hint only: bounded, whatever the counts say.
+                let each = RedisCommandGroup.getSize(prefix, RedisCache.entryMark, keyCount: 0)
+                let size = min(max(count, 0), cacheBatchMax) &* each &+ min(max(keyBytes, 0), 1 << 26)
+                commands = RedisCommandGroup(reservingCommands: min(max(count, 0), cacheBatchMax), bytes: size)
             }
         }
+
+        /// Adds the key `key` (copied).
+        package mutating func append(_ key: UnsafeRawBufferPointer) {
+            if hasFront {
+                keys.append(Array(key))
+            } else {
+                commands.appendGet(prefix, RedisCache.entryMark, key)
+            }
+        }
+
+        /// How many keys it holds.
+        package var count: Int { hasFront ? keys.count : commands.count }
+    }
+
+    /// The entries under the keys of `batch`, in their order (see
+    /// `entries(for:)`).
+    package func entries(_ batch: GetBatch) throws(CacheError) -> [Result<CacheEntry?, CacheError>] {
+        try checkBatch(batch.count)
+        if loop.isLoopThread { throw CacheError(.wrongState, "\(name): a Redis cache call on the loop thread") }
+        guard batch.count > 0 else { return [] }
+        return try onLoop { [self] done in fetch(batch, done) }
+    }
+
+    /// Loop: the entries under the keys of `batch`, each answered by the
+    /// front tier or by its GET; every GET is sent before the loop writes
+    /// (one pipeline).
+    private func fetch(_ batch: GetBatch, _ done: @escaping (Result<[Result<CacheEntry?, CacheError>], CacheError>) -> Void) {
+        let replies = Batch(batch.count, of: self, done)
+        guard let commands else {
+            for i in 0..<batch.count { replies.failed(i, RedisFailure(.closed, "the cache was closed")) }
+            return
+        }
+        guard batch.hasFront else {
+            return commands.send(batch.commands) { [replies] i, reply in replies.replied(i, reply) }
+        }
+        // The front tier first: the keys it does not hold are sent, and
+        // `sent[j]` is the batch's index of the group's command j.
+        var group = RedisCommandGroup(reservingCommands: batch.count, bytes: 0)
+        var sent: [Int] = []
+        for (i, key) in batch.keys.enumerated() {
+            if let entry = frontEntry(key) {
+                replies.found(i, entry)
+            } else {
+                key.withUnsafeBytes { group.appendGet(options.keyPrefix, RedisCache.entryMark, $0) }
+                sent.append(i)
+            }
+        }
+        guard !sent.isEmpty else { return }
+        let keys = batch.keys
+        commands.send(group) { [replies] j, reply in replies.replied(sent[j], reply, key: keys[sent[j]]) }
     }
 
     /// The replies of a batch of gets, gathered on the loop; the cache's
@@ -342,17 +401,32 @@ public final class RedisCache: Handle, CacheStore, RuntimeResident, @unchecked S
             finish(i, .failure(RedisCache.cacheError(failure, of: name)))
         }
 
-        func replied(_ i: Int, _ key: [UInt8], _ result: Result<RedisReply, RedisFailure>) {
+        /// The reply to key `i`'s GET, in hiredis's memory; `key` for the
+        /// front tier, which keeps what Redis gave.
+        func replied(_ i: Int, _ result: Result<UnsafeRawPointer, RedisFailure>, key: [UInt8]? = nil) {
             if nowMs == 0 { nowMs = Clock.wallMs() }
-            switch RedisCache.outcome(of: result, at: nowMs) {
-            case .hit(let entry, let bytes):
-                front?.put(key, bytes)
+            let reply: UnsafeRawPointer
+            switch result {
+            case .success(let r): reply = r
+            case .failure(let failure): return failed(i, failure)
+            }
+            switch lds_redis_reply_type(reply) {
+            case REDIS_REPLY_STRING:
+                let bytes = UnsafeRawBufferPointer(start: lds_redis_reply_str(reply), count: lds_redis_reply_len(reply))
+                guard let entry = RedisEntry.decode(bytes), !entry.isExpired(at: nowMs) else {
+                    misses &+= 1
+                    return finish(i, .success(nil))
+                }
+                if let front, let key { front.put(key, Array(bytes)) }
                 found(i, entry)
-            case .miss:
+            case REDIS_REPLY_NIL:
                 misses &+= 1
                 finish(i, .success(nil))
-            case .failed(let failure):
-                failed(i, failure)
+            case REDIS_REPLY_ERROR:
+                guard case .error(let message) = RedisReply(reply) else { return failed(i, RedisFailure(.reply, "")) }
+                failed(i, RedisFailure(.reply, message))
+            default:
+                failed(i, RedisFailure(.reply, "GET answered with another type"))
             }
         }
 

@@ -8,65 +8,118 @@ struct RedisCommand {
 
     /// A command of `args`.
     init(_ args: [[UInt8]]) {
-        var size = RedisCommand.countSize
-        for arg in args { size &+= RedisCommand.bulkSize(arg.count) }
+        var size = RESP.countSize
+        for arg in args { size &+= RESP.bulkSize(arg.count) }
         bytes.reserveCapacity(size)
-        count(args.count)
-        for arg in args { bulk(arg) }
+        RESP.count(args.count, to: &bytes)
+        for arg in args { RESP.bulk(arg, to: &bytes) }
     }
 
     /// `GET` of the key `prefix` + `mark` + `key`, without joining them
-    /// first (a batch's GETs are made one per key).
+    /// first.
     init(get prefix: [UInt8], _ mark: [UInt8], _ key: [UInt8]) {
-        let length = prefix.count &+ mark.count &+ key.count
-        bytes.reserveCapacity(RedisCommand.countSize &+ RedisCommand.bulkSize(3) &+ RedisCommand.bulkSize(length))
-        count(2)
-        bulk(RedisCommand.getName)
-        bulkHeader(length)
+        bytes.reserveCapacity(RESP.getSize(prefix.count &+ mark.count &+ key.count))
+        key.withUnsafeBytes { RESP.get(prefix, mark, $0, to: &bytes) }
+    }
+}
+
+/// Commands sent together (a batch's `GET`s), encoded one after another
+/// in one buffer: one allocation for all of them, made before the loop
+/// sees them.
+struct RedisCommandGroup {
+    /// The encoded commands, back to back.
+    private(set) var bytes: [UInt8] = []
+    /// Where each command ends in `bytes`; empty for a group of one
+    /// command (`init(_:)`), which ends where `bytes` do.
+    private var ends: [Int] = []
+
+    /// How many commands it holds.
+    var count: Int { ends.isEmpty ? (bytes.isEmpty ? 0 : 1) : ends.count }
+
+    /// A group of `command` alone, sharing its buffer.
+    init(_ command: RedisCommand) {
+        bytes = command.bytes
+    }
+
+    /// An empty group with room for `commands` commands of `bytes` bytes.
+    init(reservingCommands commands: Int, bytes size: Int) {
+        ends.reserveCapacity(commands)
+        bytes.reserveCapacity(size)
+    }
+
+    /// The bytes `GET` of `prefix` + `mark` + `key` takes.
+    static func getSize(_ prefix: [UInt8], _ mark: [UInt8], keyCount: Int) -> Int {
+        RESP.getSize(prefix.count &+ mark.count &+ keyCount)
+    }
+
+    /// Appends `GET` of the key `prefix` + `mark` + `key` (to a group
+    /// made by `init(reservingCommands:bytes:)`).
+    mutating func appendGet(_ prefix: [UInt8], _ mark: [UInt8], _ key: UnsafeRawBufferPointer) {
+        RESP.get(prefix, mark, key, to: &bytes)
+        ends.append(bytes.count)
+    }
+
+    /// Appends `command`.
+    mutating func append(_ command: RedisCommand) {
+        if ends.isEmpty && !bytes.isEmpty { ends.append(bytes.count) }
+        bytes.append(contentsOf: command.bytes)
+        ends.append(bytes.count)
+    }
+
+    /// The bytes of command `i` (below `count`), for the time of `body`.
+    func withCommand<T>(_ i: Int, _ body: (UnsafeRawBufferPointer) -> T) -> T {
+        let start = i == 0 ? 0 : ends[i &- 1]
+        let end = ends.isEmpty ? bytes.count : ends[i]
+        return bytes.withUnsafeBytes { body(UnsafeRawBufferPointer(rebasing: $0[start..<end])) }
+    }
+}
+
+/// The protocol's encoding: "*N\r\n", then each argument as "$L\r\n",
+/// its bytes and "\r\n".
+private enum RESP {
+    static let getName: [UInt8] = Array("GET".utf8)
+    /// The most bytes of "*N\r\n".
+    static let countSize = 23
+    /// The most bytes of "$L\r\n" + L bytes + "\r\n".
+    static func bulkSize(_ length: Int) -> Int { length &+ 25 }
+    /// The most bytes of a `GET` of a key of `length` bytes.
+    static func getSize(_ length: Int) -> Int { countSize &+ bulkSize(3) &+ bulkSize(length) }
+
+    static func get(_ prefix: [UInt8], _ mark: [UInt8], _ key: UnsafeRawBufferPointer, to bytes: inout [UInt8]) {
+        count(2, to: &bytes)
+        bulk(getName, to: &bytes)
+        bulkHeader(prefix.count &+ mark.count &+ key.count, to: &bytes)
         bytes.append(contentsOf: prefix)
         bytes.append(contentsOf: mark)
         bytes.append(contentsOf: key)
-        crlf()
+        crlf(to: &bytes)
     }
 
-    /// No command: what a sent command's buffer is replaced with.
-    static let none = RedisCommand(encoded: [])
-
-    private init(encoded: [UInt8]) {
-        bytes = encoded
-    }
-
-    private static let getName: [UInt8] = Array("GET".utf8)
-    /// The most bytes of "*N\r\n".
-    private static let countSize = 23
-    /// The most bytes of "$L\r\n" + L bytes + "\r\n".
-    private static func bulkSize(_ length: Int) -> Int { length &+ 25 }
-
-    private mutating func count(_ n: Int) {
+    static func count(_ n: Int, to bytes: inout [UInt8]) {
         bytes.append(UInt8(ascii: "*"))
-        decimal(n)
-        crlf()
+        decimal(n, to: &bytes)
+        crlf(to: &bytes)
     }
 
-    private mutating func bulkHeader(_ length: Int) {
-        bytes.append(UInt8(ascii: "$"))
-        decimal(length)
-        crlf()
-    }
-
-    private mutating func bulk(_ arg: [UInt8]) {
-        bulkHeader(arg.count)
+    static func bulk(_ arg: [UInt8], to bytes: inout [UInt8]) {
+        bulkHeader(arg.count, to: &bytes)
         bytes.append(contentsOf: arg)
-        crlf()
+        crlf(to: &bytes)
     }
 
-    private mutating func crlf() {
+    private static func bulkHeader(_ length: Int, to bytes: inout [UInt8]) {
+        bytes.append(UInt8(ascii: "$"))
+        decimal(length, to: &bytes)
+        crlf(to: &bytes)
+    }
+
+    private static func crlf(to bytes: inout [UInt8]) {
         bytes.append(13)
         bytes.append(10)
     }
 
     /// Appends `n` (never negative: a count or a length) in decimal.
-    private mutating func decimal(_ n: Int) {
+    private static func decimal(_ n: Int, to bytes: inout [UInt8]) {
         let value = UInt(max(n, 0))
         var divisor: UInt = 1
         while divisor <= value / 10 { divisor *= 10 }

@@ -119,28 +119,77 @@ final class RedisConnection: Lingering {
         case idle, resolving, connecting, ready, backoff, closed
     }
 
-    /// A command waiting for its reply.
+    /// What a sent command answers with: one command's copied reply, or
+    /// each of a group's replies by index, in hiredis's memory (valid for
+    /// the time of the call).
+    private enum Completion {
+        case one((Result<RedisReply, RedisFailure>) -> Void)
+        case each((Int, Result<UnsafeRawPointer, RedisFailure>) -> Void)
+    }
+
+    /// A command, or a group of commands sent together, waiting for its
+    /// replies.
     private final class Pending {
-        let done: (Result<RedisReply, RedisFailure>) -> Void
+        private let completion: Completion
         let deadline: UInt64
-        /// The encoded command until it is handed to hiredis.
-        var command: RedisCommand
-        /// What names it to hiredis once sent (see `write`).
-        var serial: UInt = 0
-        private var isDone = false
+        /// The encoded commands until they are handed to hiredis.
+        var commands: RedisCommandGroup
+        /// How many of them are sent (the others failed at once).
+        private(set) var count: Int
+        /// Replies (or failures) delivered: they come in order.
+        private var answered = 0
 
         init(_ command: RedisCommand, deadline: UInt64, done: @escaping (Result<RedisReply, RedisFailure>) -> Void) {
-            self.command = command
+            commands = RedisCommandGroup(command)
+            count = 1
             self.deadline = deadline
-            self.done = done
+            completion = .one(done)
         }
 
-        /// Completes the command once (a dropped connection and hiredis may both report it).
-        func finish(_ result: Result<RedisReply, RedisFailure>) {
-            guard !isDone else { return }
-            isDone = true
-            done(result)
+        init(_ commands: RedisCommandGroup, sending count: Int, deadline: UInt64,
+             each: @escaping (Int, Result<UnsafeRawPointer, RedisFailure>) -> Void) {
+            self.commands = commands
+            self.count = count
+            self.deadline = deadline
+            completion = .each(each)
         }
+
+        /// Delivers the reply of command `index` once (a dropped connection
+        /// and hiredis may both report it); an index out of turn is ignored.
+        func finish(_ index: Int, _ result: Result<UnsafeRawPointer, RedisFailure>) {
+            guard index == answered, index < count else { return }
+            answered += 1
+            deliver(index, result)
+        }
+
+        /// Fails every command not answered yet.
+        func failRest(_ failure: RedisFailure) {
+            while answered < count { finish(answered, .failure(failure)) }
+        }
+
+        /// Command `index` could not be sent: it and those after it fail
+        /// now; those before it still get their replies.
+        func failUnsent(from index: Int, _ failure: RedisFailure) {
+            let sent = min(max(index, answered), count)
+            let unsent = sent..<count
+            count = sent
+            for i in unsent { deliver(i, .failure(failure)) }
+        }
+
+        private func deliver(_ index: Int, _ result: Result<UnsafeRawPointer, RedisFailure>) {
+            switch completion {
+            case .one(let done): done(result.map { RedisReply($0) })
+            case .each(let done): done(index, result)
+            }
+        }
+    }
+
+    /// A command on the connection: its serial, and which of its pending
+    /// group's commands it is.
+    private struct Sent {
+        let serial: UInt
+        let pending: Pending
+        let index: Int
     }
 
     private let eventLoop: EventLoop
@@ -151,12 +200,14 @@ final class RedisConnection: Lingering {
     private var state = State.idle
     private var context: UnsafeMutablePointer<redisAsyncContext>?
     /// Commands sent on the connection, in order (replies come in this order).
-    private var inflight: [Pending] = []
+    private var inflight: [Sent] = []
     private var inflightHead = 0
     /// The serial of the last command sent.
     private var lastSerial: UInt = 0
     /// Commands waiting for the first connection.
     private var waiting: [Pending] = []
+    /// How many commands `waiting` holds.
+    private var waitingCount = 0
     private var connectDeadline: UInt64 = 0
     private var backoffMs: UInt64 = 0
     private var backoffUntil: UInt64 = 0
@@ -252,30 +303,60 @@ final class RedisConnection: Lingering {
 
     /// Loop: sends a command already encoded (see `send(_:_:)`).
     func send(_ command: RedisCommand, _ done: @escaping (Result<RedisReply, RedisFailure>) -> Void) {
-        let now = Clock.monotonicMs()
-        switch state {
-        case .ready:
-            guard pendingCount < settings.pendingMax else {
-                return done(.failure(RedisFailure(.queue, "too many Redis commands waiting")))
-            }
-            write(Pending(command, deadline: now &+ settings.commandTimeoutMs, done: done))
-        case .idle, .resolving, .connecting:
-            guard !hasFailed else { return done(.failure(down)) }
-            guard pendingCount < settings.pendingMax else {
-                return done(.failure(RedisFailure(.queue, "too many Redis commands waiting")))
-            }
-            waiting.append(Pending(command, deadline: now &+ settings.commandTimeoutMs, done: done))
-            armTimer()
-        case .backoff:
-            done(.failure(down))
-        case .closed:
-            done(.failure(RedisFailure(.closed, "the cache was closed")))
+        switch admission(1) {
+        case .failure(let failure): done(.failure(failure))
+        case .success:
+            enqueue(Pending(command, deadline: Clock.monotonicMs() &+ settings.commandTimeoutMs, done: done))
         }
+    }
+
+    /// Loop: sends the commands of `group` one after another (they go out
+    /// in one write); `each` is called once for every command, on the
+    /// loop, with its index and its reply (an error reply included) in
+    /// hiredis's memory, valid only for the time of the call, or a
+    /// failure. A command that does not fit in `pendingMax` fails at once
+    /// with `.queue`, before the replies of those that fit.
+    func send(_ group: RedisCommandGroup, each: @escaping (Int, Result<UnsafeRawPointer, RedisFailure>) -> Void) {
+        let room: Int
+        switch admission(group.count) {
+        case .failure(let failure):
+            for i in 0..<group.count { each(i, .failure(failure)) }
+            return
+        case .success(let fits): room = fits
+        }
+        if room < group.count {
+            let full = RedisFailure(.queue, "too many Redis commands waiting")
+            for i in room..<group.count { each(i, .failure(full)) }
+        }
+        guard room > 0 else { return }
+        enqueue(Pending(group, sending: room, deadline: Clock.monotonicMs() &+ settings.commandTimeoutMs, each: each))
+    }
+
+    /// How many of `wanted` commands may be sent now, or why none may.
+    private func admission(_ wanted: Int) -> Result<Int, RedisFailure> {
+        switch state {
+        case .ready: break
+        case .idle, .resolving, .connecting:
+            guard !hasFailed else { return .failure(down) }
+        case .backoff: return .failure(down)
+        case .closed: return .failure(RedisFailure(.closed, "the cache was closed"))
+        }
+        let room = max(settings.pendingMax &- pendingCount, 0)
+        guard room > 0 else { return .failure(RedisFailure(.queue, "too many Redis commands waiting")) }
+        return .success(min(room, wanted))
+    }
+
+    /// Writes `pending` on the ready connection, or keeps it for the first one.
+    private func enqueue(_ pending: Pending) {
+        if state == .ready { return write(pending) }
+        waiting.append(pending)
+        waitingCount &+= pending.count
+        armTimer()
     }
 
     private var down: RedisFailure { RedisFailure(.down, "Redis is not connected (reconnecting)") }
 
-    private var pendingCount: Int { inflight.count - inflightHead + waiting.count }
+    private var pendingCount: Int { inflight.count &- inflightHead &+ waitingCount }
 
     // MARK: - Connecting
 
@@ -420,6 +501,7 @@ final class RedisConnection: Lingering {
         backoffMs = 0
         let queued = waiting
         waiting = []
+        waitingCount = 0
         for pending in queued { write(pending) }
         armTimer()
         // A subscriber is ready once Redis confirms the subscription.
@@ -507,7 +589,8 @@ final class RedisConnection: Lingering {
     private func failWaiting(_ failure: RedisFailure) {
         let failing = waiting
         waiting = []
-        for pending in failing { pending.done(.failure(failure)) }
+        waitingCount = 0
+        for pending in failing { pending.failRest(failure) }
     }
 
     private func failInflight(_ failure: RedisFailure) {
@@ -517,47 +600,51 @@ final class RedisConnection: Lingering {
         let failing = inflight[inflightHead...]
         inflight = []
         inflightHead = 0
-        for pending in failing { pending.finish(.failure(failure)) }
+        for sent in failing { sent.pending.finish(sent.index, .failure(failure)) }
     }
 
     // MARK: - Commands
 
-    /// Sends `pending` on the ready connection.
+    /// Sends the commands of `pending` on the ready connection.
     private func write(_ pending: Pending) {
         guard let ac = context else {
-            return pending.done(.failure(down))
+            return pending.failUnsent(from: 0, down)
         }
-        let command = pending.command
-        pending.command = .none
-        // hiredis gets the command's serial, not a pointer: hiredis 0.14 may
-        // call the last callback again (for a reply on a subscribed
-        // connection that it finds no callback for), and a serial that is
-        // not the oldest command's names nothing.
-        lastSerial = lastSerial == UInt.max ? 1 : lastSerial + 1
-        pending.serial = lastSerial
-        let rc: Int32 = command.bytes.withUnsafeBytes { buffer in
-            guard let base = buffer.baseAddress else { return REDIS_ERR }
-            return redisAsyncFormattedCommand(ac, { ac, reply, privdata in
-                // No data: the connection was dropped, its commands failed.
-                guard let privdata, let data = ac?.pointee.data else { return }
-                Unmanaged<RedisConnection>.fromOpaque(data).takeUnretainedValue()
-                    .replied(UInt(bitPattern: privdata), reply.map { RedisReply(UnsafeRawPointer($0)) }, ac)
-            }, UnsafeMutableRawPointer(bitPattern: pending.serial), base.assumingMemoryBound(to: CChar.self),
-            buffer.count)
+        let commands = pending.commands
+        pending.commands = RedisCommandGroup(reservingCommands: 0, bytes: 0)
+        let wasIdle = inflightHead == inflight.count
+        for index in 0..<pending.count {
+            // hiredis gets the command's serial, not a pointer: hiredis 0.14
+            // may call the last callback again (for a reply on a subscribed
+            // connection that it finds no callback for), and a serial that
+            // is not the oldest command's names nothing.
+            let serial = lastSerial == UInt.max ? 1 : lastSerial &+ 1
+            let rc: Int32 = commands.withCommand(index) { command in
+                guard let base = command.baseAddress else { return REDIS_ERR }
+                return redisAsyncFormattedCommand(ac, { ac, reply, privdata in
+                    // No data: the connection was dropped, its commands failed.
+                    guard let privdata, let data = ac?.pointee.data else { return }
+                    Unmanaged<RedisConnection>.fromOpaque(data).takeUnretainedValue()
+                        .replied(UInt(bitPattern: privdata), reply.map { UnsafeRawPointer($0) }, ac)
+                }, UnsafeMutableRawPointer(bitPattern: serial), base.assumingMemoryBound(to: CChar.self),
+                command.count)
+            }
+            guard rc == REDIS_OK else {
+                pending.failUnsent(from: index, RedisFailure(.connect, "cannot send: \(errorString(ac))"))
+                break
+            }
+            lastSerial = serial
+            inflight.append(Sent(serial: serial, pending: pending, index: index))
         }
-        guard rc == REDIS_OK else {
-            return pending.finish(.failure(RedisFailure(.connect, "cannot send: \(errorString(ac))")))
-        }
-        inflight.append(pending)
-        if inflight.count - inflightHead == 1 { armTimer() }
+        if wasIdle && inflightHead < inflight.count { armTimer() }
     }
 
     /// hiredis: the reply of the command `serial` came, or (nil) its
     /// connection `ac` is gone. Replies come in order: a serial that is
     /// not the oldest command's is a repeated call, or of a failed command.
-    private func replied(_ serial: UInt, _ reply: RedisReply?, _ ac: UnsafePointer<redisAsyncContext>?) {
+    private func replied(_ serial: UInt, _ reply: UnsafeRawPointer?, _ ac: UnsafePointer<redisAsyncContext>?) {
         guard inflightHead < inflight.count, inflight[inflightHead].serial == serial else { return }
-        let pending = inflight[inflightHead]
+        let sent = inflight[inflightHead]
         inflightHead += 1
         if inflightHead == inflight.count {
             inflight.removeAll(keepingCapacity: true)
@@ -567,9 +654,10 @@ final class RedisConnection: Lingering {
             inflightHead = 0
         }
         if let reply {
-            pending.finish(.success(reply))
+            sent.pending.finish(sent.index, .success(reply))
         } else {
-            pending.finish(.failure(dropReason ?? ac.map(lostReason) ?? RedisFailure(.connect, "connection lost")))
+            sent.pending.finish(sent.index,
+                                .failure(dropReason ?? ac.map(lostReason) ?? RedisFailure(.connect, "connection lost")))
         }
     }
 
@@ -618,7 +706,7 @@ final class RedisConnection: Lingering {
         case .backoff: next = backoffUntil
         case .idle, .ready, .closed: break
         }
-        if inflightHead < inflight.count { next = min(next, inflight[inflightHead].deadline) }
+        if inflightHead < inflight.count { next = min(next, inflight[inflightHead].pending.deadline) }
         if let first = waiting.first { next = min(next, first.deadline) }
         guard next != .max else { return timer.stop() }
         let now = Clock.monotonicMs()
@@ -637,7 +725,7 @@ final class RedisConnection: Lingering {
             return
         default: break
         }
-        if inflightHead < inflight.count, inflight[inflightHead].deadline <= now {
+        if inflightHead < inflight.count, inflight[inflightHead].pending.deadline <= now {
             // hiredis cannot abandon one command: the connection goes.
             let reason = RedisFailure(.timedOut, "no reply within \(settings.commandTimeoutMs) ms")
             dropReason = reason
@@ -647,7 +735,8 @@ final class RedisConnection: Lingering {
         }
         while let first = waiting.first, first.deadline <= now {
             waiting.removeFirst()
-            first.done(.failure(RedisFailure(.timedOut, "no connection within \(settings.commandTimeoutMs) ms")))
+            waitingCount &-= first.count
+            first.failRest(RedisFailure(.timedOut, "no connection within \(settings.commandTimeoutMs) ms"))
         }
         armTimer()
     }

@@ -34,27 +34,26 @@ enum RedisEntry {
 
     /// The entry in `bytes`; nil when they are not an entry of this format.
     static func decode(_ bytes: [UInt8]) -> CacheEntry? {
+        bytes.withUnsafeBytes { decode($0) }
+    }
+
+    /// The entry in `bytes` (a reply in hiredis's memory), its value and
+    /// metadata copied out; nil when they are not an entry of this format.
+    static func decode(_ bytes: UnsafeRawBufferPointer) -> CacheEntry? {
         guard bytes.count >= headerSize, bytes[0] == format, bytes[1] <= 1 else { return nil }
         let metaCount = bytes[26...29].reduce(0) { $0 << 8 | Int($1) }
         guard metaCount <= bytes.count - headerSize else { return nil }
         let metaEnd = headerSize + metaCount
-        return CacheEntry(value: copy(bytes, metaEnd..<bytes.count), storedAtMs: read(bytes, at: 2),
-                          expiresAtMs: read(bytes, at: 10), isStale: bytes[1] == 1,
-                          meta: copy(bytes, headerSize..<metaEnd))
-    }
-
-    /// `bytes[range]` as an array, copied from a buffer at once (a hit's
-    /// value is copied out of every reply).
-    private static func copy(_ bytes: [UInt8], _ range: Range<Int>) -> [UInt8] {
-        guard !range.isEmpty else { return [] }
-        return bytes.withUnsafeBufferPointer { Array(UnsafeBufferPointer(rebasing: $0[range])) }
+        return CacheEntry(value: Array(UnsafeRawBufferPointer(rebasing: bytes[metaEnd...])),
+                          storedAtMs: read(bytes, at: 2), expiresAtMs: read(bytes, at: 10), isStale: bytes[1] == 1,
+                          meta: metaCount == 0 ? [] : Array(UnsafeRawBufferPointer(rebasing: bytes[headerSize..<metaEnd])))
     }
 
     private static func append(_ n: UInt64, to out: inout [UInt8]) {
         for shift in stride(from: 56, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: n >> UInt64(shift))) }
     }
 
-    private static func read(_ bytes: [UInt8], at offset: Int) -> UInt64 {
+    private static func read(_ bytes: UnsafeRawBufferPointer, at offset: Int) -> UInt64 {
         bytes[offset..<offset + 8].reduce(0) { $0 << 8 | UInt64($1) }
     }
 }

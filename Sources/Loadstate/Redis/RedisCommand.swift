@@ -77,7 +77,8 @@ struct RedisCommandGroup {
 /// The protocol's encoding: "*N\r\n", then each argument as "$L\r\n",
 /// its bytes and "\r\n".
 private enum RESP {
-    static let getName: [UInt8] = Array("GET".utf8)
+    /// What every `GET` begins with: "*2\r\n$3\r\nGET\r\n".
+    static let getHead: [UInt8] = Array("*2\r\n$3\r\nGET\r\n".utf8)
     /// The most bytes of "*N\r\n".
     static let countSize = 23
     /// The most bytes of "$L\r\n" + L bytes + "\r\n".
@@ -86,8 +87,7 @@ private enum RESP {
     static func getSize(_ length: Int) -> Int { countSize &+ bulkSize(3) &+ bulkSize(length) }
 
     static func get(_ prefix: [UInt8], _ mark: [UInt8], _ key: UnsafeRawBufferPointer, to bytes: inout [UInt8]) {
-        count(2, to: &bytes)
-        bulk(getName, to: &bytes)
+        bytes.append(contentsOf: getHead)
         bulkHeader(prefix.count &+ mark.count &+ key.count, to: &bytes)
         bytes.append(contentsOf: prefix)
         bytes.append(contentsOf: mark)

@@ -2,8 +2,9 @@
 
 Makes a directory of its own with a self-signed certificate for 127.0.0.1
 (made here with openssl; clients trust it explicitly through its file),
-a configuration, and the files it serves; starts nginx on three free
-ports; prints one line of JSON:
+a configuration, and the files it serves; starts nginx on five free
+ports (chosen again, up to five times, when nginx exits because one of
+them was taken before it could bind it); prints one line of JSON:
 
   {"tls": PORT, "h2c": PORT, "plain": PORT, "slow": PORT, "slower": PORT, "ca": "/path/cert.pem", "log": "/path/access.log"}
 
@@ -44,10 +45,28 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+class Exited(Exception):
+    """nginx exited before it listened (a port taken meanwhile): what it said."""
+
+
+def wait_for_pid_file(path: Path, process: subprocess.Popen, deadline: float) -> None:
+    while True:
+        if process.poll() is not None:
+            raise Exited(process.stderr.read().decode() if process.stderr else "")
+        try:
+            if path.read_text().strip() == str(process.pid):
+                return
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            raise SystemExit("nginx wrote no pid file within the deadline")
+        time.sleep(0.01)
+
+
 def wait_for(port: int, process: subprocess.Popen, deadline: float) -> None:
     while True:
         if process.poll() is not None:
-            raise SystemExit(f"nginx exited: {process.stderr.read().decode() if process.stderr else ''}")
+            raise Exited(process.stderr.read().decode() if process.stderr else "")
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=1):
                 return
@@ -67,10 +86,40 @@ def main() -> None:
     subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
                     "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
                     "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
-    ports = {"tls": free_port(), "h2c": free_port(), "plain": free_port(), "slow": free_port(),
-             "slower": free_port()}
     log = work / "access.log"
     access = f"log_format sent '$bytes_sent'; access_log {log} sent;" if "--access-log" in sys.argv else "access_log off;"
+    for attempt in range(5):
+        ports = {"tls": free_port(), "h2c": free_port(), "plain": free_port(), "slow": free_port(),
+                 "slower": free_port()}
+        process = start(work, www, cert, key, ports, access)
+        try:
+            deadline = time.monotonic() + 10
+            # nginx writes its pid file once it holds every port (it exits
+            # when one stays taken): only then do the ports answer for it,
+            # and not for whoever took one of them.
+            wait_for_pid_file(work / "nginx.pid", process, deadline)
+            for port in ports.values():
+                wait_for(port, process, deadline)
+            break
+        except Exited as exited:
+            if attempt == 4:
+                shutil.rmtree(work, ignore_errors=True)
+                raise SystemExit(f"nginx exited: {exited}")
+    try:
+        print(json.dumps({**ports, "ca": str(cert), "log": str(log)}), flush=True)
+        sys.stdin.read()
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def start(work: Path, www: Path, cert: Path, key: Path, ports: dict, access: str) -> subprocess.Popen:
+    """nginx with a configuration for `ports`, started (not yet listening, maybe)."""
     conf = work / "nginx.conf"
     conf.write_text(f"""
 master_process off;
@@ -106,22 +155,8 @@ http {{
 }}
 """)
     binary = shutil.which("nginx") or "/usr/sbin/nginx"
-    process = subprocess.Popen([binary, "-c", str(conf), "-p", str(work), "-e", str(work / "error.log")],
-                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 10
-        for port in ports.values():
-            wait_for(port, process, deadline)
-        print(json.dumps({**ports, "ca": str(cert), "log": str(log)}), flush=True)
-        sys.stdin.read()
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        shutil.rmtree(work, ignore_errors=True)
+    return subprocess.Popen([binary, "-c", str(conf), "-p", str(work), "-e", str(work / "error.log")],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
 if __name__ == "__main__":

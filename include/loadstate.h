@@ -911,8 +911,10 @@ typedef struct lds_op {
  * converts the arguments of every call): one call hands over a batch, the
  * runtime is entered once, and a run of loads is looked up under one
  * acquisition of the runtime's lock and handed to the loop as one work
- * item. A binding that defers calls into a batch must submit it before
- * any other call that could depend on them, so that their order holds.
+ * item; so is (since 0.4) a run of job calls (YIELD, SUCCEED, FINISH,
+ * FAIL), whose jobs the loop settles in that one item. A binding that
+ * defers calls into a batch must submit it before any other call that
+ * could depend on them, so that their order holds.
  *
  * Returns the number of calls that returned LDS_OK, 0..count; LDS_EINVAL
  * (rt NULL, ops NULL with count > 0, count over INT32_MAX); LDS_ECLOSED

@@ -4,6 +4,7 @@ import CLoadstateABI
 /// `lds_runtime_submit`: a batch of calls made in order under one entry
 /// into the runtime. A run of consecutive loads is looked up under one
 /// acquisition of the table lock and handed to the loop as one work item;
+/// so is a run of consecutive job calls (yield, succeed, finish, fail);
 /// every other call is made as its own function would make it.
 
 @_cdecl("lds_runtime_submit")
@@ -20,6 +21,11 @@ public func ldsRuntimeSubmit(_ rt: OpaquePointer?, _ ops: UnsafePointer<lds_op>?
                 var end = index + 1
                 while end < count && ops[end].op == UInt32(LDS_OP_LOAD) { end += 1 }
                 accepted += submitLoads(runtime, ops, index..<end, results)
+                index = end
+            } else if isJobCall(ops[index]) {
+                var end = index + 1
+                while end < count && isJobCall(ops[end]) { end += 1 }
+                accepted += submitJobCalls(runtime, ops, index..<end, results)
                 index = end
             } else {
                 let rc = submitCall(runtime, ops[index])
@@ -94,7 +100,68 @@ private func submitLoads(_ runtime: Runtime, _ ops: UnsafePointer<lds_op>, _ ran
     return Int32(loads.count)
 }
 
-/// One call of a batch other than a load, as its own function makes it.
+/// Whether `op` is a call on a job (yield, succeed, finish, fail).
+private func isJobCall(_ op: lds_op) -> Bool {
+    switch Int32(bitPattern: op.op) {
+    case LDS_OP_YIELD, LDS_OP_SUCCEED, LDS_OP_FINISH, LDS_OP_FAIL: return true
+    default: return false
+    }
+}
+
+/// The calls `ops[range]` (all job calls): each checked and its data
+/// copied as its own function would, then every valid one submitted under
+/// one acquisition of the table lock. Returns how many were accepted.
+private func submitJobCalls(_ runtime: Runtime, _ ops: UnsafePointer<lds_op>, _ range: Range<Int>,
+                            _ results: UnsafeMutablePointer<Int32>?) -> Int32 {
+    var batch: [(job: UInt64, op: JobOperation<Bytes>)] = []
+    var indices: [Int] = []
+    batch.reserveCapacity(range.count)
+    indices.reserveCapacity(range.count)
+    for index in range {
+        switch jobOperation(ops[index]) {
+        case .success(let operation):
+            batch.append((ops[index].target, operation))
+            indices.append(index)
+        case .failure(let code):
+            results?[index] = code.rawValue
+        }
+    }
+    guard !batch.isEmpty else { return 0 }
+    var accepted: Int32 = 0
+    for (index, rc) in zip(indices, runtime.submit(batch, of: ByteJob.self)) {
+        results?[index] = rc.rawValue
+        if rc == .ok { accepted += 1 }
+    }
+    return accepted
+}
+
+/// The operation a job call asks for, its fields checked and its data
+/// copied as its own function (`lds_job_succeed`, ...) does.
+private func jobOperation(_ op: lds_op) -> Result<JobOperation<Bytes>, ResultCode> {
+    guard op.loader == 0, op.code == 0 || op.op == UInt32(LDS_OP_FAIL) else { return .failure(.invalidArgument) }
+    switch Int32(bitPattern: op.op) {
+    case LDS_OP_YIELD, LDS_OP_SUCCEED:
+        let yields = op.op == UInt32(LDS_OP_YIELD)
+        return copyBytes(op.data, op.data_len).map { yields ? .yield($0) : .succeed($0) }
+    case LDS_OP_FINISH:
+        guard op.data == nil && op.data_len == 0 else { return .failure(.invalidArgument) }
+        return .success(.finish)
+    case LDS_OP_FAIL:
+        let rc = checkBuffer(op.data, op.data_len)
+        guard rc == .ok else { return .failure(rc) }
+        var message: String?
+        if op.data_len > 0, let data = op.data {
+            let bytes = UnsafeRawBufferPointer(start: data, count: op.data_len)
+            guard !bytes.contains(0) else { return .failure(.invalidArgument) }
+            message = String(decoding: bytes, as: UTF8.self)
+        }
+        return .success(.fail(LoadError(domain: .host, code: op.code, message: message), retry: .allowed))
+    default:
+        return .failure(.invalidArgument)
+    }
+}
+
+/// One call of a batch other than a load or a job call, as its own function makes it.
 private func submitCall(_ runtime: Runtime, _ op: lds_op) -> Int32 {
     let usesData = op.op == UInt32(LDS_OP_YIELD) || op.op == UInt32(LDS_OP_SUCCEED) || op.op == UInt32(LDS_OP_FAIL)
     guard op.loader == 0, op.code == 0 || op.op == UInt32(LDS_OP_FAIL),
@@ -105,24 +172,6 @@ private func submitCall(_ runtime: Runtime, _ op: lds_op) -> Int32 {
         guard runtime.acceptsQueuedWork else { return LDS_EAGAIN }
         cell.stop(reset: false)
         return LDS_OK
-    case LDS_OP_YIELD, LDS_OP_SUCCEED:
-        let yields = op.op == UInt32(LDS_OP_YIELD)
-        return submitValue(op.data, op.data_len, { yields ? .yield($0) : .succeed($0) }) { operation in
-            runtime.submit(operation, job: op.target, of: ByteJob.self).rawValue
-        }
-    case LDS_OP_FINISH:
-        return runtime.submit(.finish, job: op.target, of: ByteJob.self).rawValue
-    case LDS_OP_FAIL:
-        let rc = checkBuffer(op.data, op.data_len)
-        guard rc == .ok else { return rc.rawValue }
-        var message: String?
-        if op.data_len > 0, let data = op.data {
-            let bytes = UnsafeRawBufferPointer(start: data, count: op.data_len)
-            guard !bytes.contains(0) else { return LDS_EINVAL }
-            message = String(decoding: bytes, as: UTF8.self)
-        }
-        let error = LoadError(domain: .host, code: op.code, message: message)
-        return runtime.submit(.fail(error, retry: .allowed), job: op.target, of: ByteJob.self).rawValue
     default:
         return LDS_EINVAL
     }

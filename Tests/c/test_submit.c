@@ -1,6 +1,7 @@
 /* test_submit.c — lds_runtime_submit: batches of calls, made in order, each
  * with its own result. */
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "harness.h"
@@ -282,4 +283,61 @@ TEST(test_submit_from_poll_mode_records) {
   CHECK_BYTES(rec_at(&rec_b, 1)->value, rec_at(&rec_b, 1)->value_len, "vb");
   fixture_finish(&f);
   rec_destroy(&rec_b);
+}
+
+/* A start that ends its own job with one batch of job calls, made on the
+ * loop thread inside start: a partial value, the whole one, and a call on
+ * a job that does not exist, which fails alone. */
+static void start_ends_with_a_batch(host *h, lds_id job, const void *request, size_t len) {
+  (void)request;
+  (void)len;
+  lds_op ops[3] = {op_job(LDS_OP_YIELD, job, "part"), op_job(LDS_OP_SUCCEED, 987654, "none"),
+                   op_job(LDS_OP_SUCCEED, job, "whole")};
+  int32_t results[3];
+  CHECK_RC(lds_runtime_submit(h->rt, ops, 3, results), 2);
+  CHECK_EQ(results[0], LDS_OK);
+  CHECK_EQ(results[1], LDS_ENOENT);
+  CHECK_EQ(results[2], LDS_OK);
+}
+
+TEST(test_submit_job_calls_from_inside_start_apply_when_start_returns) {
+  fixture f;
+  fixture_init(&f, LDS_DELIVER_LOOP, start_ends_with_a_batch);
+  REQUIRE_RC(fx_load(&f, "r", NULL), LDS_OK);
+  REQUIRE(REC_WAIT(&f.rec, 3));
+  CHECK_STATE(rec_at(&f.rec, 0), 1, LDS_LOADING, 0);
+  CHECK_STATE(rec_at(&f.rec, 1), 2, LDS_LOADED, LDS_FLAG_PARTIAL);
+  CHECK_BYTES(rec_at(&f.rec, 1)->value, rec_at(&f.rec, 1)->value_len, "part");
+  CHECK_STATE(rec_at(&f.rec, 2), 3, LDS_LOADED, 0);
+  CHECK_BYTES(rec_at(&f.rec, 2)->value, rec_at(&f.rec, 2)->value_len, "whole");
+  fixture_finish(&f);
+}
+
+/* Many jobs ended by one batch from a host thread: every cell settles. */
+TEST(test_submit_ends_many_jobs_in_one_batch) {
+  fixture f;
+  fixture_init(&f, LDS_DELIVER_LOOP, NULL);
+  enum { N = 40 };
+  recorder recs[N];
+  lds_op loads[N];
+  char names[N][8];
+  for (int i = 0; i < N; i++) {
+    rec_init(&recs[i], f.rt);
+    snprintf(names[i], sizeof names[i], "k%d", i);
+    loads[i] = op_load(cell_new(f.rt, &recs[i]), f.loader, names[i]);
+  }
+  REQUIRE_RC(lds_runtime_submit(f.rt, loads, N, NULL), N);
+  REQUIRE(HOST_WAIT(&f.h, N));
+  lds_op ends[N];
+  for (int i = 0; i < N; i++) ends[i] = op_job(LDS_OP_SUCCEED, job_for(&f.h, names[i]), names[i]);
+  int32_t results[N];
+  REQUIRE_RC(lds_runtime_submit(f.rt, ends, N, results), N);
+  for (int i = 0; i < N; i++) {
+    CHECK_EQ(results[i], LDS_OK);
+    REQUIRE(REC_WAIT(&recs[i], 2));
+    CHECK_STATE(rec_at(&recs[i], 1), 2, LDS_LOADED, 0);
+    CHECK_BYTES(rec_at(&recs[i], 1)->value, rec_at(&recs[i], 1)->value_len, names[i]);
+  }
+  fixture_finish(&f);
+  for (int i = 0; i < N; i++) rec_destroy(&recs[i]);
 }

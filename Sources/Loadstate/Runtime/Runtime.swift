@@ -148,39 +148,81 @@ public final class Runtime: @unchecked Sendable {
                                        of type: Job<Value, Request>.Type) -> ResultCode {
         var scheduled: Job<Value, Request>?
         let onLoop = loop.isLoopThread
-        let rc = table.withLock { storage -> ResultCode in
-            guard let handle = storage.handles[id] else {
-                return table.wasIssued(id, as: .job) ? .cancelled : .notFound
-            }
-            guard let job = handle as? Job<Value, Request> else { return .notFound }
-            guard job.phase == .running else { return .cancelled }
-            if !onLoop && job.inbox.count >= queueLimit { return .again }
-            if op.isTerminal {
-                job.phase = .ending
-                storage.handles[id] = nil
-            }
-            // The loader's spare storage is the loop thread's alone.
-            if onLoop { job.inbox.reuse(&job.loader.spareInbox) }
-            job.inbox.append(op)
-            job.accepted += 1
-            if !job.drainScheduled {
-                job.drainScheduled = true
-                scheduled = job
-            }
-            return .ok
+        let rc = table.withLock { storage in
+            accept(op, job: id, of: type, in: &storage, onLoop: onLoop, scheduling: &scheduled)
         }
-        if let job = scheduled {
-            if onLoop && job.isStarting {
-                // From inside the loader's `start` (a job completed at
-                // once): applied as soon as `start` returns.
-                job.settleAfterStart = true
-            } else {
-                // A closure made here, where the job's types are known,
-                // keeps the loop's side of the work specialized for them.
-                loop.afterCurrent { job.settle() }
-            }
-        }
+        if let job = scheduled { schedule(job, onLoop: onLoop) }
         return rc
+    }
+
+    /// Queues operations of running jobs, each as `submit(_:job:of:)`
+    /// would, under one acquisition of the table lock; off the loop thread
+    /// the jobs they give work to are settled in one work item of the loop
+    /// (a host that ends jobs in batches hands the loop one item, not one
+    /// per job). `results[i]` is the code of `ops[i]`.
+    @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
+    @_spi(LoadstateC) public func submit<Value, Request>(_ ops: [(job: UInt64, op: JobOperation<Value>)],
+                                       of type: Job<Value, Request>.Type) -> [ResultCode] {
+        let onLoop = loop.isLoopThread
+        var scheduled: [Job<Value, Request>] = []
+        let results = table.withLock { storage in
+            ops.map { item -> ResultCode in
+                var job: Job<Value, Request>?
+                let rc = accept(item.op, job: item.job, of: type, in: &storage, onLoop: onLoop, scheduling: &job)
+                if let job { scheduled.append(job) }
+                return rc
+            }
+        }
+        if onLoop || scheduled.count <= 1 {
+            for job in scheduled { schedule(job, onLoop: onLoop) }
+        } else {
+            loop.execute {
+                scheduled.withUnsafeBufferPointer { jobs in
+                    for index in jobs.indices { jobs[index].settle() }
+                }
+            }
+        }
+        return results
+    }
+
+    /// Under the table lock: accepts `op` for the job `id`, and sets
+    /// `scheduling` to the job when the loop must now settle it.
+    @inline(__always)
+    private func accept<Value, Request>(_ op: JobOperation<Value>, job id: UInt64, of type: Job<Value, Request>.Type,
+                                        in storage: inout HandleTable.Storage, onLoop: Bool,
+                                        scheduling: inout Job<Value, Request>?) -> ResultCode {
+        guard let handle = storage.handles[id] else {
+            return table.wasIssued(id, as: .job) ? .cancelled : .notFound
+        }
+        guard let job = handle as? Job<Value, Request> else { return .notFound }
+        guard job.phase == .running else { return .cancelled }
+        if !onLoop && job.inbox.count >= queueLimit { return .again }
+        if op.isTerminal {
+            job.phase = .ending
+            storage.handles[id] = nil
+        }
+        // The loader's spare storage is the loop thread's alone.
+        if onLoop { job.inbox.reuse(&job.loader.spareInbox) }
+        job.inbox.append(op)
+        job.accepted += 1
+        if !job.drainScheduled {
+            job.drainScheduled = true
+            scheduling = job
+        }
+        return .ok
+    }
+
+    /// Has the loop settle `job`, which was given work.
+    private func schedule<Value, Request>(_ job: Job<Value, Request>, onLoop: Bool) {
+        if onLoop && job.isStarting {
+            // From inside the loader's `start` (a job completed at
+            // once): applied as soon as `start` returns.
+            job.settleAfterStart = true
+        } else {
+            // A closure made here, where the job's types are known,
+            // keeps the loop's side of the work specialized for them.
+            loop.afterCurrent { job.settle() }
+        }
     }
 
     // MARK: - Caches

@@ -61,10 +61,10 @@ import CLibUV
     @exclusivity(unchecked) private var delivered: UInt32 = 0
     /// 1 for the first try, 2 for the first retry, ...
     @usableFromInline package let attempt: UInt32
-    /// The ticket of its entry in the admission's queue while it waits.
-    @exclusivity(unchecked) var admissionTicket: UInt64 = 0
     /// The highest priority of its waiting cells' loads.
     @exclusivity(unchecked) var priority: Int32 = 0
+    /// The ticket of its entry in the admission's queue while it waits.
+    @exclusivity(unchecked) var admissionTicket: UInt64 = 0
     @exclusivity(unchecked) var admissionPhase = AdmissionPhase.unlimited
 
     // Guarded by the table lock.
@@ -80,11 +80,23 @@ import CLibUV
     /// An operation was submitted from inside `start`.
     @exclusivity(unchecked) var settleAfterStart = false
     @exclusivity(unchecked) private var finished = false
-    /// The runtime observer that saw the job start, and when (see `RuntimeObserver`).
+    /// The runtime observer that saw the job start (see `RuntimeObserver`).
     @exclusivity(unchecked) weak var observer: RuntimeObserver?
-    @exclusivity(unchecked) var observedStartNs: UInt64 = 0
-    /// When a loader's limits queued it (`uv_hrtime`; 0: not queued, or metrics off).
-    @exclusivity(unchecked) var queuedAtNs: UInt64 = 0
+    /// `queuedAtNs` until the job is admitted, then `observedStartNs`: one
+    /// field for both, as the first is read (at admission) before the
+    /// second is written (at the start), so that jobs stay small.
+    @exclusivity(unchecked) private var stampNs: UInt64 = 0
+    /// When a loader's limits queued it (`uv_hrtime`; 0: not queued, or
+    /// metrics off); read and cleared when it is admitted.
+    var queuedAtNs: UInt64 {
+        get { stampNs }
+        set { stampNs = newValue }
+    }
+    /// When the runtime observer saw it start (`uv_hrtime`), once it started.
+    var observedStartNs: UInt64 {
+        get { stampNs }
+        set { stampNs = newValue }
+    }
     /// When it started, on the loop's clock (`uv_now`), for the inspector.
     let startedAtMs: UInt64
 

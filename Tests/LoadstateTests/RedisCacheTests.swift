@@ -64,6 +64,21 @@ struct RedisCacheTests {
         entry.map { String(decoding: $0.value, as: UTF8.self) }
     }
 
+    /// A value of megabytes (over the 4 MiB a loopback socket buffers):
+    /// its command takes several writes, the socket taking part of the
+    /// buffer at a time, and its reply several reads.
+    @Test func valuesOfMegabytesRoundTrip() async throws {
+        let p = try Process(redis, prefix: "mega:")
+        defer { p.f.close() }
+        var big = [UInt8](repeating: 0xAB, count: 6 << 20)
+        for i in stride(from: 0, to: big.count, by: 4_093) { big[i] = UInt8(truncatingIfNeeded: i / 4_093) }
+        let values = [big, Array("small".utf8), Array(big.prefix(5 << 20).reversed())]
+        for (n, value) in values.enumerated() { try p.cache.put(Array("m\(n)".utf8), value) }
+        for (n, value) in values.enumerated() { #expect(try p.cache.get(Array("m\(n)".utf8))?.value == value) }
+        let found = try p.cache.entries(for: (0..<3).map { Array("m\($0)".utf8) })
+        for (n, value) in values.enumerated() { #expect((try? found[n].get())??.value == value) }
+    }
+
     @Test func directCallsRoundTripThroughRedis() async throws {
         let p = try Process(redis, prefix: "direct:")
         defer { p.f.close() }

@@ -251,6 +251,9 @@ final class RedisConnection: Lingering {
         onReady = nil
         onFailure = nil
         onMessage = nil
+        // What a work item sent is written before the connection goes
+        // (the write may itself find the connection lost).
+        if graceful, state == .ready, let ac = context { lds_redis_flush(ac) }
         if graceful, state == .ready, let ac = context {
             state = .closed
             // Kept alive (hiredis holds it as the context's data) until
@@ -613,6 +616,19 @@ final class RedisConnection: Lingering {
         let commands = pending.commands
         pending.commands = RedisCommandGroup(reservingCommands: 0, bytes: 0)
         let wasIdle = inflightHead == inflight.count
+        // Inside a work item (a batch of gets, the lookups of a batch of
+        // loads) the commands are written once the item is done: one
+        // write() for all it sent, and no change to what the socket is
+        // watched for. Elsewhere (hiredis's callbacks, timers) hiredis has
+        // the socket watched for writing, as it asks.
+        let defers = eventLoop.isInWorkItem
+        if defers { lds_redis_defer_writes(ac, 1) }
+        defer {
+            if defers {
+                lds_redis_defer_writes(ac, 0)
+                scheduleFlush()
+            }
+        }
         for index in 0..<pending.count {
             // hiredis gets the command's serial, not a pointer: hiredis 0.14
             // may call the last callback again (for a reply on a subscribed
@@ -637,6 +653,19 @@ final class RedisConnection: Lingering {
             inflight.append(Sent(serial: serial, pending: pending, index: index))
         }
         if wasIdle && inflightHead < inflight.count { armTimer() }
+    }
+
+    /// Set while a flush of deferred writes waits for the end of the work item.
+    private var flushScheduled = false
+
+    /// Writes the commands deferred in this work item once it is done.
+    private func scheduleFlush() {
+        guard !flushScheduled else { return }
+        flushScheduled = true
+        eventLoop.afterCurrent { [self] in
+            flushScheduled = false
+            if let ac = context { lds_redis_flush(ac) }
+        }
     }
 
     /// hiredis: the reply of the command `serial` came, or (nil) its

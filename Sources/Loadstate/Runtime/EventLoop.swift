@@ -112,6 +112,10 @@ import Glibc
     /// How many operations wait in the loop's queue (a hint, see `WorkQueue.count`).
     @usableFromInline package var queuedCount: Int { queue.count }
 
+    /// Loop thread: whether a work item (or a follow-up of one) runs now,
+    /// so that `afterCurrent` runs a body after it without a wake-up.
+    var isInWorkItem: Bool { inItem }
+
     /// Runs `body` on the loop thread: right after the work item running
     /// now when called from one (cheaper than `execute`: no queue, no
     /// lock), else like `execute`. For work that must not run inside its

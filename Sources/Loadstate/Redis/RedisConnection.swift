@@ -616,10 +616,10 @@ final class RedisConnection: Lingering {
         let commands = pending.commands
         pending.commands = RedisCommandGroup(reservingCommands: 0, bytes: 0)
         let wasIdle = inflightHead == inflight.count
-        // Inside a work item (a batch of gets, the lookups of a batch of
-        // loads) the commands are written once the item is done: one
-        // write() for all it sent, and no change to what the socket is
-        // watched for. Elsewhere (hiredis's callbacks, timers) hiredis has
+        // Inside a work item (a batch of gets, the lookups of loads) the
+        // commands are written once the loop has run the batch of items it
+        // took: one write() for all they sent, and no change to what the
+        // socket is watched for. Elsewhere (hiredis's callbacks, timers) hiredis has
         // the socket watched for writing, as it asks.
         let defers = eventLoop.isInWorkItem
         if defers { lds_redis_defer_writes(ac, 1) }
@@ -655,14 +655,17 @@ final class RedisConnection: Lingering {
         if wasIdle && inflightHead < inflight.count { armTimer() }
     }
 
-    /// Set while a flush of deferred writes waits for the end of the work item.
+    /// Set while a flush of deferred writes waits for the end of the batch
+    /// of work items.
     private var flushScheduled = false
 
-    /// Writes the commands deferred in this work item once it is done.
+    /// Writes the commands deferred in this batch of work items once the
+    /// loop has run them all (the lookups of loads made one call each come
+    /// in one batch): one write for all.
     private func scheduleFlush() {
         guard !flushScheduled else { return }
         flushScheduled = true
-        eventLoop.afterCurrent { [self] in
+        eventLoop.afterBatch { [self] in
             flushScheduled = false
             if let ac = context { lds_redis_flush(ac) }
         }

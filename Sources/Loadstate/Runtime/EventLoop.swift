@@ -42,6 +42,9 @@ import Glibc
     /// Touched by every load: no dynamic exclusivity checks (see `Cell`).
     @exclusivity(unchecked) private var inItem = false
     @exclusivity(unchecked) private var followUps: [() -> Void] = []
+    /// Loop thread only: what runs once the current batch of work items is
+    /// done (see `afterBatch`).
+    @exclusivity(unchecked) private var batchEnds: [() -> Void] = []
     /// Loop thread only: the lingering work, and the handles `stop` leaves
     /// open to it.
     private var lingering: [ObjectIdentifier: (work: any Lingering, handle: UnsafeMutableRawPointer)] = [:]
@@ -113,8 +116,22 @@ import Glibc
     @usableFromInline package var queuedCount: Int { queue.count }
 
     /// Loop thread: whether a work item (or a follow-up of one) runs now,
-    /// so that `afterCurrent` runs a body after it without a wake-up.
+    /// so that `afterCurrent` and `afterBatch` run a body after it without
+    /// a wake-up.
     var isInWorkItem: Bool { inItem }
+
+    /// Loop thread, inside a work item (`isInWorkItem`): runs `body` once
+    /// every work item the loop took with this one has run, before it
+    /// takes more or waits (for work that gathers what many items did,
+    /// such as the writes of the Redis commands they sent). Elsewhere like
+    /// `afterCurrent`.
+    func afterBatch(_ body: @escaping () -> Void) {
+        if isLoopThread && inItem {
+            batchEnds.append(body)
+        } else {
+            afterCurrent(body)
+        }
+    }
 
     /// Runs `body` on the loop thread: right after the work item running
     /// now when called from one (cheaper than `execute`: no queue, no
@@ -273,6 +290,7 @@ import Glibc
                 runFollowUps()
             }
             queue.recycle(batch)
+            runBatchEnds()
         }
     }
 
@@ -288,6 +306,19 @@ import Glibc
         }
         // Most items schedule none; emptying an empty array still costs a call.
         if !followUps.isEmpty { followUps.removeAll(keepingCapacity: true) }
+    }
+
+    private func runBatchEnds() {
+        var i = 0
+        while running && i < batchEnds.count {
+            // Like a work item: what it schedules runs after it.
+            inItem = true
+            batchEnds[i]()
+            inItem = false
+            runFollowUps()
+            i += 1
+        }
+        if !batchEnds.isEmpty { batchEnds.removeAll(keepingCapacity: true) }
     }
 
     /// Polls the queue until work comes or `budget` ns have passed (the

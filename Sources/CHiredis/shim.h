@@ -1,130 +1,100 @@
-/* hiredis for Swift: its async API (Debian's 0.14), on a libuv loop through this file's adapter. */
+/* hiredis for Swift: its async API and its libuv adapter (Debian's 0.14). */
 #include <hiredis/hiredis.h>
 #include <hiredis/async.h>
-#include <stdlib.h>
-#include <uv.h>
+#include <hiredis/adapters/libuv.h>
 #include <strings.h>
 
 /*
- * The context's socket on the loop: a libuv poll handle, and the functions
- * hiredis asks for reads and writes with (this library's own adapter, in
- * place of hiredis's adapters/libuv.h).
+ * The context's socket on the loop: hiredis's libuv adapter (its poll
+ * handle, its poll callback and its cleanup), with this file's functions
+ * for the four requests hiredis makes of it (add or remove read or write
+ * interest).
  *
- * The poll changes only when what it watches changes: uv_poll_start takes
- * the socket out of epoll and puts it back each time, a system call or two
- * per command if it were called for every command hiredis appends.
+ * The poll changes only when what it watches changes: the adapter's own
+ * functions call uv_poll_start for every command hiredis appends, and
+ * uv_poll_start takes the socket out of epoll and puts it back each time.
  *
  * Writes can be deferred: between lds_redis_defer_writes(ac, 1) and (ac, 0)
  * a command hiredis appends only marks output as pending, and
- * lds_redis_flush writes all of it at once (the connection flushes after
- * the work item that sent its commands: one write() for a batch, and the
- * poll never watches for writability). When the socket takes less than
- * the whole buffer, and before the connection is made (a writable socket
- * announces it), the poll watches for writability as hiredis asks.
+ * lds_redis_flush writes all of it at once (the connection flushes once
+ * the loop has run the batch of work items that sent its commands: one
+ * write() for all, and the poll never watches for writability). When the
+ * socket takes less than the whole buffer, and before the connection is
+ * made (a writable socket announces it), the poll watches for writability
+ * as hiredis asks.
+ *
+ * The adapter's `events` field keeps what the poll watches in its
+ * UV_READABLE and UV_WRITABLE bits and this file's flags above them; only
+ * this file's functions read it or start the poll.
  */
-typedef struct lds_redis_io {
-  redisAsyncContext *context;  /* NULL once hiredis cleaned up */
-  uv_poll_t handle;
-  int events;                  /* UV_READABLE | UV_WRITABLE: what the poll watches */
-  int write_pending;           /* deferred output: lds_redis_flush writes it */
-  int deferring;               /* between lds_redis_defer_writes(ac, 1) and (ac, 0) */
-  int flushing;                /* inside a write of hiredis's buffer */
-} lds_redis_io;
+#define LDS_REDIS_WATCHED (UV_READABLE | UV_WRITABLE)
+#define LDS_REDIS_PENDING 0x100   /* deferred output: lds_redis_flush writes it */
+#define LDS_REDIS_DEFERRING 0x200 /* between lds_redis_defer_writes(ac, 1) and (ac, 0) */
+#define LDS_REDIS_FLUSHING 0x400  /* inside lds_redis_flush's write */
 
-static void lds_redis_on_poll(uv_poll_t *handle, int status, int events);
-
-static inline void lds_redis_watch(lds_redis_io *io, int events) {
-  if (events == io->events) return;
-  io->events = events;
-  if (events) uv_poll_start(&io->handle, events, lds_redis_on_poll);
-  else uv_poll_stop(&io->handle);
-}
-
-static inline void lds_redis_write_now(lds_redis_io *io) {
-  io->flushing = 1;
-  redisAsyncHandleWrite(io->context); /* may disconnect; io lives until its handle is closed */
-  io->flushing = 0;
-}
-
-static void lds_redis_on_poll(uv_poll_t *handle, int status, int events) {
-  lds_redis_io *io = (lds_redis_io *)handle->data;
-  if (status != 0) {
-    /* libuv stopped watching after a socket error: reading finds it (hiredis then drops the connection). */
-    io->events = 0;
-    events = UV_READABLE;
-  }
-  if (io->context != NULL && (events & UV_READABLE)) redisAsyncHandleRead(io->context);
-  if (io->context != NULL && (events & UV_WRITABLE)) lds_redis_write_now(io);
+static inline void lds_redis_watch(redisLibuvEvents *p, int watched) {
+  watched &= LDS_REDIS_WATCHED;
+  if (watched == (p->events & LDS_REDIS_WATCHED)) return;
+  p->events = (p->events & ~LDS_REDIS_WATCHED) | watched;
+  if (watched) uv_poll_start(&p->handle, watched, redisLibuvPoll);
+  else uv_poll_stop(&p->handle);
 }
 
 static void lds_redis_add_read(void *privdata) {
-  lds_redis_io *io = (lds_redis_io *)privdata;
-  lds_redis_watch(io, io->events | UV_READABLE);
+  redisLibuvEvents *p = (redisLibuvEvents *)privdata;
+  lds_redis_watch(p, p->events | UV_READABLE);
 }
 
 static void lds_redis_del_read(void *privdata) {
-  lds_redis_io *io = (lds_redis_io *)privdata;
-  lds_redis_watch(io, io->events & ~UV_READABLE);
+  redisLibuvEvents *p = (redisLibuvEvents *)privdata;
+  lds_redis_watch(p, p->events & ~UV_READABLE);
 }
 
 static void lds_redis_add_write(void *privdata) {
-  lds_redis_io *io = (lds_redis_io *)privdata;
-  if (io->deferring && !io->flushing && io->context != NULL && (io->context->c.flags & REDIS_CONNECTED)) {
-    io->write_pending = 1;
+  redisLibuvEvents *p = (redisLibuvEvents *)privdata;
+  if ((p->events & LDS_REDIS_DEFERRING) && !(p->events & LDS_REDIS_FLUSHING) && p->context != NULL &&
+      (p->context->c.flags & REDIS_CONNECTED)) {
+    p->events |= LDS_REDIS_PENDING;
     return;
   }
-  lds_redis_watch(io, io->events | UV_WRITABLE);
+  lds_redis_watch(p, p->events | UV_WRITABLE);
 }
 
 static void lds_redis_del_write(void *privdata) {
-  lds_redis_io *io = (lds_redis_io *)privdata;
-  io->write_pending = 0;
-  lds_redis_watch(io, io->events & ~UV_WRITABLE);
+  redisLibuvEvents *p = (redisLibuvEvents *)privdata;
+  p->events &= ~LDS_REDIS_PENDING;
+  lds_redis_watch(p, p->events & ~UV_WRITABLE);
 }
 
-static void lds_redis_io_closed(uv_handle_t *handle) { free(handle->data); }
-
-static void lds_redis_cleanup(void *privdata) {
-  lds_redis_io *io = (lds_redis_io *)privdata;
-  io->context = NULL;
-  uv_close((uv_handle_t *)&io->handle, lds_redis_io_closed);
-}
-
-/* Watches the context's socket on `loop` (a uv_loop_t *). REDIS_ERR when
- * the handle cannot be made (nothing is left attached then). */
+/* The adapter's functions are static: a wrapper Swift can call. `loop` is a uv_loop_t *. */
 static inline int lds_redis_attach(redisAsyncContext *ac, void *loop) {
-  if (ac->ev.data != NULL) return REDIS_ERR;
-  lds_redis_io *io = (lds_redis_io *)calloc(1, sizeof *io);
-  if (!io) return REDIS_ERR;
-  if (uv_poll_init((uv_loop_t *)loop, &io->handle, ac->c.fd) != 0) {
-    free(io);
-    return REDIS_ERR;
+  int rc = redisLibuvAttach(ac, (uv_loop_t *)loop);
+  if (rc == REDIS_OK) {
+    ac->ev.addRead = lds_redis_add_read;
+    ac->ev.delRead = lds_redis_del_read;
+    ac->ev.addWrite = lds_redis_add_write;
+    ac->ev.delWrite = lds_redis_del_write;
   }
-  io->context = ac;
-  io->handle.data = io;
-  ac->ev.data = io;
-  ac->ev.addRead = lds_redis_add_read;
-  ac->ev.delRead = lds_redis_del_read;
-  ac->ev.addWrite = lds_redis_add_write;
-  ac->ev.delWrite = lds_redis_del_write;
-  ac->ev.cleanup = lds_redis_cleanup;
-  return REDIS_OK;
+  return rc;
 }
 
 /* Defers the writes of the commands appended from now (on 1) until
  * lds_redis_flush; off (0), later commands are written as hiredis asks. */
 static inline void lds_redis_defer_writes(redisAsyncContext *ac, int on) {
-  lds_redis_io *io = (lds_redis_io *)ac->ev.data;
-  if (io) io->deferring = on;
+  redisLibuvEvents *p = (redisLibuvEvents *)ac->ev.data;
+  if (!p) return;
+  if (on) p->events |= LDS_REDIS_DEFERRING;
+  else p->events &= ~LDS_REDIS_DEFERRING;
 }
 
 /* Writes the deferred output now. May drop the connection (hiredis calls
  * its disconnect callback and frees ac): do not use ac after it. */
 static inline void lds_redis_flush(redisAsyncContext *ac) {
-  lds_redis_io *io = (lds_redis_io *)ac->ev.data;
-  if (!io || !io->write_pending || io->context == NULL) return;
-  io->write_pending = 0;
-  lds_redis_write_now(io);
+  redisLibuvEvents *p = (redisLibuvEvents *)ac->ev.data;
+  if (!p || !(p->events & LDS_REDIS_PENDING) || p->context == NULL) return;
+  p->events = (p->events & ~LDS_REDIS_PENDING) | LDS_REDIS_FLUSHING;
+  redisAsyncHandleWrite(ac); /* p lives until its handle is closed, on a later turn */
+  p->events &= ~LDS_REDIS_FLUSHING;
 }
 
 /* The reply's fields, read without Swift importing the struct's unions. */
@@ -135,10 +105,10 @@ static inline size_t lds_redis_reply_len(const void *r) { return (size_t)((const
 static inline size_t lds_redis_reply_elements(const void *r) { return ((const redisReply *)r)->elements; }
 static inline const void *lds_redis_reply_element(const void *r, size_t i) { return ((const redisReply *)r)->element[i]; }
 
-/* The uv_poll_t the context's socket is watched with. */
+/* The uv_poll_t the adapter watches the context's socket with. */
 static inline void *lds_redis_poll_handle(redisAsyncContext *ac) {
-  lds_redis_io *io = (lds_redis_io *)ac->ev.data;
-  return io ? (void *)&io->handle : NULL;
+  redisLibuvEvents *p = (redisLibuvEvents *)ac->ev.data;
+  return p ? (void *)&p->handle : NULL;
 }
 
 /*

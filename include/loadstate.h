@@ -1427,6 +1427,15 @@ int lds_memory_cache_new(lds_runtime *rt, const lds_memory_cache_options *opts, 
  * moment, and the file always opens intact afterwards. An operating-system
  * crash or power loss may lose the last changes, never the file.
  *
+ * Processes sharing the file: while another one writes (holds the file's
+ * write lock), a call on a host thread waits for it, up to 5 seconds in
+ * all, then fails with LDS_EIO; it waits outside the cache's own lock, so
+ * other callers do not wait behind it. On the runtime's loop thread (a
+ * load reading or storing its value through the cache) nothing waits: a
+ * write fails at once, and the load goes on as with any failure of its
+ * cache. Reads do not wait in either case (a read whose bookkeeping of
+ * recent use cannot be written still returns its entry).
+ *
  * A file that is not an SQLite database, or is a database but not a cache
  * of this library's schema version, is left alone and gives LDS_EIO,
  * unless opts->flags has LDS_CACHE_REPLACE_DAMAGED: then it is deleted

@@ -15,6 +15,14 @@ static inline void lds_store_release(uintptr_t *p, uintptr_t v) { __atomic_store
 static inline uint64_t lds_counter_load(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
 static inline void lds_counter_store(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
 
+/* Whether the calling thread runs a runtime's loop, where nothing may
+ * wait (set by the loop thread when it starts; read by the Loadstate
+ * module alone, so that one copy of the variable is used). */
+static inline int *lds_loop_thread_flag(void) {
+  static __thread int is_loop_thread;
+  return &is_loop_thread;
+}
+
 /* A pause in a spin-wait loop. */
 static inline void lds_cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)

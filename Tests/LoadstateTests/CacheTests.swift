@@ -933,3 +933,91 @@ struct CacheCAPITests {
         #expect(try cache.stats().entries >= UInt64(acknowledged.count))
     }
 }
+
+/// Another process holding a cache file's write lock: host threads wait for
+/// it (outside the cache's lock), a runtime's loop thread never does.
+@Suite(.serialized, .timeLimit(.minutes(1)))
+struct PersistentCacheLockTests {
+    private func b(_ s: String) -> [UInt8] { Array(s.utf8) }
+
+    /// A process holding the write lock of `path` until `release` is called.
+    final class Locker {
+        private let stdin: Int32
+        init(_ path: String) {
+            let (stdin, line) = startSupportScript("sqlite_locker.py", what: "the SQLite locker", arguments: [path])
+            precondition(line == "held", "the locker said \(line)")
+            self.stdin = stdin
+        }
+        func release() {
+            let newline: [UInt8] = [10]
+            _ = write(stdin, newline, 1)
+        }
+        deinit { close(stdin) }
+    }
+
+    /// Runs `body` on a thread of its own.
+    private static func detached(_ body: @escaping () -> Void) {
+        final class Box { let body: () -> Void; init(_ body: @escaping () -> Void) { self.body = body } }
+        var thread = pthread_t()
+        let rc = pthread_create(&thread, nil, { arg in
+            guard let arg else { return nil }
+            Unmanaged<Box>.fromOpaque(arg).takeRetainedValue().body()
+            return nil
+        }, Unmanaged.passRetained(Box(body)).toOpaque())
+        precondition(rc == 0, "pthread_create")
+        pthread_detach(thread)
+    }
+
+    @Test func aHostThreadWaitsForTheLockAndTheLoopThreadDoesNot() async throws {
+        let dir = TemporaryDirectory()
+        let runtime = try Runtime()
+        defer { _ = runtime.close() }
+        // Reads write their accesses every other read: while the file is
+        // locked those writes fail, and the reads must not.
+        let cache = try PersistentCache(id: runtime.table.makeID(.cache), path: dir.file("cache.db"),
+                                        options: .init(pendingAccessLimit: 2))
+        runtime.table.insert(cache)
+        try cache.put(b("k"), b("v"))
+        let locker = Locker(dir.file("cache.db"))
+
+        // On the loop thread a write fails at once instead of waiting (the
+        // 5 s a host thread may wait), and a read still answers.
+        let onLoop = LoopReply<(put: Bool, ms: UInt64, read: [UInt8]?)>()
+        runtime.loop.execute {
+            let start = Loadstate.Clock.monotonicMs()
+            let stored = (try? cache.put(self.b("k2"), self.b("v2"))) != nil
+            let elapsed = Loadstate.Clock.monotonicMs() - start
+            var read: [UInt8]?
+            for _ in 0..<10 { read = try? cache.get(self.b("k"))?.value }
+            onLoop.put((stored, elapsed, read))
+        }
+        let answer = try #require(onLoop.take(timeoutMs: 10_000))
+        #expect(!answer.put)
+        #expect(answer.ms < 1_000)
+        #expect(answer.read == b("v"))
+
+        // A host thread's write waits, outside the cache's lock: meanwhile
+        // the loop thread reads without waiting behind it.
+        let writer = LoopReply<Bool>()
+        let started = LoopReply<Void>()
+        Self.detached {
+            started.put(())
+            writer.put((try? cache.put(Array("k3".utf8), Array("v3".utf8))) != nil)
+        }
+        #expect(started.take(timeoutMs: 10_000) != nil)
+        usleep(50_000)
+        let read = LoopReply<(ms: UInt64, value: [UInt8]?)>()
+        runtime.loop.execute {
+            let start = Loadstate.Clock.monotonicMs()
+            let value = try? cache.get(self.b("k"))?.value
+            read.put((Loadstate.Clock.monotonicMs() - start, value))
+        }
+        let whileWaiting = try #require(read.take(timeoutMs: 10_000))
+        #expect(whileWaiting.ms < 1_000 && whileWaiting.value == b("v"))
+        #expect(writer.take(timeoutMs: 200) == nil, "the host thread's write waits for the lock")
+        locker.release()
+        #expect(writer.take(timeoutMs: 10_000) == true)
+        #expect(try cache.get(b("k3"))?.value == b("v3"))
+        #expect(try cache.get(b("k2")) == nil)
+    }
+}

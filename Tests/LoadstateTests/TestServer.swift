@@ -2,10 +2,10 @@
 import Glibc
 #endif
 
-/// Starts `Tests/support/<script>` with python3, its stdin a pipe the test
+/// Starts `Tests/support/<script>` (with `arguments`) with python3, its stdin a pipe the test
 /// process keeps open (the script stops when it closes), and returns that
 /// pipe and the first line the script prints (what it tells about itself).
-func startSupportScript(_ script: String, what: String) -> (stdinWrite: Int32, firstLine: String) {
+func startSupportScript(_ script: String, what: String, arguments: [String] = []) -> (stdinWrite: Int32, firstLine: String) {
     var toChild: [Int32] = [0, 0]
     var fromChild: [Int32] = [0, 0]
     pipe(&toChild)
@@ -17,7 +17,7 @@ func startSupportScript(_ script: String, what: String) -> (stdinWrite: Int32, f
     posix_spawn_file_actions_addclose(&actions, toChild[1])
     posix_spawn_file_actions_addclose(&actions, fromChild[0])
     let path = TestServer.repositoryRoot + "/Tests/support/" + script
-    let argv: [UnsafeMutablePointer<CChar>?] = [strdup("python3"), strdup(path), nil]
+    let argv: [UnsafeMutablePointer<CChar>?] = [strdup("python3"), strdup(path)] + arguments.map { strdup($0) } + [nil]
     var pid: pid_t = 0
     let rc = posix_spawnp(&pid, "python3", &actions, nil, argv, environ)
     for a in argv { free(a) }

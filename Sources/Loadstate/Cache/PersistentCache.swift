@@ -122,7 +122,7 @@ public final class PersistentCache: Handle, CacheStore, @unchecked Sendable {
             s.stats.misses += 1
             return nil
         }
-        try s.recordAccess(rowid)
+        s.recordAccess(rowid)
         s.stats.hits += 1
         return entry
     }
@@ -210,17 +210,41 @@ public final class PersistentCache: Handle, CacheStore, @unchecked Sendable {
 
     /// Runs `body` on the open store under the lock; SQLite failures become
     /// `CacheError`s naming the file and the operation.
+    /// Runs `body` on the store under the cache's lock. When another
+    /// connection (another process) holds the file's write lock, SQLite
+    /// answers "busy" at once; the call is then made again after a pause,
+    /// outside the lock, for up to `PersistentStore.busyTimeoutMs` in all,
+    /// so that no caller waits behind another's wait. On a runtime's loop
+    /// thread (a load reading or storing its value) it is not made again:
+    /// it fails at once, and the load goes on without the cache.
     private func withStore<R>(_ operation: String,
                               _ body: (PersistentStore) throws(SQLiteError) -> R) throws(CacheError) -> R {
-        let result = store.withLock { s -> Result<R, CacheError> in
-            guard let s else { return .failure(CacheError(.closed, "cache file \(path) is closed")) }
-            do throws(SQLiteError) {
-                return .success(try body(s))
-            } catch {
-                return .failure(failure(error, operation))
+        let mayWait = !EventLoop.isCurrentThreadALoop
+        var waitedMs = 0
+        var pauseMs = 1
+        while true {
+            let result = store.withLock { s -> Result<R, SQLiteError>? in
+                guard let s else { return nil }
+                do throws(SQLiteError) {
+                    return .success(try body(s))
+                } catch {
+                    return .failure(error)
+                }
+            }
+            switch result {
+            case nil:
+                throw CacheError(.closed, "cache file \(path) is closed")
+            case .success(let value)?:
+                return value
+            case .failure(let error)?:
+                guard error.isBusy, mayWait, waitedMs < PersistentStore.busyTimeoutMs else {
+                    throw failure(error, operation)
+                }
+                usleep(UInt32(pauseMs * 1000))
+                waitedMs += pauseMs
+                pauseMs = min(pauseMs * 2, 64)
             }
         }
-        return try result.get()
     }
 
     /// An SQLite failure of `operation` as a `CacheError` naming the file.

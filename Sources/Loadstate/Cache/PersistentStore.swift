@@ -41,7 +41,8 @@ final class PersistentStore {
     private var pendingAccesses: [Int64: Int64] = [:]
     private let pendingLimit: Int
 
-    /// How long a call waits for another connection's lock on the file.
+    /// How long a call off the loop thread waits for another connection's
+    /// lock on the file, in all (the opening, and `PersistentCache.withStore`).
     static let busyTimeoutMs = 5000
 
     /// Runs `body` again while SQLite answers "busy", sleeping 1, 2, 4 ...
@@ -126,6 +127,11 @@ final class PersistentStore {
             db.close()
             throw CacheOpenFailure(error, "prepare")
         }
+        // Opened (waiting for other processes above, as opening does on a
+        // host thread): from now on SQLite waits for nothing, "busy" comes
+        // back at once, and the cache waits, or not on a loop thread,
+        // outside its lock (see `PersistentCache.withStore`).
+        db.setBusyTimeout(ms: 0)
     }
 
     /// Writes the recorded accesses (best effort) and closes the file.
@@ -172,11 +178,19 @@ final class PersistentStore {
 
     /// Records a read of the row as its most recent access, in memory;
     /// writes the recorded accesses when `pendingLimit` rows have one.
-    func recordAccess(_ rowid: Int64) throws(SQLiteError) {
+    func recordAccess(_ rowid: Int64) {
         accessClock += 1
         pendingAccesses[rowid] = accessClock
-        if pendingAccesses.count >= pendingLimit {
+        guard pendingAccesses.count >= pendingLimit else { return }
+        let accesses = pendingAccesses
+        do throws(SQLiteError) {
             try write { () throws(SQLiteError) in try flushAccesses() }
+        } catch {
+            // The read itself succeeded: it does not fail for this. When
+            // another process holds the file the accesses wait for the next
+            // flush, up to four times the limit; past it, or on another
+            // failure, they are dropped (only the eviction order suffers).
+            if error.isBusy && accesses.count < pendingLimit * 4 { pendingAccesses = accesses }
         }
     }
 

@@ -115,6 +115,14 @@ import Glibc
     /// How many operations wait in the loop's queue (a hint, see `WorkQueue.count`).
     @usableFromInline package var queuedCount: Int { queue.count }
 
+    /// Whether the calling thread runs a runtime's loop (any runtime's),
+    /// where nothing may wait: for code that does not know its runtime,
+    /// such as a cache file shared by several.
+    static var isCurrentThreadALoop: Bool {
+        get { lds_loop_thread_flag().pointee != 0 }
+        set { lds_loop_thread_flag().pointee = newValue ? 1 : 0 }
+    }
+
     /// Loop thread: whether a work item (or a follow-up of one) runs now,
     /// so that `afterCurrent` and `afterBatch` run a body after it without
     /// a wake-up.
@@ -215,6 +223,7 @@ import Glibc
     }
 
     private func run() {
+        EventLoop.isCurrentThreadALoop = true
         uv_run(loop, UV_RUN_DEFAULT)
         // The loop ended or the stop deadline passed: close what is left (the
         // deadline timer at least) and run the close callbacks; requests out

@@ -958,8 +958,8 @@ typedef struct lds_file_options {
 #define LDS_FILE_OPTIONS_INIT { (uint32_t)sizeof(lds_file_options), 0, 0, 0, 0, 0 }
 
 /*
- * Creates a file loader. The request is a path (bytes, no NUL); the value
- * is the file's contents. PROGRESS events count bytes read (total from
+ * Creates a file loader. The request is a path (bytes, no NUL; opened by
+ * those bytes, which need not be UTF-8); the value is the file's contents. PROGRESS events count bytes read (total from
  * fstat). Failures: a missing or unreadable file is an error in
  * LDS_DOMAIN_OS with the errno as code and "open PATH: reason" as message;
  * a file over max_size is LDS_ETOOBIG (domain LOADSTATE). Cancelling stops
@@ -1017,7 +1017,12 @@ typedef struct lds_exec_request {
  * a list is a u32 count of fields, a field a u32 length and its bytes,
  * 0xFFFFFFFF marks absent; all integers little-endian.
  *
- * Returns LDS_OK; LDS_EINVAL (NULL pointers, empty argv, bad size); LDS_ENOMEM.
+ * The strings must be UTF-8: one that is not is refused (LDS_EINVAL),
+ * never repaired into other bytes; the exec loader refuses such an encoded
+ * request the same way (the job fails with LDS_EINVAL).
+ *
+ * Returns LDS_OK; LDS_EINVAL (NULL pointers, empty argv, a string that is
+ * not UTF-8, bad size); LDS_ENOMEM.
  */
 int lds_exec_request_encode(const lds_exec_request *req, void **out, size_t *out_len);
 
@@ -1130,8 +1135,10 @@ typedef struct lds_http_request {
  *
  * Returns LDS_OK; LDS_EINVAL (NULL pointers, no url, a method that is not
  * a token, a url or header with a control character, a header line that
- * is not "Name: value", an unknown flag, both LDS_HTTP_HTTP2 and
- * LDS_HTTP_HTTP1, bad size); LDS_ETOOBIG; LDS_ENOMEM.
+ * is not "Name: value", a string that is not UTF-8 (refused, never
+ * repaired; the http loader refuses it in an encoded request too), an
+ * unknown flag, both LDS_HTTP_HTTP2 and LDS_HTTP_HTTP1, bad size);
+ * LDS_ETOOBIG; LDS_ENOMEM.
  */
 int lds_http_request_encode(const lds_http_request *req, void **out, size_t *out_len);
 

@@ -39,16 +39,23 @@ private func giveBuffer(_ bytes: [UInt8], _ out: UnsafeMutablePointer<UnsafeMuta
     return LDS_OK
 }
 
-/// A NULL-terminated C string array as Swift strings; nil for NULL.
-private func strings(_ list: UnsafePointer<UnsafePointer<CChar>?>?) -> [String]? {
-    guard let list else { return nil }
+/// A NULL-terminated C string array as Swift strings: nil for NULL,
+/// `.failure` when a string is not UTF-8 (it is refused, never repaired).
+private func strings(_ list: UnsafePointer<UnsafePointer<CChar>?>?) -> Result<[String]?, ResultCode> {
+    guard let list else { return .success(nil) }
     var result: [String] = []
     var i = 0
     while let item = list[i] {
-        result.append(String(cString: item))
+        guard let text = String(validatingCString: item) else { return .failure(.invalidArgument) }
+        result.append(text)
         i += 1
     }
-    return result
+    return .success(result)
+}
+
+/// A C string as a Swift string; nil when it is not UTF-8.
+private func text(_ string: UnsafePointer<CChar>) -> String? {
+    String(validatingCString: string)
 }
 
 @_cdecl("lds_free")
@@ -105,8 +112,14 @@ public func ldsExecRequestEncode(_ req: UnsafePointer<lds_exec_request>?,
     guard let req, let out, let outLength else { return LDS_EINVAL }
     let c = req.pointee
     guard Int(c.size) >= MemoryLayout<lds_exec_request>.size,
-          let argv = strings(c.argv), !argv.isEmpty else { return LDS_EINVAL }
-    let request = ExecRequest(argv: argv, environment: strings(c.env), directory: c.cwd.map { String(cString: $0) })
+          case .success(let list) = strings(c.argv), let argv = list, !argv.isEmpty,
+          case .success(let environment) = strings(c.env) else { return LDS_EINVAL }
+    var directory: String?
+    if let cwd = c.cwd {
+        guard let dir = text(cwd) else { return LDS_EINVAL }
+        directory = dir
+    }
+    let request = ExecRequest(argv: argv, environment: environment, directory: directory)
     return giveBuffer(request.encoded(), out, outLength)
 }
 
@@ -125,8 +138,14 @@ public func ldsHttpLoaderNew(_ rt: OpaquePointer?, _ opts: UnsafePointer<lds_htt
             // Fields past the caller's size read as 0 (readSized): no proxy
             // set, no limits.
             o.maxConnections = Int(c.max_connections)
-            if let agent = c.user_agent { o.userAgent = String(cString: agent) }
-            if let proxy = c.proxy { o.proxy = String(cString: proxy) }
+            if let agent = c.user_agent {
+                guard let value = text(agent) else { return LDS_EINVAL }
+                o.userAgent = value
+            }
+            if let proxy = c.proxy {
+                guard let value = text(proxy) else { return LDS_EINVAL }
+                o.proxy = value
+            }
             o.maxPerHost = Int(c.max_per_host)
             limits = LoaderLimits(maxConcurrent: c.max_concurrent, ratePerSecond: c.rate_per_s, burst: c.burst)
         }
@@ -144,7 +163,11 @@ public func ldsHttpRequestEncode(_ req: UnsafePointer<lds_http_request>?,
     let firstVersionSize = MemoryLayout<lds_http_request>.offset(of: \lds_http_request.ca_file)
         ?? MemoryLayout<lds_http_request>.size
     guard size >= firstVersionSize, let url = c.url else { return LDS_EINVAL }
-    let caFile = c.ca_file.map { String(cString: $0) }
+    var caFile: String?
+    if let file = c.ca_file {
+        guard let path = text(file) else { return LDS_EINVAL }
+        caFile = path
+    }
     let known = UInt32(LDS_HTTP_INSECURE) | UInt32(LDS_HTTP_NO_REDIRECTS) | UInt32(LDS_HTTP_NO_COMPRESSION)
         | UInt32(LDS_HTTP_HTTP2) | UInt32(LDS_HTTP_HTTP1)
     guard c.flags & ~known == 0 else { return LDS_EINVAL }
@@ -155,8 +178,8 @@ public func ldsHttpRequestEncode(_ req: UnsafePointer<lds_http_request>?,
     if c.header_count != 0 {
         guard let list = c.headers, c.header_count > 0, c.header_count <= 65536 else { return LDS_EINVAL }
         for i in 0..<c.header_count {
-            guard let line = list[i] else { return LDS_EINVAL }
-            headers.append(String(cString: line))
+            guard let line = list[i], let header = text(line) else { return LDS_EINVAL }
+            headers.append(header)
         }
     }
     let body: Bytes
@@ -165,7 +188,13 @@ public func ldsHttpRequestEncode(_ req: UnsafePointer<lds_http_request>?,
     case .failure(let code): return code.rawValue
     }
     let noRedirects = c.flags & UInt32(LDS_HTTP_NO_REDIRECTS) != 0
-    let request = HTTPRequest(method: c.method.map { String(cString: $0) } ?? "GET", url: String(cString: url),
+    var method = "GET"
+    if let m = c.method {
+        guard let name = text(m) else { return LDS_EINVAL }
+        method = name
+    }
+    guard let urlText = text(url) else { return LDS_EINVAL }
+    let request = HTTPRequest(method: method, url: urlText,
                               headers: headers, body: body, timeoutMs: c.timeout_ms, maxBody: c.max_body,
                               maxRedirects: noRedirects ? 0 : (c.max_redirects == 0 ? 5 : c.max_redirects),
                               insecure: c.flags & UInt32(LDS_HTTP_INSECURE) != 0,

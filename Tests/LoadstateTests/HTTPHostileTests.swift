@@ -172,6 +172,27 @@ struct HTTPHostileServerTests {
 }
 
 @Suite struct HTTPRequestValidationTests {
+    /// `encoded` with the only byte `marker` replaced by 0xFF (no longer UTF-8).
+    private func spoiled(_ encoded: [UInt8], at marker: Character) -> [UInt8] {
+        var bytes = encoded
+        let value = marker.asciiValue ?? 0
+        #expect(bytes.filter { $0 == value }.count == 1)
+        if let i = bytes.firstIndex(of: value) { bytes[i] = 0xFF }
+        return bytes
+    }
+
+    @Test func encodedRequestsWhoseTextIsNotUTF8AreRefused() {
+        let request = HTTPRequest(method: "GET", url: "http://a/Z", headers: ["X-Q: W"])
+        #expect(HTTPRequest(decoding: request.encoded()) != nil)
+        #expect(HTTPRequest(decoding: spoiled(request.encoded(), at: "Z")) == nil)
+        #expect(HTTPRequest(decoding: spoiled(request.encoded(), at: "W")) == nil)
+        let command = ExecRequest(argv: ["/bin/echo", "Z"], environment: ["A=W"], directory: "/tmp/Q")
+        #expect(ExecRequest(decoding: command.encoded()) != nil)
+        for marker: Character in ["Z", "W", "Q"] {
+            #expect(ExecRequest(decoding: spoiled(command.encoded(), at: marker)) == nil)
+        }
+    }
+
     @Test(arguments: ["GET", "get", "M-SEARCH", "!#$%&'*+-.^_`|~09azAZ"])
     func aTokenIsAMethod(_ method: String) {
         #expect(HTTPRequest(method: method, url: "http://a/").problem == nil)

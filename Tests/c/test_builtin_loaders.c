@@ -153,3 +153,75 @@ TEST(test_file_fifo_is_refused_and_free_returns) {
   unlink(path);
   rmdir(dir);
 }
+
+/* Text that is not UTF-8 is refused by the encoders, never repaired into
+ * other text (a URL or an argument that was not asked for). */
+TEST(test_encoders_refuse_text_that_is_not_utf8) {
+  const char *bad = "http://127.0.0.1/caf\xe9";
+  void *buf = NULL;
+  size_t len = 0;
+  lds_http_request http = LDS_HTTP_REQUEST_INIT;
+  http.url = bad;
+  CHECK_RC(lds_http_request_encode(&http, &buf, &len), LDS_EINVAL);
+  CHECK(buf == NULL);
+  http.url = "http://127.0.0.1/caf\xc3\xa9"; /* the same in UTF-8 */
+  CHECK_RC(lds_http_request_encode(&http, &buf, &len), LDS_OK);
+  lds_free(buf);
+  buf = NULL;
+  http.method = "G\xffT";
+  CHECK_RC(lds_http_request_encode(&http, &buf, &len), LDS_EINVAL);
+  http.method = NULL;
+  const char *headers[1] = {"X-Name: \xff"};
+  http.headers = headers;
+  http.header_count = 1;
+  CHECK_RC(lds_http_request_encode(&http, &buf, &len), LDS_EINVAL);
+
+  lds_exec_request exec = LDS_EXEC_REQUEST_INIT;
+  const char *argv[] = {"/bin/echo", "\xff\xfe", NULL};
+  exec.argv = argv;
+  CHECK_RC(lds_exec_request_encode(&exec, &buf, &len), LDS_EINVAL);
+  const char *good[] = {"/bin/echo", "ok", NULL};
+  exec.argv = good;
+  const char *env[] = {"A=\xff", NULL};
+  exec.env = env;
+  CHECK_RC(lds_exec_request_encode(&exec, &buf, &len), LDS_EINVAL);
+  exec.env = NULL;
+  exec.cwd = "/tmp/\xff";
+  CHECK_RC(lds_exec_request_encode(&exec, &buf, &len), LDS_EINVAL);
+  exec.cwd = NULL;
+  CHECK_RC(lds_exec_request_encode(&exec, &buf, &len), LDS_OK);
+  lds_free(buf);
+}
+
+/* A path is bytes: a file whose name is not UTF-8 is opened by that name. */
+TEST(test_file_loader_opens_a_path_that_is_not_utf8) {
+  char dir[] = "/tmp/loadstate-bytes-XXXXXX";
+  REQUIRE(mkdtemp(dir) != NULL);
+  char path[sizeof dir + 16];
+  snprintf(path, sizeof path, "%s/caf\xe9", dir);
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  REQUIRE(fd >= 0);
+  REQUIRE(write(fd, "latin-1 name", 12) == 12);
+  close(fd);
+
+  lds_runtime *rt = rt_new(LDS_DELIVER_LOOP);
+  recorder rec;
+  rec_init(&rec, rt);
+  lds_id cell = cell_new(rt, &rec);
+  lds_id loader = 0;
+  CHECK_RC(lds_file_loader_new(rt, NULL, &loader), LDS_OK);
+  CHECK_RC(lds_loadable_load(rt, cell, loader, path, strlen(path), NULL), LDS_OK);
+  /* Progress events may come first: the load settles with LOADED. */
+  if (WAIT_FOR(rec.count > 0 && rec.events[rec.count - 1]->ev.status != LDS_LOADING)) {
+    const lds_event *e = rec_last(&rec);
+    CHECK_EQ(e->status, LDS_LOADED);
+    CHECK_BYTES(e->value, e->value_len, "latin-1 name");
+  }
+  CHECK_RC(lds_runtime_free(rt), LDS_OK);
+  harness_lock();
+  rec.closed = true;
+  harness_unlock();
+  rec_destroy(&rec);
+  unlink(path);
+  rmdir(dir);
+}

@@ -83,8 +83,10 @@ struct WireReader {
         guard bytes.count - offset >= Int(n) else { return nil }
         let slice = bytes[offset..<(offset + Int(n))]
         offset += Int(n)
-        if slice.contains(0) { return nil }
-        return .some(String(decoding: slice, as: UTF8.self))
+        // Text that is not UTF-8 makes the request malformed: it is never
+        // repaired into other text (a URL or method that was not asked for).
+        guard !slice.contains(0), let text = String(validating: slice, as: UTF8.self) else { return nil }
+        return .some(text)
     }
 
     mutating func list() -> [[UInt8]]?? {

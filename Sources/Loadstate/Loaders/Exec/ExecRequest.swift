@@ -37,8 +37,15 @@ public struct ExecRequest: Sendable, Equatable {
         guard var r = WireReader(bytes, magic: Self.magic),
               let argv = r.list(), let argvList = argv, !argvList.isEmpty,
               let env = r.list(), let dir = r.field() else { return nil }
+        // Arguments, variables and the directory must be UTF-8: they are
+        // refused, never repaired into other bytes.
         let strings = { (items: [[UInt8]]) -> [String]? in
-            items.contains { $0.contains(0) } ? nil : items.map { String(decoding: $0, as: UTF8.self) }
+            var out: [String] = []
+            for item in items {
+                guard !item.contains(0), let text = String(validating: item, as: UTF8.self) else { return nil }
+                out.append(text)
+            }
+            return out
         }
         guard let args = strings(argvList) else { return nil }
         self.argv = args
@@ -47,8 +54,8 @@ public struct ExecRequest: Sendable, Equatable {
             environment = vars
         }
         if let dir {
-            guard !dir.contains(0) else { return nil }
-            directory = String(decoding: dir, as: UTF8.self)
+            guard !dir.contains(0), let text = String(validating: dir, as: UTF8.self) else { return nil }
+            directory = text
         }
     }
 }

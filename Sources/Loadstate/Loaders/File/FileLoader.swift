@@ -66,6 +66,7 @@ final class FileRead {
         self.job = job
         self.runtime = runtime
         self.options = options
+        // For messages; the file is opened by the request's bytes.
         path = String(decoding: job.request, as: UTF8.self)
         request = .allocate(capacity: 1)
         chunk = .allocate(byteCount: min(max(options.chunkSize, 4096), FileRead.chunkLimit), alignment: 16)
@@ -85,7 +86,14 @@ final class FileRead {
             return finish(.fail(LoadError(.invalidArgument, message: "invalid path"), retry: .never))
         }
         let flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK
-        submitRequest { loop, req, cb in uv_fs_open(loop, req, self.path, flags, 0, cb) } then: { me, result in
+        // The request's own bytes, not its text: a path need not be UTF-8
+        // (libuv copies it).
+        let path = job.request + [0]
+        submitRequest { loop, req, cb in
+            path.withUnsafeBufferPointer { bytes in
+                bytes.withMemoryRebound(to: CChar.self) { uv_fs_open(loop, req, $0.baseAddress, flags, 0, cb) }
+            }
+        } then: { me, result in
             guard result >= 0 else { return me.finish(me.osFailure(result, "open")) }
             me.file = Int32(truncatingIfNeeded: result)
             guard !me.cancelled else { return me.close() }

@@ -96,7 +96,7 @@ public struct HTTPRequest: Sendable, Equatable {
               let headers = r.list(), let body = r.field(),
               let timeout = r.u32(), let maxBody = r.u64(), let redirects = r.u32(), let flags = r.u32()
         else { return nil }
-        let text = { (b: [UInt8]) -> String? in b.contains(0) ? nil : String(decoding: b, as: UTF8.self) }
+        let text = { (b: [UInt8]) -> String? in b.contains(0) ? nil : String(validating: b, as: UTF8.self) }
         self.url = url
         self.method = method ?? "GET"
         var lines: [String] = []

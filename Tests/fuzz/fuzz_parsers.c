@@ -145,12 +145,14 @@ static bool has_byte(const reader *r, const span *s, uint8_t b) {
 
 #define MAX_ITEMS 64
 
+static bool utf8_ok(const uint8_t *s, size_t n);
+
 /* A list: *absent, or up to MAX_ITEMS fields (more are read but not kept). */
 typedef struct list {
   bool absent;
   uint32_t count;
   span items[MAX_ITEMS];
-  bool any_nul, any_crlf;
+  bool any_nul, any_crlf, any_not_utf8;
 } list;
 
 static bool r_list(reader *r, list *l) {
@@ -165,6 +167,7 @@ static bool r_list(reader *r, list *l) {
     if (!r_field(r, &s) || s.absent) return false;
     l->any_nul |= has_byte(r, &s, 0);
     l->any_crlf |= has_byte(r, &s, '\r') || has_byte(r, &s, '\n');
+    l->any_not_utf8 |= !utf8_ok(r->p + s.at, s.len);
     if (i < MAX_ITEMS) l->items[i] = s;
   }
   return true;
@@ -210,6 +213,11 @@ static int exec_decode(const uint8_t *p, size_t n, exec_req *q, size_t *argv_end
   *argv_end = r.off;
   if (!r_list(&r, &q->env) || !r_field(&r, &q->cwd)) return 1;
   if ((!q->env.absent && q->env.any_nul) || has_byte(&r, &q->cwd, 0)) return 1;
+  /* Text that is not UTF-8 is refused by the exec loader (EINVAL), as a
+   * tail that does not decode is. */
+  if (q->argv.any_not_utf8 || (!q->env.absent && q->env.any_not_utf8) ||
+      (!q->cwd.absent && !utf8_ok(p + q->cwd.at, q->cwd.len)))
+    return 1;
   return 2;
 }
 
@@ -234,9 +242,8 @@ static void b_text(buf *b, const char *s) {
   b_put(b, s, strlen(s));
 }
 
-/* Whether s is well-formed UTF-8: the library keeps text as Swift strings,
- * which replace ill-formed sequences, so only well-formed text round-trips
- * byte for byte. */
+/* Whether s is well-formed UTF-8: the library refuses text that is not
+ * (LDS_EINVAL), and well-formed text round-trips byte for byte. */
 static bool utf8_ok(const uint8_t *s, size_t n) {
   size_t i = 0;
   while (i < n) {
@@ -338,7 +345,9 @@ static void target_http_encode(input *in) {
   int rc = lds_http_request_encode(&req, &out, &out_len);
   bool fields_ok = (!method || token_ok(method, strlen(method))) && url && url_ok(url) &&
                    (nh < 1 || header_ok(headers[0])) && (nh < 2 || header_ok(headers[1]));
-  bool must_fail = bad_size || !fields_ok || crlf ||
+  bool texts_ok = str_ok(method) && str_ok(url) && (nh < 1 || str_ok(headers[0])) &&
+                  (nh < 2 || str_ok(headers[1]));
+  bool must_fail = bad_size || !fields_ok || crlf || !texts_ok ||
                    (req.flags & ~(LDS_HTTP_INSECURE | LDS_HTTP_NO_REDIRECTS | LDS_HTTP_NO_COMPRESSION |
                                   LDS_HTTP_HTTP2 | LDS_HTTP_HTTP1)) ||
                    ((req.flags & LDS_HTTP_HTTP2) && (req.flags & LDS_HTTP_HTTP1));
@@ -347,10 +356,8 @@ static void target_http_encode(input *in) {
   if (rc == LDS_OK) {
     http_req q;
     if (!http_decode(out, out_len, &q)) fail("lds_http_request_encode: the encoding does not decode");
-    bool texts_ok = str_ok(method) && str_ok(url) && (nh < 1 || str_ok(headers[0])) &&
-                    (nh < 2 || str_ok(headers[1]));
     const uint8_t *e = out;
-    if (texts_ok) {
+    {
       if (!span_is(e, &q.method, method ? method : "GET")) fail("http request: method changed");
       if (!span_is(e, &q.url, url)) fail("http request: url changed");
       if (q.headers.absent || q.headers.count != nh) fail("http request: %u headers for %zu", q.headers.count, nh);
@@ -453,7 +460,10 @@ static void target_exec_encode(input *in) {
   void *out = NULL;
   size_t out_len = 0;
   int rc = lds_exec_request_encode(&req, &out, &out_len);
-  bool must_fail = bad_size || na == 0;
+  bool texts_ok = str_ok(cwd);
+  for (size_t i = 0; i < na; i++) texts_ok &= str_ok(argv[i]);
+  for (size_t i = 0; req.env && i < ne; i++) texts_ok &= str_ok(env[i]);
+  bool must_fail = bad_size || na == 0 || !texts_ok;
   if (must_fail != (rc != LDS_OK) || (rc != LDS_OK && rc != LDS_EINVAL))
     fail("lds_exec_request_encode returned %d (%zu arguments, size %u)", rc, na, req.size);
   if (rc == LDS_OK) {
@@ -461,13 +471,10 @@ static void target_exec_encode(input *in) {
     size_t argv_end;
     if (exec_decode(out, out_len, &q, &argv_end) != 2) fail("lds_exec_request_encode: the encoding does not decode");
     const uint8_t *e = out;
-    bool texts_ok = str_ok(cwd);
-    for (size_t i = 0; i < na; i++) texts_ok &= str_ok(argv[i]);
-    for (size_t i = 0; i < ne; i++) texts_ok &= str_ok(env[i]);
     if (q.argv.count != na) fail("exec request: %u arguments for %zu", q.argv.count, na);
     if (q.env.absent != !req.env || (req.env && q.env.count != ne)) fail("exec request: environment changed");
     if (q.cwd.absent != !cwd) fail("exec request: directory presence changed");
-    if (texts_ok) {
+    {
       for (size_t i = 0; i < na; i++)
         if (!span_is(e, &q.argv.items[i], argv[i])) fail("exec request: argument %zu changed", i);
       for (size_t i = 0; req.env && i < ne; i++)

@@ -116,6 +116,17 @@ static void *free_in_thread(void *arg) {
  * not waited for): LDS_EINVAL in the loadstate domain. The runtime's free
  * then returns; it runs in a thread so that a regression fails here
  * instead of hanging the suite. */
+/* A new runtime with a file loader, and a cell reporting to rec that loads path. */
+static lds_runtime *start_file_load(const char *path, recorder *rec) {
+  lds_runtime *rt = rt_new(LDS_DELIVER_LOOP);
+  rec_init(rec, rt);
+  lds_id cell = cell_new(rt, rec);
+  lds_id loader = 0;
+  CHECK_RC(lds_file_loader_new(rt, NULL, &loader), LDS_OK);
+  CHECK_RC(lds_loadable_load(rt, cell, loader, path, strlen(path), NULL), LDS_OK);
+  return rt;
+}
+
 TEST(test_file_fifo_is_refused_and_free_returns) {
   char dir[] = "/tmp/loadstate-fifo-XXXXXX";
   REQUIRE(mkdtemp(dir) != NULL);
@@ -123,13 +134,8 @@ TEST(test_file_fifo_is_refused_and_free_returns) {
   snprintf(path, sizeof path, "%s/fifo", dir);
   REQUIRE(mkfifo(path, 0600) == 0);
 
-  lds_runtime *rt = rt_new(LDS_DELIVER_LOOP);
   recorder rec;
-  rec_init(&rec, rt);
-  lds_id cell = cell_new(rt, &rec);
-  lds_id loader = 0;
-  CHECK_RC(lds_file_loader_new(rt, NULL, &loader), LDS_OK);
-  CHECK_RC(lds_loadable_load(rt, cell, loader, path, strlen(path), NULL), LDS_OK);
+  lds_runtime *rt = start_file_load(path, &rec);
   if (REC_WAIT(&rec, 2)) {
     const lds_event *e = rec_last(&rec);
     CHECK_EQ(e->status, LDS_ERROR);
@@ -204,13 +210,8 @@ TEST(test_file_loader_opens_a_path_that_is_not_utf8) {
   REQUIRE(write(fd, "latin-1 name", 12) == 12);
   close(fd);
 
-  lds_runtime *rt = rt_new(LDS_DELIVER_LOOP);
   recorder rec;
-  rec_init(&rec, rt);
-  lds_id cell = cell_new(rt, &rec);
-  lds_id loader = 0;
-  CHECK_RC(lds_file_loader_new(rt, NULL, &loader), LDS_OK);
-  CHECK_RC(lds_loadable_load(rt, cell, loader, path, strlen(path), NULL), LDS_OK);
+  lds_runtime *rt = start_file_load(path, &rec);
   /* Progress events may come first: the load settles with LOADED. */
   if (WAIT_FOR(rec.count > 0 && rec.events[rec.count - 1]->ev.status != LDS_LOADING)) {
     const lds_event *e = rec_last(&rec);

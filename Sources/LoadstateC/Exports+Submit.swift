@@ -161,18 +161,14 @@ private func jobOperation(_ op: lds_op) -> Result<JobOperation<Bytes>, ResultCod
     }
 }
 
-/// One call of a batch other than a load or a job call, as its own function makes it.
+/// One call of a batch other than a load or a job call (a cancel; any
+/// other op is unknown), as its own function makes it.
 private func submitCall(_ runtime: Runtime, _ op: lds_op) -> Int32 {
-    let usesData = op.op == UInt32(LDS_OP_YIELD) || op.op == UInt32(LDS_OP_SUCCEED) || op.op == UInt32(LDS_OP_FAIL)
-    guard op.loader == 0, op.code == 0 || op.op == UInt32(LDS_OP_FAIL),
-          usesData || (op.data == nil && op.data_len == 0) else { return LDS_EINVAL }
-    switch Int32(bitPattern: op.op) {
-    case LDS_OP_CANCEL:
-        guard let cell = findCell(runtime, op.target, .loadable) else { return LDS_ENOENT }
-        guard runtime.acceptsQueuedWork else { return LDS_EAGAIN }
-        cell.stop(reset: false)
-        return LDS_OK
-    default:
+    guard op.op == UInt32(LDS_OP_CANCEL), op.loader == 0, op.code == 0, op.data == nil, op.data_len == 0 else {
         return LDS_EINVAL
     }
+    guard let cell = findCell(runtime, op.target, .loadable) else { return LDS_ENOENT }
+    guard runtime.acceptsQueuedWork else { return LDS_EAGAIN }
+    cell.stop(reset: false)
+    return LDS_OK
 }

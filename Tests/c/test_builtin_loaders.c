@@ -127,6 +127,17 @@ static lds_runtime *start_file_load(const char *path, recorder *rec) {
   return rt;
 }
 
+/* After a file load's runtime is freed: rec (no callback may come now),
+ * the file and its directory go. */
+static void end_file_load(recorder *rec, const char *path, const char *dir) {
+  harness_lock();
+  rec->closed = true;
+  harness_unlock();
+  rec_destroy(rec);
+  unlink(path);
+  rmdir(dir);
+}
+
 TEST(test_file_fifo_is_refused_and_free_returns) {
   char dir[] = "/tmp/loadstate-fifo-XXXXXX";
   REQUIRE(mkdtemp(dir) != NULL);
@@ -152,12 +163,7 @@ TEST(test_file_fifo_is_refused_and_free_returns) {
   int writer = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
   if (writer >= 0) close(writer);
   if (returned) thread_join(thread);
-  harness_lock();
-  rec.closed = true;
-  harness_unlock();
-  rec_destroy(&rec);
-  unlink(path);
-  rmdir(dir);
+  end_file_load(&rec, path, dir);
 }
 
 /* Text that is not UTF-8 is refused by the encoders, never repaired into
@@ -219,10 +225,5 @@ TEST(test_file_loader_opens_a_path_that_is_not_utf8) {
     CHECK_BYTES(e->value, e->value_len, "latin-1 name");
   }
   CHECK_RC(lds_runtime_free(rt), LDS_OK);
-  harness_lock();
-  rec.closed = true;
-  harness_unlock();
-  rec_destroy(&rec);
-  unlink(path);
-  rmdir(dir);
+  end_file_load(&rec, path, dir);
 }

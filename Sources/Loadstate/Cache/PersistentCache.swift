@@ -220,8 +220,7 @@ public final class PersistentCache: Handle, CacheStore, @unchecked Sendable {
     private func withStore<R>(_ operation: String,
                               _ body: (PersistentStore) throws(SQLiteError) -> R) throws(CacheError) -> R {
         let mayWait = !EventLoop.isCurrentThreadALoop
-        var waitedMs = 0
-        var pauseMs = 1
+        var wait = PersistentStore.BusyWait()
         while true {
             let result = store.withLock { s -> Result<R, SQLiteError>? in
                 guard let s else { return nil }
@@ -237,12 +236,7 @@ public final class PersistentCache: Handle, CacheStore, @unchecked Sendable {
             case .success(let value)?:
                 return value
             case .failure(let error)?:
-                guard error.isBusy, mayWait, waitedMs < PersistentStore.busyTimeoutMs else {
-                    throw failure(error, operation)
-                }
-                usleep(UInt32(pauseMs * 1000))
-                waitedMs += pauseMs
-                pauseMs = min(pauseMs * 2, 64)
+                guard error.isBusy, mayWait, wait.pause() else { throw failure(error, operation) }
             }
         }
     }

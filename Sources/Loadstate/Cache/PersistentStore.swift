@@ -45,20 +45,33 @@ final class PersistentStore {
     /// lock on the file, in all (the opening, and `PersistentCache.withStore`).
     static let busyTimeoutMs = 5000
 
-    /// Runs `body` again while SQLite answers "busy", sleeping 1, 2, 4 ...
-    /// up to 64 ms in between, for at most `busyTimeoutMs` in all.
+    /// Runs `body` again while SQLite answers "busy", pausing in between
+    /// as `BusyWait` does.
     static func whileBusy<T>(_ body: () throws(SQLiteError) -> T) throws(SQLiteError) -> T {
-        var waitedMs = 0
-        var pauseMs = 1
+        var wait = BusyWait()
         while true {
             do throws(SQLiteError) {
                 return try body()
             } catch {
-                guard error.isBusy, waitedMs < busyTimeoutMs else { throw error }
-                usleep(UInt32(pauseMs * 1000))
-                waitedMs += pauseMs
-                pauseMs = min(pauseMs * 2, 64)
+                guard error.isBusy, wait.pause() else { throw error }
             }
+        }
+    }
+
+    /// The pauses between attempts at a file whose lock another
+    /// connection holds: 1, 2, 4 ... up to 64 ms, `busyTimeoutMs` in all.
+    struct BusyWait {
+        private var waitedMs = 0
+        private var pauseMs = 1
+
+        /// Sleeps before the next attempt; false, without sleeping, once
+        /// the time is spent.
+        mutating func pause() -> Bool {
+            guard waitedMs < PersistentStore.busyTimeoutMs else { return false }
+            usleep(UInt32(pauseMs * 1000))
+            waitedMs += pauseMs
+            pauseMs = min(pauseMs * 2, 64)
+            return true
         }
     }
 

@@ -147,6 +147,14 @@ public func ldsCacheGet(_ rt: OpaquePointer?, _ id: UInt64, _ key: UnsafeRawPoin
             // Copied under the cache's lock: no allocation for the key.
             return cache.read(k) { give($0, out) } ?? 0
         }
+        if let cache = handle as? PersistentCache {
+            // Copied from SQLite's memory: no copy of the key or the entry in between.
+            do throws(CacheError) {
+                return try cache.read(k) { give($0, out) } ?? 0
+            } catch {
+                return code(error)
+            }
+        }
         let cache: any CacheStore
         switch slowStore(runtime, handle) {
         case .success(let store): cache = store
@@ -290,6 +298,13 @@ public func ldsCacheRead(_ rt: OpaquePointer?, _ id: UInt64, _ key: UnsafeRawPoi
         guard let handle = runtime.table.lookup(id, as: Handle.self) else { return LDS_ENOENT }
         if let cache = handle as? MemoryCache {
             return cache.read(k) { copy($0.value, room, length) } ?? 0
+        }
+        if let cache = handle as? PersistentCache {
+            do throws(CacheError) {
+                return try cache.read(k) { copy($0.value, room, length) } ?? 0
+            } catch {
+                return code(error)
+            }
         }
         let cache: any CacheStore
         switch slowStore(runtime, handle) {

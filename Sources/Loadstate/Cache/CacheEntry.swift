@@ -42,8 +42,8 @@ public struct CacheEntry: Sendable, Equatable {
     }
 }
 
-/// A memory-cache entry seen in place, without a copy: valid only inside
-/// the closure that receives it (`MemoryCache.read`).
+/// A cache entry seen in place, without a copy: valid only inside the
+/// closure that receives it (`MemoryCache.read`, `PersistentCache.read`).
 @usableFromInline package struct CacheEntryView {
     /// The value's bytes, owned by the cache.
     @usableFromInline package let value: UnsafeRawBufferPointer
@@ -60,6 +60,11 @@ public struct CacheEntry: Sendable, Equatable {
         self.expiresAtMs = expiresAtMs
         self.isStale = isStale
         self.meta = meta
+    }
+
+    /// Whether the entry's time to live has passed at `nowMs`.
+    func isExpired(at nowMs: UInt64) -> Bool {
+        expiresAtMs != 0 && nowMs >= expiresAtMs
     }
 
     /// An owned copy.

@@ -89,8 +89,18 @@ public final class PersistentCache: Handle, CacheStore, @unchecked Sendable {
     }
 
     public func get(_ key: [UInt8]) throws(CacheError) -> CacheEntry? {
+        try key.withUnsafeBytes { raw in Result { () throws(CacheError) in try read(raw) { $0.entry } } }.get()
+    }
+
+    /// The live entry under `key` seen in place by `body`, under the
+    /// cache's lock (keep it short; the view is valid inside it only), its
+    /// access recorded; nil on a miss (an expired entry is deleted). Counts
+    /// the hit or miss. Throws like `get`. No copy of the key or the entry
+    /// is made: `body` reads SQLite's memory.
+    @usableFromInline package func read<R>(_ key: UnsafeRawBufferPointer,
+                                           _ body: (CacheEntryView) -> R) throws(CacheError) -> R? {
         let nowMs = now()
-        return try withStore("get") { s throws(SQLiteError) in try Self.lookup(s, key, nowMs: nowMs) }
+        return try withStore("get") { s throws(SQLiteError) in try Self.lookup(s, key, nowMs: nowMs, body) }
     }
 
     /// The entries under `keys`, under one acquisition of the lock (see
@@ -101,7 +111,9 @@ public final class PersistentCache: Handle, CacheStore, @unchecked Sendable {
         return try withStore("get") { s in
             keys.map { key in
                 do throws(SQLiteError) {
-                    return .success(try Self.lookup(s, key, nowMs: nowMs))
+                    return .success(try key.withUnsafeBytes { raw in
+                        Result { () throws(SQLiteError) in try Self.lookup(s, raw, nowMs: nowMs) { $0.entry } }
+                    }.get())
                 } catch {
                     return .failure(failure(error, "get"))
                 }
@@ -109,22 +121,28 @@ public final class PersistentCache: Handle, CacheStore, @unchecked Sendable {
         }
     }
 
-    /// The live entry under `key`, its access recorded; nil on a miss (an
-    /// expired entry is deleted). Counts the hit or miss. Under the lock.
-    private static func lookup(_ s: PersistentStore, _ key: [UInt8], nowMs: UInt64) throws(SQLiteError) -> CacheEntry? {
-        guard let (rowid, entry) = try s.entry(key) else {
+    /// What `body` makes of the live entry under `key`, its access
+    /// recorded; nil on a miss (an expired entry is deleted). Counts the
+    /// hit or miss. Under the lock.
+    private static func lookup<R>(_ s: PersistentStore, _ key: UnsafeRawBufferPointer, nowMs: UInt64,
+                                  _ body: (CacheEntryView) -> R) throws(SQLiteError) -> R? {
+        let found = try s.withEntry(key) { rowid, view -> LookupOutcome<R> in
+            view.isExpired(at: nowMs) ? .expired : .live(rowid, body(view))
+        }
+        switch found {
+        case nil:
             s.stats.misses += 1
             return nil
-        }
-        if entry.isExpired(at: nowMs) {
-            try s.write { () throws(SQLiteError) in try s.delete(key) }
+        case .expired?:
+            try s.write { () throws(SQLiteError) in try s.delete([UInt8](key)) }
             s.stats.expirations += 1
             s.stats.misses += 1
             return nil
+        case .live(let rowid, let result)?:
+            s.recordAccess(rowid)
+            s.stats.hits += 1
+            return result
         }
-        s.recordAccess(rowid)
-        s.stats.hits += 1
-        return entry
     }
 
     /// Stores with the cache's time to live unless `ttlMs` says otherwise (see `CacheStore`).
@@ -245,6 +263,13 @@ public final class PersistentCache: Handle, CacheStore, @unchecked Sendable {
     private func failure(_ error: SQLiteError, _ operation: String) -> CacheError {
         CacheError(ResultCode(sqlite: error.code), "cache file \(path): \(operation): \(error.message)")
     }
+}
+
+/// What `PersistentCache.lookup` found under a key: a live entry (its
+/// rowid, and what the caller made of it) or an expired one.
+private enum LookupOutcome<R> {
+    case live(Int64, R)
+    case expired
 }
 
 extension PersistentCache: RuntimeResident {

@@ -155,15 +155,18 @@ final class PersistentStore {
 
     // MARK: - Reads
 
-    /// The entry under `key` and its rowid.
-    func entry(_ key: [UInt8]) throws(SQLiteError) -> (rowid: Int64, entry: CacheEntry)? {
+    /// The entry under `key` and its rowid, seen in place by `body` (the
+    /// view is valid inside it only); nil when there is none. The key is
+    /// read in place as well.
+    func withEntry<R>(_ key: UnsafeRawBufferPointer,
+                      _ body: (_ rowid: Int64, CacheEntryView) -> R) throws(SQLiteError) -> R? {
         defer { select.reset() }
-        try select.bind(1, key)
+        try select.bind(1, key, copied: false)
         guard try select.step() else { return nil }
-        let entry = CacheEntry(value: select.bytes(4), storedAtMs: UInt64(clamping: select.int64(1)),
-                               expiresAtMs: UInt64(clamping: select.int64(2)), isStale: select.int64(3) != 0,
-                               meta: select.bytes(5))
-        return (select.int64(0), entry)
+        let view = CacheEntryView(value: select.blob(4), storedAtMs: UInt64(clamping: select.int64(1)),
+                                  expiresAtMs: UInt64(clamping: select.int64(2)), isStale: select.int64(3) != 0,
+                                  meta: select.blob(5))
+        return body(select.int64(0), view)
     }
 
     func totals() throws(SQLiteError) -> (entries: UInt64, bytes: UInt64) {

@@ -20,13 +20,22 @@ final class SQLiteStatement {
 
     /// Binds a copy of `bytes` as a blob (an empty blob, not NULL, when empty).
     func bind(_ index: Int32, _ bytes: [UInt8]) throws(SQLiteError) {
+        try bytes.withUnsafeBytes { raw in Result { () throws(SQLiteError) in try bind(index, raw, copied: true) } }.get()
+    }
+
+    /// Binds `bytes` as a blob (an empty blob, not NULL, when empty). Not
+    /// `copied`, SQLite reads them in place: they must stay valid until the
+    /// statement is reset (`reset` also clears the bindings).
+    func bind(_ index: Int32, _ bytes: UnsafeRawBufferPointer, copied: Bool) throws(SQLiteError) {
         let rc: Int32
         if bytes.isEmpty {
             rc = sqlite3_bind_zeroblob(handle, index, 0)
         } else if bytes.count > Int(Int32.max) {
             rc = SQLITE_TOOBIG
+        } else if copied {
+            rc = lds_sqlite_bind_blob_copy(handle, index, bytes.baseAddress, Int32(bytes.count))
         } else {
-            rc = bytes.withUnsafeBytes { lds_sqlite_bind_blob_copy(handle, index, $0.baseAddress, Int32($0.count)) }
+            rc = sqlite3_bind_blob(handle, index, bytes.baseAddress, Int32(bytes.count), nil)
         }
         guard rc == SQLITE_OK else { throw database.error(rc) }
     }
@@ -58,9 +67,14 @@ final class SQLiteStatement {
     }
 
     func bytes(_ column: Int32) -> [UInt8] {
-        guard let pointer = sqlite3_column_blob(handle, column) else { return [] }
-        let count = Int(sqlite3_column_bytes(handle, column))
-        return [UInt8](UnsafeRawBufferPointer(start: pointer, count: count))
+        [UInt8](blob(column))
+    }
+
+    /// The column's bytes in SQLite's memory, valid until the next step or
+    /// reset of the statement (an empty buffer for an empty blob or NULL).
+    func blob(_ column: Int32) -> UnsafeRawBufferPointer {
+        guard let pointer = sqlite3_column_blob(handle, column) else { return UnsafeRawBufferPointer(start: nil, count: 0) }
+        return UnsafeRawBufferPointer(start: pointer, count: Int(max(sqlite3_column_bytes(handle, column), 0)))
     }
 
     func text(_ column: Int32) -> String {

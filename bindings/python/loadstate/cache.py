@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Dict, Generic, Iterable, Iterator, List, 
 
 from ._library import CacheKeyListC, CacheStatisticsC, CacheValueC, MemoryCacheOptionsC, PersistentCacheOptionsC
 from .codec import BYTES, Codec
-from .enums import CACHE_GET_MANY_MAX, CacheFlags, Code
+from .enums import CACHE_GET_MANY_MAX, VALUE_MAX, CacheFlags, Code
 from .errors import Error
 from .types import milliseconds
 
@@ -115,12 +115,16 @@ class Cache(MutableMapping[Key, V]):
         self.codec = codec
         self._finalizer = weakref.finalize(self, _free_cache, core, self.id)
         self._finalizer.atexit = False
-        # Reads (see _read): a buffer for the value and one for its length,
-        # used under the lock from the call until the value is copied out. A
-        # memory cache's read never waits, so it is made without releasing the
-        # GIL (cheaper); a persistent or Redis cache's releases it while SQLite
-        # works or Redis answers.
-        self._read_value = core.lib.read_holding_gil if memory else core.dll.lds_cache_read
+        # Reads and puts call the library without ctypes' argument conversion
+        # (see _raw_cache_calls in _library). A memory cache's calls never
+        # wait, so they keep the GIL (cheaper); a persistent or Redis cache's
+        # release it while SQLite works or Redis answers. Reads (see _lookup)
+        # go through a buffer for the value and one for its length, used under
+        # the lock from the call until the value is copied out.
+        lib = core.lib
+        self._read_value = lib.raw_read_holding_gil if memory else lib.raw_read
+        self._put_value = lib.raw_put_holding_gil if memory else lib.raw_put
+        self._c_handle = core.c_handle
         self._buffer = (c_char * _READ_BUFFER)()
         self._length = c_size_t()
         self._length_ref = byref(self._length)
@@ -165,8 +169,13 @@ class Cache(MutableMapping[Key, V]):
             data = self.codec.encode(value)
         except TypeError as exc:
             raise TypeError(f"value: {exc}") from None
-        self._check(self._core.dll.lds_cache_put(self._core.c_handle, self._c_id, raw, len(raw), data, len(data)),
-                    "cache put")
+        if data.__class__ is not bytes:
+            data = bytes(data)
+        if len(raw) > VALUE_MAX or len(data) > VALUE_MAX:
+            raise self._error(Code.ETOOBIG, "cache put")
+        rc = self._put_value(self._c_handle, self._c_id, raw, len(raw), data, len(data))
+        if rc < 0:
+            raise self._error(rc, "cache put")
 
     @overload
     def get(self, key: Key) -> Optional[V]: ...
@@ -180,33 +189,38 @@ class Cache(MutableMapping[Key, V]):
         return default if value is _MISSING else value
 
     def _lookup(self, key: Key) -> Any:
-        """The value under ``key``, decoded, or ``_MISSING``."""
-        raw = key.encode("utf-8") if key.__class__ is str else _key(key)
+        """The value under ``key``, decoded, or ``_MISSING``: the hot path of every read.
+
+        One call into the library (``lds_cache_read``, without argument conversion: see ``_raw_cache_calls``)
+        copies the value into the cache's buffer, and one slice copies it from there into ``bytes``. Both
+        happen under ``_lock``, since another thread may run between them. A value larger than the buffer is
+        read again into one of its size."""
+        if key.__class__ is str:
+            raw = key.encode("utf-8")
+        else:
+            raw = key if key.__class__ is bytes else _key(key)
+        size = len(raw)
+        if size > VALUE_MAX:
+            raise self._error(Code.ETOOBIG, "cache get")
+        buffer: Any = self._buffer  # a c_char array: a slice of it is bytes
         with self._lock:
-            data = self._read(raw)
+            rc = self._read_value(self._c_handle, self._c_id, raw, size, buffer, _READ_BUFFER, self._length_ref)
+            if rc != 1:
+                if rc == 0:
+                    return _MISSING
+                raise self._error(rc, "cache get")
+            length = self._length.value
+            data = buffer[:length] if length <= _READ_BUFFER else self._read_large(raw, length)
         if data is None:
             return _MISSING
         return data if self.codec is BYTES else self.codec.decode(data)
-
-    def _read(self, raw: bytes) -> Optional[bytes]:
-        """The hot path of every read: one call into the library (``lds_cache_read``), which copies the
-        value into the cache's buffer, and one copy from there into ``bytes``; ``None`` on a miss. Called
-        under ``_lock``: another thread may run between the call and the copy."""
-        buffer: Any = self._buffer  # a c_char array: a slice of it is bytes
-        rc = self._read_value(self._core.c_handle, self._c_id, raw, len(raw), buffer, _READ_BUFFER, self._length_ref)
-        if rc == 1:
-            length = self._length.value
-            return buffer[:length] if length <= _READ_BUFFER else self._read_large(raw, length)
-        if rc == 0:
-            return None
-        raise self._error(rc, "cache get")
 
     def _read_large(self, raw: bytes, length: int) -> Optional[bytes]:
         """A value larger than the cache's buffer: read again into one of its size (again if the entry grew
         meanwhile)."""
         while True:
             buffer: Any = (c_char * length)()
-            rc = self._read_value(self._core.c_handle, self._c_id, raw, len(raw), buffer, length, self._length_ref)
+            rc = self._read_value(self._c_handle, self._c_id, raw, len(raw), buffer, length, self._length_ref)
             if rc == 0:
                 return None
             if rc != 1:

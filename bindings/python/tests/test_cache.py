@@ -54,6 +54,46 @@ def test_get_many_gives_the_keys_found_with_their_values(rt, tmp_path, kind):
         cache.get_many(["a"])
 
 
+@pytest.mark.parametrize("kind", ["memory", "persistent"])
+def test_reads_and_puts_take_every_key_form_and_value_size(rt, tmp_path, kind):
+    # Reads and puts call the library without ctypes' argument conversion: what
+    # they pass must still arrive whole, and what is too big must be refused
+    # before the call.
+    cache = rt.memory_cache() if kind == "memory" else rt.persistent_cache(tmp_path / "cache.db")
+    buffer = 16 * 1024  # the cache's read buffer: larger values take a second read
+    with cache:
+        for size in (0, 1, buffer - 1, buffer, buffer + 1, 1 << 20):
+            value = bytes(range(256)) * (size // 256) + bytes(size % 256)
+            for key in (f"k{size}", f"b{size}".encode(), bytearray(f"a{size}", "ascii"),
+                        memoryview(f"m{size}".encode())):
+                cache[key] = value
+                assert cache[key] == value and cache.get(key) == value and key in cache
+        cache[""] = b"empty key"
+        assert cache[b""] == b"empty key"
+        with pytest.raises(TypeError, match="key"):
+            cache[1] = b"x"  # type: ignore[index]
+        too_big = bytes(loadstate.VALUE_MAX + 1)
+        with pytest.raises(loadstate.TooBig):
+            cache[too_big]
+        with pytest.raises(loadstate.TooBig):
+            cache[too_big] = b"x"
+        with pytest.raises(loadstate.TooBig):
+            cache["big"] = too_big
+        del too_big
+        assert "big" not in cache
+    with pytest.raises(loadstate.NotFound):
+        cache["k0"]
+    with pytest.raises(loadstate.NotFound):
+        cache["k0"] = b"x"
+
+
+def test_a_codec_may_encode_to_any_bytes_like_value(rt):
+    codec = loadstate.Codec("bytearray text", lambda value: bytearray(value, "utf-8"), lambda data: data.decode())
+    with rt.memory_cache(codec=codec) as cache:
+        cache["greeting"] = "hello"
+        assert cache["greeting"] == "hello"
+
+
 def test_persistent_cache_keeps_entries_across_runtimes(tmp_path):
     path = tmp_path / "cache.db"
     with loadstate.Runtime() as rt:

@@ -15,7 +15,7 @@ import json
 import os
 import struct
 from ctypes import byref, c_char_p, c_size_t, c_void_p, sizeof, string_at
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ._library import ExecRequestC, HttpRequestC, load_library
@@ -207,19 +207,69 @@ class HttpRequest:
                    flags, ca_file)
 
 
-@dataclass(frozen=True)
 class HttpResponse:
-    """The value of an http job.
+    """The value of an http job: an immutable value, compared by its three attributes.
 
     Attributes:
         status: the final response's status.
-        headers: its header lines as ``(name, value)`` pairs, in order.
+        headers: its header lines as ``(name, value)`` pairs, in order. A decoded response reads them from
+            the raw lines on first use, so that a caller who looks only at the status and the body never
+            pays for them.
         body: the body.
     """
 
-    status: int
-    headers: List[Tuple[str, str]] = field(default_factory=list)
-    body: bytes = b""
+    __slots__ = ("_status", "_headers", "_lines", "_body")
+
+    _status: int
+    _headers: Optional[List[Tuple[str, str]]]
+    _lines: bytes
+    _body: bytes
+
+    def __init__(self, status: int, headers: Optional[Sequence[Tuple[str, str]]] = None, body: bytes = b"") -> None:
+        set_slot = object.__setattr__
+        set_slot(self, "_status", status)
+        set_slot(self, "_headers", list(headers) if headers is not None else [])
+        set_slot(self, "_lines", b"")
+        set_slot(self, "_body", body)
+
+    @property
+    def status(self) -> int:
+        return self._status
+
+    @property
+    def headers(self) -> List[Tuple[str, str]]:
+        headers = self._headers
+        if headers is None:
+            headers = []
+            for line in self._lines.decode("latin-1").split("\r\n"):
+                name, colon, value = line.partition(":")
+                if colon:
+                    headers.append((name.strip(), value.strip()))
+            object.__setattr__(self, "_headers", headers)
+        return headers
+
+    @property
+    def body(self) -> bytes:
+        return self._body
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"HttpResponse is immutable: cannot set {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"HttpResponse is immutable: cannot delete {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, HttpResponse):
+            return NotImplemented
+        return (self._status, self._body, self.headers) == (other._status, other._body, other.headers)
+
+    __hash__ = None  # type: ignore[assignment]  # like a list of headers: mutable inside, so not hashable
+
+    def __repr__(self) -> str:
+        return f"HttpResponse(status={self._status!r}, headers={self.headers!r}, body={self._body!r})"
+
+    def __reduce__(self) -> Tuple[Any, ...]:
+        return (HttpResponse, (self._status, self.headers, self._body))
 
     def header(self, name: str) -> Optional[str]:
         """The first header called ``name`` (any case), or ``None``."""
@@ -233,9 +283,9 @@ class HttpResponse:
             LoadFailed: in :attr:`Domain.HTTP <loadstate.Domain.HTTP>`, with the status as ``code``
                 and this response as ``value`` (as a failed http load raises it).
         """
-        if 200 <= self.status < 300:
+        if 200 <= self._status < 300:
             return self
-        raise LoadFailed(self.status, f"HTTP {self.status}", Domain.HTTP, final=True, value=self)
+        raise LoadFailed(self._status, f"HTTP {self._status}", Domain.HTTP, final=True, value=self)
 
     def json(self) -> Any:
         """The body decoded as JSON (UTF-8, -16 or -32, as :func:`json.loads` reads bytes).
@@ -243,12 +293,12 @@ class HttpResponse:
         Raises:
             json.JSONDecodeError: the body is not JSON (a :class:`ValueError`).
         """
-        return json.loads(self.body)
+        return json.loads(self._body)
 
     def encode(self) -> bytes:
         """The library's encoding ("LDR1"), as the http loader produces it."""
         lines = "".join(f"{k}: {v}\r\n" for k, v in self.headers).encode("latin-1")
-        return b"LDR1" + struct.pack("<iI", self.status, len(lines)) + lines + self.body
+        return b"LDR1" + struct.pack("<iI", self._status, len(lines)) + lines + self._body
 
     @classmethod
     def decode(cls, data: Union[bytes, memoryview]) -> "HttpResponse":
@@ -256,24 +306,25 @@ class HttpResponse:
         the lines, then the body to the end; see ``lds_http_response_decode``).
 
         The hot path of every http load: it reads the encoding in Python (a call into the library
-        costs more than the parse), and copies the body once, also from a ``memoryview``.
+        costs more than the parse), copies the body once, also from a ``memoryview``, and keeps the
+        header lines as they came, to be split into pairs when :attr:`headers` is first read.
 
         Raises:
             InvalidArgument: ``data`` is not an encoded response.
         """
         if len(data) < _RESPONSE_HEAD.size or data[:4] != b"LDR1":
             raise InvalidArgument(InvalidArgument.code, "invalid argument", "not an encoded HTTP response")
-        status, headers_len = _RESPONSE_HEAD.unpack_from(data)
-        body_at = _RESPONSE_HEAD.size + headers_len
+        status, lines_len = _RESPONSE_HEAD.unpack_from(data)
+        body_at = _RESPONSE_HEAD.size + lines_len
         if body_at > len(data):
             raise InvalidArgument(InvalidArgument.code, "invalid argument", "not an encoded HTTP response")
-        headers = []
-        if headers_len:
-            for line in bytes(data[_RESPONSE_HEAD.size:body_at]).decode("latin-1").split("\r\n"):
-                name, colon, value = line.partition(":")
-                if colon:
-                    headers.append((name.strip(), value.strip()))
-        return cls(status, headers, bytes(data[body_at:]))
+        response = object.__new__(cls)
+        set_slot = object.__setattr__
+        set_slot(response, "_status", status)
+        set_slot(response, "_headers", None if lines_len else [])
+        set_slot(response, "_lines", bytes(data[_RESPONSE_HEAD.size:body_at]))
+        set_slot(response, "_body", bytes(data[body_at:]))
+        return response
 
 
 # After the "LDR1" magic: the status and the length of the header lines.

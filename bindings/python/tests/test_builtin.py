@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import http.server
+import pickle
 import threading
 from unittest import mock
 
@@ -175,6 +176,29 @@ def test_http_response_decoding_agrees_with_the_library():
         assert library.dll.lds_http_response_decode(data, len(data), ctypes.byref(out)) == 0
         assert loadstate.HttpResponse.decode(data) == loadstate.HttpResponse(
             out.status, response.headers, ctypes.string_at(out.body, out.body_len))
+
+
+def test_a_decoded_http_response_is_an_immutable_value_with_its_headers_read_on_first_use():
+    sent = loadstate.HttpResponse(200, [("Content-Type", "text/plain"), ("X-Odd", "spaced : value"),
+                                        ("Set-Cookie", "a=1"), ("Set-Cookie", "b=2")], b"hello")
+    response = loadstate.HttpResponse.decode(sent.encode())
+    assert (response.status, response.body) == (200, b"hello")
+    assert response.headers == [("Content-Type", "text/plain"), ("X-Odd", "spaced : value"),
+                                ("Set-Cookie", "a=1"), ("Set-Cookie", "b=2")]
+    assert response.headers is response.headers  # split once
+    assert response.header("content-type") == "text/plain" and response.header("missing") is None
+    assert response == sent and response != loadstate.HttpResponse(200, sent.headers, b"other")
+    assert repr(response) == ("HttpResponse(status=200, headers=[('Content-Type', 'text/plain'), "
+                              "('X-Odd', 'spaced : value'), ('Set-Cookie', 'a=1'), ('Set-Cookie', 'b=2')], "
+                              "body=b'hello')")
+    assert pickle.loads(pickle.dumps(response)) == response
+    with pytest.raises(AttributeError):
+        response.status = 500  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        del response.body  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        hash(response)
+    assert loadstate.HttpResponse.decode(loadstate.HttpResponse(204).encode()).headers == []
 
 
 @pytest.mark.parametrize("data", [b"", b"LDR1", b"LDR2" + bytes(8), b"LDR1" + bytes(4) + b"\x05\x00\x00\x00abcd",

@@ -4,8 +4,11 @@
 #include <sys/epoll.h>
 #include <pthread.h>
 
-/* Asks for the cache line at p ahead of its use (a hint; never faults). */
-static inline void lds_prefetch(const void *p) { __builtin_prefetch(p); }
+/* Asks for the cache line at p ahead of its use (a hint; never faults).
+ * Not lds_prefetch: that is an exported function of the C API, and a
+ * Swift body using this helper that cross-module optimization emits in
+ * the export module would meet both names there. */
+static inline void lds_prefetch_line(const void *p) { __builtin_prefetch(p); }
 
 /* Word-sized atomics for lock-free directories (acquire loads, release stores). */
 static inline uintptr_t lds_load_acquire(const uintptr_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }

@@ -340,8 +340,8 @@ struct EntryBlock: Equatable {
     @inline(__always)
     func prefetchValue() {
         let base = UnsafeRawPointer(header)
-        lds_prefetch(base + 64)
-        lds_prefetch(base + 128)
+        lds_prefetch_line(base + 64)
+        lds_prefetch_line(base + 128)
     }
 
     func keyEquals(_ other: UnsafeRawBufferPointer) -> Bool {

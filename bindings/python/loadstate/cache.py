@@ -300,9 +300,18 @@ class Cache(MutableMapping[Key, V]):
             raise KeyError(key)
 
     def __contains__(self, key: object) -> bool:
+        """Whether a live entry is under ``key``: a get (counted, and a hit becomes the most recently used)
+        that copies no value out."""
         if not isinstance(key, (bytes, str, bytearray, memoryview)):
             return False
-        return self._lookup(key) is not _MISSING  # type: ignore[arg-type]
+        raw = _key(key)  # type: ignore[arg-type]
+        if len(raw) > VALUE_MAX:
+            raise self._error(Code.ETOOBIG, "cache get")
+        with self._lock:  # the call writes the shared length
+            rc: int = self._read_value(self._c_handle, self._c_id, raw, len(raw), None, 0, self._length_ref)
+        if rc < 0:
+            raise self._error(rc, "cache get")
+        return rc == 1
 
     def __len__(self) -> int:
         """How many entries the cache holds now (``lds_cache_stats``), expired ones not yet dropped included."""

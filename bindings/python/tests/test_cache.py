@@ -70,6 +70,9 @@ def test_reads_and_puts_take_every_key_form_and_value_size(rt, tmp_path, kind):
                 assert cache[key] == value and cache.get(key) == value and key in cache
         cache[""] = b"empty key"
         assert cache[b""] == b"empty key"
+        hits, misses = cache.stats().hits, cache.stats().misses
+        assert f"k{1 << 20}" in cache and "absent" not in cache and 7 not in cache  # type: ignore[operator]
+        assert (cache.stats().hits, cache.stats().misses) == (hits + 1, misses + 1)
         with pytest.raises(TypeError, match="key"):
             cache[1] = b"x"  # type: ignore[index]
         too_big = bytes(loadstate.VALUE_MAX + 1)

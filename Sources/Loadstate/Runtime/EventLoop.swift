@@ -225,9 +225,15 @@ import Glibc
     private func run() {
         EventLoop.isCurrentThreadALoop = true
         uv_run(loop, UV_RUN_DEFAULT)
-        // The loop ended or the stop deadline passed: close what is left (the
-        // deadline timer at least) and run the close callbacks; requests out
-        // in the thread pool are not waited for.
+        // The loop ended or the stop deadline passed. Lingering work still
+        // there is dropped as at the deadline: the loop can end before it,
+        // when the handles left to that work stop watching, and the work
+        // would otherwise never leave (a Redis connection waiting to be
+        // told it is closed holds this loop, which holds it: both leaked).
+        for entry in Array(lingering.values) { entry.work.loopDeadline() }
+        lingering.removeAll()
+        // Close what is left (the deadline timer at least) and run the
+        // close callbacks; requests out in the thread pool are not waited for.
         while handleCount() > 0 {
             closeHandles(sparingKept: false)
             uv_run(loop, UV_RUN_NOWAIT)

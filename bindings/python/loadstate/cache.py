@@ -68,6 +68,9 @@ _MISSING: Any = object()
 # The bytes of each cache's read buffer: values up to this size are read with one call into the library.
 _READ_BUFFER = 16 * 1024
 
+# The largest value a memory cache's put copies without releasing the GIL.
+_PUT_HOLDING_GIL_MAX = 64 * 1024
+
 
 def _key(key: Key, name: str = "key") -> bytes:
     if isinstance(key, str):
@@ -124,6 +127,7 @@ class Cache(MutableMapping[Key, V]):
         lib = core.lib
         self._read_value = lib.raw_read_holding_gil if memory else lib.raw_read
         self._put_value = lib.raw_put_holding_gil if memory else lib.raw_put
+        self._put_large = lib.raw_put  # a large value's copy lets other threads run meanwhile
         self._c_handle = core.c_handle
         self._buffer = (c_char * _READ_BUFFER)()
         self._length = c_size_t()
@@ -173,7 +177,8 @@ class Cache(MutableMapping[Key, V]):
             data = bytes(data)
         if len(raw) > VALUE_MAX or len(data) > VALUE_MAX:
             raise self._error(Code.ETOOBIG, "cache put")
-        rc = self._put_value(self._c_handle, self._c_id, raw, len(raw), data, len(data))
+        put = self._put_value if len(data) <= _PUT_HOLDING_GIL_MAX else self._put_large
+        rc = put(self._c_handle, self._c_id, raw, len(raw), data, len(data))
         if rc < 0:
             raise self._error(rc, "cache put")
 

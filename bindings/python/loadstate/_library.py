@@ -440,9 +440,9 @@ def _raw_cache_calls(dll: ctypes.CDLL) -> Tuple[Any, Any]:
     them, ctypes passes a ctypes object as its own C type, ``bytes`` as a pointer to its bytes and an ``int``
     as a C ``int``, which libffi widens to the register's 64 bits (sign-extended), so that the C function's
     ``size_t`` receives it unchanged while it is below ``2**31``. The callers (``Cache._lookup``,
-    ``Cache._read_large`` and ``Cache.put``) pass only a ``c_void_p`` runtime handle, a ``c_uint64`` cache id,
-    ``bytes``, a ``c_char`` array, a ``byref`` of a ``c_size_t``, and lengths they checked against
-    :data:`VALUE_MAX` (256 MiB) first.
+    ``Cache._read_large``, ``Cache.__contains__`` and ``Cache.put``) pass only a ``c_void_p`` runtime handle, a
+    ``c_uint64`` cache id, ``bytes``, a ``c_char`` array or ``None`` (a null pointer, with a capacity of 0), a
+    ``byref`` of a ``c_size_t``, and lengths they checked against :data:`VALUE_MAX` (256 MiB) first.
     """
     read = dll["lds_cache_read"]  # item access: a new function object, not dll's declared one
     read.restype = c_int

@@ -1,3 +1,4 @@
+import CLibUV
 import Testing
 @_spi(LoadstateC) @testable import Loadstate
 #if canImport(Glibc)
@@ -781,7 +782,9 @@ private struct CacheClient {
     /// Starts `argv` with stdout (and stderr when `mergeErrors`) to a pipe.
     static func spawn(_ argv: [String], mergeErrors: Bool) -> (pid: pid_t, output: Int32) {
         var fds: [Int32] = [0, 0]
-        precondition(pipe(&fds) == 0)
+        // Close-on-exec: a process another test spawns meanwhile must not
+        // inherit the write end, or reading to the end never ends while it lives.
+        precondition(uv_pipe(&fds, 0, 0) == 0)  // both ends close-on-exec
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         posix_spawn_file_actions_adddup2(&actions, fds[1], 1)

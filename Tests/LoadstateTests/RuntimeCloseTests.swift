@@ -188,7 +188,7 @@ struct RuntimeCloseTests {
         var gate: [Int32] = [-1, -1]
         var workDone: [Int32] = [-1, -1]
         var closed: [Int32] = [-1, -1]
-        #expect(pipe(&gate) == 0 && pipe(&workDone) == 0 && pipe(&closed) == 0)
+        #expect(uv_pipe(&gate, 0, 0) == 0 && uv_pipe(&workDone, 0, 0) == 0 && uv_pipe(&closed, 0, 0) == 0)
         defer { for fd in gate + workDone + closed { Glibc.close(fd) } }
         // The request is the thread pool's until the work returns: never freed.
         let work = UnsafeMutablePointer<uv_work_t>.allocate(capacity: 1)

@@ -1,3 +1,4 @@
+import CLibUV
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -8,8 +9,9 @@ import Glibc
 func startSupportScript(_ script: String, what: String, arguments: [String] = []) -> (stdinWrite: Int32, firstLine: String) {
     var toChild: [Int32] = [0, 0]
     var fromChild: [Int32] = [0, 0]
-    pipe(&toChild)
-    pipe(&fromChild)
+    // Close-on-exec: the dup2 of the spawn gives the script its own copies;
+    // no other process a test spawns meanwhile may inherit these.
+    precondition(uv_pipe(&toChild, 0, 0) == 0 && uv_pipe(&fromChild, 0, 0) == 0)
     var actions = posix_spawn_file_actions_t()
     posix_spawn_file_actions_init(&actions)
     posix_spawn_file_actions_adddup2(&actions, toChild[0], 0)

@@ -183,6 +183,7 @@ def test_a_decoded_http_response_is_an_immutable_value_with_its_headers_read_on_
                                         ("Set-Cookie", "a=1"), ("Set-Cookie", "b=2")], b"hello")
     response = loadstate.HttpResponse.decode(sent.encode())
     assert (response.status, response.body) == (200, b"hello")
+    assert response._headers is None  # not split yet: nothing asked for them
     assert response.headers == [("Content-Type", "text/plain"), ("X-Odd", "spaced : value"),
                                 ("Set-Cookie", "a=1"), ("Set-Cookie", "b=2")]
     assert response.headers is response.headers  # split once

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from unittest import mock
 
 import pytest
 from conftest import WAIT, Jobs, Recorder
@@ -71,8 +72,14 @@ def test_reads_and_puts_take_every_key_form_and_value_size(rt, tmp_path, kind):
         cache[""] = b"empty key"
         assert cache[b""] == b"empty key"
         hits, misses = cache.stats().hits, cache.stats().misses
-        assert f"k{1 << 20}" in cache and "absent" not in cache and 7 not in cache  # type: ignore[operator]
+        # 'in' copies no value out: not even one larger than the read buffer.
+        with mock.patch.object(cache, "_read_large", side_effect=AssertionError("'in' read the value")):
+            assert f"k{1 << 20}" in cache and "absent" not in cache and 7 not in cache  # type: ignore[operator]
         assert (cache.stats().hits, cache.stats().misses) == (hits + 1, misses + 1)
+        # A value over 64 KiB is put through the call that releases the GIL.
+        with mock.patch.object(cache, "_put_value", side_effect=AssertionError("a large put kept the GIL")):
+            cache["large"] = bytes(64 * 1024 + 1)
+        assert cache["large"] == bytes(64 * 1024 + 1)
         with pytest.raises(TypeError, match="key"):
             cache[1] = b"x"  # type: ignore[index]
         too_big = bytes(loadstate.VALUE_MAX + 1)

@@ -204,6 +204,10 @@ public final class MemoryCache: Handle, CacheStore, @unchecked Sendable {
         }
     }
 
+    override func shutdown(runtime: Runtime) {
+        close()
+    }
+
     public func close() {
         state.withLock { s in
             s.isClosed = true
@@ -219,8 +223,3 @@ public final class MemoryCache: Handle, CacheStore, @unchecked Sendable {
     }
 }
 
-extension MemoryCache: RuntimeResident {
-    func shutdown(runtime: Runtime) {
-        close()
-    }
-}

@@ -212,6 +212,10 @@ public final class PersistentCache: Handle, CacheStore, @unchecked Sendable {
         }
     }
 
+    override func shutdown(runtime: Runtime) {
+        close()
+    }
+
     public func close() {
         store.withLock { s in
             s?.close()
@@ -272,8 +276,3 @@ private enum LookupOutcome<R> {
     case expired
 }
 
-extension PersistentCache: RuntimeResident {
-    func shutdown(runtime: Runtime) {
-        close()
-    }
-}

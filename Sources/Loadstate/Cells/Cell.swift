@@ -1,11 +1,6 @@
 import CLibUV
 import Synchronization
 
-/// Something the runtime must shut down when it closes.
-protocol RuntimeResident: AnyObject {
-    func shutdown(runtime: Runtime)
-}
-
 /// A cell: one state machine, loadable or process, fed by jobs.
 ///
 /// Lifecycle: created on any thread and inserted in the runtime's table;
@@ -86,6 +81,9 @@ protocol RuntimeResident: AnyObject {
     /// The cell runs a prefetch (`Runtime.prefetch`): its jobs take loads
     /// of their key that do not ask to share.
     @exclusivity(unchecked) var isPrefetch = false
+    /// `publishAdmission` published an event that `deliverAdmission` has
+    /// not reported yet.
+    @exclusivity(unchecked) private var admissionUndelivered = false
 
     // Guarded by the table lock.
     /// Set when the cell asked to leave a job other cells also wait for:
@@ -126,6 +124,13 @@ protocol RuntimeResident: AnyObject {
 
     /// Whether the cell was freed; a freed cell emits nothing.
     @usableFromInline package var isFreed: Bool { freed.load(ordering: .acquiring) }
+
+    /// Loop thread, when the runtime shuts down: as `lds_loadable_free`.
+    @_specialize(where Value == [UInt8], Request == [UInt8])
+    override func shutdown(runtime: Runtime) {
+        markFreed()
+        free()
+    }
 
     /// Any thread: no event of the cell is reported after this returns
     /// (apart from one already being reported on another thread).
@@ -467,6 +472,7 @@ protocol RuntimeResident: AnyObject {
 
     /// Ends the cell: cancels its job, closes its timers. Call `markFreed` first.
     @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
+    @_specialize(where Value == [UInt8], Request == [UInt8])
     @usableFromInline package func free() {
         stopPolling()
         abandonSession()
@@ -489,22 +495,35 @@ protocol RuntimeResident: AnyObject {
     /// the job it waits for.
     var waitingPriority: Int32 { session?.priority ?? Int32.min }
 
-    /// Loop: the job this cell waits for is leaving its loader's queue.
-    /// Returns the event that shows it no longer waits (nil when there is
-    /// none to show), for the job to publish with `publishAdmission` under
-    /// the table lock it takes anyway, then to deliver with
-    /// `deliverAdmission` once the lock is released: one acquisition of
-    /// the lock for both, where an `emit` would take a second one.
-    func admissionEvent(_ job: Job<Value, Request>) -> CellEvent<Value, Request>? {
-        guard session?.job === job, !isFreed else { return nil }
-        return queuedEvent(false)
+    /// Loop, under the table lock (which the job takes anyway, to become
+    /// visible to job calls): the job this cell waits for leaves its
+    /// loader's queue. When the cell's load waits for `job` and shows
+    /// QUEUED, the cell's latest event becomes the next event of the same
+    /// state without the flag. It is changed in place, so that nothing of
+    /// the state is copied, and `deliverAdmission` reports it once the lock
+    /// is released: one acquisition of the lock for both, where an `emit`
+    /// would take a second one.
+    func publishAdmission(_ job: Job<Value, Request>) {
+        guard session?.job === job, !isFreed, published.state.isQueued else { return }
+        // The fields `makeEvent(.state, changed: false)` would give.
+        published.type = .state
+        published.seq += 1
+        published.load = UInt64(session?.serial ?? 0)
+        published.stateChanged = false
+        published.isCancelled = false
+        published.elapsedMs = 0
+        published.progressDone = 0
+        published.progressTotal = 0
+        published.state.isQueued = false
+        admissionUndelivered = true
     }
 
-    /// Loop, under the table lock: publishes an `admissionEvent`.
-    func publishAdmission(_ event: CellEvent<Value, Request>) { published = event }
-
-    /// Loop: delivers an `admissionEvent` published with `publishAdmission`.
-    func deliverAdmission(_ event: CellEvent<Value, Request>) { deliver(event) }
+    /// Loop: reports the event `publishAdmission` published, if it did.
+    func deliverAdmission() {
+        guard admissionUndelivered else { return }
+        admissionUndelivered = false
+        deliver(published)
+    }
 
     /// Emits the current state again, flagged queued or not.
     private func showQueued(_ queued: Bool) {
@@ -911,6 +930,8 @@ protocol RuntimeResident: AnyObject {
     /// threads' reads) and reports it.
     private func publish(_ event: CellEvent<Value, Request>) {
         runtime.table.withLock { _ in published = event }
+        // An admission event not reported yet is superseded by this one.
+        admissionUndelivered = false
         deliver(event)
     }
 
@@ -972,15 +993,3 @@ extension Cell: PollTarget {
     }
 }
 
-extension Cell: RuntimeResident {
-    func shutdown(runtime: Runtime) {
-        markFreed()
-        free()
-    }
-}
-
-extension Loader: RuntimeResident {
-    func shutdown(runtime: Runtime) {
-        releaseNow(runtime: runtime)
-    }
-}

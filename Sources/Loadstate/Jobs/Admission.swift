@@ -207,10 +207,20 @@ final class Admission: @unchecked Sendable {
                 return
             }
             guard let entry = queue.popFirst() else { break }
-            guard entry.start(entry.ticket, .probe) != nil else { continue }
+            // Counted as started before the call (the job may end inside
+            // it); one call, where a probe first would take two.
             live -= 1
             take()
-            if entry.start(entry.ticket, .start) != true {
+            switch entry.start(entry.ticket, .start) {
+            case true?:
+                break
+            case false?:
+                running -= 1
+                if limits.ratePerSecond > 0 { tokens += 1 }
+            case nil:
+                // A dead entry: its job no longer waits under this ticket,
+                // and was not counted.
+                live += 1
                 running -= 1
                 if limits.ratePerSecond > 0 { tokens += 1 }
             }

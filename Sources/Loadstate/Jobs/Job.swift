@@ -404,21 +404,10 @@ extension Job {
     /// loader starts it.
     func admitted() -> Bool {
         admissionTicket = 0
-        // The cells' events that say the job runs: made first, published
-        // under the lock that makes the job visible (one acquisition for
-        // both), delivered after it. A single cell, the usual case, needs
-        // no array.
-        var first: (Cell<Value, Request>, CellEvent<Value, Request>)?
-        var more: [(Cell<Value, Request>, CellEvent<Value, Request>)] = []
-        waiters.forEach { cell in
-            guard let event = cell.admissionEvent(self) else { return }
-            if first == nil { first = (cell, event) } else { more.append((cell, event)) }
-        }
         let starts = runtime.table.withLock { storage -> Bool in
             guard phase == .running else { return false }
             storage.handles[id] = self
-            if let (cell, event) = first { cell.publishAdmission(event) }
-            for (cell, event) in more { cell.publishAdmission(event) }
+            waiters.forEach { $0.publishAdmission(self) }
             return true
         }
         guard starts else {
@@ -426,8 +415,7 @@ extension Job {
             return false
         }
         admissionPhase = .counted
-        if let (cell, event) = first { cell.deliverAdmission(event) }
-        for (cell, event) in more { cell.deliverAdmission(event) }
+        waiters.forEach { $0.deliverAdmission() }
         begin()
         return true
     }

@@ -7,7 +7,7 @@
 /// (loaded, error, or the state a cancel restores) resumes the caller
 /// once, then the cell is freed. Loop thread only, apart from `init`. Its
 /// id is of the job kind: it stands for the job its caller waits for.
-final class Fetch: Handle, RuntimeResident, @unchecked Sendable {
+final class Fetch: Handle, @unchecked Sendable {
     typealias Bytes = [UInt8]
 
     private let runtime: Runtime
@@ -87,7 +87,7 @@ final class Fetch: Handle, RuntimeResident, @unchecked Sendable {
         cell = nil
     }
 
-    func shutdown(runtime: Runtime) {
+    override func shutdown(runtime: Runtime) {
         finish(.failure(LoadError(.closed)))
     }
 

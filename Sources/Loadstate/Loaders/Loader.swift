@@ -79,6 +79,12 @@
         releaseIfIdle(runtime: runtime)
     }
 
+    override func shutdown(runtime: Runtime) {
+        releaseNow(runtime: runtime)
+    }
+
+    override var shutdownStage: ShutdownStage { .loaders }
+
     /// Releases the loader now, whatever its jobs do (runtime shutdown).
     func releaseNow(runtime: Runtime) {
         guard !isReleased else { return }

@@ -20,7 +20,7 @@ import Glibc
 /// Lifecycle: `init` starts connecting on the loop; `close` (or the
 /// runtime's close) drops both connections; later calls throw
 /// `ResultCode.closed`.
-public final class RedisCache: Handle, CacheStore, RuntimeResident, @unchecked Sendable {
+public final class RedisCache: Handle, CacheStore, @unchecked Sendable {
     /// A Redis cache's settings (`lds_redis_cache_options`).
     public struct Options: Sendable {
         /// Prepended to every key in Redis.
@@ -589,7 +589,9 @@ public final class RedisCache: Handle, CacheStore, RuntimeResident, @unchecked S
         }
     }
 
-    func shutdown(runtime: Runtime) { close(runtimeClosing: true) }
+    override func shutdown(runtime: Runtime) { close(runtimeClosing: true) }
+
+    override var shutdownStage: ShutdownStage { .last }
 
     private func shutdownOnLoop(runtimeClosing: Bool) {
         // Results and releases sent just before still reach Redis.

@@ -119,18 +119,11 @@ public final class Runtime: @unchecked Sendable {
     private func shutDownOnLoop() {
         inspector?.stop()
         inspector = nil
-        let residents = table.all().compactMap { $0 as? RuntimeResident }
-        // Cells first: their jobs end, then the loaders can be released;
-        // Redis caches last, so that the leases those jobs give back are
-        // sent before their connections close.
-        for resident in residents where !(resident is LoaderMarker) && !(resident is RedisCache) {
-            resident.shutdown(runtime: self)
-        }
-        for resident in residents where resident is LoaderMarker {
-            resident.shutdown(runtime: self)
-        }
-        for resident in residents where resident is RedisCache {
-            resident.shutdown(runtime: self)
+        let handles = table.all()
+        for stage in ShutdownStage.allCases {
+            for handle in handles where handle.shutdownStage == stage {
+                handle.shutdown(runtime: self)
+            }
         }
         table.withLock { $0.handles.removeAll() }
         let last = observer
@@ -299,5 +292,3 @@ public final class Runtime: @unchecked Sendable {
 }
 
 /// Marks loaders among the table's residents, for shutdown order.
-protocol LoaderMarker {}
-extension Loader: LoaderMarker {}

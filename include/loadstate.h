@@ -1434,6 +1434,14 @@ int lds_memory_cache_new(lds_runtime *rt, const lds_memory_cache_options *opts, 
  * moment, and the file always opens intact afterwards. An operating-system
  * crash or power loss may lose the last changes, never the file.
  *
+ * Checkpoints: the cache copies its write-ahead log into the file on a
+ * thread of its own (one per open cache, ended by lds_cache_free or the
+ * runtime's free), so that puts, and loads storing their values, do not
+ * wait for the disk's syncs. Under writes that never pause, the writer
+ * copies the rest itself once the log passes 4,000 pages (16 MiB), so
+ * its -wal companion file stays near that size (31 MiB at most
+ * measured) until the cache is freed, which checkpoints and removes it.
+ *
  * Processes sharing the file: while another one writes (holds the file's
  * write lock), a call on a host thread waits for it, up to 5 seconds in
  * all, then fails with LDS_EIO; it waits outside the cache's own lock, so

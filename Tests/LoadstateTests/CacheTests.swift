@@ -717,6 +717,55 @@ struct PersistentCacheTests {
         #expect(PersistentStore.successor(of: [0xFF, 0xFF]) == nil)
         #expect(PersistentStore.successor(of: []) == nil)
     }
+
+    /// The size of a file, 0 when it does not exist.
+    private func fileSize(_ path: String) -> Int {
+        var st = stat()
+        return stat(path, &st) == 0 ? Int(st.st_size) : 0
+    }
+
+    @Test func theLogIsCheckpointedOnAThreadOfItsOwn() throws {
+        let dir = TemporaryDirectory()
+        let path = dir.file("cache.db")
+        let cache = try persistentCache(path, maxBytes: 1 << 30)
+        defer { cache.close() }
+        // About 11 log pages a put: past the 1,000 that wake the thread,
+        // short of the 4,000 past which the writer checkpoints itself.
+        let value = [UInt8](repeating: 3, count: 40_000)
+        for i in 0..<120 { try cache.put(b("k\(i)"), value) }
+        // The thread's checkpoint, waited for (a commit only wakes it).
+        let deadline = Clock.monotonicNs() + 20_000_000_000
+        while cache.backgroundCheckpoints == 0 && Clock.monotonicNs() < deadline { usleep(1000) }
+        #expect(cache.backgroundCheckpoints >= 1)
+        // Checkpointed: pages of the log were copied into the file itself
+        // (those in the log when the thread ran, a megabyte at least).
+        #expect(fileSize(path) > 1 << 20)
+        #expect(try cache.get(b("k119"))?.value == value)
+    }
+
+    @Test func theLogStaysBoundedUnderWritesThatNeverPause() throws {
+        let dir = TemporaryDirectory()
+        let path = dir.file("cache.db")
+        let cache = try persistentCache(path, maxBytes: 1 << 30)
+        // About 26 log pages a put, 2,000 puts: 220 MB of log without
+        // checkpoints; the writer's own checkpoints past 4,000 pages keep it
+        // near 16 MiB (31 MiB at most measured).
+        let value = [UInt8](repeating: 5, count: 100_000)
+        var peak = 0
+        for i in 0..<2000 {
+            try cache.put(b("k\(i % 500)"), value)
+            if i % 20 == 0 { peak = max(peak, fileSize(path + "-wal")) }
+        }
+        #expect(peak > 0 && peak < 64 << 20, "the log peaked at \(peak) bytes")
+        #expect(try cache.get(b("k499"))?.value == value)
+        cache.close()
+        // The last connection's close checkpoints and removes the log.
+        #expect(fileSize(path + "-wal") == 0)
+        let again = try persistentCache(path, maxBytes: 1 << 30)
+        defer { again.close() }
+        #expect(try again.get(b("k0"))?.value == value)
+        #expect(try again.integrityCheck() == "ok")
+    }
 }
 
 // MARK: - The C client: API checks and crash safety

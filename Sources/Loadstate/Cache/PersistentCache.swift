@@ -223,6 +223,10 @@ public final class PersistentCache: Handle, CacheStore, @unchecked Sendable {
         }
     }
 
+    /// How many checkpoints of the file's log its thread has run (see
+    /// `WALCheckpointer`); for tests.
+    var backgroundCheckpoints: UInt64 { store.withLock { $0?.backgroundCheckpoints ?? 0 } }
+
     /// `PRAGMA integrity_check`: "ok" for a sound file.
     func integrityCheck() throws(CacheError) -> String {
         try withStore("integrity check") { s throws(SQLiteError) in

@@ -32,6 +32,10 @@ final class PersistentStore {
     private let begin: SQLiteStatement
     private let commit: SQLiteStatement
     private let rollback: SQLiteStatement
+    /// Checkpoints the file's log off the writers' threads; nil when its
+    /// thread could not start (SQLite then checkpoints in the commits).
+    private let checkpointer: WALCheckpointer?
+    private var isClosed = false
 
     /// Hits, misses, evictions and expirations since the file was opened.
     var stats = CacheStats()
@@ -140,6 +144,10 @@ final class PersistentStore {
             db.close()
             throw CacheOpenFailure(error, "prepare")
         }
+        checkpointer = WALCheckpointer(path: path)
+        if let checkpointer {
+            checkpointer.attach(to: db)
+        }
         // Opened (waiting for other processes above, as opening does on a
         // host thread): from now on SQLite waits for nothing, "busy" comes
         // back at once, and the cache waits, or not on a loop thread,
@@ -147,11 +155,26 @@ final class PersistentStore {
         db.setBusyTimeout(ms: 0)
     }
 
-    /// Writes the recorded accesses (best effort) and closes the file.
+    deinit {
+        close()
+    }
+
+    /// Writes the recorded accesses (best effort), ends the checkpoints'
+    /// thread (after the checkpoint it runs, if any) and closes the file.
+    /// Later calls do nothing.
     func close() {
+        guard !isClosed else { return }
+        isClosed = true
         try? write { () throws(SQLiteError) in try flushAccesses() }
+        if let checkpointer {
+            checkpointer.detach(from: db)
+            checkpointer.stop()
+        }
         db.close()
     }
+
+    /// How many checkpoints the file's thread has run (for tests).
+    var backgroundCheckpoints: UInt64 { checkpointer?.checkpoints ?? 0 }
 
     // MARK: - Reads
 

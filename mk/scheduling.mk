@@ -4,7 +4,7 @@
 #
 #   make bench-scheduling BENCH_SCHEDULING_ARGS="loads rounds limit queued"
 
-BENCH_SCHEDULING_ARGS ?= 100000 5 64 100000
+BENCH_SCHEDULING_ARGS ?= 100000 9 64 100000
 
 .PHONY: bench-scheduling
 

@@ -40,6 +40,9 @@ final class WALCheckpointer: @unchecked Sendable {
     /// (2,000 peaked at 13-19 MiB, but left 10 KiB puts 15% slower).
     static let writerFrames: Int32 = 4000
 
+    /// The thread's stack.
+    static let stackBytes = 256 * 1024
+
     private let db: OpaquePointer
     private var mutex = uv_mutex_t()
     private var condition = uv_cond_t()
@@ -71,7 +74,12 @@ final class WALCheckpointer: @unchecked Sendable {
         }
         // The thread holds the checkpointer until it ends (`stop` joins it).
         let context = Unmanaged.passRetained(self).toOpaque()
-        let rc = uv_thread_create(&thread, { context in
+        // A checkpoint needs little stack; a cache per thread should not
+        // reserve the default 8 MiB.
+        var options = uv_thread_options_t()
+        options.flags = UInt32(UV_THREAD_HAS_STACK_SIZE.rawValue)
+        options.stack_size = Self.stackBytes
+        let rc = uv_thread_create_ex(&thread, &options, { context in
             guard let context else { return }
             let checkpointer = Unmanaged<WALCheckpointer>.fromOpaque(context).takeRetainedValue()
             checkpointer.run()

@@ -13,6 +13,12 @@ import Glibc
 /// corrupt the file): `FULL` would fsync every commit to cover that, at a
 /// cost a cache does not need.
 ///
+/// Checkpoints: the WAL is copied into the file on a thread of the cache's
+/// own (`WALCheckpointer`), not in the commits, so that a put, or a load
+/// storing its value on the loop thread, does not wait for the disk's
+/// syncs; a writer copies the rest itself only once the WAL passes 4,000
+/// pages. `close` ends the thread.
+///
 /// Recency: a get does not write. It records the access in memory; an
 /// access is written when its entry reaches the old end of the order during
 /// an eviction (so the order stays exact), and all of them by `close` or

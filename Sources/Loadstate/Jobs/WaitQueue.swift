@@ -34,8 +34,8 @@ struct WaitQueue {
 
         func popFirst() -> Entry? {
             guard head < entries.count else { return nil }
-            let entry = entries[head]
-            entries[head] = nil
+            // Moved out, nil left behind: no retain and release of its closure.
+            let entry = entries[head].take()
             head += 1
             if head >= 1024 && head * 2 >= entries.count {
                 entries.removeFirst(head)

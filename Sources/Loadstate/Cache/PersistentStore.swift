@@ -145,9 +145,7 @@ final class PersistentStore {
             throw CacheOpenFailure(error, "prepare")
         }
         checkpointer = WALCheckpointer(path: path)
-        if let checkpointer {
-            checkpointer.attach(to: db)
-        }
+        checkpointer?.attach(to: db)
         // Opened (waiting for other processes above, as opening does on a
         // host thread): from now on SQLite waits for nothing, "busy" comes
         // back at once, and the cache waits, or not on a loop thread,

@@ -472,7 +472,6 @@ import Synchronization
 
     /// Ends the cell: cancels its job, closes its timers. Call `markFreed` first.
     @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
-    @_specialize(where Value == [UInt8], Request == [UInt8])
     @usableFromInline package func free() {
         stopPolling()
         abandonSession()

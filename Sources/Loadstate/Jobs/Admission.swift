@@ -211,18 +211,13 @@ final class Admission: @unchecked Sendable {
             // it); one call, where a probe first would take two.
             live -= 1
             take()
-            switch entry.start(entry.ticket, .start) {
-            case true?:
-                break
-            case false?:
+            let started = entry.start(entry.ticket, .start)
+            if started != true {
                 running -= 1
                 if limits.ratePerSecond > 0 { tokens += 1 }
-            case nil:
                 // A dead entry: its job no longer waits under this ticket,
-                // and was not counted.
-                live += 1
-                running -= 1
-                if limits.ratePerSecond > 0 { tokens += 1 }
+                // and was not counted as waiting.
+                if started == nil { live += 1 }
             }
         }
         if live == 0 {

@@ -290,5 +290,3 @@ public final class Runtime: @unchecked Sendable {
         table.withLock { _ in job.phase == .running }
     }
 }
-
-/// Marks loaders among the table's residents, for shutdown order.

@@ -41,6 +41,7 @@ import Synchronization
     /// Looks up a live object of type `T`.
     @_specialize(exported: true, where T == Cell<[UInt8], [UInt8]>)
     @_specialize(exported: true, where T == Loader<[UInt8], [UInt8]>)
+    @_specialize(exported: true, where T == Handle)
     @usableFromInline package func lookup<T: Handle>(_ id: UInt64, as type: T.Type) -> T? {
         storage.withLock { $0.handles[id] as? T }
     }

@@ -40,6 +40,8 @@ ErrorHandler = Callable[[BaseException, str], None]
 # a larger record gets a buffer of its own.
 RECORDS_BUFFER = 64 * 1024
 # The largest records buffer a runtime keeps once a large value made it grow.
+# A record larger than this is not copied into a buffer at all: it is
+# delivered through its callback, which reads the value in the library's memory.
 RECORDS_BUFFER_KEPT = 8 * 1024 * 1024
 
 # How many exceptions raised by loaders a runtime keeps for their loads' callers.
@@ -258,6 +260,7 @@ class Core:
         self._submit = library.dll.lds_runtime_submit
         # Taking records needs no deferred call submitted first.
         self._take_records = library.dll.lds_runtime_dispatch_records
+        self._dispatch_callbacks = library.dll.lds_runtime_dispatch
         # Calls deferred into a batch for lds_runtime_submit: only on the
         # thread of the asyncio loop the runtime is attached to (set while
         # attached), as (op, target, loader, data, owner) tuples, with
@@ -297,6 +300,8 @@ class Core:
         self._used = ctypes.c_size_t()
         self._used_ref = byref(self._used)
         self._taking = threading.Lock()
+        # POLL mode: whether a host thread ever polled or dispatched this runtime (see Load.__await__).
+        self.dispatched = False
         self.token = register(self)
 
     # -- errors ---------------------------------------------------------
@@ -352,6 +357,7 @@ class Core:
     def dispatch(self, max_events: int = 0) -> int:
         if self.closed:
             raise self.lib.error(Code.ECLOSED, "lds_runtime_dispatch")
+        self.dispatched = True
         outer = self._dispatch_thread
         self._dispatch_thread = get_ident()
         try:
@@ -381,9 +387,16 @@ class Core:
             buffer = self._records
             rc: int = self._take_records(self.c_handle, buffer, ctypes.sizeof(buffer), max_records, self._used_ref)
             if rc == Code.ETOOBIG:
-                # A record larger than the buffer (a large value): a buffer that
-                # fits it, kept for the next ones up to RECORDS_BUFFER_KEPT bytes.
+                # A record larger than the buffer (a large value).
                 needed = self._used.value
+                if needed > RECORDS_BUFFER_KEPT:
+                    # Through its callback instead: the value is read where the
+                    # library keeps it, so it is copied once, into Python (or
+                    # not at all, by a codec that decodes views), rather than
+                    # into a buffer of its size first.
+                    rc = self._dispatch_callbacks(self.c_handle, 1)
+                    return rc
+                # A buffer that fits it, kept for the next ones.
                 buffer = (ctypes.c_uint64 * ((max(needed, 2 * ctypes.sizeof(buffer)) + 7) // 8))()
                 if ctypes.sizeof(buffer) <= RECORDS_BUFFER_KEPT:
                     self._records = buffer
@@ -457,6 +470,7 @@ class Core:
     def poll(self, timeout: Optional[float]) -> int:
         """Waits up to ``timeout`` seconds for pending callbacks, then runs them."""
         fd = self.fd()
+        self.dispatched = True
         readable, _, _ = select.select([fd], [], [], timeout)
         return self.dispatch(0) if readable else 0
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import os
+import sys
 import threading
 import time
 import warnings
@@ -921,7 +923,10 @@ class Load(Generic[T]):
         if not self._done:
             # The attached loop when there is one: asyncio itself refuses to
             # await a future of another loop, so a mistake cannot go unseen.
-            loop = self._state.core.loop or asyncio.get_running_loop()
+            core = self._state.core
+            loop = core.loop or asyncio.get_running_loop()
+            if core.loop is None and core.delivery == Delivery.POLL and not core.dispatched:
+                _warn_unattached()
             future: asyncio.Future[None] = loop.create_future()
             with _WAIT_LOCK:
                 pending = not self._done
@@ -944,6 +949,20 @@ class Load(Generic[T]):
     def __repr__(self) -> str:
         state = "done" if self._done else ("started" if self._started else "pending")
         return f"<Load cell={self._state.id} {state}>"
+
+
+# Where the package's modules are: a warning names the first caller outside it.
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _warn_unattached() -> None:
+    """Awaiting a load of a ``POLL`` runtime that nothing dispatches would wait forever: says why."""
+    level, frame = 1, sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        level, frame = level + 1, frame.f_back  # type: ignore[assignment]
+    warnings.warn("awaiting a load of a Delivery.POLL runtime that is not attached to an asyncio loop and has "
+                  "never been dispatched: its events arrive only through rt.poll() or rt.dispatch(); use "
+                  "'async with Runtime(...)' or rt.attach() in asyncio code", RuntimeWarning, stacklevel=level + 1)
 
 
 def _wake(future: "asyncio.Future[None]") -> None:

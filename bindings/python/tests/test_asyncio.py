@@ -355,6 +355,93 @@ def test_poll_values_larger_than_the_records_buffer_arrive_whole(errors):
     assert errors.items == []
 
 
+def test_poll_values_larger_than_the_kept_buffer_are_copied_once(errors):
+    """A value over RECORDS_BUFFER_KEPT crosses through its callback: one copy into bytes, no buffer of its
+    size first, and its events keep their order with the events around them."""
+    import tracemalloc
+
+    from loadstate import _core
+
+    big = bytes(range(256)) * (2 * _core.RECORDS_BUFFER_KEPT // 256 + 3)
+    seen = []
+
+    async def main():
+        async with loadstate.Runtime(Delivery.POLL, on_error=errors) as rt:
+            before, after = rt.loadable(), rt.loadable()
+            cell = rt.loadable(rt.loader(lambda job: big, inline=True),
+                               on_event=lambda event: seen.append(("big", event.status, len(event.value or b""))))
+            before.subscribe(lambda event: seen.append(("before", event.status, 0)))
+            done = asyncio.Event()
+
+            def on_after(event):
+                seen.append(("after", event.status, 0))
+                done.set()
+
+            after.subscribe(on_after)
+            tracemalloc.start()
+            try:
+                start = tracemalloc.get_traced_memory()[0]
+                before.set_loaded(b"1")
+                load = cell.load(b"r")
+                state = await load
+                after.set_loaded(b"2")
+                await asyncio.wait_for(done.wait(), WAIT)
+                peak = tracemalloc.get_traced_memory()[1] - start
+            finally:
+                tracemalloc.stop()
+            assert state.value == big
+            assert peak < 1.5 * len(big), f"{peak} bytes at the peak for a value of {len(big)}"
+
+    run(main())
+    assert seen == [("before", Status.LOADED, 0), ("big", Status.LOADING, 0), ("big", Status.LOADED, len(big)),
+                    ("after", Status.LOADED, 0)]
+    assert errors.items == []
+
+
+def test_awaiting_a_load_of_a_poll_runtime_nothing_dispatches_warns(errors):
+    """`with` instead of `async with` leaves a POLL runtime unattached: its loads would never end, so the await
+    says why; an attached runtime, or one a thread polls, does not warn."""
+    import warnings
+
+    async def main():
+        with loadstate.Runtime(Delivery.POLL, on_error=errors) as rt:
+            cell = rt.loadable(rt.loader(lambda job: b"v", inline=True))
+            load = cell.load(b"x")
+
+            async def wait():
+                return await load
+
+            with pytest.warns(RuntimeWarning, match="not attached to an asyncio loop") as caught:
+                with pytest.raises(asyncio.TimeoutError):  # nothing would ever end it
+                    await asyncio.wait_for(wait(), 0.05)
+            assert caught[0].filename == __file__
+            rt.attach()
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                assert await cell.get(b"y") == b"v"
+        with loadstate.Runtime(Delivery.POLL, on_error=errors) as rt:
+            cell = rt.loadable(rt.loader(lambda job: b"w", inline=True))
+            stop = threading.Event()
+
+            def poller():
+                while not stop.is_set():
+                    rt.poll(0.01)
+
+            thread = threading.Thread(target=poller)
+            thread.start()
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("error")
+                    while not rt._core.dispatched:
+                        await asyncio.sleep(0.001)
+                    assert await asyncio.wait_for(cell.get(b"z"), WAIT) == b"w"
+            finally:
+                stop.set()
+                thread.join()
+
+    run(main())
+
+
 def test_poll_dispatch_inside_a_callback_is_refused(errors):
     seen = []
 

@@ -516,7 +516,9 @@ class Loadable(Cell[T]):
         Raises:
             LoadFailed: the load ended in ``ERROR``; it carries the domain, code,
                 message and what the load produced (:attr:`LoadFailed.response
-                <loadstate.LoadFailed.response>` for the http loader).
+                <loadstate.LoadFailed.response>` for the http loader). A
+                :class:`~loadstate.LoadTimedOut`, also a :class:`TimeoutError`, when
+                ``timeout`` ended the load.
             Exception: a loader of this process raised it: the very exception, as
                 awaiting an asyncio task raises it.
             Cancelled: the load was cancelled or reset before it ended.
@@ -546,7 +548,8 @@ class Loadable(Cell[T]):
             share: wait for a running job of the same loader and request, if
                 any, instead of starting one (it runs once for every cell that
                 waits for it, and is cancelled when the last of them leaves it).
-            timeout: seconds before the job is cancelled and the cell becomes an error ``TIMEDOUT``.
+            timeout: seconds before the job is cancelled and the cell becomes an error ``TIMEDOUT``
+                (:meth:`Load.value` and :meth:`get` raise :class:`~loadstate.LoadTimedOut`).
             interrupts: delays, in seconds, between ``INTERRUPT`` events.
             retries: extra attempts after a failure, with back-off between ``retry_base`` and ``retry_max`` s.
             cache, cache_key, policy, fresh, max_age: a :class:`~loadstate.Cache` and how to use
@@ -909,7 +912,8 @@ class Load(Generic[T]):
         Raises:
             LoadFailed: the load ended in ``ERROR`` (``FAILED``); it carries the domain, code,
                 message and what the load produced (the http loader: :attr:`LoadFailed.response
-                <loadstate.LoadFailed.response>`).
+                <loadstate.LoadFailed.response>`). A :class:`~loadstate.LoadTimedOut`, also a
+                :class:`TimeoutError`, when the load's own ``timeout`` ended it.
             Exception: a loader of this process raised it: the very exception, with its traceback.
             Cancelled: the load was cancelled or reset before it ended.
             TimedOut: ``timeout`` seconds passed first.

@@ -325,6 +325,39 @@ def test_a_load_timeout_raises_load_failed_in_the_loadstate_domain(rt, jobs):
     assert (failed.value.domain, failed.value.code) == (Domain.LOADSTATE, loadstate.Code.ETIMEDOUT)
 
 
+def test_a_load_timeout_is_a_timeout_error_too(rt, jobs):
+    cell = rt.loadable(jobs.loader)
+    with pytest.raises(TimeoutError) as raised:
+        cell.load(b"slow", timeout=0.01).value(WAIT)
+    assert isinstance(raised.value, loadstate.LoadTimedOut)
+    assert isinstance(raised.value, loadstate.LoadFailed) and isinstance(raised.value, loadstate.TimedOut)
+    assert (raised.value.domain, raised.value.code) == (Domain.LOADSTATE, loadstate.Code.ETIMEDOUT)
+
+    async def main():
+        with pytest.raises(loadstate.LoadTimedOut):
+            await cell.get(b"slow", timeout=0.01)
+
+    run(main())
+
+
+def test_a_host_failure_with_the_timeout_code_is_not_a_timeout_error(rt):
+    def refuse(job):
+        job.fail(loadstate.Code.ETIMEDOUT, "a host error with the same code")
+
+    with pytest.raises(loadstate.LoadFailed) as raised:
+        rt.loadable(rt.loader(refuse)).load().value(WAIT)
+    assert not isinstance(raised.value, TimeoutError)
+
+
+def test_a_load_failed_shows_its_domain_code_and_message_in_its_repr(rt, jobs):
+    assert repr(loadstate.LoadFailed(404, "gone", Domain.HTTP)) == (
+        "LoadFailed(domain=Domain.HTTP, code=404, message='gone')")
+    assert repr(loadstate.LoadFailed(9, None, final=True, value=b"partial")) == (
+        "LoadFailed(domain=Domain.HOST, code=9, message=None, final=True, value=<bytes>)")
+    state = rt.loadable(jobs.loader).load(b"slow", timeout=0.01).state(WAIT)
+    assert repr(state.error) == "LoadTimedOut(domain=Domain.LOADSTATE, code=-5, message='timed out')"
+
+
 def test_error_codes_and_library_errors_pickle_and_print():
     import pickle
 

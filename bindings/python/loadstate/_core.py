@@ -44,8 +44,10 @@ RECORDS_BUFFER = 64 * 1024
 # delivered through its callback, which reads the value in the library's memory.
 RECORDS_BUFFER_KEPT = 8 * 1024 * 1024
 
-# How many exceptions raised by loaders a runtime keeps for their loads' callers.
-RAISED_KEPT = 64
+# How many exceptions raised by loaders a runtime holds between a job's
+# failure and the delivery of its failed state, which hands each one to the
+# loads waiting for that state (see Core.remember_raised).
+RAISED_KEPT = 256
 
 # token -> runtime core or loader state. Tokens are never reused.
 _objects: Dict[int, Any] = {}
@@ -281,9 +283,9 @@ class Core:
         # The runtime observer set through this binding, if any (see loadstate.observer).
         self.observer: Optional[Any] = None
         self.observer_lock = threading.Lock()
-        # Exceptions raised by loaders of this process, by the (code, message)
-        # the failure carries through the library: the newest RAISED_KEPT.
-        self._raised: Dict[Tuple[int, Optional[str]], BaseException] = {}
+        # Exceptions raised by loaders of this process, by (loader id, request,
+        # code, message) of the failure: the newest RAISED_KEPT.
+        self._raised: Dict[Tuple[int, bytes, int, Optional[str]], BaseException] = {}
         self.closing = False
         self.closed = False
         self._lock = threading.Lock()
@@ -312,19 +314,32 @@ class Core:
             raise self.lib.error(rc, detail)
         return rc
 
-    def remember_raised(self, code: int, message: Optional[str], exc: BaseException) -> None:
-        """Keeps the exception a loader raised, under the code and message its job fails with."""
+    def remember_raised(self, loader: int, request: bytes, code: int, message: Optional[str],
+                        exc: BaseException) -> None:
+        """Keeps the exception a loader raised until the failed state of its job is delivered.
+
+        It is kept under the job's loader id and request bytes and the code
+        and message the job fails with: the delivery of the failed state
+        looks it up (:meth:`raised`) and hands it to every load waiting for
+        that state, which keeps it from then on. Only the newest
+        :data:`RAISED_KEPT` are kept, enough for the failures that happen
+        between a job's failure and the delivery of its event (in ``POLL``
+        mode, until the next dispatch); a load whose exception was dropped
+        meanwhile raises the :class:`~loadstate.LoadFailed` of its state.
+        """
         traceback.clear_frames(exc.__traceback__)  # the frames' locals are not kept alive
+        key = (loader, request, code, message)
         with self._lock:
             raised = self._raised
-            raised.pop((code, message), None)
-            raised[(code, message)] = exc
+            raised.pop(key, None)
+            raised[key] = exc
             if len(raised) > RAISED_KEPT:
                 del raised[next(iter(raised))]
 
-    def raised(self, code: int, message: Optional[str]) -> Optional[BaseException]:
-        """The exception a loader raised for a failure with this code and message, if one is kept."""
-        return self._raised.get((code, message))
+    def raised(self, loader: int, request: bytes, code: int, message: Optional[str]) -> Optional[BaseException]:
+        """The exception a job of ``loader`` for ``request`` raised, failing with this code and message, if
+        one is kept."""
+        return self._raised.get((loader, request, code, message))
 
     def report(self, exc: BaseException, context: str) -> None:
         """Hands an exception that has no caller to the runtime's error handler."""

@@ -66,8 +66,8 @@ class _CellState:
     """
 
     __slots__ = ("core", "id", "c_id", "process", "codec", "request_codec", "latest", "value", "request", "message",
-                 "_event", "waiters", "subscribers", "streams", "progress", "gen", "closed", "_request_seen", "decoded",
-                 "__weakref__")
+                 "_event", "waiters", "subscribers", "streams", "progress", "gen", "loader_id", "closed",
+                 "_request_seen", "decoded", "__weakref__")
 
     def __init__(self, core: _core.Core, process: bool, codec: Codec[Any], request_codec: Codec[Any]) -> None:
         self.core = core
@@ -95,6 +95,8 @@ class _CellState:
         # Bumped by every operation issued through the binding; a load may
         # cancel the cell only while it is still the latest operation.
         self.gen = 0
+        # The id of the loader of the latest load issued through the binding (0: none yet).
+        self.loader_id = 0
         self.closed = False
         # The last request decoded, as (bytes, decoded value): the events of a
         # load repeat its request, which is then decoded once per load.
@@ -453,8 +455,9 @@ class Cell(Generic[T]):
             silent = options.silent
             if options.cache is not None:
                 policy = CachePolicy(options.policy)
-        load: Load[T] = Load(self, state, raw, silent, kind, policy)
+        load: Load[T] = Load(self, state, raw, silent, kind, policy, loader.id)
         state.gen = load._gen = state.gen + 1
+        previous_loader, state.loader_id = state.loader_id, loader.id
         waiters = state.waiters
         waiters.append(load)  # before the call: the start event may come at once
         if deferred:
@@ -469,6 +472,7 @@ class Cell(Generic[T]):
         if rc < 0:
             if load in waiters:
                 waiters.remove(load)
+            state.loader_id = previous_loader
             raise core.lib.error(rc, what)
         self._last_loader = loader
         return load
@@ -514,7 +518,9 @@ class Loadable(Cell[T]):
         Raises:
             LoadFailed: the load ended in ``ERROR``; it carries the domain, code,
                 message and what the load produced (:attr:`LoadFailed.response
-                <loadstate.LoadFailed.response>` for the http loader).
+                <loadstate.LoadFailed.response>` for the http loader). A
+                :class:`~loadstate.LoadTimedOut`, also a :class:`TimeoutError`, when
+                ``timeout`` ended the load.
             Exception: a loader of this process raised it: the very exception, as
                 awaiting an asyncio task raises it.
             Cancelled: the load was cancelled or reset before it ended.
@@ -544,7 +550,8 @@ class Loadable(Cell[T]):
             share: wait for a running job of the same loader and request, if
                 any, instead of starting one (it runs once for every cell that
                 waits for it, and is cancelled when the last of them leaves it).
-            timeout: seconds before the job is cancelled and the cell becomes an error ``TIMEDOUT``.
+            timeout: seconds before the job is cancelled and the cell becomes an error ``TIMEDOUT``
+                (:meth:`Load.value` and :meth:`get` raise :class:`~loadstate.LoadTimedOut`).
             interrupts: delays, in seconds, between ``INTERRUPT`` events.
             retries: extra attempts after a failure, with back-off between ``retry_base`` and ``retry_max`` s.
             cache, cache_key, policy, fresh, max_age: a :class:`~loadstate.Cache` and how to use
@@ -585,9 +592,11 @@ class Loadable(Cell[T]):
         """
         state = self._state
         core = self._core
-        load: Load[T] = Load(self, state, None, True, None)
+        loader_id = self._last_loader.id if self._last_loader is not None else 0
+        load: Load[T] = Load(self, state, None, True, None, loader_id=loader_id)
         state.gen += 1
         load._gen = state.gen
+        previous_loader, state.loader_id = state.loader_id, loader_id
         state.waiters.append(load)
         rc = core.dll.lds_loadable_refresh(core.c_handle, state.id)
         if rc < 0:
@@ -595,6 +604,7 @@ class Loadable(Cell[T]):
                 state.waiters.remove(load)
             except ValueError:
                 pass
+            state.loader_id = previous_loader
             raise core.lib.error(rc, "refresh")
         return load
 
@@ -685,6 +695,14 @@ class Load(Generic[T]):
     there is none (:class:`LoadFailed`, the exception a loader raised, or
     :class:`Cancelled`); :meth:`Loadable.get` is its ``async`` form.
 
+    The exception a Python loader raised is taken onto the load when its
+    failed state is delivered, matched by the job's loader and request and
+    the failure's code and message; the load keeps it however many failures
+    follow. Loads that share a job (``share=True``) all get the same
+    exception object. Two unshared loads of the same loader and the same
+    request that fail at the same time with the same message may each get
+    either exception object; both are of the same type and message.
+
     Cancelling the task that awaits it cancels the load, unless another
     operation was issued on the cell since.
 
@@ -692,11 +710,11 @@ class Load(Generic[T]):
     cannot be told apart; they may share an outcome.
     """
 
-    __slots__ = ("cell", "_state", "_request", "_silent", "_kind", "_policy", "_gen", "_started", "_done", "_event",
-                 "_error", "_loop", "_future", "_more", "_sync")
+    __slots__ = ("cell", "_state", "_request", "_silent", "_kind", "_policy", "_loader_id", "_gen", "_started",
+                 "_done", "_event", "_error", "_raised", "_loop", "_future", "_more", "_sync")
 
     def __init__(self, cell: Cell[T], state: _CellState, request: Optional[bytes], silent: bool,
-                 kind: Optional[int], policy: int = CachePolicy.LOAD_ONLY) -> None:
+                 kind: Optional[int], policy: int = CachePolicy.LOAD_ONLY, loader_id: int = 0) -> None:
         #: The cell the load runs on.
         self.cell = cell
         self._state = state
@@ -704,11 +722,14 @@ class Load(Generic[T]):
         self._silent = silent
         self._kind = kind
         self._policy = policy
+        self._loader_id = loader_id
         self._gen = 0
         self._started = False
         self._done = False
         self._event: Optional[Event[T]] = None
         self._error: Optional[BaseException] = None
+        # The exception a loader raised for the settled ERROR (FAILED) state, taken when it was delivered.
+        self._raised: Optional[BaseException] = None
         # The first awaiting asyncio future and its loop; further ones in _more.
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._future: Optional[asyncio.Future[None]] = None
@@ -719,7 +740,8 @@ class Load(Generic[T]):
               STATE: int = EventType.STATE.value, LOADING: int = Status.LOADING.value,
               RUNNING: int = Status.RUNNING.value, CANCELLED: int = Flags.CANCELLED.value,
               FROM_CACHE: int = Flags.FROM_CACHE.value, REFRESHING: int = Flags.REFRESHING.value,
-              UNDER_WAY: int = (Flags.PARTIAL | Flags.REFRESHING).value) -> None:
+              UNDER_WAY: int = (Flags.PARTIAL | Flags.REFRESHING).value, ERROR: int = Status.ERROR.value,
+              FAILED: int = Status.FAILED.value, HOST: int = Domain.HOST.value) -> None:
         """Runs on the delivery thread for every event of the cell while the load waits.
 
         The hot path of every load: the header's values come in as plain
@@ -756,7 +778,23 @@ class Load(Generic[T]):
             state.waiters.remove(self)
         except ValueError:
             return
-        self._resolve(state.event(), None)
+        event = state.event()
+        if (status == ERROR or status == FAILED) and raw[10] == HOST:
+            self._take_raised(state, request or b"", raw[11], event.error_message)
+        self._resolve(event, None)
+
+    def _take_raised(self, state: _CellState, request: bytes, code: int, message: Optional[str]) -> None:
+        """Takes the exception a loader raised for the failed state being delivered, if one is kept.
+
+        The state's request, code and message, and the loader of this load,
+        or else that of the latest load issued on the cell (a load that
+        superseded this one ends it with its own outcome), name the job.
+        """
+        core = state.core
+        raised = core.raised(self._loader_id, request, code, message)
+        if raised is None and state.loader_id != self._loader_id:
+            raised = core.raised(state.loader_id, request, code, message)
+        self._raised = raised
 
     def _refused(self, code: int) -> None:
         """A deferred load the library refused: the load fails with the error."""
@@ -821,10 +859,9 @@ class Load(Generic[T]):
 
     def _value_of(self, state: Event[T]) -> T:
         """The value of the settled ``state``; raises what a caller of :meth:`value` gets instead."""
-        if (state.status == Status.ERROR or state.status == Status.FAILED) and state.error_domain == Domain.HOST:
-            raised = self._state.core.raised(state.error_code, state.error_message)
-            if raised is not None:
-                raise raised
+        raised = self._raised
+        if raised is not None:
+            raise raised
         state.raise_for_error()
         if state.cancelled or state.status == Status.ABSENT or state.status == Status.IDLE:
             raise Cancelled(Cancelled.code, "cancelled", "the load was cancelled or reset before it ended")
@@ -877,7 +914,8 @@ class Load(Generic[T]):
         Raises:
             LoadFailed: the load ended in ``ERROR`` (``FAILED``); it carries the domain, code,
                 message and what the load produced (the http loader: :attr:`LoadFailed.response
-                <loadstate.LoadFailed.response>`).
+                <loadstate.LoadFailed.response>`). A :class:`~loadstate.LoadTimedOut`, also a
+                :class:`TimeoutError`, when the load's own ``timeout`` ended it.
             Exception: a loader of this process raised it: the very exception, with its traceback.
             Cancelled: the load was cancelled or reset before it ended.
             TimedOut: ``timeout`` seconds passed first.

@@ -10,7 +10,9 @@ written against the built-ins catches them: :class:`TimedOut` is a
 A failing call of the C library returns a negative code; the binding
 raises the :class:`Error` subclass for that code (:func:`error_for_code`).
 A failed *load* is a :class:`LoadFailed`: its error domain, code and
-message, and what the load produced (an HTTP response outside 2xx).
+message, and what the load produced (an HTTP response outside 2xx); a load
+that timed out is a :class:`LoadTimedOut`, both a :class:`LoadFailed` and a
+:class:`TimedOut` (so a :class:`TimeoutError`).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ __all__ = [
     "RedisError",
     "LibraryNotFound",
     "LoadFailed",
+    "LoadTimedOut",
     "error_for_code",
 ]
 
@@ -225,7 +228,8 @@ class LoadFailed(Error):
     <loadstate.Loadable.get>` raise it for a load that ends in ``ERROR``
     (``FAILED``); :attr:`Event.error <loadstate.Event.error>` and
     :meth:`Event.raise_for_error <loadstate.Event.raise_for_error>` make
-    one from an event. Raise it from a loader to fail the job with ``code``
+    one from an event (a :class:`LoadTimedOut` for a load that timed
+    out). Raise it from a loader to fail the job with ``code``
     and ``message`` (domain :attr:`Domain.HOST <loadstate.Domain.HOST>`);
     with ``final``, the load is not retried even if it has retries left.
 
@@ -257,5 +261,35 @@ class LoadFailed(Error):
         text = f"{name} error {self.code}"
         return f"{text}: {self.message}" if self.message else text
 
+    def __repr__(self) -> str:
+        """``LoadFailed(domain=Domain.HTTP, code=404, message='HTTP 404', value=<HttpResponse>)``: the
+        value by its type only, ``final`` only when set."""
+        text = f"{type(self).__name__}(domain={self.domain}, code={int(self.code)}, message={self.message!r}"
+        if self.final:
+            text += ", final=True"
+        if self.value is not None:
+            text += f", value=<{type(self.value).__name__}>"
+        return text + ")"
+
     def __reduce__(self) -> Tuple[Any, ...]:
         return (type(self), (self.code, self.message, self.domain, self.final, self.value))
+
+
+class LoadTimedOut(LoadFailed, TimedOut):
+    """A load that took longer than its timeout: ``LDS_ETIMEDOUT`` in :attr:`Domain.LOADSTATE
+    <loadstate.Domain.LOADSTATE>`.
+
+    Raised by :meth:`Load.value <loadstate.Load.value>` and :meth:`Loadable.get
+    <loadstate.Loadable.get>` for a load that failed for its own ``timeout``
+    (or, for the http loader, a transfer that timed out). It is a
+    :class:`LoadFailed`, with the state's domain, code and message, and a
+    :class:`TimedOut`, so ``except TimeoutError`` catches it.
+    """
+
+
+def load_error(code: int, message: Optional[str], domain: int, value: Any = None) -> LoadFailed:
+    """The :class:`LoadFailed` of a failed state: a :class:`LoadTimedOut` for ``LDS_ETIMEDOUT`` in
+    :attr:`Domain.LOADSTATE <loadstate.Domain.LOADSTATE>`."""
+    if domain == Domain.LOADSTATE and code == Code.ETIMEDOUT:
+        return LoadTimedOut(code, message, domain, value=value)
+    return LoadFailed(code, message, domain, value=value)

@@ -18,7 +18,9 @@ The exception a callable raises is kept: :meth:`Load.value
 <loadstate.Load.value>` and :meth:`Loadable.get <loadstate.Loadable.get>`
 raise that very object (its type, its traceback) to the caller, as
 awaiting an asyncio task does, while the library carries its code and
-message to every other host.
+message to every other host. It is matched to the loads by the job's
+loader and request and the failure's code and message (see
+:class:`~loadstate.Load`).
 """
 
 from __future__ import annotations
@@ -60,10 +62,11 @@ class Job:
     :class:`~loadstate.Closed` once the runtime is closed.
     """
 
-    __slots__ = ("_core", "id", "raw_request", "_codec", "_loader_name", "_ended", "_detached", "_watching",
-                 "_fired", "_cancel_event", "_task", "_loop", "_hooks")
+    __slots__ = ("_core", "id", "raw_request", "_codec", "_loader_name", "_loader_id", "_ended", "_detached",
+                 "_watching", "_fired", "_cancel_event", "_task", "_loop", "_hooks")
 
-    def __init__(self, core: _core.Core, job_id: int, raw_request: bytes, codec: Codec[Any], loader_name: str) -> None:
+    def __init__(self, core: _core.Core, job_id: int, raw_request: bytes, codec: Codec[Any], loader_name: str,
+                 loader_id: int = 0) -> None:
         self._core = core
         #: The job's id in its runtime.
         self.id = job_id
@@ -71,6 +74,7 @@ class Job:
         self.raw_request = raw_request
         self._codec = codec
         self._loader_name = loader_name
+        self._loader_id = loader_id
         self._ended = False
         self._detached = False
         self._watching = False
@@ -273,7 +277,8 @@ class Job:
         else:
             code, message = EXCEPTION_CODE, f"{type(exc).__name__}: {exc}"
         # Kept before the failure is sent: the failed state may reach a waiter at once.
-        self._core.remember_raised(code, None if message is None else _sendable(message), exc)
+        self._core.remember_raised(self._loader_id, self.raw_request, code,
+                                   None if message is None else _sendable(message), exc)
         try:
             self.fail(code, message, final=final)
             return
@@ -360,9 +365,11 @@ class _LoaderState:
         self.loop = loop
         self.name = name
         self.generator = inspect.isasyncgenfunction(fn)
+        # The loader's id, set once the library has made the loader (before any job of it starts).
+        self.id = 0
 
     def start(self, job_id: int, request: bytes) -> None:
-        job = Job(self.core, job_id, request, self.codec, self.name)
+        job = Job(self.core, job_id, request, self.codec, self.name, self.id)
         mode = self.mode
         if mode == "inline":
             try:
@@ -491,6 +498,7 @@ class Loader(Generic[T]):
         if rc < 0:
             _core.unregister(token)
             raise core.lib.error(rc, "lds_loader_new_ex")
+        state.id = out.value
         self._adopt(runtime, out, fn, mode, codec, codec)
 
     @classmethod

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, Generic, Optional, Sequence, Tuple, TypeVar
 
 from .enums import QUEUE_MAX, VALUE_MAX, CachePolicy, Delivery, Domain, EventType, Flags, LoadFlags, Status
-from .errors import InvalidArgument, LoadFailed
+from .errors import InvalidArgument, LoadFailed, load_error
 
 __all__ = ["Status", "Flags", "EventType", "Domain", "Delivery", "CachePolicy", "Event", "Snapshot", "LoadOptions",
            "Limits", "VALUE_MAX", "QUEUE_MAX"]
@@ -110,7 +110,8 @@ class Event(Generic[T_co]):
 
     @property
     def error(self) -> Optional[LoadFailed]:
-        """The error as a :class:`LoadFailed`, or ``None`` when the error fields are empty.
+        """The error as a :class:`LoadFailed` (a :class:`~loadstate.LoadTimedOut` for a load's timeout), or
+        ``None`` when the error fields are empty.
 
         Set in ``ERROR``/``FAILED``, and on a ``LOADED`` cached value whose
         revalidation failed (:attr:`CachePolicy.CACHE_THEN_LOAD`).
@@ -118,10 +119,10 @@ class Event(Generic[T_co]):
         if self.error_domain == Domain.NONE:
             return None
         value = self.value if self.status == Status.ERROR else None
-        return LoadFailed(self.error_code, self.error_message, self.error_domain, value=value)
+        return load_error(self.error_code, self.error_message, self.error_domain, value)
 
     def raise_for_error(self) -> None:
-        """Raises the state's :class:`LoadFailed` when the status is ``ERROR`` or ``FAILED``."""
+        """Raises the state's :class:`LoadFailed` (see :attr:`error`) when the status is ``ERROR`` or ``FAILED``."""
         if self.status == Status.ERROR or self.status == Status.FAILED:
             raise self.error or LoadFailed(self.error_code, self.error_message, self.error_domain)
 

@@ -121,6 +121,124 @@ def test_a_load_failed_raised_by_a_loader_is_re_raised_as_it_was(rt):
     assert raised.value is original
 
 
+class NotThere(Exception):
+    """What the loaders below raise: the same type and text whoever raises it, told apart by ``who``."""
+
+    def __init__(self, who):
+        super().__init__("not found")
+        self.who = who
+
+
+def _raiser(rt, kind, who, gate=None):
+    """A loader of ``kind`` ("thread" or "async") that raises ``NotThere(who)`` (once ``gate`` is set)."""
+    if kind == "thread":
+        def load(job):
+            if gate is not None:
+                gate.wait(WAIT)
+            raise NotThere(who)
+    else:
+        async def load(job):
+            if gate is not None:
+                await gate.wait()
+            raise NotThere(who)
+    return rt.loader(load)
+
+
+def _raised_by(load):
+    try:
+        load.value()
+    except NotThere as exc:
+        return exc
+    pytest.fail(f"{load!r} did not raise NotThere")
+
+
+async def _fail_others(rt, count):
+    """``count`` loads of other loaders that raise, one after the other."""
+    cell = rt.loadable()
+    for index in range(count):
+        with pytest.raises(ValueError):
+            await cell.get(b"%d" % index, rt.loader(lambda job, index=index: int(f"x{index}")))
+
+
+KINDS = ["thread", "async"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_loaders_exception_reaches_the_loads_of_that_loader_only(kind):
+    async def main():
+        async with loadstate.Runtime(Delivery.POLL) as rt:
+            first = rt.loadable(_raiser(rt, kind, "first")).load(b"x")
+            await first
+            second = rt.loadable(_raiser(rt, kind, "second")).load(b"x")   # the same error, later
+            await second
+            assert (_raised_by(first).who, _raised_by(second).who) == ("first", "second")
+            with pytest.raises(NotThere) as raised:
+                await rt.loadable(_raiser(rt, kind, "third")).get(b"x")
+            assert raised.value.who == "third"
+
+    run(main())
+
+
+def test_loaders_that_fail_alike_before_either_failure_is_delivered_keep_their_own_exceptions(poll_rt):
+    # Inline loaders run as the runtime is dispatched: both jobs start, raise
+    # and fail before the first failed state is delivered.
+    first = poll_rt.loadable(poll_rt.loader(lambda job: _raise(NotThere("first")), inline=True)).load(b"x")
+    second = poll_rt.loadable(poll_rt.loader(lambda job: _raise(NotThere("second")), inline=True)).load(b"x")
+    first.state(WAIT)
+    second.state(WAIT)
+    assert (_raised_by(first).who, _raised_by(second).who) == ("first", "second")
+
+
+def _raise(exc):
+    raise exc
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_load_keeps_its_loaders_exception_through_any_number_of_later_failures(kind):
+    async def main():
+        async with loadstate.Runtime(Delivery.POLL) as rt:
+            load = rt.loadable(_raiser(rt, kind, "early")).load(b"x")
+            await load
+            await _fail_others(rt, loadstate._core.RAISED_KEPT + 6)
+            assert _raised_by(load).who == "early"
+
+    run(main())
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_load_sharing_a_job_gets_the_very_exception_its_loader_raised(kind):
+    async def main():
+        async with loadstate.Runtime(Delivery.POLL) as rt:
+            gate = threading.Event() if kind == "thread" else asyncio.Event()
+            shared = _raiser(rt, kind, "shared", gate)
+            cells = [rt.loadable(shared) for _ in range(3)]
+            loads = []
+            for cell in cells:
+                async with cell.events() as events:
+                    loads.append(cell.load(b"x", share=True))
+                    async for event in events:     # the load has joined the job
+                        if event.status == Status.LOADING:
+                            break
+            gate.set()
+            for load in loads:
+                await load
+            with pytest.raises(NotThere):        # the same failure of another loader, later
+                await rt.loadable(_raiser(rt, kind, "other")).get(b"x")
+            raised = [_raised_by(load) for load in loads]
+            assert raised[0].who == "shared"
+            assert all(exc is raised[0] for exc in raised)
+
+    run(main())
+
+
+def test_a_superseded_load_raises_the_exception_of_the_load_that_superseded_it(rt, jobs):
+    cell = rt.loadable(jobs.loader)
+    first = cell.load(b"slow")
+    jobs.next()
+    cell.load(b"x", loader=_raiser(rt, "thread", "later"))
+    assert _raised_by(first).who == "later"
+
+
 def test_value_of_a_cancelled_or_reset_load_raises_cancelled(rt, jobs):
     cell = rt.loadable(jobs.loader)
     load = cell.load(b"a")
@@ -205,6 +323,39 @@ def test_a_load_timeout_raises_load_failed_in_the_loadstate_domain(rt, jobs):
     with pytest.raises(loadstate.LoadFailed) as failed:
         load.value(WAIT)
     assert (failed.value.domain, failed.value.code) == (Domain.LOADSTATE, loadstate.Code.ETIMEDOUT)
+
+
+def test_a_load_timeout_is_a_timeout_error_too(rt, jobs):
+    cell = rt.loadable(jobs.loader)
+    with pytest.raises(TimeoutError) as raised:
+        cell.load(b"slow", timeout=0.01).value(WAIT)
+    assert isinstance(raised.value, loadstate.LoadTimedOut)
+    assert isinstance(raised.value, loadstate.LoadFailed) and isinstance(raised.value, loadstate.TimedOut)
+    assert (raised.value.domain, raised.value.code) == (Domain.LOADSTATE, loadstate.Code.ETIMEDOUT)
+
+    async def main():
+        with pytest.raises(loadstate.LoadTimedOut):
+            await cell.get(b"slow", timeout=0.01)
+
+    run(main())
+
+
+def test_a_host_failure_with_the_timeout_code_is_not_a_timeout_error(rt):
+    def refuse(job):
+        job.fail(loadstate.Code.ETIMEDOUT, "a host error with the same code")
+
+    with pytest.raises(loadstate.LoadFailed) as raised:
+        rt.loadable(rt.loader(refuse)).load().value(WAIT)
+    assert not isinstance(raised.value, TimeoutError)
+
+
+def test_a_load_failed_shows_its_domain_code_and_message_in_its_repr(rt, jobs):
+    assert repr(loadstate.LoadFailed(404, "gone", Domain.HTTP)) == (
+        "LoadFailed(domain=Domain.HTTP, code=404, message='gone')")
+    assert repr(loadstate.LoadFailed(9, None, final=True, value=b"partial")) == (
+        "LoadFailed(domain=Domain.HOST, code=9, message=None, final=True, value=<bytes>)")
+    state = rt.loadable(jobs.loader).load(b"slow", timeout=0.01).state(WAIT)
+    assert repr(state.error) == "LoadTimedOut(domain=Domain.LOADSTATE, code=-5, message='timed out')"
 
 
 def test_error_codes_and_library_errors_pickle_and_print():

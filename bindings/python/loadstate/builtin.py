@@ -18,11 +18,11 @@ from ctypes import byref, c_char_p, c_size_t, c_void_p, sizeof, string_at
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
+from ._checks import U64_MAX, bits, instance, integer, milliseconds, path, sequence
 from ._library import ExecRequestC, HttpRequestC, load_library
 from .codec import Codec
 from .enums import Domain, HttpFlags
 from .errors import InvalidArgument, LoadFailed
-from .types import milliseconds
 
 __all__ = ["ExecRequest", "HttpRequest", "HttpResponse", "PATH", "EXEC_REQUEST", "HTTP_REQUEST", "HTTP_RESPONSE",
            "HTTP_INSECURE", "HTTP_NO_REDIRECTS", "HTTP_NO_COMPRESSION", "HTTP_HTTP2", "HTTP_HTTP1"]
@@ -62,6 +62,21 @@ def _library_call(encode: Any, request: Any) -> bytes:
         return string_at(out.value, length.value) if out.value and length.value else b""
     finally:
         library.dll.lds_free(out)
+
+
+def _header_pair(item: Any, wanted: str) -> Tuple[Any, Any]:
+    """A header given as a ``(name, value)`` pair, not yet checked to be strings."""
+    if not isinstance(item, (tuple, list)) or len(item) != 2:
+        raise TypeError(f"headers must be {wanted}, not a list holding {type(item).__name__}")
+    return item[0], item[1]
+
+
+def _pair(field: str, name: Any, value: Any) -> Tuple[str, str]:
+    """A ``(name, value)`` pair of strings of ``field``: headers, or an environment."""
+    if not isinstance(name, str) or not isinstance(value, str):
+        raise TypeError(f"{field} must pair str names with str values, not {type(name).__name__} "
+                        f"with {type(value).__name__}")
+    return name, value
 
 
 class _Reader:
@@ -105,20 +120,37 @@ class ExecRequest:
     """A command for the exec loader.
 
     Attributes:
-        argv: the program (searched in PATH) and its arguments.
-        env: ``NAME=value`` strings, or a mapping; ``None`` inherits the environment.
+        argv: the program (searched in PATH) and its arguments (``str``, ``bytes`` or path-like).
+        env: ``NAME=value`` strings (``str`` or ``bytes``), or a mapping of ``str`` to ``str``; ``None``
+            inherits the environment.
         cwd: the working directory, or ``None``.
+
+    The types are checked when the request is made (:class:`TypeError`; an empty ``argv`` is an
+    :class:`~loadstate.InvalidArgument`).
     """
 
     argv: Sequence[Union[str, bytes]]
     env: Union[None, Sequence[Union[str, bytes]], Mapping[str, str]] = None
     cwd: Union[None, str, bytes, "os.PathLike[str]"] = None
 
-    def encode(self) -> bytes:
-        """The library's encoding ("LDX1") of the request."""
-        if isinstance(self.argv, (str, bytes)) or not self.argv:
+    def __post_init__(self) -> None:
+        argv = sequence("argv", self.argv, "a list of arguments (str, bytes or os.PathLike)")
+        if not argv:
             raise InvalidArgument(InvalidArgument.code, "invalid argument",
                                   "argv must be a non-empty list of arguments")
+        for argument in argv:
+            path("argv", argument)
+        env = self.env
+        if isinstance(env, Mapping):
+            for name, value in env.items():
+                _pair("env", name, value)
+        elif env is not None:
+            for entry in sequence("env", env, "a mapping of str to str or a list of NAME=value strings, or None"):
+                instance("env", entry, (str, bytes), "a list of NAME=value strings (str or bytes)")
+        path("cwd", self.cwd, none=True)
+
+    def encode(self) -> bytes:
+        """The library's encoding ("LDX1") of the request."""
         argv = [_text(a) for a in self.argv]
         env = None
         if self.env is not None:
@@ -157,33 +189,56 @@ class HttpRequest:
         ca_file: a file of PEM CA certificates to verify the server with instead of the system's
             (a self-signed server's own certificate); ``None``: the system's.
 
-    :meth:`encode` raises :class:`loadstate.InvalidArgument` for a method that is not an HTTP
-    token, a URL holding a control character or a space, and header lines that are not
-    ``Name: value`` with a token name and a value free of control characters but tab.
+    The fields' types are checked when the request is made: a :class:`TypeError` names the field.
+    ``headers`` are kept as a tuple (a mapping as its ``(name, value)`` pairs) and ``body`` as
+    ``bytes`` (``None``: empty). :meth:`encode` raises :class:`loadstate.InvalidArgument` for a
+    method that is not an HTTP token, a URL holding a control character or a space, and header
+    lines that are not ``Name: value`` with a token name and a value free of control characters
+    but tab.
     """
 
     url: str
     method: str = "GET"
-    headers: Sequence[Union[str, Tuple[str, str]]] = ()
-    body: bytes = b""
+    headers: Union[Sequence[Union[str, Tuple[str, str]]], Mapping[str, str]] = ()
+    body: Optional[bytes] = b""
     timeout: Optional[float] = None
     max_redirects: int = 0
     max_body: int = 0
     flags: int = 0
     ca_file: Optional[Union[str, "os.PathLike[str]"]] = None
 
+    def __post_init__(self) -> None:
+        instance("url", self.url, str, "a str")
+        instance("method", self.method, str, "a str")
+        headers = self.headers
+        wanted = "a list of (name, value) pairs or 'Name: value' strings, or a mapping of str to str"
+        if isinstance(headers, Mapping):
+            lines: Tuple[Union[str, Tuple[str, str]], ...] = tuple(
+                _pair("headers", name, value) for name, value in headers.items())
+        else:
+            lines = tuple(line if isinstance(line, str) else _pair("headers", *_header_pair(line, wanted))
+                          for line in sequence("headers", headers, wanted))
+        body = self.body
+        if body is None:
+            body = b""
+        elif isinstance(body, (bytearray, memoryview)):
+            body = bytes(body)
+        instance("body", body, bytes, "bytes or None")
+        milliseconds("timeout", self.timeout)
+        integer("max_redirects", self.max_redirects)
+        integer("max_body", self.max_body, 0, U64_MAX)
+        bits("flags", self.flags, HttpFlags)
+        path("ca_file", self.ca_file, none=True)
+        object.__setattr__(self, "headers", lines)
+        object.__setattr__(self, "body", body)
+
     def encode(self) -> bytes:
         """The library's encoding ("LDH1") of the request."""
-        if not isinstance(self.url, str):
-            raise TypeError(f"url must be a str, not {type(self.url).__name__}")
-        if not isinstance(self.method, str):
-            raise TypeError(f"method must be a str, not {type(self.method).__name__}")
-        if not isinstance(self.body, (bytes, bytearray, memoryview)):
-            raise TypeError(f"body must be bytes, not {type(self.body).__name__}")
         lines = [(h if isinstance(h, str) else f"{h[0]}: {h[1]}").encode("utf-8") for h in self.headers]
         headers = _strings(lines)
-        request = HttpRequestC(sizeof(HttpRequestC), self.method.encode("ascii"), self.url.encode("utf-8"),
-                               headers, len(lines), bytes(self.body), len(self.body),
+        body = self.body or b""
+        request = HttpRequestC(sizeof(HttpRequestC), self.method.encode("utf-8"), self.url.encode("utf-8"),
+                               headers, len(lines), body, len(body),
                                milliseconds("timeout", self.timeout), self.max_redirects, self.max_body, self.flags,
                                _text(self.ca_file) if self.ca_file is not None else None)
         return _library_call(load_library().dll.lds_http_request_encode, request)
@@ -203,8 +258,12 @@ class HttpRequest:
         if max_redirects == 0:
             flags |= HTTP_NO_REDIRECTS
         ca_file = os.fsdecode(reader.field() or b"") if reader.at < len(data) else None
-        return cls(url, method, headers, body, timeout_ms / 1000 if timeout_ms else None, max_redirects, max_body,
-                   flags, ca_file)
+        # Made without __post_init__: the library's encoding holds fields of the right types.
+        request: HttpRequest = object.__new__(cls)
+        request.__dict__.update(url=url, method=method, headers=headers, body=body,
+                                timeout=timeout_ms / 1000 if timeout_ms else None, max_redirects=max_redirects,
+                                max_body=max_body, flags=flags, ca_file=ca_file)
+        return request
 
 
 class HttpResponse:

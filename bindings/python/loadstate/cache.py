@@ -17,11 +17,11 @@ from ctypes import byref, c_char, c_char_p, c_int, c_size_t, c_uint64, sizeof, s
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Dict, Generic, Iterable, Iterator, List, Optional, Tuple, TypeVar, Union, overload
 
+from ._checks import U64_MAX, c_string, flag, instance, integer, milliseconds, path as path_bytes
 from ._library import CacheKeyListC, CacheStatisticsC, CacheValueC, MemoryCacheOptionsC, PersistentCacheOptionsC
 from .codec import BYTES, Codec
 from .enums import CACHE_GET_MANY_MAX, VALUE_MAX, CacheFlags, Code
 from .errors import Error
-from .types import milliseconds
 
 if TYPE_CHECKING:
     from .runtime import Runtime
@@ -137,8 +137,10 @@ class Cache(MutableMapping[Key, V]):
     @classmethod
     def _memory(cls, runtime: "Runtime", name: Optional[str], max_entries: int, max_bytes: int,
                 ttl: Optional[float], codec: Codec[V]) -> "Cache[V]":
-        options = MemoryCacheOptionsC(sizeof(MemoryCacheOptionsC), name.encode("utf-8") if name is not None else None,
-                                      max_entries, max_bytes, milliseconds("ttl", ttl))
+        options = MemoryCacheOptionsC(sizeof(MemoryCacheOptionsC), c_string("name", name, none=True),
+                                      integer("max_entries", max_entries, 0, U64_MAX),
+                                      integer("max_bytes", max_bytes, 0, U64_MAX), milliseconds("ttl", ttl, U64_MAX))
+        instance("codec", codec, Codec, "a loadstate.Codec")
         out = c_uint64()
         core = runtime._core
         core.check(core.dll.lds_memory_cache_new(core.c_handle, byref(options), byref(out)), "memory cache")
@@ -148,8 +150,10 @@ class Cache(MutableMapping[Key, V]):
     def _persistent(cls, runtime: "Runtime", path: Union[str, "os.PathLike[str]"], max_bytes: int,
                     ttl: Optional[float], replace_damaged: bool, codec: Codec[V]) -> "Cache[V]":
         options = PersistentCacheOptionsC(sizeof(PersistentCacheOptionsC),
-                                          CacheFlags.REPLACE_DAMAGED if replace_damaged else 0, os.fsencode(path),
-                                          max_bytes, milliseconds("ttl", ttl))
+                                          CacheFlags.REPLACE_DAMAGED if flag("replace_damaged", replace_damaged) else 0,
+                                          path_bytes("path", path), integer("max_bytes", max_bytes, 0, U64_MAX),
+                                          milliseconds("ttl", ttl, U64_MAX))
+        instance("codec", codec, Codec, "a loadstate.Codec")
         out = c_uint64()
         core = runtime._core
         core.check(core.dll.lds_persistent_cache_new(core.c_handle, byref(options), byref(out)),

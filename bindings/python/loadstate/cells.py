@@ -16,6 +16,7 @@ from typing import (TYPE_CHECKING, Any, Callable, Deque, Generator, Generic, Lis
                     Union)
 
 from . import _core
+from ._checks import I32_MAX, I32_MIN, flag, integer, seconds
 from ._library import OP_LOAD, LoadOptionsC, SnapshotC
 from .builtin import HttpRequest
 from .cache import Cache
@@ -32,6 +33,12 @@ __all__ = ["Cell", "Loadable", "Process", "Load", "EventStream"]
 
 T = TypeVar("T")
 EventCallback = Callable[[Event[Any]], Any]
+
+# The defaults of Loadable.load's arguments that the path without an options struct compares by identity.
+_DEFAULT_INTERRUPTS: Sequence[float] = ()
+_ZERO = 0
+# A load without a cache, as the int the hot path compares (an enum member costs a lookup on every load).
+_LOAD_ONLY = CachePolicy.LOAD_ONLY.value
 
 # Guards the hand-over between a load's resolution and its waiters.
 _WAIT_LOCK = threading.Lock()
@@ -340,7 +347,7 @@ class Cell(Generic[T]):
         if not callable(callback):
             raise TypeError(f"callback must be callable, not {type(callback).__name__}")
         state = self._state
-        entry = (callback, bool(progress))
+        entry = (callback, flag("progress", progress))
         state.subscribers = state.subscribers + (entry,)
         state.listen_for_progress()
 
@@ -382,11 +389,7 @@ class Cell(Generic[T]):
         ``QUEUED``) moves to its place for the new priority; a load that runs
         is not affected. The priority is kept for :meth:`Loadable.refresh`.
         """
-        if isinstance(priority, bool) or not isinstance(priority, int):
-            raise TypeError(f"priority must be an int, not {type(priority).__name__}")
-        if not -(1 << 31) <= priority < (1 << 31):
-            raise InvalidArgument(InvalidArgument.code, "invalid argument",
-                                  f"priority must fit in 32 signed bits, not {priority!r}")
+        priority = integer("priority", priority, I32_MIN, I32_MAX)
         core = self._core
         fn = core.dll.lds_process_set_priority if self._process else core.dll.lds_loadable_set_priority
         core.check(fn(core.c_handle, self._state.id, priority), "set_priority")
@@ -441,7 +444,7 @@ class Cell(Generic[T]):
                     and not loader._closed and not state.closed and len(raw) <= VALUE_MAX)
         c_options = keep = None
         silent = False
-        policy = 0  # CachePolicy.LOAD_ONLY, without an enum lookup on every load
+        policy = _LOAD_ONLY
         if deferred and options is not None:
             silent = options.silent
         elif options is not None and not options.is_default():
@@ -454,7 +457,7 @@ class Cell(Generic[T]):
             c_options = byref(struct)
             silent = options.silent
             if options.cache is not None:
-                policy = CachePolicy(options.policy)
+                policy = options.policy
         load: Load[T] = Load(self, state, raw, silent, kind, policy, loader.id)
         state.gen = load._gen = state.gen + 1
         previous_loader, state.loader_id = state.loader_id, loader.id
@@ -487,9 +490,6 @@ def _options(options: Optional[LoadOptions], **fields: Any) -> Optional[LoadOpti
         if not isinstance(options, LoadOptions):
             raise TypeError(f"options must be a loadstate.LoadOptions or None, not {type(options).__name__}")
         return options
-    if isinstance(fields["interrupts"], (str, bytes)):
-        raise TypeError("interrupts must be a sequence of numbers of seconds, not a string")
-    fields["interrupts"] = tuple(fields["interrupts"])
     built = LoadOptions(**fields)
     return None if built.is_default() else built
 
@@ -572,10 +572,14 @@ class Loadable(Cell[T]):
         README, "asyncio"); a refusal only the library can detect then fails
         the awaited load instead of raising here.
         """
-        if (options is None and cache is None and not (interrupts or retries or priority or poll_on_error)
-                and timeout is None and retry_base is None and retry_max is None and refresh_interval is None):
-            # The defaults, or flags only: no options struct at all.
-            flags = _FLAG_ONLY_OPTIONS[bool(silent), bool(share)] if silent or share else None
+        if (options is None and cache is None and timeout is None and retry_base is None and retry_max is None
+                and refresh_interval is None and fresh is None and max_age is None and cache_key is None
+                and interrupts is _DEFAULT_INTERRUPTS and retries is _ZERO and priority is _ZERO
+                and policy is CachePolicy.LOAD_ONLY and poll_on_error is False
+                and silent.__class__ is bool and share.__class__ is bool):
+            # The defaults, or flags only: no options struct at all. The arguments are compared with the
+            # defaults by identity: any other value, even an equal one of another type, is checked by LoadOptions.
+            flags = _FLAG_ONLY_OPTIONS[silent, share] if silent or share else None
             return self._begin(loader, request, flags, None, "load")
         return self._begin(loader, request, _options(
             options, silent=silent, share=share, timeout=timeout, interrupts=interrupts, retries=retries,
@@ -621,8 +625,7 @@ class Loadable(Cell[T]):
 
     def set_error(self, code: int, message: Optional[str] = None) -> None:
         """Cancels the running job and makes the cell ``ERROR`` with ``code`` (domain ``HOST``) and ``message``."""
-        if isinstance(code, bool) or not isinstance(code, int):
-            raise TypeError(f"code must be an int, not {type(code).__name__}")
+        code = integer("code", code, I32_MIN, I32_MAX)
         if message is not None and not isinstance(message, str):
             raise TypeError(f"message must be a str or None, not {type(message).__name__}")
         state = self._state
@@ -676,8 +679,7 @@ class Process(Cell[None]):
         returns ``None`` once the run finished and raises :class:`LoadFailed`
         if it failed.
         """
-        if isinstance(kind, bool) or not isinstance(kind, int):
-            raise TypeError(f"kind must be an int, not {type(kind).__name__}")
+        kind = integer("kind", kind, I32_MIN, I32_MAX)
         return self._begin(loader, request, _options(
             options, silent=silent, share=share, timeout=timeout, interrupts=interrupts, retries=retries,
             retry_base=retry_base, retry_max=retry_max, priority=priority), kind, "run")
@@ -878,6 +880,7 @@ class Load(Generic[T]):
             Closed: the cell or runtime was closed first.
             WrongState: called on the asyncio loop that dispatches the events (``await`` it instead).
         """
+        timeout = seconds("timeout", timeout)
         if self._done:
             return self._outcome()
         core = self._state.core
@@ -1016,15 +1019,15 @@ class EventStream(Generic[T]):
     """
 
     def __init__(self, state: _CellState, maxlen: Optional[int] = None, progress: bool = True) -> None:
-        if maxlen is not None and (isinstance(maxlen, bool) or not isinstance(maxlen, int)):
-            raise TypeError(f"maxlen must be an int or None, not {type(maxlen).__name__}")
+        if maxlen is not None:
+            maxlen = integer("maxlen", maxlen, 0, None)
         self._loop = asyncio.get_running_loop()
         self._queue: Deque[Any] = collections.deque(maxlen=maxlen)
         self._waiter: Optional[asyncio.Future[None]] = None
         self._ended = False
         self._state = state
         #: Whether the stream gets PROGRESS events.
-        self.progress = bool(progress)
+        self.progress = flag("progress", progress)
         if state.closed:
             self._queue.append(_END)
         else:

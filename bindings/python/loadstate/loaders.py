@@ -34,11 +34,12 @@ from threading import get_ident
 from typing import TYPE_CHECKING, Any, Callable, Generic, Optional, Tuple, TypeVar
 
 from . import _core
+from ._checks import I32_MAX, I32_MIN, U64_MAX, flag, instance, integer, seconds
 from ._library import LOADER_CANCEL_FN, OP_FINISH, OP_SUCCEED, LoaderOptionsC
 from .codec import BYTES, Codec
 from .enums import Code
 from .errors import Cancelled, Closed, InvalidArgument, LoadFailed
-from .types import NO_LIMITS, Limits
+from .types import NO_LIMITS, Limits, limits_fields
 
 if TYPE_CHECKING:
     from .runtime import Runtime
@@ -122,8 +123,8 @@ class Job:
 
     def progress(self, done: int, total: int = 0) -> None:
         """Reports progress: a ``PROGRESS`` event with ``done`` of ``total`` units (0: unknown)."""
-        if done < 0 or total < 0:
-            raise InvalidArgument(-1, "invalid argument", "progress counts must be >= 0")
+        done = integer("done", done, 0, U64_MAX)
+        total = integer("total", total, 0, U64_MAX)
         self._call(self._core.dll.lds_job_progress(self._core.c_handle, self.id, done, total), "progress")
 
     def succeed(self, value: Any = None) -> None:
@@ -144,6 +145,12 @@ class Job:
         stays ``LOADING`` and a new job starts after a back-off. With
         ``final``, retrying is skipped (a failure retrying cannot fix).
         """
+        code = integer("code", code, I32_MIN, I32_MAX)
+        instance("message", message, (str, type(None)), "a str or None")
+        self._send_failure(code, message, flag("final", final))
+
+    def _send_failure(self, code: int, message: Optional[str], final: bool) -> None:
+        """Ends the job with an error, as :meth:`fail` does once it has checked its arguments."""
         text = None if message is None else _sendable(message).encode("utf-8")
         fail = self._core.dll.lds_job_fail_final if final else self._core.dll.lds_job_fail
         self._call(fail(self._core.c_handle, self.id, code, text), "fail")
@@ -198,6 +205,7 @@ class Job:
         Returns ``True`` once the job no longer runs, ``False`` on timeout.
         For loaders on worker threads that wait for something.
         """
+        timeout = seconds("timeout", timeout)
         with _HOOK_LOCK:
             if self._cancel_event is None:
                 self._cancel_event = threading.Event()
@@ -280,7 +288,7 @@ class Job:
         self._core.remember_raised(self._loader_id, self.raw_request, code,
                                    None if message is None else _sendable(message), exc)
         try:
-            self.fail(code, message, final=final)
+            self._send_failure(code, message, final)
             return
         except (Cancelled, Closed):
             pass
@@ -472,9 +480,8 @@ class Loader(Generic[T]):
             raise TypeError(f"fn must be a callable taking a loadstate.Job, not {type(fn).__name__}")
         if not isinstance(codec, Codec):
             raise TypeError(f"codec must be a loadstate.Codec, not {type(codec).__name__}")
-        if not isinstance(limits, Limits):
-            raise TypeError(f"limits must be a loadstate.Limits, not {type(limits).__name__}")
-        max_concurrent, rate_per_s, burst = limits._c_fields()
+        max_concurrent, rate_per_s, burst = limits_fields(limits)
+        inline = flag("inline", inline)
         is_async = inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn)
         if is_async and inline:
             raise InvalidArgument(InvalidArgument.code, "invalid argument", "an async loader cannot run inline")

@@ -12,19 +12,17 @@ from ctypes import byref, c_uint64, sizeof
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional, Union
 
+from ._checks import U64_MAX, c_string, instance, integer, milliseconds
 from ._library import RedisCacheOptionsC, RedisStatusC
 from .cache import _MISSING, Cache, Key
 from .codec import BYTES, Codec
-from .enums import Code
-from .errors import Error, InvalidArgument, RedisError, redis_reason
-from .types import milliseconds
+from .enums import VALUE_MAX, Code
+from .errors import Error, RedisError, redis_reason
 
 if TYPE_CHECKING:
     from .runtime import Runtime
 
 __all__ = ["RedisCache", "RedisStatus"]
-
-_U64_MAX = 2**64 - 1
 
 
 @dataclass(frozen=True)
@@ -60,28 +58,6 @@ class RedisStatus:
     fenced: int
     invalidations: int
     last_error: str
-
-
-def _c_string(name: str, value: Union[str, bytes]) -> bytes:
-    """A string argument as the bytes of a C string: UTF-8, without NUL."""
-    if isinstance(value, str):
-        raw = value.encode("utf-8")
-    elif isinstance(value, (bytes, bytearray)):
-        raw = bytes(value)
-    else:
-        raise TypeError(f"{name} must be str or bytes, not {type(value).__name__}")
-    if b"\0" in raw:
-        raise InvalidArgument(InvalidArgument.code, "invalid argument", f"{name} must not contain NUL")
-    return raw
-
-
-def _count(name: str, value: int) -> int:
-    """A count or size argument: an int from 0 to 2**64 - 1."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
-    if not 0 <= value <= _U64_MAX:
-        raise InvalidArgument(InvalidArgument.code, "invalid argument", f"{name} must be >= 0, not {value!r}")
-    return value
 
 
 class RedisCache(Cache[Any]):
@@ -140,18 +116,18 @@ class RedisCache(Cache[Any]):
                  command_timeout: Optional[float] = None, connect_timeout: Optional[float] = None,
                  lease: Optional[float] = None, reconnect_max: Optional[float] = None, memory_max_entries: int = 0,
                  memory_max_bytes: int = 0, memory_ttl: Optional[float] = None, codec: Codec[Any] = BYTES) -> None:
-        raw_url = _c_string("url", url)
-        prefix = None if key_prefix is None else _c_string("key_prefix", key_prefix)
+        raw_url = c_string("url", url)
         options = RedisCacheOptionsC(
-            size=sizeof(RedisCacheOptionsC), flags=0, key_prefix=prefix,
-            ttl_ms=milliseconds("ttl", ttl, _U64_MAX), max_ttl_ms=milliseconds("max_ttl", max_ttl, _U64_MAX),
-            max_value_bytes=_count("max_value_bytes", max_value_bytes),
+            size=sizeof(RedisCacheOptionsC), flags=0, key_prefix=c_string("key_prefix", key_prefix, none=True),
+            ttl_ms=milliseconds("ttl", ttl, U64_MAX), max_ttl_ms=milliseconds("max_ttl", max_ttl, U64_MAX),
+            max_value_bytes=integer("max_value_bytes", max_value_bytes, 0, VALUE_MAX),
             command_timeout_ms=milliseconds("command_timeout", command_timeout),
             connect_timeout_ms=milliseconds("connect_timeout", connect_timeout),
             lease_ms=milliseconds("lease", lease), reconnect_max_ms=milliseconds("reconnect_max", reconnect_max),
-            memory_max_entries=_count("memory_max_entries", memory_max_entries),
-            memory_max_bytes=_count("memory_max_bytes", memory_max_bytes),
-            memory_ttl_ms=milliseconds("memory_ttl", memory_ttl, _U64_MAX))
+            memory_max_entries=integer("memory_max_entries", memory_max_entries, 0, U64_MAX),
+            memory_max_bytes=integer("memory_max_bytes", memory_max_bytes, 0, U64_MAX),
+            memory_ttl_ms=milliseconds("memory_ttl", memory_ttl, U64_MAX))
+        instance("codec", codec, Codec, "a loadstate.Codec")
         out = c_uint64()
         core = runtime._core
         core.check(core.dll.lds_redis_cache_new(core.c_handle, raw_url, byref(options), byref(out)), "redis cache")

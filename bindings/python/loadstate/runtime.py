@@ -6,9 +6,10 @@ import asyncio
 import ctypes
 import os
 import weakref
-from typing import Any, Callable, Optional, Tuple, TypeVar, Union, overload
+from typing import Any, Callable, Optional, TypeVar, Union, overload
 
 from . import _core, builtin
+from ._checks import I32_MAX, I32_MIN, U64_MAX, c_string, flag, integer, member, milliseconds, seconds
 from ._library import (INSPECTOR_ACTIONS, INSPECTOR_ALLOW_REMOTE, INSPECTOR_SHOW_VALUES, ExecOptionsC, FileOptionsC,
                        HttpOptionsC, InspectorOptionsC, Library, load_library)
 from .builtin import HttpResponse
@@ -21,18 +22,18 @@ from .loaders import Job, Loader
 from .metrics import RuntimeStats, metrics_text, runtime_stats
 from .observer import Observation, Observer, observe
 from .redis_cache import RedisCache
-from .types import NO_LIMITS, Limits, LoadOptions, milliseconds
+from .types import NO_LIMITS, Limits, LoadOptions, limits_fields
 
 __all__ = ["Runtime"]
 
+# The bounds of lds_inspector_options: max_clients, interval_ms and max_cells.
+_INSPECTOR_CLIENTS_MAX = 256
+_INSPECTOR_INTERVAL_MIN_MS = 50
+_INSPECTOR_INTERVAL_MAX_MS = 60_000
+_INSPECTOR_CELLS_MAX = 10_000
+
 T = TypeVar("T")
 LoaderFunction = Callable[[Job], Any]
-
-
-def _limits(limits: Limits) -> Tuple[int, int, int]:
-    if not isinstance(limits, Limits):
-        raise TypeError(f"limits must be a loadstate.Limits, not {type(limits).__name__}")
-    return limits._c_fields()
 
 
 def _delivery(value: Union[Delivery, str, int]) -> Delivery:
@@ -43,7 +44,7 @@ def _delivery(value: Union[Delivery, str, int]) -> Delivery:
             raise ValueError(f"delivery must be 'loop' or 'poll', not {value!r}") from None
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"delivery must be a loadstate.Delivery, 'loop' or 'poll', not {type(value).__name__}")
-    return Delivery(value)
+    return member("delivery", value, Delivery)
 
 
 class Runtime:
@@ -65,7 +66,7 @@ class Runtime:
             no caller can receive: raised by event callbacks, cancel hooks,
             codecs, or loaders whose job no longer runs. The default logs
             them on the ``loadstate`` logger.
-        workers: the most threads that run plain-function loaders at once.
+        workers: the most threads that run plain-function loaders at once (at least 1).
         metrics: whether the runtime counts loads, jobs and events (see
             :meth:`stats`); ``False`` makes them cost nothing.
     """
@@ -83,8 +84,8 @@ class Runtime:
             raise ValueError(f"_spin must be between 0 and 0.1 seconds, not {_spin!r}")
         if on_error is not None and not callable(on_error):
             raise TypeError(f"on_error must be callable or None, not {type(on_error).__name__}")
-        if isinstance(workers, bool) or not isinstance(workers, int):
-            raise TypeError(f"workers must be an int, not {type(workers).__name__}")
+        workers = integer("workers", workers, 1, None)
+        metrics = flag("metrics", metrics)
         lib = library if isinstance(library, Library) else load_library(library)
         self._core = _core.Core(lib, _delivery(delivery), on_error, workers, round(_spin * 1e6), metrics)
         self._finalizer = weakref.finalize(self, self._core.close, True)
@@ -157,23 +158,29 @@ class Runtime:
         The page shows the cells, jobs, loaders and caches live. Only requests with the token and a ``Host``
         naming the bound address are answered. ``address`` is ``"127.0.0.1:PORT"`` (port 0: a free one);
         values are hidden unless ``show_values``; the page's cancel, refresh and invalidate buttons work only
-        with ``actions``. ``interval`` and ``idle_timeout`` are in seconds (0: the library's defaults).
+        with ``actions``. ``interval`` and ``idle_timeout`` are in seconds (0: the library's defaults, 0.5 and
+        10 s); ``interval`` is otherwise from 0.05 to 60 s. ``max_clients``: connections at once (0: 8, at most
+        256); ``max_cells``: cells listed (0: 200, at most 10,000).
 
         Raises:
+            TypeError: an argument of the wrong type.
             InvalidArgument: a malformed or non-loopback address (without ``allow_remote``), bad options.
             WrongState: an inspector already serves.
             IOFailure: the address cannot be bound.
         """
+        raw_address = c_string("address", address)
         options = InspectorOptionsC()
         options.size = ctypes.sizeof(InspectorOptionsC)
-        options.flags = ((INSPECTOR_SHOW_VALUES if show_values else 0) | (INSPECTOR_ACTIONS if actions else 0)
-                         | (INSPECTOR_ALLOW_REMOTE if allow_remote else 0))
-        options.max_clients = max_clients
-        options.interval_ms = round(interval * 1000)
-        options.idle_timeout_ms = round(idle_timeout * 1000)
-        options.max_cells = max_cells
+        options.flags = ((INSPECTOR_SHOW_VALUES if flag("show_values", show_values) else 0)
+                         | (INSPECTOR_ACTIONS if flag("actions", actions) else 0)
+                         | (INSPECTOR_ALLOW_REMOTE if flag("allow_remote", allow_remote) else 0))
+        options.max_clients = integer("max_clients", max_clients, 0, _INSPECTOR_CLIENTS_MAX)
+        options.interval_ms = milliseconds("interval", interval, _INSPECTOR_INTERVAL_MAX_MS,
+                                           _INSPECTOR_INTERVAL_MIN_MS)
+        options.idle_timeout_ms = milliseconds("idle_timeout", idle_timeout)
+        options.max_cells = integer("max_cells", max_cells, 0, _INSPECTOR_CELLS_MAX)
         core = self._core
-        core.check(core.dll.lds_inspector_start(core.c_handle, address.encode("utf-8"), ctypes.byref(options)),
+        core.check(core.dll.lds_inspector_start(core.c_handle, raw_address, ctypes.byref(options)),
                    "inspector start")
         return self.inspector_url() or ""
 
@@ -240,12 +247,12 @@ class Runtime:
 
         Returns how many ran.
         """
-        return self._core.dispatch(max_events)
+        return self._core.dispatch(integer("max_events", max_events, I32_MIN, I32_MAX))
 
     def poll(self, timeout: Optional[float] = None) -> int:
         """POLL mode: waits up to ``timeout`` seconds (``None``: no limit) until callbacks are pending,
         then runs them all. Returns how many ran (0 on timeout)."""
-        return self._core.poll(timeout)
+        return self._core.poll(seconds("timeout", timeout))
 
     # -- factories ----------------------------------------------------------
 
@@ -292,7 +299,8 @@ class Runtime:
         ``EINVAL`` error of the library. ``chunk_size``: bytes per read
         (0: 256 KiB); ``max_size``: the largest file (0: :data:`VALUE_MAX`); ``limits``: see :class:`Limits`.
         """
-        options = FileOptionsC(ctypes.sizeof(FileOptionsC), chunk_size, max_size, *_limits(limits))
+        options = FileOptionsC(ctypes.sizeof(FileOptionsC), integer("chunk_size", chunk_size),
+                               integer("max_size", max_size, 0, U64_MAX), *limits_fields(limits))
         return self._builtin("file", self._core.dll.lds_file_loader_new, options, BYTES, builtin.PATH)
 
     def exec_loader(self, *, stream_lines: bool = False, kill_grace: Optional[float] = None,
@@ -304,8 +312,10 @@ class Runtime:
         tail as message. ``stream_lines`` yields stdout so far at each newline;
         cancelling sends SIGTERM, then SIGKILL after ``kill_grace`` seconds. ``limits``: see :class:`Limits`.
         """
-        options = ExecOptionsC(ctypes.sizeof(ExecOptionsC), ExecFlags.STREAM_LINES if stream_lines else 0,
-                               milliseconds("kill_grace", kill_grace), max_output, *_limits(limits))
+        options = ExecOptionsC(ctypes.sizeof(ExecOptionsC),
+                               ExecFlags.STREAM_LINES if flag("stream_lines", stream_lines) else 0,
+                               milliseconds("kill_grace", kill_grace), integer("max_output", max_output, 0, U64_MAX),
+                               *limits_fields(limits))
         return self._builtin("exec", self._core.dll.lds_exec_loader_new, options, BYTES, builtin.EXEC_REQUEST)
 
     def http_loader(self, *, max_connections: int = 0, user_agent: Optional[str] = None,
@@ -322,14 +332,9 @@ class Runtime:
         proxy's URL. ``limits``: see :class:`Limits`; ``max_per_host``: the most
         connections open at once to one host (0: no limit).
         """
-        if isinstance(max_per_host, bool) or not isinstance(max_per_host, int):
-            raise TypeError(f"max_per_host must be an int, not {type(max_per_host).__name__}")
-        if not 0 <= max_per_host <= 0xFFFFFFFF:
-            raise InvalidArgument(InvalidArgument.code, "invalid argument",
-                                  f"max_per_host must be an int from 0 to 2**32 - 1, not {max_per_host!r}")
-        options = HttpOptionsC(ctypes.sizeof(HttpOptionsC), max_connections,
-                               user_agent.encode("utf-8") if user_agent is not None else None,
-                               proxy.encode("utf-8") if proxy is not None else None, *_limits(limits), max_per_host)
+        options = HttpOptionsC(ctypes.sizeof(HttpOptionsC), integer("max_connections", max_connections),
+                               c_string("user_agent", user_agent, none=True), c_string("proxy", proxy, none=True),
+                               *limits_fields(limits), integer("max_per_host", max_per_host))
         return self._builtin("http", self._core.dll.lds_http_loader_new, options, builtin.HTTP_RESPONSE,
                              builtin.HTTP_REQUEST)
 

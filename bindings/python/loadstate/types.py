@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Dict, Generic, Optional, Sequence, Tuple, TypeVar
 
+from ._checks import I32_MAX, I32_MIN, U64_MAX, flag, instance, integer, invalid, member, milliseconds, sequence
 from .enums import QUEUE_MAX, VALUE_MAX, CachePolicy, Delivery, Domain, EventType, Flags, LoadFlags, Status
-from .errors import InvalidArgument, LoadFailed, load_error
+from .errors import LoadFailed, load_error
 
 __all__ = ["Status", "Flags", "EventType", "Domain", "Delivery", "CachePolicy", "Event", "Snapshot", "LoadOptions",
            "Limits", "VALUE_MAX", "QUEUE_MAX"]
@@ -15,6 +15,9 @@ __all__ = ["Status", "Flags", "EventType", "Domain", "Delivery", "CachePolicy", 
 T_co = TypeVar("T_co", covariant=True)
 
 _BUSY = (Status.LOADING, Status.RUNNING)
+
+# The most interrupt delays of one load (lds_load_options.interrupt_count; more: LDS_EINVAL).
+INTERRUPTS_MAX = 64
 
 
 @dataclass(frozen=True)
@@ -186,26 +189,6 @@ if _EVENT_FIELDS != ("type", "cell", "seq", "status", "kind", "flags", "value", 
     raise ImportError("loadstate.types.make_event and event_from_raw do not match the fields of Event")
 
 
-def milliseconds(name: str, seconds: Optional[float], limit: int = 0xFFFFFFFF) -> int:
-    """A duration argument in seconds (``None``: 0) as whole milliseconds, checked.
-
-    Raises:
-        TypeError: ``seconds`` is not a number.
-        InvalidArgument: it is negative, NaN, or longer than ``limit`` ms.
-    """
-    if seconds is None:
-        return 0
-    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
-        raise TypeError(f"{name} must be a number of seconds (int or float) or None, not {type(seconds).__name__}")
-    if math.isnan(seconds) or seconds < 0:
-        raise InvalidArgument(InvalidArgument.code, "invalid argument",
-                              f"{name} must be a number of seconds >= 0, not {seconds!r}")
-    ms = round(seconds * 1000)
-    if ms > limit:
-        raise InvalidArgument(InvalidArgument.code, "invalid argument", f"{name} is too long ({seconds!r} s)")
-    return ms
-
-
 @dataclass(frozen=True)
 class LoadOptions:
     """Options of one load or run (``lds_load_options``); times are in seconds.
@@ -232,6 +215,10 @@ class LoadOptions:
         ignore_cache_headers: with a cache, the http loader's rules from its responses'
             ``Cache-Control``, ``Expires`` and ``Vary`` do not apply: ``fresh`` alone decides
             and every response is stored (``LDS_LOAD_IGNORE_CACHE_HEADERS``).
+
+    Every option but ``cache`` (checked by the load) is checked when the options are made (a
+    :class:`TypeError` or an :class:`~loadstate.InvalidArgument` naming it); ``interrupts`` are kept as a tuple and
+    ``policy`` as a :class:`CachePolicy`. The flags are ``bool``: ``share="yes"`` is refused.
     """
 
     silent: bool = False
@@ -250,6 +237,37 @@ class LoadOptions:
     refresh_interval: Optional[float] = None
     poll_on_error: bool = False
     ignore_cache_headers: bool = False
+    # What the library is given, set by __post_init__ (see _c_fields).
+    _c: Tuple[Any, ...] = field(init=False, repr=False, compare=False, default=())
+
+    def __post_init__(self) -> None:
+        """Checks every option, and keeps what the library is given (all but the cache's id) in ``_c``."""
+        interrupts = sequence("interrupts", self.interrupts, "a sequence of numbers of seconds")
+        if len(interrupts) > INTERRUPTS_MAX:
+            raise invalid(f"interrupts must hold at most {INTERRUPTS_MAX} delays, not {len(interrupts)}")
+        policy = member("policy", self.policy, CachePolicy)
+        key = self.cache_key
+        if isinstance(key, str):
+            key = key.encode("utf-8")
+        elif isinstance(key, (bytes, bytearray, memoryview)):
+            key = bytes(key)
+        elif key is not None:
+            raise TypeError(f"cache_key must be bytes, str or None, not {type(key).__name__}")
+        flags = ((LoadFlags.SILENT if flag("silent", self.silent) else 0)
+                 | (LoadFlags.SHARE if flag("share", self.share) else 0)
+                 | (LoadFlags.POLL_ON_ERROR if flag("poll_on_error", self.poll_on_error) else 0)
+                 | (LoadFlags.IGNORE_CACHE_HEADERS if flag("ignore_cache_headers", self.ignore_cache_headers) else 0))
+        c_fields = (int(flags), milliseconds("timeout", self.timeout),
+                    tuple(milliseconds("interrupts", delay) for delay in interrupts),
+                    integer("retries", self.retries), milliseconds("retry_base", self.retry_base),
+                    milliseconds("retry_max", self.retry_max), key, int(policy), milliseconds("fresh", self.fresh),
+                    milliseconds("max_age", self.max_age, U64_MAX),
+                    integer("priority", self.priority, I32_MIN, I32_MAX),
+                    milliseconds("refresh_interval", self.refresh_interval))
+        set_field = object.__setattr__
+        set_field(self, "interrupts", interrupts)
+        set_field(self, "policy", policy)
+        set_field(self, "_c", c_fields)
 
     def is_default(self) -> bool:
         """Whether these are the library's defaults (sent as a NULL pointer)."""
@@ -265,32 +283,13 @@ class LoadOptions:
         return (LoadFlags.SILENT.value if self.silent else 0) | (LoadFlags.SHARE.value if self.share else 0)
 
     def _c_fields(self) -> Tuple[Any, ...]:
-        if isinstance(self.retries, bool) or not isinstance(self.retries, int):
-            raise TypeError(f"retries must be an int, not {type(self.retries).__name__}")
-        if not 0 <= self.retries <= 0xFFFFFFFF:
-            raise InvalidArgument(InvalidArgument.code, "invalid argument",
-                                  f"retries must be an int >= 0, not {self.retries!r}")
-        if isinstance(self.priority, bool) or not isinstance(self.priority, int):
-            raise TypeError(f"priority must be an int, not {type(self.priority).__name__}")
-        if not -(1 << 31) <= self.priority < (1 << 31):
-            raise InvalidArgument(InvalidArgument.code, "invalid argument",
-                                  f"priority must fit in 32 signed bits, not {self.priority!r}")
-        delays = tuple(milliseconds("interrupts", d) for d in self.interrupts)
-        flags = ((LoadFlags.SILENT if self.silent else 0) | (LoadFlags.SHARE if self.share else 0)
-                 | (LoadFlags.POLL_ON_ERROR if self.poll_on_error else 0)
-                 | (LoadFlags.IGNORE_CACHE_HEADERS if self.ignore_cache_headers else 0))
-        key = self.cache_key
-        if isinstance(key, str):
-            key = key.encode("utf-8")
-        elif isinstance(key, (bytes, bytearray, memoryview)):
-            key = bytes(key)
-        elif key is not None:
-            raise TypeError(f"cache_key must be bytes, str or None, not {type(key).__name__}")
-        return (int(flags), milliseconds("timeout", self.timeout), delays, self.retries,
-                milliseconds("retry_base", self.retry_base), milliseconds("retry_max", self.retry_max),
-                self.cache.id if self.cache is not None else 0, key, int(self.policy),
-                milliseconds("fresh", self.fresh), milliseconds("max_age", self.max_age, limit=(1 << 64) - 1),
-                self.priority, milliseconds("refresh_interval", self.refresh_interval))
+        """The fields of ``lds_load_options`` from ``flags`` on, in order, the pointers' targets as Python objects:
+        flags, timeout, interrupts, retries, retry base and max, cache, cache key, policy, fresh, max age,
+        priority and refresh interval."""
+        (flags, timeout_ms, delays, retries, base_ms, max_ms, key, policy, fresh_ms, max_age_ms, priority,
+         interval_ms) = self._c
+        return (flags, timeout_ms, delays, retries, base_ms, max_ms, self.cache.id if self.cache is not None else 0,
+                key, policy, fresh_ms, max_age_ms, priority, interval_ms)
 
 
 _DEFAULT_OPTIONS = LoadOptions()
@@ -309,21 +308,27 @@ class Limits:
         max_concurrent: the most jobs of the loader running at once (0: no limit).
         rate_per_s: jobs started per second, on average (0: no limit).
         burst: jobs that may start at once after a pause (0: 1).
+
+    Each is an int from 0 to 2**32 - 1, checked when the limits are made.
     """
 
     max_concurrent: int = 0
     rate_per_s: int = 0
     burst: int = 0
 
-    def _c_fields(self) -> Tuple[int, int, int]:
+    def __post_init__(self) -> None:
         for name in ("max_concurrent", "rate_per_s", "burst"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise TypeError(f"{name} must be an int, not {type(value).__name__}")
-            if not 0 <= value <= 0xFFFFFFFF:
-                raise InvalidArgument(InvalidArgument.code, "invalid argument",
-                                      f"{name} must be an int from 0 to 2**32 - 1, not {value!r}")
-        return self.max_concurrent, self.rate_per_s, self.burst
+            integer(name, getattr(self, name))
+
+    def _c_fields(self) -> Tuple[int, int, int]:
+        return int(self.max_concurrent), int(self.rate_per_s), int(self.burst)
 
 
 NO_LIMITS = Limits()
+
+
+def limits_fields(limits: Limits) -> Tuple[int, int, int]:
+    """The loader options' ``max_concurrent``, ``rate_per_s`` and ``burst`` of a ``limits`` argument, which must be
+    a :class:`Limits`."""
+    checked: Limits = instance("limits", limits, Limits, "a loadstate.Limits")
+    return checked._c_fields()

@@ -372,6 +372,9 @@ def test_error_codes_and_library_errors_pickle_and_print():
 
 # -- type errors ------------------------------------------------------------
 
+SECONDS = r"a number of seconds \(int or float\) or None"
+HEADERS = r"a list of \(name, value\) pairs or 'Name: value' strings, or a mapping of str to str"
+
 
 def test_a_wrong_request_type_names_the_parameter_and_the_accepted_types(rt):
     cell = rt.loadable(rt.http_loader(proxy=""))
@@ -399,11 +402,148 @@ def test_a_wrong_request_type_names_the_parameter_and_the_accepted_types(rt):
     (lambda rt, cell: cell.subscribe(None), r"callback must be callable"),
     (lambda rt, cell: rt.process().run(kind="1"), r"kind must be an int"),
     (lambda rt, cell: loadstate.Runtime(delivery=1.5), r"delivery must be"),
+    # waits
+    (lambda rt, cell: cell.load(b"x").value(timeout="5"), rf"timeout must be {SECONDS}, not str"),
+    (lambda rt, cell: cell.load(b"x").state("5"), rf"timeout must be {SECONDS}, not str"),
+    (lambda rt, cell: rt.poll("5"), rf"timeout must be {SECONDS}, not str"),
+    (lambda rt, cell: rt.dispatch("5"), r"max_events must be an int, not str"),
+    (lambda rt, cell: rt.loadable(rt.loader(lambda job: job.wait_cancelled("5"))).load(b"x").value(WAIT),
+     rf"timeout must be {SECONDS}, not str"),
+    # a load's options
+    (lambda rt, cell: cell.load(b"x", policy="x"),
+     r"policy must be a loadstate.CachePolicy \(LOAD_ONLY, CACHE_FIRST, CACHE_THEN_LOAD, CACHE_ONLY\), not str"),
+    (lambda rt, cell: cell.load(b"x", share="yes"), r"share must be a bool \(True or False\), not str"),
+    (lambda rt, cell: cell.load(b"x", silent=1), r"silent must be a bool \(True or False\), not int"),
+    (lambda rt, cell: cell.load(b"x", poll_on_error=None), r"poll_on_error must be a bool"),
+    (lambda rt, cell: loadstate.LoadOptions(ignore_cache_headers="yes"), r"ignore_cache_headers must be a bool"),
+    (lambda rt, cell: cell.load(b"x", retries=0.0), r"retries must be an int, not float"),
+    (lambda rt, cell: cell.load(b"x", retries=True), r"retries must be an int, not bool"),
+    (lambda rt, cell: cell.load(b"x", priority=False), r"priority must be an int, not bool"),
+    (lambda rt, cell: cell.load(b"x", fresh="1"), rf"fresh must be {SECONDS}, not str"),
+    (lambda rt, cell: cell.load(b"x", max_age="1"), rf"max_age must be {SECONDS}, not str"),
+    (lambda rt, cell: cell.load(b"x", cache_key=5), r"cache_key must be bytes, str or None, not int"),
+    (lambda rt, cell: cell.load(b"x", interrupts=5), r"interrupts must be a sequence of numbers of seconds, not int"),
+    (lambda rt, cell: rt.process().run(kind=True), r"kind must be an int, not bool"),
+    (lambda rt, cell: cell.set_priority(True), r"priority must be an int, not bool"),
+    (lambda rt, cell: cell.subscribe(lambda event: None, progress="no"), r"progress must be a bool"),
+    # jobs
+    (lambda rt, cell: rt.loadable(rt.loader(lambda job: job.progress("1"))).load(b"x").value(WAIT),
+     r"done must be an int, not str"),
+    (lambda rt, cell: rt.loadable(rt.loader(lambda job: job.fail("7"))).load(b"x").value(WAIT),
+     r"code must be an int, not str"),
+    (lambda rt, cell: rt.loadable(rt.loader(lambda job: job.fail(7, final="yes"))).load(b"x").value(WAIT),
+     r"final must be a bool"),
+    # the runtime, loaders and their limits
+    (lambda rt, cell: loadstate.Runtime(workers=True), r"workers must be an int, not bool"),
+    (lambda rt, cell: loadstate.Runtime(metrics="no"), r"metrics must be a bool"),
+    (lambda rt, cell: rt.loader(lambda job: None, inline="yes"), r"inline must be a bool"),
+    (lambda rt, cell: loadstate.Limits(max_concurrent="2"), r"max_concurrent must be an int, not str"),
+    (lambda rt, cell: loadstate.Limits(rate_per_s=1.5), r"rate_per_s must be an int, not float"),
+    (lambda rt, cell: loadstate.Limits(burst=True), r"burst must be an int, not bool"),
+    (lambda rt, cell: rt.http_loader(max_connections="2"), r"max_connections must be an int, not str"),
+    (lambda rt, cell: rt.http_loader(max_per_host=True), r"max_per_host must be an int, not bool"),
+    (lambda rt, cell: rt.http_loader(user_agent=5), r"user_agent must be str or bytes or None, not int"),
+    (lambda rt, cell: rt.http_loader(proxy=5), r"proxy must be str or bytes or None, not int"),
+    (lambda rt, cell: rt.file_loader(chunk_size="1"), r"chunk_size must be an int, not str"),
+    (lambda rt, cell: rt.file_loader(max_size=1.0), r"max_size must be an int, not float"),
+    (lambda rt, cell: rt.exec_loader(max_output="1"), r"max_output must be an int, not str"),
+    (lambda rt, cell: rt.exec_loader(stream_lines=1), r"stream_lines must be a bool"),
+    (lambda rt, cell: rt.start_inspector(max_clients="8"), r"max_clients must be an int, not str"),
+    (lambda rt, cell: rt.start_inspector(max_cells=1.5), r"max_cells must be an int, not float"),
+    (lambda rt, cell: rt.start_inspector(interval="1"), rf"interval must be {SECONDS}, not str"),
+    (lambda rt, cell: rt.start_inspector(idle_timeout="1"), rf"idle_timeout must be {SECONDS}, not str"),
+    (lambda rt, cell: rt.start_inspector(show_values="yes"), r"show_values must be a bool"),
+    (lambda rt, cell: rt.start_inspector(5), r"address must be str or bytes, not int"),
+    # caches
+    (lambda rt, cell: rt.memory_cache(max_entries="5"), r"max_entries must be an int, not str"),
+    (lambda rt, cell: rt.memory_cache(max_bytes=True), r"max_bytes must be an int, not bool"),
+    (lambda rt, cell: rt.memory_cache(name=5), r"name must be str or bytes or None, not int"),
+    (lambda rt, cell: rt.memory_cache(codec="json"), r"codec must be a loadstate.Codec, not str"),
+    (lambda rt, cell: rt.persistent_cache(5), r"path must be str, bytes or os.PathLike, not int"),
+    (lambda rt, cell: rt.persistent_cache("/nonexistent/c.db", max_bytes="1"), r"max_bytes must be an int, not str"),
+    (lambda rt, cell: rt.persistent_cache("/nonexistent/c.db", replace_damaged="yes"),
+     r"replace_damaged must be a bool"),
+    (lambda rt, cell: rt.redis_cache("redis://127.0.0.1:1/", codec="json"), r"codec must be a loadstate.Codec"),
+    # requests of the built-in loaders
+    (lambda rt, cell: loadstate.HttpRequest(5), r"url must be a str, not int"),
+    (lambda rt, cell: loadstate.HttpRequest("http://x/", method=b"GET"), r"method must be a str, not bytes"),
+    (lambda rt, cell: loadstate.HttpRequest("http://x/", headers=5), rf"headers must be {HEADERS}, not int"),
+    (lambda rt, cell: loadstate.HttpRequest("http://x/", headers="A: b"), rf"headers must be {HEADERS}, not str"),
+    (lambda rt, cell: loadstate.HttpRequest("http://x/", headers=[5]),
+     rf"headers must be {HEADERS}, not a list holding int"),
+    (lambda rt, cell: loadstate.HttpRequest("http://x/", headers=[("A", 5)]),
+     r"headers must pair str names with str values, not str with int"),
+    (lambda rt, cell: loadstate.HttpRequest("http://x/", headers={"A": b"b"}),
+     r"headers must pair str names with str values, not str with bytes"),
+    (lambda rt, cell: loadstate.HttpRequest("http://x/", body="text"), r"body must be bytes or None, not str"),
+    (lambda rt, cell: loadstate.HttpRequest("http://x/", timeout="5"), rf"timeout must be {SECONDS}, not str"),
+    (lambda rt, cell: loadstate.HttpRequest("http://x/", max_redirects="5"), r"max_redirects must be an int"),
+    (lambda rt, cell: loadstate.HttpRequest("http://x/", max_body=1.5), r"max_body must be an int, not float"),
+    (lambda rt, cell: loadstate.HttpRequest("http://x/", flags="insecure"),
+     r"flags must be loadstate.HttpFlags flags \(an int\), not str"),
+    (lambda rt, cell: loadstate.HttpRequest("http://x/", ca_file=5),
+     r"ca_file must be str, bytes or os.PathLike or None, not int"),
+    (lambda rt, cell: loadstate.ExecRequest(5), r"argv must be a list of arguments \(str, bytes or os.PathLike\)"),
+    (lambda rt, cell: loadstate.ExecRequest(["ls", 5]), r"argv must be str, bytes or os.PathLike, not int"),
+    (lambda rt, cell: loadstate.ExecRequest(["ls"], env={"A": 1}), r"env must pair str names with str values"),
+    (lambda rt, cell: loadstate.ExecRequest(["ls"], cwd=5), r"cwd must be str, bytes or os.PathLike or None"),
 ])
 def test_wrong_argument_types_raise_type_error_naming_the_parameter(rt, call, message):
     cell = rt.loadable(rt.loader(lambda job: b""))
     with pytest.raises(TypeError, match=message):
         call(rt, cell)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda rt, cell: cell.load(b"x").value(timeout=-1), r"timeout must be a number of seconds from 0 to .*, not -1"),
+    (lambda rt, cell: cell.load(b"x", timeout=float("nan")),
+     r"timeout must be a number of seconds from 0 to 4294967.295, not nan"),
+    (lambda rt, cell: cell.load(b"x", max_age=-0.5),
+     r"max_age must be a number of seconds from 0 to 18446744073709551.615, not -0.5"),
+    (lambda rt, cell: cell.load(b"x", policy=7), r"policy must be one of CachePolicy.LOAD_ONLY \(0\), .*, not 7"),
+    (lambda rt, cell: cell.load(b"x", retries=-1), r"retries must be an int from 0 to 2\*\*32 - 1, not -1"),
+    (lambda rt, cell: cell.load(b"x", priority=1 << 31),
+     r"priority must be an int from -2\*\*31 to 2\*\*31 - 1, not 2147483648"),
+    (lambda rt, cell: cell.load(b"x", interrupts=[0.01] * 65), r"interrupts must hold at most 64 delays, not 65"),
+    (lambda rt, cell: cell.set_error(1 << 31), r"code must be an int from -2\*\*31 to 2\*\*31 - 1"),
+    (lambda rt, cell: rt.process().run(kind=-(1 << 31) - 1), r"kind must be an int from -2\*\*31 to 2\*\*31 - 1"),
+    (lambda rt, cell: rt.loadable(rt.loader(lambda job: job.progress(-1))).load(b"x").value(WAIT),
+     r"done must be an int from 0 to 2\*\*64 - 1, not -1"),
+    (lambda rt, cell: loadstate.Runtime(workers=0), r"workers must be an int >= 1, not 0"),
+    (lambda rt, cell: loadstate.Runtime(delivery=5), r"delivery must be one of Delivery.LOOP \(0\), Delivery.POLL"),
+    (lambda rt, cell: loadstate.Limits(burst=-1), r"burst must be an int from 0 to 2\*\*32 - 1, not -1"),
+    (lambda rt, cell: rt.http_loader(max_connections=1 << 32),
+     r"max_connections must be an int from 0 to 2\*\*32 - 1, not 4294967296"),
+    (lambda rt, cell: rt.file_loader(chunk_size=-1), r"chunk_size must be an int from 0 to 2\*\*32 - 1"),
+    (lambda rt, cell: rt.exec_loader(max_output=1 << 64), r"max_output must be an int from 0 to 2\*\*64 - 1"),
+    (lambda rt, cell: rt.start_inspector(max_clients=257), r"max_clients must be an int from 0 to 256, not 257"),
+    (lambda rt, cell: rt.start_inspector(max_cells=10_001), r"max_cells must be an int from 0 to 10000"),
+    (lambda rt, cell: rt.start_inspector(interval=0.01),
+     r"interval must be 0 or a number of seconds from 0.05 to 60, not 0.01"),
+    (lambda rt, cell: rt.memory_cache(max_entries=-5), r"max_entries must be an int from 0 to 2\*\*64 - 1, not -5"),
+    (lambda rt, cell: rt.memory_cache(name="a\0b"), r"name must not contain NUL"),
+    (lambda rt, cell: rt.persistent_cache("/nonexistent/c.db", max_bytes=-1), r"max_bytes must be an int from 0"),
+    (lambda rt, cell: rt.persistent_cache("/nonexistent/c\0.db"), r"path must not contain NUL"),
+    (lambda rt, cell: rt.redis_cache("redis://127.0.0.1:1/", max_value_bytes=loadstate.VALUE_MAX + 1),
+     r"max_value_bytes must be an int from 0 to 268435456"),
+    (lambda rt, cell: loadstate.HttpRequest("http://x/", flags=1 << 9), r"flags must be flags of HttpFlags.INSECURE"),
+    (lambda rt, cell: loadstate.HttpRequest("http://x/", max_redirects=-1), r"max_redirects must be an int from 0"),
+])
+def test_values_out_of_range_raise_value_error_naming_the_parameter_and_the_range(rt, call, message):
+    cell = rt.loadable(rt.loader(lambda job: b""))
+    with pytest.raises(loadstate.InvalidArgument, match=message) as raised:
+        call(rt, cell)
+    assert isinstance(raised.value, ValueError)
+
+
+def test_an_http_request_checks_its_fields_when_made_and_takes_headers_as_a_mapping():
+    request = loadstate.HttpRequest("http://x/", headers={"Accept": "text/plain", "X-A": "1"}, body=None)
+    assert request.headers == (("Accept", "text/plain"), ("X-A", "1")) and request.body == b""
+    assert loadstate.HttpRequest.decode(request.encode()).headers == ("Accept: text/plain", "X-A: 1")
+    listed = loadstate.HttpRequest("http://x/", headers=[["Accept", "text/plain"], "X-A: 1"], body=bytearray(b"b"))
+    assert listed == loadstate.HttpRequest("http://x/", headers=(("Accept", "text/plain"), "X-A: 1"), body=b"b")
+    assert hash(listed) == hash(loadstate.HttpRequest("http://x/", headers=(("Accept", "text/plain"), "X-A: 1"),
+                                                      body=b"b"))
 
 
 def test_a_cache_key_of_the_wrong_type_is_a_type_error(rt):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import enum
 import os
 import re
 import shutil
@@ -10,12 +11,13 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, Iterable, List, Optional
 
 import pytest
 
 import loadstate
 from loadstate import _library
+from loadstate.enums import CacheFlags, ExecFlags
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 HEADER = PACKAGE_ROOT.parent.parent / "include" / "loadstate.h"
@@ -100,22 +102,91 @@ def test_every_header_struct_has_a_ctypes_twin_with_the_same_fields():
         assert [f[0] for f in twin._fields_] == fields, name
 
 
-# Header constants and the binding's names for them.
-CONSTANTS = {f"LDS_{code.name}": code for code in loadstate.Code} | {
-    f"LDS_DOMAIN_{domain.name}": domain for domain in loadstate.Domain if domain.name != "NONE"} | {
-    f"LDS_REDIS_{code.name}": code for code in loadstate.RedisCode} | {
-    f"LDS_{status.name}": status for status in loadstate.Status} | {
+def _named(prefix: str, members: Iterable[enum.IntEnum]) -> Dict[str, int]:
+    """The header's name of each member of an enum: the family's prefix and the member's name (a set of flags'
+    ``NONE``, and ``Domain.NONE``, have no macro)."""
+    return {prefix + member.name: member for member in members if member.name != "NONE"}
+
+
+# The header's families of constants: the pattern of their macros' names, and the binding's copy of each macro.
+FAMILIES: Dict[str, Dict[str, int]] = {
+    # One word after LDS_: the return codes and the statuses (and LDS_VERSION, in NOT_COPIED).
+    r"LDS_[A-Z]+": _named("LDS_", loadstate.Code) | _named("LDS_", loadstate.Status),
+    r"LDS_FLAG_\w+": _named("LDS_FLAG_", loadstate.Flags),
+    r"LDS_EVENT_\w+": _named("LDS_EVENT_", loadstate.EventType),
+    r"LDS_LOAD_\w+": _named("LDS_LOAD_", loadstate.LoadFlags),
+    r"LDS_DELIVER_\w+": _named("LDS_DELIVER_", loadstate.Delivery),
+    r"LDS_DOMAIN_\w+": _named("LDS_DOMAIN_", loadstate.Domain),
+    r"LDS_POLICY_\w+": _named("LDS_POLICY_", loadstate.CachePolicy),
+    r"LDS_REDIS_E[A-Z]+": _named("LDS_REDIS_", loadstate.RedisCode),
+    r"LDS_HTTP_\w+(?<!_MAX)": _named("LDS_HTTP_", loadstate.HttpFlags),
+    r"LDS_EXEC_\w+": _named("LDS_EXEC_", ExecFlags),
+    r"LDS_CACHE_\w+(?<!_MAX)": _named("LDS_CACHE_", CacheFlags),
+    r"LDS_OBSERVE_\w+": _named("LDS_OBSERVE_", loadstate.Observed),
+    r"LDS_JOB_\w+": _named("LDS_JOB_", loadstate.JobOutcome),
+    r"LDS_RECORD_\w+": {"LDS_RECORD_EVENT": _library.RECORD_EVENT, "LDS_RECORD_START": _library.RECORD_START,
+                        "LDS_RECORD_CANCEL": _library.RECORD_CANCEL},
+    r"LDS_OP_\w+": {"LDS_OP_LOAD": _library.OP_LOAD, "LDS_OP_CANCEL": _library.OP_CANCEL,
+                    "LDS_OP_YIELD": _library.OP_YIELD, "LDS_OP_SUCCEED": _library.OP_SUCCEED,
+                    "LDS_OP_FINISH": _library.OP_FINISH, "LDS_OP_FAIL": _library.OP_FAIL},
+    r"LDS_RUNTIME_\w+": {"LDS_RUNTIME_NO_METRICS": _library.RUNTIME_NO_METRICS},
+    r"LDS_INSPECTOR_\w+": {"LDS_INSPECTOR_SHOW_VALUES": _library.INSPECTOR_SHOW_VALUES,
+                           "LDS_INSPECTOR_ACTIONS": _library.INSPECTOR_ACTIONS,
+                           "LDS_INSPECTOR_ALLOW_REMOTE": _library.INSPECTOR_ALLOW_REMOTE},
+}
+
+# The header's single constants the binding copies.
+SINGLES: Dict[str, int] = {
     "LDS_VALUE_MAX": loadstate.VALUE_MAX, "LDS_QUEUE_MAX": loadstate.QUEUE_MAX,
     "LDS_PRIORITY_PREFETCH": loadstate.PRIORITY_PREFETCH, "LDS_REDIS_PENDING_MAX": loadstate.REDIS_PENDING_MAX,
-    "LDS_REDIS_KEYS_MAX": loadstate.REDIS_KEYS_MAX, "LDS_CACHE_GET_MANY_MAX": loadstate.CACHE_GET_MANY_MAX}
+    "LDS_REDIS_KEYS_MAX": loadstate.REDIS_KEYS_MAX, "LDS_CACHE_GET_MANY_MAX": loadstate.CACHE_GET_MANY_MAX,
+    "LDS_LATENCY_BUCKETS": _library.LATENCY_BUCKETS, "LDS_VERSION_MAJOR": _library._VERSION_MAJOR,
+}
+
+# Header constants and the binding's copies of them.
+CONSTANTS: Dict[str, int] = {name: value for family in FAMILIES.values() for name, value in family.items()} | SINGLES
+
+# The header's integer macros the binding has no copy of, and why.
+NOT_COPIED = {
+    "LDS_VERSION": "the version as one number; the binding reads the library's with lds_version",
+    "LDS_VERSION_MINOR": "the binding asks the library for at least its own minor version (_library._VERSION_MINOR)",
+    "LDS_VERSION_PATCH": "any patch release will do",
+    "LDS_QUEUE_MAX_LIMIT": "runtimes are made with the default queue_max",
+    "LDS_HTTP_STATUS_LINE_MAX": "a bound the library keeps on responses",
+    "LDS_HTTP_HEADERS_MAX": "a bound the library keeps on responses",
+    "LDS_HTTP_HEADER_LINES_MAX": "a bound the library keeps on responses",
+    "LDS_HTTP_TRAILERS_MAX": "a bound the library keeps on responses",
+}
+
+
+def _header_constants() -> List[str]:
+    """The names of the header's ``#define LDS_*`` integer constants (not the ``*_INIT`` struct initializers)."""
+    return [name for name, value in re.findall(r"^#define (LDS_\w+)[ \t]+(.*)$", HEADER.read_text(), re.M)
+            if not value.lstrip().startswith("{")]
+
+
+def test_every_constant_of_the_header_has_a_copy_in_the_binding():
+    """A constant added to the header fails here until the binding copies it (or says why not)."""
+    header = _header_constants()
+    assert len(header) >= 90
+    for pattern, family in FAMILIES.items():
+        in_header = {name for name in header if re.fullmatch(pattern, name)} - set(NOT_COPIED)
+        assert set(family) == in_header, (pattern, "missing in the binding:", sorted(in_header - set(family)),
+                                          "not in the header:", sorted(set(family) - in_header))
+    assert set(header) == set(CONSTANTS) | set(NOT_COPIED), (
+        "missing in the binding:", sorted(set(header) - set(CONSTANTS) - set(NOT_COPIED)),
+        "not in the header:", sorted(set(CONSTANTS) | set(NOT_COPIED) - set(header)))
 
 
 def test_ctypes_structs_and_enums_match_what_the_c_compiler_makes_of_the_header(tmp_path):
-    """A C program prints every struct's size and field offsets, and the constants the enums copy."""
+    """A C program prints every struct's size and its fields' offsets and sizes, and every constant the binding
+    copies."""
     lines = ["#include <stdio.h>", "#include <stddef.h>", '#include "loadstate.h"', "int main(void) {"]
     for name, fields in _header_structs().items():
         lines.append(f'  printf("size {name} %zu\\n", sizeof({name}));')
         lines += [f'  printf("offset {name}.{field} %zu\\n", offsetof({name}, {field}));' for field in fields]
+        lines += [f'  printf("field size {name}.{field} %zu\\n", sizeof((({name} *)0)->{field}));'
+                  for field in fields]
     lines += [f'  printf("const {name} %lld\\n", (long long)({name}));' for name in CONSTANTS]
     lines += ["  return 0;", "}"]
     (tmp_path / "probe.c").write_text("\n".join(lines) + "\n")
@@ -129,6 +200,7 @@ def test_ctypes_structs_and_enums_match_what_the_c_compiler_makes_of_the_header(
         twin = getattr(_library, STRUCTS[name])
         python_view[f"size {name}"] = str(ctypes.sizeof(twin))
         python_view |= {f"offset {name}.{field}": str(getattr(twin, field).offset) for field in fields}
+        python_view |= {f"field size {name}.{field}": str(getattr(twin, field).size) for field in fields}
     python_view |= {f"const {name}": str(int(value)) for name, value in CONSTANTS.items()}
     assert python_view == c_view
 

@@ -65,6 +65,10 @@ class Event(Generic[T_co]):
     progress_total: int
     updated_at_ms: int
 
+    # The flag properties test bits with int's own `&`: IntFlag's builds a
+    # new member (`event.cancelled` took 1.4 us with it, 0.6 us with int's),
+    # and `get()` reads `cancelled` of every state it returns.
+
     @property
     def loading(self) -> bool:
         """The status is ``LOADING`` or ``RUNNING``."""
@@ -73,37 +77,37 @@ class Event(Generic[T_co]):
     @property
     def partial(self) -> bool:
         """The value was yielded by a job that still runs."""
-        return bool(self.flags & Flags.PARTIAL)
+        return int.__and__(self.flags, Flags.PARTIAL) != 0
 
     @property
     def refreshing(self) -> bool:
         """A silent load or refresh runs over this state."""
-        return bool(self.flags & Flags.REFRESHING)
+        return int.__and__(self.flags, Flags.REFRESHING) != 0
 
     @property
     def cancelled(self) -> bool:
         """This state was restored because a load was cancelled."""
-        return bool(self.flags & Flags.CANCELLED)
+        return int.__and__(self.flags, Flags.CANCELLED) != 0
 
     @property
     def queued(self) -> bool:
         """The load waits for its loader's limits: the loader has not been called yet."""
-        return bool(self.flags & Flags.QUEUED)
+        return int.__and__(self.flags, Flags.QUEUED) != 0
 
     @property
     def from_cache(self) -> bool:
         """The value came from a cache."""
-        return bool(self.flags & Flags.FROM_CACHE)
+        return int.__and__(self.flags, Flags.FROM_CACHE) != 0
 
     @property
     def stale(self) -> bool:
         """The cached value is older than its fresh time, or was invalidated."""
-        return bool(self.flags & Flags.STALE)
+        return int.__and__(self.flags, Flags.STALE) != 0
 
     @property
     def revalidated(self) -> bool:
         """The cached value was confirmed current by its loader (an HTTP 304)."""
-        return bool(self.flags & Flags.REVALIDATED)
+        return int.__and__(self.flags, Flags.REVALIDATED) != 0
 
     @property
     def settled(self) -> bool:

@@ -458,11 +458,6 @@ class Library:
         path: the file that was loaded.
         dll: the :class:`ctypes.CDLL`; its ``lds_*`` functions have
             ``argtypes`` and ``restype`` set.
-        raw_read, raw_put: ``lds_cache_read`` and ``lds_cache_put`` without ``argtypes``, for
-            the two hot paths of :class:`~loadstate.Cache` (see ``_raw_cache_calls``): a
-            persistent or Redis cache's, which release the GIL while they wait.
-        raw_read_holding_gil, raw_put_holding_gil: the same through a :class:`ctypes.PyDLL`,
-            which keeps the GIL: for memory caches, whose calls never wait (cheaper again).
         version: ``lds_version()``, as ``(major, minor, patch)``.
     """
 
@@ -473,8 +468,11 @@ class Library:
             function = getattr(self.dll, name)  # AttributeError: not a loadstate library
             function.restype = restype
             function.argtypes = argtypes
-        self.raw_read, self.raw_put = _raw_cache_calls(self.dll)
-        self.raw_read_holding_gil, self.raw_put_holding_gil = _raw_cache_calls(ctypes.PyDLL(path))
+        # lds_cache_read and lds_cache_put without argtypes, for the two hot paths of Cache (see
+        # _raw_cache_calls): through the CDLL, which releases the GIL while a persistent or Redis cache
+        # waits, and through a PyDLL, which keeps it, for memory caches, whose calls never wait.
+        self._raw_read, self._raw_put = _raw_cache_calls(self.dll)
+        self._raw_read_holding_gil, self._raw_put_holding_gil = _raw_cache_calls(ctypes.PyDLL(path))
         self.path = path if os.sep in path else _file_of(self.dll, path)
         raw = self.dll.lds_version()
         self.version = (raw >> 16, (raw >> 8) & 0xFF, raw & 0xFF)

@@ -125,9 +125,9 @@ class Cache(MutableMapping[Key, V]):
         # go through a buffer for the value and one for its length, used under
         # the lock from the call until the value is copied out.
         lib = core.lib
-        self._read_value = lib.raw_read_holding_gil if memory else lib.raw_read
-        self._put_value = lib.raw_put_holding_gil if memory else lib.raw_put
-        self._put_large = lib.raw_put  # a large value's copy lets other threads run meanwhile
+        self._read_value = lib._raw_read_holding_gil if memory else lib._raw_read
+        self._put_value = lib._raw_put_holding_gil if memory else lib._raw_put
+        self._put_large = lib._raw_put  # a large value's copy lets other threads run meanwhile
         self._c_handle = core.c_handle
         self._buffer = (c_char * _READ_BUFFER)()
         self._length = c_size_t()

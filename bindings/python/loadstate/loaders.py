@@ -506,7 +506,7 @@ class Loader(Generic[T]):
         self._runtime = runtime
         self._core = core
         self.id: int = loader_id.value
-        self.c_id = loader_id  # the id as a ctypes value, passed as is on every load
+        self._c_id = loader_id  # the id as a ctypes value, passed as is on every load
         self.fn = fn
         self.mode = mode
         self.codec = codec

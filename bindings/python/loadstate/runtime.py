@@ -29,6 +29,26 @@ T = TypeVar("T")
 LoaderFunction = Callable[[Job], Any]
 
 
+# How long the runtime's thread keeps polling for more work once it has run out, before it sleeps
+# (lds_runtime_options.spin_us), as the text of a whole number of microseconds from 0 to 100,000: calls
+# from Python come a few microseconds apart, and within that time they need no wake-up system call. A
+# tuning knob of the binding, not part of its API: the LOADSTATE_SPIN_US environment variable, read once
+# when this module is imported, sets it (50 when unset or empty); each Runtime checks it when it is made.
+_SPIN_US: str = os.environ.get("LOADSTATE_SPIN_US") or "50"
+
+
+def _spin_us() -> int:
+    """``_SPIN_US`` as an int; ``ValueError`` when it is not a whole number from 0 to 100,000."""
+    try:
+        value = int(_SPIN_US)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 100_000:
+        raise ValueError(f"LOADSTATE_SPIN_US must be a whole number of microseconds from 0 to 100000, "
+                         f"not {_SPIN_US!r}")
+    return value
+
+
 def _limits(limits: Limits) -> Tuple[int, int, int]:
     if not isinstance(limits, Limits):
         raise TypeError(f"limits must be a loadstate.Limits, not {type(limits).__name__}")
@@ -73,20 +93,14 @@ class Runtime:
     def __init__(self, delivery: Union[Delivery, str, int] = Delivery.LOOP, *,
                  library: Union[None, str, "os.PathLike[str]", Library] = None,
                  on_error: Optional[Callable[[BaseException, str], None]] = None,
-                 workers: int = min(32, (os.cpu_count() or 1) + 4), metrics: bool = True,
-                 _spin: float = 50e-6) -> None:
-        # _spin: seconds (at most 0.1) the runtime's thread keeps polling for
-        # more work once it has run out, before it sleeps (spin_us): calls
-        # from Python come a few microseconds apart, and within that time
-        # they need no wake-up system call. A tuning knob of the binding.
-        if not 0 <= _spin <= 0.1:
-            raise ValueError(f"_spin must be between 0 and 0.1 seconds, not {_spin!r}")
+                 workers: int = min(32, (os.cpu_count() or 1) + 4), metrics: bool = True) -> None:
         if on_error is not None and not callable(on_error):
             raise TypeError(f"on_error must be callable or None, not {type(on_error).__name__}")
         if isinstance(workers, bool) or not isinstance(workers, int):
             raise TypeError(f"workers must be an int, not {type(workers).__name__}")
+        spin_us = _spin_us()
         lib = library if isinstance(library, Library) else load_library(library)
-        self._core = _core.Core(lib, _delivery(delivery), on_error, workers, round(_spin * 1e6), metrics)
+        self._core = _core.Core(lib, _delivery(delivery), on_error, workers, spin_us, metrics)
         self._finalizer = weakref.finalize(self, self._core.close, True)
 
     # -- properties -------------------------------------------------------

@@ -439,7 +439,7 @@ def _raw_cache_calls(dll: ctypes.CDLL) -> Tuple[Any, Any]:
     arguments of a read, that is more than half the cost of the call (1.78 against 0.95 us measured). Without
     them, ctypes passes a ctypes object as its own C type, ``bytes`` as a pointer to its bytes and an ``int``
     as a C ``int``, which libffi widens to the register's 64 bits (sign-extended), so that the C function's
-    ``size_t`` receives it unchanged while it is below ``2**31``. The callers (``Cache._lookup``,
+    ``size_t`` receives it unchanged while it is below ``2**31``. The callers (``_reader`` of ``cache``,
     ``Cache._read_large``, ``Cache.__contains__`` and ``Cache.put``) pass only a ``c_void_p`` runtime handle, a
     ``c_uint64`` cache id, ``bytes``, a ``c_char`` array or ``None`` (a null pointer, with a capacity of 0), a
     ``byref`` of a ``c_size_t``, and lengths they checked against :data:`VALUE_MAX` (256 MiB) first.

@@ -108,8 +108,8 @@ class RedisCache(Cache[Any]):
     Cache calls wait for the runtime's loop (at most about twice ``command_timeout``): any thread may
     make them except the loop thread, so not from a callback of a ``Delivery.LOOP`` runtime (there they
     raise :class:`~loadstate.WrongState`). Under asyncio a call holds the event loop for its round trip
-    (``await asyncio.to_thread(cache.get, key)`` does not). ``len()`` counts the keys in Redis (a listing,
-    as ``iter()``); :meth:`stats` counts this process's hits and misses, and its ``entries`` and ``bytes`` are
+    (``await asyncio.to_thread(cache.get, key)`` does not). ``len()`` and ``bool()`` count the keys in Redis
+    (a listing, as ``iter()``); :meth:`stats` counts this process's hits and misses, and its ``entries`` and ``bytes`` are
     those of the front memory tier.
 
     Args:
@@ -184,16 +184,27 @@ class RedisCache(Cache[Any]):
         return RedisError(rc, self._core.lib.strerror(rc), detail, status.last_error_code,
                           status.last_error.decode("utf-8", "replace"))
 
-    def _lookup(self, key: Key) -> Any:
+    def _get(self, key: Key) -> Any:
         """A read waits for a round trip to Redis: each one gets a copy of its own (``lds_cache_get``)
         instead of holding the lock of the cache's shared read buffer meanwhile, so that threads reading
         at once wait together, not in turn."""
         entry = self.entry(key)
         return _MISSING if entry is None else entry.value
 
+    def __getitem__(self, key: Key) -> Any:
+        value = self._get(key)
+        if value is _MISSING:
+            raise KeyError(key)
+        return value
+
     def __len__(self) -> int:
-        """How many keys the cache holds in Redis (a listing, as :meth:`keys_with_prefix`)."""
-        return len(self.keys_with_prefix())
+        """How many keys the cache holds in Redis: a listing, as :meth:`keys_with_prefix` (its front tier
+        and :meth:`stats` count only what this process holds)."""
+        return self._live_count()
+
+    def __bool__(self) -> bool:
+        """Whether the cache holds a key in Redis: a listing, as :meth:`__len__`."""
+        return self._live_count() > 0
 
     def __repr__(self) -> str:
         return f"<loadstate.RedisCache {self.id}>"

@@ -290,7 +290,36 @@ def test_a_cache_is_a_mutable_mapping(rt):
         assert len(cache) == 2
         cache.clear()
         assert len(cache) == 0
-        assert cache == cache and cache != {} and hash(cache) == hash(cache)
+
+
+def test_a_cache_equals_the_mappings_with_the_same_entries(rt):
+    with rt.memory_cache(codec=loadstate.JSON) as cache, rt.memory_cache(codec=loadstate.JSON) as other:
+        assert cache == {} and cache == other and cache == cache
+        cache["a"] = 1
+        assert cache == {b"a": 1} and {b"a": 1} == cache and cache != other
+        assert cache != {"a": 1} and cache != {b"a": 2} and cache != {b"a": 1, b"b": 2}
+        assert cache != [(b"a", 1)] and cache != 1
+        other[b"a"] = 1
+        assert cache == other and not cache != other
+        # Like every mutable mapping, a cache has no hash: not in a set, not a dict key.
+        assert type(cache).__hash__ is None
+        with pytest.raises(TypeError, match="unhashable"):
+            hash(cache)
+        with pytest.raises(TypeError, match="unhashable"):
+            {cache}
+
+
+def test_load_options_compare_and_hash_their_cache_by_identity(rt):
+    with rt.memory_cache() as first, rt.memory_cache() as second:
+        assert first == second  # two empty caches: equal mappings, yet not the same cache
+        options = loadstate.LoadOptions(cache=first, cache_key="k")
+        assert options == loadstate.LoadOptions(cache=first, cache_key="k")
+        assert options != loadstate.LoadOptions(cache=second, cache_key="k")
+        assert options != loadstate.LoadOptions(cache_key="k") and options != loadstate.LoadOptions(cache=first)
+        assert hash(options) == hash(loadstate.LoadOptions(cache=first, cache_key="k"))
+        assert len({options, loadstate.LoadOptions(cache=second, cache_key="k"), options}) == 2
+        assert loadstate.LoadOptions() == loadstate.LoadOptions() and loadstate.LoadOptions().is_default()
+        assert not options.is_default() and loadstate.LoadOptions(silent=True).only_flags()
 
 
 def test_a_memory_cache_lists_its_keys_most_recent_first(rt):

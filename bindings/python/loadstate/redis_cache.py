@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ctypes import byref, c_uint64, sizeof
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Optional, Union
+from typing import TYPE_CHECKING, Any, Optional, TypeVar, Union, overload
 
 from ._library import RedisCacheOptionsC, RedisStatusC
 from .cache import _MISSING, Cache, Key
@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 __all__ = ["RedisCache", "RedisStatus"]
 
 _U64_MAX = 2**64 - 1
+
+V = TypeVar("V")
 
 
 @dataclass(frozen=True)
@@ -84,7 +86,7 @@ def _count(name: str, value: int) -> int:
     return value
 
 
-class RedisCache(Cache[Any]):
+class RedisCache(Cache[V]):
     """A cache whose entries live in a Redis server (5.0 or later), shared by every process and machine
     that opens one on the same server, database and ``key_prefix``; also made by
     :meth:`Runtime.redis_cache <loadstate.Runtime.redis_cache>`.
@@ -134,6 +136,21 @@ class RedisCache(Cache[Any]):
     Raises:
         InvalidArgument: a URL that does not parse, or an option out of range.
     """
+
+    @overload
+    def __init__(self: "RedisCache[bytes]", runtime: "Runtime", url: str, *,
+                 key_prefix: Union[str, bytes, None] = ..., ttl: Optional[float] = ...,
+                 max_ttl: Optional[float] = ..., max_value_bytes: int = ...,
+                 command_timeout: Optional[float] = ..., connect_timeout: Optional[float] = ...,
+                 lease: Optional[float] = ..., reconnect_max: Optional[float] = ..., memory_max_entries: int = ...,
+                 memory_max_bytes: int = ..., memory_ttl: Optional[float] = ...) -> None: ...
+
+    @overload
+    def __init__(self, runtime: "Runtime", url: str, *, key_prefix: Union[str, bytes, None] = ...,
+                 ttl: Optional[float] = ..., max_ttl: Optional[float] = ..., max_value_bytes: int = ...,
+                 command_timeout: Optional[float] = ..., connect_timeout: Optional[float] = ...,
+                 lease: Optional[float] = ..., reconnect_max: Optional[float] = ..., memory_max_entries: int = ...,
+                 memory_max_bytes: int = ..., memory_ttl: Optional[float] = ..., codec: Codec[V]) -> None: ...
 
     def __init__(self, runtime: "Runtime", url: str, *, key_prefix: Union[str, bytes, None] = None,
                  ttl: Optional[float] = None, max_ttl: Optional[float] = None, max_value_bytes: int = 0,
@@ -191,11 +208,11 @@ class RedisCache(Cache[Any]):
         entry = self.entry(key)
         return _MISSING if entry is None else entry.value
 
-    def __getitem__(self, key: Key) -> Any:
+    def __getitem__(self, key: Key) -> V:
         value = self._get(key)
         if value is _MISSING:
             raise KeyError(key)
-        return value
+        return value  # type: ignore[no-any-return]
 
     def __len__(self) -> int:
         """How many keys the cache holds in Redis: a listing, as :meth:`keys_with_prefix` (its front tier

@@ -17,7 +17,7 @@ from .cells import EventCallback, Loadable, Process, options_struct
 from .codec import BYTES, Codec
 from .enums import CachePolicy, Code, Delivery, ExecFlags
 from .errors import InvalidArgument
-from .loaders import Job, Loader
+from .loaders import BytesLoaderFunction, Job, Loader
 from .metrics import RuntimeStats, metrics_text, runtime_stats
 from .observer import Observation, Observer, observe
 from .redis_cache import RedisCache
@@ -268,7 +268,7 @@ class Runtime:
                loop: Optional[asyncio.AbstractEventLoop] = ..., limits: Limits = ...) -> Loader[T]: ...
 
     @overload
-    def loader(self, fn: LoaderFunction, *, inline: bool = ...,
+    def loader(self, fn: BytesLoaderFunction, *, inline: bool = ...,
                loop: Optional[asyncio.AbstractEventLoop] = ..., limits: Limits = ...) -> Loader[bytes]: ...
 
     @overload
@@ -277,7 +277,8 @@ class Runtime:
 
     @overload
     def loader(self, fn: None = ..., *, inline: bool = ...,
-               loop: Optional[asyncio.AbstractEventLoop] = ..., limits: Limits = ...) -> Callable[[LoaderFunction], Loader[bytes]]: ...
+               loop: Optional[asyncio.AbstractEventLoop] = ...,
+               limits: Limits = ...) -> Callable[[BytesLoaderFunction], Loader[bytes]]: ...
 
     def loader(self, fn: Optional[LoaderFunction] = None, *, codec: Codec[Any] = BYTES, inline: bool = False,
                loop: Optional[asyncio.AbstractEventLoop] = None, limits: Limits = NO_LIMITS) -> Any:
@@ -287,7 +288,9 @@ class Runtime:
             fn: the callable. ``async def`` functions run on the asyncio loop
                 (the attached one, else ``loop``, else the one running when
                 the loader is made); plain functions run on worker threads.
-            codec: how the job's request is decoded and its values encoded.
+            codec: how the job's request is decoded and its values encoded. Without one (:data:`BYTES`),
+                ``fn`` returns bytes (or ``None``), and a type checker rejects a function annotated to
+                return anything else (see :data:`~loadstate.loaders.BytesLoaderFunction`).
             inline: run a plain function directly on the delivery thread
                 (for work that returns at once and never blocks).
             loop: the asyncio loop async loaders run on.
@@ -400,6 +403,14 @@ class Runtime:
         core.check(core.dll.lds_prefetch(core.c_handle, loader.id, raw, len(raw), ctypes.byref(struct)), "prefetch")
         del keep
 
+    @overload
+    def memory_cache(self, name: Optional[str] = ..., *, max_entries: int = ..., max_bytes: int = ...,
+                     ttl: Optional[float] = ...) -> Cache[bytes]: ...
+
+    @overload
+    def memory_cache(self, name: Optional[str] = ..., *, max_entries: int = ..., max_bytes: int = ...,
+                     ttl: Optional[float] = ..., codec: Codec[T]) -> Cache[T]: ...
+
     def memory_cache(self, name: Optional[str] = None, *, max_entries: int = 0, max_bytes: int = 0,
                      ttl: Optional[float] = None, codec: Codec[Any] = BYTES) -> Cache[Any]:
         """A new, empty memory cache.
@@ -412,6 +423,14 @@ class Runtime:
             codec: how values are encoded.
         """
         return Cache._memory(self, name, max_entries, max_bytes, ttl, codec)
+
+    @overload
+    def persistent_cache(self, path: Union[str, "os.PathLike[str]"], *, max_bytes: int = ...,
+                         ttl: Optional[float] = ..., replace_damaged: bool = ...) -> Cache[bytes]: ...
+
+    @overload
+    def persistent_cache(self, path: Union[str, "os.PathLike[str]"], *, max_bytes: int = ...,
+                         ttl: Optional[float] = ..., replace_damaged: bool = ..., codec: Codec[T]) -> Cache[T]: ...
 
     def persistent_cache(self, path: Union[str, "os.PathLike[str]"], *, max_bytes: int = 0,
                          ttl: Optional[float] = None, replace_damaged: bool = False,
@@ -430,12 +449,28 @@ class Runtime:
         """
         return Cache._persistent(self, path, max_bytes, ttl, replace_damaged, codec)
 
+    @overload
+    def redis_cache(self, url: str, *, key_prefix: Union[str, bytes, None] = ..., ttl: Optional[float] = ...,
+                    max_ttl: Optional[float] = ..., max_value_bytes: int = ...,
+                    command_timeout: Optional[float] = ..., connect_timeout: Optional[float] = ...,
+                    lease: Optional[float] = ..., reconnect_max: Optional[float] = ...,
+                    memory_max_entries: int = ..., memory_max_bytes: int = ...,
+                    memory_ttl: Optional[float] = ...) -> RedisCache[bytes]: ...
+
+    @overload
+    def redis_cache(self, url: str, *, key_prefix: Union[str, bytes, None] = ..., ttl: Optional[float] = ...,
+                    max_ttl: Optional[float] = ..., max_value_bytes: int = ...,
+                    command_timeout: Optional[float] = ..., connect_timeout: Optional[float] = ...,
+                    lease: Optional[float] = ..., reconnect_max: Optional[float] = ...,
+                    memory_max_entries: int = ..., memory_max_bytes: int = ..., memory_ttl: Optional[float] = ...,
+                    codec: Codec[T]) -> RedisCache[T]: ...
+
     def redis_cache(self, url: str, *, key_prefix: Union[str, bytes, None] = None, ttl: Optional[float] = None,
                     max_ttl: Optional[float] = None, max_value_bytes: int = 0,
                     command_timeout: Optional[float] = None, connect_timeout: Optional[float] = None,
                     lease: Optional[float] = None, reconnect_max: Optional[float] = None,
                     memory_max_entries: int = 0, memory_max_bytes: int = 0, memory_ttl: Optional[float] = None,
-                    codec: Codec[Any] = BYTES) -> RedisCache:
+                    codec: Codec[Any] = BYTES) -> RedisCache[Any]:
         """A cache on the Redis server at ``url``, shared with every process that opens one on the same
         server, database and ``key_prefix``: ``RedisCache(self, url, ...)``; see :class:`RedisCache` for
         the URL forms, the options (times in seconds) and what happens while Redis is down.

@@ -439,7 +439,7 @@ def _raw_cache_calls(dll: ctypes.CDLL) -> Tuple[Any, Any]:
     arguments of a read, that is more than half the cost of the call (1.78 against 0.95 us measured). Without
     them, ctypes passes a ctypes object as its own C type, ``bytes`` as a pointer to its bytes and an ``int``
     as a C ``int``, which libffi widens to the register's 64 bits (sign-extended), so that the C function's
-    ``size_t`` receives it unchanged while it is below ``2**31``. The callers (``Cache._lookup``,
+    ``size_t`` receives it unchanged while it is below ``2**31``. The callers (``_reader`` of ``cache``,
     ``Cache._read_large``, ``Cache.__contains__`` and ``Cache.put``) pass only a ``c_void_p`` runtime handle, a
     ``c_uint64`` cache id, ``bytes``, a ``c_char`` array or ``None`` (a null pointer, with a capacity of 0), a
     ``byref`` of a ``c_size_t``, and lengths they checked against :data:`VALUE_MAX` (256 MiB) first.
@@ -458,11 +458,6 @@ class Library:
         path: the file that was loaded.
         dll: the :class:`ctypes.CDLL`; its ``lds_*`` functions have
             ``argtypes`` and ``restype`` set.
-        raw_read, raw_put: ``lds_cache_read`` and ``lds_cache_put`` without ``argtypes``, for
-            the two hot paths of :class:`~loadstate.Cache` (see ``_raw_cache_calls``): a
-            persistent or Redis cache's, which release the GIL while they wait.
-        raw_read_holding_gil, raw_put_holding_gil: the same through a :class:`ctypes.PyDLL`,
-            which keeps the GIL: for memory caches, whose calls never wait (cheaper again).
         version: ``lds_version()``, as ``(major, minor, patch)``.
     """
 
@@ -473,8 +468,11 @@ class Library:
             function = getattr(self.dll, name)  # AttributeError: not a loadstate library
             function.restype = restype
             function.argtypes = argtypes
-        self.raw_read, self.raw_put = _raw_cache_calls(self.dll)
-        self.raw_read_holding_gil, self.raw_put_holding_gil = _raw_cache_calls(ctypes.PyDLL(path))
+        # lds_cache_read and lds_cache_put without argtypes, for the two hot paths of Cache (see
+        # _raw_cache_calls): through the CDLL, which releases the GIL while a persistent or Redis cache
+        # waits, and through a PyDLL, which keeps it, for memory caches, whose calls never wait.
+        self._raw_read, self._raw_put = _raw_cache_calls(self.dll)
+        self._raw_read_holding_gil, self._raw_put_holding_gil = _raw_cache_calls(ctypes.PyDLL(path))
         self.path = path if os.sep in path else _file_of(self.dll, path)
         raw = self.dll.lds_version()
         self.version = (raw >> 16, (raw >> 8) & 0xFF, raw & 0xFF)

@@ -468,9 +468,9 @@ class Cell(Generic[T]):
                        options.load_flags() if options is not None else 0)
             rc = 0
         elif kind is None:
-            rc = core.dll.lds_loadable_load(core.c_handle, state.c_id, loader.c_id, raw, len(raw), c_options)
+            rc = core.dll.lds_loadable_load(core.c_handle, state.c_id, loader._c_id, raw, len(raw), c_options)
         else:
-            rc = core.dll.lds_process_run(core.c_handle, state.c_id, kind, loader.c_id, raw, len(raw), c_options)
+            rc = core.dll.lds_process_run(core.c_handle, state.c_id, kind, loader._c_id, raw, len(raw), c_options)
         del keep
         if rc < 0:
             if load in waiters:

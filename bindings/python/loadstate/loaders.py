@@ -31,7 +31,8 @@ import threading
 import weakref
 from ctypes import byref, c_uint64, sizeof
 from threading import get_ident
-from typing import TYPE_CHECKING, Any, Callable, Generic, Optional, Tuple, TypeVar
+from typing import (TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Generic, Iterator, Optional, Tuple,
+                    TypeVar, Union, overload)
 
 from . import _core
 from ._checks import I32_MAX, I32_MIN, U64_MAX, flag, instance, integer, seconds
@@ -44,7 +45,7 @@ from .types import NO_LIMITS, Limits, limits_fields
 if TYPE_CHECKING:
     from .runtime import Runtime
 
-__all__ = ["Loader", "Job", "EXCEPTION_CODE"]
+__all__ = ["Loader", "Job", "EXCEPTION_CODE", "BytesLoaderFunction"]
 
 #: The code a job fails with when its loader raises an exception other than :class:`LoadFailed`.
 EXCEPTION_CODE = 1
@@ -298,6 +299,17 @@ class Job:
         return f"<Job {self.id} of {self._loader_name}>"
 
 
+_BytesResult = Union[bytes, bytearray, memoryview, None]
+
+#: The callables a loader of bytes takes (one made without a codec, whose values go through :data:`BYTES`),
+#: as a type checker sees them: a function of a :class:`Job` that returns its value as ``bytes``
+#: (``bytearray`` and ``memoryview`` too) or ``None`` (to end keeping the last value yielded), an
+#: ``async def`` that does, or a generator or async generator that yields such values. A function annotated
+#: to return ``str`` is refused: with the BYTES codec it fails at run time; give it ``codec=TEXT``.
+BytesLoaderFunction = Callable[[Job], Union[_BytesResult, Awaitable[_BytesResult], Iterator[_BytesResult],
+                                            AsyncIterator[_BytesResult]]]
+
+
 def _sendable(message: str) -> str:
     """A message as the library can carry it: a C string, so with every NUL written ``\\0``."""
     return message.replace("\0", "\\0")
@@ -473,6 +485,14 @@ class Loader(Generic[T]):
         request_codec: how requests to the loader are encoded.
     """
 
+    @overload
+    def __init__(self: "Loader[bytes]", runtime: "Runtime", fn: BytesLoaderFunction, *, inline: bool = ...,
+                 loop: Optional[asyncio.AbstractEventLoop] = ..., limits: Limits = ...) -> None: ...
+
+    @overload
+    def __init__(self, runtime: "Runtime", fn: Callable[[Job], Any], *, codec: Codec[T], inline: bool = ...,
+                 loop: Optional[asyncio.AbstractEventLoop] = ..., limits: Limits = ...) -> None: ...
+
     def __init__(self, runtime: "Runtime", fn: Callable[[Job], Any], *, codec: Codec[Any] = BYTES,
                  inline: bool = False, loop: Optional[asyncio.AbstractEventLoop] = None,
                  limits: Limits = NO_LIMITS) -> None:
@@ -521,7 +541,7 @@ class Loader(Generic[T]):
         self._runtime = runtime
         self._core = core
         self.id: int = loader_id.value
-        self.c_id = loader_id  # the id as a ctypes value, passed as is on every load
+        self._c_id = loader_id  # the id as a ctypes value, passed as is on every load
         self.fn = fn
         self.mode = mode
         self.codec = codec

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ctypes import byref, c_uint64, sizeof
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Optional, Union
+from typing import TYPE_CHECKING, Any, Optional, TypeVar, Union, overload
 
 from ._checks import U64_MAX, c_string, instance, integer, milliseconds
 from ._library import RedisCacheOptionsC, RedisStatusC
@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from .runtime import Runtime
 
 __all__ = ["RedisCache", "RedisStatus"]
+
+V = TypeVar("V")
 
 
 @dataclass(frozen=True)
@@ -60,7 +62,7 @@ class RedisStatus:
     last_error: str
 
 
-class RedisCache(Cache[Any]):
+class RedisCache(Cache[V]):
     """A cache whose entries live in a Redis server (5.0 or later), shared by every process and machine
     that opens one on the same server, database and ``key_prefix``; also made by
     :meth:`Runtime.redis_cache <loadstate.Runtime.redis_cache>`.
@@ -84,8 +86,8 @@ class RedisCache(Cache[Any]):
     Cache calls wait for the runtime's loop (at most about twice ``command_timeout``): any thread may
     make them except the loop thread, so not from a callback of a ``Delivery.LOOP`` runtime (there they
     raise :class:`~loadstate.WrongState`). Under asyncio a call holds the event loop for its round trip
-    (``await asyncio.to_thread(cache.get, key)`` does not). ``len()`` counts the keys in Redis (a listing,
-    as ``iter()``); :meth:`stats` counts this process's hits and misses, and its ``entries`` and ``bytes`` are
+    (``await asyncio.to_thread(cache.get, key)`` does not). ``len()`` and ``bool()`` count the keys in Redis
+    (a listing, as ``iter()``); :meth:`stats` counts this process's hits and misses, and its ``entries`` and ``bytes`` are
     those of the front memory tier.
 
     Args:
@@ -110,6 +112,21 @@ class RedisCache(Cache[Any]):
     Raises:
         InvalidArgument: a URL that does not parse, or an option out of range.
     """
+
+    @overload
+    def __init__(self: "RedisCache[bytes]", runtime: "Runtime", url: str, *,
+                 key_prefix: Union[str, bytes, None] = ..., ttl: Optional[float] = ...,
+                 max_ttl: Optional[float] = ..., max_value_bytes: int = ...,
+                 command_timeout: Optional[float] = ..., connect_timeout: Optional[float] = ...,
+                 lease: Optional[float] = ..., reconnect_max: Optional[float] = ..., memory_max_entries: int = ...,
+                 memory_max_bytes: int = ..., memory_ttl: Optional[float] = ...) -> None: ...
+
+    @overload
+    def __init__(self, runtime: "Runtime", url: str, *, key_prefix: Union[str, bytes, None] = ...,
+                 ttl: Optional[float] = ..., max_ttl: Optional[float] = ..., max_value_bytes: int = ...,
+                 command_timeout: Optional[float] = ..., connect_timeout: Optional[float] = ...,
+                 lease: Optional[float] = ..., reconnect_max: Optional[float] = ..., memory_max_entries: int = ...,
+                 memory_max_bytes: int = ..., memory_ttl: Optional[float] = ..., codec: Codec[V]) -> None: ...
 
     def __init__(self, runtime: "Runtime", url: str, *, key_prefix: Union[str, bytes, None] = None,
                  ttl: Optional[float] = None, max_ttl: Optional[float] = None, max_value_bytes: int = 0,
@@ -160,16 +177,27 @@ class RedisCache(Cache[Any]):
         return RedisError(rc, self._core.lib.strerror(rc), detail, status.last_error_code,
                           status.last_error.decode("utf-8", "replace"))
 
-    def _lookup(self, key: Key) -> Any:
+    def _get(self, key: Key) -> Any:
         """A read waits for a round trip to Redis: each one gets a copy of its own (``lds_cache_get``)
         instead of holding the lock of the cache's shared read buffer meanwhile, so that threads reading
         at once wait together, not in turn."""
         entry = self.entry(key)
         return _MISSING if entry is None else entry.value
 
+    def __getitem__(self, key: Key) -> V:
+        value = self._get(key)
+        if value is _MISSING:
+            raise KeyError(key)
+        return value  # type: ignore[no-any-return]
+
     def __len__(self) -> int:
-        """How many keys the cache holds in Redis (a listing, as :meth:`keys_with_prefix`)."""
-        return len(self.keys_with_prefix())
+        """How many keys the cache holds in Redis: a listing, as :meth:`keys_with_prefix` (its front tier
+        and :meth:`stats` count only what this process holds)."""
+        return self._live_count()
+
+    def __bool__(self) -> bool:
+        """Whether the cache holds a key in Redis: a listing, as :meth:`__len__`."""
+        return self._live_count() > 0
 
     def __repr__(self) -> str:
         return f"<loadstate.RedisCache {self.id}>"

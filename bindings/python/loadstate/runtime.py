@@ -18,7 +18,7 @@ from .cells import EventCallback, Loadable, Process, options_struct
 from .codec import BYTES, Codec
 from .enums import CachePolicy, Code, Delivery, ExecFlags
 from .errors import InvalidArgument
-from .loaders import Job, Loader
+from .loaders import BytesLoaderFunction, Job, Loader
 from .metrics import RuntimeStats, metrics_text, runtime_stats
 from .observer import Observation, Observer, observe
 from .redis_cache import RedisCache
@@ -34,6 +34,26 @@ _INSPECTOR_CELLS_MAX = 10_000
 
 T = TypeVar("T")
 LoaderFunction = Callable[[Job], Any]
+
+
+# How long the runtime's thread keeps polling for more work once it has run out, before it sleeps
+# (lds_runtime_options.spin_us), as the text of a whole number of microseconds from 0 to 100,000: calls
+# from Python come a few microseconds apart, and within that time they need no wake-up system call. A
+# tuning knob of the binding, not part of its API: the LOADSTATE_SPIN_US environment variable, read once
+# when this module is imported, sets it (50 when unset or empty); each Runtime checks it when it is made.
+_SPIN_US: str = os.environ.get("LOADSTATE_SPIN_US") or "50"
+
+
+def _spin_us() -> int:
+    """``_SPIN_US`` as an int; ``ValueError`` when it is not a whole number from 0 to 100,000."""
+    try:
+        value = int(_SPIN_US)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 100_000:
+        raise ValueError(f"LOADSTATE_SPIN_US must be a whole number of microseconds from 0 to 100000, "
+                         f"not {_SPIN_US!r}")
+    return value
 
 
 def _delivery(value: Union[Delivery, str, int]) -> Delivery:
@@ -74,20 +94,14 @@ class Runtime:
     def __init__(self, delivery: Union[Delivery, str, int] = Delivery.LOOP, *,
                  library: Union[None, str, "os.PathLike[str]", Library] = None,
                  on_error: Optional[Callable[[BaseException, str], None]] = None,
-                 workers: int = min(32, (os.cpu_count() or 1) + 4), metrics: bool = True,
-                 _spin: float = 50e-6) -> None:
-        # _spin: seconds (at most 0.1) the runtime's thread keeps polling for
-        # more work once it has run out, before it sleeps (spin_us): calls
-        # from Python come a few microseconds apart, and within that time
-        # they need no wake-up system call. A tuning knob of the binding.
-        if not 0 <= _spin <= 0.1:
-            raise ValueError(f"_spin must be between 0 and 0.1 seconds, not {_spin!r}")
+                 workers: int = min(32, (os.cpu_count() or 1) + 4), metrics: bool = True) -> None:
         if on_error is not None and not callable(on_error):
             raise TypeError(f"on_error must be callable or None, not {type(on_error).__name__}")
         workers = integer("workers", workers, 1, None)
         metrics = flag("metrics", metrics)
+        spin_us = _spin_us()
         lib = library if isinstance(library, Library) else load_library(library)
-        self._core = _core.Core(lib, _delivery(delivery), on_error, workers, round(_spin * 1e6), metrics)
+        self._core = _core.Core(lib, _delivery(delivery), on_error, workers, spin_us, metrics)
         self._finalizer = weakref.finalize(self, self._core.close, True)
 
     # -- properties -------------------------------------------------------
@@ -261,7 +275,7 @@ class Runtime:
                loop: Optional[asyncio.AbstractEventLoop] = ..., limits: Limits = ...) -> Loader[T]: ...
 
     @overload
-    def loader(self, fn: LoaderFunction, *, inline: bool = ...,
+    def loader(self, fn: BytesLoaderFunction, *, inline: bool = ...,
                loop: Optional[asyncio.AbstractEventLoop] = ..., limits: Limits = ...) -> Loader[bytes]: ...
 
     @overload
@@ -270,7 +284,8 @@ class Runtime:
 
     @overload
     def loader(self, fn: None = ..., *, inline: bool = ...,
-               loop: Optional[asyncio.AbstractEventLoop] = ..., limits: Limits = ...) -> Callable[[LoaderFunction], Loader[bytes]]: ...
+               loop: Optional[asyncio.AbstractEventLoop] = ...,
+               limits: Limits = ...) -> Callable[[BytesLoaderFunction], Loader[bytes]]: ...
 
     def loader(self, fn: Optional[LoaderFunction] = None, *, codec: Codec[Any] = BYTES, inline: bool = False,
                loop: Optional[asyncio.AbstractEventLoop] = None, limits: Limits = NO_LIMITS) -> Any:
@@ -280,7 +295,9 @@ class Runtime:
             fn: the callable. ``async def`` functions run on the asyncio loop
                 (the attached one, else ``loop``, else the one running when
                 the loader is made); plain functions run on worker threads.
-            codec: how the job's request is decoded and its values encoded.
+            codec: how the job's request is decoded and its values encoded. Without one (:data:`BYTES`),
+                ``fn`` returns bytes (or ``None``), and a type checker rejects a function annotated to
+                return anything else (see :data:`~loadstate.loaders.BytesLoaderFunction`).
             inline: run a plain function directly on the delivery thread
                 (for work that returns at once and never blocks).
             loop: the asyncio loop async loaders run on.
@@ -391,6 +408,14 @@ class Runtime:
         core.check(core.dll.lds_prefetch(core.c_handle, loader.id, raw, len(raw), ctypes.byref(struct)), "prefetch")
         del keep
 
+    @overload
+    def memory_cache(self, name: Optional[str] = ..., *, max_entries: int = ..., max_bytes: int = ...,
+                     ttl: Optional[float] = ...) -> Cache[bytes]: ...
+
+    @overload
+    def memory_cache(self, name: Optional[str] = ..., *, max_entries: int = ..., max_bytes: int = ...,
+                     ttl: Optional[float] = ..., codec: Codec[T]) -> Cache[T]: ...
+
     def memory_cache(self, name: Optional[str] = None, *, max_entries: int = 0, max_bytes: int = 0,
                      ttl: Optional[float] = None, codec: Codec[Any] = BYTES) -> Cache[Any]:
         """A new, empty memory cache.
@@ -403,6 +428,14 @@ class Runtime:
             codec: how values are encoded.
         """
         return Cache._memory(self, name, max_entries, max_bytes, ttl, codec)
+
+    @overload
+    def persistent_cache(self, path: Union[str, "os.PathLike[str]"], *, max_bytes: int = ...,
+                         ttl: Optional[float] = ..., replace_damaged: bool = ...) -> Cache[bytes]: ...
+
+    @overload
+    def persistent_cache(self, path: Union[str, "os.PathLike[str]"], *, max_bytes: int = ...,
+                         ttl: Optional[float] = ..., replace_damaged: bool = ..., codec: Codec[T]) -> Cache[T]: ...
 
     def persistent_cache(self, path: Union[str, "os.PathLike[str]"], *, max_bytes: int = 0,
                          ttl: Optional[float] = None, replace_damaged: bool = False,
@@ -421,12 +454,28 @@ class Runtime:
         """
         return Cache._persistent(self, path, max_bytes, ttl, replace_damaged, codec)
 
+    @overload
+    def redis_cache(self, url: str, *, key_prefix: Union[str, bytes, None] = ..., ttl: Optional[float] = ...,
+                    max_ttl: Optional[float] = ..., max_value_bytes: int = ...,
+                    command_timeout: Optional[float] = ..., connect_timeout: Optional[float] = ...,
+                    lease: Optional[float] = ..., reconnect_max: Optional[float] = ...,
+                    memory_max_entries: int = ..., memory_max_bytes: int = ...,
+                    memory_ttl: Optional[float] = ...) -> RedisCache[bytes]: ...
+
+    @overload
+    def redis_cache(self, url: str, *, key_prefix: Union[str, bytes, None] = ..., ttl: Optional[float] = ...,
+                    max_ttl: Optional[float] = ..., max_value_bytes: int = ...,
+                    command_timeout: Optional[float] = ..., connect_timeout: Optional[float] = ...,
+                    lease: Optional[float] = ..., reconnect_max: Optional[float] = ...,
+                    memory_max_entries: int = ..., memory_max_bytes: int = ..., memory_ttl: Optional[float] = ...,
+                    codec: Codec[T]) -> RedisCache[T]: ...
+
     def redis_cache(self, url: str, *, key_prefix: Union[str, bytes, None] = None, ttl: Optional[float] = None,
                     max_ttl: Optional[float] = None, max_value_bytes: int = 0,
                     command_timeout: Optional[float] = None, connect_timeout: Optional[float] = None,
                     lease: Optional[float] = None, reconnect_max: Optional[float] = None,
                     memory_max_entries: int = 0, memory_max_bytes: int = 0, memory_ttl: Optional[float] = None,
-                    codec: Codec[Any] = BYTES) -> RedisCache:
+                    codec: Codec[Any] = BYTES) -> RedisCache[Any]:
         """A cache on the Redis server at ``url``, shared with every process that opens one on the same
         server, database and ``key_prefix``: ``RedisCache(self, url, ...)``; see :class:`RedisCache` for
         the URL forms, the options (times in seconds) and what happens while Redis is down.

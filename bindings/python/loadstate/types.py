@@ -193,9 +193,12 @@ if _EVENT_FIELDS != ("type", "cell", "seq", "status", "kind", "flags", "value", 
     raise ImportError("loadstate.types.make_event and event_from_raw do not match the fields of Event")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class LoadOptions:
     """Options of one load or run (``lds_load_options``); times are in seconds.
+
+    Options compare equal when their fields do, the cache by identity (the very cache, not a cache with
+    the same entries), and hash accordingly.
 
     Attributes:
         silent: keep the current state while loading; emit it flagged ``REFRESHING``.
@@ -273,14 +276,32 @@ class LoadOptions:
         set_field(self, "policy", policy)
         set_field(self, "_c", c_fields)
 
+    def _compared(self) -> Tuple[Any, ...]:
+        """The fields as equality and hashing see them: a :class:`~loadstate.Cache` is a mutable mapping,
+        which compares its entries and has no hash, so the cache is named by its ``id`` (it lives as long
+        as these options)."""
+        return (self.silent, self.share, self.timeout, self.interrupts, self.retries, self.retry_base,
+                self.retry_max, None if self.cache is None else id(self.cache), self.cache_key, self.policy,
+                self.fresh, self.max_age, self.priority, self.refresh_interval, self.poll_on_error,
+                self.ignore_cache_headers)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._compared() == other._compared()
+
+    def __hash__(self) -> int:
+        return hash(self._compared())
+
     def is_default(self) -> bool:
         """Whether these are the library's defaults (sent as a NULL pointer)."""
-        return self == _DEFAULT_OPTIONS
+        return self._compared() == _DEFAULT_COMPARED
 
     def only_flags(self) -> bool:
         """Whether these options are the defaults but for ``silent`` and ``share`` (a batch's load carries
         those two)."""
-        return self == _FLAG_ONLY_OPTIONS.get((self.silent, self.share))
+        expected = _FLAG_ONLY_COMPARED.get((self.silent, self.share))
+        return expected is not None and self._compared() == expected
 
     def load_flags(self) -> int:
         """``lds_load_options.flags``: :data:`LoadFlags.SILENT` and :data:`LoadFlags.SHARE`."""
@@ -299,6 +320,8 @@ class LoadOptions:
 _DEFAULT_OPTIONS = LoadOptions()
 _FLAG_ONLY_OPTIONS = {(silent, share): LoadOptions(silent=silent, share=share)
                       for silent in (False, True) for share in (False, True)}
+_DEFAULT_COMPARED = _DEFAULT_OPTIONS._compared()
+_FLAG_ONLY_COMPARED = {flags: options._compared() for flags, options in _FLAG_ONLY_OPTIONS.items()}
 
 
 @dataclass(frozen=True)

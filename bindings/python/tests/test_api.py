@@ -6,16 +6,21 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import os
+import subprocess
 import sys
 import threading
 import traceback
 from collections.abc import MutableMapping
+from pathlib import Path
 
 import pytest
 from conftest import WAIT
 
 import loadstate
 from loadstate import Delivery, Domain, EventType, Flags, Status, errors
+
+PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 
 
 def run(coroutine):
@@ -576,7 +581,36 @@ def test_a_cache_is_a_mutable_mapping(rt):
         assert len(cache) == 2
         cache.clear()
         assert len(cache) == 0
-        assert cache == cache and cache != {} and hash(cache) == hash(cache)
+
+
+def test_a_cache_equals_the_mappings_with_the_same_entries(rt):
+    with rt.memory_cache(codec=loadstate.JSON) as cache, rt.memory_cache(codec=loadstate.JSON) as other:
+        assert cache == {} and cache == other and cache == cache
+        cache["a"] = 1
+        assert cache == {b"a": 1} and {b"a": 1} == cache and cache != other
+        assert cache != {"a": 1} and cache != {b"a": 2} and cache != {b"a": 1, b"b": 2}
+        assert cache != [(b"a", 1)] and cache != 1
+        other[b"a"] = 1
+        assert cache == other and not cache != other
+        # Like every mutable mapping, a cache has no hash: not in a set, not a dict key.
+        assert type(cache).__hash__ is None
+        with pytest.raises(TypeError, match="unhashable"):
+            hash(cache)
+        with pytest.raises(TypeError, match="unhashable"):
+            {cache}
+
+
+def test_load_options_compare_and_hash_their_cache_by_identity(rt):
+    with rt.memory_cache() as first, rt.memory_cache() as second:
+        assert first == second  # two empty caches: equal mappings, yet not the same cache
+        options = loadstate.LoadOptions(cache=first, cache_key="k")
+        assert options == loadstate.LoadOptions(cache=first, cache_key="k")
+        assert options != loadstate.LoadOptions(cache=second, cache_key="k")
+        assert options != loadstate.LoadOptions(cache_key="k") and options != loadstate.LoadOptions(cache=first)
+        assert hash(options) == hash(loadstate.LoadOptions(cache=first, cache_key="k"))
+        assert len({options, loadstate.LoadOptions(cache=second, cache_key="k"), options}) == 2
+        assert loadstate.LoadOptions() == loadstate.LoadOptions() and loadstate.LoadOptions().is_default()
+        assert not options.is_default() and loadstate.LoadOptions(silent=True).only_flags()
 
 
 def test_a_memory_cache_lists_its_keys_most_recent_first(rt):
@@ -715,6 +749,46 @@ def test_a_stream_can_leave_out_progress_events():
 
 
 def test_spin_is_not_part_of_the_public_api():
-    assert "spin" not in inspect.signature(loadstate.Runtime).parameters
-    with pytest.raises(TypeError):
-        loadstate.Runtime(spin=0)  # type: ignore[call-arg]
+    parameters = inspect.signature(loadstate.Runtime).parameters
+    assert [name for name in parameters if "spin" in name] == []
+    assert "spin" not in (loadstate.Runtime.__init__.__doc__ or "") + (loadstate.Runtime.__doc__ or "")
+    for name in ("spin", "_spin"):
+        with pytest.raises(TypeError):
+            loadstate.Runtime(**{name: 0})
+
+
+def test_raw_calls_and_ctypes_ids_are_not_public(rt):
+    # The library's raw cache calls skip ctypes' argument checks, and a loader's ctypes id is passed as
+    # is on every load: internals, kept out of the attributes a user sees.
+    assert sorted(name for name in vars(rt.library) if not name.startswith("_")) == ["dll", "path", "version"]
+    loader = rt.loader(lambda job: b"")
+    assert sorted(name for name in vars(loader) if not name.startswith("_")) == [
+        "codec", "fn", "id", "mode", "request_codec"]
+    assert rt.loadable(loader).load().value(WAIT) == b""
+
+
+def test_the_spin_is_read_from_the_environment_when_the_package_is_imported():
+    code = ("import loadstate, loadstate._core as core, loadstate.runtime as runtime\n"
+            "given = []\n"
+            "class Spy(core.Core):\n"
+            "    def __init__(self, lib, delivery, on_error, workers, spin_us, metrics):\n"
+            "        given.append(spin_us)\n"
+            "        super().__init__(lib, delivery, on_error, workers, spin_us, metrics)\n"
+            "core.Core = Spy\n"
+            "loadstate.Runtime().close()\n"
+            "import os\n"
+            "os.environ['LOADSTATE_SPIN_US'] = '99'  # read once: a later change is not seen\n"
+            "loadstate.Runtime().close()\n"
+            "print(given)\n")
+    for value, expected in (("7", "[7, 7]"), ("", "[50, 50]"), (None, "[50, 50]")):
+        env = {key: val for key, val in os.environ.items() if key != "LOADSTATE_SPIN_US"}
+        if value is not None:
+            env["LOADSTATE_SPIN_US"] = value
+        env["PYTHONPATH"] = os.pathsep.join([str(PACKAGE_ROOT)] + sys.path)
+        result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=WAIT)
+        assert (result.returncode, result.stdout.strip()) == (0, expected), result.stderr
+    env["LOADSTATE_SPIN_US"] = "a lot"
+    result = subprocess.run([sys.executable, "-c", "import loadstate; loadstate.Runtime()"], env=env,
+                            capture_output=True, text=True, timeout=WAIT)
+    assert result.returncode != 0
+    assert "ValueError: LOADSTATE_SPIN_US must be a whole number of microseconds" in result.stderr

@@ -9,6 +9,7 @@ import pytest
 from conftest import WAIT, Jobs
 
 import loadstate
+import loadstate.runtime
 from loadstate import Delivery, Flags, Status
 
 
@@ -464,10 +465,12 @@ def test_poll_dispatch_inside_a_callback_is_refused(errors):
     assert errors.items == []
 
 
-@pytest.mark.parametrize("spin", [0, 50e-6, 0.002])
-def test_loads_settle_whatever_the_spin(errors, spin):
+@pytest.mark.parametrize("spin_us", ["0", "50", "2000"])
+def test_loads_settle_whatever_the_spin(errors, spin_us, monkeypatch):
+    monkeypatch.setattr(loadstate.runtime, "_SPIN_US", spin_us)
+
     async def main():
-        async with loadstate.Runtime(Delivery.POLL, on_error=errors, _spin=spin) as rt:
+        async with loadstate.Runtime(Delivery.POLL, on_error=errors) as rt:
             cell = rt.loadable(rt.loader(lambda job: job.request, inline=True))
             for i in range(20):
                 assert (await cell.load(b"%d" % i)).value == b"%d" % i
@@ -476,7 +479,8 @@ def test_loads_settle_whatever_the_spin(errors, spin):
     assert errors.items == []
 
 
-def test_spin_is_checked():
-    for bad in (-1e-6, 0.2):
-        with pytest.raises(ValueError):
-            loadstate.Runtime(_spin=bad)
+def test_spin_is_checked(monkeypatch):
+    for bad in ("-1", "100001", "0.5", "fast"):
+        monkeypatch.setattr(loadstate.runtime, "_SPIN_US", bad)
+        with pytest.raises(ValueError, match="LOADSTATE_SPIN_US"):
+            loadstate.Runtime()

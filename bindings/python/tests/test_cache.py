@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import sys
 import threading
+import time
 from unittest import mock
 
 import pytest
@@ -95,6 +97,76 @@ def test_reads_and_puts_take_every_key_form_and_value_size(rt, tmp_path, kind):
         cache["k0"]
     with pytest.raises(loadstate.NotFound):
         cache["k0"] = b"x"
+
+
+def test_a_put_or_a_read_of_bytes_is_one_python_call(rt):
+    # cache[key] = value and cache[key] are the hot paths: one Python frame each, with no codec call
+    # for a bytes value through BYTES (ctypes' and Python's costs per call are those of the put).
+    with rt.memory_cache() as cache:
+        calls = []
+
+        def profile(frame, event, arg):
+            if event == "call":
+                calls.append(frame.f_code.co_name)
+
+        sys.setprofile(profile)
+        try:
+            cache[b"k"] = b"v"
+            cache["s"] = b"w"
+            value = cache[b"k"]
+            text = cache["s"]
+        finally:
+            sys.setprofile(None)
+        assert (value, text) == (b"v", b"w")
+        assert calls == ["put", "put", "read", "read"]
+
+
+@pytest.mark.parametrize("kind", ["memory", "persistent"])
+def test_puts_refuse_what_they_cannot_store_naming_the_parameter(rt, tmp_path, kind):
+    cache = rt.memory_cache() if kind == "memory" else rt.persistent_cache(tmp_path / "cache.db")
+    with cache, rt.memory_cache(codec=loadstate.TEXT) as text:
+        for put in (cache.put, cache.__setitem__):
+            with pytest.raises(TypeError, match="^key must be bytes or str, not int$"):
+                put(1, b"x")  # type: ignore[arg-type]
+            with pytest.raises(TypeError, match="^value: the bytes codec takes bytes.* not str"):
+                put("k", "a str")  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="^value: the text codec takes str or None, not bytes$"):
+            text["k"] = b"bytes"  # type: ignore[assignment]
+        cache["k"] = None  # type: ignore[assignment]
+        cache.put("b", bytearray(b"ba"))  # type: ignore[arg-type]
+        text["t"] = "\u00e9"
+        assert (cache["k"], cache["b"], text["t"], len(cache), len(text)) == (b"", b"ba", "\u00e9", 2, 1)
+
+
+@pytest.mark.parametrize("kind", ["memory", "persistent"])
+def test_len_bool_and_iteration_count_only_live_entries(rt, tmp_path, kind):
+    ttl = 0.05
+    cache = rt.memory_cache(ttl=ttl) if kind == "memory" else rt.persistent_cache(tmp_path / "c.db", ttl=ttl)
+    with cache:
+        assert (len(cache), bool(cache)) == (0, False)
+        cache["a"] = b"1"
+        cache["b"] = b"2"
+        assert (len(cache), bool(cache), sorted(cache)) == (2, True, [b"a", b"b"])
+        time.sleep(ttl * 3)  # expiry is the clock itself: there is no event to wait on
+        assert cache.stats().entries == 2  # still held: no get has dropped them
+        assert (len(cache), bool(cache), list(cache), dict(cache), cache == {}) == (0, False, [], {}, True)
+        with pytest.raises(KeyError):
+            cache.popitem()
+        cache["c"] = b"3"
+        assert (len(cache), bool(cache), list(cache)) == (1, True, [b"c"])
+        assert cache.popitem() == (b"c", b"3")
+        assert (len(cache), bool(cache)) == (0, False)
+
+
+def test_len_and_bool_of_a_cache_without_expiry_need_no_listing(rt):
+    with rt.memory_cache() as forever, rt.memory_cache(ttl=60) as expiring:
+        with mock.patch.object(forever, "_live_count", side_effect=AssertionError("listed")), \
+                mock.patch.object(expiring, "_live_count", side_effect=AssertionError("listed")):
+            assert (len(forever), bool(forever), bool(expiring)) == (0, False, False)
+            forever["k"] = b"v"
+            assert (len(forever), bool(forever)) == (1, True)
+        expiring["k"] = b"v"
+        assert (len(expiring), bool(expiring)) == (1, True)
 
 
 def test_a_codec_may_encode_to_any_bytes_like_value(rt):

@@ -98,8 +98,15 @@ def test_a_redis_cache_is_a_mutable_mapping_stored_under_its_prefix(rt, server):
 
 def test_another_runtime_reads_what_one_stored(rt, other_rt, server):
     writer, reader = open_cache(rt, server), open_cache(other_rt, server)
+    assert not reader and len(reader) == 0 and reader == {}
     writer["shared"] = b"from the writer"
+    # The reader holds nothing in this process (no front tier): len, bool and == count what Redis holds.
+    assert reader.stats().entries == 0
+    assert reader and len(reader) == 1 and reader == {b"shared": b"from the writer"}
     assert reader["shared"] == b"from the writer"
+    with pytest.raises(KeyError):
+        reader["missing"]
+    assert reader.popitem() == (b"shared", b"from the writer") and not writer
     other = open_cache(other_rt, server, key_prefix="other-app:")
     assert other.get("shared") is None
 

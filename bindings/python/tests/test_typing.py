@@ -11,6 +11,7 @@ import pytest
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = Path(__file__).resolve().parent / "typed" / "typed_example.py"
+ERRORS = Path(__file__).resolve().parent / "typed" / "typed_errors.py"
 
 
 @pytest.fixture(scope="module")
@@ -51,3 +52,21 @@ def test_mypy_strict_infers_the_value_types_of_typed_loaders(mypy, tmp_path):
 def test_mypy_strict_accepts_the_package(mypy, tmp_path):
     result = _mypy(tmp_path, "loadstate")
     assert (result.returncode, result.stdout) == (0, "")
+
+
+def test_mypy_strict_refuses_loaders_and_caches_of_the_wrong_value_type(mypy, tmp_path):
+    result = _mypy(tmp_path, str(ERRORS))
+    expected = {}
+    for number, line in enumerate(ERRORS.read_text().splitlines(), 1):
+        if "# error: " in line:
+            expected[number] = line.split("# error: ", 1)[1].strip()
+    assert len(expected) >= 10
+    found = {}
+    for line in result.stdout.splitlines():
+        match = re.match(rf".*{ERRORS.name}:(\d+): error: (.*)", line)
+        assert match, result.stdout
+        assert int(match[1]) not in found, f"two errors on line {match[1]}:\n{result.stdout}"
+        found[int(match[1])] = match[2]
+    assert sorted(found) == sorted(expected), result.stdout
+    for number, text in expected.items():
+        assert text in found[number], (number, found[number])

@@ -4,6 +4,8 @@ and compares each reveal_type with the type named in the comment on its line (bu
 
 from __future__ import annotations
 
+from typing import Iterator
+
 import loadstate
 
 
@@ -40,12 +42,54 @@ async def main(url: str) -> None:
         runs = rt.process(rt.loader(lambda job: None))
         reveal_type(runs.run(kind=1))  # loadstate.cells.Load[None]
 
+        @rt.loader
+        def fetch_bytes(job: loadstate.Job) -> bytes:
+            return b"bytes"
+
+        reveal_type(fetch_bytes)  # loadstate.loaders.Loader[bytes]
+
+        @rt.loader(inline=True)
+        def finish(job: loadstate.Job) -> None:
+            job.yield_(b"partial")
+
+        reveal_type(finish)  # loadstate.loaders.Loader[bytes]
+
+        @rt.loader
+        async def fetch_async(job: loadstate.Job) -> bytes:
+            return b"bytes"
+
+        reveal_type(fetch_async)  # loadstate.loaders.Loader[bytes]
+
+        @rt.loader
+        def chunks(job: loadstate.Job) -> Iterator[bytes]:
+            yield b"chunk"
+
+        reveal_type(chunks)  # loadstate.loaders.Loader[bytes]
+
+        @rt.loader(codec=loadstate.TEXT)
+        def greet(job: loadstate.Job) -> str:
+            return "hello"
+
+        reveal_type(greet)  # loadstate.loaders.Loader[str]
+        reveal_type(loadstate.Loader(rt, lambda job: b"x"))  # loadstate.loaders.Loader[bytes]
+        reveal_type(loadstate.Loader(rt, lambda job: "x", codec=loadstate.TEXT))  # loadstate.loaders.Loader[str]
+
         with rt.memory_cache(codec=loadstate.JSON) as cache:
             cache["user:7"] = {"name": "Ada"}
             reveal_type(len(cache))  # int
+        reveal_type(rt.memory_cache())  # loadstate.cache.Cache[bytes]
+        reveal_type(rt.memory_cache("names", ttl=60)["k"])  # bytes
+        reveal_type(rt.memory_cache(codec=loadstate.TEXT))  # loadstate.cache.Cache[str]
+        reveal_type(rt.memory_cache(codec=loadstate.TEXT).get("k"))  # str | None
+        reveal_type(rt.persistent_cache("cache.db"))  # loadstate.cache.Cache[bytes]
+        reveal_type(rt.persistent_cache("cache.db", codec=loadstate.TEXT)["k"])  # str
+        reveal_type(rt.persistent_cache("cache.db", codec=loadstate.TEXT).popitem())  # tuple[bytes, str]
+        reveal_type(rt.redis_cache("redis://127.0.0.1:6379/0"))  # loadstate.redis_cache.RedisCache[bytes]
+        reveal_type(rt.redis_cache("redis://127.0.0.1:6379/0", codec=loadstate.TEXT)["k"])  # str
+        reveal_type(loadstate.RedisCache(rt, "redis://127.0.0.1:6379/0"))  # loadstate.redis_cache.RedisCache[bytes]
 
         shared = rt.redis_cache("redis://127.0.0.1:6379/0", key_prefix="app:", ttl=60, codec=loadstate.JSON)
-        reveal_type(shared)  # loadstate.redis_cache.RedisCache
+        reveal_type(shared)  # loadstate.redis_cache.RedisCache[Any]
         reveal_type(shared.status().last_error_code)  # int | None
         try:
             shared["user:7"] = {"name": "Ada"}

@@ -156,9 +156,7 @@ def c_string(name: str, value: Any, none: bool = False) -> Optional[bytes]:
         return None
     else:
         raise TypeError(f"{name} must be str or bytes{' or None' if none else ''}, not {_type(value)}")
-    if b"\0" in raw:
-        raise invalid(f"{name} must not contain NUL")
-    return raw
+    return _without_nul(name, raw)
 
 
 def path(name: str, value: Any, none: bool = False) -> Optional[bytes]:
@@ -169,6 +167,11 @@ def path(name: str, value: Any, none: bool = False) -> Optional[bytes]:
         return None
     else:
         raise TypeError(f"{name} must be str, bytes or os.PathLike{' or None' if none else ''}, not {_type(value)}")
+    return _without_nul(name, raw)
+
+
+def _without_nul(name: str, raw: bytes) -> bytes:
+    """``raw``, which a C string cannot hold if it has a NUL byte (then :class:`InvalidArgument`)."""
     if b"\0" in raw:
         raise invalid(f"{name} must not contain NUL")
     return raw

@@ -410,6 +410,26 @@ public func ldsCacheKeys(_ rt: OpaquePointer?, _ id: UInt64, _ prefix: UnsafeRaw
     }
 }
 
+@_cdecl("lds_cache_count")
+public func ldsCacheCount(_ rt: OpaquePointer?, _ id: UInt64, _ prefix: UnsafeRawPointer?, _ prefixLength: Int,
+                          _ limit: UInt64, _ out: UnsafeMutablePointer<UInt64>?) -> Int32 {
+    guard let out else { return LDS_EINVAL }
+    out.pointee = 0
+    return withCache(rt, id) { cache in
+        let p: Bytes
+        switch copyBytes(prefix, prefixLength) {
+        case .success(let b): p = b
+        case .failure(let rc): return rc.rawValue
+        }
+        do throws(CacheError) {
+            out.pointee = try cache.count(prefix: p, limit: limit)
+            return LDS_OK
+        } catch {
+            return code(error)
+        }
+    }
+}
+
 /// Lays the keys out in one block, pointers first, then lengths, then the
 /// bytes, and hands it to the caller: LDS_OK, or LDS_ENOMEM.
 private func giveKeys(_ keys: [Bytes], _ out: UnsafeMutablePointer<lds_cache_key_list>) -> Int32 {

@@ -205,6 +205,27 @@ struct CacheStoreTests {
     }
 
     @Test(arguments: CacheKind.allCases)
+    func countCountsWhatKeysListsUpToALimit(_ store: CacheKind) throws {
+        let dir = TemporaryDirectory()
+        let clock = ManualClock()
+        let cache = try store.make(dir, clock: clock)
+        defer { cache.close() }
+        try cache.put(b("b/1"), b("v"), ttlMs: 100)
+        for key in [b("a/1"), b("b/2"), b("b/3"), []] { try cache.put(key, b("v")) }
+        #expect(try cache.count(prefix: [], limit: 0) == 5)
+        #expect(try cache.count(prefix: b("b/"), limit: 0) == 3)
+        #expect(try cache.count(prefix: b("b/"), limit: 2) == 2)
+        #expect(try cache.count(prefix: [], limit: 1) == 1)
+        #expect(try cache.count(prefix: b("c"), limit: 0) == 0)
+        clock.advance(100)
+        #expect(try cache.count(prefix: [], limit: 0) == UInt64(try cache.keys(prefix: []).count))
+        #expect(try cache.count(prefix: b("b/"), limit: 0) == 2)
+        // Counting is no use: the counters did not move and the expired entry is still held.
+        let stats = try cache.stats()
+        #expect(stats.hits == 0 && stats.misses == 0 && stats.entries == 5)
+    }
+
+    @Test(arguments: CacheKind.allCases)
     func aPutReplacesTheEntryAndItsSize(_ store: CacheKind) throws {
         let dir = TemporaryDirectory()
         let cache = try store.make(dir)

@@ -220,3 +220,55 @@ TEST(test_cache_get_many_whole_call_codes) {
   FAILS(lds_cache_get_many(rt, cache, 2, keys, lens, out, results), LDS_ECLOSED);
 #undef FAILS
 }
+
+/* lds_cache_count counts what lds_cache_keys lists: live entries by
+ * prefix, expired ones left out although lds_cache_stats still holds
+ * them; a limit stops the count; counting is no use and no hit. */
+static void count_like_keys(int persistent) {
+  lds_runtime *rt = rt_new(LDS_DELIVER_LOOP);
+  char path[] = "/tmp/lds-count-XXXXXX";
+  uint64_t ttl = test_slow() ? 3000 : 300;
+  lds_id cache = new_cache(rt, persistent, ttl, path);
+  REQUIRE(cache != 0);
+  REQUIRE_RC(lds_cache_put(rt, cache, "user/old", 8, "v", 1), LDS_OK);
+  wait_until_wall_ms(wall_ms() + ttl + 1);
+  const char *live[] = {"user/1", "user/2", "item/1", ""};
+  for (int i = 0; i < 4; i++) REQUIRE_RC(lds_cache_put(rt, cache, live[i], strlen(live[i]), "v", 1), LDS_OK);
+  lds_cache_statistics stats;
+  REQUIRE_RC(lds_cache_stats(rt, cache, &stats), LDS_OK);
+  CHECK_EQ(stats.entries, 5); /* the expired entry is still held */
+  uint64_t count = 99;
+  CHECK_RC(lds_cache_count(rt, cache, NULL, 0, 0, &count), LDS_OK);
+  CHECK_EQ(count, 4);
+  lds_cache_key_list list;
+  REQUIRE_RC(lds_cache_keys(rt, cache, NULL, 0, &list), LDS_OK);
+  CHECK_EQ(list.count, count);
+  lds_cache_key_list_clear(&list);
+  CHECK_RC(lds_cache_count(rt, cache, "user/", 5, 0, &count), LDS_OK);
+  CHECK_EQ(count, 2);
+  CHECK_RC(lds_cache_count(rt, cache, NULL, 0, 1, &count), LDS_OK);
+  CHECK_EQ(count, 1);
+  CHECK_RC(lds_cache_count(rt, cache, NULL, 0, 3, &count), LDS_OK);
+  CHECK_EQ(count, 3);
+  CHECK_RC(lds_cache_count(rt, cache, "none/", 5, 0, &count), LDS_OK);
+  CHECK_EQ(count, 0);
+  lds_cache_statistics after;
+  REQUIRE_RC(lds_cache_stats(rt, cache, &after), LDS_OK);
+  CHECK_EQ(after.hits, stats.hits);
+  CHECK_EQ(after.misses, stats.misses);
+  CHECK_EQ(after.entries, 5);
+  count = 99;
+  CHECK_RC(lds_cache_count(rt, cache, NULL, 1, 0, &count), LDS_EINVAL);
+  CHECK_EQ(count, 0);
+  CHECK_RC(lds_cache_count(rt, cache, NULL, 0, 0, NULL), LDS_EINVAL);
+  CHECK_RC(lds_cache_count(NULL, cache, NULL, 0, 0, &count), LDS_EINVAL);
+  CHECK_RC(lds_cache_count(rt, 999999, NULL, 0, 0, &count), LDS_ENOENT);
+  REQUIRE_RC(lds_cache_free(rt, cache), LDS_OK);
+  CHECK_RC(lds_cache_count(rt, cache, NULL, 0, 0, &count), LDS_ENOENT);
+  rt_free(rt);
+  if (persistent) unlink(path);
+}
+
+TEST(test_cache_count_memory_counts_what_keys_lists) { count_like_keys(0); }
+
+TEST(test_cache_count_persistent_counts_what_keys_lists) { count_like_keys(1); }

@@ -57,6 +57,11 @@ public protocol CacheStore: AnyObject, Sendable {
     /// are left out (not dropped); nothing counts as a hit or a use.
     func keys(prefix: [UInt8]) throws(CacheError) -> [[UInt8]]
 
+    /// How many live entries begin with `prefix`, as many as `keys(prefix:)`
+    /// lists, counting up to `limit` (0: no limit) without copying a key:
+    /// `limit` 1 tells whether there is one. Nothing counts as a hit or a use.
+    func count(prefix: [UInt8], limit: UInt64) throws(CacheError) -> UInt64
+
     /// Marks every entry whose key begins with `prefix` stale; how many.
     @discardableResult
     func markStale(prefix: [UInt8]) throws(CacheError) -> Int
@@ -73,6 +78,12 @@ public protocol CacheStore: AnyObject, Sendable {
 public let cacheBatchMax = 4_096
 
 extension CacheStore {
+    /// Counts what `keys(prefix:)` lists: for stores with no faster way.
+    public func count(prefix: [UInt8], limit: UInt64) throws(CacheError) -> UInt64 {
+        let listed = UInt64(try keys(prefix: prefix).count)
+        return limit == 0 ? listed : min(listed, limit)
+    }
+
     /// Looks the keys up one `get` at a time: for stores with no faster way.
     public func entries(for keys: [[UInt8]]) throws(CacheError) -> [Result<CacheEntry?, CacheError>] {
         try checkBatch(keys.count)

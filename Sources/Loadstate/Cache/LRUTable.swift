@@ -167,6 +167,20 @@ final class LRUTable {
         return keys
     }
 
+    /// How many entries beginning with `prefix` have not expired at `nowMs`,
+    /// counting up to `limit` (0: no limit). Walks the slots in order and
+    /// copies nothing.
+    func countLive(prefix: [UInt8], liveAt nowMs: UInt64, limit: UInt64) -> UInt64 {
+        var count: UInt64 = 0
+        for case let block? in blocks {
+            let expires = block.header.pointee.expiresAtMs
+            guard (expires == 0 || nowMs < expires) && block.hasKeyPrefix(prefix) else { continue }
+            count += 1
+            if count == limit { break }
+        }
+        return count
+    }
+
     // MARK: - Index
 
     private var mask: Int { buckets.count - 1 }

@@ -221,5 +221,12 @@ public final class MemoryCache: Handle, CacheStore, @unchecked Sendable {
         let nowMs = now()
         return state.withLock { $0.table.keys(prefix: prefix, liveAt: nowMs) }
     }
+
+    /// How many live entries begin with `prefix`, up to `limit` (see
+    /// `CacheStore.count(prefix:limit:)`).
+    public func count(prefix: [UInt8], limit: UInt64) -> UInt64 {
+        let nowMs = now()
+        return state.withLock { $0.table.countLive(prefix: prefix, liveAt: nowMs, limit: limit) }
+    }
 }
 

@@ -204,6 +204,15 @@ public final class PersistentCache: Handle, CacheStore, @unchecked Sendable {
         return try withStore("keys") { s throws(SQLiteError) in try s.keys(prefix: prefix, liveAt: nowMs) }
     }
 
+    /// How many live entries begin with `prefix`, up to `limit` (see
+    /// `CacheStore.count(prefix:limit:)`).
+    public func count(prefix: [UInt8], limit: UInt64) throws(CacheError) -> UInt64 {
+        let nowMs = now()
+        return try withStore("count") { s throws(SQLiteError) in
+            try s.countLive(prefix: prefix, liveAt: nowMs, limit: limit)
+        }
+    }
+
     @discardableResult
     public func markStale(prefix: [UInt8]) throws(CacheError) -> Int {
         try withStore("mark stale") { s throws(SQLiteError) in

@@ -209,6 +209,21 @@ final class PersistentStore {
         return keys
     }
 
+    /// How many entries beginning with `prefix` have not expired at `nowMs`,
+    /// up to `limit` (0: no limit); reads no key.
+    func countLive(prefix: [UInt8], liveAt nowMs: UInt64, limit: UInt64) throws(SQLiteError) -> UInt64 {
+        let statement = try bindPrefix(prefix, from: keysFrom, range: keysRange)
+        defer { statement.reset() }
+        var count: UInt64 = 0
+        while try statement.step() {
+            let expires = UInt64(clamping: statement.int64(1))
+            guard expires == 0 || nowMs < expires else { continue }
+            count += 1
+            if count == limit { break }
+        }
+        return count
+    }
+
     func integrityCheck() throws(SQLiteError) -> String {
         try db.texts("PRAGMA integrity_check").joined(separator: "\n")
     }

@@ -407,6 +407,7 @@ _PROTOTYPES: Dict[str, Tuple[object, List[object]]] = {
     "lds_cache_invalidate": (c_int, [_rt, _id, c_char_p, c_size_t]),
     "lds_cache_read": (c_int, [_rt, _id, c_char_p, c_size_t, c_void_p, c_size_t, POINTER(c_size_t)]),
     "lds_cache_keys": (c_int, [_rt, _id, c_char_p, c_size_t, POINTER(CacheKeyListC)]),
+    "lds_cache_count": (c_int, [_rt, _id, c_char_p, c_size_t, c_uint64, POINTER(c_uint64)]),
     "lds_cache_key_list_clear": (None, [POINTER(CacheKeyListC)]),
     "lds_runtime_stats": (c_int, [_rt, POINTER(RuntimeStatisticsC)]),
     "lds_runtime_metrics_text": (c_int, [_rt, c_char_p, c_size_t, POINTER(c_size_t)]),

@@ -191,13 +191,9 @@ class RedisCache(Cache[V]):
         return value  # type: ignore[no-any-return]
 
     def __len__(self) -> int:
-        """How many keys the cache holds in Redis: a listing, as :meth:`keys_with_prefix` (its front tier
+        """How many keys the cache holds in Redis, as many as :meth:`keys_with_prefix` lists (its front tier
         and :meth:`stats` count only what this process holds)."""
-        return self._live_count()
-
-    def __bool__(self) -> bool:
-        """Whether the cache holds a key in Redis: a listing, as :meth:`__len__`."""
-        return self._live_count() > 0
+        return self._live_count(0)
 
     def __repr__(self) -> str:
         return f"<loadstate.RedisCache {self.id}>"

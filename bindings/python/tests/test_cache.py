@@ -158,15 +158,20 @@ def test_len_bool_and_iteration_count_only_live_entries(rt, tmp_path, kind):
         assert (len(cache), bool(cache)) == (0, False)
 
 
-def test_len_and_bool_of_a_cache_without_expiry_need_no_listing(rt):
+def test_len_counts_without_a_walk_when_nothing_can_expire_and_bool_stops_at_the_first_entry(rt):
     with rt.memory_cache() as forever, rt.memory_cache(ttl=60) as expiring:
-        with mock.patch.object(forever, "_live_count", side_effect=AssertionError("listed")), \
-                mock.patch.object(expiring, "_live_count", side_effect=AssertionError("listed")):
-            assert (len(forever), bool(forever), bool(expiring)) == (0, False, False)
+        with mock.patch.object(forever, "_live_count", side_effect=AssertionError("walked")):
+            assert len(forever) == 0
             forever["k"] = b"v"
-            assert (len(forever), bool(forever)) == (1, True)
-        expiring["k"] = b"v"
-        assert (len(expiring), bool(expiring)) == (1, True)
+            assert len(forever) == 1
+        counted = []
+        real = expiring._live_count
+        with mock.patch.object(expiring, "_live_count", side_effect=lambda limit: counted.append(limit) or real(limit)):
+            assert (len(expiring), bool(expiring)) == (0, False)
+            expiring["k"] = b"v"
+            expiring["j"] = b"v"
+            assert (len(expiring), bool(expiring), bool(forever)) == (2, True, True)
+        assert counted == [0, 1, 0, 1]
 
 
 def test_a_codec_may_encode_to_any_bytes_like_value(rt):

@@ -302,6 +302,20 @@ impl Cache {
         Ok(keys)
     }
 
+    /// How many live entries begin with `prefix`, as many as [`keys`](Self::keys)
+    /// lists, counting up to `limit` (0: no limit; 1 tells whether there is
+    /// one) without copying a key. Unlike [`CacheStats::entries`], it leaves
+    /// out entries whose time to live has passed and that no get has dropped
+    /// yet. Counting is no use of an entry.
+    pub fn count(&self, prefix: &[u8], limit: u64) -> Result<u64> {
+        let mut count = 0u64;
+        // SAFETY: valid handle, buffer and out pointer.
+        self.check(unsafe {
+            sys::lds_cache_count(self.shared.raw(), self.id, prefix.as_ptr().cast(), prefix.len(), limit, &mut count)
+        })?;
+        Ok(count)
+    }
+
     /// The cache's counters.
     pub fn stats(&self) -> Result<CacheStats> {
         let mut raw = sys::lds_cache_statistics::default();

@@ -943,6 +943,9 @@ unsafe extern "C" {
         rt: *mut lds_runtime, cache: lds_id, prefix: *const c_void, prefix_len: usize, out: *mut lds_cache_key_list,
     ) -> c_int;
     pub fn lds_cache_key_list_clear(list: *mut lds_cache_key_list);
+    pub fn lds_cache_count(
+        rt: *mut lds_runtime, cache: lds_id, prefix: *const c_void, prefix_len: usize, limit: u64, count: *mut u64,
+    ) -> c_int;
 
     pub fn lds_cache_invalidate(rt: *mut lds_runtime, cache: lds_id, prefix: *const c_void, prefix_len: usize)
     -> c_int;

@@ -132,6 +132,13 @@ fn caches_list_their_keys_under_a_prefix() {
     assert_eq!(persistent.keys(b"b/").unwrap(), [&b"b/1"[..], b"b/2"]);
     assert!(memory.keys(b"zz").unwrap().is_empty());
     assert_eq!(memory.stats().unwrap().hits, 1, "listing is no use of an entry");
+    for cache in [&memory, &persistent] {
+        assert_eq!(cache.count(b"", 0).unwrap(), 4);
+        assert_eq!(cache.count(b"b/", 0).unwrap(), 2);
+        assert_eq!(cache.count(b"", 1).unwrap(), 1);
+        assert_eq!(cache.count(b"zz", 0).unwrap(), 0);
+    }
+    assert_eq!(memory.stats().unwrap().hits, 1, "counting is no use of an entry");
 }
 
 #[test]

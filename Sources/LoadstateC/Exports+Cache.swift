@@ -396,17 +396,8 @@ public func ldsCacheKeys(_ rt: OpaquePointer?, _ id: UInt64, _ prefix: UnsafeRaw
                          _ out: UnsafeMutablePointer<lds_cache_key_list>?) -> Int32 {
     guard let out else { return LDS_EINVAL }
     out.pointee = lds_cache_key_list()
-    return withCache(rt, id) { cache in
-        let p: Bytes
-        switch copyBytes(prefix, prefixLength) {
-        case .success(let b): p = b
-        case .failure(let rc): return rc.rawValue
-        }
-        do throws(CacheError) {
-            return giveKeys(try cache.keys(prefix: p), out)
-        } catch {
-            return code(error)
-        }
+    return withPrefix(rt, id, prefix, prefixLength) { cache, p throws(CacheError) in
+        giveKeys(try cache.keys(prefix: p), out)
     }
 }
 
@@ -415,17 +406,25 @@ public func ldsCacheCount(_ rt: OpaquePointer?, _ id: UInt64, _ prefix: UnsafeRa
                           _ limit: UInt64, _ out: UnsafeMutablePointer<UInt64>?) -> Int32 {
     guard let out else { return LDS_EINVAL }
     out.pointee = 0
-    return withCache(rt, id) { cache in
-        let p: Bytes
+    return withPrefix(rt, id, prefix, prefixLength) { cache, p throws(CacheError) in
+        out.pointee = try cache.count(prefix: p, limit: limit)
+        return LDS_OK
+    }
+}
+
+/// Runs `body` with a live cache and a copy of the caller's key prefix; a
+/// cache error becomes its return code.
+private func withPrefix(_ rt: OpaquePointer?, _ id: UInt64, _ prefix: UnsafeRawPointer?, _ prefixLength: Int,
+                        _ body: (any CacheStore, Bytes) throws(CacheError) -> Int32) -> Int32 {
+    withCache(rt, id) { cache in
         switch copyBytes(prefix, prefixLength) {
-        case .success(let b): p = b
+        case .success(let p):
+            do throws(CacheError) {
+                return try body(cache, p)
+            } catch {
+                return code(error)
+            }
         case .failure(let rc): return rc.rawValue
-        }
-        do throws(CacheError) {
-            out.pointee = try cache.count(prefix: p, limit: limit)
-            return LDS_OK
-        } catch {
-            return code(error)
         }
     }
 }

@@ -1627,7 +1627,7 @@ int lds_cache_keys(lds_runtime *rt, lds_id cache, const void *prefix, size_t pre
  * into *count. Copies no key and allocates nothing for a memory or
  * persistent cache: it walks the entries under the cache's lock (a
  * memory cache of 1,000,000 entries took about 5 ms, where listing its
- * keys took 140). Unlike the entries of lds_cache_stats, it
+ * keys took 70). Unlike the entries of lds_cache_stats, it
  * leaves out entries whose time to live has passed and that no get has
  * dropped yet. Counting is no hit and no use. A Redis cache counts the
  * keys it would list (at most LDS_REDIS_KEYS_MAX, else LDS_ETOOBIG). On

@@ -397,7 +397,8 @@ public func ldsCacheKeys(_ rt: OpaquePointer?, _ id: UInt64, _ prefix: UnsafeRaw
     guard let out else { return LDS_EINVAL }
     out.pointee = lds_cache_key_list()
     return withPrefix(rt, id, prefix, prefixLength) { cache, p throws(CacheError) in
-        giveKeys(try cache.keys(prefix: p), out)
+        if let memory = cache as? MemoryCache { return giveKeys(memory.flatKeys(prefix: p), out) }
+        return giveKeys(FlatKeys(try cache.keys(prefix: p)), out)
     }
 }
 
@@ -431,29 +432,26 @@ private func withPrefix(_ rt: OpaquePointer?, _ id: UInt64, _ prefix: UnsafeRawP
 
 /// Lays the keys out in one block, pointers first, then lengths, then the
 /// bytes, and hands it to the caller: LDS_OK, or LDS_ENOMEM.
-private func giveKeys(_ keys: [Bytes], _ out: UnsafeMutablePointer<lds_cache_key_list>) -> Int32 {
-    guard !keys.isEmpty else { return LDS_OK }
-    let tableBytes = keys.count * (MemoryLayout<UnsafeRawPointer?>.stride + MemoryLayout<Int>.stride)
-    var total = tableBytes
-    for key in keys {
-        let (sum, overflow) = total.addingReportingOverflow(key.count)
-        guard !overflow else { return LDS_ENOMEM }
-        total = sum
+private func giveKeys(_ keys: FlatKeys, _ out: UnsafeMutablePointer<lds_cache_key_list>) -> Int32 {
+    let count = keys.lengths.count
+    guard count > 0 else { return LDS_OK }
+    let tableBytes = count * (MemoryLayout<UnsafeRawPointer?>.stride + MemoryLayout<Int>.stride)
+    let (total, overflow) = tableBytes.addingReportingOverflow(keys.bytes.count)
+    guard !overflow, let block = malloc(max(total, 1)) else { return LDS_ENOMEM }
+    let pointers = block.bindMemory(to: UnsafeRawPointer?.self, capacity: count)
+    let lengthsStart = block + count * MemoryLayout<UnsafeRawPointer?>.stride
+    let lengths = lengthsStart.bindMemory(to: Int.self, capacity: count)
+    let bytes = block + tableBytes
+    keys.bytes.withUnsafeBytes { source in
+        if let base = source.baseAddress { memcpy(bytes, base, source.count) }
     }
-    guard let block = malloc(max(total, 1)) else { return LDS_ENOMEM }
-    let pointers = block.bindMemory(to: UnsafeRawPointer?.self, capacity: keys.count)
-    let lengthsStart = block + keys.count * MemoryLayout<UnsafeRawPointer?>.stride
-    let lengths = lengthsStart.bindMemory(to: Int.self, capacity: keys.count)
-    var cursor = block + tableBytes
-    for (i, key) in keys.enumerated() {
-        key.withUnsafeBytes { bytes in
-            if let base = bytes.baseAddress { memcpy(cursor, base, bytes.count) }
-        }
+    var cursor = bytes
+    for (i, length) in keys.lengths.enumerated() {
         pointers[i] = UnsafeRawPointer(cursor)
-        lengths[i] = key.count
-        cursor += key.count
+        lengths[i] = length
+        cursor += length
     }
-    out.pointee = lds_cache_key_list(count: keys.count, keys: UnsafePointer(pointers), lengths: UnsafePointer(lengths),
+    out.pointee = lds_cache_key_list(count: count, keys: UnsafePointer(pointers), lengths: UnsafePointer(lengths),
                                      block: block)
     return LDS_OK
 }

@@ -74,6 +74,38 @@ public protocol CacheStore: AnyObject, Sendable {
     func close()
 }
 
+/// Keys laid end to end: key i is the `lengths[i]` bytes after the keys
+/// before it. A listing copies keys this way under a cache's lock (two
+/// growing arrays, not an array per key), so that the lock is held for
+/// the copy alone.
+@_spi(LoadstateC) public struct FlatKeys {
+    public var bytes: [UInt8] = []
+    public var lengths: [Int] = []
+
+    public init() {}
+
+    public init(_ keys: [[UInt8]]) {
+        for key in keys { append(key) }
+    }
+
+    public mutating func append<Key: Collection<UInt8>>(_ key: Key) {
+        bytes.append(contentsOf: key)
+        lengths.append(key.count)
+    }
+
+    /// The keys as arrays of their own.
+    public var keys: [[UInt8]] {
+        var keys: [[UInt8]] = []
+        keys.reserveCapacity(lengths.count)
+        var start = 0
+        for length in lengths {
+            keys.append(Array(bytes[start..<start + length]))
+            start += length
+        }
+        return keys
+    }
+}
+
 /// The most keys one `CacheStore.entries(for:)` (`lds_cache_get_many`) looks up.
 public let cacheBatchMax = 4_096
 

@@ -155,13 +155,13 @@ final class LRUTable {
     }
 
     /// The keys beginning with `prefix` whose entry has not expired at
-    /// `nowMs`, from most to least recently used.
-    func keys(prefix: [UInt8], liveAt nowMs: UInt64) -> [[UInt8]] {
-        var keys: [[UInt8]] = []
+    /// `nowMs`, from most to least recently used, laid end to end.
+    func keys(prefix: [UInt8], liveAt nowMs: UInt64) -> FlatKeys {
+        var keys = FlatKeys()
         var i = head
         while i != Self.none, let block = blocks[Int(i)] {
             let expires = block.header.pointee.expiresAtMs
-            if (expires == 0 || nowMs < expires) && block.hasKeyPrefix(prefix) { keys.append(Array(block.key)) }
+            if (expires == 0 || nowMs < expires) && block.hasKeyPrefix(prefix) { keys.append(block.key) }
             i = links[Int(i)].next
         }
         return keys

@@ -218,6 +218,12 @@ public final class MemoryCache: Handle, CacheStore, @unchecked Sendable {
     /// The keys of the live entries that begin with `prefix`, from the most
     /// to the least recently used (see `CacheStore.keys(prefix:)`).
     public func keys(prefix: [UInt8]) -> [[UInt8]] {
+        flatKeys(prefix: prefix).keys
+    }
+
+    /// The keys of `keys(prefix:)` laid end to end: what is copied under
+    /// the cache's lock.
+    @_spi(LoadstateC) public func flatKeys(prefix: [UInt8]) -> FlatKeys {
         let nowMs = now()
         return state.withLock { $0.table.keys(prefix: prefix, liveAt: nowMs) }
     }

@@ -160,8 +160,7 @@ final class LRUTable {
         var keys = FlatKeys()
         var i = head
         while i != Self.none, let block = blocks[Int(i)] {
-            let expires = block.header.pointee.expiresAtMs
-            if (expires == 0 || nowMs < expires) && block.hasKeyPrefix(prefix) { keys.append(block.key) }
+            if block.isListed(prefix: prefix, at: nowMs) { keys.append(block.key) }
             i = links[Int(i)].next
         }
         return keys
@@ -173,8 +172,7 @@ final class LRUTable {
     func countLive(prefix: [UInt8], liveAt nowMs: UInt64, limit: UInt64) -> UInt64 {
         var count: UInt64 = 0
         for case let block? in blocks {
-            let expires = block.header.pointee.expiresAtMs
-            guard (expires == 0 || nowMs < expires) && block.hasKeyPrefix(prefix) else { continue }
+            guard block.isListed(prefix: prefix, at: nowMs) else { continue }
             count += 1
             if count == limit { break }
         }
@@ -363,6 +361,13 @@ struct EntryBlock: Equatable {
         guard n == other.count else { return false }
         guard n > 0, let base = other.baseAddress else { return true }
         return memcmp(bytes, base, n) == 0
+    }
+
+    /// Whether a listing of `prefix` at `nowMs` shows the entry: its key
+    /// begins with `prefix` and its time to live has not passed.
+    func isListed(prefix: [UInt8], at nowMs: UInt64) -> Bool {
+        let expires = header.pointee.expiresAtMs
+        return (expires == 0 || nowMs < expires) && hasKeyPrefix(prefix)
     }
 
     func hasKeyPrefix(_ prefix: [UInt8]) -> Bool {

@@ -199,12 +199,10 @@ final class PersistentStore {
     /// The keys beginning with `prefix` whose entry has not expired at
     /// `nowMs`, in byte order.
     func keys(prefix: [UInt8], liveAt nowMs: UInt64) throws(SQLiteError) -> [[UInt8]] {
-        let statement = try bindPrefix(prefix, from: keysFrom, range: keysRange)
-        defer { statement.reset() }
         var keys: [[UInt8]] = []
-        while try statement.step() {
-            let expires = UInt64(clamping: statement.int64(1))
-            if expires == 0 || nowMs < expires { keys.append(statement.bytes(0)) }
+        try forEachLive(prefix: prefix, at: nowMs) { row in
+            keys.append(row.bytes(0))
+            return true
         }
         return keys
     }
@@ -212,16 +210,25 @@ final class PersistentStore {
     /// How many entries beginning with `prefix` have not expired at `nowMs`,
     /// up to `limit` (0: no limit); reads no key.
     func countLive(prefix: [UInt8], liveAt nowMs: UInt64, limit: UInt64) throws(SQLiteError) -> UInt64 {
-        let statement = try bindPrefix(prefix, from: keysFrom, range: keysRange)
-        defer { statement.reset() }
         var count: UInt64 = 0
-        while try statement.step() {
-            let expires = UInt64(clamping: statement.int64(1))
-            guard expires == 0 || nowMs < expires else { continue }
+        try forEachLive(prefix: prefix, at: nowMs) { _ in
             count += 1
-            if count == limit { break }
+            return count != limit
         }
         return count
+    }
+
+    /// Calls `body` with the row (key, expires_at) of each entry beginning
+    /// with `prefix` that has not expired at `nowMs`, in key order, until it
+    /// returns false.
+    private func forEachLive(prefix: [UInt8], at nowMs: UInt64,
+                             _ body: (SQLiteStatement) -> Bool) throws(SQLiteError) {
+        let statement = try bindPrefix(prefix, from: keysFrom, range: keysRange)
+        defer { statement.reset() }
+        while try statement.step() {
+            let expires = UInt64(clamping: statement.int64(1))
+            if (expires == 0 || nowMs < expires) && !body(statement) { return }
+        }
     }
 
     func integrityCheck() throws(SQLiteError) -> String {

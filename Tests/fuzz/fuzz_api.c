@@ -802,6 +802,12 @@ static void step_cache(ctx *c, input *in) {
         if (keys.lengths[i] < klen || (klen && memcmp(keys.keys[i], key, klen) != 0)) fail("a listed key without the prefix");
     }
     lds_cache_key_list_clear(&keys);
+    uint64_t limit = u8(in) % 4, count = 99;
+    if (CALL("lds_cache_count", ok, lds_cache_count(c->rt, cache, key, klen, limit, &count)) != LDS_OK) {
+      if (count != 0) fail("lds_cache_count: a count of %llu on failure", (unsigned long long)count);
+    } else if (limit && count > limit) {
+      fail("lds_cache_count: %llu entries past the limit %llu", (unsigned long long)count, (unsigned long long)limit);
+    }
     CALL("lds_cache_clear", ok, lds_cache_clear(c->rt, cache));
     break;
   }

@@ -608,9 +608,14 @@ int lds_loadable_load(lds_runtime *rt, lds_id cell, lds_id loader,
                       const lds_load_options *opts);
 
 /*
- * Reloads the last request (same loader and options) silently: the current
- * state stays visible, flagged LDS_FLAG_REFRESHING, and is replaced when the
- * job ends. Works after a failure, a cancel or a reset. A refresh always
+ * Reloads the request the state shows (with the loader and options that
+ * loaded it) silently: the current state stays visible, flagged
+ * LDS_FLAG_REFRESHING, and is replaced when the job ends. Works after a
+ * failure, a cancel or a reset. After a cancel it is the request of the
+ * restored state, never the one backed out of: load "ada", then "bob",
+ * cancel, refresh reloads "ada". When the cancelled load was the cell's
+ * first there is no such request, and refresh reloads the cancelled one.
+ * After a reset or a set_* it is the last load's request. A refresh always
  * asks the loader: the last load's cache is not read first (a load with
  * LDS_POLICY_CACHE_FIRST or LDS_POLICY_CACHE_THEN_LOAD is refreshed as
  * LDS_POLICY_LOAD_ONLY, its result stored), except with

@@ -292,6 +292,46 @@ TEST(test_refresh_after_cancel_and_reset) {
   fixture_finish(&f);
 }
 
+/* A cancel restores the state before the load, and refresh then reloads
+ * the request that state shows (r1), not the one backed out of (r2, r3),
+ * whether the cancel came from outside or from the job itself. */
+TEST(test_refresh_after_cancel_reloads_the_restored_request) {
+  fixture f;
+  fixture_init(&f, LDS_DELIVER_LOOP, NULL);
+  REQUIRE_RC(fx_load(&f, "r1", NULL), LDS_OK);
+  REQUIRE(HOST_WAIT(&f.h, 1));
+  REQUIRE_RC(fx_succeed(&f, host_job_at(&f.h, 0), "v1"), LDS_OK);
+  REQUIRE(REC_WAIT(&f.rec, 2));
+  /* A chain of superseding loads, cancelled from outside. */
+  REQUIRE_RC(fx_load(&f, "r2", NULL), LDS_OK);
+  REQUIRE(HOST_WAIT(&f.h, 2));
+  REQUIRE_RC(fx_load(&f, "r3", NULL), LDS_OK);
+  REQUIRE(HOST_WAIT(&f.h, 3));
+  REQUIRE_RC(lds_loadable_cancel(f.rt, f.cell), LDS_OK);
+  REQUIRE(REC_WAIT(&f.rec, 5));
+  const lds_event *e = rec_at(&f.rec, 4);
+  CHECK_STATE(e, 5, LDS_LOADED, LDS_FLAG_CANCELLED);
+  CHECK_BYTES(e->request, e->request_len, "r1");
+  REQUIRE_RC(lds_loadable_refresh(f.rt, f.cell), LDS_OK);
+  REQUIRE(HOST_WAIT(&f.h, 4));
+  CHECK_BYTES(host_job_info(&f.h, 3)->request, host_job_info(&f.h, 3)->request_len, "r1");
+  REQUIRE_RC(fx_succeed(&f, host_job_at(&f.h, 3), "v1b"), LDS_OK);
+  REQUIRE(REC_WAIT(&f.rec, 7));
+  e = rec_at(&f.rec, 6);
+  CHECK_STATE(e, 7, LDS_LOADED, 0);
+  CHECK_BYTES(e->request, e->request_len, "r1");
+  /* A load cancelled by its own job. */
+  REQUIRE_RC(fx_load(&f, "r4", NULL), LDS_OK);
+  REQUIRE(HOST_WAIT(&f.h, 5));
+  REQUIRE_RC(lds_job_cancel_self(f.rt, host_job_at(&f.h, 4)), LDS_OK);
+  REQUIRE(REC_WAIT(&f.rec, 9));
+  CHECK_STATE(rec_at(&f.rec, 8), 9, LDS_LOADED, LDS_FLAG_CANCELLED);
+  REQUIRE_RC(lds_loadable_refresh(f.rt, f.cell), LDS_OK);
+  REQUIRE(HOST_WAIT(&f.h, 6));
+  CHECK_BYTES(host_job_info(&f.h, 5)->request, host_job_info(&f.h, 5)->request_len, "r1");
+  fixture_finish(&f);
+}
+
 TEST(test_refresh_without_request_is_estate) {
   fixture f;
   fixture_init(&f, LDS_DELIVER_LOOP, NULL);

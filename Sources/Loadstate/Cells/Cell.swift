@@ -35,6 +35,17 @@ import Synchronization
         /// Where the load's job waits in its loader's queue (see
         /// `LoadOptions.priority`, `setPriority`).
         var priority: Int32
+        /// The spec that `refresh` reloaded before the load (or before the
+        /// first of a chain of superseding loads): a cancel restores it with
+        /// the state, so that a refresh reloads the request the restored
+        /// state shows. Boxed, so that a session grows by a pointer only.
+        var restoreSpec: SpecBox?
+    }
+
+    /// A spec kept aside by a session (see `Session.restoreSpec`).
+    final class SpecBox {
+        let spec: LoadSpec<Value, Request>
+        init(_ spec: LoadSpec<Value, Request>) { self.spec = spec }
     }
 
     // Stored properties are laid out in this order: pointers and words
@@ -276,6 +287,15 @@ import Synchronization
             return
         }
         stopPolling()
+        // What a cancel of this load (or of the chain it continues) gives back to `refresh`.
+        let restoreSpec: SpecBox?
+        if let s = session {
+            restoreSpec = s.restoreSpec
+        } else if let previous = lastSpec {
+            restoreSpec = SpecBox(previous)
+        } else {
+            restoreSpec = nil
+        }
         var restore = abandonSession() ?? state
         restore.isQueued = false
         lastSpec = spec
@@ -301,7 +321,7 @@ import Synchronization
         let timed = spec.options.timeoutMs > 0 || interrupts || counted
         session = Session(restore: restore, startedAtNs: timed ? uv_hrtime() : 0, job: nil, serial: loads,
                           ticket: UInt32(truncatingIfNeeded: ticket),
-                          attempt: 1, priority: spec.options.priority)
+                          attempt: 1, priority: spec.options.priority, restoreSpec: restoreSpec)
         // A load that shares a running job joins it before its first event,
         // so that a host seeing that event knows the cell waits for the job.
         let joined = joinSharedJob(spec)
@@ -412,9 +432,22 @@ import Synchronization
     @usableFromInline package func cancel() {
         guard !isFreed else { return }
         stopPolling()
+        let restoreSpec = session?.restoreSpec
         guard var restore = abandonSession() else { return }
+        restoreLastSpec(restoreSpec)
         restore.isRefreshing = false
         emit(.state, restore, cancelled: true)
+    }
+
+    /// After a cancel: `refresh` reloads the request the restored state
+    /// shows, with the loader and options that loaded it. When the
+    /// cancelled load was the cell's first there is none, and `refresh`
+    /// keeps reloading the cancelled one.
+    private func restoreLastSpec(_ box: SpecBox?) {
+        guard let spec = box?.spec else { return }
+        lastSpec = spec
+        let loader = spec.loader.id
+        runtime.table.withLock { _ in lastLoaderID = loader }
     }
 
     /// Cancels the running load and makes the cell absent.
@@ -798,7 +831,9 @@ import Synchronization
             }
             pollAfterLoad(failed: true)
         case .cancelSelf:
+            let restoreSpec = session?.restoreSpec
             endSession(.cancelled)
+            restoreLastSpec(restoreSpec)
             var restore = restore
             restore.isRefreshing = false
             emit(.state, restore, cancelled: true)

@@ -613,8 +613,9 @@ int lds_loadable_load(lds_runtime *rt, lds_id cell, lds_id loader,
  * LDS_FLAG_REFRESHING, and is replaced when the job ends. Works after a
  * failure, a cancel or a reset. After a cancel it is the request of the
  * restored state, never the one backed out of: load "ada", then "bob",
- * cancel, refresh reloads "ada". When the cancelled load was the cell's
- * first there is no such request, and refresh reloads the cancelled one.
+ * cancel, refresh reloads "ada". When the restored state shows no request
+ * (LDS_ABSENT, or a value set by hand), refresh reloads the last load's:
+ * the cancelled one.
  * After a reset or a set_* it is the last load's request. A refresh always
  * asks the loader: the last load's cache is not read first (a load with
  * LDS_POLICY_CACHE_FIRST or LDS_POLICY_CACHE_THEN_LOAD is refreshed as

@@ -434,17 +434,17 @@ import Synchronization
         stopPolling()
         let restoreSpec = session?.restoreSpec
         guard var restore = abandonSession() else { return }
-        restoreLastSpec(restoreSpec)
+        restoreLastSpec(restoreSpec, shown: restore)
         restore.isRefreshing = false
         emit(.state, restore, cancelled: true)
     }
 
     /// After a cancel: `refresh` reloads the request the restored state
-    /// shows, with the loader and options that loaded it. When the
-    /// cancelled load was the cell's first there is none, and `refresh`
-    /// keeps reloading the cancelled one.
-    private func restoreLastSpec(_ box: SpecBox?) {
-        guard let spec = box?.spec else { return }
+    /// (`shown`) shows, with the loader and options that loaded it. When
+    /// it shows none (absent, or a value set by hand), `refresh` keeps
+    /// reloading the last load's request: the cancelled one.
+    private func restoreLastSpec(_ box: SpecBox?, shown: CellState<Value, Request>) {
+        guard shown.request != nil, let spec = box?.spec else { return }
         lastSpec = spec
         let loader = spec.loader.id
         runtime.table.withLock { _ in lastLoaderID = loader }
@@ -833,7 +833,7 @@ import Synchronization
         case .cancelSelf:
             let restoreSpec = session?.restoreSpec
             endSession(.cancelled)
-            restoreLastSpec(restoreSpec)
+            restoreLastSpec(restoreSpec, shown: restore)
             var restore = restore
             restore.isRefreshing = false
             emit(.state, restore, cancelled: true)

@@ -22,7 +22,7 @@ from .builtin import HttpRequest
 from .cache import Cache
 from .codec import BYTES, Codec
 from .enums import VALUE_MAX, CachePolicy, Code, Delivery, Domain, EventType, Flags, Status
-from .errors import Cancelled, Closed, Error, InvalidArgument, TimedOut, WrongState
+from .errors import Cancelled, Closed, Error, InvalidArgument, Superseded, TimedOut, WrongState
 from .loaders import Loader
 from .types import _FLAG_ONLY_OPTIONS, Event, LoadOptions, event_from_raw
 
@@ -477,11 +477,30 @@ class Cell(Generic[T]):
                 waiters.remove(load)
             state.loader_id = previous_loader
             raise core.lib.error(rc, what)
+        if len(waiters) > 1:
+            _supersede(waiters, load, raw)
         self._last_loader = loader
         return load
 
 
 CellT = TypeVar("CellT", bound=Cell[Any])
+
+
+def _supersede(waiters: "List[Load[Any]]", load: "Load[Any]", request: bytes) -> None:
+    """``load`` of ``request`` was issued: the earlier loads still waiting that asked for another request
+    are superseded by it. Each ends with :class:`Superseded` once the cell's events show it (the
+    superseding load's start, or an outcome of another request), or with its own outcome if that comes
+    first (the library ran it before the new load)."""
+    for waiter in waiters:
+        if waiter is not load and waiter._asked is not None and waiter._asked != request:
+            waiter._superseded_by = request
+
+
+def _take_by_hand(state: _CellState) -> None:
+    """``set_loaded`` / ``set_error``: the host sets the outcome of the loads still waiting (full manual
+    control), whatever they asked for."""
+    for waiter in state.waiters:
+        waiter._asked = None
 
 
 def _options(options: Optional[LoadOptions], **fields: Any) -> Optional[LoadOptions]:
@@ -598,6 +617,8 @@ class Loadable(Cell[T]):
         core = self._core
         loader_id = self._last_loader.id if self._last_loader is not None else 0
         load: Load[T] = Load(self, state, None, True, None, loader_id=loader_id)
+        # A refresh asks for the request the state shows.
+        load._asked = state.request
         state.gen += 1
         load._gen = state.gen
         previous_loader, state.loader_id = state.loader_id, loader_id
@@ -620,6 +641,7 @@ class Loadable(Cell[T]):
         except TypeError as exc:
             raise TypeError(f"value: {exc}") from None
         state.gen += 1
+        _take_by_hand(state)
         self._core.check(self._core.dll.lds_loadable_set_loaded(self._core.c_handle, state.id, data, len(data)),
                          "set_loaded")
 
@@ -631,6 +653,7 @@ class Loadable(Cell[T]):
         state = self._state
         text = None if message is None else message.replace("\0", "\\0").encode("utf-8")
         state.gen += 1
+        _take_by_hand(state)
         self._core.check(self._core.dll.lds_loadable_set_error(self._core.c_handle, state.id, code, text),
                          "set_error")
 
@@ -691,10 +714,14 @@ class Load(Generic[T]):
     ``await load`` (or :meth:`state`) returns the settled state: the first
     event, from this load's start on, that is a state with no load under
     way: ``LOADED``, ``ERROR``, a state restored by a cancel (flagged
-    ``CANCELLED``), ``ABSENT`` after a reset... A later load that supersedes
-    this one continues it, so the outcome is that of the last load of the
-    chain. :meth:`value` returns the value of that state and raises when
-    there is none (:class:`LoadFailed`, the exception a loader raised, or
+    ``CANCELLED``), ``ABSENT`` after a reset... A later load of the *same*
+    request that supersedes this one continues it, so the outcome is that
+    of the last load of the chain. A load of *another* request (or
+    ``set_loaded`` / ``set_error``) ends it with :class:`Superseded` instead,
+    raised by ``await``, :meth:`state` and :meth:`value`: a caller never
+    receives the outcome of a request it did not ask for. :meth:`value`
+    returns the value of the settled state and raises when there is none
+    (:class:`LoadFailed`, the exception a loader raised, or
     :class:`Cancelled`); :meth:`Loadable.get` is its ``async`` form.
 
     The exception a Python loader raised is taken onto the load when its
@@ -713,7 +740,8 @@ class Load(Generic[T]):
     """
 
     __slots__ = ("cell", "_state", "_request", "_silent", "_kind", "_policy", "_loader_id", "_gen", "_started",
-                 "_done", "_event", "_error", "_raised", "_loop", "_future", "_more", "_sync")
+                 "_done", "_event", "_error", "_raised", "_loop", "_future", "_more", "_sync", "_asked",
+                 "_superseded_by")
 
     def __init__(self, cell: Cell[T], state: _CellState, request: Optional[bytes], silent: bool,
                  kind: Optional[int], policy: int = CachePolicy.LOAD_ONLY, loader_id: int = 0) -> None:
@@ -737,13 +765,18 @@ class Load(Generic[T]):
         self._future: Optional[asyncio.Future[None]] = None
         self._more: Optional[List[Tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]]] = None
         self._sync: Optional[threading.Event] = None
+        # The request the caller asked for (None: not known, never superseded), and the request of a
+        # later load of the cell that supersedes this one once the events show it (see _supersede).
+        self._asked: Optional[bytes] = request
+        self._superseded_by: Optional[bytes] = None
 
     def _feed(self, raw: Tuple[Any, ...], request: Optional[bytes], state: _CellState,
               STATE: int = EventType.STATE.value, LOADING: int = Status.LOADING.value,
               RUNNING: int = Status.RUNNING.value, CANCELLED: int = Flags.CANCELLED.value,
               FROM_CACHE: int = Flags.FROM_CACHE.value, REFRESHING: int = Flags.REFRESHING.value,
               UNDER_WAY: int = (Flags.PARTIAL | Flags.REFRESHING).value, ERROR: int = Status.ERROR.value,
-              FAILED: int = Status.FAILED.value, HOST: int = Domain.HOST.value) -> None:
+              FAILED: int = Status.FAILED.value, HOST: int = Domain.HOST.value, PARTIAL: int = Flags.PARTIAL.value,
+              ABSENT: int = Status.ABSENT.value, IDLE: int = Status.IDLE.value) -> None:
         """Runs on the delivery thread for every event of the cell while the load waits.
 
         The hot path of every load: the header's values come in as plain
@@ -760,6 +793,11 @@ class Load(Generic[T]):
             # Wait for this load's own start, skipping events still in flight from before it.
             if flags & CANCELLED:
                 return
+            if self._superseded_by is not None and (request or b"") == self._superseded_by \
+                    and (request or b"") != self._asked:
+                # The superseding load began (or ended) before this one was seen to start.
+                self._supersede(request, state)
+                return
             if self._policy and (flags & FROM_CACHE or raw[13] == 0):
                 self._served_from_cache(raw, request, state)
                 return
@@ -774,7 +812,19 @@ class Load(Generic[T]):
                 return
             self._started = True
             return
+        asked = self._asked
         if status == LOADING or status == RUNNING or flags & UNDER_WAY:
+            # The start, or a partial value, of a load of another request: this load was superseded. (A
+            # silent start shows the current state, whose request says nothing of the new load's.)
+            if asked is not None and (request or b"") != asked and (flags & PARTIAL or not flags & REFRESHING):
+                self._supersede(request, state)
+            return
+        if self._superseded_by is not None and asked is not None and (request or b"") != asked \
+                and not flags & CANCELLED and status != ABSENT and status != IDLE:
+            # The outcome of another request, after a later load of another request was issued: never this
+            # load's value. (Without one, a state of another request is this load's own outcome: a job that
+            # finished without a value restores the state before the load.)
+            self._supersede(request, state)
             return
         try:
             state.waiters.remove(self)
@@ -784,6 +834,20 @@ class Load(Generic[T]):
         if (status == ERROR or status == FAILED) and raw[10] == HOST:
             self._take_raised(state, request or b"", raw[11], event.error_message)
         self._resolve(event, None)
+
+    def _supersede(self, request: Optional[bytes], state: _CellState) -> None:
+        """Ends the load with :class:`Superseded`, naming the request that replaced it."""
+        try:
+            state.waiters.remove(self)
+        except ValueError:
+            return
+        raw = request or b""
+        if state.request_codec is BYTES:
+            shown: Any = raw
+        else:
+            shown = state._decode(state.request_codec, raw, "request") if raw else None
+        detail = f"the load was superseded by a load of another request ({shown!r}) before it ended"
+        self._resolve(None, Superseded(Superseded.code, "superseded", detail, shown))
 
     def _take_raised(self, state: _CellState, request: bytes, code: int, message: Optional[str]) -> None:
         """Takes the exception a loader raised for the failed state being delivered, if one is kept.

@@ -27,6 +27,7 @@ __all__ = [
     "NotFound",
     "WrongState",
     "Cancelled",
+    "Superseded",
     "TimedOut",
     "OutOfMemory",
     "Closed",
@@ -96,6 +97,30 @@ class Cancelled(Error):
     """
 
     code = Code.ECANCELED
+
+
+class Superseded(Cancelled):
+    """A load of another request replaced the awaited load on its cell before it ended.
+
+    Raised by awaiting the :class:`~loadstate.Load` (and by :meth:`Load.value <loadstate.Load.value>`,
+    :meth:`Load.state <loadstate.Load.state>` and :meth:`Loadable.get <loadstate.Loadable.get>`), so
+    that a caller never receives the value of a request it did not ask for. A load superseded by a load
+    of the *same* request is not superseded: it takes that load's outcome, and
+    :meth:`~loadstate.Loadable.set_loaded` / :meth:`~loadstate.Loadable.set_error` (full manual control)
+    give theirs to the loads still waiting.
+
+    Attributes:
+        request: the request of the load that replaced the awaited one, decoded with the cell's request
+            codec.
+    """
+
+    def __init__(self, code: Optional[int] = None, message: str = "", detail: Optional[str] = None,
+                 request: Any = None) -> None:
+        super().__init__(code, message, detail)
+        self.request = request
+
+    def __reduce__(self) -> Tuple[Any, ...]:
+        return (type(self), (self.code, self.message, self.detail, self.request))
 
 
 class TimedOut(Error, TimeoutError):

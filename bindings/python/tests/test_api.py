@@ -236,12 +236,64 @@ def test_every_load_sharing_a_job_gets_the_very_exception_its_loader_raised(kind
     run(main())
 
 
-def test_a_superseded_load_raises_the_exception_of_the_load_that_superseded_it(rt, jobs):
+def test_a_load_superseded_by_the_same_request_raises_the_exception_of_the_load_that_superseded_it(rt, jobs):
     cell = rt.loadable(jobs.loader)
-    first = cell.load(b"slow")
+    first = cell.load(b"x")
     jobs.next()
     cell.load(b"x", loader=_raiser(rt, "thread", "later"))
     assert _raised_by(first).who == "later"
+
+
+def test_a_load_superseded_by_another_request_raises_superseded_not_its_exception(rt, jobs):
+    cell = rt.loadable(jobs.loader)
+    first = cell.load(b"slow")
+    jobs.next()
+    second = cell.load(b"x", loader=_raiser(rt, "thread", "later"))
+    with pytest.raises(loadstate.Superseded) as superseded:
+        first.value(WAIT)
+    assert superseded.value.request == b"x" and superseded.value.code == loadstate.Code.ECANCELED
+    assert _raised_by(second).who == "later"
+
+
+def test_a_load_finished_before_the_next_one_keeps_its_own_value(rt, jobs):
+    cell = rt.loadable(jobs.loader)
+    first = cell.load(b"a")
+    jobs.next().succeed(b"A")
+    assert first.value(WAIT) == b"A"
+    second = cell.load(b"b")
+    assert first.value(WAIT) == b"A"       # settled: a later load changes nothing
+    jobs.next().succeed(b"B")
+    assert second.value(WAIT) == b"B"
+
+
+def test_refresh_after_a_cancel_reloads_the_request_the_state_shows(rt, jobs):
+    cell = rt.loadable(jobs.loader)
+    first = cell.load(b"ada")
+    jobs.next().succeed(b"A")
+    assert first.value(WAIT) == b"A"
+    backed_out = cell.load(b"bob")
+    jobs.next()
+    cell.cancel()
+    with pytest.raises(loadstate.Cancelled):
+        backed_out.value(WAIT)
+    assert cell.latest.request == b"ada"
+    refresh = cell.refresh()
+    job = jobs.next()
+    assert job.request == b"ada"
+    job.succeed(b"A2")
+    assert refresh.value(WAIT) == b"A2"
+
+
+def test_a_refresh_superseded_by_another_request_raises_superseded(rt, jobs):
+    cell = rt.loadable(jobs.loader)
+    first = cell.load(b"ada")
+    jobs.next().succeed(b"A")
+    assert first.value(WAIT) == b"A"
+    refresh = cell.refresh()
+    jobs.next()
+    cell.load(b"bob")
+    with pytest.raises(loadstate.Superseded):
+        refresh.value(WAIT)
 
 
 def test_value_of_a_cancelled_or_reset_load_raises_cancelled(rt, jobs):

@@ -103,13 +103,52 @@ def test_await_skips_events_from_before_the_load(errors):
     run(main())
 
 
-def test_superseded_load_resolves_with_the_outcome_of_the_chain(errors):
+def test_a_load_superseded_by_another_request_raises_superseded(errors):
     async def main():
         async with loadstate.Runtime(Delivery.POLL, on_error=errors) as rt:
             cell = rt.loadable(rt.loader(lambda job: job.request, inline=True))
             first = cell.load(b"one")
             second = cell.load(b"two")
-            assert (await first).value == (await second).value == b"two"
+            with pytest.raises(loadstate.Superseded) as superseded:
+                await first
+            assert superseded.value.request == b"two"
+            assert isinstance(superseded.value, loadstate.Cancelled)
+            assert (await second).value == b"two"
+
+    run(main())
+
+
+def test_a_load_superseded_by_the_same_request_takes_its_outcome(errors):
+    async def main():
+        async with loadstate.Runtime(Delivery.POLL, on_error=errors) as rt:
+            cell = rt.loadable(rt.loader(lambda job: job.request, inline=True))
+            first = cell.load(b"one")
+            second = cell.load(b"one")
+            assert (await first).value == (await second).value == b"one"
+
+
+    run(main())
+
+
+def test_gathered_gets_on_one_cell_never_return_another_requests_value(errors):
+    # The first program of many users: every get on one cell, gathered.
+    async def main():
+        async with loadstate.Runtime(Delivery.POLL, on_error=errors) as rt:
+            @rt.loader
+            async def body(job):
+                await asyncio.sleep(0.001)
+                return b"body of " + job.request
+
+            cell = rt.loadable(body)
+            urls = [f"/page/{n}".encode() for n in range(50)]
+            results = await asyncio.gather(*(cell.get(url) for url in urls), return_exceptions=True)
+            for url, result in zip(urls, results):
+                if isinstance(result, loadstate.Superseded):
+                    assert result.request != url
+                else:
+                    assert result == b"body of " + url
+            assert results[-1] == b"body of " + urls[-1]
+            assert sum(isinstance(r, loadstate.Superseded) for r in results) == len(urls) - 1
 
     run(main())
 

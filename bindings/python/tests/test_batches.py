@@ -279,6 +279,21 @@ def _script(operations) -> list:
     return operations + [("load", i, b"end") for i in range(CELLS)]
 
 
+def _settle(load) -> None:
+    """Waits for a load to settle; a load of another request may have superseded it."""
+    try:
+        load.state(WAIT)
+    except loadstate.Superseded:
+        pass
+
+
+async def _settled(load) -> None:
+    try:
+        await load
+    except loadstate.Superseded:
+        pass
+
+
 def _one_by_one(operations) -> list:
     """POLL mode with no asyncio loop: every call reaches the library at once."""
     with loadstate.Runtime(Delivery.POLL) as rt:
@@ -287,13 +302,13 @@ def _one_by_one(operations) -> list:
         for position, (op, index, arg) in enumerate(_script(operations)):
             if op == "settle":
                 for load in loads:
-                    load.state(WAIT)
+                    _settle(load)
             else:
                 load = _apply(cells, position, op, index, arg)
                 if load is not None:
                     loads.append(load)
         for load in loads:
-            load.state(WAIT)
+            _settle(load)
         return [_fields(log) for log in logs]
 
 
@@ -307,13 +322,13 @@ def _batched(operations) -> list:
             for position, (op, index, arg) in enumerate(_script(operations)):
                 if op == "settle":
                     for load in loads:
-                        await load
+                        await _settled(load)
                 else:
                     load = _apply(cells, position, op, index, arg)
                     if load is not None:
                         loads.append(load)
             for load in loads:
-                await load
+                await _settled(load)
             assert spy.batches  # the last loads at least went in a batch
             return [_fields(log) for log in logs]
 

@@ -69,6 +69,8 @@ class State:
 class Session:
     restore: State
     request: bytes
+    # What refresh reloaded before the session (or the chain of loads it continues).
+    restore_remembered: Optional[bytes] = None
     yielded: bool = False
 
 
@@ -96,11 +98,12 @@ class Model:
         return session.restore
 
     def load(self, request: bytes, silent: bool) -> None:
+        restore_remembered = self.session.restore_remembered if self.session is not None else self.remembered
         restore = self._abandon()
         if restore is None:
             restore = dataclasses.replace(self.state)
         self.remembered = request
-        self.session = Session(restore, request)
+        self.session = Session(restore, request, restore_remembered)
         if silent:
             self.state.refreshing = True
             self.state.attempt = 1
@@ -138,9 +141,16 @@ class Model:
                            attempt=1)
         self._emit()
 
+    def _restore_remembered(self, session: Optional[Session]) -> None:
+        """A cancel: refresh reloads the request the restored state shows, when it shows one."""
+        if session is not None and session.restore.request is not None and session.restore_remembered is not None:
+            self.remembered = session.restore_remembered
+
     def cancel(self) -> None:
+        session = self.session
         restore = self._abandon()
         if restore is not None:
+            self._restore_remembered(session)
             self.state = dataclasses.replace(restore, refreshing=False)
             self._emit(cancelled=True)
 

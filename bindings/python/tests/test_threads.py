@@ -66,17 +66,30 @@ def test_loads_on_one_cell_from_many_threads_end_in_one_settled_state(rt):
     def drive(index: int) -> None:
         barrier.wait()
         for n in range(100):
-            loads.append(cell.load(f"{index}:{n}".encode()))
+            request = f"{index}:{n}".encode()
+            loads.append((request, cell.load(request)))
 
     threads = [threading.Thread(target=drive, args=(i,)) for i in range(THREADS)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    outcomes = [load.state(WAIT) for load in loads]
-    assert all(outcome.settled for outcome in outcomes)
-    last = max(outcomes, key=lambda event: event.seq)
-    assert last.status is Status.LOADED
+    outcomes = []
+    superseded = 0
+    for request, load in loads:
+        try:
+            outcome = load.state(WAIT)
+        except loadstate.Superseded as exc:
+            # Another request replaced it: never its value.
+            assert exc.request != request
+            superseded += 1
+            continue
+        assert outcome.settled
+        # A load that settles gets its own request's outcome, never another's.
+        assert outcome.request == request and outcome.value == request
+        outcomes.append(outcome)
+    assert superseded + len(outcomes) == len(loads) and superseded > 0
+    assert cell.snapshot().status is Status.LOADED
     # Events arrive in order, each once.
     assert [e.seq for e in events] == list(range(1, len(events) + 1))
     assert cell.snapshot().seq == events[-1].seq

@@ -11,13 +11,15 @@ Sections (``--only`` picks some, comma-separated):
   example does it (``perform``, ``info_read``, ``select``), C easy handles
   reused, each body written into a ``BytesIO``. aiohttp and httpx: one
   client session with a pool of C connections, C asyncio workers.
-* ``flight``: K concurrent awaits of one key, with sharing. loadstate: K
-  cells, made beforehand, each loading the key with ``share=True`` and
-  awaited together; an ``async def`` loader that waits until every load has
-  been asked for. asyncio: the same awaits through a dict of futures (the
-  usual single-flight helper), with the same loader. Both check that the
-  loader ran once and that every await got the value. The time to make the
-  K cells is printed apart.
+* ``flight``: K concurrent awaits of one key, with sharing, timed from the
+  first call (making loadstate's cells included) to the last result.
+  loadstate: K cells each loading the key with ``share=True``, awaited
+  together; and K awaits of the one-shot ``loader.fetch(key)``. An ``async
+  def`` loader that waits until every await has been asked for. asyncio:
+  the plain single flight (the first caller starts the fetch with
+  ``ensure_future`` and keeps the future in a dict, the others await that
+  future), with the same loader. Each checks that the loader ran once and
+  that every await got the value.
 * ``memory``: M keys in a memory cache, 100-byte and 10 KiB values: puts
   into a new cache, puts that replace every entry, and gets:
   ``rt.memory_cache()`` (as a mapping) against ``cachetools.TTLCache``.
@@ -312,7 +314,9 @@ def http_httpx(url: str, size: int, n: int, concurrency: int) -> None:
 # -- single flight -------------------------------------------------------------------------------------------------
 
 
-def flight_loadstate(k: int, made: List[float]) -> Callable[[], None]:
+def flight_loadstate(k: int) -> Callable[[], None]:
+    """K cells, each awaiting ``cell.load(key, share=True)``; timed from making the cells to the last
+    result."""
     def run() -> None:
         async def main() -> None:
             async with loadstate.Runtime(delivery=loadstate.Delivery.POLL) as rt:
@@ -326,14 +330,13 @@ def flight_loadstate(k: int, made: List[float]) -> Callable[[], None]:
                     await release.wait()
                     return b"the value"
 
-                start = time.perf_counter()
-                cells = [rt.loadable(slow) for _ in range(k)]
-                made.append(time.perf_counter() - start)
                 global _timed_start
                 _timed_start = (time.perf_counter(), time.process_time())
-                loads = [cell.load(b"key", share=True) for cell in cells]
+                cells = [rt.loadable(slow) for _ in range(k)]
+                gathered = asyncio.gather(*(cell.load(b"key", share=True) for cell in cells))
+                await asyncio.sleep(0)
                 release.set()
-                values = await asyncio.gather(*loads)
+                values = await gathered
                 _timed_end.append((time.perf_counter(), time.process_time()))
                 if calls != 1 or any(v.value != b"the value" for v in values):
                     raise AssertionError(f"loadstate: {calls} loader calls")
@@ -344,7 +347,38 @@ def flight_loadstate(k: int, made: List[float]) -> Callable[[], None]:
     return run
 
 
+def flight_fetch(k: int) -> Callable[[], None]:
+    """K awaits of the one-shot ``loader.fetch(key)`` (shared by default): no cell."""
+    def run() -> None:
+        async def main() -> None:
+            async with loadstate.Runtime(delivery=loadstate.Delivery.POLL) as rt:
+                release = asyncio.Event()
+                calls = 0
+
+                @rt.loader
+                async def slow(job: loadstate.Job[bytes]) -> bytes:
+                    nonlocal calls
+                    calls += 1
+                    await release.wait()
+                    return b"the value"
+
+                global _timed_start
+                _timed_start = (time.perf_counter(), time.process_time())
+                gathered = asyncio.gather(*(slow.fetch(b"key") for _ in range(k)))
+                await asyncio.sleep(0)
+                release.set()
+                values = await gathered
+                _timed_end.append((time.perf_counter(), time.process_time()))
+                if calls != 1 or any(v != b"the value" for v in values):
+                    raise AssertionError(f"loadstate fetch: {calls} loader calls")
+
+        asyncio.run(main())
+    return run
+
+
 def flight_asyncio(k: int) -> Callable[[], None]:
+    """The plain asyncio single flight: the first caller starts the fetch with ``ensure_future`` and
+    keeps the future in a dict; the others await that future."""
     def run() -> None:
         async def main() -> None:
             release = asyncio.Event()
@@ -359,19 +393,11 @@ def flight_asyncio(k: int) -> Callable[[], None]:
 
             async def get(key: bytes) -> bytes:
                 future = inflight.get(key)
-                if future is not None:
-                    return await asyncio.shield(future)
-                future = asyncio.get_running_loop().create_future()
-                inflight[key] = future
-                try:
-                    value = await slow(key)
-                    future.set_result(value)
-                    return value
-                except BaseException as exc:
-                    future.set_exception(exc)
-                    raise
-                finally:
-                    del inflight[key]
+                if future is None:
+                    future = asyncio.ensure_future(slow(key))
+                    inflight[key] = future
+                    future.add_done_callback(lambda _: inflight.pop(key, None))
+                return await future
 
             global _timed_start
             _timed_start = (time.perf_counter(), time.process_time())
@@ -514,12 +540,16 @@ def main() -> None:
             nginx.close()
 
     if "flight" in sections:
-        made: List[float] = []
-        print(f"\nsingle flight: {args.k} concurrent awaits of one key")
-        rates = measure([("loadstate share=True", flight_loadstate(args.k, made), True),
-                         ("asyncio dict of futures", flight_asyncio(args.k), True)], args.r, args.k, "await")
-        ratios(rates, "loadstate share=True")
-        print(f"  (making the {args.k} cells beforehand: median {statistics.median(made) * 1e3:.1f} ms)")
+        print(f"\nsingle flight: {args.k} concurrent awaits of one key (loadstate's cells made in the timing)")
+        variants = [("loadstate cells, share=True", flight_loadstate(args.k), True),
+                    ("asyncio dict of futures", flight_asyncio(args.k), True)]
+        if hasattr(loadstate.Loader, "fetch"):
+            variants.insert(1, ("loadstate loader.fetch", flight_fetch(args.k), True))
+        rates = measure(variants, args.r, args.k, "await")
+        base = rates["asyncio dict of futures"]
+        for name, rate in rates.items():
+            if name != "asyncio dict of futures":
+                print(f"  {name}: {base / rate:.2f}x the time of the asyncio dict of futures")
 
     if "memory" in sections:
         import cachetools

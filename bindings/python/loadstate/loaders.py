@@ -31,18 +31,21 @@ import threading
 import weakref
 from ctypes import byref, c_uint64, sizeof
 from threading import get_ident
-from typing import (TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Generic, Iterator, Optional, Tuple,
+from typing import (TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Dict, Generic, Iterator, List, Optional,
+                    Sequence, Tuple,
                     TypeVar, Union, overload)
 
 from . import _core
 from ._checks import I32_MAX, I32_MIN, U64_MAX, flag, instance, integer, seconds
 from ._library import LOADER_CANCEL_FN, OP_FINISH, OP_SUCCEED, LoaderOptionsC
 from .codec import BYTES, Codec
-from .enums import Code
+from .enums import CachePolicy, Code
 from .errors import Cancelled, Closed, InvalidArgument, LoadFailed
 from .types import NO_LIMITS, Limits, limits_fields
 
 if TYPE_CHECKING:
+    from .cache import Cache
+    from .cells import Load, Loadable
     from .runtime import Runtime
 
 __all__ = ["Loader", "Job", "EXCEPTION_CODE", "BytesLoaderFunction"]
@@ -463,6 +466,56 @@ class _LoaderState:
         self.fn = None  # type: ignore[assignment]
 
 
+_ZERO = 0
+
+
+class _Flight:
+    """One load of :meth:`Loader.fetch` and the futures of the calls that wait for it."""
+
+    __slots__ = ("waiters", "load")
+
+    def __init__(self) -> None:
+        self.waiters: List[asyncio.Future[Any]] = []
+        self.load: Optional[Load[Any]] = None
+
+    def leave(self, waiter: "asyncio.Future[Any]", flights: Dict[Tuple[Any, ...], "_Flight"],
+              key: Tuple[Any, ...]) -> None:
+        """A waiting call was cancelled: the load is cancelled when no call waits any more."""
+        try:
+            self.waiters.remove(waiter)
+        except ValueError:
+            return
+        if not self.waiters:
+            if flights.get(key) is self:
+                del flights[key]
+            if self.load is not None:
+                self.load.cancel()
+
+
+async def _fly(flights: Dict[Tuple[Any, ...], _Flight], key: Tuple[Any, ...], flight: _Flight,
+               cell: "Loadable[Any]", load: "Load[Any]") -> None:
+    """Awaits a flight's load and hands its outcome to every call still waiting."""
+    value: Any = None
+    error: Optional[BaseException] = None
+    try:
+        value = load._value_of(await load)
+    except BaseException as exc:  # noqa: BLE001 - handed to the waiters
+        error = exc
+    finally:
+        if flights.get(key) is flight:
+            del flights[key]
+        cell.close()
+    waiters, flight.waiters = flight.waiters, []
+    if error is None:
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(value)
+    else:
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_exception(error)
+
+
 def _release_loader(core: _core.Core, loader_id: int) -> None:
     if not core.closed:
         core.dll.lds_loader_free(core.c_handle, loader_id)
@@ -547,6 +600,8 @@ class Loader(Generic[T]):
         self.codec = codec
         self.request_codec = request_codec
         self._closed = False
+        # fetch's flights: a running load, and who awaits it, per request and options.
+        self._flights: Dict[Tuple[Any, ...], _Flight] = {}
         self._finalizer = weakref.finalize(self, _release_loader, core, self.id)
         self._finalizer.atexit = False
 
@@ -565,6 +620,91 @@ class Loader(Generic[T]):
             rc = self._core.dll.lds_loader_free(self._core.c_handle, self.id)
             if rc < 0 and rc != Code.ECLOSED:
                 raise self._core.lib.error(rc, "close")
+
+    async def fetch(self, request: Any = None, *, share: bool = True, timeout: Optional[float] = None,
+                    retries: int = 0, retry_base: Optional[float] = None, retry_max: Optional[float] = None,
+                    cache: "Optional[Cache[Any]]" = None, cache_key: Union[bytes, str, None] = None,
+                    policy: CachePolicy = CachePolicy.LOAD_ONLY, fresh: Optional[float] = None,
+                    max_age: Optional[float] = None, priority: int = 0) -> T:
+        """Loads ``request`` once and returns the value, raising on failure; no cell to make or close.
+
+        ``value = await loader.fetch(request)`` is the call for code that just
+        wants results (request-per-call code: ``asyncio.gather`` over many
+        URLs). Each call gets the outcome of its own request. With ``share``
+        (the default), calls of the same request and options that overlap
+        wait for one load (the loader runs once, and the load is shared with
+        cells and prefetches of the same key, as ``share=True`` is); the
+        waiters get the same value object. Cancelling a waiting task
+        withdraws it; the load is cancelled when its last waiter has gone.
+        A cell is the right tool when something shows the state over time:
+        loading, refreshing, interrupts, polling, a value kept across
+        loads.
+
+        Arguments are those of :meth:`Loadable.load <loadstate.Loadable.load>`; ``request`` is encoded
+        with the loader's request codec.
+
+        Raises:
+            LoadFailed: the load ended in ``ERROR`` (a :class:`~loadstate.LoadTimedOut` for ``timeout``).
+            Exception: the loader raised it (a loader of this process): the very exception.
+            Cancelled: the load was cancelled (its loader cancelled itself).
+            Closed: the runtime was closed first.
+            TypeError: ``request`` cannot be encoded by the request codec.
+        """
+        from .cells import Loadable  # cells imports this module
+
+        if type(request) is bytes and self.request_codec is BYTES:
+            raw = request
+        elif request is None:
+            raw = b""
+        else:
+            try:
+                raw = self.request_codec.encode(request)
+            except TypeError as exc:
+                raise TypeError(f"request: {exc}") from None
+        if (timeout is None and retries is _ZERO and retry_base is None and retry_max is None and cache is None
+                and cache_key is None and policy is CachePolicy.LOAD_ONLY and fresh is None and max_age is None
+                and priority is _ZERO):
+            options: Tuple[Any, ...] = ()
+            load_options: Dict[str, Any] = {}
+        else:
+            load_options = dict(timeout=timeout, retries=retries, retry_base=retry_base, retry_max=retry_max,
+                                cache=cache, cache_key=cache_key, policy=policy, fresh=fresh, max_age=max_age,
+                                priority=priority)
+            options = (timeout, retries, retry_base, retry_max, id(cache), cache_key, policy, fresh, max_age,
+                       priority)
+        try:
+            loop: Optional[asyncio.AbstractEventLoop] = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        if not share or loop is None:
+            # A load of its own (or, outside asyncio, one awaited the way the running library awaits).
+            cell: Loadable[T] = Loadable(self._runtime, self, request_codec=BYTES)
+            try:
+                load = cell.load(raw, share=share, **load_options)
+                return load._value_of(await load)
+            finally:
+                cell.close()
+        flights = self._flights
+        key = (raw, loop, options) if options else (raw, loop)
+        flight = flights.get(key)
+        if flight is None:
+            flight = flights[key] = _Flight()
+            cell = Loadable(self._runtime, self, request_codec=BYTES)
+            try:
+                load = cell.load(raw, share=True, **load_options)
+            except BaseException:
+                del flights[key]
+                cell.close()
+                raise
+            flight.load = load
+            loop.create_task(_fly(flights, key, flight, cell, load))
+        waiter = loop.create_future()
+        flight.waiters.append(waiter)
+        try:
+            return await waiter  # type: ignore[no-any-return]
+        except asyncio.CancelledError:
+            flight.leave(waiter, flights, key)
+            raise
 
     def __enter__(self) -> "Loader[T]":
         return self

@@ -194,6 +194,10 @@ extern "C" {
                                                  its responses' headers (the http loader's
                                                  Cache-Control, Expires, Vary) do not apply: fresh_ms
                                                  alone decides freshness and every value is stored */
+#define LDS_LOAD_NO_PROGRESS (1u << 6)  /* since 0.5: the cell stops delivering PROGRESS events as the
+                                           load is asked for, as lds_loadable_set_progress(rt, cell, 0)
+                                           (lds_process_set_progress) would, without a call of its own:
+                                           for bindings that turn them off for cells nobody listens to */
 
 /* Delivery modes (lds_runtime_options.delivery). */
 #define LDS_DELIVER_LOOP  0  /* callbacks run on the loop thread (default) */
@@ -886,8 +890,8 @@ int lds_job_on_cancel(lds_runtime *rt, lds_id job,
  * does not use must be 0 (they may take a meaning in a later version).
  */
 #define LDS_OP_LOAD    1  /* lds_loadable_load(rt, target, loader, data, data_len, opts) where opts is
-                             NULL, or (since 0.4) holds only flags = code: LDS_LOAD_SILENT and
-                             LDS_LOAD_SHARE, no other bit */
+                             NULL, or (since 0.4) holds only flags = code: LDS_LOAD_SILENT,
+                             LDS_LOAD_SHARE and (since 0.5) LDS_LOAD_NO_PROGRESS, no other bit */
 #define LDS_OP_CANCEL  2  /* lds_loadable_cancel(rt, target) */
 #define LDS_OP_YIELD   3  /* lds_job_yield(rt, target, data, data_len) */
 #define LDS_OP_SUCCEED 4  /* lds_job_succeed(rt, target, data, data_len) */

@@ -113,6 +113,7 @@ func startLoad(_ rt: OpaquePointer?, _ id: UInt64, _ flavor: CellFlavor, _ kind:
                               options: options, choice: choice, share: share)
         }
         guard let found else { return LDS_ENOENT }
+        if (opts?.pointee.flags ?? 0) & UInt32(LDS_LOAD_NO_PROGRESS) != 0 { found.cell.deliversProgress = false }
         // The closure takes `found` whole: taking its fields apart would copy the spec.
         runtime.loop.execute { found.cell.load(found.spec, ticket: found.ticket) }
         return LDS_OK

@@ -48,7 +48,7 @@ private func submitLoads(_ runtime: Runtime, _ ops: UnsafePointer<lds_op>, _ ran
     // The requests are copied, and the fields checked, before the lock.
     var requests: [Bytes?] = []
     requests.reserveCapacity(range.count)
-    let loadFlags = UInt32(LDS_LOAD_SILENT) | UInt32(LDS_LOAD_SHARE)
+    let loadFlags = UInt32(LDS_LOAD_SILENT) | UInt32(LDS_LOAD_SHARE) | UInt32(LDS_LOAD_NO_PROGRESS)
     for index in range {
         let op = ops[index]
         guard UInt32(bitPattern: op.code) & ~loadFlags == 0 else {
@@ -81,6 +81,7 @@ private func submitLoads(_ runtime: Runtime, _ ops: UnsafePointer<lds_op>, _ ran
                 results?[index] = LDS_ENOENT
                 continue
             }
+            if flags & UInt32(LDS_LOAD_NO_PROGRESS) != 0 { load.cell.deliversProgress = false }
             loads.append(load)
             results?[index] = LDS_OK
         }

@@ -31,6 +31,7 @@ extension LoadOptions {
         let (c, size) = readSized(pointer)
         guard size >= firstVersionSize else { return .failure(.invalidArgument) }
         let knownFlags = UInt32(LDS_LOAD_SILENT) | UInt32(LDS_LOAD_SHARE) | UInt32(LDS_LOAD_POLL_ON_ERROR)
+            | UInt32(LDS_LOAD_NO_PROGRESS)
             | UInt32(LDS_LOAD_IGNORE_CACHE_HEADERS)
         guard c.flags & ~knownFlags == 0 else { return .failure(.invalidArgument) }
         options.silent = c.flags & UInt32(LDS_LOAD_SILENT) != 0

@@ -71,6 +71,37 @@ TEST(test_progress_events_can_be_turned_off_and_on) {
   fixture_finish(&f);
 }
 
+/* LDS_LOAD_NO_PROGRESS turns the cell's PROGRESS events off as the load is
+ * asked for, through lds_loadable_load and through lds_runtime_submit. */
+TEST(test_load_flag_no_progress_turns_progress_events_off) {
+  fixture f;
+  fixture_init(&f, LDS_DELIVER_LOOP, NULL);
+  lds_load_options o = LDS_LOAD_OPTIONS_INIT;
+  o.flags = LDS_LOAD_NO_PROGRESS;
+  REQUIRE_RC(fx_load(&f, "r1", &o), LDS_OK);
+  REQUIRE(HOST_WAIT(&f.h, 1));
+  lds_id job = host_job_at(&f.h, 0);
+  REQUIRE_RC(lds_job_progress(f.rt, job, 3, 10), LDS_OK);
+  REQUIRE_RC(fx_succeed(&f, job, "v"), LDS_OK);
+  REQUIRE(REC_WAIT(&f.rec, 2));
+  CHECK_STATE(rec_at(&f.rec, 0), 1, LDS_LOADING, 0);
+  CHECK_STATE(rec_at(&f.rec, 1), 2, LDS_LOADED, 0);
+  /* On again; then off by a submitted load. */
+  REQUIRE_RC(lds_loadable_set_progress(f.rt, f.cell, 1), LDS_OK);
+  lds_op op = {LDS_OP_LOAD, (int32_t)LDS_LOAD_NO_PROGRESS, f.cell, f.loader, "r2", 2};
+  int32_t result = 1;
+  REQUIRE_RC(lds_runtime_submit(f.rt, &op, 1, &result), 1);
+  CHECK_RC(result, LDS_OK);
+  REQUIRE(HOST_WAIT(&f.h, 2));
+  job = host_job_at(&f.h, 1);
+  REQUIRE_RC(lds_job_progress(f.rt, job, 5, 10), LDS_OK);
+  REQUIRE_RC(fx_succeed(&f, job, "w"), LDS_OK);
+  REQUIRE(REC_WAIT(&f.rec, 4));
+  CHECK_STATE(rec_at(&f.rec, 2), 3, LDS_LOADING, 0);
+  CHECK_STATE(rec_at(&f.rec, 3), 4, LDS_LOADED, 0);
+  fixture_finish(&f);
+}
+
 TEST(test_on_cancel_runs_on_cancel_in_order_not_on_succeed) {
   fixture f;
   fixture_init(&f, LDS_DELIVER_LOOP, NULL);

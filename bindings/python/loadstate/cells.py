@@ -21,7 +21,7 @@ from ._library import OP_LOAD, LoadOptionsC, SnapshotC
 from .builtin import HttpRequest
 from .cache import Cache
 from .codec import BYTES, Codec
-from .enums import VALUE_MAX, CachePolicy, Code, Delivery, Domain, EventType, Flags, Status
+from .enums import VALUE_MAX, CachePolicy, Code, Delivery, Domain, EventType, Flags, LoadFlags, Status
 from .errors import Cancelled, Closed, Error, InvalidArgument, Superseded, TimedOut, WrongState
 from .loaders import Loader
 from .types import _FLAG_ONLY_OPTIONS, Event, LoadOptions, event_from_raw
@@ -58,6 +58,10 @@ def options_struct(options: LoadOptions) -> Tuple[LoadOptionsC, Any]:
 
 # Values at least this large are decoded straight from the library's memory by codecs that can.
 _DECODE_IN_PLACE = 64 * 1024
+_PROGRESS = EventType.PROGRESS.value
+_NO_PROGRESS = LoadFlags.NO_PROGRESS.value
+# The options of a load with no option but LDS_LOAD_NO_PROGRESS (read only: shared by every thread).
+_NO_PROGRESS_OPTIONS = byref(LoadOptionsC(sizeof(LoadOptionsC), _NO_PROGRESS))
 # No value decoded in place.
 _NOT_DECODED: Any = object()
 
@@ -147,6 +151,13 @@ class _CellState:
                     stream._push(event)
         else:
             self._event = None
+            if raw[0] == _PROGRESS and self.progress:
+                # A PROGRESS event of a cell nobody listens to, whose loads did not turn them off (a
+                # refresh, a load refused by the library): the library stops sending them.
+                try:
+                    self.listen_for_progress()
+                except Error as exc:
+                    self.core.report(exc, f"turning off the progress events of cell {self.id}")
         # Loads last: once a load's outcome is visible, every callback has seen it.
         waiters = self.waiters
         if waiters:
@@ -298,9 +309,8 @@ class Cell(Generic[T]):
         state.c_id = out
         core.cells[state.id] = state
         self._state = state
-        self._finalizer = weakref.finalize(self, _free_cell, core, state)
-        self._finalizer.atexit = False  # the runtime's own close frees every cell
-        state.listen_for_progress()
+        # PROGRESS events are turned off by the first load of a cell that nobody listens to (see _begin),
+        # not here: one call into the library fewer for every cell made.
 
     @property
     def id(self) -> int:
@@ -399,7 +409,6 @@ class Cell(Generic[T]):
         state = self._state
         if state.closed:
             return
-        self._finalizer.detach()
         core = self._core
         core.cells.pop(state.id, None)
         if not core.closed:
@@ -408,6 +417,13 @@ class Cell(Generic[T]):
             if rc < 0 and rc != Code.ECLOSED:
                 raise core.lib.error(rc, "close")
         state.end(core.lib.error(Code.ECLOSED, f"cell {state.id} was closed"))
+
+    def __del__(self) -> None:
+        # A cell the user dropped without closing it is freed in the library (the runtime's own close
+        # frees every cell). Cheaper than a weakref.finalize made for every cell.
+        state = self.__dict__.get("_state")
+        if state is not None and not state.closed:
+            _free_cell(state.core, state)
 
     def __enter__(self: "CellT") -> "CellT":
         return self
@@ -463,15 +479,26 @@ class Cell(Generic[T]):
         previous_loader, state.loader_id = state.loader_id, loader.id
         waiters = state.waiters
         waiters.append(load)  # before the call: the start event may come at once
+        # A cell nobody listens to has its PROGRESS events turned off by its first load (no call of its own).
+        quiet = state.progress and not state.subscribers and not state.streams
         if deferred:
             core.defer(OP_LOAD, state.id, loader.id, raw, load,
-                       options.load_flags() if options is not None else 0)
+                       (options.load_flags() if options is not None else 0) | (_NO_PROGRESS if quiet else 0))
             rc = 0
-        elif kind is None:
-            rc = core.dll.lds_loadable_load(core.c_handle, state.c_id, loader._c_id, raw, len(raw), c_options)
         else:
-            rc = core.dll.lds_process_run(core.c_handle, state.c_id, kind, loader._c_id, raw, len(raw), c_options)
+            if quiet:
+                if c_options is None:
+                    c_options = _NO_PROGRESS_OPTIONS
+                else:
+                    struct.flags |= _NO_PROGRESS
+            if kind is None:
+                rc = core.dll.lds_loadable_load(core.c_handle, state.c_id, loader._c_id, raw, len(raw), c_options)
+            else:
+                rc = core.dll.lds_process_run(core.c_handle, state.c_id, kind, loader._c_id, raw, len(raw),
+                                              c_options)
         del keep
+        if rc >= 0 and quiet:
+            state.progress = False
         if rc < 0:
             if load in waiters:
                 waiters.remove(load)

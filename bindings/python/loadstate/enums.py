@@ -191,6 +191,7 @@ class LoadFlags(enum.IntFlag):
     SHARE = 1 << 1
     POLL_ON_ERROR = 1 << 4
     IGNORE_CACHE_HEADERS = 1 << 5
+    NO_PROGRESS = 1 << 6
 
 
 class HttpFlags(enum.IntFlag):

@@ -650,8 +650,6 @@ class Loader(Generic[T]):
             Closed: the runtime was closed first.
             TypeError: ``request`` cannot be encoded by the request codec.
         """
-        from .cells import Loadable  # cells imports this module
-
         if type(request) is bytes and self.request_codec is BYTES:
             raw = request
         elif request is None:
@@ -678,7 +676,7 @@ class Loader(Generic[T]):
             loop = None
         if not share or loop is None:
             # A load of its own (or, outside asyncio, one awaited the way the running library awaits).
-            cell: Loadable[T] = Loadable(self._runtime, self, request_codec=BYTES)
+            cell: Loadable[T] = self._runtime.loadable(self, request_codec=BYTES)
             try:
                 load = cell.load(raw, share=share, **load_options)
                 return load._value_of(await load)
@@ -689,7 +687,7 @@ class Loader(Generic[T]):
         flight = flights.get(key)
         if flight is None:
             flight = flights[key] = _Flight()
-            cell = Loadable(self._runtime, self, request_codec=BYTES)
+            cell = self._runtime.loadable(self, request_codec=BYTES)
             try:
                 load = cell.load(raw, share=True, **load_options)
             except BaseException:

@@ -70,6 +70,7 @@ pub const LDS_LOAD_SILENT: u32 = 1 << 0;
 pub const LDS_LOAD_SHARE: u32 = 1 << 1;
 pub const LDS_LOAD_POLL_ON_ERROR: u32 = 1 << 4;
 pub const LDS_LOAD_IGNORE_CACHE_HEADERS: u32 = 1 << 5;
+pub const LDS_LOAD_NO_PROGRESS: u32 = 1 << 6;
 
 pub const LDS_PRIORITY_PREFETCH: i32 = -100;
 

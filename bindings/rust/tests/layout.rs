@@ -451,6 +451,7 @@ fn structs_and_constants_match_the_c_header() {
         LDS_LOAD_SHARE,
         LDS_LOAD_POLL_ON_ERROR,
         LDS_LOAD_IGNORE_CACHE_HEADERS,
+        LDS_LOAD_NO_PROGRESS,
         LDS_PRIORITY_PREFETCH,
         LDS_POLICY_LOAD_ONLY,
         LDS_POLICY_CACHE_FIRST,

@@ -105,18 +105,21 @@ func startLoad(_ rt: OpaquePointer?, _ id: UInt64, _ flavor: CellFlavor, _ kind:
         // Process runs produce no value to cache.
         if flavor == .process && choice != nil { return LDS_EINVAL }
         guard runtime.acceptsQueuedWork else { return LDS_EAGAIN }
-        let share = (opts?.pointee.flags ?? 0) & UInt32(LDS_LOAD_SHARE) != 0
+        let flags = opts?.pointee.flags ?? 0
+        let share = flags & UInt32(LDS_LOAD_SHARE) != 0
         // One visit to the table: the cell, the loader, the cache, and what
-        // the load records before it is queued.
-        let found = runtime.table.withLock { storage in
-            prepareLoadLocked(&storage, cell: id, flavor: flavor, loader: loaderID, request: bytes, kind: kind,
-                              options: options, choice: choice, share: share)
+        // the load records; it is queued under the same lock, so that the
+        // loop runs the cell's operations in the order of their tickets.
+        let queued = runtime.table.withLock { storage -> Bool in
+            guard let found = prepareLoadLocked(&storage, cell: id, flavor: flavor, loader: loaderID,
+                                                request: bytes, kind: kind, options: options, choice: choice,
+                                                share: share) else { return false }
+            if flags & UInt32(LDS_LOAD_NO_PROGRESS) != 0 { found.cell.deliversProgress = false }
+            // The closure takes `found` whole: taking its fields apart would copy the spec.
+            runtime.loop.execute { found.cell.load(found.spec, ticket: found.ticket) }
+            return true
         }
-        guard let found else { return LDS_ENOENT }
-        if (opts?.pointee.flags ?? 0) & UInt32(LDS_LOAD_NO_PROGRESS) != 0 { found.cell.deliversProgress = false }
-        // The closure takes `found` whole: taking its fields apart would copy the spec.
-        runtime.loop.execute { found.cell.load(found.spec, ticket: found.ticket) }
-        return LDS_OK
+        return queued ? LDS_OK : LDS_ENOENT
     }
 }
 
@@ -143,8 +146,7 @@ public func ldsLoadableRefresh(_ rt: OpaquePointer?, _ id: UInt64) -> Int32 {
     withCellQueueing(rt, id, .loadable) { runtime, cell in
         guard let loaderID = cell.refreshLoaderID else { return LDS_ESTATE }
         guard runtime.table.lookup(loaderID, as: ByteLoader.self) != nil else { return LDS_ENOENT }
-        let ticket = cell.requestLeave()
-        runtime.loop.execute { cell.refresh(ticket: ticket) }
+        cell.queueLeaving { ticket in cell.refresh(ticket: ticket) }
         return LDS_OK
     }
 }

@@ -85,16 +85,21 @@ private func submitLoads(_ runtime: Runtime, _ ops: UnsafePointer<lds_op>, _ ran
             loads.append(load)
             results?[index] = LDS_OK
         }
-    }
-    guard !loads.isEmpty else { return 0 }
-    if loads.count == 1 {
-        let load = loads[0]
-        runtime.loop.execute { load.cell.load(load.spec, ticket: load.ticket) }
-    } else {
-        runtime.loop.execute {
-            // Through the buffer, each load is borrowed where a for-in loop would copy (and retain) it.
-            loads.withUnsafeBufferPointer { batch in
-                for index in batch.indices { batch[index].cell.load(batch[index].spec, ticket: batch[index].ticket) }
+        // Queued under the lock that gave the tickets, so that the loop runs
+        // each cell's operations in their order (see `Cell.queueLeaving`).
+        guard !loads.isEmpty else { return }
+        if loads.count == 1 {
+            let load = loads[0]
+            runtime.loop.execute { load.cell.load(load.spec, ticket: load.ticket) }
+        } else {
+            let batch = loads
+            runtime.loop.execute {
+                // Through the buffer, each load is borrowed where a for-in loop would copy (and retain) it.
+                batch.withUnsafeBufferPointer { batch in
+                    for index in batch.indices {
+                        batch[index].cell.load(batch[index].spec, ticket: batch[index].ticket)
+                    }
+                }
             }
         }
     }

@@ -184,8 +184,21 @@ import Synchronization
     /// reset, set_*, free) and queues it for the loop thread.
     @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
     @usableFromInline package func leave(then operation: @escaping (Cell) -> Void) {
-        requestLeave()
-        runtime.loop.execute { [self] in operation(self) }
+        queueLeaving { [self] _ in operation(self) }
+    }
+
+    /// Any thread: records an operation that ends the cell's load (a load
+    /// of `loader`, when given: see `prepareLoadLocked`) and queues `work`
+    /// for the loop thread with its ticket, under one acquisition of the
+    /// table lock. So the loop runs the cell's operations in the order
+    /// their tickets were given, whatever threads ask for them: a load run
+    /// after one asked for later would find itself superseded and start no
+    /// job, and no later operation would come to end it.
+    @usableFromInline package func queueLeaving(loader: UInt64? = nil, _ work: @escaping (UInt64) -> Void) {
+        runtime.table.withLock { _ in
+            let ticket = loader.map { prepareLoadLocked(loader: $0) } ?? requestLeaveLocked()
+            runtime.loop.execute { work(ticket) }
+        }
     }
 
     /// Any thread: asks for a cancel (`reset` false) or a reset of the
@@ -196,21 +209,21 @@ import Synchronization
     /// in a loop queues one operation at a time, not one per call.
     @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
     @usableFromInline package func stop(reset: Bool) {
-        let queued = runtime.table.withLock { _ -> UInt32 in
-            if !reset && !loadRequested { return 0 }
-            if queuedStop != 0 && queuedStop == leaveRequests && (queuedStopResets || !reset) { return 0 }
-            queuedStop = UInt32(truncatingIfNeeded: requestLeaveLocked())
+        runtime.table.withLock { _ in
+            if !reset && !loadRequested { return }
+            if queuedStop != 0 && queuedStop == leaveRequests && (queuedStopResets || !reset) { return }
+            let queued = UInt32(truncatingIfNeeded: requestLeaveLocked())
+            queuedStop = queued
             queuedStopResets = reset
-            return queuedStop
-        }
-        guard queued != 0 else { return }
-        runtime.loop.execute { [self] in
-            // From here on a later stop changes something again (a load the
-            // loop starts itself, such as a cache invalidation's, may run).
-            runtime.table.withLock { _ in
-                if queuedStop == queued { queuedStop = 0 }
+            // Queued under the lock, in the order of the tickets (see `queueLeaving`).
+            runtime.loop.execute { [self] in
+                // From here on a later stop changes something again (a load the
+                // loop starts itself, such as a cache invalidation's, may run).
+                runtime.table.withLock { _ in
+                    if queuedStop == queued { queuedStop = 0 }
+                }
+                if reset { self.reset() } else { cancel() }
             }
-            if reset { self.reset() } else { cancel() }
         }
     }
 
@@ -238,10 +251,6 @@ import Synchronization
         return requestLeaveLocked()
     }
 
-    /// `prepareLoadLocked`, taking the table lock.
-    @usableFromInline package func prepareLoad(loader: UInt64) -> UInt64 {
-        runtime.table.withLock { _ in prepareLoadLocked(loader: loader) }
-    }
 
     /// Any thread: the loader `refresh` would use, or nil if no load was
     /// ever asked for.
@@ -950,6 +959,9 @@ import Synchronization
 
     /// The number of the load under way (see `CellEvent.load`), if any.
     @usableFromInline package var currentLoad: UInt64? { session.map { UInt64($0.serial) } }
+
+    /// Loop thread: the request of the load under way, if one is.
+    package var currentRequest: Request? { session == nil ? nil : lastSpec?.request }
 
     // MARK: - Events
 

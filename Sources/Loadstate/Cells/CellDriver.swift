@@ -33,6 +33,18 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
     private var interruptChain: Task<Void, Never>?
     /// Callers of `loadAndWait`, by the load they wait for.
     private var loadWaiters: [(load: UInt64, done: CheckedContinuation<Void, Never>)] = []
+    /// Callers of `loadOutcome`, by the load they wait for.
+    private var outcomeWaiters: [(load: UInt64, done: CheckedContinuation<LoadOutcomeSeen, Never>)] = []
+
+    /// How a load a caller of `loadOutcome` waited for ended.
+    enum LoadOutcomeSeen: @unchecked Sendable {
+        /// The state it ended in (loaded, error, a state restored by a cancel (`cancelled`), or reset).
+        case ended(CellState<Value, Request>, cancelled: Bool)
+        /// Another load of the cell replaced it; its request.
+        case superseded(Request?)
+        /// The cell was freed first.
+        case freed
+    }
 
     init(runtime: Runtime, flavor: CellFlavor, initial: Public,
          translate: @escaping @Sendable (CellState<Value, Request>) -> Public,
@@ -59,6 +71,7 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
         }
         for s in subscribers { s.finish() }
         for w in loadWaiters { w.done.resume() }
+        for w in outcomeWaiters { w.done.resume(returning: .freed) }
         // On the loop thread, the driver goes inside one of the core cell's
         // events (the last reference was the observer's): the runtime,
         // which the cell still uses, is released after that work, should
@@ -117,17 +130,15 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
 
     /// Starts a load; its job runs as its loader says (a closure's in a new task).
     func load(_ spec: LoadSpec<Value, Request>, interrupts: InterruptCall?) {
-        let ticket = core.prepareLoad(loader: spec.loader.id)
-        runtime.loop.execute { [self] in begin(spec, interrupts, ticket: ticket) }
+        core.queueLeaving(loader: spec.loader.id) { [self] ticket in begin(spec, interrupts, ticket: ticket) }
     }
 
     /// Starts a load and returns once it ended (its result is shown, or it
     /// was cancelled or superseded). Cancelling the caller cancels the load.
     func loadAndWait(_ spec: LoadSpec<Value, Request>, interrupts: InterruptCall?) async {
-        let ticket = core.prepareLoad(loader: spec.loader.id)
         await withTaskCancellationHandler {
             await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-                runtime.loop.execute { [self] in
+                core.queueLeaving(loader: spec.loader.id) { [self] ticket in
                     begin(spec, interrupts, ticket: ticket)
                     if let load = core.currentLoad {
                         loadWaiters.append((load, done))
@@ -141,14 +152,34 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
         }
     }
 
+    /// Starts a load and returns how it ended: its final state, or the
+    /// request of the load that superseded it. Cancelling the caller
+    /// cancels the load.
+    func loadOutcome(_ spec: LoadSpec<Value, Request>) async -> LoadOutcomeSeen {
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (done: CheckedContinuation<LoadOutcomeSeen, Never>) in
+                core.queueLeaving(loader: spec.loader.id) { [self] ticket in
+                    begin(spec, nil, ticket: ticket)
+                    if let load = core.currentLoad {
+                        outcomeWaiters.append((load, done))
+                    } else {
+                        // Answered at once (by its cache), or ended before it began.
+                        done.resume(returning: .ended(core.state, cancelled: false))
+                    }
+                }
+            }
+        } onCancel: {
+            cancel()
+        }
+    }
+
     /// Starts a load whose body runs in a child of the caller's task, and
     /// returns once the cell shows how it ended. Cancelling the caller
     /// cancels the load; cancelling the load cancels the body.
     func loadInline(_ spec: LoadSpec<Value, Request>, interrupts: InterruptCall?) async {
         guard let loader = spec.loader as? SwiftLoader<Value, Request> else { return }
-        let ticket = core.prepareLoad(loader: loader.id)
         let started = await withCheckedContinuation { caller in
-            runtime.loop.execute { [self] in
+            core.queueLeaving(loader: loader.id) { [self] ticket in
                 loader.inlineCaller = caller
                 begin(spec, interrupts, ticket: ticket)
                 loader.abandonInlineCaller()
@@ -188,8 +219,7 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
     @discardableResult
     func refresh() -> Bool {
         guard core.refreshLoaderID != nil else { return false }
-        let ticket = core.requestLeave()
-        runtime.loop.execute { [self] in
+        core.queueLeaving { [self] ticket in
             let call = lastInterruptCall
             core.refresh(ticket: ticket)
             remember(call)
@@ -263,6 +293,21 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
                     if w.load == running { waiting.append(w) } else { w.done.resume() }
                 }
                 loadWaiters = waiting
+            }
+            if !outcomeWaiters.isEmpty {
+                let running = core.currentLoad
+                var waiting: [(load: UInt64, done: CheckedContinuation<LoadOutcomeSeen, Never>)] = []
+                for w in outcomeWaiters {
+                    if w.load == running {
+                        waiting.append(w)
+                    } else if let running, event.load == running {
+                        // A new load began: the awaited one was superseded.
+                        w.done.resume(returning: .superseded(core.currentRequest))
+                    } else {
+                        w.done.resume(returning: .ended(event.state, cancelled: event.isCancelled))
+                    }
+                }
+                outcomeWaiters = waiting
             }
         }
     }

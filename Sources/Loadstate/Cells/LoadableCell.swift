@@ -136,6 +136,37 @@ public final class LoadableCellWith<Request: Sendable, Value: Sendable>: Observa
         await driver.loadAndWait(spec, interrupts: InterruptCall(handler: onInterrupt, delays: interrupts))
     }
 
+    /// Loads `request` with the cell's loader and returns its value: what
+    /// Python's `await cell.get(request)` is. The cell shows the load as
+    /// `load` does.
+    ///
+    /// - Throws: `LoadSuperseded` when another load of the cell replaced
+    ///   this one before it ended (the caller never receives the value of a
+    ///   request it did not ask for); the load's error when it failed (the
+    ///   loader's own error, or a `LoadError`); `CancellationError` when it
+    ///   was cancelled or reset, the cell freed, or the caller cancelled
+    ///   (which cancels the load).
+    public func get(_ request: Request, silently: Bool = false, timeout: Duration? = nil,
+                    retries: Int = 0, policy: CachePolicy? = nil) async throws -> Value {
+        let settings = LoadSettings(silently: silently, timeout: timeout, interrupts: [], retries: retries)
+        guard let spec = loaderSpec(request, settings, policy: policy) else {
+            throw LoadError(.wrongState, message: "the cell has no loader: pass a closure to load")
+        }
+        switch await driver.loadOutcome(spec) {
+        case .superseded(let by):
+            throw LoadSuperseded(request: by)
+        case .freed:
+            throw CancellationError()
+        case .ended(let state, let cancelled):
+            if cancelled { throw CancellationError() }
+            switch Self.translate(state) {
+            case .loaded(let value): return value
+            case .error(let error): throw error
+            case .absent, .loading: throw CancellationError()
+            }
+        }
+    }
+
     // MARK: - Loads with a closure
 
     /// Loads `request` with `body`, which runs in a new task on the

@@ -30,3 +30,20 @@ public struct TimeoutError: Error, Sendable, Equatable {
     /// The error.
     public init() {}
 }
+
+/// Thrown by `LoadableCellWith.get` when another load of the cell replaced
+/// the awaited one before it ended: the caller never receives the value of
+/// a request it did not ask for. `request` is the request of the load that
+/// replaced it (nil when that load was a refresh, or is not known).
+public struct LoadSuperseded<Request: Sendable>: Error, Sendable, CustomStringConvertible {
+    /// The request of the load that replaced the awaited one.
+    public let request: Request?
+
+    /// The error.
+    public init(request: Request?) { self.request = request }
+
+    public var description: String {
+        if let request { return "LoadSuperseded(by a load of \(request))" }
+        return "LoadSuperseded"
+    }
+}

@@ -363,6 +363,67 @@ impl Events {
         }
     }
 
+    /// Waits for the outcome of the load of `request` just asked for on
+    /// this stream's cell, reading the events from its start on: the
+    /// event it settled in (loaded, or an error: see [`Event::error`]).
+    /// Call it after [`Loadable::load`] and before any other call on the
+    /// cell, with no other reader of the stream; events before the load's
+    /// start are skipped.
+    ///
+    /// # Errors
+    ///
+    /// - [`LoadWaitError::Superseded`]: a load of another request replaced
+    ///   this one before it ended (its request is given): the caller never
+    ///   receives another request's value. A load of the same request
+    ///   continues it.
+    /// - [`LoadWaitError::Cancelled`]: the load was cancelled (the restored
+    ///   state is given) or reset.
+    /// - [`LoadWaitError::Timeout`]: `timeout` passed first.
+    /// - [`LoadWaitError::Disconnected`]: the cell or runtime was dropped first.
+    pub fn wait_for_load(&self, request: &[u8], timeout: Duration) -> std::result::Result<Event, LoadWaitError> {
+        use crate::event::{EventType, Flags, Status};
+        let deadline = Instant::now() + timeout;
+        let mut started = false;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let event = self.rx.recv_timeout(left).map_err(|error| match error {
+                RecvTimeoutError::Timeout => LoadWaitError::Timeout,
+                RecvTimeoutError::Disconnected => LoadWaitError::Disconnected,
+            })?;
+            if event.event_type != EventType::State {
+                continue;
+            }
+            let ours = event.request.as_deref().unwrap_or_default() == request;
+            let starting = matches!(event.status, Status::Loading | Status::Running)
+                && !event.flags.contains(Flags::REFRESHING);
+            let under_way = starting || event.flags.contains(Flags::PARTIAL) || event.flags.contains(Flags::REFRESHING);
+            if !started {
+                if event.flags.contains(Flags::CANCELLED) {
+                    continue;
+                }
+                if (ours && starting) || event.flags.contains(Flags::REFRESHING) {
+                    started = true;
+                } else if ours && !under_way && (event.flags.contains(Flags::FROM_CACHE) || event.attempt == 0) {
+                    return Ok(event); // answered by its cache, with no load
+                }
+                continue;
+            }
+            if under_way {
+                if !ours && (starting || event.flags.contains(Flags::PARTIAL)) {
+                    return Err(LoadWaitError::Superseded { request: event.request });
+                }
+                continue;
+            }
+            if event.flags.contains(Flags::CANCELLED) || matches!(event.status, Status::Absent | Status::Idle) {
+                return Err(LoadWaitError::Cancelled(Box::new(event)));
+            }
+            if !ours {
+                return Err(LoadWaitError::Superseded { request: event.request });
+            }
+            return Ok(event);
+        }
+    }
+
     /// A blocking iterator over the events, ending with the stream.
     pub fn iter(&self) -> mpsc::Iter<'_, Event> {
         self.rx.iter()
@@ -400,3 +461,36 @@ impl fmt::Debug for Events {
         f.debug_struct("Events").finish_non_exhaustive()
     }
 }
+
+/// Why [`Events::wait_for_load`] returned no outcome.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LoadWaitError {
+    /// A load of another request replaced the awaited one before it ended.
+    Superseded {
+        /// The request of the load that replaced it.
+        request: Option<Vec<u8>>,
+    },
+    /// The load was cancelled or reset: the state the cell returned to.
+    Cancelled(Box<Event>),
+    /// The time given passed first.
+    Timeout,
+    /// The cell or its runtime was dropped first.
+    Disconnected,
+}
+
+impl fmt::Display for LoadWaitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LoadWaitError::Superseded { request: Some(request) } => {
+                write!(f, "superseded by a load of {}", String::from_utf8_lossy(request))
+            }
+            LoadWaitError::Superseded { request: None } => f.write_str("superseded by another load"),
+            LoadWaitError::Cancelled(_) => f.write_str("the load was cancelled or reset"),
+            LoadWaitError::Timeout => f.write_str("timed out waiting for the load"),
+            LoadWaitError::Disconnected => f.write_str("the cell or runtime was dropped"),
+        }
+    }
+}
+
+impl std::error::Error for LoadWaitError {}

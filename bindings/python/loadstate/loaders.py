@@ -472,28 +472,32 @@ _ZERO = 0
 class _Flight:
     """One load of :meth:`Loader.fetch` and the futures of the calls that wait for it."""
 
-    __slots__ = ("waiters", "load")
+    __slots__ = ("flights", "key", "load", "waiters")
 
-    def __init__(self) -> None:
+    def __init__(self, flights: Dict[Tuple[Any, ...], "_Flight"], key: Tuple[Any, ...], load: "Load[Any]") -> None:
+        self.flights = flights
+        self.key = key
+        self.load = load
         self.waiters: List[asyncio.Future[Any]] = []
-        self.load: Optional[Load[Any]] = None
 
-    def leave(self, waiter: "asyncio.Future[Any]", flights: Dict[Tuple[Any, ...], "_Flight"],
-              key: Tuple[Any, ...]) -> None:
-        """A waiting call was cancelled: the load is cancelled when no call waits any more."""
+    def end(self) -> None:
+        """The flight takes no more callers (its load ended, or nobody waits)."""
+        if self.flights.get(self.key) is self:
+            del self.flights[self.key]
+
+    def left(self, waiter: "asyncio.Future[Any]") -> None:
+        """A waiter's done callback, which runs only when it was cancelled (``_fly`` removes it first
+        otherwise): the load is cancelled when no call waits any more."""
         try:
             self.waiters.remove(waiter)
         except ValueError:
             return
         if not self.waiters:
-            if flights.get(key) is self:
-                del flights[key]
-            if self.load is not None:
-                self.load.cancel()
+            self.end()
+            self.load.cancel()
 
 
-async def _fly(flights: Dict[Tuple[Any, ...], _Flight], key: Tuple[Any, ...], flight: _Flight,
-               cell: "Loadable[Any]", load: "Load[Any]") -> None:
+async def _fly(flight: _Flight, cell: "Loadable[Any]", load: "Load[Any]") -> None:
     """Awaits a flight's load and hands its outcome to every call still waiting."""
     value: Any = None
     error: Optional[BaseException] = None
@@ -502,17 +506,16 @@ async def _fly(flights: Dict[Tuple[Any, ...], _Flight], key: Tuple[Any, ...], fl
     except BaseException as exc:  # noqa: BLE001 - handed to the waiters
         error = exc
     finally:
-        if flights.get(key) is flight:
-            del flights[key]
+        flight.end()
         cell.close()
     waiters, flight.waiters = flight.waiters, []
-    if error is None:
-        for waiter in waiters:
-            if not waiter.done():
+    left = flight.left
+    for waiter in waiters:
+        if not waiter.done():
+            waiter.remove_done_callback(left)
+            if error is None:
                 waiter.set_result(value)
-    else:
-        for waiter in waiters:
-            if not waiter.done():
+            else:
                 waiter.set_exception(error)
 
 
@@ -621,11 +624,11 @@ class Loader(Generic[T]):
             if rc < 0 and rc != Code.ECLOSED:
                 raise self._core.lib.error(rc, "close")
 
-    async def fetch(self, request: Any = None, *, share: bool = True, timeout: Optional[float] = None,
-                    retries: int = 0, retry_base: Optional[float] = None, retry_max: Optional[float] = None,
-                    cache: "Optional[Cache[Any]]" = None, cache_key: Union[bytes, str, None] = None,
-                    policy: CachePolicy = CachePolicy.LOAD_ONLY, fresh: Optional[float] = None,
-                    max_age: Optional[float] = None, priority: int = 0) -> T:
+    def fetch(self, request: Any = None, *, share: bool = True, timeout: Optional[float] = None,
+              retries: int = 0, retry_base: Optional[float] = None, retry_max: Optional[float] = None,
+              cache: "Optional[Cache[Any]]" = None, cache_key: Union[bytes, str, None] = None,
+              policy: CachePolicy = CachePolicy.LOAD_ONLY, fresh: Optional[float] = None,
+              max_age: Optional[float] = None, priority: int = 0) -> Awaitable[T]:
         """Loads ``request`` once and returns the value, raising on failure; no cell to make or close.
 
         ``value = await loader.fetch(request)`` is the call for code that just
@@ -640,15 +643,23 @@ class Loader(Generic[T]):
         loading, refreshing, interrupts, polling, a value kept across
         loads.
 
+        In a running asyncio loop, a shared fetch begins when it is called and
+        returns an :class:`asyncio.Future` of the value, which ``await`` and
+        ``asyncio.gather`` take as it is (no task is made for it); otherwise
+        it returns a coroutine, which loads when awaited.
+
         Arguments are those of :meth:`Loadable.load <loadstate.Loadable.load>`; ``request`` is encoded
         with the loader's request codec.
 
-        Raises:
+        Raises (from the ``await``):
             LoadFailed: the load ended in ``ERROR`` (a :class:`~loadstate.LoadTimedOut` for ``timeout``).
             Exception: the loader raised it (a loader of this process): the very exception.
             Cancelled: the load was cancelled (its loader cancelled itself).
             Closed: the runtime was closed first.
-            TypeError: ``request`` cannot be encoded by the request codec.
+
+        Raises (at the call):
+            TypeError: ``request`` cannot be encoded by the request codec, or an option has the wrong type.
+            InvalidArgument: an option is out of range, or the cache belongs to another runtime.
         """
         if type(request) is bytes and self.request_codec is BYTES:
             raw = request
@@ -671,38 +682,36 @@ class Loader(Generic[T]):
             options = (timeout, retries, retry_base, retry_max, id(cache), cache_key, policy, fresh, max_age,
                        priority)
         try:
-            loop: Optional[asyncio.AbstractEventLoop] = asyncio.get_running_loop()
+            loop = asyncio.get_running_loop()
         except RuntimeError:
-            loop = None
-        if not share or loop is None:
-            # A load of its own (or, outside asyncio, one awaited the way the running library awaits).
-            cell: Loadable[T] = self._runtime.loadable(self, request_codec=BYTES)
-            try:
-                load = cell.load(raw, share=share, **load_options)
-                return load._value_of(await load)
-            finally:
-                cell.close()
+            return self._fetch_alone(raw, True, load_options)
+        if not share:
+            return self._fetch_alone(raw, False, load_options)
         flights = self._flights
         key = (raw, loop, options) if options else (raw, loop)
         flight = flights.get(key)
         if flight is None:
-            flight = flights[key] = _Flight()
             cell = self._runtime.loadable(self, request_codec=BYTES)
             try:
                 load = cell.load(raw, share=True, **load_options)
             except BaseException:
-                del flights[key]
                 cell.close()
                 raise
-            flight.load = load
-            loop.create_task(_fly(flights, key, flight, cell, load))
-        waiter = loop.create_future()
+            flight = flights[key] = _Flight(flights, key, load)
+            loop.create_task(_fly(flight, cell, load))
+        waiter: asyncio.Future[T] = loop.create_future()
         flight.waiters.append(waiter)
+        waiter.add_done_callback(flight.left)
+        return waiter
+
+    async def _fetch_alone(self, raw: bytes, share: bool, load_options: Dict[str, Any]) -> T:
+        """A fetch with a cell of its own: without ``share``, or outside asyncio."""
+        cell: Loadable[T] = self._runtime.loadable(self, request_codec=BYTES)
         try:
-            return await waiter  # type: ignore[no-any-return]
-        except asyncio.CancelledError:
-            flight.leave(waiter, flights, key)
-            raise
+            load = cell.load(raw, share=share, **load_options)
+            return load._value_of(await load)
+        finally:
+            cell.close()
 
     def __enter__(self) -> "Loader[T]":
         return self

@@ -196,7 +196,8 @@ import Synchronization
     /// job, and no later operation would come to end it.
     @usableFromInline package func queueLeaving(loader: UInt64? = nil, _ work: @escaping (UInt64) -> Void) {
         runtime.table.withLock { _ in
-            let ticket = loader.map { prepareLoadLocked(loader: $0) } ?? requestLeaveLocked()
+            if let loader { noteLoadRequestedLocked(loader: loader) }
+            let ticket = requestLeaveLocked()
             runtime.loop.execute { work(ticket) }
         }
     }

@@ -1880,8 +1880,10 @@ int lds_redis_cache_status(lds_runtime *rt, lds_id cache, lds_redis_status *out)
  * change during the copy may be seen before or after the change.
  *
  * A load is one lds_loadable_load, lds_process_run, refresh or
- * invalidation reload that did not end in the cache alone (a cache-first
- * hit or a cache-only read starts no load; lds_cache_stats counts it).
+ * invalidation reload. Since 0.5 a load the cache answered alone (a
+ * cache-first hit, a cache-only read) counts too: it starts and ends at
+ * once, as succeeded (a cache-only miss as failed), its latency that of
+ * the lookup; lds_cache_stats counts it as a hit or a miss as well.
  * Every load that started ends exactly once, as succeeded, failed,
  * cancelled or timed out, so
  *   started = succeeded + failed + cancelled + timed_out + loads running.

@@ -367,6 +367,15 @@ import Synchronization
 
     /// Shows what the cache holds for a load, as its policy says.
     private func serveFromCache(_ cache: CacheUse<Value>, spec: LoadSpec<Value, Request>) -> CacheOutcome {
+        let askedAtNs = runtime.metrics.isEnabled ? uv_hrtime() : 0
+        /// A load the cache answered is a load too: it starts and ends here (a cache-only miss as a
+        /// failure), its latency the lookup's; counted before its event, which a host may follow with
+        /// a read of the counters.
+        func countServed(failed: Bool) {
+            guard runtime.metrics.isEnabled else { return }
+            runtime.metrics.loadStarted(spec.loader.metrics)
+            runtime.metrics.loadEnded(failed ? .failed : .succeeded, spec.loader.metrics, startedAtNs: askedAtNs)
+        }
         let now = Clock.wallMs()
         let hit = cache.lookup(at: now) { spec.loader.judge($0, request: spec.request, nowMs: now) }
         func cached(_ hit: (value: Value, stale: Bool, serveWhileRevalidating: Bool, storedAt: UInt64))
@@ -381,6 +390,7 @@ import Synchronization
         case .loadOnly:
             return .load
         case .cacheOnly:
+            countServed(failed: hit == nil)
             if let hit {
                 emit(.state, cached(hit))
             } else if let failure = (cache.store as? RedisCache)?.fetchFailure(cache.key) {
@@ -399,6 +409,7 @@ import Synchronization
         case .cacheFirst:
             if let hit, hit.serveWhileRevalidating { return .revalidate(cached(hit)) }
             guard let hit, !hit.stale else { return .load }
+            countServed(failed: false)
             emit(.state, cached(hit))
             return .served
         case .cacheThenLoad:

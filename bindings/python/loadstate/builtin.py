@@ -11,6 +11,7 @@ values are Python objects:
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
 import struct
@@ -22,7 +23,7 @@ from ._checks import U64_MAX, bits, instance, integer, milliseconds, path, seque
 from ._library import ExecRequestC, HttpRequestC, load_library
 from .codec import Codec
 from .enums import Domain, HttpFlags
-from .errors import InvalidArgument, LoadFailed
+from .errors import HTTPStatusError, InvalidArgument, LoadFailed
 
 __all__ = ["ExecRequest", "HttpRequest", "HttpResponse", "PATH", "EXEC_REQUEST", "HTTP_REQUEST", "HTTP_RESPONSE",
            "HTTP_INSECURE", "HTTP_NO_REDIRECTS", "HTTP_NO_COMPRESSION", "HTTP_HTTP2", "HTTP_HTTP1"]
@@ -311,6 +312,41 @@ class HttpResponse:
     def body(self) -> bytes:
         return self._body
 
+    @property
+    def encoding(self) -> Optional[str]:
+        """The ``charset`` parameter of ``Content-Type``, if it names a codec Python knows; ``None``
+        otherwise."""
+        content_type = self.header("content-type")
+        if content_type is None:
+            return None
+        for parameter in content_type.split(";")[1:]:
+            key, equals, value = parameter.partition("=")
+            if equals and key.strip().lower() == "charset":
+                charset = value.strip().strip('"').strip("'")
+                try:
+                    return codecs.lookup(charset).name
+                except LookupError:
+                    return None
+        return None
+
+    @property
+    def text(self) -> str:
+        """The body decoded with :attr:`encoding`; without a charset (or with one Python does not know),
+        as UTF-8, the default of JSON and of most text on the web today. Bytes that do not decode become
+        U+FFFD: reading ``text`` never raises."""
+        return self._body.decode(self.encoding or "utf-8", errors="replace")
+
+    def json(self) -> Any:
+        """The body parsed as JSON (:func:`json.loads` of the body decoded as :attr:`text` is).
+
+        Raises:
+            json.JSONDecodeError: the body is not JSON (a :class:`ValueError`).
+        """
+        encoding = self.encoding
+        if encoding is None:
+            return json.loads(self._body)   # RFC 8259: UTF-8 (json.loads also detects UTF-16 and -32)
+        return json.loads(self._body.decode(encoding))
+
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"HttpResponse is immutable: cannot set {name!r}")
 
@@ -339,20 +375,13 @@ class HttpResponse:
         """Returns the response when its status is 2xx; raises otherwise.
 
         Raises:
-            LoadFailed: in :attr:`Domain.HTTP <loadstate.Domain.HTTP>`, with the status as ``code``
-                and this response as ``value`` (as a failed http load raises it).
+            HTTPStatusError: a :class:`LoadFailed` in :attr:`Domain.HTTP <loadstate.Domain.HTTP>`, with
+                the status as ``code`` and this response as ``response`` (as a failed http load raises it).
         """
         if 200 <= self._status < 300:
             return self
-        raise LoadFailed(self._status, f"HTTP {self._status}", Domain.HTTP, final=True, value=self)
+        raise HTTPStatusError(self._status, f"HTTP {self._status}", Domain.HTTP, final=True, value=self)
 
-    def json(self) -> Any:
-        """The body decoded as JSON (UTF-8, -16 or -32, as :func:`json.loads` reads bytes).
-
-        Raises:
-            json.JSONDecodeError: the body is not JSON (a :class:`ValueError`).
-        """
-        return json.loads(self._body)
 
     def encode(self) -> bytes:
         """The library's encoding ("LDR1"), as the http loader produces it."""

@@ -17,6 +17,7 @@ that timed out is a :class:`LoadTimedOut`, both a :class:`LoadFailed` and a
 
 from __future__ import annotations
 
+import os
 from typing import Any, Dict, List, Optional, Tuple, Type
 
 from .enums import Code, Domain, RedisCode
@@ -38,6 +39,8 @@ __all__ = [
     "LibraryNotFound",
     "LoadFailed",
     "LoadTimedOut",
+    "OSLoadFailed",
+    "HTTPStatusError",
     "error_for_code",
 ]
 
@@ -312,9 +315,69 @@ class LoadTimedOut(LoadFailed, TimedOut):
     """
 
 
+class OSLoadFailed(LoadFailed, OSError):
+    """A load that failed in :attr:`Domain.OS <loadstate.Domain.OS>`: a :class:`LoadFailed` that is also
+    an :class:`OSError`, with ``errno`` the error's code and ``strerror`` its text from :func:`os.strerror`
+    (:attr:`message` keeps the library's longer message).
+
+    What is raised is a subclass of it chosen by errno the way Python's own ``OSError(errno, ...)``
+    chooses: a refused connection is a :class:`ConnectionRefusedError`, a missing file or program a
+    :class:`FileNotFoundError`, a denied one a :class:`PermissionError`... so ``except
+    ConnectionRefusedError`` catches it, as it would catch the error of Python's own socket. Its class
+    is named after that subclass (``ConnectionRefusedError``) and defined by this module.
+    """
+
+    def __init__(self, code: int, message: Optional[str] = None, domain: int = Domain.OS, final: bool = False,
+                 value: Any = None) -> None:
+        super().__init__(code, message, domain, final, value)
+        self.errno = code
+        self.strerror = os.strerror(code) if 0 < code < 1 << 16 else (message or "")
+
+    def __reduce__(self) -> Tuple[Any, ...]:  # the subclasses are made at run time: rebuilt by errno
+        return (load_error, (self.code, self.message, self.domain, self.value))
+
+
+# OSError subclass -> the OSLoadFailed subclass made for it.
+_OS_CLASSES: Dict[type, type] = {OSError: OSLoadFailed}
+
+
+def _os_class(code: int) -> type:
+    """The :class:`OSLoadFailed` subclass for errno ``code``: Python's own choice of OSError subclass."""
+    chosen = type(OSError(code, "")) if 0 < code < 1 << 16 else OSError
+    made = _OS_CLASSES.get(chosen)
+    if made is None:
+        made = type(chosen.__name__, (OSLoadFailed, chosen), {
+            "__module__": __name__,
+            "__doc__": f"An :class:`OSLoadFailed` that is a :class:`{chosen.__name__}`.",
+        })
+        _OS_CLASSES[chosen] = made
+    return made
+
+
+class HTTPStatusError(LoadFailed):
+    """An http load whose final response had a status outside 2xx: :attr:`Domain.HTTP
+    <loadstate.Domain.HTTP>`, with the status as ``code``.
+
+    Attributes:
+        response: the :class:`~loadstate.HttpResponse` the server sent (status, headers, body).
+        status: its status.
+    """
+
+    @property
+    def status(self) -> int:
+        """The response's status (the error's code)."""
+        return int(self.code)
+
+
 def load_error(code: int, message: Optional[str], domain: int, value: Any = None) -> LoadFailed:
     """The :class:`LoadFailed` of a failed state: a :class:`LoadTimedOut` for ``LDS_ETIMEDOUT`` in
-    :attr:`Domain.LOADSTATE <loadstate.Domain.LOADSTATE>`."""
+    :attr:`Domain.LOADSTATE <loadstate.Domain.LOADSTATE>`, an :class:`OSLoadFailed` subclass chosen by
+    errno in :attr:`Domain.OS <loadstate.Domain.OS>`, an :class:`HTTPStatusError` in
+    :attr:`Domain.HTTP <loadstate.Domain.HTTP>`."""
     if domain == Domain.LOADSTATE and code == Code.ETIMEDOUT:
         return LoadTimedOut(code, message, domain, value=value)
+    if domain == Domain.OS:
+        return _os_class(code)(code, message, domain, value=value)  # type: ignore[no-any-return]
+    if domain == Domain.HTTP:
+        return HTTPStatusError(code, message, domain, value=value)
     return LoadFailed(code, message, domain, value=value)

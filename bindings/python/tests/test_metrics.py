@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from conftest import WAIT
 
+import pytest
+
 import loadstate
 from loadstate import Status
 
@@ -39,6 +41,21 @@ def test_stats_list_caches_and_many_loaders(rt):
     stats = rt.stats()
     assert set(stats.loaders) == {loader.id for loader in loaders}
     assert stats.caches[cache.id] == cache.stats()
+
+
+def test_loads_the_cache_answered_count_as_loads(rt):
+    loader = rt.loader(lambda job: job.request.upper())
+    cache = rt.memory_cache()
+    cell = rt.loadable(loader)
+    first = loadstate.CachePolicy.CACHE_FIRST
+    assert cell.load(b"a", cache=cache, policy=first, fresh=60).value(WAIT) == b"A"
+    assert cell.load(b"a", cache=cache, policy=first, fresh=60).value(WAIT) == b"A"      # a hit
+    with pytest.raises(loadstate.LoadFailed):
+        cell.load(b"b", cache=cache, policy=loadstate.CachePolicy.CACHE_ONLY).value(WAIT)  # a miss
+    loads = rt.stats().loaders[loader.id]
+    assert (loads.started, loads.succeeded, loads.failed) == (3, 2, 1)
+    assert loads.latency_count == 3
+    assert rt.stats().loads.started == 3
 
 
 def test_a_runtime_without_metrics_counts_nothing():

@@ -20,7 +20,7 @@ from ._checks import I32_MAX, I32_MIN, flag, integer, seconds
 from ._library import OP_LOAD, LoadOptionsC, SnapshotC
 from .builtin import HttpRequest
 from .cache import Cache
-from .codec import BYTES, Codec
+from .codec import BYTES, Codec, encode_request
 from .enums import VALUE_MAX, CachePolicy, Code, Delivery, Domain, EventType, Flags, LoadFlags, Status
 from .errors import Cancelled, Closed, Error, InvalidArgument, Superseded, TimedOut, WrongState
 from .loaders import Loader
@@ -444,15 +444,8 @@ class Cell(Generic[T]):
             raise InvalidArgument(InvalidArgument.code, "invalid argument",
                                   f"{what}: the loader belongs to another runtime")
         state = self._state
-        if type(request) is bytes and state.request_codec is BYTES:
-            raw = request
-        elif request is None:
-            raw = b""
-        else:
-            try:
-                raw = state.request_codec.encode(request)
-            except TypeError as exc:
-                raise TypeError(f"request: {exc}") from None
+        raw = request if type(request) is bytes and state.request_codec is BYTES else encode_request(
+            state.request_codec, request)
         # On the attached asyncio loop a load with no options but its flags
         # joins the batch submitted at the end of the loop's current callback
         # (Core.defer; the op's code carries the flags).

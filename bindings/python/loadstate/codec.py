@@ -93,3 +93,15 @@ BYTES: Codec[bytes] = Codec("bytes", _bytes_encode, _identity)
 TEXT: Codec[str] = Codec("text", _text_encode, _text_decode, decodes_views=True)
 #: Values are anything :func:`json.dumps` accepts, stored as compact UTF-8 JSON.
 JSON: Codec[Any] = Codec("json", _json_encode, _json_decode)
+
+
+def encode_request(codec: Codec[Any], request: Any) -> bytes:
+    """``request`` encoded with ``codec`` (``None``: no bytes); a value it cannot encode raises
+    :class:`TypeError` naming the request. (Callers test the common case, bytes with :data:`BYTES`, first.)"""
+    if request is None:
+        return b""
+    try:
+        return codec.encode(request)
+    except TypeError as exc:
+        raise TypeError(f"request: {exc}") from None
+

@@ -38,7 +38,7 @@ from typing import (TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Dict
 from . import _core
 from ._checks import I32_MAX, I32_MIN, U64_MAX, flag, instance, integer, seconds
 from ._library import LOADER_CANCEL_FN, OP_FINISH, OP_SUCCEED, LoaderOptionsC
-from .codec import BYTES, Codec
+from .codec import BYTES, Codec, encode_request
 from .enums import CachePolicy, Code
 from .errors import Cancelled, Closed, InvalidArgument, LoadFailed
 from .types import NO_LIMITS, Limits, limits_fields
@@ -661,15 +661,8 @@ class Loader(Generic[T]):
             TypeError: ``request`` cannot be encoded by the request codec, or an option has the wrong type.
             InvalidArgument: an option is out of range, or the cache belongs to another runtime.
         """
-        if type(request) is bytes and self.request_codec is BYTES:
-            raw = request
-        elif request is None:
-            raw = b""
-        else:
-            try:
-                raw = self.request_codec.encode(request)
-            except TypeError as exc:
-                raise TypeError(f"request: {exc}") from None
+        raw = request if type(request) is bytes and self.request_codec is BYTES else encode_request(
+            self.request_codec, request)
         if (timeout is None and retries is _ZERO and retry_base is None and retry_max is None and cache is None
                 and cache_key is None and policy is CachePolicy.LOAD_ONLY and fresh is None and max_age is None
                 and priority is _ZERO):

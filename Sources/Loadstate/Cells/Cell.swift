@@ -285,6 +285,8 @@ import Synchronization
         if let cache = spec.cache, cache.policy != .loadOnly, flavor == .loadable {
             switch serveFromCache(cache, spec: spec) {
             case .served:
+                // A load of its own, ended as the cache answered (metrics).
+                if runtime.metrics.isEnabled { runtime.metrics.loadFromCache(spec.loader.metrics) }
                 pollAfterLoad(failed: state.status == .error)
                 return
             case .revalidate(let cached):

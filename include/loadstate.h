@@ -1880,13 +1880,20 @@ int lds_redis_cache_status(lds_runtime *rt, lds_id cache, lds_redis_status *out)
  * change during the copy may be seen before or after the change.
  *
  * A load is one lds_loadable_load, lds_process_run, refresh or
- * invalidation reload. Since 0.5 a load the cache answered alone (a
- * cache-first hit, a cache-only read) counts too: it starts and ends at
- * once, as succeeded (a cache-only miss as failed), its latency that of
- * the lookup; lds_cache_stats counts it as a hit or a miss as well.
- * Every load that started ends exactly once, as succeeded, failed,
- * cancelled or timed out, so
- *   started = succeeded + failed + cancelled + timed_out + loads running.
+ * invalidation reload, those a cache answered alone included. Every load
+ * that started ends exactly once, as succeeded, failed, cancelled, timed
+ * out or from the cache, so
+ *   started = succeeded + failed + cancelled + timed_out + from_cache
+ *             + loads running.
+ * A load "from the cache" is one its cache answered without a job: a
+ * cache-first hit, or any cache-only read (a miss too, which ends in its
+ * error; lds_cache_statistics tells hits from misses). It starts and ends
+ * at once and is not timed (latency_count leaves it out). A cache-first
+ * miss or stale entry, and a cache-then-load read, start a job: such a
+ * load ends like any other. from_cache is not a field of lds_load_metrics
+ * (whose size is fixed): lds_runtime_statistics reports it in
+ * loads_from_cache and loaders_from_cache. Before this version a load the
+ * cache answered alone was not counted in started.
  * Retries are attempts of the same load; they start no new load.
  */
 
@@ -1963,9 +1970,14 @@ typedef struct lds_runtime_statistics {
   lds_cache_metrics *caches;    /* in: caches_cap entries, or NULL */
   uint32_t caches_cap;          /* in */
   uint32_t cache_count;         /* out: caches open; min(cache_count, caches_cap) written, by id */
+  /* Second version: read and written only when size holds them. */
+  uint64_t loads_from_cache;    /* out: loads a cache answered alone (counted in loads.started; see above) */
+  uint64_t *loaders_from_cache; /* in: loaders_cap entries, or NULL; out: entry i is the from_cache count
+                                 *      of loaders[i] (written for the entries written in loaders) */
 } lds_runtime_statistics;
 
-#define LDS_RUNTIME_STATISTICS_INIT { (uint32_t)sizeof(lds_runtime_statistics), 0, 0, 0, { 0 }, NULL, 0, 0, NULL, 0, 0 }
+#define LDS_RUNTIME_STATISTICS_INIT { (uint32_t)sizeof(lds_runtime_statistics), 0, 0, 0, { 0 }, NULL, 0, 0, NULL, 0, 0, \
+                                      0, NULL }
 
 /*
  * Copies the runtime's counters into *out. The loaders and caches that do
@@ -1975,13 +1987,14 @@ typedef struct lds_runtime_statistics {
  * loaders and caches (as long as a lookup per object alive), and reads
  * each persistent cache's counters from its file's lock afterwards.
  *
- *   out  out->size at least the size of this first version of the struct
- *        (later versions add fields at the end; the library writes no
- *        more than out->size bytes). The library reads loaders,
- *        loaders_cap, caches and caches_cap, and writes the rest.
+ *   out  out->size at least the size of the first version of the struct
+ *        (up to cache_count; later versions add fields at the end; the
+ *        library reads and writes no more than out->size bytes). The
+ *        library reads loaders, loaders_cap, caches, caches_cap and
+ *        loaders_from_cache, and writes the rest.
  *
- * Returns LDS_OK; LDS_EINVAL (rt or out NULL, bad size, an array NULL with
- * a capacity); LDS_ECLOSED. Threads: any, callbacks included.
+ * Returns LDS_OK; LDS_EINVAL (rt or out NULL, bad size, loaders or caches
+ * NULL with a capacity); LDS_ECLOSED. Threads: any, callbacks included.
  */
 int lds_runtime_stats(lds_runtime *rt, lds_runtime_statistics *out);
 
@@ -1994,7 +2007,8 @@ int lds_runtime_stats(lds_runtime *rt, lds_runtime_statistics *out);
  * and loader="freed" for the loads of loaders freed since, so that a sum
  * over loader is the runtime's total):
  *   loadstate_loads_started_total                counter
- *   loadstate_loads_ended_total{outcome=...}     counter: succeeded, failed, cancelled, timed_out
+ *   loadstate_loads_ended_total{outcome=...}     counter: succeeded, failed, cancelled, timed_out,
+ *                                                from_cache (a cache answered alone)
  *   loadstate_load_retries_total                 counter
  *   loadstate_loads_shared_total                 counter
  *   loadstate_jobs_started_total                 counter

@@ -1,15 +1,19 @@
 import CLoadstateABI
 @_spi(LoadstateC) import Loadstate
 
-/// The first version of `lds_runtime_statistics` (0.5): the least `size` accepted.
-private let statisticsSizeV1 = MemoryLayout<lds_runtime_statistics>.size
+/// The first version of `lds_runtime_statistics` (up to `cache_count`): the least `size` accepted.
+private let statisticsSizeV1 = MemoryLayout<lds_runtime_statistics>.offset(of: \.loads_from_cache)!
+/// The second version: `loads_from_cache` and `loaders_from_cache` too.
+private let statisticsSizeV2 = MemoryLayout<lds_runtime_statistics>.size
 
 @_cdecl("lds_runtime_stats")
 public func ldsRuntimeStats(_ rt: OpaquePointer?, _ out: UnsafeMutablePointer<lds_runtime_statistics>?) -> Int32 {
     guard let out else { return LDS_EINVAL }
     let size = Int(UnsafeRawPointer(out).loadUnaligned(as: UInt32.self))
     guard size >= statisticsSizeV1 else { return LDS_EINVAL }
-    let request = out.pointee
+    // Only as far as the caller's size: the fields past it read as 0.
+    let request = readSized(UnsafePointer(out)).value
+    let second = size >= statisticsSizeV2
     guard request.loaders != nil || request.loaders_cap == 0,
           request.caches != nil || request.caches_cap == 0 else { return LDS_EINVAL }
     return withRuntime(rt) { runtime in
@@ -29,8 +33,11 @@ public func ldsRuntimeStats(_ rt: OpaquePointer?, _ out: UnsafeMutablePointer<ld
         if let loaders = request.loaders {
             for (i, entry) in stats.loaders.prefix(Int(request.loaders_cap)).enumerated() {
                 loaders[i] = lds_loader_metrics(loader: entry.id, loads: loadMetrics(entry.loads))
+                request.loaders_from_cache?[i] = entry.loads.fromCache
             }
         }
+        c.loads_from_cache = stats.loads.fromCache
+        c.loaders_from_cache = request.loaders_from_cache
         if let caches = request.caches {
             for (i, entry) in stats.caches.prefix(Int(request.caches_cap)).enumerated() {
                 let s = entry.stats
@@ -40,7 +47,11 @@ public func ldsRuntimeStats(_ rt: OpaquePointer?, _ out: UnsafeMutablePointer<ld
                                                 expirations: s.expirations, entries: s.entries, bytes: s.bytes))
             }
         }
-        out.pointee = c
+        // No more than the caller's size.
+        withUnsafeBytes(of: &c) { bytes in
+            UnsafeMutableRawPointer(out).copyMemory(from: bytes.baseAddress!,
+                                                    byteCount: second ? statisticsSizeV2 : statisticsSizeV1)
+        }
         return LDS_OK
     }
 }

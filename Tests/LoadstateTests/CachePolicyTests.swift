@@ -49,6 +49,22 @@ struct CachePolicyTests {
         #expect(f.loader.startedJobs == 0)
     }
 
+    @Test func loadsTheCacheAnswersAloneCountAsLoadsFromTheCache() async throws {
+        defer { f.close() }
+        store.put(Array("k".utf8), Array("cached".utf8))
+        load(use(.cacheFirst))
+        #expect(await f.log.next().state.value == "cached")
+        load(use(.cacheOnly, key: "absent"))
+        #expect(await f.log.next().state.status == .error)
+        let stats = f.runtime.statistics()
+        #expect(stats.loads.started == 2 && stats.loads.fromCache == 2)
+        #expect(stats.loads.succeeded == 0 && stats.loads.failed == 0 && stats.loads.latency.count == 0)
+        #expect(stats.loaders.first { $0.id == f.loader.id }?.loads.fromCache == 2)
+        let text = f.runtime.metricsText()
+        #expect(text.contains("\nloadstate_loads_ended_total{loader=\"\(f.loader.id)\",outcome=\"from_cache\"} 2\n"))
+        #expect(text.contains("\nloadstate_loads_started_total{loader=\"\(f.loader.id)\"} 2\n"))
+    }
+
     @Test func refreshOfACacheFirstLoadAsksTheLoaderAndStoresTheResult() async throws {
         defer { f.close() }
         store.put(Array("k".utf8), Array("cached".utf8))

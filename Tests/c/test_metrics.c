@@ -337,3 +337,87 @@ TEST(test_metrics_count_queued_jobs_and_their_wait) {
   rec_destroy(&rb);
   rec_destroy(&rc);
 }
+
+/* Loads a cache answers alone (a cache-first hit, cache-only reads, a
+ * miss too) start and end at once as from_cache: in started, untimed,
+ * reported per runtime and per loader; a caller of the first version of
+ * the struct is written no further than its size. */
+TEST(test_metrics_count_loads_a_cache_answers_alone) {
+  fixture f;
+  fixture_init(&f, LDS_DELIVER_LOOP, host_succeed_echo);
+  lds_id cache;
+  REQUIRE_RC(lds_memory_cache_new(f.rt, NULL, &cache), LDS_OK);
+  REQUIRE_RC(lds_cache_put(f.rt, cache, "k", 1, "cached", 6), LDS_OK);
+  lds_load_options o = LDS_LOAD_OPTIONS_INIT;
+  o.cache = cache;
+  o.cache_key = "k";
+  o.cache_key_len = 1;
+  o.cache_policy = LDS_POLICY_CACHE_FIRST;
+  o.fresh_ms = 60000;
+  /* A cache-first hit. */
+  REQUIRE_RC(fx_load(&f, "a", &o), LDS_OK);
+  REQUIRE(REC_WAIT(&f.rec, 1));
+  CHECK_STATE(rec_at(&f.rec, 0), 1, LDS_LOADED, LDS_FLAG_FROM_CACHE);
+  /* A cache-only hit and a cache-only miss. */
+  o.cache_policy = LDS_POLICY_CACHE_ONLY;
+  REQUIRE_RC(fx_load(&f, "b", &o), LDS_OK);
+  REQUIRE(REC_WAIT(&f.rec, 2));
+  o.cache_key = "absent";
+  o.cache_key_len = 6;
+  REQUIRE_RC(fx_load(&f, "c", &o), LDS_OK);
+  REQUIRE(REC_WAIT(&f.rec, 3));
+  CHECK_EQ(rec_last(&f.rec)->status, LDS_ERROR);
+  CHECK_EQ(f.h.starts, 0);
+  /* A cache-first miss runs a job: a load like any other. */
+  o.cache_policy = LDS_POLICY_CACHE_FIRST;
+  REQUIRE_RC(fx_load(&f, "d", &o), LDS_OK);
+  REQUIRE(REC_WAIT(&f.rec, 5));
+  CHECK_EQ(f.h.starts, 1);
+
+  lds_runtime_statistics st = LDS_RUNTIME_STATISTICS_INIT;
+  lds_loader_metrics loaders[2];
+  uint64_t from_cache[2] = { 99, 99 };
+  st.loaders = loaders;
+  st.loaders_cap = 2;
+  st.loaders_from_cache = from_cache;
+  REQUIRE_RC(lds_runtime_stats(f.rt, &st), LDS_OK);
+  CHECK_EQ(st.loads.started, 4);
+  CHECK_EQ(st.loads.succeeded, 1);
+  CHECK_EQ(st.loads.failed, 0);
+  CHECK_EQ(st.loads_from_cache, 3);
+  CHECK_EQ(st.loads.latency_count, 1);
+  CHECK_EQ(st.loads.jobs_started, 1);
+  CHECK_EQ(st.loader_count, 1);
+  CHECK_EQ(from_cache[0], 3);
+  CHECK_EQ(from_cache[1], 99); /* only the entries written in loaders */
+  CHECK(st.loaders_from_cache == from_cache);
+
+  /* In the text, an outcome of its own. */
+  char text[32768];
+  size_t len = 0;
+  REQUIRE_RC(lds_runtime_metrics_text(f.rt, text, sizeof text, &len), LDS_OK);
+  char want[128];
+  snprintf(want, sizeof want, "loadstate_loads_ended_total{loader=\"%llu\",outcome=\"from_cache\"} 3\n",
+           (unsigned long long)f.loader);
+  CHECK(strstr(text, want) != NULL);
+  snprintf(want, sizeof want, "loadstate_loads_started_total{loader=\"%llu\"} 4\n", (unsigned long long)f.loader);
+  CHECK(strstr(text, want) != NULL);
+
+  /* A caller of the first version: its size ends at cache_count. */
+  unsigned char raw[sizeof(lds_runtime_statistics)];
+  memset(raw, 0xAB, sizeof raw);
+  lds_runtime_statistics *old = (lds_runtime_statistics *)raw;
+  old->size = (uint32_t)offsetof(lds_runtime_statistics, loads_from_cache);
+  old->loaders = NULL;
+  old->loaders_cap = 0;
+  old->caches = NULL;
+  old->caches_cap = 0;
+  REQUIRE_RC(lds_runtime_stats(f.rt, old), LDS_OK);
+  CHECK_EQ(old->loads.started, 4);
+  for (size_t i = offsetof(lds_runtime_statistics, loads_from_cache); i < sizeof raw; i++) CHECK_EQ(raw[i], 0xAB);
+  /* Shorter still: refused. */
+  old->size = (uint32_t)offsetof(lds_runtime_statistics, cache_count);
+  CHECK_RC(lds_runtime_stats(f.rt, old), LDS_EINVAL);
+
+  fixture_finish(&f);
+}

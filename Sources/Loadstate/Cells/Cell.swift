@@ -365,17 +365,14 @@ import Synchronization
         case load
     }
 
+    /// A load the cache answers alone is a load of its own, ended `from_cache` (metrics): counted
+    /// before its event, which a host may follow with a read of the counters.
+    private func countFromCache(_ spec: LoadSpec<Value, Request>) {
+        if runtime.metrics.isEnabled { runtime.metrics.loadFromCache(spec.loader.metrics) }
+    }
+
     /// Shows what the cache holds for a load, as its policy says.
     private func serveFromCache(_ cache: CacheUse<Value>, spec: LoadSpec<Value, Request>) -> CacheOutcome {
-        let askedAtNs = runtime.metrics.isEnabled ? uv_hrtime() : 0
-        /// A load the cache answered is a load too: it starts and ends here (a cache-only miss as a
-        /// failure), its latency the lookup's; counted before its event, which a host may follow with
-        /// a read of the counters.
-        func countServed(failed: Bool) {
-            guard runtime.metrics.isEnabled else { return }
-            runtime.metrics.loadStarted(spec.loader.metrics)
-            runtime.metrics.loadEnded(failed ? .failed : .succeeded, spec.loader.metrics, startedAtNs: askedAtNs)
-        }
         let now = Clock.wallMs()
         let hit = cache.lookup(at: now) { spec.loader.judge($0, request: spec.request, nowMs: now) }
         func cached(_ hit: (value: Value, stale: Bool, serveWhileRevalidating: Bool, storedAt: UInt64))
@@ -390,7 +387,7 @@ import Synchronization
         case .loadOnly:
             return .load
         case .cacheOnly:
-            countServed(failed: hit == nil)
+            countFromCache(spec)
             if let hit {
                 emit(.state, cached(hit))
             } else if let failure = (cache.store as? RedisCache)?.fetchFailure(cache.key) {
@@ -409,7 +406,7 @@ import Synchronization
         case .cacheFirst:
             if let hit, hit.serveWhileRevalidating { return .revalidate(cached(hit)) }
             guard let hit, !hit.stale else { return .load }
-            countServed(failed: false)
+            countFromCache(spec)
             emit(.state, cached(hit))
             return .served
         case .cacheThenLoad:

@@ -122,6 +122,7 @@ extension Inspector {
         w.field("failed", l.failed)
         w.field("cancelled", l.cancelled)
         w.field("timed_out", l.timedOut)
+        w.field("from_cache", l.fromCache)
         w.field("retried", l.retried)
         w.field("shared", l.shared)
         w.field("jobs_in_flight", l.jobsInFlight)

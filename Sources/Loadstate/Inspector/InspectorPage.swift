@@ -118,12 +118,13 @@ function render(s) {
     .filter((l) => l.queued_jobs_total > l.queued_jobs.length)
     .map((l) => "loader " + l.id + ": the first " + l.queued_jobs.length + " of " + l.queued_jobs_total + " shown")
     .join("; ");
-  table("loaders", ["id", "started", "succeeded", "failed", "cancelled", "timed out", "retried", "shared",
+  table("loaders", ["id", "started", "succeeded", "failed", "cancelled", "timed out", "from cache", "retried", "shared",
                     "in flight", "waiting", "queued", "p50", "p90", "p99", "max", "queue wait p50"], s.loaders,
         (row, l) => {
     const m = l.loads;
     cell(row, l.id, "num");
-    for (const k of ["started", "succeeded", "failed", "cancelled", "timed_out", "retried", "shared", "jobs_in_flight"])
+    for (const k of ["started", "succeeded", "failed", "cancelled", "timed_out", "from_cache", "retried", "shared",
+                     "jobs_in_flight"])
       cell(row, m[k], "num");
     cell(row, l.queued_now, "num");
     cell(row, m.queued, "num");

@@ -15,6 +15,9 @@
     /// How long queued jobs waited before their loader was called (jobs
     /// that left the queue cancelled are not measured).
     @usableFromInline package var queueWait = LatencyHistogram()
+    /// Loads a cache answered alone, no job started (a cache-first hit, a
+    /// cache-only read): counted in `started`, ended at once, not timed.
+    @usableFromInline package var fromCache: UInt64 = 0
 
     @usableFromInline package init() {}
 

@@ -35,8 +35,8 @@ import CLibUV
     /// the rest.
     @usableFromInline package static let latencyBuckets = 32
 
-    // Slots: the counters, the latency buckets, then the queue's counters
-    // and the queue-wait buckets.
+    // Slots: the counters, the latency buckets, the queue's counters and
+    // the queue-wait buckets, then the loads a cache answered.
     private enum Slot: Int {
         case started, succeeded, failed, cancelled, timedOut, retried, shared, jobsStarted, jobsEnded
         case latencyCount, latencySumNs, latencyMaxNs
@@ -44,10 +44,11 @@ import CLibUV
         static let jobsQueued = firstBucket + latencyBuckets
         static let waitCount = jobsQueued + 1, waitSumNs = jobsQueued + 2, waitMaxNs = jobsQueued + 3
         static let firstWaitBucket = jobsQueued + 4
+        static let fromCache = firstWaitBucket + latencyBuckets
     }
 
     private let slots: UnsafeMutablePointer<UInt64>
-    private static let slotCount = Slot.firstWaitBucket + latencyBuckets
+    private static let slotCount = Slot.fromCache + 1
 
     @usableFromInline package init() {
         slots = counterBlock(Self.slotCount)
@@ -75,6 +76,13 @@ import CLibUV
     @inline(__always) func jobStarted() { bump(Slot.jobsStarted.rawValue) }
     @inline(__always) func jobEnded() { bump(Slot.jobsEnded.rawValue) }
     @inline(__always) func jobQueued() { bump(Slot.jobsQueued) }
+
+    /// A load the cache answered alone: it starts and ends at once, in an
+    /// outcome of its own, without a latency (no job ran).
+    @inline(__always) func loadFromCache() {
+        bump(Slot.started.rawValue)
+        bump(Slot.fromCache)
+    }
 
     /// A queued job was admitted after waiting `ns` nanoseconds.
     func jobWaited(ns: UInt64) {
@@ -124,6 +132,7 @@ import CLibUV
         c.queueWait.sumNs = read(Slot.waitSumNs)
         c.queueWait.maxNs = read(Slot.waitMaxNs)
         c.queueWait.buckets = (0..<Self.latencyBuckets).map { read(Slot.firstWaitBucket + $0) }
+        c.fromCache = read(Slot.fromCache)
         return c
     }
 }

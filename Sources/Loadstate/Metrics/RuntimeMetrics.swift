@@ -37,6 +37,12 @@ import CLibUV
         loader.loadStarted()
     }
 
+    /// A load its cache answered alone (no job): started and ended at once.
+    @inline(__always) func loadFromCache(_ loader: LoadMetrics) {
+        loads.loadFromCache()
+        loader.loadFromCache()
+    }
+
     @inline(__always) func loadShared(_ loader: LoadMetrics) {
         loads.loadShared()
         loader.loadShared()

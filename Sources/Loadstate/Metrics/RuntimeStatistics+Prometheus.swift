@@ -23,13 +23,14 @@ extension RuntimeStatistics {
             w.family(name, "counter", help)
             for s in series { w.sample(name, s.label, value(s.loads)) }
         }
-        counter("loadstate_loads_started_total", "Loads that started (not those a cache answered alone).") { $0.started }
+        counter("loadstate_loads_started_total", "Loads that started (those a cache answered alone included).") { $0.started }
         w.family("loadstate_loads_ended_total", "counter", "Loads that ended, by outcome.")
         for s in series {
             w.sample("loadstate_loads_ended_total", s.label + ",outcome=\"succeeded\"", s.loads.succeeded)
             w.sample("loadstate_loads_ended_total", s.label + ",outcome=\"failed\"", s.loads.failed)
             w.sample("loadstate_loads_ended_total", s.label + ",outcome=\"cancelled\"", s.loads.cancelled)
             w.sample("loadstate_loads_ended_total", s.label + ",outcome=\"timed_out\"", s.loads.timedOut)
+            w.sample("loadstate_loads_ended_total", s.label + ",outcome=\"from_cache\"", s.loads.fromCache)
         }
         counter("loadstate_load_retries_total", "Retries: attempts of a load after its first.") { $0.retried }
         counter("loadstate_loads_shared_total", "Loads that joined another load's running job.") { $0.shared }
@@ -96,6 +97,7 @@ extension RuntimeStatistics {
             live.timedOut &+= l.timedOut
             live.retried &+= l.retried
             live.shared &+= l.shared
+            live.fromCache &+= l.fromCache
             live.latency.count &+= l.latency.count
             live.latency.sumNs &+= l.latency.sumNs
             for i in live.latency.buckets.indices where i < l.latency.buckets.count {
@@ -117,6 +119,7 @@ extension RuntimeStatistics {
         freed.timedOut = minus(loads.timedOut, live.timedOut)
         freed.retried = minus(loads.retried, live.retried)
         freed.shared = minus(loads.shared, live.shared)
+        freed.fromCache = minus(loads.fromCache, live.fromCache)
         freed.latency.count = minus(loads.latency.count, live.latency.count)
         freed.latency.sumNs = minus(loads.latency.sumNs, live.latency.sumNs)
         for i in freed.latency.buckets.indices where i < loads.latency.buckets.count {

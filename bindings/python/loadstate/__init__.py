@@ -28,8 +28,8 @@ from .cells import Cell, EventStream, Load, Loadable, Process
 from .codec import BYTES, JSON, TEXT, Codec
 from .enums import (CACHE_GET_MANY_MAX, PRIORITY_PREFETCH, QUEUE_MAX, REDIS_KEYS_MAX, REDIS_PENDING_MAX, VALUE_MAX, CachePolicy, Code,
                     Delivery, Domain, EventType, Flags, HttpFlags, JobOutcome, LoadFlags, Observed, RedisCode, Status)
-from .errors import (Busy, Cancelled, Closed, Error, InvalidArgument, IOFailure, LibraryNotFound, LoadFailed,
-                     HTTPStatusError, LoadTimedOut, NotFound, OSLoadFailed, OutOfMemory, RedisError, Superseded, TimedOut, TooBig, WrongState, error_for_code)
+from .errors import (Busy, Cancelled, Closed, Error, HTTPStatusError, InvalidArgument, IOFailure, LibraryNotFound,
+                     LoadFailed, LoadOSError, LoadTimedOut, NotFound, OutOfMemory, RedisError, Superseded, TimedOut, TooBig, WrongState, error_for_code)
 from .loaders import EXCEPTION_CODE, Job, Loader
 from .metrics import LoadMetrics, RuntimeStats
 from .observer import Observation, Observer
@@ -60,8 +60,9 @@ __all__ = [
     "Codec", "BYTES", "TEXT", "JSON", "PATH", "EXEC_REQUEST", "HTTP_REQUEST", "HTTP_RESPONSE",
     "ExecRequest", "HttpRequest", "HttpResponse", "HttpFlags", "HTTP_INSECURE", "HTTP_NO_REDIRECTS",
     "HTTP_NO_COMPRESSION", "HTTP_HTTP2", "HTTP_HTTP1",
-    "Error", "InvalidArgument", "NotFound", "WrongState", "Cancelled", "Superseded", "TimedOut", "OutOfMemory", "Closed",
-    "TooBig", "IOFailure", "Busy", "RedisError", "LibraryNotFound", "LoadFailed", "LoadTimedOut", "OSLoadFailed", "HTTPStatusError", "error_for_code",
+    "Error", "InvalidArgument", "NotFound", "WrongState", "Cancelled", "Superseded", "TimedOut", "OutOfMemory",
+    "Closed", "TooBig", "IOFailure", "Busy", "RedisError", "LibraryNotFound", "LoadFailed", "LoadTimedOut", "LoadOSError",
+    "HTTPStatusError", "error_for_code",
     "EXCEPTION_CODE",
     "Library", "load_library", "ENV_VAR", "LIBRARY_NAME", "version", "strerror",
 ]

@@ -304,7 +304,9 @@ class RuntimeStatisticsC(Structure):
     _fields_ = [("size", c_uint32), ("enabled", c_uint32), ("cells_alive", c_uint64),
                 ("events_delivered", c_uint64), ("loads", LoadMetricsC), ("loaders", POINTER(LoaderMetricsC)),
                 ("loaders_cap", c_uint32), ("loader_count", c_uint32), ("caches", POINTER(CacheMetricsC)),
-                ("caches_cap", c_uint32), ("cache_count", c_uint32)]
+                ("caches_cap", c_uint32), ("cache_count", c_uint32),
+                # The second version: loads a cache answered alone, in all and per loader.
+                ("loads_from_cache", c_uint64), ("loaders_from_cache", POINTER(c_uint64))]
 
 
 class InspectorOptionsC(Structure):

@@ -23,7 +23,7 @@ from ._checks import U64_MAX, bits, instance, integer, milliseconds, path, seque
 from ._library import ExecRequestC, HttpRequestC, load_library
 from .codec import Codec
 from .enums import Domain, HttpFlags
-from .errors import HTTPStatusError, InvalidArgument, LoadFailed
+from .errors import HTTPStatusError, InvalidArgument
 
 __all__ = ["ExecRequest", "HttpRequest", "HttpResponse", "PATH", "EXEC_REQUEST", "HTTP_REQUEST", "HTTP_RESPONSE",
            "HTTP_INSECURE", "HTTP_NO_REDIRECTS", "HTTP_NO_COMPRESSION", "HTTP_HTTP2", "HTTP_HTTP1"]
@@ -276,6 +276,11 @@ class HttpResponse:
             the raw lines on first use, so that a caller who looks only at the status and the body never
             pays for them.
         body: the body.
+        encoding: the ``Content-Type`` charset, when Python knows it (else ``None``).
+        text: the body decoded with ``encoding``, UTF-8 without one (see :attr:`text`).
+
+    :meth:`json` decodes the body as JSON, :meth:`raise_for_status` raises an
+    :class:`~loadstate.HTTPStatusError` for a status outside 2xx.
     """
 
     __slots__ = ("_status", "_headers", "_lines", "_body")
@@ -312,41 +317,6 @@ class HttpResponse:
     def body(self) -> bytes:
         return self._body
 
-    @property
-    def encoding(self) -> Optional[str]:
-        """The ``charset`` parameter of ``Content-Type``, if it names a codec Python knows; ``None``
-        otherwise."""
-        content_type = self.header("content-type")
-        if content_type is None:
-            return None
-        for parameter in content_type.split(";")[1:]:
-            key, equals, value = parameter.partition("=")
-            if equals and key.strip().lower() == "charset":
-                charset = value.strip().strip('"').strip("'")
-                try:
-                    return codecs.lookup(charset).name
-                except LookupError:
-                    return None
-        return None
-
-    @property
-    def text(self) -> str:
-        """The body decoded with :attr:`encoding`; without a charset (or with one Python does not know),
-        as UTF-8, the default of JSON and of most text on the web today. Bytes that do not decode become
-        U+FFFD: reading ``text`` never raises."""
-        return self._body.decode(self.encoding or "utf-8", errors="replace")
-
-    def json(self) -> Any:
-        """The body parsed as JSON (:func:`json.loads` of the body decoded as :attr:`text` is).
-
-        Raises:
-            json.JSONDecodeError: the body is not JSON (a :class:`ValueError`).
-        """
-        encoding = self.encoding
-        if encoding is None:
-            return json.loads(self._body)   # RFC 8259: UTF-8 (json.loads also detects UTF-16 and -32)
-        return json.loads(self._body.decode(encoding))
-
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"HttpResponse is immutable: cannot set {name!r}")
 
@@ -375,13 +345,56 @@ class HttpResponse:
         """Returns the response when its status is 2xx; raises otherwise.
 
         Raises:
-            HTTPStatusError: a :class:`LoadFailed` in :attr:`Domain.HTTP <loadstate.Domain.HTTP>`, with
-                the status as ``code`` and this response as ``response`` (as a failed http load raises it).
+            HTTPStatusError: a :class:`~loadstate.LoadFailed` in :attr:`Domain.HTTP
+                <loadstate.Domain.HTTP>`, with the status as ``code`` and ``status`` and this response
+                as ``value`` and ``response`` (as a failed http load raises it).
         """
         if 200 <= self._status < 300:
             return self
         raise HTTPStatusError(self._status, f"HTTP {self._status}", Domain.HTTP, final=True, value=self)
 
+    @property
+    def encoding(self) -> Optional[str]:
+        """The ``charset`` of the ``Content-Type`` header when it names a codec Python knows (its
+        Python name, lower case: ``"iso8859-1"`` for ``ISO-8859-1``), else ``None`` (no header, no
+        charset, or one Python does not know). :attr:`text` and :meth:`json` decode with it."""
+        charset = _charset(self.header("Content-Type"))
+        if charset is None:
+            return None
+        try:
+            return codecs.lookup(charset).name
+        except LookupError:
+            return None
+
+    @property
+    def text(self) -> str:
+        """The body as text, decoded with :attr:`encoding`; without one (no charset, or one Python
+        does not know), as UTF-8, whatever the media type. UTF-8 is what JSON must be (RFC 8259)
+        and what ``httpx`` assumes; ``requests`` assumes ISO-8859-1 for ``text/*`` without a
+        charset (RFC 2616, dropped by RFC 7231), which this does not. Bytes the codec cannot
+        decode become U+FFFD (``errors="replace"``), as ``requests`` and ``httpx`` do; a
+        byte-order mark of UTF-8 is dropped when decoding as UTF-8."""
+        encoding = self.encoding or "utf-8"
+        if encoding == "utf-8" and self._body.startswith(codecs.BOM_UTF8):
+            encoding = "utf-8-sig"
+        return self._body.decode(encoding, errors="replace")
+
+    def json(self) -> Any:
+        """The body decoded as JSON: with the ``Content-Type`` charset when it names one Python
+        knows (:attr:`encoding`); without it, as :func:`json.loads` reads bytes (UTF-8, the JSON
+        default, or UTF-16 or -32, told apart by the first bytes; a UTF-8 byte-order mark is
+        skipped).
+
+        Raises:
+            json.JSONDecodeError: the body is not JSON (a :class:`ValueError`).
+            UnicodeDecodeError: the body is not text in its charset (a :class:`ValueError`).
+        """
+        encoding = self.encoding
+        if encoding is None:
+            return json.loads(self._body)
+        if encoding == "utf-8" and self._body.startswith(codecs.BOM_UTF8):
+            encoding = "utf-8-sig"
+        return json.loads(self._body.decode(encoding))
 
     def encode(self) -> bytes:
         """The library's encoding ("LDR1"), as the http loader produces it."""
@@ -413,6 +426,20 @@ class HttpResponse:
         set_slot(response, "_lines", bytes(data[_RESPONSE_HEAD.size:body_at]))
         set_slot(response, "_body", bytes(data[body_at:]))
         return response
+
+
+def _charset(content_type: Optional[str]) -> Optional[str]:
+    """The ``charset`` parameter of a ``Content-Type`` value (quotes removed), or ``None``."""
+    if not content_type:
+        return None
+    for parameter in content_type.split(";")[1:]:
+        name, equals, value = parameter.partition("=")
+        if equals and name.strip().lower() == "charset":
+            value = value.strip()
+            if len(value) >= 2 and value[0] == value[-1] == '"':
+                value = value[1:-1]
+            return value.strip() or None
+    return None
 
 
 # After the "LDR1" magic: the status and the length of the header lines.

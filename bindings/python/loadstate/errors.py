@@ -10,9 +10,19 @@ written against the built-ins catches them: :class:`TimedOut` is a
 A failing call of the C library returns a negative code; the binding
 raises the :class:`Error` subclass for that code (:func:`error_for_code`).
 A failed *load* is a :class:`LoadFailed`: its error domain, code and
-message, and what the load produced (an HTTP response outside 2xx); a load
-that timed out is a :class:`LoadTimedOut`, both a :class:`LoadFailed` and a
-:class:`TimedOut` (so a :class:`TimeoutError`).
+message, and what the load produced (an HTTP response outside 2xx). Some
+are also the exception Python code already catches for the same failure:
+
+* a load that timed out is a :class:`LoadTimedOut`, both a :class:`LoadFailed`
+  and a :class:`TimedOut` (so a :class:`TimeoutError`);
+* a failure of the ``os`` domain (an errno: a refused connection, a missing
+  file, a program that cannot be started, ...) is a :class:`LoadOSError`,
+  which is an :class:`OSError` of the subclass Python's own ``OSError(errno,
+  ...)`` picks (:class:`ConnectionRefusedError`, :class:`FileNotFoundError`,
+  :class:`PermissionError`, :class:`TimeoutError` for ``ETIMEDOUT``, ...), with
+  ``errno`` and ``strerror`` set as Python sets them;
+* an HTTP status outside 2xx is an :class:`HTTPStatusError`, with the
+  ``response`` and its ``status``.
 """
 
 from __future__ import annotations
@@ -39,7 +49,7 @@ __all__ = [
     "LibraryNotFound",
     "LoadFailed",
     "LoadTimedOut",
-    "OSLoadFailed",
+    "LoadOSError",
     "HTTPStatusError",
     "error_for_code",
 ]
@@ -315,69 +325,111 @@ class LoadTimedOut(LoadFailed, TimedOut):
     """
 
 
-class OSLoadFailed(LoadFailed, OSError):
-    """A load that failed in :attr:`Domain.OS <loadstate.Domain.OS>`: a :class:`LoadFailed` that is also
-    an :class:`OSError`, with ``errno`` the error's code and ``strerror`` its text from :func:`os.strerror`
-    (:attr:`message` keeps the library's longer message).
+class HTTPStatusError(LoadFailed):
+    """An http load whose final response has a status outside 2xx (domain :attr:`Domain.HTTP
+    <loadstate.Domain.HTTP>`, the status as ``code``).
 
-    What is raised is a subclass of it chosen by errno the way Python's own ``OSError(errno, ...)``
-    chooses: a refused connection is a :class:`ConnectionRefusedError`, a missing file or program a
-    :class:`FileNotFoundError`, a denied one a :class:`PermissionError`... so ``except
-    ConnectionRefusedError`` catches it, as it would catch the error of Python's own socket. Its class
-    is named after that subclass (``ConnectionRefusedError``) and defined by this module.
+    Raised by :meth:`Load.value <loadstate.Load.value>` and :meth:`Loadable.get
+    <loadstate.Loadable.get>` for such a load, and by :meth:`HttpResponse.raise_for_status
+    <loadstate.HttpResponse.raise_for_status>`. It is a :class:`LoadFailed`, so code that
+    catches that still does.
+
+    Attributes:
+        status: the response's status (``404``), the same as ``code``.
+        response: the :class:`~loadstate.HttpResponse` the server sent (its headers and body), as
+            ``value``; ``None`` when the load produced none.
+    """
+
+    def __init__(self, code: int, message: Optional[str] = None, domain: int = Domain.HTTP, final: bool = False,
+                 value: Any = None) -> None:
+        super().__init__(code, message, domain, final, value)
+
+    @property
+    def status(self) -> int:
+        """The HTTP status."""
+        return int(self.code)
+
+
+class LoadOSError(LoadFailed, OSError):
+    """A load that failed in :attr:`Domain.OS <loadstate.Domain.OS>`: the code is an errno.
+
+    The built-in loaders report in this domain a refused or failed connection (http: the
+    socket's errno, ``ECONNREFUSED``, ``ENETUNREACH``, ...), a file that cannot be read (file:
+    ``ENOENT``, ``EACCES``, ``EISDIR``, ...), and a program that cannot be started (exec:
+    ``ENOENT`` for one not found in ``PATH``, ``EACCES`` for one not executable).
+
+    The error raised is of a class made once per :class:`OSError` subclass, deriving from this
+    one and from the subclass Python's own ``OSError(errno, ...)`` picks for the errno:
+    ``ECONNREFUSED`` gives a ``LoadConnectionRefusedError``, both a :class:`LoadOSError` and a
+    :class:`ConnectionRefusedError`; ``ENOENT`` a :class:`FileNotFoundError`, ``EACCES`` and
+    ``EPERM`` a :class:`PermissionError`, ``ETIMEDOUT`` a :class:`TimeoutError`, and an errno
+    without a subclass a :class:`LoadOSError` only (an :class:`OSError`). So ``except
+    ConnectionRefusedError``, ``except OSError`` and ``except loadstate.LoadFailed`` all catch a
+    refused connection.
+
+    Attributes:
+        errno: the errno (as ``code``).
+        strerror: the operating system's text for it (``os.strerror``), as Python sets it.
+        message: the loader's message (for the http loader libcurl's, with the URL; for the
+            file loader it names the path).
+        filename: ``None``.
     """
 
     def __init__(self, code: int, message: Optional[str] = None, domain: int = Domain.OS, final: bool = False,
                  value: Any = None) -> None:
         super().__init__(code, message, domain, final, value)
-        self.errno = code
-        self.strerror = os.strerror(code) if 0 < code < 1 << 16 else (message or "")
+        # OSError's own: the errno (set from the arguments) and its text, as Python's OSError has them.
+        self.errno = int(code)
+        self.strerror = _strerror(int(code))
 
-    def __reduce__(self) -> Tuple[Any, ...]:  # the subclasses are made at run time: rebuilt by errno
-        return (load_error, (self.code, self.message, self.domain, self.value))
+    def __str__(self) -> str:
+        return LoadFailed.__str__(self)
+
+    def __reduce__(self) -> Tuple[Any, ...]:
+        # The class is made at run time: rebuilt from the errno, not found by its name.
+        return (_os_load_failed, (self.code, self.message, self.domain, self.final, self.value))
 
 
-# OSError subclass -> the OSLoadFailed subclass made for it.
-_OS_CLASSES: Dict[type, type] = {OSError: OSLoadFailed}
+def _strerror(number: int) -> str:
+    try:
+        return os.strerror(number)
+    except ValueError:  # out of the C library's range
+        return f"Unknown error {number}"
 
 
-def _os_class(code: int) -> type:
-    """The :class:`OSLoadFailed` subclass for errno ``code``: Python's own choice of OSError subclass."""
-    chosen = type(OSError(code, "")) if 0 < code < 1 << 16 else OSError
-    made = _OS_CLASSES.get(chosen)
-    if made is None:
-        made = type(chosen.__name__, (OSLoadFailed, chosen), {
+# The LoadOSError class of each OSError subclass, made once.
+_OS_CLASSES: Dict[Type[OSError], Type[LoadOSError]] = {OSError: LoadOSError}
+
+
+def os_error_class(number: int) -> Type[LoadOSError]:
+    """The :class:`LoadOSError` class of an errno: also the :class:`OSError` subclass Python's own
+    ``OSError(number, ...)`` is (:class:`ConnectionRefusedError` for ``ECONNREFUSED``, ...)."""
+    try:
+        base = type(OSError(number, ""))
+    except (OverflowError, TypeError):
+        base = OSError
+    cls = _OS_CLASSES.get(base)
+    if cls is None:
+        cls = type(f"Load{base.__name__}", (LoadOSError, base), {
             "__module__": __name__,
-            "__doc__": f"An :class:`OSLoadFailed` that is a :class:`{chosen.__name__}`.",
-        })
-        _OS_CLASSES[chosen] = made
-    return made
+            "__doc__": f"A load that failed in the os domain with an errno Python maps to :class:`{base.__name__}`."})
+        _OS_CLASSES[base] = cls
+    return cls
 
 
-class HTTPStatusError(LoadFailed):
-    """An http load whose final response had a status outside 2xx: :attr:`Domain.HTTP
-    <loadstate.Domain.HTTP>`, with the status as ``code``.
-
-    Attributes:
-        response: the :class:`~loadstate.HttpResponse` the server sent (status, headers, body).
-        status: its status.
-    """
-
-    @property
-    def status(self) -> int:
-        """The response's status (the error's code)."""
-        return int(self.code)
+def _os_load_failed(code: int, message: Optional[str], domain: int, final: bool, value: Any) -> LoadOSError:
+    return os_error_class(int(code))(code, message, domain, final, value)
 
 
 def load_error(code: int, message: Optional[str], domain: int, value: Any = None) -> LoadFailed:
     """The :class:`LoadFailed` of a failed state: a :class:`LoadTimedOut` for ``LDS_ETIMEDOUT`` in
-    :attr:`Domain.LOADSTATE <loadstate.Domain.LOADSTATE>`, an :class:`OSLoadFailed` subclass chosen by
-    errno in :attr:`Domain.OS <loadstate.Domain.OS>`, an :class:`HTTPStatusError` in
-    :attr:`Domain.HTTP <loadstate.Domain.HTTP>`."""
+    :attr:`Domain.LOADSTATE <loadstate.Domain.LOADSTATE>`, a :class:`LoadOSError` of the errno's
+    class (:func:`os_error_class`) in :attr:`Domain.OS <loadstate.Domain.OS>`, an
+    :class:`HTTPStatusError` in :attr:`Domain.HTTP <loadstate.Domain.HTTP>`."""
     if domain == Domain.LOADSTATE and code == Code.ETIMEDOUT:
         return LoadTimedOut(code, message, domain, value=value)
     if domain == Domain.OS:
-        return _os_class(code)(code, message, domain, value=value)  # type: ignore[no-any-return]
+        return os_error_class(code)(code, message, domain, value=value)
     if domain == Domain.HTTP:
         return HTTPStatusError(code, message, domain, value=value)
     return LoadFailed(code, message, domain, value=value)

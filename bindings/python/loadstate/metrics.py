@@ -20,7 +20,11 @@ class LoadMetrics:
     """The load counters of a loader or of a whole runtime (``lds_load_metrics``).
 
     Every load that started ends once: ``started`` is ``succeeded + failed +
-    cancelled + timed_out`` plus the loads running. Latencies are in
+    cancelled + timed_out + from_cache`` plus the loads running. A load
+    ``from_cache`` is one its cache answered alone, without a job: a
+    ``CACHE_FIRST`` hit, or any ``CACHE_ONLY`` read (a miss too, which ends
+    in its error; the cache's :class:`~loadstate.CacheStats` tell hits from
+    misses); it is not timed. Latencies are in
     microseconds, from a load's start to its end (retries included); the
     quantiles are estimated from ``latency_buckets``, where bucket ``i``
     counts loads that took less than ``2**i`` microseconds (the last one:
@@ -52,14 +56,15 @@ class LoadMetrics:
     queue_wait_p90_us: int
     queue_wait_p99_us: int
     queue_wait_buckets: Tuple[int, ...]
+    from_cache: int = 0
 
     @classmethod
-    def _from_c(cls, m: LoadMetricsC) -> "LoadMetrics":
+    def _from_c(cls, m: LoadMetricsC, from_cache: int = 0) -> "LoadMetrics":
         return cls(m.started, m.succeeded, m.failed, m.cancelled, m.timed_out, m.retried, m.shared,
                    m.jobs_started, m.jobs_in_flight, m.latency_count, m.latency_sum_us, m.latency_max_us,
                    m.latency_p50_us, m.latency_p90_us, m.latency_p99_us, tuple(m.latency_buckets), m.jobs_queued,
                    m.queue_wait_count, m.queue_wait_sum_us, m.queue_wait_max_us, m.queue_wait_p50_us,
-                   m.queue_wait_p90_us, m.queue_wait_p99_us, tuple(m.queue_wait_buckets))
+                   m.queue_wait_p90_us, m.queue_wait_p99_us, tuple(m.queue_wait_buckets), from_cache)
 
 
 @dataclass(frozen=True)
@@ -102,10 +107,12 @@ def runtime_stats(core: "_core.Core") -> RuntimeStats:
     loader_room, cache_room = 16, 16
     while True:
         loaders = (LoaderMetricsC * loader_room)()
+        loaders_from_cache = (ctypes.c_uint64 * loader_room)()
         caches = (CacheMetricsC * cache_room)()
         out = RuntimeStatisticsC()
         out.size = ctypes.sizeof(RuntimeStatisticsC)
         out.loaders, out.loaders_cap = loaders, loader_room
+        out.loaders_from_cache = loaders_from_cache
         out.caches, out.caches_cap = caches, cache_room
         core.check(core.dll.lds_runtime_stats(core.c_handle, byref(out)), "runtime stats")
         if out.loader_count <= loader_room and out.cache_count <= cache_room:
@@ -114,8 +121,9 @@ def runtime_stats(core: "_core.Core") -> RuntimeStats:
         cache_room = max(cache_room, out.cache_count + 16)
     return RuntimeStats(
         enabled=bool(out.enabled), cells_alive=out.cells_alive, events_delivered=out.events_delivered,
-        loads=LoadMetrics._from_c(out.loads),
-        loaders={loaders[i].loader: LoadMetrics._from_c(loaders[i].loads) for i in range(out.loader_count)},
+        loads=LoadMetrics._from_c(out.loads, out.loads_from_cache),
+        loaders={loaders[i].loader: LoadMetrics._from_c(loaders[i].loads, loaders_from_cache[i])
+                 for i in range(out.loader_count)},
         caches={c.cache: CacheStats(c.stats.hits, c.stats.misses, c.stats.evictions, c.stats.expirations,
                                     c.stats.entries, c.stats.bytes)
                 for c in (caches[i] for i in range(out.cache_count))})

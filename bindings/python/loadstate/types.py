@@ -120,8 +120,10 @@ class Event(Generic[T_co]):
 
     @property
     def error(self) -> Optional[LoadFailed]:
-        """The error as a :class:`LoadFailed` (a :class:`~loadstate.LoadTimedOut` for a load's timeout), or
-        ``None`` when the error fields are empty.
+        """The error as a :class:`LoadFailed`, or ``None`` when the error fields are empty: a
+        :class:`~loadstate.LoadTimedOut` for a load's timeout, a :class:`~loadstate.LoadOSError` of the
+        errno's :class:`OSError` subclass in :attr:`Domain.OS` (a :class:`ConnectionRefusedError`, a
+        :class:`FileNotFoundError`, ...), an :class:`~loadstate.HTTPStatusError` in :attr:`Domain.HTTP`.
 
         Set in ``ERROR``/``FAILED``, and on a ``LOADED`` cached value whose
         revalidation failed (:attr:`CachePolicy.CACHE_THEN_LOAD`).
@@ -134,7 +136,7 @@ class Event(Generic[T_co]):
     def raise_for_error(self) -> None:
         """Raises the state's :class:`LoadFailed` (see :attr:`error`) when the status is ``ERROR`` or ``FAILED``."""
         if self.status == Status.ERROR or self.status == Status.FAILED:
-            raise self.error or LoadFailed(self.error_code, self.error_message, self.error_domain)
+            raise self.error or load_error(self.error_code, self.error_message, self.error_domain)
 
 
 #: A snapshot (``lds_loadable_get``) has the same fields as an event.

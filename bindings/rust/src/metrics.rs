@@ -10,11 +10,12 @@ use crate::sys;
 /// The load counters of a loader or of a whole runtime (`lds_load_metrics`).
 ///
 /// Every load that started ends once: `started` is `succeeded + failed +
-/// cancelled + timed_out` plus the loads running. Latencies are in
-/// microseconds, from a load's start to its end (retries included).
+/// cancelled + timed_out + from_cache` plus the loads running. Latencies are in
+/// microseconds, from a load's start to its end (retries included); loads
+/// from the cache are not timed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LoadMetrics {
-    /// Loads that started (a load the cache answered alone starts none).
+    /// Loads that started (those a cache answered alone included).
     pub started: u64,
     /// Loads that ended loaded (or finished).
     pub succeeded: u64,
@@ -63,6 +64,10 @@ pub struct LoadMetrics {
     pub queue_wait_p99_us: u64,
     /// The waits, in the latency buckets' bounds.
     pub queue_wait_buckets: [u64; sys::LDS_LATENCY_BUCKETS],
+    /// Loads a cache answered alone, without a job: a cache-first hit, or
+    /// any cache-only read (a miss too, which ends in its error). They
+    /// start and end at once (`lds_runtime_statistics.loads_from_cache`).
+    pub from_cache: u64,
 }
 
 impl From<&sys::lds_load_metrics> for LoadMetrics {
@@ -92,6 +97,8 @@ impl From<&sys::lds_load_metrics> for LoadMetrics {
             queue_wait_p90_us: m.queue_wait_p90_us,
             queue_wait_p99_us: m.queue_wait_p99_us,
             queue_wait_buckets: m.queue_wait_buckets,
+            // Not in `lds_load_metrics`: `Runtime::stats` sets it.
+            from_cache: 0,
         }
     }
 }
@@ -149,8 +156,10 @@ impl Runtime {
                     sys::lds_cache_metrics { cache: 0, persistent: 0, reserved: 0, stats: Default::default() };
                     cache_room
                 ];
+            let mut loaders_from_cache = vec![0u64; loader_room];
             let mut out = sys::lds_runtime_statistics::INIT;
             out.loaders = loaders.as_mut_ptr();
+            out.loaders_from_cache = loaders_from_cache.as_mut_ptr();
             out.loaders_cap = u32::try_from(loader_room).unwrap_or(u32::MAX);
             out.caches = caches.as_mut_ptr();
             out.caches_cap = u32::try_from(cache_room).unwrap_or(u32::MAX);
@@ -167,8 +176,12 @@ impl Runtime {
                 enabled: out.enabled != 0,
                 cells_alive: out.cells_alive,
                 events_delivered: out.events_delivered,
-                loads: LoadMetrics::from(&out.loads),
-                loaders: loaders[..loader_count].iter().map(|l| (l.loader, LoadMetrics::from(&l.loads))).collect(),
+                loads: LoadMetrics { from_cache: out.loads_from_cache, ..LoadMetrics::from(&out.loads) },
+                loaders: loaders[..loader_count]
+                    .iter()
+                    .zip(&loaders_from_cache)
+                    .map(|(l, &from_cache)| (l.loader, LoadMetrics { from_cache, ..LoadMetrics::from(&l.loads) }))
+                    .collect(),
                 caches: caches[..cache_count]
                     .iter()
                     .map(|c| {

@@ -697,6 +697,9 @@ pub struct lds_runtime_statistics {
     pub caches: *mut lds_cache_metrics,
     pub caches_cap: u32,
     pub cache_count: u32,
+    /// The second version: loads a cache answered alone, in all and per loader.
+    pub loads_from_cache: u64,
+    pub loaders_from_cache: *mut u64,
 }
 
 impl lds_runtime_statistics {
@@ -713,6 +716,8 @@ impl lds_runtime_statistics {
         caches: core::ptr::null_mut(),
         caches_cap: 0,
         cache_count: 0,
+        loads_from_cache: 0,
+        loaders_from_cache: core::ptr::null_mut(),
     };
 }
 

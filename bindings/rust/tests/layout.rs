@@ -70,7 +70,8 @@ int main(void) {
   FIELD(lds_runtime_statistics, loads); FIELD(lds_runtime_statistics, loaders);
   FIELD(lds_runtime_statistics, loaders_cap); FIELD(lds_runtime_statistics, loader_count);
   FIELD(lds_runtime_statistics, caches); FIELD(lds_runtime_statistics, caches_cap);
-  FIELD(lds_runtime_statistics, cache_count);
+  FIELD(lds_runtime_statistics, cache_count); FIELD(lds_runtime_statistics, loads_from_cache);
+  FIELD(lds_runtime_statistics, loaders_from_cache);
   SIZE(lds_load_options);
   FIELD(lds_load_options, size); FIELD(lds_load_options, flags); FIELD(lds_load_options, timeout_ms);
   FIELD(lds_load_options, interrupts_ms); FIELD(lds_load_options, interrupt_count);
@@ -153,7 +154,8 @@ int main(void) {
   printf("init lds_runtime_options %u %u %u %u %u\n", ro.size, ro.delivery, ro.spin_us, ro.queue_max, ro.flags);
   lds_runtime_statistics rs = LDS_RUNTIME_STATISTICS_INIT;
   printf("init lds_runtime_statistics %u %d %u %u\n", rs.size,
-         rs.loaders != NULL || rs.caches != NULL || rs.enabled != 0 || rs.loads.started != 0,
+         rs.loaders != NULL || rs.caches != NULL || rs.enabled != 0 || rs.loads.started != 0 ||
+         rs.loads_from_cache != 0 || rs.loaders_from_cache != NULL,
          rs.loaders_cap, rs.caches_cap);
   lds_load_options lo = LDS_LOAD_OPTIONS_INIT;
   printf("init lds_load_options %u %u %u %d %zu %u %u %u %llu %d %zu %u %u %llu\n", lo.size, lo.flags,
@@ -395,7 +397,7 @@ fn structs_and_constants_match_the_c_header() {
     fields!(lds_loader_metrics: loader, loads);
     fields!(lds_cache_metrics: cache, persistent, reserved, stats);
     fields!(lds_runtime_statistics: size, enabled, cells_alive, events_delivered, loads, loaders, loaders_cap,
-        loader_count, caches, caches_cap, cache_count);
+        loader_count, caches, caches_cap, cache_count, loads_from_cache, loaders_from_cache);
     checker.check("size lds_id", size_of::<lds_id>());
     checker.check("align lds_id", align_of::<lds_id>());
 
@@ -515,7 +517,9 @@ fn structs_and_constants_match_the_c_header() {
         format!("{} {} {} {} {}", ro.size, ro.delivery, ro.spin_us, ro.queue_max, ro.flags),
     );
     let rs = lds_runtime_statistics::INIT;
-    let any_set = !rs.loaders.is_null() || !rs.caches.is_null() || rs.enabled != 0 || rs.loads.started != 0;
+    let any_set = !rs.loaders.is_null() || !rs.caches.is_null() || rs.enabled != 0 || rs.loads.started != 0
+        || rs.loads_from_cache != 0
+        || !rs.loaders_from_cache.is_null();
     checker.check(
         "init lds_runtime_statistics",
         format!("{} {} {} {}", rs.size, u8::from(any_set), rs.loaders_cap, rs.caches_cap),

@@ -81,3 +81,31 @@ fn metrics_text_names_each_loader() {
     assert!(text.contains("\n# TYPE loadstate_load_duration_seconds histogram\n"));
     assert!(text.ends_with('\n'));
 }
+
+#[test]
+fn loads_a_cache_answers_alone_count_as_from_cache() {
+    use loadstate::CachePolicy;
+    let runtime = Runtime::new().unwrap();
+    let cache = runtime.memory_cache(&MemoryCacheOptions::new()).unwrap();
+    cache.put(b"k", b"cached").unwrap();
+    let (loader, _jobs) = job_queue(&runtime);
+    let (cell, events) = runtime.loadable().unwrap();
+    let mut watch = Watch::new(events);
+    let options = LoadOptions::new()
+        .cache(&cache)
+        .cache_key(b"k".to_vec())
+        .cache_policy(CachePolicy::CacheFirst)
+        .fresh(Duration::from_secs(60));
+    cell.load_with(&loader, b"a", &options).unwrap();
+    let event = watch.next();
+    assert_eq!(event.status, Status::Loaded);
+    assert!(event.is_from_cache());
+    let only = LoadOptions::new().cache(&cache).cache_key(b"absent".to_vec()).cache_policy(CachePolicy::CacheOnly);
+    cell.load_with(&loader, b"b", &only).unwrap();
+    assert_eq!(watch.next().status, Status::Error);
+
+    let stats = runtime.stats().unwrap();
+    assert_eq!((stats.loads.started, stats.loads.from_cache, stats.loads.latency_count), (2, 2, 0));
+    assert_eq!(stats.loaders[&loader.id()].from_cache, 2);
+    assert_eq!(stats.loads.jobs_started, 0);
+}

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from conftest import WAIT
 
-
 import loadstate
 from loadstate import Status
 

@@ -184,16 +184,20 @@ import Synchronization
     /// reset, set_*, free) and queues it for the loop thread.
     @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
     @usableFromInline package func leave(then operation: @escaping (Cell) -> Void) {
-        queueLeaving { [self] _ in operation(self) }
+        // Queued after the lock: an operation that is not a load may run before a load asked for
+        // before it on another thread, and that load then runs after it as the newer operation;
+        // only a load must not run after an operation asked for later (see `queueLeaving`).
+        requestLeave()
+        runtime.loop.execute { [self] in operation(self) }
     }
 
-    /// Any thread: records an operation that ends the cell's load (a load
-    /// of `loader`, when given: see `prepareLoadLocked`) and queues `work`
-    /// for the loop thread with its ticket, under one acquisition of the
-    /// table lock. So the loop runs the cell's operations in the order
-    /// their tickets were given, whatever threads ask for them: a load run
-    /// after one asked for later would find itself superseded and start no
-    /// job, and no later operation would come to end it.
+    /// Any thread: records a load (of `loader`, when given: see
+    /// `prepareLoadLocked`; a refresh without) and queues `work` for the
+    /// loop thread with its ticket, under one acquisition of the table
+    /// lock. So a load never runs on the loop after an operation of the
+    /// cell asked for later, whatever threads ask for them: it would find
+    /// itself superseded and start no job, and no later operation would
+    /// come to end it (the cell would stay loading).
     @usableFromInline package func queueLeaving(loader: UInt64? = nil, _ work: @escaping (UInt64) -> Void) {
         runtime.table.withLock { _ in
             if let loader { noteLoadRequestedLocked(loader: loader) }
@@ -210,21 +214,21 @@ import Synchronization
     /// in a loop queues one operation at a time, not one per call.
     @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
     @usableFromInline package func stop(reset: Bool) {
-        runtime.table.withLock { _ in
-            if !reset && !loadRequested { return }
-            if queuedStop != 0 && queuedStop == leaveRequests && (queuedStopResets || !reset) { return }
-            let queued = UInt32(truncatingIfNeeded: requestLeaveLocked())
-            queuedStop = queued
+        let queued = runtime.table.withLock { _ -> UInt32 in
+            if !reset && !loadRequested { return 0 }
+            if queuedStop != 0 && queuedStop == leaveRequests && (queuedStopResets || !reset) { return 0 }
+            queuedStop = UInt32(truncatingIfNeeded: requestLeaveLocked())
             queuedStopResets = reset
-            // Queued under the lock, in the order of the tickets (see `queueLeaving`).
-            runtime.loop.execute { [self] in
-                // From here on a later stop changes something again (a load the
-                // loop starts itself, such as a cache invalidation's, may run).
-                runtime.table.withLock { _ in
-                    if queuedStop == queued { queuedStop = 0 }
-                }
-                if reset { self.reset() } else { cancel() }
+            return queuedStop
+        }
+        guard queued != 0 else { return }
+        runtime.loop.execute { [self] in
+            // From here on a later stop changes something again (a load the
+            // loop starts itself, such as a cache invalidation's, may run).
+            runtime.table.withLock { _ in
+                if queuedStop == queued { queuedStop = 0 }
             }
+            if reset { self.reset() } else { cancel() }
         }
     }
 

@@ -15,7 +15,6 @@ trio thread, through ``TrioToken.run_sync_soon`` from any other thread.
 
 from __future__ import annotations
 
-import asyncio
 import sys
 import threading
 from threading import get_ident
@@ -23,10 +22,12 @@ from typing import Any, Callable, Generator, Optional
 
 from .errors import Cancelled
 
-__all__ = ["Host", "Waiter", "Attachment", "current_host", "running_library", "start_loader"]
+__all__ = ["Host", "Waiter", "Attachment", "current_host", "no_library", "start_loader"]
 
-# The trio.lowlevel.RunVar that holds each trio run's Host, made at first use.
+# The trio.lowlevel.RunVar that holds each trio run's Host, made at first use (under the lock: runs on two
+# threads must share it).
 _HOST_VAR: Any = None
+_HOST_LOCK = threading.Lock()
 
 
 def _trio() -> Any:
@@ -46,19 +47,14 @@ def current_host() -> Optional["Host"]:
         return None
     global _HOST_VAR
     if _HOST_VAR is None:
-        _HOST_VAR = lowlevel.RunVar("loadstate.host")
+        with _HOST_LOCK:
+            if _HOST_VAR is None:
+                _HOST_VAR = lowlevel.RunVar("loadstate.host")
     host: Optional[Host] = _HOST_VAR.get(None)
     if host is None:
         host = Host(trio, token)
         _HOST_VAR.set(host)
     return host
-
-
-def running_library() -> Optional[str]:
-    """``"asyncio"`` or ``"trio"``: the async library running on this thread, or ``None``."""
-    if asyncio._get_running_loop() is not None:
-        return "asyncio"
-    return "trio" if current_host() is not None else None
 
 
 def no_library(what: str) -> RuntimeError:

@@ -1008,7 +1008,8 @@ class Load(Generic[T]):
         if host is None:
             raise _trio.no_library("awaiting a load")
         core = self._state.core
-        if core.trio is None and core.loop is None and core.delivery == Delivery.POLL and not core.dispatched:
+        if (core.trio is None or core.trio.ended) and core.loop is None and core.delivery == Delivery.POLL \
+                and not core.dispatched:
             _warn_unattached()
         waiter = host.create_future()
         with _WAIT_LOCK:

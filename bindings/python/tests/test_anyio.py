@@ -213,8 +213,7 @@ def test_a_runtime_closed_while_awaited(errors, backend, delivery):
         async with anyio.create_task_group() as group:
             for request in (b"a", b"b"):
                 group.start_soon(waiter, request)
-            while cell.latest.status is not Status.LOADING:
-                await anyio.sleep(0.001)
+            await anyio.wait_all_tasks_blocked()   # every waiter parked
             rt.close()
         assert sorted(closed) == [b"a", b"b"]
 

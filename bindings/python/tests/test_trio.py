@@ -11,6 +11,7 @@ import warnings
 
 import pytest
 import trio
+import trio.testing
 from conftest import WAIT
 
 import loadstate
@@ -221,7 +222,9 @@ def test_every_way_a_job_is_cancelled_cancels_its_trio_loader(errors, delivery):
             cell.load(b"second")
             assert await cancelled.receive() == b"first"
             assert await started.receive() == b"second"
-            cell.load(b"timed", timeout=0.001)
+            # Long enough for the job to start first: the library never starts a job that timed out before
+            # its start was dispatched.
+            cell.load(b"timed", timeout=0.5)
             assert await cancelled.receive() == b"second"
             assert await started.receive() == b"timed"
             assert await cancelled.receive() == b"timed"
@@ -326,8 +329,7 @@ def test_a_runtime_closed_while_awaited_wakes_its_waiters(errors, delivery):
             for request in (b"a", b"b"):
                 nursery.start_soon(waiter, cell.load(request))
             nursery.start_soon(streamer)
-            while cell.latest.status is not Status.LOADING:
-                await trio.sleep(0.001)
+            await trio.testing.wait_all_tasks_blocked()   # every waiter parked
             rt.close()
         assert sorted(map(str, outcomes)) == sorted(map(str, [loadstate.Closed, loadstate.Closed, "stream ended"]))
         with pytest.raises(loadstate.Closed):
@@ -348,8 +350,8 @@ def test_a_runtime_closed_from_another_thread_stops_its_reader(errors):
                 with pytest.raises(loadstate.Closed):
                     await load
             assert rt.closed and rt._core.trio is None
-            while not attachment.ended:      # the reader was cancelled; it ends at its next step
-                await trio.sleep(0)
+            await trio.testing.wait_all_tasks_blocked()
+            assert attachment.ended          # the reader was cancelled, and ended at its next step
 
     run(main)
     assert errors.items == []

@@ -890,7 +890,8 @@ class Load(Generic[T]):
         if attached is not None and attached.host.running_here():
             raise WrongState(WrongState.code, "not allowed in the current state",
                              "waiting would block the trio run that delivers the events; await the load")
-        if core.delivery == Delivery.POLL and core.loop is None and (attached is None or attached.ended) and not core.closed:
+        if (core.delivery == Delivery.POLL and core.loop is None and (attached is None or attached.ended)
+                and not core.closed):
             while not self._done:
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:

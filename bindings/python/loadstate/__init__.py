@@ -20,7 +20,7 @@ b'HELLO'
 
 from typing import Tuple
 
-from ._library import ENV_VAR, LIBRARY_NAME, Library, load_library
+from ._library import ENV_VAR, LIBRARY_NAME, Library, host_ca_certificates, load_library
 from .builtin import (EXEC_REQUEST, HTTP_HTTP1, HTTP_HTTP2, HTTP_INSECURE, HTTP_NO_COMPRESSION, HTTP_NO_REDIRECTS,
                       HTTP_REQUEST, HTTP_RESPONSE, PATH, ExecRequest, HttpRequest, HttpResponse)
 from .cache import Cache, CacheEntry, CacheStats
@@ -64,5 +64,5 @@ __all__ = [
     "Closed", "TooBig", "IOFailure", "Busy", "RedisError", "LibraryNotFound", "LoadFailed", "LoadTimedOut", "LoadOSError",
     "HTTPStatusError", "error_for_code",
     "EXCEPTION_CODE",
-    "Library", "load_library", "ENV_VAR", "LIBRARY_NAME", "version", "strerror",
+    "Library", "load_library", "host_ca_certificates", "ENV_VAR", "LIBRARY_NAME", "version", "strerror",
 ]

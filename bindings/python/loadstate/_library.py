@@ -19,6 +19,13 @@ An explicit path or the environment variable, when given, must work: the
 search stops there with an error rather than silently taking another copy.
 A checkout's build comes before the system's library because the checkout
 is where the binding and the library are being changed together.
+
+CA certificates: the http loader verifies servers with the CA certificates
+libcurl was built to use, a path of the machine that built it. A wheel's
+libcurl was built elsewhere, so before loading a library this module
+chooses the host's own (see :func:`host_ca_certificates`) and hands them to
+the library through ``LOADSTATE_CA_FILE`` and ``LOADSTATE_CA_DIR``, unless
+those are set already.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
+import ssl
 import struct
 import threading
 from ctypes import (CFUNCTYPE, POINTER, Structure, c_char, c_char_p, c_int, c_int32, c_size_t, c_uint32,
@@ -35,7 +43,7 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 
 from .errors import Error, LibraryNotFound, error_for_code
 
-__all__ = ["Library", "load_library", "ENV_VAR", "LIBRARY_NAME"]
+__all__ = ["Library", "load_library", "host_ca_certificates", "ENV_VAR", "LIBRARY_NAME"]
 
 ENV_VAR = "LOADSTATE_LIBRARY"
 LIBRARY_NAME = "libloadstate.so"
@@ -45,6 +53,48 @@ _VERSION_MAJOR = 0
 _VERSION_MINOR = 4
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
+
+# The library's variables for its default CA certificates (include/loadstate.h, lds_http_loader_new).
+CA_FILE_VAR = "LOADSTATE_CA_FILE"
+CA_DIR_VAR = "LOADSTATE_CA_DIR"
+# Where distributions keep their CA bundle and hashed certificate folder, most common first: Debian,
+# Ubuntu, Arch and Gentoo; Fedora and RHEL; openSUSE; RHEL's extracted bundle; Alpine.
+_CA_FILES = ("/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt", "/etc/ssl/ca-bundle.pem",
+             "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem", "/etc/ssl/cert.pem")
+_CA_DIRS = ("/etc/ssl/certs", "/etc/pki/tls/certs")
+
+
+def host_ca_certificates() -> Tuple[Optional[str], Optional[str]]:
+    """The host's CA certificates, as ``(file, folder)``; either is ``None`` when none was found.
+
+    Each is chosen on its own, the first that applies: the ``SSL_CERT_FILE``
+    (``SSL_CERT_DIR``) environment variable, as OpenSSL reads it; the file
+    (folder) of Python's own ``ssl.get_default_verify_paths()`` when it
+    exists; the first that exists of the places distributions use
+    (``/etc/ssl/certs/ca-certificates.crt``, ``/etc/pki/tls/certs/ca-bundle.crt``,
+    ``/etc/ssl/ca-bundle.pem``, ``/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem``,
+    ``/etc/ssl/cert.pem``; ``/etc/ssl/certs``, ``/etc/pki/tls/certs``).
+    An environment variable is taken as it is, even when it names nothing
+    (the loads then fail, saying that the file cannot be read).
+    """
+    defaults = ssl.get_default_verify_paths()
+    file = os.environ.get("SSL_CERT_FILE") or defaults.cafile or \
+        next((path for path in _CA_FILES if os.path.isfile(path)), None)
+    folder = os.environ.get("SSL_CERT_DIR") or (defaults.capath if defaults.capath and os.path.isdir(defaults.capath)
+                                                else None) or \
+        next((path for path in _CA_DIRS if os.path.isdir(path)), None)
+    return file, folder
+
+
+def _export_host_ca() -> None:
+    """Sets ``LOADSTATE_CA_FILE`` and ``LOADSTATE_CA_DIR`` to the host's CA certificates, each unless already set."""
+    if os.environ.get(CA_FILE_VAR) or os.environ.get(CA_DIR_VAR):
+        return
+    file, folder = host_ca_certificates()
+    if file:
+        os.environ[CA_FILE_VAR] = file
+    if folder:
+        os.environ[CA_DIR_VAR] = folder
 
 
 _strings = POINTER(c_char_p)  # const char *const *
@@ -606,6 +656,7 @@ def load_library(path: Optional[PathLike] = None) -> Library:
     """
     global _default
     with _lock:
+        _export_host_ca()
         attempts: Attempts = []
         if path is not None:
             library = _try("path argument", Path(os.fspath(path)), attempts)

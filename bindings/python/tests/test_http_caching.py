@@ -6,10 +6,12 @@ from __future__ import annotations
 import gzip
 import http.server
 import json
+import os
 import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Dict
 
 import pytest
 from conftest import WAIT
@@ -157,3 +159,32 @@ def test_http2_over_tls_with_a_trusted_ca_file_shares_one_connection(rt, nginx):
     assert len({r.header("x-connection") for r in responses}) == 1
     untrusted = rt.loadable(loader).load(loadstate.HttpRequest(request.url, flags=loadstate.HTTP_HTTP2)).state(WAIT)
     assert untrusted.status is Status.ERROR and untrusted.error_domain != Domain.HTTP
+
+
+CA_FROM_ENVIRONMENT = """
+import sys, loadstate
+with loadstate.Runtime(library=sys.argv[2]) as rt:
+    state = rt.loadable(rt.http_loader(proxy="")).load(sys.argv[1]).state(10)
+    print(state.status.name, state.error_message)
+"""
+
+
+def test_the_default_ca_certificates_come_from_loadstate_ca_file(nginx):
+    """LOADSTATE_CA_FILE replaces libcurl's compiled-in CA file for requests without a ca_file of their own.
+
+    A process of its own for each case: the library reads the variable when it sets a transfer handle up.
+    """
+    library = loadstate.load_library().path
+    env = {name: value for name, value in os.environ.items()
+           if name not in ("LOADSTATE_CA_FILE", "LOADSTATE_CA_DIR", "SSL_CERT_FILE", "SSL_CERT_DIR")}
+    env["PYTHONPATH"] = str(Path(loadstate.__file__).resolve().parent.parent)
+
+    def fetch(extra: Dict[str, str]) -> str:
+        done = subprocess.run([sys.executable, "-c", CA_FROM_ENVIRONMENT, f"https://127.0.0.1:{nginx['tls']}/ok",
+                               library], env=dict(env, **extra), capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    assert fetch({"LOADSTATE_CA_FILE": nginx["ca"]}).startswith("LOADED")
+    refused = fetch({})
+    assert refused.startswith("ERROR") and "certificate" in refused, refused

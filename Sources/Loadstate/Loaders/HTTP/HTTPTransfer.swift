@@ -117,9 +117,21 @@ final class HTTPTransfer {
             lds_easy_setopt_ptr(easy, CURLOPT_WRITEDATA, me)
             lds_easy_setopt_ptr(easy, CURLOPT_HEADERDATA, me)
             lds_easy_setopt_ptr(easy, CURLOPT_ERRORBUFFER, errorBuffer)
-            var cainfo: UnsafeMutableRawPointer?
-            if lds_easy_getinfo_ptr(easy, CURLINFO_CAINFO, &cainfo) == CURLE_OK, let cainfo {
-                handle.defaultCAFile = String(cString: cainfo.assumingMemoryBound(to: CChar.self))
+            // The default CA certificates: LOADSTATE_CA_FILE and
+            // LOADSTATE_CA_DIR when set (a copy of libcurl built on another
+            // machine, as in the Python wheel, has that machine's paths
+            // compiled in), otherwise libcurl's own.
+            if let file = getenv("LOADSTATE_CA_FILE"), file.pointee != 0 {
+                handle.defaultCAFile = String(cString: file)
+                lds_easy_setopt_str(easy, CURLOPT_CAINFO, handle.defaultCAFile)
+            } else {
+                var cainfo: UnsafeMutableRawPointer?
+                if lds_easy_getinfo_ptr(easy, CURLINFO_CAINFO, &cainfo) == CURLE_OK, let cainfo {
+                    handle.defaultCAFile = String(cString: cainfo.assumingMemoryBound(to: CChar.self))
+                }
+            }
+            if let dir = getenv("LOADSTATE_CA_DIR"), dir.pointee != 0 {
+                lds_easy_setopt_str(easy, CURLOPT_CAPATH, String(cString: dir))
             }
             handle.isSetUp = true
         }

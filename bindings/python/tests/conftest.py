@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import queue
 import sys
 import threading
 from pathlib import Path
-from typing import Callable, List, Optional, Tuple
+from typing import Callable, Iterator, List, Optional, Tuple, Type
 
 import pytest
 
@@ -169,3 +171,17 @@ def state(status: loadstate.Status, value=None, request=None, flags: int = 0, at
           type: loadstate.EventType = loadstate.EventType.STATE) -> Tuple:
     """The expected ``fields(event)``."""
     return (type, status, loadstate.Flags(flags), value, request, loadstate.Domain(domain), code, message, attempt)
+
+
+@contextlib.contextmanager
+def http_server(handler: Type[http.server.BaseHTTPRequestHandler]) -> Iterator[str]:
+    """A threading HTTP server on 127.0.0.1 answering with ``handler``; yields its base URL."""
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+

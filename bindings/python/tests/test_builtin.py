@@ -6,11 +6,10 @@ import asyncio
 import ctypes
 import http.server
 import pickle
-import threading
 from unittest import mock
 
 import pytest
-from conftest import WAIT, Recorder
+from conftest import http_server, Recorder, WAIT
 
 import loadstate
 from loadstate import Domain, EventType, Status, cells
@@ -73,12 +72,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def server():
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
+    with http_server(_Handler) as url:
+        yield url
 
 
 def test_http_loader_gets_a_response(rt, server):

@@ -14,10 +14,9 @@ import json
 import os
 import pickle
 import socket
-import threading
 
 import pytest
-from conftest import WAIT
+from conftest import http_server, WAIT
 
 import loadstate
 from loadstate import Domain, Status
@@ -148,12 +147,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def server():
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
+    with http_server(_Handler) as url:
+        yield url
 
 
 def test_a_404_is_an_http_status_error_with_the_response(rt, server):

@@ -9,12 +9,11 @@ import json
 import os
 import subprocess
 import sys
-import threading
 from pathlib import Path
 from typing import Dict
 
 import pytest
-from conftest import WAIT
+from conftest import http_server, WAIT
 
 import loadstate
 from loadstate import CachePolicy, Domain, LoadOptions, Status
@@ -64,12 +63,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 @pytest.fixture
 def server():
     _Handler.bodies = 0
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
+    with http_server(_Handler) as url:
+        yield url
 
 
 def test_a_304_keeps_the_cached_body_and_is_flagged_revalidated(rt, server):

@@ -1067,6 +1067,12 @@ int lds_exec_loader_new(lds_runtime *rt, const lds_exec_options *opts, lds_id *o
                                              speak HTTP/2 there) */
 #define LDS_HTTP_HTTP1         (1u << 4)  /* since 0.4: HTTP/1.1 only. Neither flag: HTTP/2 by
                                              ALPN over TLS, HTTP/1.1 over plain http */
+#define LDS_HTTP_NO_HEURISTIC_FRESHNESS (1u << 5) /* since 0.5: a cache gives this request's
+                                             responses no lifetime guessed from Last-Modified
+                                             (see Caching in lds_http_loader_new) */
+#define LDS_HTTP_NO_STALE_ON_DISCONNECT (1u << 6) /* since 0.5: a cache serves no stale response
+                                             when the server cannot be reached (see Caching
+                                             in lds_http_loader_new) */
 
 /*
  * Bounds on one HTTP response, whatever the request (each redirect and

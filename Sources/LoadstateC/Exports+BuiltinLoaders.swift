@@ -169,7 +169,8 @@ public func ldsHttpRequestEncode(_ req: UnsafePointer<lds_http_request>?,
         caFile = path
     }
     let known = UInt32(LDS_HTTP_INSECURE) | UInt32(LDS_HTTP_NO_REDIRECTS) | UInt32(LDS_HTTP_NO_COMPRESSION)
-        | UInt32(LDS_HTTP_HTTP2) | UInt32(LDS_HTTP_HTTP1)
+        | UInt32(LDS_HTTP_HTTP2) | UInt32(LDS_HTTP_HTTP1) | UInt32(LDS_HTTP_NO_HEURISTIC_FRESHNESS)
+        | UInt32(LDS_HTTP_NO_STALE_ON_DISCONNECT)
     guard c.flags & ~known == 0 else { return LDS_EINVAL }
     let http2 = c.flags & UInt32(LDS_HTTP_HTTP2) != 0
     let http1 = c.flags & UInt32(LDS_HTTP_HTTP1) != 0
@@ -194,12 +195,14 @@ public func ldsHttpRequestEncode(_ req: UnsafePointer<lds_http_request>?,
         method = name
     }
     guard let urlText = text(url) else { return LDS_EINVAL }
-    let request = HTTPRequest(method: method, url: urlText,
+    var request = HTTPRequest(method: method, url: urlText,
                               headers: headers, body: body, timeoutMs: c.timeout_ms, maxBody: c.max_body,
                               maxRedirects: noRedirects ? 0 : (c.max_redirects == 0 ? 5 : c.max_redirects),
                               insecure: c.flags & UInt32(LDS_HTTP_INSECURE) != 0,
                               compressed: c.flags & UInt32(LDS_HTTP_NO_COMPRESSION) == 0,
                               version: http2 ? .http2 : http1 ? .http1 : .automatic, caFile: caFile)
+    request.heuristicFreshness = c.flags & UInt32(LDS_HTTP_NO_HEURISTIC_FRESHNESS) == 0
+    request.staleOnDisconnect = c.flags & UInt32(LDS_HTTP_NO_STALE_ON_DISCONNECT) == 0
     guard request.problem == nil else { return LDS_EINVAL }
     return giveBuffer(request.encoded(), out, outLength)
 }

@@ -396,7 +396,10 @@ struct HTTPCacheHeadersTests {
     @Test func directivesAreReadInAnyCaseWithQuotedArguments() {
         let c = control("Max-Age=\"60\", NO-CACHE=\"Set-Cookie, X\", stale-if-error=5,must-revalidate")
         #expect(c.maxAgeSeconds == 60)
-        #expect(c.noCache)
+        // The field-list form names fields not to serve, not the whole response.
+        #expect(!c.noCache)
+        #expect(c.noCacheFields == [b("set-cookie"), b("x")])
+        #expect(control("no-cache").noCache)
         #expect(c.staleIfErrorSeconds == 5)
         #expect(c.mustRevalidate)
         #expect(!c.noStore)
@@ -404,15 +407,28 @@ struct HTTPCacheHeadersTests {
 
     @Test func hugeNumbersSaturateAndGarbageIsIgnored() {
         #expect(control("max-age=99999999999999999999").maxAgeSeconds == HTTPCacheControl.deltaSecondsMax)
-        #expect(control("max-age=-1").maxAgeSeconds == nil)
-        #expect(control("max-age=1.5").maxAgeSeconds == nil)
-        #expect(control("max-age=").maxAgeSeconds == nil)
-        #expect(control("max-age").maxAgeSeconds == nil)
-        #expect(control("max-age=60, max-age=10").maxAgeSeconds == 10)
+        // A max-age that does not begin with a digit makes the response stale (RFC 9111 4.2.1).
+        #expect(control("max-age=-1").maxAgeSeconds == 0)
+        #expect(control("max-age=a3600").maxAgeSeconds == 0)
+        #expect(control("max-age='3600'").maxAgeSeconds == 0)
+        #expect(control("max-age=").maxAgeSeconds == 0)
+        #expect(control("max-age").maxAgeSeconds == 0)
+        // Its leading digits count.
+        #expect(control("max-age=1.5").maxAgeSeconds == 1)
+        #expect(control("max-age=003600").maxAgeSeconds == 3600)
+        #expect(control("max-age=100a").maxAgeSeconds == 100)
+        // Whitespace around `=` makes it no directive at all.
+        #expect(control("max-age =60").maxAgeSeconds == nil)
+        #expect(control("max-age= 60").maxAgeSeconds == nil)
+        // The first occurrence counts (RFC 9111 4.2.1), on one line or two.
+        #expect(control("max-age=60, max-age=10").maxAgeSeconds == 60)
+        #expect(HTTPCacheControl([b("max-age=1")[...], b("max-age=60")[...]]).maxAgeSeconds == 1)
         #expect(control("s-maxage=60").maxAgeSeconds == nil)
+        // Inside a quoted string it is not a directive.
+        #expect(control("foo=\"max-age=8000\", max-age=1").maxAgeSeconds == 1)
         let record = HTTPCacheRecord(headers: HTTPHeaderLines(b("Age: 99999999999999999999999\r\n")),
                                      control: control("max-age=99999999999999999999"), nowMs: UInt64.max) { _ in nil }
-        #expect(record.judgement(storedAtMs: 0, nowMs: UInt64.max) == .stale)
+        #expect(record.verdict(storedAtMs: 0, nowMs: UInt64.max).judgement == .stale)
         #expect(record.age(storedAtMs: UInt64.max, nowMs: 0) == record.initialAgeMs)
     }
 
@@ -438,8 +454,16 @@ struct HTTPCacheHeadersTests {
             let c = HTTPCacheControl([bytes[...]])
             let record = HTTPCacheRecord(headers: HTTPHeaderLines(b("Vary: ") + bytes + b("\r\nAge: ") + bytes),
                                          control: c, nowMs: UInt64.random(in: 0...UInt64.max, using: &rng)) { _ in bytes }
-            _ = record.judgement(storedAtMs: UInt64.random(in: 0...UInt64.max, using: &rng),
-                                 nowMs: UInt64.random(in: 0...UInt64.max, using: &rng))
+            _ = record.verdict(storedAtMs: UInt64.random(in: 0...UInt64.max, using: &rng),
+                               nowMs: UInt64.random(in: 0...UInt64.max, using: &rng), asked: c,
+                               freshMs: UInt64.random(in: 0...UInt64.max, using: &rng))
+            _ = HTTPServedResponse.make(from: HTTPResponse(status: 200, headers: bytes, body: bytes).encoded(),
+                                        record: record, ageMs: UInt64.random(in: 0...UInt64.max, using: &rng),
+                                        status: .hit(ttlSeconds: .min, detail: "fresh"), head: Bool.random(using: &rng),
+                                        notModified: Bool.random(using: &rng))
+            _ = HTTPCacheRecord.ageSeconds(bytes[...])
+            _ = HTTPCacheRecord.normalised(bytes, of: b("accept-language"))
+            _ = HTTPURL.resolve(String(decoding: bytes, as: UTF8.self), against: "http://h:1/a/b?c")
             _ = HTTPCacheRecord(decoding: record.encoded())
             _ = HTTPCacheRecord(decoding: b("LHC1") + bytes)
         }

@@ -378,10 +378,16 @@ import Synchronization
     /// Shows what the cache holds for a load, as its policy says.
     private func serveFromCache(_ cache: CacheUse<Value>, spec: LoadSpec<Value, Request>) -> CacheOutcome {
         let now = Clock.wallMs()
-        let hit = cache.lookup(at: now) { spec.loader.judge($0, request: spec.request, nowMs: now) }
-        func cached(_ hit: (value: Value, stale: Bool, serveWhileRevalidating: Bool, storedAt: UInt64))
-            -> CellState<Value, Request> {
-            var next = CellState(status: .loaded, kind: spec.kind, value: hit.value, error: nil, request: spec.request,
+        let hit = cache.lookup(at: now) {
+            spec.loader.read($0, store: cache.store, key: cache.key, request: spec.request, freshMs: cache.freshMs,
+                             nowMs: now)
+        }
+        // A stored failure (an HTTP 404 its loader lets the cache reuse)
+        // is shown as the error it was, from the cache.
+        func cached(_ hit: (value: Value, stale: Bool, serveWhileRevalidating: Bool, storedAt: UInt64,
+                            error: LoadError?)) -> CellState<Value, Request> {
+            var next = CellState(status: hit.error == nil ? .loaded : .error, kind: spec.kind, value: hit.value,
+                                 error: hit.error, request: spec.request,
                                  isPartial: false, isRefreshing: false, attempt: 0, updatedAt: hit.storedAt)
             next.isFromCache = true
             next.isStale = hit.stale

@@ -278,6 +278,13 @@ import CLibUV
             case .succeed(let value) where !extras.endsWithStoredResult:
                 cache.store(value, write: extras.cacheWrite, lease: extras.leaseToken)
                 extras.leaseToken = 0
+            case .fail(let error, _) where extras.leaseToken == 0 && !extras.endsWithStoredResult:
+                // A failure its loader describes (an HTTP 404 that may be
+                // reused, a POST's invalidations): the failure's value.
+                if let write = extras.cacheWrite {
+                    cache.apply(write, value: write.storedValue
+                                ?? ((error.underlying as? any ErrorWithValue)?.failureValue as? Value).map(cache.encode))
+                }
             case .finish:
                 if let lastYield = extras.lastYield {
                     cache.store(lastYield, lease: extras.leaseToken)

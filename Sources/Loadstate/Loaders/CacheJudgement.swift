@@ -11,3 +11,26 @@
     /// Stale: a cache-first load asks the loader.
     case stale
 }
+
+/// What a loader that understands its cached values makes of an entry for
+/// a load: how it serves the load, and what the load shows.
+@_spi(LoadstateC) public struct CacheReading: Sendable {
+    /// How the entry serves the load.
+    public var judgement: CacheJudgement
+    /// The bytes shown in place of the stored value (an HTTP response with
+    /// its current `Age`, say); nil: the stored value.
+    public var value: [UInt8]?
+    /// When the entry stands for a failure (a stored HTTP 404), the error
+    /// the load shows, with the value.
+    public var error: LoadError?
+    /// When the value comes from another entry than the one under the
+    /// load's key (an HTTP variant), when that one was stored.
+    public var storedAtMs: UInt64?
+
+    public init(judgement: CacheJudgement, value: [UInt8]? = nil, error: LoadError? = nil, storedAtMs: UInt64? = nil) {
+        self.judgement = judgement
+        self.value = value
+        self.error = error
+        self.storedAtMs = storedAtMs
+    }
+}

@@ -64,28 +64,35 @@ public enum CachePolicy: UInt32, Sendable {
     }
 
     /// A usable entry at `now`: its value, whether it is stale, whether a
-    /// cache-first load may show it while it is revalidated, and when it
-    /// was stored. Nil on a miss, an entry past the maximum age or judged
-    /// unusable, a value that does not decode, or a store that fails (a
-    /// cache never fails a load). `judge` is the loader's (see
-    /// `Loader.judge`), asked when this use follows the loader's rules;
-    /// when it has none, the entry is fresh while younger than `freshMs`.
-    func lookup(at now: UInt64, judge: (CacheEntry) -> CacheJudgement? = { _ in nil })
-        -> (value: Value, stale: Bool, serveWhileRevalidating: Bool, storedAt: UInt64)? {
+    /// cache-first load may show it while it is revalidated, when it was
+    /// stored, and the error it stands for, if any. Nil on a miss, an entry
+    /// past the maximum age or judged unusable, a value that does not
+    /// decode, or a store that fails (a cache never fails a load). `read`
+    /// is the loader's (see `Loader.read`), asked when this use follows the
+    /// loader's rules; when it has none, the entry is fresh while younger
+    /// than `freshMs`.
+    func lookup(at now: UInt64, read: (CacheEntry) -> CacheReading? = { _ in nil })
+        -> (value: Value, stale: Bool, serveWhileRevalidating: Bool, storedAt: UInt64, error: LoadError?)? {
         guard let entry = entry(at: now) else { return nil }
         let age = now > entry.storedAtMs ? now - entry.storedAtMs : 0
         var stale = age >= freshMs
         var whileRevalidating = false
-        if followsLoaderRules, let judgement = judge(entry) {
-            switch judgement {
+        var shown = entry.value
+        var error: LoadError?
+        var storedAt = entry.storedAtMs
+        if followsLoaderRules, let reading = read(entry) {
+            switch reading.judgement {
             case .unusable: return nil
             case .fresh: stale = false
             case .staleWhileRevalidate: (stale, whileRevalidating) = (true, true)
             case .stale: stale = true
             }
+            if let value = reading.value { shown = value }
+            error = reading.error
+            storedAt = reading.storedAtMs ?? storedAt
         }
-        guard let value = decode(entry.value) else { return nil }
-        return (value, entry.isStale || stale, whileRevalidating && !entry.isStale, entry.storedAtMs)
+        guard let value = decode(shown) else { return nil }
+        return (value, entry.isStale || stale, whileRevalidating && !entry.isStale, storedAt, error)
     }
 
     /// The entry under the key as it is stored, if it is younger than the
@@ -104,8 +111,14 @@ public enum CachePolicy: UInt32, Sendable {
         if lease != 0, let redis = store as? RedisCache {
             // The holder of a Redis lease stores under it (fenced) and
             // publishes; otherwise it gives the lease back.
+            for removed in write?.removes ?? [] { _ = try? store.remove(removed) }
+            for prefix in write?.removesPrefixes ?? [] { _ = try? store.removeAll(prefix: prefix) }
             switch write?.entry ?? .store {
-            case .store: redis.publish(key, encode(value), meta: write?.meta ?? [], token: lease)
+            case .store:
+                redis.publish(key, write?.storedValue ?? encode(value), meta: write?.meta ?? [], token: lease)
+                for other in write?.alsoStoredUnder ?? [] {
+                    try? store.put(other, write?.storedValue ?? encode(value), ttlMs: nil, meta: write?.meta ?? [])
+                }
             case .keep: redis.release(key, token: lease)
             case .remove:
                 _ = try? store.remove(key)
@@ -117,8 +130,20 @@ public enum CachePolicy: UInt32, Sendable {
             try? store.put(key, encode(value))
             return
         }
+        apply(write, value: write.storedValue ?? encode(value))
+    }
+
+    /// Applies what a loader's `write` says besides the value (`value`:
+    /// the bytes to store, when the entry is stored): its removals, then
+    /// the entry and its other keys. A failing store is ignored.
+    func apply(_ write: CacheWrite, value: @autoclosure () -> [UInt8]?) {
+        for removed in write.removes { _ = try? store.remove(removed) }
+        for prefix in write.removesPrefixes { _ = try? store.removeAll(prefix: prefix) }
         switch write.entry {
-        case .store: try? store.put(key, encode(value), ttlMs: nil, meta: write.meta)
+        case .store:
+            guard let bytes = value() else { return }
+            try? store.put(key, bytes, ttlMs: nil, meta: write.meta)
+            for other in write.alsoStoredUnder { try? store.put(other, bytes, ttlMs: nil, meta: write.meta) }
         case .keep: break
         case .remove: _ = try? store.remove(key)
         }

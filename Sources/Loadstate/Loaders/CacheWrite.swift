@@ -31,6 +31,17 @@ package struct CacheWrite: Sendable, Equatable {
     /// Kept beside the value (`CacheEntry.meta`) when it is stored.
     package var meta: [UInt8]
     package var origin: Origin
+    /// The bytes stored in place of the value the job ends with (an HTTP
+    /// response updated by a HEAD, while the job's value is the HEAD's
+    /// answer; the response of a failed load); nil: the value itself.
+    package var storedValue: [UInt8]?
+    /// Other keys of the store the entry is stored under as well (an HTTP
+    /// variant's own key).
+    package var alsoStoredUnder: [[UInt8]] = []
+    /// Keys whose entries the value invalidates (removed before it is
+    /// stored), and prefixes of such keys.
+    package var removes: [[UInt8]] = []
+    package var removesPrefixes: [[UInt8]] = []
 
     package init(entry: Entry = .store, meta: [UInt8] = [], origin: Origin = .loaded) {
         self.entry = entry

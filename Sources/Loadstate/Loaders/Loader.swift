@@ -51,10 +51,12 @@
     /// last job has ended (or when the runtime closes).
     open func released(runtime: Runtime) {}
 
-    /// How a cached entry serves a load of `request` at `nowMs`, for a
-    /// loader that keeps rules of its own beside its values (the http
-    /// loader); nil leaves it to the load's ages. Loop thread; must not block.
-    open func judge(_ entry: CacheEntry, request: Request, nowMs: UInt64) -> CacheJudgement? {
+    /// How a cached entry (stored under `key` in `store`) serves a load of
+    /// `request` at `nowMs`, for a loader that keeps rules of its own beside
+    /// its values (the http loader); nil leaves it to the load's ages
+    /// (`freshMs`). Loop thread; must not block.
+    open func read(_ entry: CacheEntry, store: any CacheStore, key: [UInt8], request: Request, freshMs: UInt64,
+                   nowMs: UInt64) -> CacheReading? {
         nil
     }
 

@@ -101,9 +101,9 @@ import CCurl
 
     /// A stored response's own rules, when the load follows them (see
     /// `HTTPLoader+Caching`).
-    @_spi(LoadstateC) public override func judge(_ entry: CacheEntry, request: [UInt8],
-                                                 nowMs: UInt64) -> CacheJudgement? {
-        judgeEntry(entry, request: request, nowMs: nowMs)
+    @_spi(LoadstateC) public override func read(_ entry: CacheEntry, store: any CacheStore, key: [UInt8],
+                                                request: [UInt8], freshMs: UInt64, nowMs: UInt64) -> CacheReading? {
+        readEntry(entry, store: store, key: key, request: request, freshMs: freshMs, nowMs: nowMs)
     }
 
     @_spi(LoadstateC) public override func released(runtime: Runtime) {

@@ -5,8 +5,9 @@
 ///
 /// Flags: the C API's `LDS_HTTP_*` bits but LDS_HTTP_NO_REDIRECTS (which is
 /// `max_redirects` 0): bit 0 skips TLS verification, bit 2 asks for no
-/// compressed response, bit 3 for HTTP/2, bit 4 for HTTP/1.1 only; other
-/// bits are ignored. Then, optionally (since 0.4), `field ca_file`: present
+/// compressed response, bit 3 for HTTP/2, bit 4 for HTTP/1.1 only, bit 5
+/// turns heuristic freshness off, bit 6 serving stale on a disconnect;
+/// other bits are ignored. Then, optionally (since 0.4), `field ca_file`: present
 /// only when the request names a CA file.
 /// (fields and lists as in `ExecRequest`; integers little-endian).
 public struct HTTPRequest: Sendable, Equatable {
@@ -34,6 +35,16 @@ public struct HTTPRequest: Sendable, Equatable {
     /// A file of CA certificates (PEM) to verify the server with, in place
     /// of the system's; nil for the system's.
     public var caFile: String?
+    /// Whether a cache may give this request's responses a lifetime of its
+    /// own guess when they have none (RFC 9111 section 4.2.2: a tenth of
+    /// the time since their `Last-Modified`, at most a day). Flag bit 5
+    /// (`LDS_HTTP_NO_HEURISTIC_FRESHNESS`) turns it off.
+    public var heuristicFreshness: Bool = true
+    /// Whether a stale stored response stands in for this request when the
+    /// server cannot be reached or closes the connection without an
+    /// answer (RFC 9111 section 4.2.4), unless the response forbids it.
+    /// Flag bit 6 (`LDS_HTTP_NO_STALE_ON_DISCONNECT`) turns it off.
+    public var staleOnDisconnect: Bool = true
 
     /// The HTTP versions a request may ask for.
     public enum Version: Sendable, Equatable {
@@ -73,6 +84,9 @@ public struct HTTPRequest: Sendable, Equatable {
     /// Flag bits: HTTP/2, and HTTP/1.1 only.
     @usableFromInline package static let http2Flag: UInt32 = 8
     @usableFromInline package static let http1Flag: UInt32 = 16
+    /// Flag bits: no heuristic freshness, no stale response on a disconnect.
+    @usableFromInline package static let noHeuristicFlag: UInt32 = 32
+    @usableFromInline package static let noStaleOnDisconnectFlag: UInt32 = 64
 
     @usableFromInline package func encoded() -> [UInt8] {
         var w = WireWriter(magic: Self.magic)
@@ -84,7 +98,8 @@ public struct HTTPRequest: Sendable, Equatable {
         w.u64(maxBody)
         w.u32(maxRedirects)
         let versionFlag = version == .http2 ? Self.http2Flag : version == .http1 ? Self.http1Flag : 0
-        w.u32((insecure ? Self.insecureFlag : 0) | (compressed ? 0 : Self.identityFlag) | versionFlag)
+        w.u32((insecure ? Self.insecureFlag : 0) | (compressed ? 0 : Self.identityFlag) | versionFlag
+              | (heuristicFreshness ? 0 : Self.noHeuristicFlag) | (staleOnDisconnect ? 0 : Self.noStaleOnDisconnectFlag))
         if let caFile { w.field(Array(caFile.utf8)) }
         return w.bytes
     }
@@ -112,6 +127,8 @@ public struct HTTPRequest: Sendable, Equatable {
         insecure = flags & Self.insecureFlag != 0
         compressed = flags & Self.identityFlag == 0
         version = flags & Self.http2Flag != 0 ? .http2 : flags & Self.http1Flag != 0 ? .http1 : .automatic
+        heuristicFreshness = flags & Self.noHeuristicFlag == 0
+        staleOnDisconnect = flags & Self.noStaleOnDisconnectFlag == 0
         if r.rest.isEmpty {
             caFile = nil
         } else {

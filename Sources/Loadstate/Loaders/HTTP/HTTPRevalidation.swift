@@ -27,19 +27,21 @@ struct HTTPRevalidation {
     /// (an entry stored by an earlier version).
     static func of(_ job: Job<[UInt8], [UInt8]>, request: HTTPRequest, loader: HTTPLoader,
                    nowMs: UInt64) -> HTTPRevalidation? {
-        guard let cache = job.cache, request.method.uppercased() == "GET", request.body.isEmpty,
-              let entry = cache.entry(at: nowMs),
-              let (status, headerLines) = Self.parts(of: entry.value), (200..<300).contains(status)
+        guard let cache = job.cache, HTTPLoader.readsCache(request.method), request.body.isEmpty,
+              var entry = cache.entry(at: nowMs)
         else { return nil }
-        let kept = HTTPCacheRecord(decoding: entry.meta)
-        if cache.followsLoaderRules, let kept,
-           !kept.matches(requestValue: { loader.requestValue($0, of: request) }) {
-            return nil
+        var kept = HTTPCacheRecord(decoding: entry.meta)
+        if cache.followsLoaderRules, kept != nil {
+            guard let (stored, record) = loader.storedEntry(entry, store: cache.store, key: cache.key,
+                                                             request: request) else { return nil }
+            (entry, kept) = (stored, record)
         }
+        guard let (status, headerLines) = Self.parts(of: entry.value), (200..<300).contains(status) else { return nil }
         let record = kept ?? HTTPCacheRecord(headers: HTTPHeaderLines(entry.value[headerLines]))
         var revalidation = HTTPRevalidation(storedValue: entry.value, headerLines: headerLines, record: record)
         revalidation.storedAtMs = entry.storedAtMs
-        revalidation.sendsConditions = revalidation.record.hasValidators && !request.headers.contains(where: isConditional)
+        revalidation.sendsConditions = request.method.uppercased() == "GET" && revalidation.record.hasValidators
+            && !request.headers.contains(where: isConditional)
         revalidation.followsRules = cache.followsLoaderRules
         return revalidation
     }
@@ -75,9 +77,10 @@ struct HTTPRevalidation {
         sendsConditions ? record.conditionalHeaders : []
     }
 
-    /// Whether the stored response stands in for a failed load now.
-    func servesOnError(nowMs: UInt64) -> Bool {
-        followsRules && record.servesOnError(storedAtMs: storedAtMs, nowMs: nowMs)
+    /// Whether the stored response stands in for a failed load now;
+    /// `disconnected`: the server was not reached or gave no answer.
+    func servesOnError(nowMs: UInt64, disconnected: Bool) -> Bool {
+        followsRules && record.servesOnError(storedAtMs: storedAtMs, nowMs: nowMs, disconnected: disconnected)
     }
 
     private static let conditionalNames = ["if-none-match:", "if-modified-since:", "if-match:",

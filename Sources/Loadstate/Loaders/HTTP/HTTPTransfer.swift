@@ -367,18 +367,38 @@ final class HTTPTransfer {
             lds_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &longStatus)
             let status = Int32(clamping: longStatus)
             let headersEnd = bodyStart ?? makeResponse(bodyCapacity: 0)
+            let lines = response[HTTPResponse.encodedHeadersStart..<headersEnd]
+            let followsRules = job.cache?.followsLoaderRules ?? false
             if status == 304, let revalidation, revalidation.sendsConditions {
-                let (value, headers) = revalidation.updated(with: response[HTTPResponse.encodedHeadersStart..<headersEnd])
-                var write = cacheWrite(for: HTTPHeaderLines(headers))
+                let (value, headers) = revalidation.updated(with: lines)
+                let storedStatus = HTTPRevalidation.parts(of: value)?.status ?? 200
+                var write = cacheWrite(for: HTTPHeaderLines(headers), status: storedStatus)
                 write.origin = .revalidated
                 job.cacheWrite = write
-                return .succeed(value)
+                guard followsRules else { return .succeed(value) }
+                // Stored as it came; shown with its age and the cache's word.
+                job.cacheWrite?.storedValue = value
+                let record = HTTPCacheRecord(decoding: write.meta)
+                return .succeed(HTTPServedResponse.make(from: value, record: record, ageMs: record?.initialAgeMs ?? 0,
+                                                        status: .revalidated))
             }
             let success = (200..<300).contains(status)
-            if success && job.cache != nil {
-                job.cacheWrite = cacheWrite(for: HTTPHeaderLines(response[HTTPResponse.encodedHeadersStart..<headersEnd]))
+            if job.cache != nil {
+                job.cacheWrite = cacheWrite(for: HTTPHeaderLines(lines), status: status)
+                if success, followsRules, let revalidation, request.method.uppercased() == "HEAD",
+                   revalidation.record.agrees(with: HTTPHeaderLines(lines)) {
+                    // A HEAD's answer updates the stored GET's header lines
+                    // (RFC 9111 section 4.3.5); the HEAD gets its own answer.
+                    let (value, headers) = revalidation.updated(with: lines)
+                    var get = request
+                    get.method = "GET"
+                    var write = loader.cacheWrite(for: HTTPHeaderLines(headers), status: 200, request: get,
+                                                  key: job.cache?.key ?? [], followsRules: true, nowMs: Clock.wallMs())
+                    write.storedValue = value
+                    job.cacheWrite = write
+                }
             }
-            if !success, [500, 502, 503, 504].contains(status), let stale = staleOnError() {
+            if !success, [500, 502, 503, 504].contains(status), let stale = staleOnError(disconnected: false) {
                 return stale
             }
             if success && trailers.isEmpty {
@@ -397,7 +417,7 @@ final class HTTPTransfer {
             return .fail(error, retry: retryAdvice(status: status, response: parsed))
         }
         if refusal == nil, result != CURLE_TOO_MANY_REDIRECTS, result != CURLE_UNSUPPORTED_PROTOCOL,
-           result != CURLE_URL_MALFORMAT, let stale = staleOnError() {
+           result != CURLE_URL_MALFORMAT, let stale = staleOnError(disconnected: request.staleOnDisconnect) {
             return stale
         }
         let detail = String(cString: errorBuffer)
@@ -438,19 +458,28 @@ final class HTTPTransfer {
         return "\(String(cString: text)): \(message)"
     }
 
-    /// What a 2xx (or updated 304) response does to the job's cache entry.
-    private func cacheWrite(for headers: HTTPHeaderLines) -> CacheWrite {
-        loader.cacheWrite(for: headers, request: request, followsRules: job.cache?.followsLoaderRules ?? false,
-                          nowMs: Clock.wallMs())
+    /// What a final response (or a stored one updated by a 304) does to
+    /// the job's cache.
+    private func cacheWrite(for headers: HTTPHeaderLines, status: Int32) -> CacheWrite {
+        loader.cacheWrite(for: headers, status: status, request: request, key: job.cache?.key ?? [],
+                          followsRules: job.cache?.followsLoaderRules ?? false, nowMs: Clock.wallMs())
     }
 
     /// The stored response, when it may stand in for a failed load
-    /// (`stale-if-error`): shown from the cache and stale, the entry left
-    /// as it is.
-    private func staleOnError() -> JobOperation<[UInt8]>? {
-        guard let revalidation, revalidation.servesOnError(nowMs: Clock.wallMs()) else { return nil }
+    /// (`stale-if-error`, or any time the server was unreachable when
+    /// `disconnected`): shown from the cache and stale, the entry left as it is.
+    private func staleOnError(disconnected: Bool) -> JobOperation<[UInt8]>? {
+        let now = Clock.wallMs()
+        guard let revalidation, revalidation.servesOnError(nowMs: now, disconnected: disconnected) else { return nil }
         job.cacheWrite = CacheWrite(entry: .keep, origin: .staleOnError)
-        return .succeed(revalidation.storedValue)
+        let verdict = revalidation.record.verdict(storedAtMs: revalidation.storedAtMs, nowMs: now)
+        var value = HTTPServedResponse.make(from: revalidation.storedValue, record: revalidation.record,
+                                            ageMs: verdict.ageMs,
+                                            status: .hit(ttlSeconds: HTTPServedResponse.seconds(verdict.ttlMs),
+                                                         detail: "stale"),
+                                            head: request.method.uppercased() == "HEAD")
+        if !revalidation.followsRules { value = revalidation.storedValue }
+        return .succeed(value)
     }
 
     /// 5xx, 408 and 429 are worth retrying, after the delay `Retry-After`

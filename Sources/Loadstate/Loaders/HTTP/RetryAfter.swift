@@ -44,15 +44,22 @@ enum HTTPDate {
         imfFixdate(text) ?? rfc850(text) ?? asctime(text)
     }
 
-    private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun",
-                                 "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"].map { Array($0.utf8) }
-    private static let shortDays = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"].map { Array($0.utf8) }
-    private static let longDays = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday",
-                                   "Sunday"].map { Array($0.utf8) }
+    // Names in lower case: they are compared without regard to case, as
+    // recipients commonly do (a weekday, month or zone in another case is
+    // still the same date).
+    private static let months = ["jan", "feb", "mar", "apr", "may", "jun",
+                                 "jul", "aug", "sep", "oct", "nov", "dec"].map { Array($0.utf8) }
+    private static let shortDays = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"].map { Array($0.utf8) }
+    private static let longDays = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday",
+                                   "sunday"].map { Array($0.utf8) }
+
+    private static func isName(_ t: ArraySlice<UInt8>, in names: [[UInt8]]) -> Bool {
+        names.contains { HTTPHeaderLines.equalsIgnoringCase(t, $0) }
+    }
 
     /// `Sun, 06 Nov 1994 08:49:37 GMT`
     private static func imfFixdate(_ t: [UInt8]) -> UInt64? {
-        guard t.count == 29, shortDays.contains(Array(t[0..<3])), matches(t, 3, ", "),
+        guard t.count == 29, isName(t[0..<3], in: shortDays), matches(t, 3, ", "),
               let day = number(t, 5, 2), matches(t, 7, " "), let month = month(t, 8), matches(t, 11, " "),
               let year = number(t, 12, 4), matches(t, 16, " "), let time = clock(t, 17), matches(t, 25, " GMT")
         else { return nil }
@@ -62,7 +69,7 @@ enum HTTPDate {
     /// `Sunday, 06-Nov-94 08:49:37 GMT`; a two-digit year under 50 is in
     /// the 2000s, any other in the 1900s.
     private static func rfc850(_ t: [UInt8]) -> UInt64? {
-        guard let comma = t.firstIndex(of: UInt8(ascii: ",")), longDays.contains(Array(t[0..<comma])) else {
+        guard let comma = t.firstIndex(of: UInt8(ascii: ",")), isName(t[0..<comma], in: longDays) else {
             return nil
         }
         let s = comma + 2
@@ -75,17 +82,20 @@ enum HTTPDate {
 
     /// `Sun Nov  6 08:49:37 1994` (the day padded with a space).
     private static func asctime(_ t: [UInt8]) -> UInt64? {
-        guard t.count == 24, shortDays.contains(Array(t[0..<3])), matches(t, 3, " "), let month = month(t, 4),
+        guard t.count == 24, isName(t[0..<3], in: shortDays), matches(t, 3, " "), let month = month(t, 4),
               matches(t, 7, " "), let day = t[8] == UInt8(ascii: " ") ? number(t, 9, 1) : number(t, 8, 2),
               matches(t, 10, " "), let time = clock(t, 11), matches(t, 19, " "), let year = number(t, 20, 4)
         else { return nil }
         return seconds(year: year, month: month, day: day, time: time)
     }
 
+    /// Whether `literal` stands at `at`, letters in any case (" GMT", " gmt").
     private static func matches(_ t: [UInt8], _ at: Int, _ literal: StaticString) -> Bool {
         let n = literal.utf8CodeUnitCount
         guard at >= 0, at + n <= t.count else { return false }
-        for i in 0..<n where t[at + i] != literal.utf8Start[i] { return false }
+        for i in 0..<n where HTTPHeaderLines.lower(t[at + i]) != HTTPHeaderLines.lower(literal.utf8Start[i]) {
+            return false
+        }
         return true
     }
 
@@ -95,7 +105,8 @@ enum HTTPDate {
     }
 
     private static func month(_ t: [UInt8], _ at: Int) -> UInt64? {
-        guard at + 3 <= t.count, let i = months.firstIndex(of: Array(t[at..<at + 3])) else { return nil }
+        guard at + 3 <= t.count, let i = months.firstIndex(where: { HTTPHeaderLines.equalsIgnoringCase(t[at..<at + 3], $0) })
+        else { return nil }
         return UInt64(i + 1)
     }
 

@@ -898,7 +898,8 @@ class Load(Generic[T]):
         ``REDIS`` domain when its Redis cache cannot answer."""
         if self._request is not None and request != self._request:
             return
-        hit = raw[3] == Status.LOADED and raw[5] & Flags.FROM_CACHE.value
+        # A hit: a loaded value, or a stored failure an http cache reuses (an HTTP 404), from the cache.
+        hit = (raw[3] == Status.LOADED or raw[3] == Status.ERROR) and raw[5] & Flags.FROM_CACHE.value
         miss = raw[3] == Status.ERROR and (raw[10] == Domain.LOADSTATE and raw[11] == Code.ENOENT
                                            or raw[10] == Domain.REDIS)
         if hit and self._policy == CachePolicy.CACHE_THEN_LOAD:

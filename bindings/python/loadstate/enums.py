@@ -203,6 +203,8 @@ class HttpFlags(enum.IntFlag):
     NO_COMPRESSION = 1 << 2
     HTTP2 = 1 << 3
     HTTP1 = 1 << 4
+    NO_HEURISTIC_FRESHNESS = 1 << 5
+    NO_STALE_ON_DISCONNECT = 1 << 6
 
 
 class ExecFlags(enum.IntFlag):

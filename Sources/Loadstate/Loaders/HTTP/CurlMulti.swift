@@ -370,6 +370,9 @@ final class EasyHandle {
     var timeoutMs = UInt32.max
     /// Whether the last request was a GET with no body.
     var plainGet = false
+    /// Content decoding was turned off for the last transfer (a response
+    /// in an encoding libcurl does not know): turned on again for the next.
+    var decodingOff = false
     /// The header list curl was last given: `agentHeader`, or the list of a
     /// transfer.
     var headers: UnsafeMutablePointer<curl_slist>?

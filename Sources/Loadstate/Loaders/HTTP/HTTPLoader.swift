@@ -66,6 +66,15 @@ import CCurl
         guard Self.isHTTP(request.url) else {
             return fail(LoadError(.invalidArgument, message: "only http and https are allowed: \(request.url)"))
         }
+        if askedControl(request).onlyIfCached {
+            // The cache had no response to serve (RFC 9111 section 5.2.1.7).
+            let response = HTTPResponse(status: 504, headers: Array("Content-Length: 0\r\n".utf8), body: [])
+            let error = LoadError(domain: .http, code: 504,
+                                  message: "HTTP 504: no stored response for \(request.url) (only-if-cached)",
+                                  underlying: HTTPStatusError(response: response))
+            _ = runtime.submit(.fail(error, retry: .never), job: job.id, of: Job<[UInt8], [UInt8]>.self)
+            return
+        }
         if multi == nil {
             multi = CurlMulti(loop: runtime.loop.loop, maxConnections: options.maxConnections,
                               maxPerHost: options.maxPerHost)

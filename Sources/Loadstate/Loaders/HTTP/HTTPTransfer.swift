@@ -149,6 +149,10 @@ final class HTTPTransfer {
             lds_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, request.insecure ? 0 : 2)
             handle.insecure = request.insecure
         }
+        if handle.decodingOff {
+            lds_easy_setopt_long(easy, CURLOPT_HTTP_CONTENT_DECODING, 1)
+            handle.decodingOff = false
+        }
         if handle.compressed != request.compressed {
             // The encodings this libcurl decodes; with none set, curl
             // neither asks for nor decodes a compressed body.
@@ -313,6 +317,13 @@ final class HTTPTransfer {
                     return refuse("over \(HTTPLoader.headerLinesMax) header lines")
                 }
                 handle.headerLines.append(contentsOf: line)
+                if request.compressed && !handle.decodingOff && Self.hasUnknownCoding(line) {
+                    // libcurl would fail the transfer at the body's first
+                    // byte ("Unrecognized content encoding"): the body
+                    // arrives as it was sent instead, with its header.
+                    lds_easy_setopt_long(easy, CURLOPT_HTTP_CONTENT_DECODING, 0)
+                    handle.decodingOff = true
+                }
             } else {
                 guard trailers.count + length <= HTTPLoader.trailersMax else {
                     return refuse("trailer lines over \(HTTPLoader.trailersMax) bytes")
@@ -321,6 +332,22 @@ final class HTTPTransfer {
             }
         }
         return length
+    }
+
+    private static let contentEncoding = Array("content-encoding:".utf8)
+
+    /// Whether a header line is a `Content-Encoding` naming a coding the
+    /// libcurl in use does not decode.
+    private static func hasUnknownCoding(_ line: UnsafeRawBufferPointer) -> Bool {
+        guard line.count > contentEncoding.count,
+              HTTPHeaderLines.equalsIgnoringCase(line[0..<contentEncoding.count], contentEncoding) else { return false }
+        let known = HTTPLoader.acceptEncoding.split(separator: ",").map { Array($0.utf8.filter { $0 != 0x20 }) }
+            + [Array("identity".utf8), Array("x-gzip".utf8)]
+        var unknown = false
+        HTTPCacheControl.directives(ArraySlice(line[contentEncoding.count...])) { coding, _ in
+            if !known.contains(where: { HTTPHeaderLines.equalsIgnoringCase(coding, $0) }) { unknown = true }
+        }
+        return unknown
     }
 
     /// Stops the transfer from a callback (curl then ends it with

@@ -184,7 +184,13 @@ struct HTTPCacheRecord: Equatable {
     /// the stored response is still current.
     var conditionalHeaders: [String] {
         var lines: [String] = []
-        if let etag { lines.append("If-None-Match: " + String(decoding: etag, as: UTF8.self)) }
+        if let etag {
+            // An entity tag the server sent without its quotes goes back
+            // with them (RFC 9110 section 8.8.3).
+            let tag = String(decoding: etag, as: UTF8.self)
+            let quoted = tag.hasSuffix("\"") && (tag.hasPrefix("\"") || tag.hasPrefix("W/\"")) && tag.count >= 2
+            lines.append("If-None-Match: " + (quoted ? tag : "\"" + tag + "\""))
+        }
         if let lastModified { lines.append("If-Modified-Since: " + String(decoding: lastModified, as: UTF8.self)) }
         return lines
     }

@@ -95,10 +95,19 @@ extension HTTPLoader {
                    request: [UInt8], freshMs: UInt64, nowMs: UInt64) -> CacheReading? {
         guard HTTPCacheRecord(decoding: entry.meta) != nil else { return nil }
         guard let decoded = HTTPRequest(decoding: request), Self.readsCache(decoded.method),
-              requestValue(Array("range".utf8), of: decoded) == nil,
+              !askedControl(decoded).noStore,
               let (stored, record) = storedEntry(entry, store: store, key: key, request: decoded),
               let (status, lines) = HTTPRevalidation.parts(of: stored.value)
         else { return CacheReading(judgement: .unusable) }
+        // A range request is answered from a stored complete 200 when it
+        // asks one range the body holds; otherwise by the server.
+        var range: Range<Int>?
+        if let asked = requestValue(Array("range".utf8), of: decoded) {
+            guard status == 200,
+                  let bytes = HTTPServedResponse.byteRange(asked, length: stored.value.count - lines.upperBound)
+            else { return CacheReading(judgement: .unusable) }
+            range = bytes
+        }
         let verdict = record.verdict(storedAtMs: stored.storedAtMs, nowMs: nowMs, asked: askedControl(decoded),
                                      heuristics: decoded.heuristicFreshness, freshMs: freshMs)
         let notModified = verdict.judgement == .fresh
@@ -107,9 +116,9 @@ extension HTTPLoader {
         let shown = HTTPServedResponse.make(
             from: stored.value, record: record, ageMs: verdict.ageMs,
             status: .hit(ttlSeconds: HTTPServedResponse.seconds(verdict.ttlMs), detail: verdict.detail.rawValue),
-            head: head, notModified: notModified)
+            head: head, notModified: notModified, range: notModified ? nil : range)
         var reading = CacheReading(judgement: verdict.judgement, value: shown, storedAtMs: stored.storedAtMs)
-        let shownStatus: Int32 = notModified ? 304 : status
+        let shownStatus: Int32 = notModified ? 304 : range != nil ? 206 : status
         if !(200..<300).contains(shownStatus), let response = HTTPResponse(decoding: shown) {
             reading.error = LoadError(domain: .http, code: shownStatus,
                                       message: "HTTP \(shownStatus) from \(decoded.url) (from the cache)",
@@ -190,7 +199,17 @@ extension HTTPLoader {
         let method = request.method.uppercased()
         var write = CacheWrite(entry: .keep, meta: record.encoded())
         if !Self.isSafe(method) {
-            if (200..<400).contains(status) { invalidate(&write, key: key, request: request, headers: headers) }
+            guard (200..<400).contains(status) else { return write }
+            invalidate(&write, key: key, request: request, headers: headers)
+            // A POST's answer with explicit freshness whose Content-Location
+            // is the request's own URL stands for a later GET of it (RFC
+            // 9110 section 9.3.3), when the load keys by URL.
+            if method == "POST", (200..<300).contains(status), status != 206, !control.noStore,
+               control.maxAgeSeconds != nil || headers.first("expires") != nil, key == Array(request.url.utf8),
+               let location = headers.first("content-location"),
+               HTTPURL.resolve(String(decoding: location, as: UTF8.self), against: request.url) == request.url {
+                write.entry = .store
+            }
             return write
         }
         guard method == "GET", request.body.isEmpty else { return write }

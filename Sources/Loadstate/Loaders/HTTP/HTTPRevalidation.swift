@@ -27,7 +27,9 @@ struct HTTPRevalidation {
     /// (an entry stored by an earlier version).
     static func of(_ job: Job<[UInt8], [UInt8]>, request: HTTPRequest, loader: HTTPLoader,
                    nowMs: UInt64) -> HTTPRevalidation? {
+        // A range request, or one that asks for nothing stored, revalidates nothing.
         guard let cache = job.cache, HTTPLoader.readsCache(request.method), request.body.isEmpty,
+              loader.requestValue(Array("range".utf8), of: request) == nil, !loader.askedControl(request).noStore,
               var entry = cache.entry(at: nowMs)
         else { return nil }
         var kept = HTTPCacheRecord(decoding: entry.meta)
@@ -43,6 +45,7 @@ struct HTTPRevalidation {
         revalidation.sendsConditions = request.method.uppercased() == "GET" && revalidation.record.hasValidators
             && !request.headers.contains(where: isConditional)
         revalidation.followsRules = cache.followsLoaderRules
+        revalidation.decodedBody = request.compressed
         return revalidation
     }
 
@@ -97,9 +100,14 @@ struct HTTPRevalidation {
 
     /// Header fields a 304 does not replace in the stored response
     /// (RFC 9111 section 3.2: they describe the 304's own message).
-    private static let kept = ["content-length", "content-encoding", "transfer-encoding", "content-range",
+    /// `Content-Encoding` is among them when the stored body was decoded
+    /// (a compressed request): the stored body no longer has that coding.
+    private static let kept = ["content-length", "transfer-encoding",
                                "connection", "keep-alive", "te", "trailer", "upgrade",
                                "proxy-connection"].map { Array($0.utf8) }
+    private static let contentEncoding = Array("content-encoding".utf8)
+    /// Whether the stored body was decoded as it arrived.
+    var decodedBody = false
 
     /// The stored response brought up to date by a 304 whose header lines
     /// are `notModified`: each field the 304 carries (but those of `kept`)
@@ -112,7 +120,8 @@ struct HTTPRevalidation {
         var fresh: [UInt8] = []
         HTTPHeaderLines(notModified).forEach { name, value in
             let lower = name.map(HTTPHeaderLines.lower)
-            guard !Self.kept.contains(lower), HTTPHeaderLines.isSendable(value) || value.isEmpty else { return }
+            guard !Self.kept.contains(lower), !(decodedBody && lower == Self.contentEncoding),
+                  HTTPHeaderLines.isSendable(value) || value.isEmpty else { return }
             if !replacing.contains(lower) { replacing.append(lower) }
             fresh.append(contentsOf: name)
             fresh.append(contentsOf: ": ".utf8)

@@ -38,11 +38,14 @@ struct HTTPServedResponse {
     /// encoding; returned as it is when it is not one). `head`: without its
     /// body (an answer to HEAD); `notModified`: as a 304 without a body (an
     /// answer to a request whose own condition the stored response meets).
+    /// `range`: the bytes of the body a range request asked for (RFC 9110
+    /// section 14), served as a 206 with its `Content-Range`.
     static func make(from stored: [UInt8], record: HTTPCacheRecord?, ageMs: UInt64, status: Status,
-                     head: Bool = false, notModified: Bool = false) -> [UInt8] {
+                     head: Bool = false, notModified: Bool = false, range: Range<Int>? = nil) -> [UInt8] {
         guard let (storedStatus, lines) = HTTPRevalidation.parts(of: stored) else { return stored }
         let headers = HTTPHeaderLines(stored[lines])
         var omitted = dropped
+        if range != nil { omitted += ["content-length", "content-range"].map { Array($0.utf8) } }
         for value in headers.values("connection") {
             HTTPCacheControl.directives(value) { name, _ in omitted.append(name.map(HTTPHeaderLines.lower)) }
         }
@@ -61,6 +64,11 @@ struct HTTPServedResponse {
             if omitted.contains(name) || (notModified && !notModifiedFields.contains(name)) { continue }
             value.append(contentsOf: line)
         }
+        if let range {
+            let total = stored.count - lines.upperBound
+            value.append(contentsOf: "Content-Range: bytes \(range.lowerBound)-\(range.upperBound - 1)/\(total)\r\n".utf8)
+            value.append(contentsOf: "Content-Length: \(range.count)\r\n".utf8)
+        }
         value.append(contentsOf: "Age: \(ageMs / 1000)\r\n".utf8)
         switch status {
         case .hit(let ttl, let detail):
@@ -69,9 +77,38 @@ struct HTTPServedResponse {
             value.append(contentsOf: "Cache-Status: \(cacheName); fwd=stale; fwd-status=304; detail=revalidated\r\n".utf8)
         }
         let headersEnd = value.count
-        if bodyCount > 0 { value.append(contentsOf: stored[(stored.count - bodyCount)...]) }
-        HTTPResponse.finishEncoding(&value, status: notModified ? 304 : storedStatus, headersEnd: headersEnd)
+        if let range, !head {
+            value.append(contentsOf: stored[(lines.upperBound + range.lowerBound)..<(lines.upperBound + range.upperBound)])
+        } else if bodyCount > 0 {
+            value.append(contentsOf: stored[(stored.count - bodyCount)...])
+        }
+        HTTPResponse.finishEncoding(&value, status: notModified ? 304 : range != nil ? 206 : storedStatus,
+                                    headersEnd: headersEnd)
         return value
+    }
+
+    /// The one byte range a `Range` value asks of a body of `length` bytes
+    /// (`bytes=a-b`, `bytes=a-`, `bytes=-n`; RFC 9110 section 14.1.2),
+    /// clamped to the body; nil for several ranges, another unit, a range
+    /// that does not parse or one the body cannot satisfy.
+    static func byteRange(_ value: [UInt8], length: Int) -> Range<Int>? {
+        let text = String(decoding: value, as: UTF8.self).filter { $0 != " " && $0 != "\t" }
+        guard text.lowercased().hasPrefix("bytes="), length > 0 else { return nil }
+        let spec = text.dropFirst(6)
+        guard !spec.contains(","), let dash = spec.firstIndex(of: "-") else { return nil }
+        let first = spec[..<dash], last = spec[spec.index(after: dash)...]
+        func number(_ s: Substring) -> Int? {
+            guard !s.isEmpty, s.count <= 18, s.allSatisfy({ $0.isASCII && $0.isNumber }) else { return nil }
+            return Int(s)
+        }
+        if first.isEmpty {
+            guard let suffix = number(last), suffix > 0 else { return nil }
+            return max(0, length - suffix)..<length
+        }
+        guard let start = number(first), start < length else { return nil }
+        if last.isEmpty { return start..<length }
+        guard let end = number(last), end >= start else { return nil }
+        return start..<min(end + 1, length)
     }
 
     /// Seconds of a `Verdict`'s ttl, rounded toward zero.

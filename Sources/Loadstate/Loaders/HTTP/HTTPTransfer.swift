@@ -317,7 +317,7 @@ final class HTTPTransfer {
                     return refuse("over \(HTTPLoader.headerLinesMax) header lines")
                 }
                 handle.headerLines.append(contentsOf: line)
-                if request.compressed && !handle.decodingOff && Self.hasUnknownCoding(line) {
+                if !handle.decodingOff && Self.hasUnknownCoding(line) {
                     // libcurl would fail the transfer at the body's first
                     // byte ("Unrecognized content encoding"): the body
                     // arrives as it was sent instead, with its header.
@@ -334,18 +334,23 @@ final class HTTPTransfer {
         return length
     }
 
-    private static let contentEncoding = Array("content-encoding:".utf8)
+    private static let codingFields = [Array("content-encoding:".utf8), Array("transfer-encoding:".utf8)]
 
-    /// Whether a header line is a `Content-Encoding` naming a coding the
-    /// libcurl in use does not decode.
+    /// The codings libcurl decodes: those it is asked for, and chunked.
+    private static let knownCodings = HTTPLoader.acceptEncoding.split(separator: ",")
+        .map { Array($0.utf8.filter { $0 != 0x20 }) } + ["identity", "x-gzip", "chunked"].map { Array($0.utf8) }
+
+    /// Whether a header line is a `Content-Encoding` or `Transfer-Encoding`
+    /// naming a coding the libcurl in use does not decode (it would fail
+    /// the transfer at the body's first byte: "Unrecognized content
+    /// encoding type").
     private static func hasUnknownCoding(_ line: UnsafeRawBufferPointer) -> Bool {
-        guard line.count > contentEncoding.count,
-              HTTPHeaderLines.equalsIgnoringCase(line[0..<contentEncoding.count], contentEncoding) else { return false }
-        let known = HTTPLoader.acceptEncoding.split(separator: ",").map { Array($0.utf8.filter { $0 != 0x20 }) }
-            + [Array("identity".utf8), Array("x-gzip".utf8)]
+        guard let field = codingFields.first(where: { name in
+            line.count > name.count && HTTPHeaderLines.equalsIgnoringCase(line[0..<name.count], name)
+        }) else { return false }
         var unknown = false
-        HTTPCacheControl.directives(ArraySlice(line[contentEncoding.count...])) { coding, _ in
-            if !known.contains(where: { HTTPHeaderLines.equalsIgnoringCase(coding, $0) }) { unknown = true }
+        HTTPCacheControl.directives(ArraySlice(line[field.count...])) { coding, _ in
+            if !knownCodings.contains(where: { HTTPHeaderLines.equalsIgnoringCase(coding, $0) }) { unknown = true }
         }
         return unknown
     }
@@ -423,6 +428,10 @@ final class HTTPTransfer {
                                                   key: job.cache?.key ?? [], followsRules: true, nowMs: Clock.wallMs())
                     write.storedValue = value
                     job.cacheWrite = write
+                    // The HEAD's answer with the stored fields it did not carry.
+                    let record = HTTPCacheRecord(decoding: write.meta)
+                    return .succeed(HTTPServedResponse.make(from: value, record: record, ageMs: record?.initialAgeMs ?? 0,
+                                                            status: .revalidated, head: true))
                 }
             }
             if !success, [500, 502, 503, 504].contains(status), let stale = staleOnError(disconnected: false) {

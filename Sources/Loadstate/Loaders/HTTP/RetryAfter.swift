@@ -77,7 +77,12 @@ enum HTTPDate {
               let month = month(t, s + 3), matches(t, s + 6, "-"), let yy = number(t, s + 7, 2),
               matches(t, s + 9, " "), let time = clock(t, s + 10), matches(t, s + 18, " GMT")
         else { return nil }
-        return seconds(year: yy < 50 ? 2000 + yy : 1900 + yy, month: month, day: day, time: time)
+        // RFC 9110 section 5.6.7: a two-digit year more than 50 years
+        // ahead is the most recent past year with those digits.
+        let thisYear = 1970 + UInt64(Clock.wallMs() / 1000) / 31_556_952
+        var year = thisYear - thisYear % 100 + yy
+        if year > thisYear + 50 { year -= 100 }
+        return seconds(year: year, month: month, day: day, time: time)
     }
 
     /// `Sun Nov  6 08:49:37 1994` (the day padded with a space).

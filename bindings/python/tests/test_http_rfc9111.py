@@ -226,16 +226,31 @@ def test_a_made_up_content_encoding_arrives_undecoded_with_its_header(rt, origin
 # ---- ranges -----------------------------------------------------------------------------------------
 
 
-def test_a_range_request_is_not_answered_by_a_stored_full_response_and_a_206_is_not_stored(rt, origin):
-    _Scripted.script["/r"] = [(200, FRESH, b"0123456789"),
-                              (206, FRESH + [("Content-Range", "bytes 0-4/10")], b"01234"),
-                              (200, FRESH, b"full again")]
+def test_a_range_request_is_answered_from_a_stored_complete_response(rt, origin):
+    _Scripted.script["/r"] = [(200, FRESH + [("X-A", "1")], b"0123456789")]
     client = _Client(rt)
     client.load(f"{origin}/r")
-    part = client.load(f"{origin}/r", headers=["Range: bytes=0-4"])
-    assert part.value.status == 206 and not part.from_cache
+    for asked, body, content_range in [("bytes=0-1", b"01", "bytes 0-1/10"), ("bytes=7-", b"789", "bytes 7-9/10"),
+                                       ("bytes=-3", b"789", "bytes 7-9/10"), ("bytes=5-100", b"56789", "bytes 5-9/10")]:
+        part = client.load(f"{origin}/r", headers=[f"Range: {asked}"])
+        assert part.from_cache and part.value.status == 206, asked
+        assert part.value.body == body and part.value.header("Content-Range") == content_range
+        assert part.value.header("Content-Length") == str(len(body)) and part.value.header("X-A") == "1"
+    assert _requests("/r") == 1
+
+
+def test_a_range_the_stored_response_cannot_answer_goes_to_the_server_and_a_206_is_not_stored(rt, origin):
+    _Scripted.script["/r"] = [(200, FRESH, b"0123456789"),
+                              (206, FRESH + [("Content-Range", "bytes 0-1/10")], b"01"),
+                              (206, FRESH + [("Content-Range", "bytes 20-21/30")], b"xx")]
+    client = _Client(rt)
+    client.load(f"{origin}/r")
+    several = client.load(f"{origin}/r", headers=["Range: bytes=0-1, 4-5"])
+    assert not several.from_cache and several.value.status == 206
+    beyond = client.load(f"{origin}/r", headers=["Range: bytes=20-21"])
+    assert not beyond.from_cache
     whole = client.load(f"{origin}/r")
-    assert whole.from_cache and whole.value.body == b"0123456789"
+    assert whole.from_cache and whole.value.status == 200 and whole.value.body == b"0123456789"
 
 
 # ---- freshness: heuristics, statuses, Expires --------------------------------------------------------

@@ -1271,78 +1271,164 @@ int lds_http_response_decode(const void *value, size_t len, lds_http_response *o
  * text when libcurl's does not give it), followed by the URL.
  * Cancelling aborts the transfer at once and closes its socket.
  *
- * Caching (since 0.4), for loads with a cache (lds_load_options.cache):
- *   Validators. A 2xx response stored in the cache keeps its ETag and
- *     Last-Modified beside it (each when it is at most 8 KiB with no
- *     control character but tab). A later load of the same cache key that
- *     goes to the network (any policy but LDS_POLICY_CACHE_ONLY, a refresh,
- *     an invalidation's reload), when its request is a GET without a body
- *     and names no condition of its own (If-None-Match, If-Modified-Since,
- *     If-Match, If-Unmodified-Since, If-Range), sends If-None-Match and
- *     If-Modified-Since with the stored validators, provided the entry is
- *     younger than the load's max_age_ms. A request with a condition of its
- *     own gets the server's answer as it is (a 304 is then an http error).
- *   304 Not Modified. The stored response stays the value: its status and
- *     body, its header lines with those the 304 carries in their place
- *     (but Content-Length, Content-Encoding, Transfer-Encoding,
- *     Content-Range and the connection's own fields; when the result would
- *     pass LDS_HTTP_HEADERS_MAX the stored lines stay). The entry is stored
- *     again with it (its stored_at_ms is now, its stale flag cleared), and
- *     the cell shows LDS_LOADED flagged LDS_FLAG_FROM_CACHE |
- *     LDS_FLAG_REVALIDATED. No body is transferred.
+ * Caching (since 0.4; a private cache per RFC 9111 and RFC 9110 since
+ * 0.5), for loads with a cache (lds_load_options.cache). The cache key is
+ * the load's (cache_key); key a URL's loads by the URL itself (its bytes,
+ * without a fragment) for the rules below that name other URLs
+ * (invalidation of Location and Content-Location, a POST's answer).
+ *   Which loads read the cache: GET and HEAD (a HEAD is answered from a
+ *     stored GET, without the body). Other methods never read it.
+ *   What is stored (from the final response, unless the load sets
+ *     LDS_LOAD_IGNORE_CACHE_HEADERS, then every 2xx response is stored as
+ *     it is and the rules below about freshness, Vary, statuses and
+ *     invalidation do not apply; validators and 304s still work):
+ *     - a GET's response whose status is 2xx but 206, or cacheable by
+ *       default (203, 204, 300, 301, 308, 404, 405, 410, 414, 501), or any
+ *       other final status with explicit freshness (max-age, Expires) or
+ *       Cache-Control: public;
+ *     - not when Cache-Control: no-store is in the response or in the
+ *       request (an older entry under the key is then dropped), except
+ *       that must-understand with a status listed above stores it anyway,
+ *       and must-understand with any other status never;
+ *     - a POST's 2xx answer with explicit freshness whose Content-Location
+ *       is the request's own URL, when the load keys by URL (it stands for
+ *       a later GET of that URL);
+ *     - no partial (206) response, no 1xx response, no answer to another
+ *       method.
+ *     A response with Vary is stored under the key and under a key of its
+ *     variant's own (the key, a 0 byte, then each field it names with the
+ *     request's normalised value): every variant is kept, the latest also
+ *     under the key itself.
+ *   Invalidation (RFC 9111 section 4.4). A 2xx or 3xx answer to a method
+ *     other than GET, HEAD, OPTIONS and TRACE removes the entry under the
+ *     load's key and its variants; when the key is the request's URL, also
+ *     those of the same-origin URLs its Location and Content-Location name.
+ *     A failed answer (4xx, 5xx, no answer) removes nothing.
+ *   Freshness. A stored response is fresh while its age is below its
+ *     lifetime:
+ *     - its age: the time since it was stored, plus its age when it
+ *       arrived (the larger of its Age and the time since its Date). Age is
+ *       read from its first line's first member, digits up to any
+ *       parameters ("7200;foo=1" is 7200); another first member (a sign, a
+ *       fraction, letters) leaves Age out.
+ *     - its lifetime: Cache-Control max-age=N (the first max-age counts);
+ *       else Expires (an HTTP-date in any of its three forms, names in any
+ *       case; two-digit years of the RFC 850 form taken within 50 years of
+ *       now) minus Date (or its arrival): an Expires that does not parse
+ *       ("0", a zone other than GMT) or that comes twice is in the past;
+ *       else, heuristically, with Last-Modified and a status cacheable by
+ *       default (or public): a tenth of the time from Last-Modified to
+ *       Date, at most 24 hours (LDS_HTTP_NO_HEURISTIC_FRESHNESS in the
+ *       request turns this guess off); else the load's fresh_ms (counted
+ *       from when it was stored), as for any value.
+ *     Cache-Control is read strictly: directive names in any case,
+ *     arguments with or without quotes; a number is its leading ASCII
+ *     digits ("3600.5" is 3600), saturated at 2^31 seconds (RFC 9111
+ *     section 1.2.2); a max-age whose argument does not begin with a digit
+ *     ("-1", "a3600", "'3600'") makes the response stale; a directive with
+ *     whitespace around its "=" is no directive; the first occurrence of a
+ *     directive counts.
+ *   How a stored response serves a load:
+ *     fresh                 a cache-first load shows it without asking the
+ *                           server: LDS_LOADED flagged LDS_FLAG_FROM_CACHE,
+ *                           or, for a stored status outside 2xx (a 404),
+ *                           LDS_ERROR in LDS_DOMAIN_HTTP with the status as
+ *                           code, the response as value, flagged
+ *                           LDS_FLAG_FROM_CACHE.
+ *     stale                 the server is asked, with If-None-Match and
+ *                           If-Modified-Since from its ETag (quoted if it
+ *                           came without quotes) and Last-Modified, when the
+ *                           request is a GET without a body that names no
+ *                           condition of its own. A 304 makes it current:
+ *                           the stored status and body, its header lines
+ *                           with those of the 304 in their place (but
+ *                           Content-Length, the hop-by-hop fields, and
+ *                           Content-Encoding of a body decoded on arrival;
+ *                           when the result would pass LDS_HTTP_HEADERS_MAX
+ *                           the stored lines stay), stored again, shown
+ *                           LDS_LOADED flagged LDS_FLAG_FROM_CACHE |
+ *                           LDS_FLAG_REVALIDATED. No body is transferred.
+ *     stale-while-revalidate=N  for N seconds after it turns stale, a
+ *                           cache-first load shows it (LOADED, FROM_CACHE |
+ *                           STALE | REFRESHING) and revalidates it silently,
+ *                           as LDS_POLICY_CACHE_THEN_LOAD does.
+ *     no-cache              stale at once: revalidated before every use.
+ *     no-cache="a, b"       usable, but the fields named are not served.
+ *     must-revalidate, proxy-revalidate
+ *                           once stale, never served stale (not by
+ *                           stale-while-revalidate, stale-if-error, a
+ *                           dead origin or max-stale).
+ *     Vary: a, b            usable only by a request with the same values
+ *                           of those fields (its own header lines, or the
+ *                           loader's User-Agent and Accept-Encoding),
+ *                           compared normalised: list members trimmed; for
+ *                           Accept-Language, Accept-Encoding and
+ *                           Accept-Charset also in any case and any order.
+ *                           Vary: * matches nothing.
+ *     s-maxage, private, public (but as above)
+ *                           for shared caches: no effect here.
+ *     Pragma                ignored (RFC 9111 section 5.4).
+ *   The request's own Cache-Control (RFC 9111 section 5.2.1):
+ *     max-age=N             a response older than N seconds is stale.
+ *     min-fresh=N           a response fresh for less than N more seconds
+ *                           is stale.
+ *     max-stale[=N]         a stale response (by at most N seconds) is
+ *                           served as it is (unless must-revalidate or
+ *                           no-cache forbid it).
+ *     no-cache              the stored response is revalidated first.
+ *     no-store              the cache is neither read nor written (an
+ *                           older entry under the key is dropped).
+ *     only-if-cached        without a usable stored response the load
+ *                           fails at once, without the network: LDS_ERROR,
+ *                           LDS_DOMAIN_HTTP, code 504.
+ *   The request's own conditions (RFC 9111 section 4.3.2). A GET or HEAD
+ *     with If-None-Match (or, without it, If-Modified-Since) that a fresh
+ *     stored response meets (a weakly matching entity tag or "*"; a
+ *     Last-Modified, or else Date, no later than the date) is answered by
+ *     the cache with a 304: LDS_ERROR, LDS_DOMAIN_HTTP, code 304, flagged
+ *     LDS_FLAG_FROM_CACHE, whose value carries the stored Cache-Control,
+ *     Content-Location, Date, ETag, Expires, Last-Modified and Vary. A
+ *     request with a condition of its own and a stale or missing stored
+ *     response goes to the server as it is (its 304 is then an http error).
+ *   Ranges. A GET with a Range of one byte range that a stored complete
+ *     200 holds (bytes=a-b, bytes=a-, bytes=-n; clamped to the body) is
+ *     answered from it: a 206 with Content-Range and Content-Length.
+ *     Other range requests go to the server; their 206 is not stored.
+ *   What a response served from the cache looks like: the stored
+ *     response without the hop-by-hop fields (Connection, Keep-Alive,
+ *     Proxy-Connection, Proxy-Authenticate, Proxy-Authentication-Info,
+ *     Proxy-Authorization, TE, Transfer-Encoding, Upgrade) and those its
+ *     Connection names, with "Age: N" (its current age in seconds, in
+ *     place of a stored Age) and, after any Cache-Status of another cache,
+ *     the cache's verdict (RFC 9211):
+ *       Cache-Status: loadstate; hit; ttl=N; detail=fresh
+ *       Cache-Status: loadstate; hit; ttl=N; detail=heuristic
+ *       Cache-Status: loadstate; hit; ttl=-N; detail=stale
+ *       Cache-Status: loadstate; fwd=stale; fwd-status=304; detail=revalidated
+ *     (ttl: seconds it stays fresh, negative once stale). A response loaded
+ *     from the server that the cache did not serve carries neither, and is
+ *     shown as it arrived. Stored entries keep the response as it arrived.
+ *   A dead origin (RFC 9111 section 4.2.4). When a load that could use a
+ *     stored 2xx response (any policy but LDS_POLICY_CACHE_ONLY) fails:
+ *     - the server could not be reached, or closed the connection without
+ *       an answer, or the transfer timed out: the stored response, however
+ *       stale, is served instead (LDS_LOADED, FROM_CACHE | STALE, the entry
+ *       left as it is), unless no-cache, must-revalidate or
+ *       proxy-revalidate forbid it, or the request sets
+ *       LDS_HTTP_NO_STALE_ON_DISCONNECT;
+ *     - the server answered 500, 502, 503 or 504: the stored response is
+ *       served only within its stale-if-error=N time (N seconds after it
+ *       turned stale); otherwise the error stands.
+ *   Bodies in a coding libcurl does not decode (a made-up Content-Encoding
+ *     or Transfer-Encoding) arrive as they were sent, with their header.
  *   Entries stored by a version before 0.5 (a persistent cache file of
  *     schema version 1) have no validators beside them: the stored header
  *     lines are read instead.
- *   Response headers, as a private cache (RFC 9111), unless the load sets
- *   LDS_LOAD_IGNORE_CACHE_HEADERS (then fresh_ms alone decides freshness,
- *   every 2xx response is stored and Vary is not checked; validators and
- *   304s work as above). Read from the final response (a 304: the stored
- *   response with the 304's lines), when it is stored:
- *     Cache-Control: max-age=N   the entry is fresh while its age is under
- *                                N seconds, whatever fresh_ms says. Its age
- *                                is the time since it was stored, plus its
- *                                age when it arrived: the larger of the Age
- *                                header and the time since its Date header.
- *     Expires (without max-age)  fresh until that HTTP-date, measured from
- *                                the response's Date (or its arrival); an
- *                                Expires that does not parse ("0") is past.
- *     neither                    fresh_ms decides, as for any value.
- *     no-store (in the response, or in the request's own Cache-Control)
- *                                the response is not stored, and an older
- *                                entry under the key is dropped; the cell
- *                                shows it as usual.
- *     no-cache                   stored, but stale at once: a cache-first
- *                                load revalidates it every time.
- *     stale-while-revalidate=N   for N seconds after it turns stale, a
- *                                cache-first load shows it (LOADED,
- *                                FROM_CACHE | STALE | REFRESHING) and
- *                                revalidates it silently, as
- *                                LDS_POLICY_CACHE_THEN_LOAD does.
- *     stale-if-error=N           until N seconds after it turns stale, a
- *                                GET that fails (a transport failure, a
- *                                timeout of the transfer, or status 500,
- *                                502, 503 or 504) ends with the stored
- *                                response instead, shown LOADED with
- *                                FROM_CACHE | STALE and no error; the entry
- *                                stays as it was.
- *     must-revalidate            once stale, never shown by
- *                                stale-while-revalidate or stale-if-error
- *                                (no-cache forbids them too).
- *     s-maxage, proxy-revalidate, private, public
- *                                for shared caches: no effect here.
- *     Vary: a, b                 the request's values of those fields (its
- *                                own header lines, or the loader's
- *                                User-Agent) are kept; a later load whose
- *                                request sends other values (or sends one
- *                                where the stored request sent none, or the
- *                                reverse) does not use the entry: a miss
- *                                (one entry per cache key: the new response
- *                                takes its place). Vary: * matches nothing.
- *   Numbers are read with saturation: delta-seconds are ASCII digits only,
- *   counted at most 2^31 seconds (RFC 9111 section 1.2.2); a directive
- *   with a sign, a fraction or other bytes in its number is ignored; a
- *   directive given twice counts with its smaller number. Directive names
- *   are read in any case, arguments with or without quotes.
+ *   Not done: the rules of shared caches (s-maxage, private,
+ *     proxy-revalidate as such, Authorization); storing 1xx or partial
+ *     responses and combining partial responses; serving several ranges;
+ *     the obsolete Warning field; heuristic freshness under a tenth of the
+ *     time since Last-Modified.
  *
  * opts may be NULL. Returns LDS_OK; LDS_EINVAL; LDS_ENOMEM; LDS_ECLOSED.
  */

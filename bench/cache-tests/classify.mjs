@@ -7,7 +7,9 @@
 // group (the suite's group id), id, name, kind (required, optimal or check), depends_on,
 // cdn_only, browser_only, browser_skip, result (the name of the suite's result type, from
 // test-engine/lib/results.mjs: pass, fail, optional_fail, yes, no, setup_fail, harness_fail,
-// dependency_fail, retry or untested; dependencies honoured) and message (the failure's text).
+// dependency_fail, retry or untested; dependencies honoured), result_alone (the same with
+// dependencies not honoured, as the suite's client rates a single test run on its own) and
+// message (the failure's text).
 import path from 'node:path'
 import fs from 'node:fs'
 import { pathToFileURL } from 'node:url'
@@ -26,7 +28,8 @@ const out = []
 for (const suite of suites) {
   for (const test of suite.tests) {
     const type = determineTestResult(suites, test.id, results, true)
-    const name = Object.keys(resultTypes).find(key => resultTypes[key] === type) || 'unknown'
+    const alone = determineTestResult(suites, test.id, results, false)
+    const nameOf = t => Object.keys(resultTypes).find(key => resultTypes[key] === t) || 'unknown'
     const raw = results[test.id]
     out.push({
       group: suite.id,
@@ -37,7 +40,8 @@ for (const suite of suites) {
       cdn_only: test.cdn_only === true,
       browser_only: test.browser_only === true,
       browser_skip: test.browser_skip === true,
-      result: name,
+      result: nameOf(type),
+      result_alone: nameOf(alone),
       message: Array.isArray(raw) ? raw.join(': ') : ''
     })
   }

@@ -63,7 +63,7 @@ class LoadstateBackend:
         self.loadstate = loadstate
         self.origin = origin.rstrip("/")
         self.runtime = loadstate.Runtime()
-        self.runtime.__enter__()
+        self.runtime.__enter__()  # open for the life of the process, as `with` would keep it
         self.http = self.runtime.http_loader(proxy="")
         self.caches: dict = {}
         self.lock = threading.Lock()

@@ -168,6 +168,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                         help="a checkout of the suite (default: $CACHE_TESTS_DIR, else a clone in OUT/suite)")
     parser.add_argument("--out", default=str(ROOT / "build" / "cache-tests"), help="where results go")
     parser.add_argument("--backends", default="loadstate,hishel", help="comma-separated: loadstate, hishel")
+    parser.add_argument("--classify-only", action="store_true",
+                        help="run nothing: classify and print the raw results of an earlier run in OUT")
     args = parser.parse_args(argv)
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -183,10 +185,24 @@ def main(argv: Optional[List[str]] = None) -> int:
     classified: Dict[str, Dict[str, dict]] = {}
     described: Dict[str, str] = {}
     for backend in backends:
-        results, described[backend] = run_backend(backend, suite, out)
+        if args.classify_only:
+            results = out / f"{backend}.json"
+            if not results.is_file():
+                sys.exit(f"run.py: no {results} to classify: run without --classify-only first")
+            described[backend] = (out / f"{backend}-proxy.log").read_text().strip().split("\n")[-1]
+        else:
+            results, described[backend] = run_backend(backend, suite, out)
         tests = classify(suite, results)
         (out / f"{backend}-classified.json").write_text(json.dumps(tests, indent=1))
         classified[backend] = {t["id"]: t for t in tests}
+
+    for tests in classified.values():
+        for test in tests.values():
+            if test["result"] == "dependency_fail":
+                # Say which dependency failed, and whether the test itself passed.
+                failed = [f"{d} {tests[d]['result']}" for d in test["depends_on"] if tests[d]["result"] not in PASSED]
+                own = test["message"] or "itself passed"
+                test["message"] = f"{own} (depends on {', '.join(failed)})"
 
     first = classified[backends[0]]
     counted = [t for t in first.values() if applies_to_private_cache(t)]
@@ -199,8 +215,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         tests = classified[backend]
         passed = sum(tests[t["id"]]["result"] in PASSED for t in counted)
         required = [tests[t["id"]] for t in counted if t["kind"] == "required" and tests[t["id"]]["result"] not in PASSED]
+        own = sum(t["result"] != "dependency_fail" for t in required)
         print(f"\n{backend} ({described[backend]}): {passed} of {len(counted)} passed; "
-              f"{len(required)} required tests failed")
+              f"{len(required)} required tests failed ({own} on their own, "
+              f"{len(required) - own} through a dependency that did not pass)")
         for t in required:
             print(f"  {t['id']} [{t['group']}] {t['result']}: {t['message']}")
         lines = [f"{tests[t['id']]['id']}\t{t['kind']}\t{t['group']}\t{tests[t['id']]['result']}\t"
@@ -217,6 +235,13 @@ def main(argv: Optional[List[str]] = None) -> int:
         for backend in backends:
             row += f"{sum(classified[backend][i]['result'] in PASSED for i in ids):>11}"
         print(row)
+    # Issue #32's figures (loadstate 185, hishel 220 "of 329") were not made by this script; this
+    # other reading of "329" matches the hishel figure: the shared-cache tests out but the auth
+    # group in, the interim group out, and every test rated alone, dependencies not honoured.
+    other = [t for t in first.values() if not t["cdn_only"] and not t["browser_only"] and t["group"] != "interim"
+             and "s-maxage" not in t["id"] and "shared" not in t["id"]]
+    print(f"\nanother reading, {len(other)} tests (auth group in, interim out, dependencies not honoured): "
+          + ", ".join(f"{b} {sum(classified[b][t['id']]['result_alone'] in PASSED for t in other)}" for b in backends))
     print(f"\nraw results, classifications and failure lists: {out}")
     return 0
 

@@ -70,7 +70,8 @@ def find_suite(given: Optional[str], out: Path) -> Path:
         return suite
     print(f"cloning {SUITE_URL} into {suite}", flush=True)
     if shutil.which("git") is None or subprocess.run(
-            ["git", "clone", "-q", "--depth", "1", SUITE_URL, str(suite)]).returncode != 0:
+            ["git", "clone", "-q", "--depth", "1", SUITE_URL, str(suite)],
+            env=dict(os.environ, GIT_TERMINAL_PROMPT="0")).returncode != 0:  # fail, never ask for a password
         shutil.rmtree(suite, ignore_errors=True)
         sys.exit(f"run.py: could not clone {SUITE_URL}. Clone it where the network allows "
                  f"(git clone {SUITE_URL}) and give its directory: "

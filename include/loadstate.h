@@ -1364,7 +1364,10 @@ int lds_http_response_decode(const void *value, size_t len, lds_http_response *o
  *                           compared normalised: list members trimmed; for
  *                           Accept-Language, Accept-Encoding and
  *                           Accept-Charset also in any case and any order.
- *                           Vary: * matches nothing.
+ *                           Vary: * matches nothing. When no stored
+ *                           variant matches, the latest one's ETag is sent
+ *                           (If-None-Match): a 304 makes it this request's
+ *                           variant too.
  *     s-maxage, private, public (but as above)
  *                           for shared caches: no effect here.
  *     Pragma                ignored (RFC 9111 section 5.4).

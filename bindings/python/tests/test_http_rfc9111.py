@@ -437,3 +437,18 @@ def test_a_stale_response_stands_in_when_the_origin_closes_without_answering(rt,
         assert answer.value.body == b"kept" and answer.value.header("Cache-Status").endswith("detail=stale")
     else:
         assert answer.status is Status.ERROR
+
+
+def test_a_vary_miss_asks_the_server_about_the_latest_variant_by_its_etag(rt, origin):
+    vary = [("Cache-Control", "max-age=3600"), ("Vary", "X-Variant"), ("ETag", '"only"')]
+    _Scripted.script["/vm"] = [(200, vary, b"the one representation"), (304, vary, b"")]
+    client = _Client(rt)
+    url = f"{origin}/vm"
+    client.load(url, headers=["X-Variant: a"])
+    other = client.load(url, headers=["X-Variant: b"])
+    assert _Scripted.seen[-1][2].get("if-none-match") == '"only"'
+    assert other.status is Status.LOADED and other.revalidated and other.value.body == b"the one representation"
+    # Both variants are now stored.
+    assert client.load(url, headers=["X-Variant: b"]).from_cache
+    assert client.load(url, headers=["X-Variant: a"]).from_cache
+    assert _requests("/vm") == 2

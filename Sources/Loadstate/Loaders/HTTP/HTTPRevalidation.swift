@@ -11,13 +11,17 @@ struct HTTPRevalidation {
     let storedValue: [UInt8]
     /// Where its header lines lie in `storedValue` (the body follows).
     let headerLines: Range<Int>
-    let record: HTTPCacheRecord
+    var record: HTTPCacheRecord
     /// When the entry was stored.
     var storedAtMs: UInt64 = 0
     /// Whether the request carries the validators (it asks no condition of its own).
     var sendsConditions = true
     /// Whether the load follows the stored response's rules (`stale-if-error`).
     var followsRules = false
+    /// The stored response is another request's variant (`Vary`): only a
+    /// 304 to its ETag makes it this request's; it never stands in for a
+    /// failed load.
+    var isOtherVariant = false
 
     /// The entry of `job`'s cache that `request` may stand for: a GET
     /// without a body, and a stored 2xx response (within the load's
@@ -33,10 +37,18 @@ struct HTTPRevalidation {
               var entry = cache.entry(at: nowMs)
         else { return nil }
         var kept = HTTPCacheRecord(decoding: entry.meta)
-        if cache.followsLoaderRules, kept != nil {
-            guard let (stored, record) = loader.storedEntry(entry, store: cache.store, key: cache.key,
-                                                             request: request) else { return nil }
-            (entry, kept) = (stored, record)
+        var otherVariant = false
+        if cache.followsLoaderRules, let record = kept {
+            if let (stored, variantRecord) = loader.storedEntry(entry, store: cache.store, key: cache.key,
+                                                                 request: request) {
+                (entry, kept) = (stored, variantRecord)
+            } else {
+                // No variant answers this request; the latest one's ETag
+                // still asks the server whether it would do (RFC 9111
+                // section 4.3.1): a 304 makes it this request's variant.
+                guard !record.varyAll, record.etag != nil else { return nil }
+                otherVariant = true
+            }
         }
         guard let (status, headerLines) = Self.parts(of: entry.value), (200..<300).contains(status) else { return nil }
         let record = kept ?? HTTPCacheRecord(headers: HTTPHeaderLines(entry.value[headerLines]))
@@ -46,6 +58,8 @@ struct HTTPRevalidation {
             && !request.headers.contains(where: isConditional)
         revalidation.followsRules = cache.followsLoaderRules
         revalidation.decodedBody = request.compressed
+        revalidation.isOtherVariant = otherVariant
+        if otherVariant { revalidation.record.lastModified = nil }
         return revalidation
     }
 
@@ -83,7 +97,8 @@ struct HTTPRevalidation {
     /// Whether the stored response stands in for a failed load now;
     /// `disconnected`: the server was not reached or gave no answer.
     func servesOnError(nowMs: UInt64, disconnected: Bool) -> Bool {
-        followsRules && record.servesOnError(storedAtMs: storedAtMs, nowMs: nowMs, disconnected: disconnected)
+        followsRules && !isOtherVariant
+            && record.servesOnError(storedAtMs: storedAtMs, nowMs: nowMs, disconnected: disconnected)
     }
 
     private static let conditionalNames = ["if-none-match:", "if-modified-since:", "if-match:",

@@ -417,7 +417,8 @@ final class HTTPTransfer {
             let success = (200..<300).contains(status)
             if job.cache != nil {
                 job.cacheWrite = cacheWrite(for: HTTPHeaderLines(lines), status: status)
-                if success, followsRules, let revalidation, request.method.uppercased() == "HEAD",
+                if success, followsRules, let revalidation, !revalidation.isOtherVariant,
+                   request.method.uppercased() == "HEAD",
                    revalidation.record.agrees(with: HTTPHeaderLines(lines)) {
                     // A HEAD's answer updates the stored GET's header lines
                     // (RFC 9111 section 4.3.5); the HEAD gets its own answer.

@@ -1877,11 +1877,19 @@ int lds_cache_invalidate(lds_runtime *rt, lds_id cache, const void *prefix, size
  * once on a slow machine should give it room.
  *
  * Trust: the Redis server is trusted like the cache file of a persistent
- * cache. A value that does not decode as an entry is a miss; replies are
- * read by hiredis, which holds each one whole (Redis bounds a value to
- * 512 MB). A reply that answers no command, a message on the subscribed
- * connection of another shape than Redis sends, and an array of more
- * than 1,000,000 elements drop their connection (LDS_REDIS_EREPLY).
+ * cache for what it stores, not for its memory. A value that does not
+ * decode as an entry is a miss. A reply that answers no command, a message
+ * on the subscribed connection of another shape than Redis sends, and an
+ * array of more than 1,000,000 elements drop their connection
+ * (LDS_REDIS_EREPLY). Since 0.5, on both connections (commands and the
+ * subscription), whatever the server declares: one reply holds at most
+ * max_value_bytes + LDS_REDIS_REPLY_SLACK bytes, counted while it arrives
+ * (the bytes buffered for it) and as it is parsed (each element's bytes
+ * and 48 bytes for the element itself); a reply still incomplete
+ * command_timeout_ms after its first bytes arrived is one too many. Either
+ * drops the connection (LDS_REDIS_EPROTO in the status; loads go on
+ * through their loaders) and it reconnects with the back-off, so a
+ * hostile server costs the host about that bound per connection.
  */
 
 /* Codes of LDS_DOMAIN_REDIS errors. */
@@ -1893,9 +1901,15 @@ int lds_cache_invalidate(lds_runtime *rt, lds_id cache, const void *prefix, size
 #define LDS_REDIS_EDOWN      6  /* not connected: the cache waits to try again (back-off) */
 #define LDS_REDIS_ECLOSED    7  /* the cache was freed while the command waited */
 #define LDS_REDIS_EQUEUE     8  /* more than LDS_REDIS_PENDING_MAX commands wait */
+#define LDS_REDIS_EPROTO     9  /* since 0.5: the server broke a bound: a reply over
+                                   max_value_bytes + LDS_REDIS_REPLY_SLACK bytes, or one still
+                                   incomplete command_timeout_ms after it began to arrive */
 
 /* The most commands that wait for a connection or a reply, per cache. */
 #define LDS_REDIS_PENDING_MAX 65536
+/* Since 0.5: what one reply may hold beyond max_value_bytes (an entry's
+ * header, the protocol's framing, key lists): 1 MiB. */
+#define LDS_REDIS_REPLY_SLACK (1024u * 1024u)
 /* The most keys lds_cache_keys lists from a Redis cache. */
 #define LDS_REDIS_KEYS_MAX 1000000
 

@@ -32,11 +32,41 @@
 #define LDS_REDIS_DEFERRING 0x200 /* between lds_redis_defer_writes(ac, 1) and (ac, 0) */
 #define LDS_REDIS_FLUSHING 0x400  /* inside lds_redis_flush's write */
 
+/*
+ * What a connection has read of a reply it has not finished: after each
+ * read, the hook (set once with lds_redis_set_pending_hook) is told how
+ * many bytes wait in the reader's buffer for the rest of their reply, so
+ * that the connection can bound them and the time they take. It may free
+ * the context (not from inside hiredis's callbacks: the read is over).
+ */
+typedef void (*lds_redis_pending_hook)(redisAsyncContext *ac, size_t pending);
+
+static inline lds_redis_pending_hook *lds_redis_pending_hook_slot(void) {
+  static lds_redis_pending_hook hook;
+  return &hook;
+}
+
+static inline void lds_redis_set_pending_hook(lds_redis_pending_hook hook) {
+  __atomic_store_n(lds_redis_pending_hook_slot(), hook, __ATOMIC_RELAXED);
+}
+
+static void lds_redis_poll(uv_poll_t *handle, int status, int events) {
+  redisLibuvEvents *p = (redisLibuvEvents *)handle->data;
+  redisLibuvPoll(handle, status, events);
+  /* p lives until its handle is closed, on a later turn; its context is
+   * NULL once hiredis dropped the connection. */
+  redisAsyncContext *ac = p->context;
+  lds_redis_pending_hook hook = __atomic_load_n(lds_redis_pending_hook_slot(), __ATOMIC_RELAXED);
+  if (ac == NULL || ac->c.reader == NULL || hook == NULL || !(events & UV_READABLE)) return;
+  redisReader *r = ac->c.reader;
+  hook(ac, r->len > r->pos ? r->len - r->pos : 0);
+}
+
 static inline void lds_redis_watch(redisLibuvEvents *p, int watched) {
   watched &= LDS_REDIS_WATCHED;
   if (watched == (p->events & LDS_REDIS_WATCHED)) return;
   p->events = (p->events & ~LDS_REDIS_WATCHED) | watched;
-  if (watched) uv_poll_start(&p->handle, watched, redisLibuvPoll);
+  if (watched) uv_poll_start(&p->handle, watched, lds_redis_poll);
   else uv_poll_stop(&p->handle);
 }
 
@@ -137,10 +167,46 @@ static inline redisReplyObjectFunctions *lds_redis_inner_fns(void) {
   return __atomic_load_n(lds_redis_inner_slot(), __ATOMIC_RELAXED);
 }
 
+/*
+ * Per context: what the reply being read holds so far (its objects and
+ * their bytes, counted as the reader makes them), against the bounds the
+ * connection set (lds_redis_guard_replies). A reply that passes one is
+ * refused (hiredis drops the connection) with `exceeded` set.
+ */
+typedef struct lds_redis_tally {
+  redisAsyncContext *ac;
+  size_t bytes_max;
+  size_t bytes;
+  size_t replies;   /* replies begun (their first object made) */
+  int exceeded;
+} lds_redis_tally;
+
+/* What an object costs the tally: its bytes and a reply's own size. */
+#define LDS_REDIS_OBJECT_COST 48
+
+/* Counts an object of `bytes` for the reply `task` belongs to; 0 when the
+ * reply passes its bound. A reply's first object (its root) starts it. */
+static inline int lds_redis_count(const redisReadTask *task, size_t bytes) {
+  lds_redis_tally *t = (lds_redis_tally *)task->privdata;
+  if (!t) return 1;
+  if (!task->parent) {
+    t->bytes = 0;
+    t->replies++;
+  }
+  size_t cost = bytes + LDS_REDIS_OBJECT_COST;
+  if (cost < bytes || t->bytes_max - t->bytes < cost || t->bytes > t->bytes_max) {
+    t->exceeded = 1;
+    return 0;
+  }
+  t->bytes += cost;
+  return 1;
+}
+
 /* Whether the reply `task` belongs to answers no command: hiredis gives it
  * to the subscription handling, or asserts when there is none. */
 static inline int lds_redis_unclaimed(const redisReadTask *task, int *subscribed) {
-  const redisAsyncContext *ac = (const redisAsyncContext *)task->privdata;
+  const lds_redis_tally *t = (const lds_redis_tally *)task->privdata;
+  const redisAsyncContext *ac = t ? t->ac : NULL;
   if (!ac || ac->replies.head != NULL) return 0;
   *subscribed = (ac->c.flags & REDIS_SUBSCRIBED) != 0;
   return 1;
@@ -164,36 +230,42 @@ static inline int lds_redis_accepts(const redisReadTask *task, int type, int ele
 }
 
 static void *lds_redis_create_string(const redisReadTask *task, char *str, size_t len) {
-  if (!lds_redis_accepts(task, task->type, 0, str, len)) return NULL;
+  if (!lds_redis_accepts(task, task->type, 0, str, len) || !lds_redis_count(task, len)) return NULL;
   return lds_redis_inner_fns()->createString(task, str, len);
 }
 
 static void *lds_redis_create_array(const redisReadTask *task, int elements) {
-  if (elements > LDS_REDIS_ARRAY_MAX || !lds_redis_accepts(task, REDIS_REPLY_ARRAY, elements, NULL, 0)) return NULL;
+  if (elements > LDS_REDIS_ARRAY_MAX || !lds_redis_accepts(task, REDIS_REPLY_ARRAY, elements, NULL, 0) ||
+      !lds_redis_count(task, elements > 0 ? (size_t)elements * sizeof(void *) : 0))
+    return NULL;
   return lds_redis_inner_fns()->createArray(task, elements);
 }
 
 static void *lds_redis_create_integer(const redisReadTask *task, long long value) {
-  if (!lds_redis_accepts(task, REDIS_REPLY_INTEGER, 0, NULL, 0)) return NULL;
+  if (!lds_redis_accepts(task, REDIS_REPLY_INTEGER, 0, NULL, 0) || !lds_redis_count(task, 0)) return NULL;
   return lds_redis_inner_fns()->createInteger(task, value);
 }
 
 static void *lds_redis_create_nil(const redisReadTask *task) {
-  if (!lds_redis_accepts(task, REDIS_REPLY_NIL, 0, NULL, 0)) return NULL;
+  if (!lds_redis_accepts(task, REDIS_REPLY_NIL, 0, NULL, 0) || !lds_redis_count(task, 0)) return NULL;
   return lds_redis_inner_fns()->createNil(task);
 }
 
 static void lds_redis_free_object(void *reply) { lds_redis_inner_fns()->freeObject(reply); }
 
-/* Puts the guard on the replies of `ac`. */
-static inline void lds_redis_guard_replies(redisAsyncContext *ac) {
+/* Puts the guard on the replies of `ac`, counting them in `tally` (owned
+ * by the caller, alive as long as the context; its ac and bytes_max set). */
+static inline void lds_redis_guard_replies(redisAsyncContext *ac, lds_redis_tally *tally) {
   static redisReplyObjectFunctions guard = {lds_redis_create_string, lds_redis_create_array,
                                             lds_redis_create_integer, lds_redis_create_nil, lds_redis_free_object};
   redisReader *r = ac->c.reader;
   if (!r || r->fn == &guard) return;
   __atomic_store_n(lds_redis_inner_slot(), r->fn, __ATOMIC_RELAXED);
   r->fn = &guard;
-  r->privdata = ac;
+  tally->ac = ac;
+  tally->bytes = 0;
+  tally->exceeded = 0;
+  r->privdata = tally;
 }
 
 /* Whether the connection was dropped because hiredis could not hold a

@@ -142,12 +142,23 @@ public final class RedisCache: Handle, CacheStore, @unchecked Sendable {
         loop.execute { [self] in start() }
     }
 
+    /// The most bytes one reply from Redis may hold (see LDS_REDIS_REPLY_SLACK
+    /// in the C header): an entry of `maxValueBytes` and 1 MiB more for
+    /// the entry's header, the protocol's framing and the other replies
+    /// (key lists, scripts' answers). Each element of a reply counts 48
+    /// bytes besides its own.
+    static func maxReplyBytes(_ maxValueBytes: Int) -> Int {
+        let (sum, overflow) = maxValueBytes.addingReportingOverflow(1 << 20)
+        return overflow ? .max : sum
+    }
+
     private func start() {
         guard !isClosed else { return }
         let settings = RedisConnection.Settings(url: url, commandTimeoutMs: max(options.commandTimeoutMs, 1),
                                                 connectTimeoutMs: max(options.connectTimeoutMs, 1),
                                                 reconnectMaxMs: options.reconnectMaxMs,
-                                                pendingMax: Int(LDS_REDIS_PENDING_MAX_VALUE))
+                                                pendingMax: Int(LDS_REDIS_PENDING_MAX_VALUE),
+                                                maxReplyBytes: Self.maxReplyBytes(options.maxValueBytes))
         let commands = RedisConnection(loop: loop, settings: settings)
         commands.onReady = { [weak self] in
             self?.counters.withLock {

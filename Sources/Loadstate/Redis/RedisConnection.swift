@@ -81,6 +81,9 @@ public struct RedisFailure: Error, Sendable, Equatable {
         case closed
         /// Too many commands wait.
         case queue
+        /// The server broke a bound: a reply larger than the cache accepts,
+        /// or one that took longer than the command timeout to arrive.
+        case proto
     }
 
     /// What went wrong.
@@ -113,6 +116,9 @@ final class RedisConnection: Lingering {
         var reconnectMaxMs: UInt64
         /// The most commands waiting for a connection or a reply.
         var pendingMax: Int
+        /// The most bytes one reply may hold, read or waiting to be (see
+        /// `RedisCache.maxReplyBytes`).
+        var maxReplyBytes: Int = 9 << 20
     }
 
     private enum State {
@@ -216,6 +222,16 @@ final class RedisConnection: Lingering {
     /// Why the current connection is being dropped (for its commands' failures).
     private var dropReason: RedisFailure?
     private var timer: LoopTimer?
+    /// What the reader counts of the reply being read (see the shim).
+    private let tally: UnsafeMutablePointer<lds_redis_tally> = {
+        let t = UnsafeMutablePointer<lds_redis_tally>.allocate(capacity: 1)
+        t.initialize(to: lds_redis_tally())
+        return t
+    }()
+    /// Since when (monotonic ms) a reply has been partly read, and which
+    /// reply that is (the tally's count of replies begun then).
+    private var partialSince: UInt64?
+    private var partialReply = 0
 
     /// Called when a connection is made (and, for a subscriber, subscribed).
     var onReady: (() -> Void)?
@@ -228,6 +244,40 @@ final class RedisConnection: Lingering {
         eventLoop = loop
         self.settings = settings
         self.channel = channel
+        _ = Self.pendingHook
+    }
+
+    deinit {
+        tally.deallocate()
+    }
+
+    /// Tells each connection, after each read, how many bytes of an
+    /// unfinished reply wait (installed once).
+    private static let pendingHook: Void = lds_redis_set_pending_hook { ac, pending in
+        guard let ac, let data = ac.pointee.data else { return }
+        Unmanaged<RedisConnection>.fromOpaque(data).takeUnretainedValue().read(pending: pending)
+    }
+
+    /// After a read: `pending` bytes of a reply wait for the rest of it. A
+    /// reply over `maxReplyBytes`, or one still incomplete a command timeout
+    /// after it began to arrive, drops the connection (`.proto`).
+    private func read(pending: Int) {
+        guard pending > 0 else {
+            if partialSince != nil {
+                partialSince = nil
+                armTimer()
+            }
+            return
+        }
+        if pending > settings.maxReplyBytes {
+            return drop(RedisFailure(.proto, "Redis sent a reply over \(settings.maxReplyBytes) bytes: connection dropped"))
+        }
+        let reply = tally.pointee.replies
+        if partialSince == nil || reply != partialReply {
+            partialSince = Clock.monotonicMs()
+            partialReply = reply
+            armTimer()
+        }
     }
 
     var isReady: Bool { state == .ready }
@@ -452,7 +502,9 @@ final class RedisConnection: Lingering {
         }
         // Replies hiredis's async layer would abort the process on are
         // refused while they are read (see the shim).
-        lds_redis_guard_replies(ac)
+        tally.pointee.bytes_max = settings.maxReplyBytes
+        lds_redis_guard_replies(ac, tally)
+        partialSince = nil
         ac.pointee.data = Unmanaged.passUnretained(self).toOpaque()
         redisAsyncSetConnectCallback(ac) { ac, status in
             guard let ac, let data = ac.pointee.data else { return }
@@ -547,6 +599,9 @@ final class RedisConnection: Lingering {
 
     /// Why hiredis dropped the connection of `ac` on its own.
     private func lostReason(_ ac: UnsafePointer<redisAsyncContext>) -> RedisFailure {
+        if lds_redis_reply_refused(ac) != 0 && tally.pointee.exceeded != 0 {
+            return RedisFailure(.proto, "Redis sent a reply holding over \(settings.maxReplyBytes) bytes: connection dropped")
+        }
         if lds_redis_reply_refused(ac) != 0 {
             return RedisFailure(.reply, "Redis sent a reply that answers no command, or of a shape or size "
                                 + "this client refuses: connection dropped")
@@ -740,6 +795,7 @@ final class RedisConnection: Lingering {
         }
         if inflightHead < inflight.count { next = min(next, inflight[inflightHead].pending.deadline) }
         if let first = waiting.first { next = min(next, first.deadline) }
+        if let partialSince { next = min(next, partialSince &+ settings.commandTimeoutMs) }
         guard next != .max else { return timer.stop() }
         let now = Clock.monotonicMs()
         timer.start(after: next > now ? next - now : 0) { [weak self] in self?.deadlinePassed() }
@@ -756,6 +812,15 @@ final class RedisConnection: Lingering {
             connect()
             return
         default: break
+        }
+        if let partialSince, partialSince &+ settings.commandTimeoutMs <= now {
+            self.partialSince = nil
+            let reason = RedisFailure(.proto, "a reply from Redis took over \(settings.commandTimeoutMs) ms to arrive: "
+                                      + "connection dropped")
+            dropReason = reason
+            drop(reason)
+            dropReason = nil
+            return
         }
         if inflightHead < inflight.count, inflight[inflightHead].pending.deadline <= now {
             // hiredis cannot abandon one command: the connection goes.

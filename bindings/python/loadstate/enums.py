@@ -170,7 +170,9 @@ class RedisCode(_Named):
     ``EAUTH``: AUTH or SELECT was refused. ``EREPLY``: Redis answered with an error or an unexpected reply.
     ``ETOOBIG``: the value is larger than the cache's ``max_value_bytes``; not stored. ``EDOWN``: not connected,
     the cache waits to try again. ``ECLOSED``: the cache was freed while the command waited. ``EQUEUE``: more
-    than :data:`REDIS_PENDING_MAX` commands wait.
+    than :data:`REDIS_PENDING_MAX` commands wait. ``EPROTO``: the server broke a bound: a reply larger than
+    the cache accepts (its ``max_value_bytes`` and 1 MiB more), or one still incomplete a command timeout
+    after it began to arrive; the connection was dropped.
     """
 
     ECONNECT = 1
@@ -181,6 +183,7 @@ class RedisCode(_Named):
     EDOWN = 6
     ECLOSED = 7
     EQUEUE = 8
+    EPROTO = 9
 
 
 class LoadFlags(enum.IntFlag):

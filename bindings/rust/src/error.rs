@@ -74,6 +74,10 @@ pub enum RedisErrorKind {
     Closed,
     /// `LDS_REDIS_EQUEUE`: more than [`sys::LDS_REDIS_PENDING_MAX`] commands wait.
     Queue,
+    /// `LDS_REDIS_EPROTO`: the server broke a bound (a reply over `max_value_bytes` +
+    /// [`sys::LDS_REDIS_REPLY_SLACK`] bytes, or one still incomplete a command timeout after it began);
+    /// the connection was dropped.
+    Proto,
     /// A code this version of the crate does not know.
     Other(i32),
 }
@@ -91,6 +95,7 @@ impl RedisErrorKind {
             sys::LDS_REDIS_EDOWN => RedisErrorKind::Down,
             sys::LDS_REDIS_ECLOSED => RedisErrorKind::Closed,
             sys::LDS_REDIS_EQUEUE => RedisErrorKind::Queue,
+            sys::LDS_REDIS_EPROTO => RedisErrorKind::Proto,
             other => RedisErrorKind::Other(other),
         })
     }
@@ -106,6 +111,7 @@ impl RedisErrorKind {
             RedisErrorKind::Down => sys::LDS_REDIS_EDOWN,
             RedisErrorKind::Closed => sys::LDS_REDIS_ECLOSED,
             RedisErrorKind::Queue => sys::LDS_REDIS_EQUEUE,
+            RedisErrorKind::Proto => sys::LDS_REDIS_EPROTO,
             RedisErrorKind::Other(code) => code,
         }
     }

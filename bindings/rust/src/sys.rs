@@ -488,6 +488,9 @@ pub const LDS_REDIS_ETOOBIG: i32 = 5;
 pub const LDS_REDIS_EDOWN: i32 = 6;
 pub const LDS_REDIS_ECLOSED: i32 = 7;
 pub const LDS_REDIS_EQUEUE: i32 = 8;
+pub const LDS_REDIS_EPROTO: i32 = 9;
+/// What one reply from Redis may hold beyond `max_value_bytes`.
+pub const LDS_REDIS_REPLY_SLACK: usize = 1 << 20;
 /// The most commands that wait for a connection or a reply, per Redis cache.
 pub const LDS_REDIS_PENDING_MAX: usize = 65_536;
 /// The most keys `lds_cache_keys` lists from a Redis cache.

@@ -142,6 +142,7 @@ extern "C" {
 #define LDS_EIO        (-9)  /* an operating-system call failed */
 #define LDS_EAGAIN     (-10) /* too many operations wait for the loop thread (LDS_QUEUE_MAX); try again later */
 #define LDS_EREDIS     (-11) /* since 0.4: Redis failed or is unreachable; lds_redis_cache_status says why */
+#define LDS_ENOTSUP    (-12) /* since 0.5: a feature this build lacks (rediss://: TLS to Redis) */
 
 /* The largest value, request or message, in bytes, the library accepts (256 MiB). */
 #define LDS_VALUE_MAX ((size_t)256 * 1024 * 1024)
@@ -1901,6 +1902,9 @@ int lds_cache_invalidate(lds_runtime *rt, lds_id cache, const void *prefix, size
 #define LDS_REDIS_EDOWN      6  /* not connected: the cache waits to try again (back-off) */
 #define LDS_REDIS_ECLOSED    7  /* the cache was freed while the command waited */
 #define LDS_REDIS_EQUEUE     8  /* more than LDS_REDIS_PENDING_MAX commands wait */
+#define LDS_REDIS_EREFUSED  10  /* since 0.5: the server refused the connection (nothing listens there) */
+#define LDS_REDIS_EUNREACHABLE 11 /* since 0.5: the host could not be reached: its name does not
+                                   resolve, no route leads to it, no such unix socket */
 #define LDS_REDIS_EPROTO     9  /* since 0.5: the server broke a bound: a reply over
                                    max_value_bytes + LDS_REDIS_REPLY_SLACK bytes, or one still
                                    incomplete command_timeout_ms after it began to arrive */
@@ -1942,22 +1946,25 @@ typedef struct lds_redis_cache_options {
  *         an IPv6 address between brackets ([::1]; nothing else between
  *         brackets, no zone). Percent-escapes are decoded in the password
  *         and path. rediss://
- *         (TLS) is refused with LDS_EINVAL: Debian 12's hiredis 0.14 has
- *         no TLS.
+ *         (TLS, in any case) is refused with LDS_ENOTSUP: Debian 12's
+ *         hiredis 0.14 has no TLS (reach a TLS-only Redis through a local
+ *         TLS tunnel, such as stunnel or socat, and a redis:// URL to it).
  *   opts  may be NULL for defaults; otherwise opts->size must be at least
  *         sizeof(lds_redis_cache_options).
  *   out   receives the cache's id; unchanged on failure.
  *
  * Returns LDS_OK; LDS_EINVAL (rt, url or out NULL, a URL that does not
  * parse, a bad size, an unknown flag, max_value_bytes over LDS_VALUE_MAX);
- * LDS_ENOMEM; LDS_ECLOSED.
+ * LDS_ENOTSUP (rediss://); LDS_ENOMEM; LDS_ECLOSED.
  */
 int lds_redis_cache_new(lds_runtime *rt, const char *url, const lds_redis_cache_options *opts, lds_id *out);
 
 /* What lds_redis_cache_status reports. Initialize size with sizeof. */
 typedef struct lds_redis_status {
   uint32_t size;              /* set by the caller: sizeof(lds_redis_status) */
-  uint32_t connected;         /* 1 while the command connection is up */
+  uint32_t connected;         /* 1 while the command connection is up: since 0.5, from the
+                                 server's answer to the PING (after AUTH and SELECT) that
+                                 follows each connect, not from the TCP connection alone */
   uint32_t subscribed;        /* 1 while the message connection listens */
   int32_t last_error_code;    /* LDS_REDIS_E* of the last failure; 0: none yet */
   uint64_t connects;          /* connections made (first and reconnections, both connections) */

@@ -52,6 +52,15 @@ static inline void lds_redis_set_pending_hook(lds_redis_pending_hook hook) {
 
 static void lds_redis_poll(uv_poll_t *handle, int status, int events) {
   redisLibuvEvents *p = (redisLibuvEvents *)handle->data;
+  if (status < 0) {
+    /* An error on the socket (a refused connection: UV_ECONNREFUSED).
+     * hiredis's adapter ignores polls with an error, so that the attempt
+     * would wait for its timeout: hiredis is told the socket is ready
+     * instead, and finds the error itself (SO_ERROR, or a failed read). */
+    status = 0;
+    events = p->events & LDS_REDIS_WATCHED;
+    if (!events) events = UV_READABLE;
+  }
   redisLibuvPoll(handle, status, events);
   /* p lives until its handle is closed, on a later turn; its context is
    * NULL once hiredis dropped the connection. */

@@ -8,9 +8,9 @@ import Glibc
 public func ldsRedisCacheNew(_ rt: OpaquePointer?, _ url: UnsafePointer<CChar>?,
                              _ opts: UnsafePointer<lds_redis_cache_options>?,
                              _ out: UnsafeMutablePointer<UInt64>?) -> Int32 {
-    guard let url, let out, strnlen(url, 4097) <= 4096, let parsed = RedisURL(String(cString: url)) else {
-        return LDS_EINVAL
-    }
+    guard let url, let out, strnlen(url, 4097) <= 4096 else { return LDS_EINVAL }
+    if RedisURL.isTLS(String(cString: url)) { return LDS_ENOTSUP }
+    guard let parsed = RedisURL(String(cString: url)) else { return LDS_EINVAL }
     var options = RedisCache.Options()
     if let opts {
         let (c, size) = readSized(opts)
@@ -66,7 +66,13 @@ public func ldsRedisCacheStatus(_ rt: OpaquePointer?, _ id: UInt64,
         c.fenced = s.fenced
         c.invalidations = s.invalidations
         withUnsafeMutableBytes(of: &c.last_error) { room in
-            let message = Array(s.lastError.utf8.prefix(room.count - 1))
+            // Cut at a character's start, so that the copy stays valid UTF-8.
+            var message = Array(s.lastError.utf8.prefix(room.count))
+            if message.count == room.count {
+                message.removeLast()
+                while let last = message.last, last & 0xC0 == 0x80 { message.removeLast() }
+                if let last = message.last, last >= 0xC0 { message.removeLast() }
+            }
             room.copyBytes(from: message)
             room[message.count] = 0
         }

@@ -116,7 +116,11 @@ struct RedisCacheTests {
     @Test func badURLsAreRefused() throws {
         let f = try CoreFixture()
         defer { f.close() }
-        for url in ["rediss://127.0.0.1:6379", "http://x", "redis://", "redis://host:99999", "redis://h/x",
+        #expect(throws: CacheError(.notSupported, "rediss:// (TLS) is not supported: this build's hiredis has no TLS; "
+                                   + "reach a TLS-only Redis through a local TLS tunnel (stunnel, socat)")) {
+            try RedisCache(url: "rediss://127.0.0.1:6379", runtime: f.runtime)
+        }
+        for url in ["http://x", "redis://", "redis://host:99999", "redis://h/x",
                     "unix://relative", "redis://a b"] {
             #expect(throws: CacheError.self) { try RedisCache(url: url, runtime: f.runtime) }
         }

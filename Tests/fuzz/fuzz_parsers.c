@@ -336,7 +336,7 @@ static void target_http_encode(input *in) {
   req.timeout_ms = u32(in);
   req.max_redirects = u8(in) % 8;
   req.max_body = (uint64_t)u32(in) << (u8(in) % 33);
-  req.flags = u8(in) % 64;
+  req.flags = u8(in) % 256;
   bool bad_size = shape & 2 && shape & 4;
   if (bad_size) req.size = 8;
 
@@ -349,7 +349,8 @@ static void target_http_encode(input *in) {
                   (nh < 2 || str_ok(headers[1]));
   bool must_fail = bad_size || !fields_ok || crlf || !texts_ok ||
                    (req.flags & ~(LDS_HTTP_INSECURE | LDS_HTTP_NO_REDIRECTS | LDS_HTTP_NO_COMPRESSION |
-                                  LDS_HTTP_HTTP2 | LDS_HTTP_HTTP1)) ||
+                                  LDS_HTTP_HTTP2 | LDS_HTTP_HTTP1 | LDS_HTTP_NO_HEURISTIC_FRESHNESS |
+                                  LDS_HTTP_NO_STALE_ON_DISCONNECT)) ||
                    ((req.flags & LDS_HTTP_HTTP2) && (req.flags & LDS_HTTP_HTTP1));
   if (must_fail && rc != LDS_EINVAL) fail("lds_http_request_encode returned %d for a bad request", rc);
   if (!must_fail && rc != LDS_OK) fail("lds_http_request_encode returned %d (%s)", rc, lds_strerror(rc));

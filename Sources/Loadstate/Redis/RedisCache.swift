@@ -886,10 +886,15 @@ extension RedisCache {
     /// `redis://[[user]:password@]host[:port][/db]` or
     /// `unix://[[user]:password@]/path[?db=N]`. Connecting starts at once
     /// and is not waited for; a server that is down is not an error here.
-    /// Throws `ResultCode.invalidArgument` for a URL that does not parse
-    /// (`rediss://` included) and `ResultCode.closed` for a closed runtime.
+    /// Throws `ResultCode.notSupported` for `rediss://` (this build has no
+    /// TLS; see `RedisURL.isTLS`), `ResultCode.invalidArgument` for a URL
+    /// that does not parse and `ResultCode.closed` for a closed runtime.
     /// `close()` (or the runtime's) drops its connections.
     public convenience init(url: String, options: Options = Options(), runtime: Runtime = .shared) throws(CacheError) {
+        if RedisURL.isTLS(url) {
+            throw CacheError(.notSupported, "rediss:// (TLS) is not supported: this build's hiredis has no TLS; "
+                             + "reach a TLS-only Redis through a local TLS tunnel (stunnel, socat)")
+        }
         guard let parsed = RedisURL(url) else {
             throw CacheError(.invalidArgument, "not a redis:// or unix:// URL: \(url.prefix(64))")
         }

@@ -84,6 +84,11 @@ public struct RedisFailure: Error, Sendable, Equatable {
         /// The server broke a bound: a reply larger than the cache accepts,
         /// or one that took longer than the command timeout to arrive.
         case proto
+        /// The server refused the connection (nothing listens there).
+        case refused
+        /// The host could not be reached: its name does not resolve, or no
+        /// route leads to it (or, for a unix socket, no such file).
+        case unreachable
     }
 
     /// What went wrong.
@@ -466,7 +471,7 @@ final class RedisConnection: Lingering {
         if rc != 0 {
             box.release()
             request.deallocate()
-            failed(RedisFailure(.connect, "cannot resolve \(host): \(String(cString: uv_strerror(rc)))"))
+            failed(RedisFailure(.unreachable, "cannot resolve \(host): \(String(cString: uv_strerror(rc)))"))
         }
     }
 
@@ -482,7 +487,7 @@ final class RedisConnection: Lingering {
     private func resolved(_ address: String?, port: UInt16, status: Int32) {
         guard state == .resolving else { return }
         guard let address else {
-            return failed(RedisFailure(.connect, "cannot resolve the host: \(String(cString: uv_strerror(status)))"))
+            return failed(RedisFailure(.unreachable, "cannot resolve the host: \(String(cString: uv_strerror(status)))"))
         }
         state = .connecting
         open(redisAsyncConnect(address, Int32(port)))
@@ -494,7 +499,7 @@ final class RedisConnection: Lingering {
         if ac.pointee.err != 0 {
             let message = errorString(ac)
             redisAsyncFree(ac)
-            return failed(RedisFailure(.connect, message))
+            return failed(RedisFailure(Self.connectCode(message), message))
         }
         guard lds_redis_attach(ac, UnsafeMutableRawPointer(loop)) == REDIS_OK else {
             redisAsyncFree(ac)
@@ -519,6 +524,15 @@ final class RedisConnection: Lingering {
         context = ac
     }
 
+    /// The code of a failed connection attempt, from hiredis's message (its
+    /// errno's text, as `strerror` gives it).
+    private static func connectCode(_ message: String) -> RedisFailure.Code {
+        func says(_ code: Int32) -> Bool { strerror(code).map { message.contains(String(cString: $0)) } ?? false }
+        if says(ECONNREFUSED) { return .refused }
+        if says(EHOSTUNREACH) || says(ENETUNREACH) || says(ENOENT) || says(EADDRNOTAVAIL) { return .unreachable }
+        return .connect
+    }
+
     private func errorString(_ ac: UnsafeMutablePointer<redisAsyncContext>) -> String {
         withUnsafeBytes(of: ac.pointee.c.errstr) { raw in
             String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
@@ -532,7 +546,7 @@ final class RedisConnection: Lingering {
             let message = errorString(ac)
             ac.pointee.data = nil
             context = nil
-            return failed(RedisFailure(.connect, message.isEmpty ? "cannot connect" : message))
+            return failed(RedisFailure(Self.connectCode(message), message.isEmpty ? "cannot connect" : message))
         }
         // AUTH and SELECT go first; commands may follow at once (pipelined).
         // A command connection counts as ready once they are answered.
@@ -545,11 +559,14 @@ final class RedisConnection: Lingering {
         }
         let select: [[UInt8]]? = settings.url.database != 0
             ? [Array("SELECT".utf8), Array(String(settings.url.database).utf8)] : nil
-        if let auth = last { handshake(auth, readyAfter: select == nil && channel == nil) }
-        if let select { handshake(select, readyAfter: channel == nil) }
-        let handshaking = last != nil || select != nil
+        // A command connection counts as connected once the server answered
+        // (its PING's PONG), not when the TCP connection was accepted.
+        if let auth = last { handshake(auth, readyAfter: false) }
+        if let select { handshake(select, readyAfter: false) }
         if let channel {
             subscribe(ac, channel)
+        } else {
+            handshake([Array("PING".utf8)], readyAfter: true)
         }
         state = .ready
         hasFailed = false
@@ -560,7 +577,6 @@ final class RedisConnection: Lingering {
         for pending in queued { write(pending) }
         armTimer()
         // A subscriber is ready once Redis confirms the subscription.
-        if channel == nil && !handshaking { onReady?() }
     }
 
     /// Sends AUTH or SELECT; a refusal drops the connection. `readyAfter`:
@@ -570,8 +586,14 @@ final class RedisConnection: Lingering {
             switch result {
             case .success(.error(let message)):
                 self?.drop(RedisFailure(.auth, "\(String(decoding: args[0], as: UTF8.self)) refused: \(message)"))
-            case .success:
-                if readyAfter, self?.state == .ready { self?.onReady?() }
+            case .success(let reply):
+                var pong = false
+                if case .status(let text) = reply, text == "PONG" { pong = true }
+                if args[0] == Array("PING".utf8), !pong {
+                    self?.drop(RedisFailure(.reply, "PING answered by something other than PONG: not a Redis server?"))
+                } else if readyAfter, self?.state == .ready {
+                    self?.onReady?()
+                }
             case .failure: break
             }
         })

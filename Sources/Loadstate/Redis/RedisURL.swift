@@ -4,9 +4,17 @@ import CLibUV
 /// optional user and password, and a database number.
 ///
 /// Parsed from `redis://[[user]:password@]host[:port][/db]` or
-/// `unix://[[user]:password@]/path[?db=N]`. `rediss://` (TLS) is refused:
-/// the hiredis this library is built with has no TLS.
+/// `unix://[[user]:password@]/path[?db=N]`. `rediss://` (TLS) is refused
+/// (see `isTLS`): the hiredis this library is built with has no TLS.
 public struct RedisURL: Sendable, Equatable {
+    /// Whether `url` asks for TLS (`rediss://`, in any case), which this
+    /// build cannot give: Debian 12's hiredis 0.14 has no TLS. A TLS-only
+    /// Redis is reached through a local tunnel that speaks TLS to it
+    /// (stunnel, or `socat TCP-LISTEN:...,bind=127.0.0.1 OPENSSL:host:port`).
+    public static func isTLS(_ url: String) -> Bool {
+        url.utf8.prefix(9).map { $0 | 0x20 }.elementsEqual("rediss://".utf8.map { $0 | 0x20 })
+    }
+
     /// Where the server listens.
     public enum Address: Sendable, Equatable {
         /// A host name or an IP address, and a port.

@@ -24,6 +24,9 @@ public enum ResultCode: Int32, Sendable, Error {
     case again = -10
     /// A Redis cache failed or cannot reach its server (`LDS_EREDIS`).
     case redis = -11
+    /// A feature this build of the library lacks (`LDS_ENOTSUP`), such as
+    /// TLS to Redis.
+    case notSupported = -12
 
     /// A short description of the code.
     public var message: String { staticMessage.description }
@@ -43,6 +46,7 @@ public enum ResultCode: Int32, Sendable, Error {
         case .io: return "input/output error"
         case .again: return "too many operations queued; try again later"
         case .redis: return "Redis failed or is unreachable"
+        case .notSupported: return "not supported by this build"
         }
     }
 }

@@ -29,7 +29,7 @@ from .codec import BYTES, JSON, TEXT, Codec
 from .enums import (CACHE_GET_MANY_MAX, PRIORITY_PREFETCH, QUEUE_MAX, REDIS_KEYS_MAX, REDIS_PENDING_MAX, VALUE_MAX, CachePolicy, Code,
                     Delivery, Domain, EventType, Flags, HttpFlags, JobOutcome, LoadFlags, Observed, RedisCode, Status)
 from .errors import (Busy, Cancelled, Closed, Error, HTTPStatusError, InvalidArgument, IOFailure, LibraryNotFound,
-                     LoadFailed, LoadOSError, LoadTimedOut, NotFound, OutOfMemory, RedisError, Superseded, TimedOut, TooBig, WrongState, error_for_code)
+                     LoadFailed, LoadOSError, LoadTimedOut, NotFound, NotSupported, OutOfMemory, RedisError, Superseded, TimedOut, TooBig, WrongState, error_for_code)
 from .loaders import EXCEPTION_CODE, Job, Loader
 from .metrics import LoadMetrics, RuntimeStats
 from .observer import Observation, Observer
@@ -61,7 +61,7 @@ __all__ = [
     "ExecRequest", "HttpRequest", "HttpResponse", "HttpFlags", "HTTP_INSECURE", "HTTP_NO_REDIRECTS",
     "HTTP_NO_COMPRESSION", "HTTP_HTTP2", "HTTP_HTTP1",
     "Error", "InvalidArgument", "NotFound", "WrongState", "Cancelled", "Superseded", "TimedOut", "OutOfMemory",
-    "Closed", "TooBig", "IOFailure", "Busy", "RedisError", "LibraryNotFound", "LoadFailed", "LoadTimedOut", "LoadOSError",
+    "Closed", "TooBig", "IOFailure", "Busy", "RedisError", "NotSupported", "LibraryNotFound", "LoadFailed", "LoadTimedOut", "LoadOSError",
     "HTTPStatusError", "error_for_code",
     "EXCEPTION_CODE",
     "Library", "load_library", "host_ca_certificates", "ENV_VAR", "LIBRARY_NAME", "version", "strerror",

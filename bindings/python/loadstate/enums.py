@@ -160,6 +160,7 @@ class Code(_Named):
     EIO = -9
     EAGAIN = -10
     EREDIS = -11
+    ENOTSUP = -12
 
 
 class RedisCode(_Named):
@@ -172,7 +173,9 @@ class RedisCode(_Named):
     the cache waits to try again. ``ECLOSED``: the cache was freed while the command waited. ``EQUEUE``: more
     than :data:`REDIS_PENDING_MAX` commands wait. ``EPROTO``: the server broke a bound: a reply larger than
     the cache accepts (its ``max_value_bytes`` and 1 MiB more), or one still incomplete a command timeout
-    after it began to arrive; the connection was dropped.
+    after it began to arrive; the connection was dropped. ``EREFUSED``: the server refused the connection
+    (nothing listens there). ``EUNREACHABLE``: the host could not be reached (its name does not resolve, no
+    route leads to it, no such unix socket).
     """
 
     ECONNECT = 1
@@ -184,6 +187,8 @@ class RedisCode(_Named):
     ECLOSED = 7
     EQUEUE = 8
     EPROTO = 9
+    EREFUSED = 10
+    EUNREACHABLE = 11
 
 
 class LoadFlags(enum.IntFlag):

@@ -219,9 +219,16 @@ class RedisError(Error):
         return (type(self), (self.code, self.message, self.detail, self.redis_code, self.redis_message))
 
 
+class NotSupported(Error):
+    """``LDS_ENOTSUP``: a feature this build of the library lacks, such as ``rediss://`` (TLS to Redis: the
+    hiredis it is built with has none)."""
+
+    code = Code.ENOTSUP
+
+
 _BY_CODE: Dict[int, Type[Error]] = {cls.code: cls for cls in
                                     (InvalidArgument, NotFound, WrongState, Cancelled, TimedOut, OutOfMemory,
-                                     Closed, TooBig, IOFailure, Busy, RedisError)}
+                                     Closed, TooBig, IOFailure, Busy, RedisError, NotSupported)}
 
 
 def error_for_code(code: int, message: str, detail: Optional[str] = None) -> Error:

@@ -17,7 +17,7 @@ from ._library import RedisCacheOptionsC, RedisStatusC
 from .cache import _MISSING, Cache, Key
 from .codec import BYTES, Codec
 from .enums import VALUE_MAX, Code
-from .errors import Error, RedisError, redis_reason
+from .errors import Error, RedisError, error_for_code, redis_reason
 
 if TYPE_CHECKING:
     from .runtime import Runtime
@@ -147,7 +147,12 @@ class RedisCache(Cache[V]):
         instance("codec", codec, Codec, "a loadstate.Codec")
         out = c_uint64()
         core = runtime._core
-        core.check(core.dll.lds_redis_cache_new(core.c_handle, raw_url, byref(options), byref(out)), "redis cache")
+        rc = core.dll.lds_redis_cache_new(core.c_handle, raw_url, byref(options), byref(out))
+        if rc == Code.ENOTSUP:
+            raise error_for_code(rc, core.lib.strerror(rc),
+                                 "rediss:// (TLS) is not supported: this build's hiredis has no TLS; reach a TLS-only "
+                                 "Redis through a local TLS tunnel (stunnel, socat) and a redis:// URL to it")
+        core.check(rc, "redis cache")
         super().__init__(runtime, out, codec, memory=False)
 
     def status(self) -> RedisStatus:

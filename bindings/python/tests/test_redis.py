@@ -372,9 +372,11 @@ def test_a_password_in_the_url_is_sent_and_a_wrong_one_is_a_redis_error(rt):
 
 
 def test_redis_cache_options_are_checked(rt, server):
-    for url in ("http://127.0.0.1/", "rediss://127.0.0.1:6380/", "redis://127.0.0.1:notaport/"):
+    for url in ("http://127.0.0.1/", "redis://127.0.0.1:notaport/"):
         with pytest.raises(loadstate.InvalidArgument):
             rt.redis_cache(url)
+    with pytest.raises(loadstate.NotSupported, match="TLS"):
+        rt.redis_cache("rediss://127.0.0.1:6380/")
     with pytest.raises(loadstate.InvalidArgument):
         rt.redis_cache(server.url, max_value_bytes=loadstate.VALUE_MAX + 1)
     with pytest.raises(loadstate.InvalidArgument):

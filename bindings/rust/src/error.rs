@@ -47,6 +47,9 @@ pub enum ErrorKind {
     /// did not answer in time, refused, or the value is too large
     /// ([`Error::redis_kind`] says which).
     Redis,
+    /// `LDS_ENOTSUP`: a feature this build of the library lacks, such as
+    /// `rediss://` (TLS to Redis).
+    NotSupported,
     /// A code this version of the crate does not know.
     Other(i32),
 }
@@ -74,6 +77,11 @@ pub enum RedisErrorKind {
     Closed,
     /// `LDS_REDIS_EQUEUE`: more than [`sys::LDS_REDIS_PENDING_MAX`] commands wait.
     Queue,
+    /// `LDS_REDIS_EREFUSED`: the server refused the connection (nothing listens there).
+    Refused,
+    /// `LDS_REDIS_EUNREACHABLE`: the host could not be reached (its name does not resolve, no route
+    /// leads to it, no such unix socket).
+    Unreachable,
     /// `LDS_REDIS_EPROTO`: the server broke a bound (a reply over `max_value_bytes` +
     /// [`sys::LDS_REDIS_REPLY_SLACK`] bytes, or one still incomplete a command timeout after it began);
     /// the connection was dropped.
@@ -96,6 +104,8 @@ impl RedisErrorKind {
             sys::LDS_REDIS_ECLOSED => RedisErrorKind::Closed,
             sys::LDS_REDIS_EQUEUE => RedisErrorKind::Queue,
             sys::LDS_REDIS_EPROTO => RedisErrorKind::Proto,
+            sys::LDS_REDIS_EREFUSED => RedisErrorKind::Refused,
+            sys::LDS_REDIS_EUNREACHABLE => RedisErrorKind::Unreachable,
             other => RedisErrorKind::Other(other),
         })
     }
@@ -112,6 +122,8 @@ impl RedisErrorKind {
             RedisErrorKind::Closed => sys::LDS_REDIS_ECLOSED,
             RedisErrorKind::Queue => sys::LDS_REDIS_EQUEUE,
             RedisErrorKind::Proto => sys::LDS_REDIS_EPROTO,
+            RedisErrorKind::Refused => sys::LDS_REDIS_EREFUSED,
+            RedisErrorKind::Unreachable => sys::LDS_REDIS_EUNREACHABLE,
             RedisErrorKind::Other(code) => code,
         }
     }
@@ -133,6 +145,7 @@ impl ErrorKind {
             ErrorKind::Io => sys::LDS_EIO,
             ErrorKind::Busy => sys::LDS_EAGAIN,
             ErrorKind::Redis => sys::LDS_EREDIS,
+            ErrorKind::NotSupported => sys::LDS_ENOTSUP,
             ErrorKind::Other(code) => code,
         }
     }
@@ -180,6 +193,7 @@ impl Error {
             sys::LDS_EIO => ErrorKind::Io,
             sys::LDS_EAGAIN => ErrorKind::Busy,
             sys::LDS_EREDIS => ErrorKind::Redis,
+            sys::LDS_ENOTSUP => ErrorKind::NotSupported,
             other => ErrorKind::Other(other),
         }
     }

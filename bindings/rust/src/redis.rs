@@ -243,7 +243,8 @@ impl Runtime {
     /// A cache on the Redis server at `url`:
     /// `redis://[[user]:password@]host[:port][/db]` (port 6379, database 0)
     /// or `unix://[[user]:password@]/path/to/redis.sock[?db=N]`; `rediss://`
-    /// (TLS) is refused. Returns without waiting for the connection (a
+    /// (TLS) is refused with [`ErrorKind::NotSupported`](crate::ErrorKind::NotSupported):
+    /// this build's hiredis has no TLS. Returns without waiting for the connection (a
     /// server that is down is no error here); the first commands wait for
     /// it. [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument)
     /// for a URL that does not parse, or a NUL in it or in the key prefix.

@@ -27,6 +27,7 @@ pub const LDS_ETOOBIG: c_int = -8;
 pub const LDS_EIO: c_int = -9;
 pub const LDS_EAGAIN: c_int = -10;
 pub const LDS_EREDIS: c_int = -11;
+pub const LDS_ENOTSUP: c_int = -12;
 
 /// The largest value, request or message, in bytes, the library accepts.
 pub const LDS_VALUE_MAX: usize = 256 * 1024 * 1024;
@@ -489,6 +490,8 @@ pub const LDS_REDIS_EDOWN: i32 = 6;
 pub const LDS_REDIS_ECLOSED: i32 = 7;
 pub const LDS_REDIS_EQUEUE: i32 = 8;
 pub const LDS_REDIS_EPROTO: i32 = 9;
+pub const LDS_REDIS_EREFUSED: i32 = 10;
+pub const LDS_REDIS_EUNREACHABLE: i32 = 11;
 /// What one reply from Redis may hold beyond `max_value_bytes`.
 pub const LDS_REDIS_REPLY_SLACK: usize = 1 << 20;
 /// The most commands that wait for a connection or a reply, per Redis cache.

@@ -53,6 +53,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -810,6 +811,30 @@ static outcome load_cached(const void *req, size_t len, lds_id cache, uint32_t p
   return o;
 }
 
+/* Whether header lines hold a field `name` (lower case), in any case. */
+static bool has_field(const char *lines, size_t n, const char *name) {
+  size_t len = strlen(name);
+  for (size_t at = 0; at < n;) {
+    if (n - at > len && lines[at + len] == ':' && strncasecmp(lines + at, name, len) == 0) return true;
+    const char *nl = memchr(lines + at, '\n', n - at);
+    if (!nl) break;
+    at = (size_t)(nl - lines) + 1;
+  }
+  return false;
+}
+
+/* Whether the http loader's cache may store a response of `status` with
+ * these header lines (RFC 9111 section 3): a final status but 206; outside
+ * 2xx, one cacheable by default, or one with explicit freshness or public. */
+static bool storable(const lds_http_response *r) {
+  static const int by_default[] = {203, 204, 300, 301, 308, 404, 405, 410, 414, 501};
+  if (r->status < 200 || r->status == 206) return false;
+  if (r->status <= 299) return true;
+  for (size_t i = 0; i < sizeof by_default / sizeof by_default[0]; i++)
+    if (r->status == by_default[i]) return true;
+  return has_field(r->headers, r->headers_len, "cache-control") || has_field(r->headers, r->headers_len, "expires");
+}
+
 static void target_cached_responses(input *in) {
   setup_answers();
   size_t split = in->n ? (size_t)u8(in) * in->n / 256 : 0;
@@ -851,7 +876,7 @@ static void target_cached_responses(input *in) {
   if (rc == 1) {
     lds_http_response r;
     if (lds_http_response_decode(v.value, v.value_len, &r) != LDS_OK) fail("a stored response does not decode");
-    if (r.status < 200 || r.status > 299) fail("a response of status %d was stored", r.status);
+    if (!storable(&r)) fail("a response of status %d was stored", r.status);
     lds_cache_value_clear(&v);
   } else if (rc != 0) {
     fail("lds_cache_get returned %d", rc);

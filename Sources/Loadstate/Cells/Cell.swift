@@ -378,7 +378,7 @@ import Synchronization
     /// Shows what the cache holds for a load, as its policy says.
     private func serveFromCache(_ cache: CacheUse<Value>, spec: LoadSpec<Value, Request>) -> CacheOutcome {
         let now = Clock.wallMs()
-        let hit = cache.lookup(at: now) {
+        let hit = cache.lookup(at: now, wantsStale: cache.policy != .cacheFirst) {
             spec.loader.read($0, store: cache.store, key: cache.key, request: spec.request, freshMs: cache.freshMs,
                              nowMs: now)
         }

@@ -14,12 +14,13 @@
 
 /// What a loader that understands its cached values makes of an entry for
 /// a load: how it serves the load, and what the load shows.
-@_spi(LoadstateC) public struct CacheReading: Sendable {
+@_spi(LoadstateC) public struct CacheReading {
     /// How the entry serves the load.
     public var judgement: CacheJudgement
-    /// The bytes shown in place of the stored value (an HTTP response with
-    /// its current `Age`, say); nil: the stored value.
-    public var value: [UInt8]?
+    /// Makes the bytes shown in place of the stored value (an HTTP response
+    /// with its current `Age`, say), called only when the entry is shown;
+    /// nil: the stored value.
+    public var render: (() -> [UInt8])?
     /// When the entry stands for a failure (a stored HTTP 404), the error
     /// the load shows, with the value.
     public var error: LoadError?
@@ -27,9 +28,10 @@
     /// load's key (an HTTP variant), when that one was stored.
     public var storedAtMs: UInt64?
 
-    public init(judgement: CacheJudgement, value: [UInt8]? = nil, error: LoadError? = nil, storedAtMs: UInt64? = nil) {
+    public init(judgement: CacheJudgement, render: (() -> [UInt8])? = nil, error: LoadError? = nil,
+                storedAtMs: UInt64? = nil) {
         self.judgement = judgement
-        self.value = value
+        self.render = render
         self.error = error
         self.storedAtMs = storedAtMs
     }

@@ -71,7 +71,10 @@ public enum CachePolicy: UInt32, Sendable {
     /// is the loader's (see `Loader.read`), asked when this use follows the
     /// loader's rules; when it has none, the entry is fresh while younger
     /// than `freshMs`.
-    func lookup(at now: UInt64, read: (CacheEntry) -> CacheReading? = { _ in nil })
+    /// `wantsStale`: false when a stale entry would not be shown (a
+    /// cache-first load loads instead): it is then a miss, and nothing is
+    /// decoded or rendered for it.
+    func lookup(at now: UInt64, wantsStale: Bool = true, read: (CacheEntry) -> CacheReading? = { _ in nil })
         -> (value: Value, stale: Bool, serveWhileRevalidating: Bool, storedAt: UInt64, error: LoadError?)? {
         guard let entry = entry(at: now) else { return nil }
         let age = now > entry.storedAtMs ? now - entry.storedAtMs : 0
@@ -87,7 +90,8 @@ public enum CachePolicy: UInt32, Sendable {
             case .staleWhileRevalidate: (stale, whileRevalidating) = (true, true)
             case .stale: stale = true
             }
-            if let value = reading.value { shown = value }
+            if stale && !whileRevalidating && !wantsStale { return nil }
+            if let render = reading.render { shown = render() }
             error = reading.error
             storedAt = reading.storedAtMs ?? storedAt
         }

@@ -113,13 +113,20 @@ extension HTTPLoader {
         let notModified = verdict.judgement == .fresh
             && Self.meetsCondition(of: decoded, stored: HTTPHeaderLines(stored.value[lines]))
         let head = decoded.method.uppercased() == "HEAD"
-        let shown = HTTPServedResponse.make(
-            from: stored.value, record: record, ageMs: verdict.ageMs,
-            status: .hit(ttlSeconds: HTTPServedResponse.seconds(verdict.ttlMs), detail: verdict.detail.rawValue),
-            head: head, notModified: notModified, range: notModified ? nil : range)
-        var reading = CacheReading(judgement: verdict.judgement, value: shown, storedAtMs: stored.storedAtMs)
+        let render = {
+            HTTPServedResponse.make(
+                from: stored.value, record: record, ageMs: verdict.ageMs,
+                status: .hit(ttlSeconds: HTTPServedResponse.seconds(verdict.ttlMs), detail: verdict.detail.rawValue),
+                head: head, notModified: notModified, range: notModified ? nil : range)
+        }
         let shownStatus: Int32 = notModified ? 304 : range != nil ? 206 : status
-        if !(200..<300).contains(shownStatus), let response = HTTPResponse(decoding: shown) {
+        guard !(200..<300).contains(shownStatus) else {
+            return CacheReading(judgement: verdict.judgement, render: render, storedAtMs: stored.storedAtMs)
+        }
+        // A stored failure (or the cache's 304) is shown as the error it is.
+        let shown = render()
+        var reading = CacheReading(judgement: verdict.judgement, render: { shown }, storedAtMs: stored.storedAtMs)
+        if let response = HTTPResponse(decoding: shown) {
             reading.error = LoadError(domain: .http, code: shownStatus,
                                       message: "HTTP \(shownStatus) from \(decoded.url) (from the cache)",
                                       underlying: HTTPStatusError(response: response))

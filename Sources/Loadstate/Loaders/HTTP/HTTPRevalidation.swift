@@ -124,13 +124,9 @@ struct HTTPRevalidation {
     /// Whether the stored body was decoded as it arrived.
     var decodedBody = false
 
-    /// The stored response brought up to date by a 304 whose header lines
-    /// are `notModified`: each field the 304 carries (but those of `kept`)
-    /// replaces the stored lines of that name. When the result would pass
-    /// `HTTPLoader.headersMax`, the stored header lines stay as they were.
-    /// Returns the response's encoding (the stored one itself when nothing
-    /// changed) and its header lines.
-    func updated(with notModified: ArraySlice<UInt8>) -> (value: [UInt8], headers: ArraySlice<UInt8>) {
+    /// The fields a 304's header lines update in the stored response: the
+    /// names (lower case) they replace and the lines that take their place.
+    func updateFields(_ notModified: ArraySlice<UInt8>) -> (names: [[UInt8]], lines: [UInt8]) {
         var replacing: [[UInt8]] = []
         var fresh: [UInt8] = []
         HTTPHeaderLines(notModified).forEach { name, value in
@@ -143,6 +139,17 @@ struct HTTPRevalidation {
             fresh.append(contentsOf: value)
             fresh.append(contentsOf: "\r\n".utf8)
         }
+        return (replacing, fresh)
+    }
+
+    /// The stored response brought up to date by a 304 whose header lines
+    /// are `notModified`: each field the 304 carries (but those of `kept`)
+    /// replaces the stored lines of that name. When the result would pass
+    /// `HTTPLoader.headersMax`, the stored header lines stay as they were.
+    /// Returns the response's encoding (the stored one itself when nothing
+    /// changed) and its header lines.
+    func updated(with notModified: ArraySlice<UInt8>) -> (value: [UInt8], headers: ArraySlice<UInt8>) {
+        let (replacing, fresh) = updateFields(notModified)
         let headers = storedValue[headerLines]
         guard !replacing.isEmpty else { return (storedValue, headers) }
         var merged: [UInt8] = []

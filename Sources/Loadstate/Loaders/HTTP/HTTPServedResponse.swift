@@ -22,6 +22,8 @@ struct HTTPServedResponse {
 
     /// The cache's name in `Cache-Status` (RFC 9211 section 2).
     static let cacheName = "loadstate"
+    private static let cacheStatusName = Array("cache-status".utf8)
+    private static let ownMember = Array("\(cacheName);".utf8)
 
     /// The fields never served from the cache (RFC 9110 section 7.6.1,
     /// RFC 9111 section 3.1), and `Age`, which the cache writes anew.
@@ -40,11 +42,15 @@ struct HTTPServedResponse {
     /// answer to a request whose own condition the stored response meets).
     /// `range`: the bytes of the body a range request asked for (RFC 9110
     /// section 14), served as a 206 with its `Content-Range`.
+    /// `update`: the fields of a 304 that confirmed it (RFC 9111 section
+    /// 3.2), each in place of the stored lines of its name (see
+    /// `HTTPRevalidation.updateFields`).
     static func make(from stored: [UInt8], record: HTTPCacheRecord?, ageMs: UInt64, status: Status,
-                     head: Bool = false, notModified: Bool = false, range: Range<Int>? = nil) -> [UInt8] {
+                     head: Bool = false, notModified: Bool = false, range: Range<Int>? = nil,
+                     update: (names: [[UInt8]], lines: [UInt8])? = nil) -> [UInt8] {
         guard let (storedStatus, lines) = HTTPRevalidation.parts(of: stored) else { return stored }
         let headers = HTTPHeaderLines(stored[lines])
-        var omitted = dropped
+        var omitted = dropped + (update?.names ?? [])
         if range != nil { omitted += ["content-length", "content-range"].map { Array($0.utf8) } }
         for value in headers.values("connection") {
             HTTPCacheControl.directives(value) { name, _ in omitted.append(name.map(HTTPHeaderLines.lower)) }
@@ -62,8 +68,11 @@ struct HTTPServedResponse {
             guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { continue }
             let name = line[line.startIndex..<colon].map(HTTPHeaderLines.lower)
             if omitted.contains(name) || (notModified && !notModifiedFields.contains(name)) { continue }
+            // This cache's own verdict, when it served the response before, is written anew.
+            if name == cacheStatusName, HTTPHeaderLines.trimmed(line[(colon + 1)...]).starts(with: ownMember) { continue }
             value.append(contentsOf: line)
         }
+        if let update { value.append(contentsOf: update.lines) }
         if let range {
             let total = stored.count - lines.upperBound
             value.append(contentsOf: "Content-Range: bytes \(range.lowerBound)-\(range.upperBound - 1)/\(total)\r\n".utf8)

@@ -402,17 +402,30 @@ final class HTTPTransfer {
             let lines = response[HTTPResponse.encodedHeadersStart..<headersEnd]
             let followsRules = job.cache?.followsLoaderRules ?? false
             if status == 304, let revalidation, revalidation.sendsConditions {
-                let (value, headers) = revalidation.updated(with: lines)
-                let storedStatus = HTTPRevalidation.parts(of: value)?.status ?? 200
-                var write = cacheWrite(for: HTTPHeaderLines(headers), status: storedStatus)
+                guard followsRules else {
+                    let (value, headers) = revalidation.updated(with: lines)
+                    let storedStatus = HTTPRevalidation.parts(of: value)?.status ?? 200
+                    var write = cacheWrite(for: HTTPHeaderLines(headers), status: storedStatus)
+                    write.origin = .revalidated
+                    job.cacheWrite = write
+                    return .succeed(value)
+                }
+                // One copy of the body: the stored response with the 304's
+                // fields, its age and the cache's word, both shown and stored
+                // (served again, its Age and Cache-Status are written anew).
+                let notModified = HTTPHeaderLines(lines)
+                let age = HTTPCacheRecord(headers: notModified, control: HTTPCacheControl(), nowMs: Clock.wallMs()) { _ in nil }
+                // The 304's fields, unless the header lines would pass their bound.
+                let update = revalidation.updateFields(lines)
+                let fits = revalidation.headerLines.count + update.lines.count <= HTTPLoader.headersMax
+                let value = HTTPServedResponse.make(from: revalidation.storedValue, record: revalidation.record,
+                                                    ageMs: age.initialAgeMs, status: .revalidated,
+                                                    update: fits ? update : nil)
+                guard let (storedStatus, merged) = HTTPRevalidation.parts(of: value) else { return .succeed(value) }
+                var write = cacheWrite(for: HTTPHeaderLines(value[merged]), status: storedStatus)
                 write.origin = .revalidated
                 job.cacheWrite = write
-                guard followsRules else { return .succeed(value) }
-                // Stored as it came; shown with its age and the cache's word.
-                job.cacheWrite?.storedValue = value
-                let record = HTTPCacheRecord(decoding: write.meta)
-                return .succeed(HTTPServedResponse.make(from: value, record: record, ageMs: record?.initialAgeMs ?? 0,
-                                                        status: .revalidated))
+                return .succeed(value)
             }
             let success = (200..<300).contains(status)
             if job.cache != nil {

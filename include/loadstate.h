@@ -1411,7 +1411,9 @@ int lds_http_response_decode(const void *value, size_t len, lds_http_response *o
  *       Cache-Status: loadstate; fwd=stale; fwd-status=304; detail=revalidated
  *     (ttl: seconds it stays fresh, negative once stale). A response loaded
  *     from the server that the cache did not serve carries neither, and is
- *     shown as it arrived. Stored entries keep the response as it arrived.
+ *     shown as it arrived. Stored entries keep the response as it arrived
+ *     (a revalidated one as it was last shown: its Age and Cache-Status are
+ *     written anew whenever it is served).
  *   A dead origin (RFC 9111 section 4.2.4). When a load that could use a
  *     stored 2xx response (any policy but LDS_POLICY_CACHE_ONLY) fails:
  *     - the server could not be reached, or closed the connection without

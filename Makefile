@@ -34,7 +34,7 @@ all: lib
 # DEB_PACKAGES are what the tests and tools add (servers, valgrind, ...).
 # `make build-deps` installs the first, `make deps` both.
 BUILD_DEB_PACKAGES := libuv1-dev libcurl4-openssl-dev libsqlite3-dev libhiredis-dev python3
-DEB_PACKAGES := valgrind
+DEB_PACKAGES := valgrind prometheus
 define deb_install
 	@missing=""; for p in $(1); do \
 	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \

@@ -43,16 +43,11 @@ extension RuntimeStatistics {
                   "Time from a load's start to its end (retries included).") { $0.latency }
         histogram(&w, series, "loadstate_job_queue_wait_seconds",
                   "Time queued jobs waited for their loader's limits.") { $0.queueWait }
-        let quantiles = "loadstate_load_duration_quantile_seconds"
-        w.family(quantiles, "gauge",
-                 "Load durations: quantiles estimated from the histogram's buckets; quantile 1 is the maximum.")
-        for s in series {
-            let h = s.loads.latency
-            for q in [(0.5, "0.5"), (0.9, "0.9"), (0.99, "0.99")] {
-                w.sample(quantiles, s.label + ",quantile=\"\(q.1)\"", seconds(us: h.quantileUs(q.0)))
-            }
-            w.sample(quantiles, s.label + ",quantile=\"1\"", seconds(ns: h.maxNs))
-        }
+        // Quantiles are the histogram's to give (histogram_quantile): a gauge
+        // with a quantile label is neither a histogram nor a summary.
+        let maximum = "loadstate_load_duration_max_seconds"
+        w.family(maximum, "gauge", "The longest load so far.")
+        for s in series { w.sample(maximum, s.label, seconds(ns: s.loads.latency.maxNs)) }
 
         let cacheSeries = caches.map { ("cache=\"\($0.id)\",kind=\"\($0.kind.name)\"", $0.stats) }
         func cacheMetric(_ name: String, _ type: String, _ help: String, _ value: (CacheStats) -> UInt64) {

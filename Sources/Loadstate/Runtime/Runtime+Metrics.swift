@@ -75,8 +75,8 @@ extension Runtime {
     /// `loadstate_loads_ended_total` (by `outcome`),
     /// `loadstate_load_retries_total`, `loadstate_loads_shared_total`,
     /// `loadstate_jobs_started_total`, `loadstate_jobs_in_flight`, the
-    /// histogram `loadstate_load_duration_seconds` and its estimated
-    /// quantiles `loadstate_load_duration_quantile_seconds`, each by
+    /// histogram `loadstate_load_duration_seconds` and the longest load
+    /// `loadstate_load_duration_max_seconds`, each by
     /// `loader` (an id, or `freed`); `loadstate_cells_alive`,
     /// `loadstate_events_delivered_total`, `loadstate_metrics_enabled`;
     /// and `loadstate_cache_*` by `cache` and `kind`.

@@ -2247,13 +2247,20 @@ int lds_runtime_observe(lds_runtime *rt, lds_observe_fn fn, void *user_data, lds
 typedef struct lds_inspector_options {
   uint32_t size;             /* sizeof(lds_inspector_options), set by the INIT macro */
   uint32_t flags;            /* LDS_INSPECTOR_* */
-  uint32_t max_clients;      /* connections at once (more are closed at once); 0: 8, at most 256 */
+  uint32_t max_clients;      /* live pages (event streams) at once, more are answered 503 (before
+                                0.5: connections); 0: 8, at most 256 */
   uint32_t interval_ms;      /* live page updates; 0: 500, at least 50, at most 60000 */
-  uint32_t idle_timeout_ms;  /* a connection without a complete request by then is closed; 0: 10000 */
+  uint32_t idle_timeout_ms;  /* the head timeout: a connection without a complete request head
+                                this long after it was accepted is answered 408 and closed;
+                                0: 3000 (before 0.5: 10000, and closed without an answer) */
   uint32_t max_cells;        /* cells listed, newest first; 0: 200, at most 10000 */
 } lds_inspector_options;
 
 #define LDS_INSPECTOR_OPTIONS_INIT { (uint32_t)sizeof(lds_inspector_options), 0, 0, 0, 0, 0 }
+
+/* Since 0.5: the most inspector connections still waiting for their
+ * request head; a new one over it closes the oldest of them. */
+#define LDS_INSPECTOR_WAITING_MAX 64
 
 /*
  * Since 0.4. Starts the runtime's inspector: a small HTTP/1.1 server on the
@@ -2280,9 +2287,21 @@ typedef struct lds_inspector_options {
  * framing, referrers and any script or connection other than the page's
  * own. Requests are bounded: a head of at most 8 KiB and 64 header lines,
  * no body, GET and POST only; one request per connection (but the event
- * stream); max_clients connections; idle connections closed after
- * idle_timeout_ms; a live page that reads slower than it is sent to (4 MiB
- * behind) is disconnected. Nothing waits on the loop: writes are queued.
+ * stream); max_clients live pages; a live page that reads slower than it
+ * is sent to (4 MiB behind) is disconnected. Nothing waits on the loop:
+ * writes are queued.
+ * Against clients that hold connections (since 0.5): a connection must
+ * send its complete request head within idle_timeout_ms of being accepted
+ * (3 s by default), else it is answered 408 and closed; a head that
+ * cannot become valid (a byte that is not printable ASCII, tab, CR or LF,
+ * a line feed without its carriage return, a request line that is not
+ * "METHOD /target HTTP/1.x", such as HTTP/0.9's) is answered 400 at once,
+ * as is half a head followed by the end of the client's sending. Until
+ * their head is complete (so before they could show the token),
+ * connections have a budget of their own, LDS_INSPECTOR_WAITING_MAX: a new
+ * connection over it closes the oldest one still waiting, so that clients
+ * trickling bytes (a slowloris) cannot keep out a client that sends its
+ * request at once, and cannot take the live pages' places.
  * Each update walks the handle table under its lock once.
  *
  * Routes (each with ?token=): GET / (the page), GET /events (the event

@@ -24,6 +24,23 @@ struct HTTPRequestHead {
         return nil
     }
 
+    /// Why an incomplete head can never become one this server accepts
+    /// (checked as it arrives, so that it is answered at once): a byte that
+    /// is not printable ASCII, tab, CR or LF; a line feed without its
+    /// carriage return; a request line that is not `METHOD /target
+    /// HTTP/1.x` (an HTTP/0.9 request). Nil while it may still be valid.
+    static func refusalSoFar(_ head: [UInt8]) -> InspectorRefusal? {
+        for (i, byte) in head.enumerated() {
+            if !(byte >= 0x20 && byte < 0x7f) && byte != 9 && byte != 13 && byte != 10 { return InspectorRefusal(400) }
+            if byte == 10 && (i == 0 || head[i - 1] != 13) { return InspectorRefusal(400) }
+        }
+        guard let lineEnd = head.firstIndex(of: 13), lineEnd + 1 < head.count else { return nil }
+        let parts = head[..<lineEnd].split(separator: 0x20, omittingEmptySubsequences: false)
+        guard parts.count == 3, parts[1].first == UInt8(ascii: "/") else { return InspectorRefusal(400) }
+        let version = String(decoding: parts[2], as: UTF8.self)
+        return version == "HTTP/1.1" || version == "HTTP/1.0" ? nil : InspectorRefusal(505)
+    }
+
     /// Parses a complete head (ending with "\r\n\r\n"); on failure, the
     /// status code to answer.
     static func parse(_ head: ArraySlice<UInt8>) -> Result<HTTPRequestHead, InspectorRefusal> {

@@ -117,12 +117,16 @@ import Glibc
     private func accept() {
         guard !stopped else { return }
         let connection = InspectorConnection(inspector: self)
-        // Connections being closed (their close callback still due) do not count.
-        let full = connections.values.reduce(0) { $0 + ($1.isClosing ? 0 : 1) } >= options.maxClients
+        // Connections that have not sent their head yet have a budget of
+        // their own: a new one over it closes the oldest of them, so that
+        // clients holding connections open cannot keep out one that asks.
+        let waiting = connections.values.filter(\.isWaitingForHead)
+        if waiting.count >= InspectorOptions.maxWaiting, let oldest = waiting.min(by: { $0.acceptedMs < $1.acceptedMs }) {
+            oldest.close()
+        }
         // Held until its handle's close callback, whatever happens next.
         connections[ObjectIdentifier(connection)] = connection
-        guard uv_accept(Self.stream(listener), Self.stream(connection.handle)) == 0, !full else {
-            // Over the limit (or gone already): closed at once.
+        guard uv_accept(Self.stream(listener), Self.stream(connection.handle)) == 0 else {
             connection.close()
             return
         }
@@ -141,8 +145,10 @@ import Glibc
         for connection in Array(connections.values) {
             if connection.isStreaming {
                 if connection.pendingBytes > InspectorOptions.maxPendingBytes { connection.close() } else { streams.append(connection) }
-            } else if now >= connection.lastActivityMs && now - connection.lastActivityMs >= options.idleTimeoutMs {
-                connection.close()
+            } else if connection.isWaitingForHead, now >= connection.acceptedMs,
+                      now - connection.acceptedMs >= options.idleTimeoutMs {
+                // No complete head in time (from the connection's start, not its last byte).
+                connection.respond(408, "text/plain; charset=utf-8", "no complete request in time\n")
             }
         }
         if !streams.isEmpty {
@@ -171,6 +177,10 @@ import Glibc
         case ("GET", "/"):
             connection.respond(200, "text/html; charset=utf-8", inspectorPage)
         case ("GET", "/events"):
+            let live = connections.values.reduce(0) { $0 + ($1.isStreaming && !$1.isClosing ? 1 : 0) }
+            guard live < options.maxClients else {
+                return connection.respond(503, "text/plain; charset=utf-8", "too many live pages\n")
+            }
             connection.startStream(first: eventBytes())
         case ("GET", "/snapshot"):
             connection.respond(200, "application/json", snapshotJSON())

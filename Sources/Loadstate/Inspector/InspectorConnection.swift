@@ -22,6 +22,10 @@ final class InspectorConnection {
     private var closeWhenFlushed = false
     private(set) var isStreaming = false
     private(set) var lastActivityMs: UInt64
+    /// When the connection was accepted (the head timeout runs from then).
+    let acceptedMs: UInt64
+    /// Whether it still waits for its request head (it has shown no token).
+    var isWaitingForHead: Bool { !answered && !closing }
     /// Bytes handed to libuv and not yet written.
     private(set) var pendingBytes = 0
 
@@ -31,6 +35,7 @@ final class InspectorConnection {
         readBuffer = .allocate(capacity: Self.readBufferSize)
         uv_tcp_init(inspector.runtime.loop.loop, handle)
         lastActivityMs = uv_now(inspector.runtime.loop.loop)
+        acceptedMs = lastActivityMs
         handle.pointee.data = Unmanaged.passUnretained(self).toOpaque()
     }
 
@@ -54,6 +59,10 @@ final class InspectorConnection {
             // The client is done sending (or gone): an answer still being
             // written closes the connection when it is flushed (or fails).
             if closeWhenFlushed && pendingBytes > 0 { return }
+            // Half a request, then the end: answered at once.
+            if !answered && !head.isEmpty && nread == Int(UV_EOF.rawValue) {
+                return respond(400, "text/plain; charset=utf-8", "incomplete request\n")
+            }
             return close()
         }
         guard nread > 0, !answered, let base = buf?.pointee.base else { return }
@@ -65,6 +74,10 @@ final class InspectorConnection {
         }
         guard let end = HTTPRequestHead.end(in: head) else {
             if head.count >= HTTPRequestHead.maxBytes { respond(431, "text/plain; charset=utf-8", "request head too large\n") }
+            // A head that cannot become valid is answered now, not at its timeout.
+            else if let refusal = HTTPRequestHead.refusalSoFar(head) {
+                respond(refusal.status, "text/plain; charset=utf-8", "bad request\n")
+            }
             return
         }
         switch HTTPRequestHead.parse(head[0..<end]) {
@@ -116,10 +129,12 @@ final class InspectorConnection {
         case 403: return "Forbidden"
         case 404: return "Not Found"
         case 405: return "Method Not Allowed"
+        case 408: return "Request Timeout"
         case 413: return "Content Too Large"
         case 421: return "Misdirected Request"
         case 431: return "Request Header Fields Too Large"
         case 501: return "Not Implemented"
+        case 503: return "Service Unavailable"
         case 505: return "HTTP Version Not Supported"
         default: return "Error"
         }

@@ -6,12 +6,13 @@
     @usableFromInline package var actions = false
     /// Allow an address other than loopback.
     @usableFromInline package var allowRemote = false
-    /// The most connections at once; more are closed at once.
+    /// The most live pages (event streams) at once; more are answered 503.
     @usableFromInline package var maxClients = 8
     /// How often the live page is updated.
     @usableFromInline package var intervalMs: UInt64 = 500
-    /// A connection that sent no complete request by then is closed.
-    @usableFromInline package var idleTimeoutMs: UInt64 = 10_000
+    /// A connection that sent no complete request head by then is answered
+    /// 408 and closed.
+    @usableFromInline package var idleTimeoutMs: UInt64 = 3_000
     /// The most cells listed (the newest first).
     @usableFromInline package var maxCells = 200
     /// The most jobs listed per loader among those waiting for its limits
@@ -21,6 +22,12 @@
     /// The most bytes waiting to be sent to one live page; a client that
     /// reads slower is disconnected.
     static let maxPendingBytes = 4 << 20
+
+    /// The most connections that have not yet sent a complete request head
+    /// (and so shown no token): a new one over it closes the oldest such
+    /// connection, so that slow or idle clients (a slowloris) cannot keep
+    /// out one that sends its request at once (LDS_INSPECTOR_WAITING_MAX).
+    static let maxWaiting = 64
 
     @usableFromInline package init() {}
 }

@@ -13,7 +13,8 @@ import enum
 
 __all__ = ["Status", "Flags", "EventType", "Domain", "Delivery", "CachePolicy", "Code", "RedisCode", "LoadFlags",
            "HttpFlags", "ExecFlags", "CacheFlags", "Observed", "JobOutcome", "VALUE_MAX", "QUEUE_MAX",
-           "PRIORITY_PREFETCH", "REDIS_PENDING_MAX", "REDIS_KEYS_MAX", "CACHE_GET_MANY_MAX"]
+           "PRIORITY_PREFETCH", "REDIS_PENDING_MAX", "REDIS_KEYS_MAX", "CACHE_GET_MANY_MAX",
+           "INSPECTOR_WAITING_MAX"]
 
 #: The largest value, request or message, in bytes, the library accepts (256 MiB).
 VALUE_MAX = 256 * 1024 * 1024
@@ -28,6 +29,9 @@ REDIS_PENDING_MAX = 65_536
 
 #: The most keys a Redis cache lists (1,000,000, ``LDS_REDIS_KEYS_MAX``); more raise :class:`loadstate.TooBig`.
 REDIS_KEYS_MAX = 1_000_000
+#: The most inspector connections still waiting for their request head (64, ``LDS_INSPECTOR_WAITING_MAX``);
+#: a new one over it closes the oldest of them.
+INSPECTOR_WAITING_MAX = 64
 
 #: The most keys one call into the library looks up (4,096, ``LDS_CACHE_GET_MANY_MAX``):
 #: :meth:`loadstate.Cache.get_many` asks for larger batches in calls of this many keys.

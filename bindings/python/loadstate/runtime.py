@@ -173,7 +173,11 @@ class Runtime:
         naming the bound address are answered. ``address`` is ``"127.0.0.1:PORT"`` (port 0: a free one);
         values are hidden unless ``show_values``; the page's cancel, refresh and invalidate buttons work only
         with ``actions``. ``interval`` and ``idle_timeout`` are in seconds (0: the library's defaults, 0.5 and
-        10 s); ``interval`` is otherwise from 0.05 to 60 s. ``max_clients``: connections at once (0: 8, at most
+        3 s); ``interval`` is otherwise from 0.05 to 60 s. ``idle_timeout`` is the head timeout: a connection
+        without a complete request head that long after it was accepted is answered 408 and closed; a head
+        that cannot become valid is answered 400 at once; connections still waiting for their head have a
+        budget of their own (:data:`INSPECTOR_WAITING_MAX`, the oldest closed first), so that slow clients
+        cannot keep out a request. ``max_clients``: live pages at once, more are answered 503 (0: 8, at most
         256); ``max_cells``: cells listed (0: 200, at most 10,000).
 
         Raises:

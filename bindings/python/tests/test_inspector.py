@@ -108,19 +108,89 @@ def test_malformed_and_oversized_requests_are_refused(rt):
     assert get(url, f"/snapshot?token={token}")[0] == 200
 
 
-def test_clients_are_bounded_and_idle_ones_closed():
+def _answer(s: socket.socket) -> bytes:
+    """Everything a connection gets until the server closes it."""
+    answer = b""
+    while True:
+        chunk = s.recv(4096)
+        if not chunk:
+            return answer
+        answer += chunk
+
+
+def test_live_pages_are_bounded_and_idle_connections_answered_408():
     with loadstate.Runtime() as rt:
         url = rt.start_inspector(max_clients=2, idle_timeout=0.2, interval=0.05)
         host, port, token = parts(url)
-        idle = [socket.create_connection((host, port), timeout=WAIT) for _ in range(2)]
-        # The third connection is closed at once; the idle ones after their timeout.
-        third = socket.create_connection((host, port), timeout=WAIT)
-        assert third.recv(1) == b""
+        started = time.monotonic()
+        idle = [socket.create_connection((host, port), timeout=WAIT) for _ in range(3)]
+        # No head within the head timeout, counted from the connection's start: 408, then closed.
         for s in idle:
-            assert s.recv(1) == b""
+            assert _answer(s).startswith(b"HTTP/1.1 408 ")
             s.close()
-        third.close()
+        assert time.monotonic() - started < 0.2 + 1.0
+        streams = [socket.create_connection((host, port), timeout=WAIT) for _ in range(3)]
+        for s in streams:
+            s.sendall(f"GET /events?token={token} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode())
+        heads = [s.recv(12) for s in streams]
+        assert sorted(heads) == [b"HTTP/1.1 200", b"HTTP/1.1 200", b"HTTP/1.1 503"]
+        for s in streams:
+            s.close()
         assert get(url, f"/snapshot?token={token}")[0] == 200
+
+
+@pytest.mark.parametrize("raw, status", [
+    (b"GET /\r\n", 400),                                  # HTTP/0.9
+    (b"GET / HTTP/1.1\nHost: x\n", 400),                  # bare line feeds
+    (b"GET / HTTP/2.0\r\nHost: x\r\n", 505),
+    (b"GET /\x01", 400),
+])
+def test_a_head_that_cannot_become_valid_is_answered_at_once(raw, status):
+    with loadstate.Runtime() as rt:
+        url = rt.start_inspector()  # the head timeout is 3 s
+        host, port, _ = parts(url)
+        with socket.create_connection((host, port), timeout=WAIT) as s:
+            started = time.monotonic()
+            s.sendall(raw)
+            assert _answer(s).startswith(b"HTTP/1.1 %d " % status)
+            assert time.monotonic() - started < 1.0
+
+
+def test_half_a_head_then_the_end_is_answered_400_at_once():
+    with loadstate.Runtime() as rt:
+        url = rt.start_inspector()
+        host, port, token = parts(url)
+        with socket.create_connection((host, port), timeout=WAIT) as s:
+            started = time.monotonic()
+            s.sendall(f"GET /snapshot?token={token} HTT".encode())
+            s.shutdown(socket.SHUT_WR)
+            assert _answer(s).startswith(b"HTTP/1.1 400 ")
+            assert time.monotonic() - started < 1.0
+
+
+def test_a_slowloris_does_not_keep_out_a_request_with_the_token():
+    # 200 connections trickling a byte of a head each 0.1 s (more than INSPECTOR_WAITING_MAX): a request
+    # sent at once is answered within a second, again and again while they last.
+    with loadstate.Runtime() as rt:
+        url = rt.start_inspector(idle_timeout=30)
+        host, port, token = parts(url)
+        attackers = [socket.create_connection((host, port), timeout=WAIT) for _ in range(200)]
+        head = b"GET / HTTP/1.1\r\nHost: " + f"{host}:{port}".encode() + b"\r\nX-Slow: "
+        answered = []
+        for round in range(10):
+            for s in attackers:
+                try:
+                    s.send(head[round:round + 1] if round < len(head) else b"a")
+                except OSError:
+                    pass  # closed to make room: it keeps its place no more
+            started = time.monotonic()
+            assert get(url, f"/snapshot?token={token}")[0] == 200
+            answered.append(time.monotonic() - started)
+            time.sleep(0.1)
+        assert max(answered) < 1.0, answered
+        for s in attackers:
+            s.close()
+        assert loadstate.INSPECTOR_WAITING_MAX == 64
 
 
 def test_the_stream_shows_a_cell_go_from_loading_to_loaded(rt, jobs):

@@ -57,7 +57,8 @@ impl InspectorOptions {
         self.flag(sys::LDS_INSPECTOR_ALLOW_REMOTE, on)
     }
 
-    /// The most connections at once (0: the library's default, 8).
+    /// The most live pages (event streams) at once; more are answered 503
+    /// (0: the library's default, 8).
     pub fn max_clients(mut self, clients: u32) -> InspectorOptions {
         self.max_clients = clients;
         self
@@ -70,7 +71,8 @@ impl InspectorOptions {
         self
     }
 
-    /// A connection without a complete request by then is closed (zero: 10 s).
+    /// The head timeout: a connection without a complete request head this
+    /// long after it was accepted is answered 408 and closed (zero: 3 s).
     pub fn idle_timeout(mut self, timeout: Duration) -> InspectorOptions {
         self.idle_timeout_ms = millis(timeout);
         self

@@ -498,6 +498,8 @@ pub const LDS_REDIS_REPLY_SLACK: usize = 1 << 20;
 pub const LDS_REDIS_PENDING_MAX: usize = 65_536;
 /// The most keys `lds_cache_keys` lists from a Redis cache.
 pub const LDS_REDIS_KEYS_MAX: usize = 1_000_000;
+/// The most inspector connections still waiting for their request head.
+pub const LDS_INSPECTOR_WAITING_MAX: usize = 64;
 /// The most keys one `lds_cache_get_many` looks up.
 pub const LDS_CACHE_GET_MANY_MAX: usize = 4096;
 

@@ -120,3 +120,16 @@ $(OUT)/loads: bench/loads.c include/loadstate.h | dist
 # Not part of `make test`: timing claims live here only.
 bench: $(OUT)/loads
 	$(OUT)/loads $(BENCH_ARGS)
+
+# How long lds_runtime_free takes while host threads keep calling in (not
+# part of `make test`): POLL with 4 producers and 3 dispatchers, LOOP with 12.
+$(OUT)/runtime-free: bench/runtime_free.c include/loadstate.h | dist
+	@mkdir -p $(OUT)
+	$(CC) -std=c11 -O2 -Wall -Wextra -Werror -Iinclude -D_GNU_SOURCE -pthread bench/runtime_free.c -o $@ \
+	  -Ldist -lloadstate -Wl,-rpath,$(abspath dist)
+
+.PHONY: bench-free
+bench-free: $(OUT)/runtime-free
+	@for round in 1 2 3; do \
+	  $(OUT)/runtime-free POLL 4 3 keep fast; $(OUT)/runtime-free POLL 4 3 keep slow; \
+	  $(OUT)/runtime-free POLL 4 3 free fast; $(OUT)/runtime-free LOOP 12 0 keep fast; done

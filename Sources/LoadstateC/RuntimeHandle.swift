@@ -93,8 +93,11 @@ final class RuntimeHandle: @unchecked Sendable {
         guard closing.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else {
             return LDS_ECLOSED
         }
+        // A dispatch under way stops after its batch; other calls are short.
+        runtime.delivery.stopDispatching()
         while calls.load(ordering: .acquiring) != 0 { sched_yield() }
-        let rc = runtime.close()
+        // No call is in flight: nothing waits for the work still queued.
+        let rc = runtime.close(droppingQueuedWork: true)
         core = nil
         RuntimeHandle.closedHandles.withLock { $0.append(self) }
         return rc.rawValue

@@ -85,12 +85,22 @@ import Glibc
 
     /// Runs up to `max` pending callbacks (all when `max <= 0`) on the
     /// calling thread, in order; returns how many ran.
+    /// Set when the runtime begins to close: a dispatch under way returns
+    /// after its current batch (at most 1,024 deliveries), so that a free
+    /// does not wait for it to run a backlog the close drops anyway.
+    private let stopping = Atomic<Bool>(false)
+
+    /// The runtime begins to close (see `stopping`).
+    @usableFromInline package func stopDispatching() {
+        stopping.store(true, ordering: .relaxed)
+    }
+
     @usableFromInline package func dispatch(max: Int) throws(ResultCode) -> Int {
         try exclusively { () throws(ResultCode) in
             var ran = 0
-            while max <= 0 || ran < max {
+            while (max <= 0 || ran < max) && !stopping.load(ordering: .relaxed) {
                 let limit = max <= 0 ? Int.max : max - ran
-                let batch = take(limit)
+                let batch = take(Swift.min(limit, 1024))
                 if batch.isEmpty { break }
                 for item in batch { item.body() }
                 ran += batch.count
@@ -108,7 +118,7 @@ import Glibc
         try exclusively { () throws(ResultCode) in
             var result = RecordsResult()
             let limit = max <= 0 ? Int.max : max
-            while result.handled < limit {
+            while result.handled < limit && !stopping.load(ordering: .relaxed) {
                 let batch = take(Swift.min(limit - result.handled, 256))
                 if batch.isEmpty { break }
                 var i = 0

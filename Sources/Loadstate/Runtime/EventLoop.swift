@@ -1,4 +1,5 @@
 import CLibUV
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -30,6 +31,8 @@ import Glibc
     /// The libuv loop. Use it on the loop thread only.
     @usableFromInline package let loop: UnsafeMutablePointer<uv_loop_t>
     private let wakeup: UnsafeMutablePointer<uv_async_t>
+    /// Set by a stop that drops the commands queued before it.
+    private let droppingCommands = Atomic<Bool>(false)
     private let queue = WorkQueue()
     private var thread = pthread_t()
     private var running = true
@@ -161,11 +164,19 @@ import Glibc
     /// and libuv's thread pool holds no request of the loop, or until
     /// `stopDeadlineMs` has passed; then whatever is left is closed (or, for
     /// thread-pool requests, abandoned; see the type's comment).
-    @usableFromInline package func stop(last: @escaping () -> Void) {
+    /// `dropQueued`: the commands queued before the stop and not yet run
+    /// are dropped instead of run (jobs of Swift tasks still run), so that
+    /// a stop does not wait behind a backlog of work the shutdown makes
+    /// moot (loads, cancels and sets of cells it frees anyway). Only for
+    /// a caller that knows no thread waits for one of them.
+    @usableFromInline package func stop(dropQueued: Bool = false, last: @escaping () -> Void) {
         precondition(!isLoopThread, "EventLoop.stop on its own thread")
-        execute { [self] in
+        if dropQueued { droppingCommands.store(true, ordering: .releasing) }
+        if queue.push(.stop { [self] in
             last()
             beginStopping()
+        }) {
+            uv_async_send(wakeup)
         }
         pthread_join(thread, nil)
         release()
@@ -297,6 +308,8 @@ import Glibc
                 inItem = true
                 switch item {
                 case .command(let body):
+                    if !droppingCommands.load(ordering: .relaxed) { body() }
+                case .stop(let body):
                     body()
                 case .job(let job):
                     job.runSynchronously(on: asUnownedSerialExecutor())

@@ -98,19 +98,27 @@ public final class Runtime: @unchecked Sendable {
     /// does nothing, and the runtime stays open until it is closed from
     /// another thread or released (see the type's comment).
     public func close() -> ResultCode {
+        close(droppingQueuedWork: false)
+    }
+
+    /// `close`; `droppingQueuedWork`: the commands still queued for the loop
+    /// are dropped rather than run first (the C API's free, once no call is
+    /// in flight: a backlog of loads and sets the shutdown makes moot would
+    /// otherwise hold the free for as long as it takes to run).
+    @_spi(LoadstateC) public func close(droppingQueuedWork: Bool) -> ResultCode {
         if loop.isLoopThread || delivery.isDispatchThread { return .wrongState }
         guard closed.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else {
             return .closed
         }
-        stopLoop()
+        stopLoop(droppingQueuedWork: droppingQueuedWork)
         return .ok
     }
 
     /// Off the loop thread: shuts down on the loop, joins it, then runs the
     /// cleanups left. The closure does not retain the runtime (it may be
     /// called from `deinit`); `stop` returns only once it ran.
-    private func stopLoop() {
-        loop.stop { [unowned(unsafe) self] in shutDownOnLoop() }
+    private func stopLoop(droppingQueuedWork: Bool = false) {
+        loop.stop(dropQueued: droppingQueuedWork) { [unowned(unsafe) self] in shutDownOnLoop() }
         delivery.drainCleanups()
     }
 

@@ -5,6 +5,8 @@ import Synchronization
 enum WorkItem {
     case command(() -> Void)
     case job(UnownedJob)
+    /// The last item of a stop (see `EventLoop.stop`).
+    case stop(() -> Void)
 }
 
 /// A multi-producer, single-consumer queue of work items.

@@ -14,7 +14,7 @@ import enum
 __all__ = ["Status", "Flags", "EventType", "Domain", "Delivery", "CachePolicy", "Code", "RedisCode", "LoadFlags",
            "HttpFlags", "ExecFlags", "CacheFlags", "Observed", "JobOutcome", "VALUE_MAX", "QUEUE_MAX",
            "PRIORITY_PREFETCH", "REDIS_PENDING_MAX", "REDIS_KEYS_MAX", "CACHE_GET_MANY_MAX",
-           "INSPECTOR_WAITING_MAX"]
+           "INSPECTOR_WAITING_MAX", "REDIS_REPLY_SLACK"]
 
 #: The largest value, request or message, in bytes, the library accepts (256 MiB).
 VALUE_MAX = 256 * 1024 * 1024
@@ -29,6 +29,9 @@ REDIS_PENDING_MAX = 65_536
 
 #: The most keys a Redis cache lists (1,000,000, ``LDS_REDIS_KEYS_MAX``); more raise :class:`loadstate.TooBig`.
 REDIS_KEYS_MAX = 1_000_000
+#: What one reply from Redis may hold beyond a cache's ``max_value_bytes`` (1 MiB, ``LDS_REDIS_REPLY_SLACK``):
+#: a larger reply drops its connection (:attr:`RedisCode.EPROTO`).
+REDIS_REPLY_SLACK = 1 << 20
 #: The most inspector connections still waiting for their request head (64, ``LDS_INSPECTOR_WAITING_MAX``);
 #: a new one over it closes the oldest of them.
 INSPECTOR_WAITING_MAX = 64

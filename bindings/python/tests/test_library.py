@@ -132,7 +132,8 @@ FAMILIES: Dict[str, Dict[str, int]] = {
     r"LDS_RUNTIME_\w+": {"LDS_RUNTIME_NO_METRICS": _library.RUNTIME_NO_METRICS},
     r"LDS_INSPECTOR_\w+": {"LDS_INSPECTOR_SHOW_VALUES": _library.INSPECTOR_SHOW_VALUES,
                            "LDS_INSPECTOR_ACTIONS": _library.INSPECTOR_ACTIONS,
-                           "LDS_INSPECTOR_ALLOW_REMOTE": _library.INSPECTOR_ALLOW_REMOTE},
+                           "LDS_INSPECTOR_ALLOW_REMOTE": _library.INSPECTOR_ALLOW_REMOTE,
+                           "LDS_INSPECTOR_WAITING_MAX": loadstate.INSPECTOR_WAITING_MAX},
 }
 
 # The header's single constants the binding copies.
@@ -140,6 +141,7 @@ SINGLES: Dict[str, int] = {
     "LDS_VALUE_MAX": loadstate.VALUE_MAX, "LDS_QUEUE_MAX": loadstate.QUEUE_MAX,
     "LDS_PRIORITY_PREFETCH": loadstate.PRIORITY_PREFETCH, "LDS_REDIS_PENDING_MAX": loadstate.REDIS_PENDING_MAX,
     "LDS_REDIS_KEYS_MAX": loadstate.REDIS_KEYS_MAX, "LDS_CACHE_GET_MANY_MAX": loadstate.CACHE_GET_MANY_MAX,
+    "LDS_REDIS_REPLY_SLACK": loadstate.REDIS_REPLY_SLACK,
     "LDS_LATENCY_BUCKETS": _library.LATENCY_BUCKETS, "LDS_VERSION_MAJOR": _library._VERSION_MAJOR,
 }
 

@@ -248,6 +248,8 @@ pub const LDS_HTTP_NO_REDIRECTS: u32 = 1 << 1;
 pub const LDS_HTTP_NO_COMPRESSION: u32 = 1 << 2;
 pub const LDS_HTTP_HTTP2: u32 = 1 << 3;
 pub const LDS_HTTP_HTTP1: u32 = 1 << 4;
+pub const LDS_HTTP_NO_HEURISTIC_FRESHNESS: u32 = 1 << 5;
+pub const LDS_HTTP_NO_STALE_ON_DISCONNECT: u32 = 1 << 6;
 
 pub const LDS_HTTP_STATUS_LINE_MAX: u32 = 8192;
 pub const LDS_HTTP_HEADERS_MAX: u32 = 65536;

@@ -459,6 +459,14 @@ int lds_runtime_new(const lds_runtime_options *opts, lds_runtime **out);
  * that bound the free takes as long as the cancel callbacks and free_data
  * it runs.
  *
+ * Since 0.5 the free does not wait behind work still queued for the loop:
+ * once no call is in flight (a dispatch under way returns after its
+ * current batch of at most 1,024 deliveries), the loads, cancels, sets and
+ * frees not yet run are dropped (their cells are freed anyway, their
+ * events never delivered), so that the free takes well under a second
+ * whatever threads keep calling in (make bench-free: 0.2 to 0.6 s with
+ * 300,000 cells alive).
+ *
  * In LOOP mode the cancel callbacks and free_data run on the loop thread;
  * in POLL mode they run on the calling thread before this returns. Calls
  * made on the runtime while it is being freed, or later from threads the

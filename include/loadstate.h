@@ -461,9 +461,9 @@ int lds_runtime_new(const lds_runtime_options *opts, lds_runtime **out);
  *
  * Since 0.5 the free does not wait behind work still queued for the loop:
  * once no call is in flight (a dispatch under way returns after its
- * current batch of at most 1,024 deliveries), the loads, cancels, sets and
- * frees not yet run are dropped (their cells are freed anyway, their
- * events never delivered), so that the free takes well under a second
+ * current batch of at most 1,024 deliveries), the loads, refreshes,
+ * cancels, resets and sets not yet run are dropped (the free cancels every
+ * job and frees every cell anyway; no event of theirs is delivered), so that the free takes well under a second
  * whatever threads keep calling in (make bench-free: 0.2 to 0.6 s with
  * 300,000 cells alive).
  *

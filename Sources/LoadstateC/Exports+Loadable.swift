@@ -54,7 +54,7 @@ func freeCell(_ rt: OpaquePointer?, _ id: UInt64, _ flavor: CellFlavor) -> Int32
         }
         guard let cell = removed else { return LDS_ENOENT }
         cell.markFreed()
-        cell.leave { $0.free() }
+        cell.leave(skippable: false) { $0.free() }
         return LDS_OK
     }
 }
@@ -116,7 +116,8 @@ func startLoad(_ rt: OpaquePointer?, _ id: UInt64, _ flavor: CellFlavor, _ kind:
                                                 share: share) else { return false }
             if flags & UInt32(LDS_LOAD_NO_PROGRESS) != 0 { found.cell.deliversProgress = false }
             // The closure takes `found` whole: taking its fields apart would copy the spec.
-            runtime.loop.execute { found.cell.load(found.spec, ticket: found.ticket) }
+            // Dropped unrun by a free of the runtime (see `EventLoop.executeSkippable`).
+            runtime.loop.executeSkippable { found.cell.load(found.spec, ticket: found.ticket) }
             return true
         }
         return queued ? LDS_OK : LDS_ENOENT

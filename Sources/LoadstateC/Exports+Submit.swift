@@ -90,10 +90,10 @@ private func submitLoads(_ runtime: Runtime, _ ops: UnsafePointer<lds_op>, _ ran
         guard !loads.isEmpty else { return }
         if loads.count == 1 {
             let load = loads[0]
-            runtime.loop.execute { load.cell.load(load.spec, ticket: load.ticket) }
+            runtime.loop.executeSkippable { load.cell.load(load.spec, ticket: load.ticket) }
         } else {
             let batch = loads
-            runtime.loop.execute {
+            runtime.loop.executeSkippable {
                 // Through the buffer, each load is borrowed where a for-in loop would copy (and retain) it.
                 batch.withUnsafeBufferPointer { batch in
                     for index in batch.indices {

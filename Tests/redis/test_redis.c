@@ -763,7 +763,7 @@ TEST(test_redis_cache_get_many_while_the_server_is_stopped) {
   many_clear(&b, N);
   st = status_of(rt, c);
   CHECK(st.last_error_code == LDS_REDIS_ECONNECT || st.last_error_code == LDS_REDIS_EDOWN ||
-        st.last_error_code == LDS_REDIS_ETIMEDOUT);
+        st.last_error_code == LDS_REDIS_ETIMEDOUT || st.last_error_code == LDS_REDIS_EREFUSED);
 
   REQUIRE(redis_server_restart(&srv));
   STATUS_UNTIL(rt, c, st, st.connected == 1);
@@ -867,7 +867,8 @@ TEST(test_redis_cache_unreachable_server_fails_cache_calls_not_loads) {
   CHECK_OP(mono_ms() - t0, <, slow_ms(4000, 60000));
   lds_redis_status st = status_of(f.rt, c);
   CHECK_EQ(st.connected, 0);
-  CHECK(st.last_error_code == LDS_REDIS_ECONNECT || st.last_error_code == LDS_REDIS_EDOWN);
+  CHECK(st.last_error_code == LDS_REDIS_ECONNECT || st.last_error_code == LDS_REDIS_EDOWN ||
+        st.last_error_code == LDS_REDIS_EREFUSED);
   CHECK_OP(st.errors, >=, 2);
 
   /* A cache-first shared load completes through its loader. */
@@ -890,7 +891,7 @@ TEST(test_redis_cache_unreachable_server_fails_cache_calls_not_loads) {
     CHECK_EQ(e->status, LDS_ERROR);
     CHECK_EQ(e->error_domain, LDS_DOMAIN_REDIS);
     CHECK(e->error_code == LDS_REDIS_ECONNECT || e->error_code == LDS_REDIS_EDOWN ||
-          e->error_code == LDS_REDIS_ETIMEDOUT);
+          e->error_code == LDS_REDIS_ETIMEDOUT || e->error_code == LDS_REDIS_EREFUSED);
   }
   CHECK_EQ(f.h.starts, 1);
   fixture_finish(&f);
@@ -1275,7 +1276,7 @@ TEST(test_redis_cache_server_stopped_and_restarted_while_loads_run) {
   CHECK_RC(lds_cache_get(rt, c, "before", 6, &v), LDS_EREDIS);
   STATUS_UNTIL(rt, c, st, st.connected == 0);
   CHECK(st.last_error_code == LDS_REDIS_ECONNECT || st.last_error_code == LDS_REDIS_EDOWN ||
-        st.last_error_code == LDS_REDIS_ETIMEDOUT);
+        st.last_error_code == LDS_REDIS_ETIMEDOUT || st.last_error_code == LDS_REDIS_EREFUSED);
   host_set_start(&h, host_succeed_echo);
   for (int i = RESTART_CELLS; i < 2 * RESTART_CELLS; i++) {
     snprintf(key, sizeof key, "down %d", i);

@@ -181,14 +181,20 @@ import Synchronization
     }
 
     /// Any thread: asks for an operation that ends the cell's load (cancel,
-    /// reset, set_*, free) and queues it for the loop thread.
+    /// reset, set_*, free) and queues it for the loop thread. `skippable`
+    /// (all but a free, which releases the cell's timers): a free of the
+    /// runtime may drop it unrun (see `EventLoop.executeSkippable`).
     @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
-    @usableFromInline package func leave(then operation: @escaping (Cell) -> Void) {
+    @usableFromInline package func leave(skippable: Bool = true, then operation: @escaping (Cell) -> Void) {
         // Queued after the lock: an operation that is not a load may run before a load asked for
         // before it on another thread, and that load then runs after it as the newer operation;
         // only a load must not run after an operation asked for later (see `queueLeaving`).
         requestLeave()
-        runtime.loop.execute { [self] in operation(self) }
+        if skippable {
+            runtime.loop.executeSkippable { [self] in operation(self) }
+        } else {
+            runtime.loop.execute { [self] in operation(self) }
+        }
     }
 
     /// Any thread: records a load (of `loader`, when given: see
@@ -202,7 +208,9 @@ import Synchronization
         runtime.table.withLock { _ in
             if let loader { noteLoadRequestedLocked(loader: loader) }
             let ticket = requestLeaveLocked()
-            runtime.loop.execute { work(ticket) }
+            // A load (or refresh) still queued when the runtime is freed is
+            // dropped: it would start a job the shutdown cancels at once.
+            runtime.loop.executeSkippable { work(ticket) }
         }
     }
 
@@ -222,7 +230,7 @@ import Synchronization
             return queuedStop
         }
         guard queued != 0 else { return }
-        runtime.loop.execute { [self] in
+        runtime.loop.executeSkippable { [self] in
             // From here on a later stop changes something again (a load the
             // loop starts itself, such as a cache invalidation's, may run).
             runtime.table.withLock { _ in

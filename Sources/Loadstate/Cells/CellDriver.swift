@@ -64,7 +64,7 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
         core.markFreed()
         let core = self.core
         runtime.table.withLock { $0.handles[core.id] = nil }
-        core.leave { $0.free() }
+        core.leave(skippable: false) { $0.free() }
         let subscribers = mirror.withLock { m in
             defer { m.subscribers = [:] }
             return Array(m.subscribers.values)

@@ -566,7 +566,9 @@ final class RedisConnection: Lingering {
         if let channel {
             subscribe(ac, channel)
         } else {
-            handshake([Array("PING".utf8)], readyAfter: true)
+            // With an argument (echoed back as a bulk string): a command of
+            // one argument makes hiredis 0.14 read a byte past its end.
+            handshake([Array("PING".utf8), Self.pingMessage], readyAfter: true)
         }
         state = .ready
         hasFailed = false
@@ -579,6 +581,9 @@ final class RedisConnection: Lingering {
         // A subscriber is ready once Redis confirms the subscription.
     }
 
+    /// What the PING after each connect asks the server to echo.
+    private static let pingMessage = Array("loadstate".utf8)
+
     /// Sends AUTH or SELECT; a refusal drops the connection. `readyAfter`:
     /// the connection is ready once it is accepted.
     private func handshake(_ args: [[UInt8]], readyAfter: Bool) {
@@ -588,7 +593,7 @@ final class RedisConnection: Lingering {
                 self?.drop(RedisFailure(.auth, "\(String(decoding: args[0], as: UTF8.self)) refused: \(message)"))
             case .success(let reply):
                 var pong = false
-                if case .status(let text) = reply, text == "PONG" { pong = true }
+                if case .string(let echoed) = reply, echoed == Self.pingMessage { pong = true }
                 if args[0] == Array("PING".utf8), !pong {
                     self?.drop(RedisFailure(.reply, "PING answered by something other than PONG: not a Redis server?"))
                 } else if readyAfter, self?.state == .ready {

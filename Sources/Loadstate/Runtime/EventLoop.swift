@@ -115,6 +115,15 @@ import Glibc
         }
     }
 
+    /// `execute` for work that a stop may drop before it runs (`stop`'s
+    /// `dropQueued`): a host's load, cancel or set of a cell, which the
+    /// shutdown makes moot, and whose skipping leaves nothing to release.
+    @usableFromInline package func executeSkippable(_ body: @escaping () -> Void) {
+        if queue.push(.skippable(body)) {
+            uv_async_send(wakeup)
+        }
+    }
+
     /// How many operations wait in the loop's queue (a hint, see `WorkQueue.count`).
     @usableFromInline package var queuedCount: Int { queue.count }
 
@@ -164,11 +173,10 @@ import Glibc
     /// and libuv's thread pool holds no request of the loop, or until
     /// `stopDeadlineMs` has passed; then whatever is left is closed (or, for
     /// thread-pool requests, abandoned; see the type's comment).
-    /// `dropQueued`: the commands queued before the stop and not yet run
-    /// are dropped instead of run (jobs of Swift tasks still run), so that
+    /// `dropQueued`: the skippable commands queued before the stop and not
+    /// yet run (see `executeSkippable`) are dropped instead of run, so that
     /// a stop does not wait behind a backlog of work the shutdown makes
-    /// moot (loads, cancels and sets of cells it frees anyway). Only for
-    /// a caller that knows no thread waits for one of them.
+    /// moot. Only for a caller that knows no thread waits for one of them.
     @usableFromInline package func stop(dropQueued: Bool = false, last: @escaping () -> Void) {
         precondition(!isLoopThread, "EventLoop.stop on its own thread")
         if dropQueued { droppingCommands.store(true, ordering: .releasing) }
@@ -308,6 +316,8 @@ import Glibc
                 inItem = true
                 switch item {
                 case .command(let body):
+                    body()
+                case .skippable(let body):
                     if !droppingCommands.load(ordering: .relaxed) { body() }
                 case .stop(let body):
                     body()

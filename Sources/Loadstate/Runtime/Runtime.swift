@@ -101,10 +101,10 @@ public final class Runtime: @unchecked Sendable {
         close(droppingQueuedWork: false)
     }
 
-    /// `close`; `droppingQueuedWork`: the commands still queued for the loop
-    /// are dropped rather than run first (the C API's free, once no call is
-    /// in flight: a backlog of loads and sets the shutdown makes moot would
-    /// otherwise hold the free for as long as it takes to run).
+    /// `close`; `droppingQueuedWork`: the hosts' loads, cancels and sets of
+    /// cells still queued for the loop are dropped rather than run first (the C API's free, once no call is in flight: a backlog
+    /// the shutdown makes moot would otherwise hold the free for as long as
+    /// it takes to run).
     @_spi(LoadstateC) public func close(droppingQueuedWork: Bool) -> ResultCode {
         if loop.isLoopThread || delivery.isDispatchThread { return .wrongState }
         guard closed.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else {

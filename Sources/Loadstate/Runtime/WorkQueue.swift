@@ -7,6 +7,8 @@ enum WorkItem {
     case job(UnownedJob)
     /// The last item of a stop (see `EventLoop.stop`).
     case stop(() -> Void)
+    /// A command a stop that drops queued work skips (see `EventLoop.executeSkippable`).
+    case skippable(() -> Void)
 }
 
 /// A multi-producer, single-consumer queue of work items.

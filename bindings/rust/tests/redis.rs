@@ -249,7 +249,7 @@ fn redis_stopped_fails_cache_calls_but_not_loads_and_restarted_works_again() {
     let error = cache.put(b"k", b"while down").unwrap_err();
     assert_eq!((error.kind(), error.code()), (ErrorKind::Redis, -11));
     let reason = error.redis_kind().expect("the cache's reason");
-    assert!(matches!(reason, RedisErrorKind::Connect | RedisErrorKind::Down | RedisErrorKind::TimedOut), "{error}");
+    assert!(matches!(reason, RedisErrorKind::Connect | RedisErrorKind::Down | RedisErrorKind::TimedOut | RedisErrorKind::Refused), "{error}");
     assert_eq!(cache.get(b"k").unwrap_err().kind(), ErrorKind::Redis);
     let status = cache.status().unwrap();
     assert!(!status.connected && status.last_error_kind.is_some() && !status.last_error.is_empty(), "{status:?}");
@@ -339,7 +339,7 @@ fn get_many_reads_a_batch_and_fails_key_by_key_while_redis_is_down() {
     assert_eq!(error.kind(), ErrorKind::Redis);
     assert!(matches!(
         error.redis_kind(),
-        Some(RedisErrorKind::Connect | RedisErrorKind::Down | RedisErrorKind::TimedOut)
+        Some(RedisErrorKind::Connect | RedisErrorKind::Down | RedisErrorKind::TimedOut | RedisErrorKind::Refused)
     ));
 }
 

@@ -1067,6 +1067,7 @@ int lds_exec_loader_new(lds_runtime *rt, const lds_exec_options *opts, lds_id *o
                                              speak HTTP/2 there) */
 #define LDS_HTTP_HTTP1         (1u << 4)  /* since 0.4: HTTP/1.1 only. Neither flag: HTTP/2 by
                                              ALPN over TLS, HTTP/1.1 over plain http */
+#define LDS_HTTP_NO_HEURISTIC_FRESHNESS (1u << 5) /* since 0.4: no heuristic lifetime (RFC 9111 4.2.2) */
 
 /*
  * Bounds on one HTTP response, whatever the request (each redirect and

@@ -169,7 +169,7 @@ public func ldsHttpRequestEncode(_ req: UnsafePointer<lds_http_request>?,
         caFile = path
     }
     let known = UInt32(LDS_HTTP_INSECURE) | UInt32(LDS_HTTP_NO_REDIRECTS) | UInt32(LDS_HTTP_NO_COMPRESSION)
-        | UInt32(LDS_HTTP_HTTP2) | UInt32(LDS_HTTP_HTTP1)
+        | UInt32(LDS_HTTP_HTTP2) | UInt32(LDS_HTTP_HTTP1) | UInt32(LDS_HTTP_NO_HEURISTIC_FRESHNESS)
     guard c.flags & ~known == 0 else { return LDS_EINVAL }
     let http2 = c.flags & UInt32(LDS_HTTP_HTTP2) != 0
     let http1 = c.flags & UInt32(LDS_HTTP_HTTP1) != 0
@@ -199,7 +199,8 @@ public func ldsHttpRequestEncode(_ req: UnsafePointer<lds_http_request>?,
                               maxRedirects: noRedirects ? 0 : (c.max_redirects == 0 ? 5 : c.max_redirects),
                               insecure: c.flags & UInt32(LDS_HTTP_INSECURE) != 0,
                               compressed: c.flags & UInt32(LDS_HTTP_NO_COMPRESSION) == 0,
-                              version: http2 ? .http2 : http1 ? .http1 : .automatic, caFile: caFile)
+                              version: http2 ? .http2 : http1 ? .http1 : .automatic, caFile: caFile,
+                              heuristicFreshness: c.flags & UInt32(LDS_HTTP_NO_HEURISTIC_FRESHNESS) == 0)
     guard request.problem == nil else { return LDS_EINVAL }
     return giveBuffer(request.encoded(), out, outLength)
 }

@@ -5,7 +5,8 @@
 ///
 /// Flags: the C API's `LDS_HTTP_*` bits but LDS_HTTP_NO_REDIRECTS (which is
 /// `max_redirects` 0): bit 0 skips TLS verification, bit 2 asks for no
-/// compressed response, bit 3 for HTTP/2, bit 4 for HTTP/1.1 only; other
+/// compressed response, bit 3 for HTTP/2, bit 4 for HTTP/1.1 only, bit 5
+/// (LDS_HTTP_NO_HEURISTIC_FRESHNESS) for no heuristic lifetime; other
 /// bits are ignored. Then, optionally (since 0.4), `field ca_file`: present
 /// only when the request names a CA file.
 /// (fields and lists as in `ExecRequest`; integers little-endian).
@@ -34,6 +35,10 @@ public struct HTTPRequest: Sendable, Equatable {
     /// A file of CA certificates (PEM) to verify the server with, in place
     /// of the system's; nil for the system's.
     public var caFile: String?
+    /// Whether the cache may give this request's responses a heuristic
+    /// lifetime from `Last-Modified` when they carry no explicit freshness
+    /// (RFC 9111 4.2.2); false sets LDS_HTTP_NO_HEURISTIC_FRESHNESS.
+    public var heuristicFreshness: Bool
 
     /// The HTTP versions a request may ask for.
     public enum Version: Sendable, Equatable {
@@ -51,7 +56,8 @@ public struct HTTPRequest: Sendable, Equatable {
     /// A request; only `url` is needed for a GET.
     public init(method: String = "GET", url: String, headers: [String] = [], body: [UInt8] = [],
                 timeoutMs: UInt32 = 0, maxBody: UInt64 = 0, maxRedirects: UInt32 = 5, insecure: Bool = false,
-                compressed: Bool = true, version: Version = .automatic, caFile: String? = nil) {
+                compressed: Bool = true, version: Version = .automatic, caFile: String? = nil,
+                heuristicFreshness: Bool = true) {
         self.method = method
         self.url = url
         self.headers = headers
@@ -63,6 +69,7 @@ public struct HTTPRequest: Sendable, Equatable {
         self.compressed = compressed
         self.version = version
         self.caFile = caFile
+        self.heuristicFreshness = heuristicFreshness
     }
 
     static let magic = "LDH1"
@@ -73,6 +80,8 @@ public struct HTTPRequest: Sendable, Equatable {
     /// Flag bits: HTTP/2, and HTTP/1.1 only.
     @usableFromInline package static let http2Flag: UInt32 = 8
     @usableFromInline package static let http1Flag: UInt32 = 16
+    /// Flag bit: no heuristic freshness (LDS_HTTP_NO_HEURISTIC_FRESHNESS).
+    @usableFromInline package static let noHeuristicFlag: UInt32 = 32
 
     @usableFromInline package func encoded() -> [UInt8] {
         var w = WireWriter(magic: Self.magic)
@@ -84,7 +93,8 @@ public struct HTTPRequest: Sendable, Equatable {
         w.u64(maxBody)
         w.u32(maxRedirects)
         let versionFlag = version == .http2 ? Self.http2Flag : version == .http1 ? Self.http1Flag : 0
-        w.u32((insecure ? Self.insecureFlag : 0) | (compressed ? 0 : Self.identityFlag) | versionFlag)
+        w.u32((insecure ? Self.insecureFlag : 0) | (compressed ? 0 : Self.identityFlag) | versionFlag
+              | (heuristicFreshness ? 0 : Self.noHeuristicFlag))
         if let caFile { w.field(Array(caFile.utf8)) }
         return w.bytes
     }
@@ -112,6 +122,7 @@ public struct HTTPRequest: Sendable, Equatable {
         insecure = flags & Self.insecureFlag != 0
         compressed = flags & Self.identityFlag == 0
         version = flags & Self.http2Flag != 0 ? .http2 : flags & Self.http1Flag != 0 ? .http1 : .automatic
+        heuristicFreshness = flags & Self.noHeuristicFlag == 0
         if r.rest.isEmpty {
             caFile = nil
         } else {

@@ -515,7 +515,7 @@ class HttpResponse:
             if name.lower() != "cache-status":
                 continue
             for member, params in _structured_list(value):
-                if member == "loadstate":
+                if member == "loadstate" and not isinstance(member, _Quoted):
                     detail = params.get("detail")
                     try:
                         return CacheVerdict(detail) if isinstance(detail, str) else None
@@ -612,6 +612,10 @@ def _charset(content_type: Optional[str]) -> Optional[str]:
     return None
 
 
+class _Quoted(str):
+    """A structured field's quoted string, as opposed to a token of the same text."""
+
+
 def _structured_list(value: str) -> List[Tuple[Any, Dict[str, Any]]]:
     """The members of a structured-field list (RFC 8941), read tolerantly: each a bare item (a token, an
     integer or a quoted string) and its ``;key=value`` parameters (a key alone is ``True``). Spaces are
@@ -627,7 +631,8 @@ def _structured_list(value: str) -> List[Tuple[Any, Dict[str, Any]]]:
         return at
 
     def item(at: int) -> Tuple[Any, int]:
-        """A bare item from ``at``, and where it ends; ``None`` for one that does not parse."""
+        """A bare item from ``at``, and where it ends; ``None`` for one that does not parse. A quoted
+        string comes back as a :class:`_Quoted`, told apart from a token."""
         if at < end and value[at] == '"':
             text = []
             at += 1
@@ -636,7 +641,7 @@ def _structured_list(value: str) -> List[Tuple[Any, Dict[str, Any]]]:
                     at += 1
                 text.append(value[at])
                 at += 1
-            return ("".join(text) if at < end else None), at + 1
+            return (_Quoted("".join(text)) if at < end else None), at + 1
         start = at
         while at < end and value[at] not in ";,= \t\"":
             at += 1

@@ -50,6 +50,7 @@ mod cache;
 mod cell;
 mod error;
 mod event;
+mod http_cache;
 mod inspector;
 mod loader;
 mod metrics;
@@ -66,6 +67,7 @@ pub use cache::{Cache, CacheEntry, CacheStats, MemoryCacheOptions, PersistentCac
 pub use cell::{Events, LoadWaitError, Loadable, Process};
 pub use error::{Error, ErrorKind, RedisErrorKind, Result, strerror};
 pub use event::{ErrorDomain, Event, EventType, Flags, LoadError, Status};
+pub use http_cache::{CacheControl, CacheVerdict, MaxStale};
 pub use inspector::InspectorOptions;
 pub use loader::{Job, Loader, PANIC_ERROR_CODE};
 pub use metrics::{LoadMetrics, RuntimeStats};

@@ -182,14 +182,13 @@ pub const LDS_LATENCY_BUCKETS: usize = 32;
 
 impl lds_runtime_options {
     /// The value of `LDS_RUNTIME_OPTIONS_INIT`.
-    pub const INIT: Self =
-        lds_runtime_options {
-            size: core::mem::size_of::<lds_runtime_options>() as u32,
-            delivery: LDS_DELIVER_LOOP,
-            spin_us: 0,
-            queue_max: 0,
-            flags: 0,
-        };
+    pub const INIT: Self = lds_runtime_options {
+        size: core::mem::size_of::<lds_runtime_options>() as u32,
+        delivery: LDS_DELIVER_LOOP,
+        spin_us: 0,
+        queue_max: 0,
+        flags: 0,
+    };
 }
 
 #[repr(C)]
@@ -247,6 +246,7 @@ pub const LDS_HTTP_NO_REDIRECTS: u32 = 1 << 1;
 pub const LDS_HTTP_NO_COMPRESSION: u32 = 1 << 2;
 pub const LDS_HTTP_HTTP2: u32 = 1 << 3;
 pub const LDS_HTTP_HTTP1: u32 = 1 << 4;
+pub const LDS_HTTP_NO_HEURISTIC_FRESHNESS: u32 = 1 << 5;
 
 pub const LDS_HTTP_STATUS_LINE_MAX: u32 = 8192;
 pub const LDS_HTTP_HEADERS_MAX: u32 = 65536;
@@ -476,7 +476,12 @@ pub struct lds_cache_key_list {
 impl lds_cache_key_list {
     /// An all-zero list, the state `lds_cache_key_list_clear` leaves behind.
     pub const fn zeroed() -> Self {
-        lds_cache_key_list { count: 0, keys: core::ptr::null(), lengths: core::ptr::null(), block: core::ptr::null_mut() }
+        lds_cache_key_list {
+            count: 0,
+            keys: core::ptr::null(),
+            lengths: core::ptr::null(),
+            block: core::ptr::null_mut(),
+        }
     }
 }
 
@@ -938,19 +943,38 @@ unsafe extern "C" {
         free_data: Option<lds_free_fn>,
     ) -> c_int;
     pub fn lds_cache_get_many(
-        rt: *mut lds_runtime, cache: lds_id, count: usize, keys: *const *const c_void, key_lens: *const usize,
-        out: *mut lds_cache_value, results: *mut c_int,
+        rt: *mut lds_runtime,
+        cache: lds_id,
+        count: usize,
+        keys: *const *const c_void,
+        key_lens: *const usize,
+        out: *mut lds_cache_value,
+        results: *mut c_int,
     ) -> c_int;
     pub fn lds_cache_read(
-        rt: *mut lds_runtime, cache: lds_id, key: *const c_void, key_len: usize, buf: *mut c_void, cap: usize,
+        rt: *mut lds_runtime,
+        cache: lds_id,
+        key: *const c_void,
+        key_len: usize,
+        buf: *mut c_void,
+        cap: usize,
         len: *mut usize,
     ) -> c_int;
     pub fn lds_cache_keys(
-        rt: *mut lds_runtime, cache: lds_id, prefix: *const c_void, prefix_len: usize, out: *mut lds_cache_key_list,
+        rt: *mut lds_runtime,
+        cache: lds_id,
+        prefix: *const c_void,
+        prefix_len: usize,
+        out: *mut lds_cache_key_list,
     ) -> c_int;
     pub fn lds_cache_key_list_clear(list: *mut lds_cache_key_list);
     pub fn lds_cache_count(
-        rt: *mut lds_runtime, cache: lds_id, prefix: *const c_void, prefix_len: usize, limit: u64, count: *mut u64,
+        rt: *mut lds_runtime,
+        cache: lds_id,
+        prefix: *const c_void,
+        prefix_len: usize,
+        limit: u64,
+        count: *mut u64,
     ) -> c_int;
 
     pub fn lds_cache_invalidate(rt: *mut lds_runtime, cache: lds_id, prefix: *const c_void, prefix_len: usize)

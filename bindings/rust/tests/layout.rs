@@ -496,6 +496,7 @@ fn structs_and_constants_match_the_c_header() {
         LDS_HTTP_NO_COMPRESSION,
         LDS_HTTP_HTTP2,
         LDS_HTTP_HTTP1,
+        LDS_HTTP_NO_HEURISTIC_FRESHNESS,
         LDS_HTTP_STATUS_LINE_MAX,
         LDS_HTTP_HEADERS_MAX,
         LDS_HTTP_HEADER_LINES_MAX,
@@ -508,7 +509,9 @@ fn structs_and_constants_match_the_c_header() {
         format!(
             "{} {}",
             lso.size,
-            u8::from(lso.start.is_some() || lso.cancel.is_some() || lso.free_data.is_some() || !lso.loader_data.is_null())
+            u8::from(
+                lso.start.is_some() || lso.cancel.is_some() || lso.free_data.is_some() || !lso.loader_data.is_null()
+            )
         ),
     );
     let ro = lds_runtime_options::INIT;
@@ -517,7 +520,10 @@ fn structs_and_constants_match_the_c_header() {
         format!("{} {} {} {} {}", ro.size, ro.delivery, ro.spin_us, ro.queue_max, ro.flags),
     );
     let rs = lds_runtime_statistics::INIT;
-    let any_set = !rs.loaders.is_null() || !rs.caches.is_null() || rs.enabled != 0 || rs.loads.started != 0
+    let any_set = !rs.loaders.is_null()
+        || !rs.caches.is_null()
+        || rs.enabled != 0
+        || rs.loads.started != 0
         || rs.loads_from_cache != 0
         || !rs.loaders_from_cache.is_null();
     checker.check(

@@ -127,7 +127,8 @@ fn age_reads_the_first_member_and_saturates() {
 #[test]
 fn cache_verdict_reads_the_loadstate_member_of_cache_status() {
     use CacheVerdict::{Fresh, Heuristic, Revalidated, Stale};
-    let cases: Vec<(Vec<(&str, &str)>, Option<CacheVerdict>)> = vec![
+    type Case = (Vec<(&'static str, &'static str)>, Option<CacheVerdict>);
+    let cases: Vec<Case> = vec![
         (vec![("Cache-Status", "loadstate; hit; ttl=118; detail=fresh")], Some(Fresh)),
         (vec![("Cache-Status", "loadstate; hit; ttl=3600; detail=heuristic")], Some(Heuristic)),
         (vec![("Cache-Status", "loadstate; hit; ttl=-12; detail=stale")], Some(Stale)),

@@ -11,7 +11,10 @@
 //! [`Job::fail`], [`Job::fail_final`], [`Job::cancel_self`] or
 //! [`Job::reset_self`]. The library's own loaders read files
 //! ([`Runtime::file_loader`]), run commands ([`Runtime::exec_loader`]) and
-//! fetch URLs ([`Runtime::http_loader`]) on the runtime's loop; [`Cache`]s
+//! fetch URLs ([`Runtime::http_loader`]; an [`HttpRequest`] may carry its own
+//! cache directives, a [`CacheControl`], and an [`HttpResponse`] served from
+//! the cache tells its [`age`](HttpResponse::age) and
+//! [`cache_verdict`](HttpResponse::cache_verdict)) on the runtime's loop; [`Cache`]s
 //! hold values in memory, in a file or in Redis ([`RedisCache`], shared by
 //! processes), and loads read and fill them as their [`CachePolicy`] says.
 //! [`Runtime::stats`], [`Runtime::observe`] (every event, job start and job

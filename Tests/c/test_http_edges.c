@@ -60,7 +60,9 @@ TEST(http_encode_takes_a_version_flag_and_a_ca_file_when_its_size_has_one) {
   CHECK_RC(encode(&req), LDS_OK);
   req.flags = LDS_HTTP_HTTP2 | LDS_HTTP_HTTP1;
   CHECK_RC(encode(&req), LDS_EINVAL);
-  req.flags = 1u << 5;
+  req.flags = LDS_HTTP_NO_HEURISTIC_FRESHNESS | LDS_HTTP_HTTP1;
+  CHECK_RC(encode(&req), LDS_OK);
+  req.flags = 1u << 6;
   CHECK_RC(encode(&req), LDS_EINVAL);
   req.flags = 0;
   void *plain = NULL, *with_ca = NULL, *old = NULL;

@@ -375,7 +375,7 @@ class HttpRequest:
         found = [i for i, line in enumerate(headers) if _is_cache_control(line)]
         if len(found) == 1:
             cache_control = CacheControl.parse(headers[found[0]].partition(":")[2])
-            if cache_control is not None:
+            if cache_control:  # an empty line ("Cache-Control:" removes the header) stays in headers
                 headers = headers[:found[0]] + headers[found[0] + 1:]
         body = reader.field() or b""
         timeout_ms = reader.u32()

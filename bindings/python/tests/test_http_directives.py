@@ -77,6 +77,8 @@ def test_cache_control_in_both_places_is_refused_and_two_lines_stay_in_headers()
     two = HttpRequest("http://x/", headers=["Cache-Control: no-cache", "Cache-Control: max-age=5"])
     assert HttpRequest.decode(two.encode()).headers == two.headers
     assert HttpRequest.decode(two.encode()).cache_control is None
+    removal = HttpRequest("http://x/", headers=["Cache-Control:"], max_redirects=5)
+    assert HttpRequest.decode(removal.encode()) == removal
     one = HttpRequest("http://x/", headers=["Cache-Control: max-age=5"], max_redirects=5)
     assert HttpRequest.decode(one.encode()) == HttpRequest("http://x/", cache_control=CacheControl(max_age=5),
                                                            max_redirects=5)

@@ -182,13 +182,14 @@ pub const LDS_LATENCY_BUCKETS: usize = 32;
 
 impl lds_runtime_options {
     /// The value of `LDS_RUNTIME_OPTIONS_INIT`.
-    pub const INIT: Self = lds_runtime_options {
-        size: core::mem::size_of::<lds_runtime_options>() as u32,
-        delivery: LDS_DELIVER_LOOP,
-        spin_us: 0,
-        queue_max: 0,
-        flags: 0,
-    };
+    pub const INIT: Self =
+        lds_runtime_options {
+            size: core::mem::size_of::<lds_runtime_options>() as u32,
+            delivery: LDS_DELIVER_LOOP,
+            spin_us: 0,
+            queue_max: 0,
+            flags: 0,
+        };
 }
 
 #[repr(C)]
@@ -476,12 +477,7 @@ pub struct lds_cache_key_list {
 impl lds_cache_key_list {
     /// An all-zero list, the state `lds_cache_key_list_clear` leaves behind.
     pub const fn zeroed() -> Self {
-        lds_cache_key_list {
-            count: 0,
-            keys: core::ptr::null(),
-            lengths: core::ptr::null(),
-            block: core::ptr::null_mut(),
-        }
+        lds_cache_key_list { count: 0, keys: core::ptr::null(), lengths: core::ptr::null(), block: core::ptr::null_mut() }
     }
 }
 
@@ -943,38 +939,19 @@ unsafe extern "C" {
         free_data: Option<lds_free_fn>,
     ) -> c_int;
     pub fn lds_cache_get_many(
-        rt: *mut lds_runtime,
-        cache: lds_id,
-        count: usize,
-        keys: *const *const c_void,
-        key_lens: *const usize,
-        out: *mut lds_cache_value,
-        results: *mut c_int,
+        rt: *mut lds_runtime, cache: lds_id, count: usize, keys: *const *const c_void, key_lens: *const usize,
+        out: *mut lds_cache_value, results: *mut c_int,
     ) -> c_int;
     pub fn lds_cache_read(
-        rt: *mut lds_runtime,
-        cache: lds_id,
-        key: *const c_void,
-        key_len: usize,
-        buf: *mut c_void,
-        cap: usize,
+        rt: *mut lds_runtime, cache: lds_id, key: *const c_void, key_len: usize, buf: *mut c_void, cap: usize,
         len: *mut usize,
     ) -> c_int;
     pub fn lds_cache_keys(
-        rt: *mut lds_runtime,
-        cache: lds_id,
-        prefix: *const c_void,
-        prefix_len: usize,
-        out: *mut lds_cache_key_list,
+        rt: *mut lds_runtime, cache: lds_id, prefix: *const c_void, prefix_len: usize, out: *mut lds_cache_key_list,
     ) -> c_int;
     pub fn lds_cache_key_list_clear(list: *mut lds_cache_key_list);
     pub fn lds_cache_count(
-        rt: *mut lds_runtime,
-        cache: lds_id,
-        prefix: *const c_void,
-        prefix_len: usize,
-        limit: u64,
-        count: *mut u64,
+        rt: *mut lds_runtime, cache: lds_id, prefix: *const c_void, prefix_len: usize, limit: u64, count: *mut u64,
     ) -> c_int;
 
     pub fn lds_cache_invalidate(rt: *mut lds_runtime, cache: lds_id, prefix: *const c_void, prefix_len: usize)

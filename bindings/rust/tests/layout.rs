@@ -509,9 +509,7 @@ fn structs_and_constants_match_the_c_header() {
         format!(
             "{} {}",
             lso.size,
-            u8::from(
-                lso.start.is_some() || lso.cancel.is_some() || lso.free_data.is_some() || !lso.loader_data.is_null()
-            )
+            u8::from(lso.start.is_some() || lso.cancel.is_some() || lso.free_data.is_some() || !lso.loader_data.is_null())
         ),
     );
     let ro = lds_runtime_options::INIT;
@@ -520,10 +518,7 @@ fn structs_and_constants_match_the_c_header() {
         format!("{} {} {} {} {}", ro.size, ro.delivery, ro.spin_us, ro.queue_max, ro.flags),
     );
     let rs = lds_runtime_statistics::INIT;
-    let any_set = !rs.loaders.is_null()
-        || !rs.caches.is_null()
-        || rs.enabled != 0
-        || rs.loads.started != 0
+    let any_set = !rs.loaders.is_null() || !rs.caches.is_null() || rs.enabled != 0 || rs.loads.started != 0
         || rs.loads_from_cache != 0
         || !rs.loaders_from_cache.is_null();
     checker.check(

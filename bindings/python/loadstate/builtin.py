@@ -148,7 +148,8 @@ class CacheControl:
 
     Seconds are ints of 0 or more (:class:`TypeError` for another type, :class:`~loadstate.InvalidArgument`
     for a negative one). ``str()`` gives the header's value, directives in the order above
-    (``"max-age=60, no-cache"``); no directive at all gives ``""``, and no header is sent.
+    (``"max-age=60, no-cache"``); no directive at all gives ``""`` (and the directives are false),
+    and no header is sent.
 
     >>> str(CacheControl(max_age=60, max_stale=True))
     'max-age=60, max-stale'

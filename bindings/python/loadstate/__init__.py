@@ -21,12 +21,14 @@ b'HELLO'
 from typing import Tuple
 
 from ._library import ENV_VAR, LIBRARY_NAME, Library, host_ca_certificates, load_library
-from .builtin import (EXEC_REQUEST, HTTP_HTTP1, HTTP_HTTP2, HTTP_INSECURE, HTTP_NO_COMPRESSION, HTTP_NO_REDIRECTS,
-                      HTTP_REQUEST, HTTP_RESPONSE, PATH, ExecRequest, HttpRequest, HttpResponse)
+from .builtin import (EXEC_REQUEST, HTTP_HTTP1, HTTP_HTTP2, HTTP_INSECURE, HTTP_NO_COMPRESSION,
+                      HTTP_NO_HEURISTIC_FRESHNESS, HTTP_NO_REDIRECTS,
+                      HTTP_NO_STALE_ON_DISCONNECT, HTTP_REQUEST, HTTP_RESPONSE, PATH, CacheControl,
+                      ExecRequest, HttpRequest, HttpResponse)
 from .cache import Cache, CacheEntry, CacheStats
 from .cells import Cell, EventStream, Load, Loadable, Process
 from .codec import BYTES, JSON, TEXT, Codec
-from .enums import (CACHE_GET_MANY_MAX, INSPECTOR_WAITING_MAX, PRIORITY_PREFETCH, QUEUE_MAX, REDIS_KEYS_MAX, REDIS_PENDING_MAX,
+from .enums import (CACHE_GET_MANY_MAX, CacheVerdict, INSPECTOR_WAITING_MAX, PRIORITY_PREFETCH, QUEUE_MAX, REDIS_KEYS_MAX, REDIS_PENDING_MAX,
                     REDIS_REPLY_SLACK, VALUE_MAX, CachePolicy, Code,
                     Delivery, Domain, EventType, Flags, HttpFlags, JobOutcome, LoadFlags, Observed, RedisCode, Status)
 from .errors import (Busy, Cancelled, Closed, Error, HTTPStatusError, InvalidArgument, IOFailure, LibraryNotFound,
@@ -60,7 +62,7 @@ __all__ = [
     "PRIORITY_PREFETCH",
     "Codec", "BYTES", "TEXT", "JSON", "PATH", "EXEC_REQUEST", "HTTP_REQUEST", "HTTP_RESPONSE",
     "ExecRequest", "HttpRequest", "HttpResponse", "HttpFlags", "HTTP_INSECURE", "HTTP_NO_REDIRECTS",
-    "HTTP_NO_COMPRESSION", "HTTP_HTTP2", "HTTP_HTTP1",
+    "HTTP_NO_COMPRESSION", "HTTP_HTTP2", "HTTP_HTTP1", "HTTP_NO_HEURISTIC_FRESHNESS", "HTTP_NO_STALE_ON_DISCONNECT", "CacheControl", "CacheVerdict",
     "Error", "InvalidArgument", "NotFound", "WrongState", "Cancelled", "Superseded", "TimedOut", "OutOfMemory",
     "Closed", "TooBig", "IOFailure", "Busy", "RedisError", "NotSupported", "LibraryNotFound", "LoadFailed", "LoadTimedOut", "LoadOSError",
     "HTTPStatusError", "error_for_code",

@@ -22,11 +22,12 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 from ._checks import U64_MAX, bits, instance, integer, milliseconds, path, sequence
 from ._library import ExecRequestC, HttpRequestC, load_library
 from .codec import Codec
-from .enums import Domain, HttpFlags
+from .enums import CacheVerdict, Domain, HttpFlags
 from .errors import HTTPStatusError, InvalidArgument
 
-__all__ = ["ExecRequest", "HttpRequest", "HttpResponse", "PATH", "EXEC_REQUEST", "HTTP_REQUEST", "HTTP_RESPONSE",
-           "HTTP_INSECURE", "HTTP_NO_REDIRECTS", "HTTP_NO_COMPRESSION", "HTTP_HTTP2", "HTTP_HTTP1"]
+__all__ = ["ExecRequest", "HttpRequest", "HttpResponse", "CacheControl", "PATH", "EXEC_REQUEST", "HTTP_REQUEST", "HTTP_RESPONSE",
+           "HTTP_INSECURE", "HTTP_NO_REDIRECTS", "HTTP_NO_COMPRESSION", "HTTP_HTTP2", "HTTP_HTTP1", "HTTP_NO_HEURISTIC_FRESHNESS",
+           "HTTP_NO_STALE_ON_DISCONNECT"]
 
 #: Skip TLS certificate and host verification (the header's ``LDS_HTTP_INSECURE``).
 HTTP_INSECURE = HttpFlags.INSECURE
@@ -39,6 +40,16 @@ HTTP_NO_COMPRESSION = HttpFlags.NO_COMPRESSION
 HTTP_HTTP2 = HttpFlags.HTTP2
 #: HTTP/1.1 only (``LDS_HTTP_HTTP1``).
 HTTP_HTTP1 = HttpFlags.HTTP1
+#: Give this request's responses no heuristic lifetime (``LDS_HTTP_NO_HEURISTIC_FRESHNESS``): by default
+#: the cache keeps a response that has ``Last-Modified`` and no explicit freshness fresh for 10% of its age
+#: when it arrived, at most 24 hours (RFC 9111 4.2.2); with this flag such a response is stale at once.
+HTTP_NO_HEURISTIC_FRESHNESS = HttpFlags.NO_HEURISTIC_FRESHNESS
+#: Serve no stale stored response when the server cannot be reached (``LDS_HTTP_NO_STALE_ON_DISCONNECT``): by
+#: default a stale response stands in for a request whose server is unreachable or closes the connection
+#: without an answer (RFC 9111 4.2.4), unless the response forbids it (``must-revalidate``, ``no-cache``).
+HTTP_NO_STALE_ON_DISCONNECT = HttpFlags.NO_STALE_ON_DISCONNECT
+#: Delta-seconds above this read as this (RFC 9111 1.2.2).
+_DELTA_SECONDS_MAX = 2**31
 # In the request encodings, a length or count of 0xFFFFFFFF marks an absent field.
 _ABSENT = 0xFFFFFFFF
 
@@ -116,6 +127,98 @@ class _Reader:
         return [self.field() or b"" for _ in range(count)]
 
 
+def _seconds_directive(name: str, value: Any) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int (seconds) or None, not {type(value).__name__}")
+    if value < 0:
+        raise InvalidArgument(InvalidArgument.code, "invalid argument", f"{name} must be 0 or more seconds, not {value}")
+
+
+@dataclass(frozen=True)
+class CacheControl:
+    """The request's own cache directives (RFC 9111 5.2.1), sent as its ``Cache-Control`` header and
+    honoured by the http loader's cache.
+
+    Attributes:
+        max_age: take a stored response only while its age is at most this many seconds.
+        max_stale: take a stale stored response too: ``True`` however stale, or up to this many
+            seconds past its lifetime; ``None`` (or ``False``): only fresh ones.
+        min_fresh: take a stored response only if it stays fresh for at least this many seconds more.
+        no_cache: take no stored response without revalidating it with the server.
+        no_store: store neither this request nor its response.
+        only_if_cached: never reach the network: with no usable stored response the load fails with an
+            :class:`~loadstate.HTTPStatusError` 504.
+
+    Seconds are ints of 0 or more (:class:`TypeError` for another type, :class:`~loadstate.InvalidArgument`
+    for a negative one). ``str()`` gives the header's value, directives in the order above
+    (``"max-age=60, no-cache"``); no directive at all gives ``""`` (and the directives are false),
+    and no header is sent.
+
+    >>> str(CacheControl(max_age=60, max_stale=True))
+    'max-age=60, max-stale'
+    """
+
+    max_age: Optional[int] = None
+    max_stale: Union[None, bool, int] = None
+    min_fresh: Optional[int] = None
+    no_cache: bool = False
+    no_store: bool = False
+    only_if_cached: bool = False
+
+    def __post_init__(self) -> None:
+        _seconds_directive("max_age", self.max_age)
+        _seconds_directive("min_fresh", self.min_fresh)
+        if self.max_stale is False:
+            object.__setattr__(self, "max_stale", None)
+        elif self.max_stale is not True:
+            _seconds_directive("max_stale", self.max_stale)
+        for name in ("no_cache", "no_store", "only_if_cached"):
+            instance(name, getattr(self, name), bool, "a bool")
+
+    def __str__(self) -> str:
+        parts = []
+        if self.max_age is not None:
+            parts.append(f"max-age={self.max_age}")
+        if self.max_stale is True:
+            parts.append("max-stale")
+        elif self.max_stale is not None:
+            parts.append(f"max-stale={self.max_stale}")
+        if self.min_fresh is not None:
+            parts.append(f"min-fresh={self.min_fresh}")
+        parts += [name for name, on in (("no-cache", self.no_cache), ("no-store", self.no_store),
+                                        ("only-if-cached", self.only_if_cached)) if on]
+        return ", ".join(parts)
+
+    def __bool__(self) -> bool:
+        return bool(str(self))
+
+    @classmethod
+    def parse(cls, value: str) -> Optional["CacheControl"]:
+        """The directives of a ``Cache-Control`` request header value, or ``None`` when it holds anything
+        else (an unknown directive, a bad or repeated number, a quoted value): the value is then kept as
+        it is, not rewritten. Names are read in any case, spaces around commas are skipped."""
+        fields: Dict[str, Any] = {}
+        for part in value.split(","):
+            part = part.strip()
+            if not part:
+                continue
+            name, equals, argument = part.partition("=")
+            key = name.lower().replace("-", "_")
+            if key in fields or name != name.strip():
+                return None
+            if key in ("max_age", "min_fresh", "max_stale") and equals:
+                if not (argument.isascii() and argument.isdigit()):
+                    return None
+                fields[key] = min(int(argument), _DELTA_SECONDS_MAX)
+            elif key in ("max_stale", "no_cache", "no_store", "only_if_cached") and not equals:
+                fields[key] = True
+            else:
+                return None
+        return cls(**fields)
+
+
 @dataclass(frozen=True)
 class ExecRequest:
     """A command for the exec loader.
@@ -186,9 +289,18 @@ class HttpRequest:
         max_redirects: redirects to follow (0: the library's default of 5).
         max_body: the largest body accepted, decoded when compressed (0: :data:`loadstate.VALUE_MAX`).
         flags: :class:`~loadstate.enums.HttpFlags` (:data:`HTTP_INSECURE`, :data:`HTTP_NO_REDIRECTS`,
-            :data:`HTTP_NO_COMPRESSION`, :data:`HTTP_HTTP2` or :data:`HTTP_HTTP1`).
+            :data:`HTTP_NO_COMPRESSION`, :data:`HTTP_HTTP2` or :data:`HTTP_HTTP1`,
+            :data:`HTTP_NO_HEURISTIC_FRESHNESS`, :data:`HTTP_NO_STALE_ON_DISCONNECT`).
         ca_file: a file of PEM CA certificates to verify the server with instead of the system's
             (a self-signed server's own certificate); ``None``: the system's.
+        cache_control: the request's cache directives, a :class:`CacheControl` or a ``Cache-Control``
+            value (``str``), sent as the last header line ``Cache-Control: ...``. A string that
+            :meth:`CacheControl.parse` reads is kept as that :class:`CacheControl`, another one as it is;
+            an empty one, or a :class:`CacheControl` without directives, is ``None``. Giving both this and
+            a ``Cache-Control`` line in ``headers`` is an :class:`~loadstate.InvalidArgument`: one
+            request, one set of directives. :meth:`decode` reads a request's only ``Cache-Control``
+            line back into this field when :meth:`CacheControl.parse` reads it, and leaves it in
+            ``headers`` otherwise.
 
     The fields' types are checked when the request is made: a :class:`TypeError` names the field.
     ``headers`` are kept as a tuple (a mapping as its ``(name, value)`` pairs) and ``body`` as
@@ -207,6 +319,7 @@ class HttpRequest:
     max_body: int = 0
     flags: int = 0
     ca_file: Optional[Union[str, "os.PathLike[str]"]] = None
+    cache_control: Union[None, CacheControl, str] = None
 
     def __post_init__(self) -> None:
         instance("url", self.url, str, "a str")
@@ -230,12 +343,25 @@ class HttpRequest:
         integer("max_body", self.max_body, 0, U64_MAX)
         bits("flags", self.flags, HttpFlags)
         path("ca_file", self.ca_file, none=True)
+        directives = instance("cache_control", self.cache_control, (CacheControl, str, type(None)),
+                              "a loadstate.CacheControl, a str or None")
+        if isinstance(directives, str):
+            parsed = CacheControl.parse(directives)
+            directives = parsed if parsed is not None else directives.strip()
+        if directives is not None and not directives:
+            directives = None
+        if directives is not None and any(_is_cache_control(line) for line in lines):
+            raise InvalidArgument(InvalidArgument.code, "invalid argument",
+                                  "cache_control given and a Cache-Control line in headers: give one of them")
         object.__setattr__(self, "headers", lines)
         object.__setattr__(self, "body", body)
+        object.__setattr__(self, "cache_control", directives)
 
     def encode(self) -> bytes:
         """The library's encoding ("LDH1") of the request."""
         lines = [(h if isinstance(h, str) else f"{h[0]}: {h[1]}").encode("utf-8") for h in self.headers]
+        if self.cache_control is not None:
+            lines.append(f"Cache-Control: {self.cache_control}".encode("utf-8"))
         headers = _strings(lines)
         body = self.body or b""
         request = HttpRequestC(sizeof(HttpRequestC), self.method.encode("utf-8"), self.url.encode("utf-8"),
@@ -251,6 +377,12 @@ class HttpRequest:
         method = (reader.field() or b"GET").decode("ascii")
         url = (reader.field() or b"").decode("utf-8")
         headers = tuple(h.decode("utf-8") for h in reader.items() or [])
+        cache_control = None
+        found = [i for i, line in enumerate(headers) if _is_cache_control(line)]
+        if len(found) == 1:
+            cache_control = CacheControl.parse(headers[found[0]].partition(":")[2])
+            if cache_control:  # an empty line ("Cache-Control:" removes the header) stays in headers
+                headers = headers[:found[0]] + headers[found[0] + 1:]
         body = reader.field() or b""
         timeout_ms = reader.u32()
         max_body = reader.u64()
@@ -263,8 +395,15 @@ class HttpRequest:
         request: HttpRequest = object.__new__(cls)
         request.__dict__.update(url=url, method=method, headers=headers, body=body,
                                 timeout=timeout_ms / 1000 if timeout_ms else None, max_redirects=max_redirects,
-                                max_body=max_body, flags=flags, ca_file=ca_file)
+                                max_body=max_body, flags=flags, ca_file=ca_file,
+                                cache_control=cache_control or None)
         return request
+
+
+def _is_cache_control(line: Union[str, Tuple[str, str]]) -> bool:
+    """Whether a header (a line or a pair) is a ``Cache-Control`` header."""
+    name = line.partition(":")[0] if isinstance(line, str) else line[0]
+    return name.strip().lower() == "cache-control"
 
 
 class HttpResponse:
@@ -280,7 +419,8 @@ class HttpResponse:
         text: the body decoded with ``encoding``, UTF-8 without one (see :attr:`text`).
 
     :meth:`json` decodes the body as JSON, :meth:`raise_for_status` raises an
-    :class:`~loadstate.HTTPStatusError` for a status outside 2xx.
+    :class:`~loadstate.HTTPStatusError` for a status outside 2xx. :attr:`age` and :attr:`cache` say
+    how old a response served by the http loader's cache is and why it was served.
     """
 
     __slots__ = ("_status", "_headers", "_lines", "_body")
@@ -352,6 +492,42 @@ class HttpResponse:
         if 200 <= self._status < 300:
             return self
         raise HTTPStatusError(self._status, f"HTTP {self._status}", Domain.HTTP, final=True, value=self)
+
+    @property
+    def age(self) -> Optional[int]:
+        """The ``Age`` header in seconds (RFC 9111 5.1): the response's current age when the cache served
+        it (the cache writes it then), or what an upstream cache sent. The first header's first member
+        is read (``"7200, 0"`` is 7200); a value that is not digits, or no header, gives ``None``; values
+        above 2**31 read as 2**31 (RFC 9111 1.2.2)."""
+        value = self.header("Age")
+        if value is None:
+            return None
+        first = value.split(",", 1)[0].strip(" \t")
+        if not first or not (first.isascii() and first.isdigit()):
+            return None
+        return min(int(first), _DELTA_SECONDS_MAX)
+
+    @property
+    def cache(self) -> Optional[CacheVerdict]:
+        """Why the http loader's cache served this response: a :class:`~loadstate.CacheVerdict`
+        (``"fresh"``, ``"heuristic"``, ``"stale"``, ``"revalidated"``; a ``str`` enum), or ``None`` for a
+        response loaded from the network and not from the cache.
+
+        Read from the ``detail`` parameter of the ``loadstate`` member of the ``Cache-Status`` field
+        (RFC 9211), which the cache adds (``Cache-Status: loadstate; hit; ttl=118; detail=fresh``).
+        Members of other caches, on any ``Cache-Status`` line, are skipped; a member or ``detail`` that
+        does not parse, or an unknown verdict, gives ``None``."""
+        for name, value in self.headers:
+            if name.lower() != "cache-status":
+                continue
+            for member, params in _structured_list(value):
+                if member == "loadstate" and not isinstance(member, _Quoted):
+                    detail = params.get("detail")
+                    try:
+                        return CacheVerdict(detail) if isinstance(detail, str) else None
+                    except ValueError:
+                        return None
+        return None
 
     @property
     def encoding(self) -> Optional[str]:
@@ -440,6 +616,72 @@ def _charset(content_type: Optional[str]) -> Optional[str]:
                 value = value[1:-1]
             return value.strip() or None
     return None
+
+
+class _Quoted(str):
+    """A structured field's quoted string, as opposed to a token of the same text."""
+
+
+def _structured_list(value: str) -> List[Tuple[Any, Dict[str, Any]]]:
+    """The members of a structured-field list (RFC 8941), read tolerantly: each a bare item (a token, an
+    integer or a quoted string) and its ``;key=value`` parameters (a key alone is ``True``). Spaces are
+    skipped anywhere between the parts; a member that does not parse is left out (as ``(None, {})``),
+    the others are kept."""
+    members: List[Tuple[Any, Dict[str, Any]]] = []
+    at = 0
+    end = len(value)
+
+    def skip(at: int) -> int:
+        while at < end and value[at] in " \t":
+            at += 1
+        return at
+
+    def item(at: int) -> Tuple[Any, int]:
+        """A bare item from ``at``, and where it ends; ``None`` for one that does not parse. A quoted
+        string comes back as a :class:`_Quoted`, told apart from a token."""
+        if at < end and value[at] == '"':
+            text = []
+            at += 1
+            while at < end and value[at] != '"':
+                if value[at] == "\\" and at + 1 < end:
+                    at += 1
+                text.append(value[at])
+                at += 1
+            return (_Quoted("".join(text)) if at < end else None), at + 1
+        start = at
+        while at < end and value[at] not in ";,= \t\"":
+            at += 1
+        raw = value[start:at]
+        if raw.lstrip("-").isdigit() and raw.isascii():
+            return int(raw), at
+        return (raw or None), at
+
+    while at < end:
+        at = skip(at)
+        bare, at = item(at)
+        params: Dict[str, Any] = {}
+        good = bare is not None
+        at = skip(at)
+        while at < end and value[at] == ";":
+            at = skip(at + 1)
+            key, at = item(at)
+            at = skip(at)
+            param: Any = True
+            if at < end and value[at] == "=":
+                param, at = item(skip(at + 1))
+                at = skip(at)
+            if isinstance(key, str) and key not in params:
+                params[key] = param
+        if at < end and value[at] != ",":
+            good = False
+            while at < end and value[at] != ",":  # skip what does not parse up to the next member
+                if value[at] == '"':
+                    at = item(at)[1]
+                else:
+                    at += 1
+        members.append((bare, params) if good else (None, {}))
+        at += 1
+    return members
 
 
 # After the "LDR1" magic: the status and the length of the header lines.

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import enum
 
-__all__ = ["Status", "Flags", "EventType", "Domain", "Delivery", "CachePolicy", "Code", "RedisCode", "LoadFlags",
+__all__ = ["Status", "CacheVerdict", "Flags", "EventType", "Domain", "Delivery", "CachePolicy", "Code", "RedisCode", "LoadFlags",
            "HttpFlags", "ExecFlags", "CacheFlags", "Observed", "JobOutcome", "VALUE_MAX", "QUEUE_MAX",
            "PRIORITY_PREFETCH", "REDIS_PENDING_MAX", "REDIS_KEYS_MAX", "CACHE_GET_MANY_MAX",
            "INSPECTOR_WAITING_MAX", "REDIS_REPLY_SLACK"]
@@ -220,6 +220,25 @@ class HttpFlags(enum.IntFlag):
     HTTP1 = 1 << 4
     NO_HEURISTIC_FRESHNESS = 1 << 5
     NO_STALE_ON_DISCONNECT = 1 << 6
+
+
+class CacheVerdict(str, enum.Enum):
+    """Why the http loader's cache served a response (:attr:`HttpResponse.cache
+    <loadstate.HttpResponse.cache>`), read from the ``detail`` of the ``loadstate`` member of
+    its ``Cache-Status`` field (RFC 9211). A ``str`` enum: ``response.cache == "fresh"`` holds."""
+
+    #: Within its explicit lifetime (the response's ``max-age`` or ``Expires``).
+    FRESH = "fresh"
+    #: Fresh by the heuristic lifetime guessed from ``Last-Modified`` (RFC 9111 4.2.2).
+    HEURISTIC = "heuristic"
+    #: Served stale: allowed by the request's ``max-stale``, or the response's
+    #: ``stale-while-revalidate`` or ``stale-if-error``.
+    STALE = "stale"
+    #: Stored, and confirmed by the server with a 304 to a conditional request.
+    REVALIDATED = "revalidated"
+
+    def __str__(self) -> str:
+        return self.value
 
 
 class ExecFlags(enum.IntFlag):

@@ -8,6 +8,7 @@ use std::ptr;
 use std::time::Duration;
 
 use crate::error::{Error, Result, check};
+use crate::http_cache::{CacheControl, CacheVerdict, parse_age, parse_cache_status};
 use crate::loader::Loader;
 use crate::options::Limits;
 use crate::runtime::Runtime;
@@ -258,6 +259,7 @@ pub struct HttpRequest {
     max_body: u64,
     flags: u32,
     ca_file: Option<PathBuf>,
+    cache_control: Option<CacheControl>,
 }
 
 /// The HTTP version a request asks for ([`HttpRequest::version`]).
@@ -286,6 +288,7 @@ impl HttpRequest {
             max_body: 0,
             flags: 0,
             ca_file: None,
+            cache_control: None,
         }
     }
 
@@ -361,6 +364,36 @@ impl HttpRequest {
         self
     }
 
+    /// The request's cache directives, sent as its last header line
+    /// `Cache-Control: ...` and honoured by the http loader's cache (RFC 9111
+    /// 5.2.1). Directives without any directive send no header. A request
+    /// with both these and a `Cache-Control` [`header`](Self::header) fails
+    /// to [`encode`](Self::encode) with
+    /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument): one
+    /// request, one set of directives.
+    pub fn cache_control(mut self, directives: CacheControl) -> HttpRequest {
+        self.cache_control = (!directives.is_empty()).then_some(directives);
+        self
+    }
+
+    /// Whether the cache may give this request's responses a lifetime
+    /// guessed from `Last-Modified` when they carry no explicit freshness
+    /// (RFC 9111 4.2.2: 10% of their age when they arrive, at most 24
+    /// hours); `false` sets `LDS_HTTP_NO_HEURISTIC_FRESHNESS`. Default: true.
+    pub fn heuristic_freshness(mut self, allowed: bool) -> HttpRequest {
+        self.set_flag(sys::LDS_HTTP_NO_HEURISTIC_FRESHNESS, !allowed);
+        self
+    }
+
+    /// Whether a stale stored response stands in for this request when the
+    /// server cannot be reached or closes the connection without an answer
+    /// (RFC 9111 4.2.4), unless the response forbids it (`must-revalidate`,
+    /// `no-cache`); `false` sets `LDS_HTTP_NO_STALE_ON_DISCONNECT`. Default: true.
+    pub fn stale_on_disconnect(mut self, allowed: bool) -> HttpRequest {
+        self.set_flag(sys::LDS_HTTP_NO_STALE_ON_DISCONNECT, !allowed);
+        self
+    }
+
     fn set_flag(&mut self, flag: u32, on: bool) {
         if on {
             self.flags |= flag;
@@ -378,7 +411,15 @@ impl HttpRequest {
     pub fn encode(&self) -> Result<Vec<u8>> {
         let method = self.method.as_ref().map(c_string).transpose()?;
         let url = c_string(&self.url)?;
-        let headers: Vec<CString> = self.headers.iter().map(c_string).collect::<Result<_>>()?;
+        let mut headers: Vec<CString> = self.headers.iter().map(c_string).collect::<Result<_>>()?;
+        if let Some(directives) = self.cache_control {
+            let named =
+                |line: &String| line.split(':').next().is_some_and(|n| n.trim().eq_ignore_ascii_case("cache-control"));
+            if self.headers.iter().any(named) {
+                return Err(Error::from_code(sys::LDS_EINVAL));
+            }
+            headers.push(c_string(format!("Cache-Control: {directives}"))?);
+        }
         let header_ptrs: Vec<*const c_char> = headers.iter().map(|h| h.as_ptr()).collect();
         let ca_file = self.ca_file.as_ref().map(|p| c_string(p.as_os_str().as_bytes())).transpose()?;
         let request = sys::lds_http_request {
@@ -444,6 +485,31 @@ impl HttpResponse {
             let (key, value) = line.split_once(':')?;
             key.trim().eq_ignore_ascii_case(name).then(|| value.trim().to_owned())
         })
+    }
+
+    /// The `Age` header in seconds (RFC 9111 5.1): the response's current
+    /// age when the cache served it (the cache writes it then), or what an
+    /// upstream cache sent. The first header's first member is read
+    /// (`"7200, 0"` is 7200); not digits, or no header: `None`; values above
+    /// 2^31 read as 2^31 (RFC 9111 1.2.2).
+    #[must_use]
+    pub fn age(&self) -> Option<u32> {
+        parse_age(&self.header("Age")?)
+    }
+
+    /// Why the http loader's cache served this response, or `None` for a
+    /// response loaded from the network and not from the cache: the
+    /// `detail` parameter of the `loadstate` member of its `Cache-Status`
+    /// field (RFC 9211), which the cache adds, as in
+    /// `Cache-Status: loadstate; hit; ttl=118; detail=fresh`. Members of
+    /// other caches, on any `Cache-Status` line, are skipped; a member or
+    /// `detail` that does not parse, or an unknown verdict, gives `None`.
+    #[must_use]
+    pub fn cache_verdict(&self) -> Option<CacheVerdict> {
+        String::from_utf8_lossy(&self.headers).split("\r\n").find_map(|line| {
+            let (key, value) = line.split_once(':')?;
+            if key.trim().eq_ignore_ascii_case("cache-status") { parse_cache_status(value) } else { None }
+        })?
     }
 }
 

@@ -11,7 +11,10 @@
 //! [`Job::fail`], [`Job::fail_final`], [`Job::cancel_self`] or
 //! [`Job::reset_self`]. The library's own loaders read files
 //! ([`Runtime::file_loader`]), run commands ([`Runtime::exec_loader`]) and
-//! fetch URLs ([`Runtime::http_loader`]) on the runtime's loop; [`Cache`]s
+//! fetch URLs ([`Runtime::http_loader`]; an [`HttpRequest`] may carry its own
+//! cache directives, a [`CacheControl`], and an [`HttpResponse`] served from
+//! the cache tells its [`age`](HttpResponse::age) and
+//! [`cache_verdict`](HttpResponse::cache_verdict)) on the runtime's loop; [`Cache`]s
 //! hold values in memory, in a file or in Redis ([`RedisCache`], shared by
 //! processes), and loads read and fill them as their [`CachePolicy`] says.
 //! [`Runtime::stats`], [`Runtime::observe`] (every event, job start and job
@@ -50,6 +53,7 @@ mod cache;
 mod cell;
 mod error;
 mod event;
+mod http_cache;
 mod inspector;
 mod loader;
 mod metrics;
@@ -66,6 +70,7 @@ pub use cache::{Cache, CacheEntry, CacheStats, MemoryCacheOptions, PersistentCac
 pub use cell::{Events, LoadWaitError, Loadable, Process};
 pub use error::{Error, ErrorKind, RedisErrorKind, Result, strerror};
 pub use event::{ErrorDomain, Event, EventType, Flags, LoadError, Status};
+pub use http_cache::{CacheControl, CacheVerdict, MaxStale};
 pub use inspector::InspectorOptions;
 pub use loader::{Job, Loader, PANIC_ERROR_CODE};
 pub use metrics::{LoadMetrics, RuntimeStats};

@@ -62,7 +62,8 @@ public struct HTTPRequest: Sendable, Equatable {
     /// A request; only `url` is needed for a GET.
     public init(method: String = "GET", url: String, headers: [String] = [], body: [UInt8] = [],
                 timeoutMs: UInt32 = 0, maxBody: UInt64 = 0, maxRedirects: UInt32 = 5, insecure: Bool = false,
-                compressed: Bool = true, version: Version = .automatic, caFile: String? = nil) {
+                compressed: Bool = true, version: Version = .automatic, caFile: String? = nil,
+                heuristicFreshness: Bool = true) {
         self.method = method
         self.url = url
         self.headers = headers
@@ -74,6 +75,7 @@ public struct HTTPRequest: Sendable, Equatable {
         self.compressed = compressed
         self.version = version
         self.caFile = caFile
+        self.heuristicFreshness = heuristicFreshness
     }
 
     static let magic = "LDH1"

@@ -23,6 +23,11 @@ async def main(url: str) -> None:
         state = await load
         reveal_type(state)  # loadstate.types.Event[loadstate.builtin.HttpResponse]
         reveal_type(state.value)  # loadstate.builtin.HttpResponse | None
+        reveal_type(response.age)  # int | None
+        reveal_type(response.cache)  # loadstate.enums.CacheVerdict | None
+        directives = loadstate.CacheControl(max_age=60, max_stale=True)
+        reveal_type(directives.max_stale)  # None | int
+        pages.load(loadstate.HttpRequest(url, cache_control=directives, flags=loadstate.HTTP_NO_HEURISTIC_FRESHNESS))
         try:
             await pages.get(url)
         except loadstate.LoadFailed as failed:

@@ -1278,6 +1278,15 @@ int lds_http_response_decode(const void *value, size_t len, lds_http_response *o
  *     failure without an errno)               LDS_EIO
  * The message of a transport failure is libcurl's (led by the errno's
  * text when libcurl's does not give it), followed by the URL.
+ * No request is sent twice behind the caller's back (since 0.5): when a
+ * connection libcurl reused closes without an answer, libcurl would send
+ * the request again on a new one (up to five more times); the loader
+ * refuses that resend instead, and the load fails with LDS_EIO ("the
+ * connection closed before an answer; not sent again"), which the load's
+ * retries (lds_load_options.retries) may send again for GET, HEAD,
+ * OPTIONS, TRACE, PUT and DELETE, and never for another method (POST,
+ * PATCH: the request may have reached the server). With a cache, a stale
+ * stored response may stand in (see "A dead origin" below).
  * Cancelling aborts the transfer at once and closes its socket.
  *
  * Caching (since 0.4; a private cache per RFC 9111 and RFC 9110 since

@@ -22,6 +22,12 @@ static inline CURLcode lds_easy_setopt_sockets(CURL *h, curl_socket_t (*open)(vo
   if (rc == CURLE_OK) rc = curl_easy_setopt(h, CURLOPT_CLOSESOCKETDATA, close_data);
   return rc;
 }
+/* CURLOPT_PREREQFUNCTION (libcurl 7.80.0 or later): called just before each request is sent. */
+static inline CURLcode lds_easy_setopt_prereq(CURL *h, int (*f)(void *, char *, char *, int, int), void *data) {
+  CURLcode rc = curl_easy_setopt(h, CURLOPT_PREREQFUNCTION, f);
+  if (rc == CURLE_OK) rc = curl_easy_setopt(h, CURLOPT_PREREQDATA, data);
+  return rc;
+}
 static inline CURLcode lds_easy_getinfo_long(CURL *h, CURLINFO i, long *v) { return curl_easy_getinfo(h, i, v); }
 static inline CURLcode lds_easy_getinfo_ptr(CURL *h, CURLINFO i, void **v) { return curl_easy_getinfo(h, i, v); }
 static inline CURLcode lds_easy_getinfo_off(CURL *h, CURLINFO i, curl_off_t *v) { return curl_easy_getinfo(h, i, v); }

@@ -44,6 +44,12 @@ extension HTTPLoader {
         return upper == "GET" || upper == "HEAD"
     }
 
+    /// Whether a request of the method may be sent again with the same
+    /// effect (RFC 9110 section 9.2.2): the safe methods, PUT and DELETE.
+    static func isIdempotent(_ method: String) -> Bool {
+        ["GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"].contains(method.uppercased())
+    }
+
     /// Whether a method is safe (RFC 9110 section 9.2.1): an answer to any
     /// other invalidates the stored responses of its URI (RFC 9111 section 4.4).
     static func isSafe(_ method: String) -> Bool {

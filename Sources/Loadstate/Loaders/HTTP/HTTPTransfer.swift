@@ -37,6 +37,14 @@ final class HTTPTransfer {
     private var announced: UInt64 = 0
     private var reported: UInt64 = 0
     private var errorBuffer: UnsafeMutablePointer<CChar> { handle.errorBuffer }
+    /// Requests sent so far (redirects included), and the redirects
+    /// followed when the last was sent: a second send with no redirect in
+    /// between is libcurl's own resend of the same request (a reused
+    /// connection that closed without an answer), which is refused.
+    private var sends = 0
+    private var sentAtRedirect = 0
+    /// Set when libcurl's resend was refused (the transfer then ends).
+    private var resendRefused = false
     private var keepAlive: Unmanaged<HTTPTransfer>?
 
     /// Where the easy handle came from and goes back to (kept alive for that).
@@ -116,6 +124,9 @@ final class HTTPTransfer {
             let me = Unmanaged.passUnretained(handle).toOpaque()
             lds_easy_setopt_ptr(easy, CURLOPT_WRITEDATA, me)
             lds_easy_setopt_ptr(easy, CURLOPT_HEADERDATA, me)
+            lds_easy_setopt_prereq(easy, { data, _, _, _, _ in
+                EasyHandle.transfer(data)?.aboutToSend() ?? CURL_PREREQFUNC_OK
+            }, me)
             lds_easy_setopt_ptr(easy, CURLOPT_ERRORBUFFER, errorBuffer)
             // The default CA certificates: LOADSTATE_CA_FILE and
             // LOADSTATE_CA_DIR when set (a copy of libcurl built on another
@@ -287,6 +298,21 @@ final class HTTPTransfer {
         response.append(contentsOf: UnsafeRawBufferPointer(start: data, count: length))
         progressed(UInt64(response.count - start))
         return length
+    }
+
+    /// libcurl is about to send the request. No request is sent twice
+    /// behind the caller's back: when libcurl would send it again on
+    /// another connection (the one it reused closed without an answer,
+    /// "Connection died, retrying a fresh connect"), the transfer ends
+    /// instead, and the load's own retry policy decides.
+    private func aboutToSend() -> Int32 {
+        var redirects = 0
+        lds_easy_getinfo_long(easy, CURLINFO_REDIRECT_COUNT, &redirects)
+        defer { sentAtRedirect = redirects }
+        sends += 1
+        guard sends > 1, redirects == sentAtRedirect else { return CURL_PREREQFUNC_OK }
+        resendRefused = true
+        return CURL_PREREQFUNC_ABORT
     }
 
     private static let statusLinePrefix = Array("HTTP/".utf8)
@@ -475,6 +501,13 @@ final class HTTPTransfer {
         let message = "\(reason) (\(request.url))"
         if let refusal {
             return .fail(refusal, retry: .never)
+        }
+        if resendRefused {
+            // The server closed the connection without answering: the request
+            // may have reached it. Sent again only by the load's retries, and
+            // only when its method may be repeated (RFC 9110 section 9.2.2).
+            let message = "the connection closed before an answer; not sent again (\(request.url))"
+            return .fail(LoadError(.io, message: message), retry: HTTPLoader.isIdempotent(request.method) ? .allowed : .never)
         }
         switch result {
         case CURLE_OPERATION_TIMEDOUT:

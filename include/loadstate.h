@@ -1443,7 +1443,11 @@ int lds_http_response_decode(const void *value, size_t len, lds_http_response *o
  *       served only within its stale-if-error=N time (N seconds after it
  *       turned stale); otherwise the error stands.
  *   Bodies in a coding libcurl does not decode (a made-up Content-Encoding
- *     or Transfer-Encoding) arrive as they were sent, with their header.
+ *     or Transfer-Encoding) arrive as they were sent, with their header:
+ *     always with LDS_HTTP_NO_COMPRESSION, and with libcurl 7 (Debian 12's)
+ *     for any request. libcurl 8 sets up its decoders as it reads the
+ *     header, before the loader sees it: there a request that asks for
+ *     compression (the default) fails such a response with LDS_EIO.
  *   Entries stored by a version before 0.5 (a persistent cache file of
  *     schema version 1) have no validators beside them: the stored header
  *     lines are read instead.

@@ -211,10 +211,26 @@ def test_fields_a_no_cache_names_are_not_served_but_the_response_is(rt, origin):
     assert served.from_cache and served.value.header("Set-Cookie") is None and served.value.header("X-Kept") == "1"
 
 
+def _libcurl_major() -> int:
+    """The major version of the libcurl this process runs with (the one the library uses)."""
+    import ctypes
+
+    curl = ctypes.CDLL("libcurl.so.4")
+    curl.curl_version.restype = ctypes.c_char_p
+    return int(curl.curl_version().split(b"/")[1].split(b".")[0])
+
+
 def test_a_made_up_content_encoding_arrives_undecoded_with_its_header(rt, origin):
     _Scripted.script["/enc"] = [(200, FRESH + [("Content-Encoding", "arizona")], b"as sent")]
     client = _Client(rt)
-    first = client.load(f"{origin}/enc")
+    if _libcurl_major() >= 8:
+        # libcurl 8 builds its decoders as it reads the header: a request that asks for compression
+        # fails such a response (documented); one that does not gets it as it was sent.
+        asked = client.load(f"{origin}/enc")
+        assert asked.status is Status.ERROR and not asked.from_cache
+        first = client.load(f"{origin}/enc", flags=HttpFlags.NO_COMPRESSION)
+    else:
+        first = client.load(f"{origin}/enc")
     assert first.status is Status.LOADED, first.error
     assert first.value.body == b"as sent" and first.value.header("Content-Encoding") == "arizona"
     assert client.load(f"{origin}/enc").from_cache

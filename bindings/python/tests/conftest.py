@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import http.server
 import queue
+import socket
 import sys
 import threading
 from pathlib import Path
@@ -185,3 +186,37 @@ def http_server(handler: Type[http.server.BaseHTTPRequestHandler]) -> Iterator[s
         httpd.shutdown()
         httpd.server_close()
 
+
+
+class RawServer:
+    """A TCP server on 127.0.0.1 that hands each connection, with its number (from 1), to ``serve`` on a
+    thread of its own and closes it after: for servers that break the protocol on purpose. ``port`` and
+    ``connections`` (how many were accepted) are read by the tests; ``close`` stops accepting."""
+
+    def __init__(self, serve: Callable[[socket.socket, int], None]) -> None:
+        self.serve = serve
+        self.connections = 0
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(16)
+        self.port = self.listener.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            self.connections += 1
+            threading.Thread(target=self._serve, args=(conn, self.connections), daemon=True).start()
+
+    def _serve(self, conn: socket.socket, number: int) -> None:
+        with conn:
+            try:
+                self.serve(conn, number)
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        self.listener.close()

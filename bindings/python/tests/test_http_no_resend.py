@@ -5,11 +5,10 @@ and only for a method that may be repeated."""
 from __future__ import annotations
 
 import socket
-import threading
 from typing import List
 
 import pytest
-from conftest import WAIT
+from conftest import RawServer, WAIT
 
 import loadstate
 from loadstate import Status
@@ -21,48 +20,34 @@ class _DropsTheSecond:
     the request lines it read."""
 
     def __init__(self) -> None:
-        self.listener = socket.socket()
-        self.listener.bind(("127.0.0.1", 0))
-        self.listener.listen(16)
-        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
         self.requests: List[bytes] = []
-        self.connections = 0
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.listener.accept()
-            except OSError:
-                return
-            self.connections += 1
-            threading.Thread(target=self._serve, args=(conn, self.connections), daemon=True).start()
+        self.raw = RawServer(self._serve)
+        self.url = f"http://127.0.0.1:{self.raw.port}"
 
     def _serve(self, conn: socket.socket, number: int) -> None:
-        with conn:
-            served = 0
-            data = b""
-            while True:
-                while b"\r\n\r\n" not in data:
-                    chunk = conn.recv(65536)
-                    if not chunk:
-                        return
-                    data += chunk
-                head, _, data = data.partition(b"\r\n\r\n")
-                length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
-                               if line.lower().startswith(b"content-length:")), 0)
-                while len(data) < length:
-                    data += conn.recv(65536)
-                data = data[length:]
-                self.requests.append(head.split(b"\r\n")[0])
-                served += 1
-                if number == 1 and served == 2:
-                    conn.shutdown(socket.SHUT_RDWR)
+        served = 0
+        data = b""
+        while True:
+            while b"\r\n\r\n" not in data:
+                chunk = conn.recv(65536)
+                if not chunk:
                     return
-                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                data += chunk
+            head, _, data = data.partition(b"\r\n\r\n")
+            length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                           if line.lower().startswith(b"content-length:")), 0)
+            while len(data) < length:
+                data += conn.recv(65536)
+            data = data[length:]
+            self.requests.append(head.split(b"\r\n")[0])
+            served += 1
+            if number == 1 and served == 2:
+                conn.shutdown(socket.SHUT_RDWR)
+                return
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
 
     def close(self) -> None:
-        self.listener.close()
+        self.raw.close()
 
 
 @pytest.fixture

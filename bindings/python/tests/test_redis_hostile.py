@@ -6,11 +6,12 @@ attack; no real Redis is needed for that."""
 from __future__ import annotations
 
 import socket
-import threading
 import time
 from typing import Callable, Dict, Iterator, List
 
 import pytest
+
+from conftest import RawServer
 
 import loadstate
 from loadstate import RedisCode
@@ -55,36 +56,19 @@ class _Hostile:
     def __init__(self, attack: Callable[[socket.socket, Dict[str, int]], None]) -> None:
         self.attack = attack
         self.stats: Dict[str, int] = {}
-        self.connections = 0
-        self.listener = socket.socket()
-        self.listener.bind(("127.0.0.1", 0))
-        self.listener.listen(16)
-        self.url = f"redis://127.0.0.1:{self.listener.getsockname()[1]}"
-        self.threads: List[threading.Thread] = []
-        threading.Thread(target=self._accept, daemon=True).start()
+        self.raw = RawServer(self._serve)
+        self.url = f"redis://127.0.0.1:{self.raw.port}"
 
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.listener.accept()
-            except OSError:
-                return
-            self.connections += 1
-            thread = threading.Thread(target=self._serve, args=(conn,), daemon=True)
-            thread.start()
-            self.threads.append(thread)
+    @property
+    def connections(self) -> int:
+        return self.raw.connections
 
-    def _serve(self, conn: socket.socket) -> None:
-        try:
-            conn.recv(65536)
-            self.attack(conn, self.stats)
-        except OSError:
-            pass
-        finally:
-            conn.close()
+    def _serve(self, conn: socket.socket, number: int) -> None:
+        conn.recv(65536)
+        self.attack(conn, self.stats)
 
     def close(self) -> None:
-        self.listener.close()
+        self.raw.close()
 
 
 @pytest.fixture

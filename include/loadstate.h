@@ -1824,9 +1824,17 @@ int lds_cache_invalidate(lds_runtime *rt, lds_id cache, const void *prefix, size
  * beside the value (the http loader's validators and freshness), so that
  * fresh and stale are decided as for the other caches. Every entry has a
  * time to live in Redis: the cache's ttl_ms, never more than max_ttl_ms.
- * Keys are namespaced by key_prefix; entries under the prefix P live under
- * the Redis keys "P" "v:" key, leases under "P" "l:" key, and messages go
- * to the channel "P" "events".
+ * Keys are namespaced by key_prefix. Since 0.5, with P the prefix, K a key
+ * and {ttt} a hash tag of three hex digits computed from K (FNV-1a of its
+ * bytes, folded to 12 bits: see Sources/Loadstate/Redis/RedisKeys.swift),
+ * the entry of K lives under the Redis key P{ttt}v:K, its lease under
+ * P{ttt}l:K, the fencing counter of its tag under P{ttt}f, every stored
+ * key in the sorted set P{i}keys (score 0: a lexicographic index) and in
+ * P{i}expiry (scored by expiry on the server's clock), and messages go to
+ * the channel P events. 0.4 stored entries under P v:K: a 0.5 cache does
+ * not read them (they expire by their time to live), and 0.4 and 0.5
+ * processes do not share results. Redis 5 or later is needed (scripts
+ * that read the server's clock and then write).
  *
  * Single flight across processes: a shared load (LDS_LOAD_SHARE) with a
  * Redis cache takes a lease on its key (SET NX PX, lease_ms) before its
@@ -1843,10 +1851,19 @@ int lds_cache_invalidate(lds_runtime *rt, lds_id cache, const void *prefix, size
  * no cache.
  *
  * Invalidation: lds_cache_invalidate marks the matching entries stale in
- * Redis (one script: SCAN and SETRANGE) and publishes the prefix; every
- * process with a Redis cache of the same server, database and prefix then
- * drops its front memory entries under it and has its cells showing them
- * reload, as for a local invalidation.
+ * Redis and publishes the prefix; every process with a Redis cache of the
+ * same server, database and prefix then drops its front memory entries
+ * under it and has its cells showing them reload, as for a local
+ * invalidation. Since 0.5 the matching keys are read from the key index
+ * (ZRANGEBYLEX) in batches of 500, each batch marked in one script (about
+ * 1 ms of Redis's time), so the cost grows with the keys under the prefix,
+ * not with the database, and Redis answers other clients between batches.
+ * lds_cache_clear and lds_cache_keys read the index the same way. Each write keeps the index in step: the stored key is added
+ * (with its expiry) in the same script, and at most 8 keys whose entries
+ * expired over a minute before are dropped from it, so the index holds
+ * about the live keys plus those of the last minute's expirations (about
+ * 100 bytes per key in Redis). A direct call waits as long as batches keep
+ * completing, each within the usual wait.
  *
  * Front memory tier: with memory_max_entries > 0, entries read or written
  * are also kept in memory for at most memory_ttl_ms; an invalidation, a
@@ -1878,8 +1895,7 @@ int lds_cache_invalidate(lds_runtime *rt, lds_id cache, const void *prefix, size
  * lists: every one may return LDS_EREDIS (Redis failed; see above) and,
  * on the loop thread, LDS_ESTATE. lds_cache_put of a value over
  * max_value_bytes returns LDS_EREDIS with LDS_REDIS_ETOOBIG as reason and
- * stores nothing. lds_cache_keys lists in Redis's SCAN order (no order
- * promised). lds_cache_value.expires_at_ms is the expiry set at the put.
+ * stores nothing. lds_cache_keys lists in byte order (the key index's). lds_cache_value.expires_at_ms is the expiry set at the put.
  * lds_cache_invalidate while Redis cannot answer returns LDS_EREDIS and
  * reloads no cell. lds_cache_free closes the connections; the entries stay
  * in Redis until their time to live ends.

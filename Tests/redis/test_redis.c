@@ -48,6 +48,22 @@
     }                                                                       \
   } while (0)
 
+/* The Redis key under which a cache with `prefix` keeps `key`'s entry
+ * (mark "v:"), lease ("l:") or its tag's fencing counter ("f", the key
+ * itself not appended): prefix, "{ttt}" (a hash tag of the key: FNV-1a
+ * folded to 12 bits, three hex digits), mark, key. Rotates over 8 buffers
+ * so that a few may be used in one expression. */
+static const char *redis_name(const char *prefix, const char *mark, const char *key) {
+  static char bufs[8][256];
+  static int next;
+  char *out = bufs[next++ % 8];
+  uint32_t h = 2166136261u;
+  for (const unsigned char *p = (const unsigned char *)key; *p; p++) h = (h ^ *p) * 16777619u;
+  unsigned t = (h ^ (h >> 12) ^ (h >> 24)) & 0xfff;
+  snprintf(out, 256, "%s{%03x}%s%s", prefix, t, mark, strcmp(mark, "f") == 0 ? "" : key);
+  return out;
+}
+
 static long long mono_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -328,9 +344,9 @@ TEST(test_redis_cache_put_get_read_remove_keys_clear_stats) {
   }
   check_get(rt, c, "b", "TWO");
   check_miss(rt, c, "none");
-  /* The entries are in Redis, under the prefix and "v:". */
-  CHECK_EQ(redis_server_integer(&srv, -1, "EXISTS %s", "t1:v:a"), 1);
-  CHECK_EQ(redis_server_integer(&srv, -1, "EXISTS %s", "t1:v:b"), 1);
+  /* The entries are in Redis, under the prefix, their hash tag and "v:". */
+  CHECK_EQ(redis_server_integer(&srv, -1, "EXISTS %s", redis_name("t1:", "v:", "a")), 1);
+  CHECK_EQ(redis_server_integer(&srv, -1, "EXISTS %s", redis_name("t1:", "v:", "b")), 1);
 
   char buf[8];
   size_t len = 99;
@@ -361,7 +377,7 @@ TEST(test_redis_cache_put_get_read_remove_keys_clear_stats) {
   CHECK_RC(lds_cache_remove(rt, c, "a", 1), 1);
   CHECK_RC(lds_cache_remove(rt, c, "a", 1), 0);
   check_miss(rt, c, "a");
-  CHECK_EQ(redis_server_integer(&srv, -1, "EXISTS %s", "t1:v:a"), 0);
+  CHECK_EQ(redis_server_integer(&srv, -1, "EXISTS %s", redis_name("t1:", "v:", "a")), 0);
 
   lds_cache_statistics stats;
   if (CHECK_RC(lds_cache_stats(rt, c, &stats), LDS_OK)) {
@@ -371,7 +387,7 @@ TEST(test_redis_cache_put_get_read_remove_keys_clear_stats) {
 
   CHECK_RC(lds_cache_clear(rt, c), LDS_OK);
   check_miss(rt, c, "b");
-  CHECK_EQ(redis_server_integer(&srv, -1, "EXISTS %s", "t1:v:b"), 0);
+  CHECK_EQ(redis_server_integer(&srv, -1, "EXISTS %s", redis_name("t1:", "v:", "b")), 0);
   if (CHECK_RC(lds_cache_keys(rt, c, NULL, 0, &list), LDS_OK)) {
     CHECK_EQ(list.count, 0);
     lds_cache_key_list_clear(&list);
@@ -408,9 +424,9 @@ TEST(test_redis_cache_key_prefixes_keep_applications_apart) {
   check_get(rt, c2, "k", "two");
   check_miss(rt, c2, "only1");
   check_miss(rt, c3, "k");
-  CHECK_EQ(redis_server_integer(&srv, -1, "EXISTS %s", "app1:v:k"), 1);
-  CHECK_EQ(redis_server_integer(&srv, -1, "EXISTS %s", "app2:v:k"), 1);
-  CHECK_EQ(redis_server_integer(&srv, -1, "EXISTS %s", "lds:v:d"), 1);
+  CHECK_EQ(redis_server_integer(&srv, -1, "EXISTS %s", redis_name("app1:", "v:", "k")), 1);
+  CHECK_EQ(redis_server_integer(&srv, -1, "EXISTS %s", redis_name("app2:", "v:", "k")), 1);
+  CHECK_EQ(redis_server_integer(&srv, -1, "EXISTS %s", redis_name("lds:", "v:", "d")), 1);
   lds_cache_key_list list;
   if (CHECK_RC(lds_cache_keys(rt, c2, NULL, 0, &list), LDS_OK)) {
     CHECK_EQ(list.count, 1);
@@ -457,13 +473,13 @@ TEST(test_redis_cache_entries_live_ttl_ms_capped_by_max_ttl_ms) {
   CHECK_RC(lds_cache_put(rt, minute, "k", 1, "v", 1), LDS_OK);
   CHECK_RC(lds_cache_put(rt, capped, "k", 1, "v", 1), LDS_OK);
   CHECK_RC(lds_cache_put(rt, day, "k", 1, "v", 1), LDS_OK);
-  long long pttl = redis_server_integer(&srv, -100, "PTTL %s", "ttl:v:k");
+  long long pttl = redis_server_integer(&srv, -100, "PTTL %s", redis_name("ttl:", "v:", "k"));
   CHECK_OP(pttl, >, 60000 - slow_ms(10000, 60000));
   CHECK_OP(pttl, <=, 60000);
-  pttl = redis_server_integer(&srv, -100, "PTTL %s", "cap:v:k");
+  pttl = redis_server_integer(&srv, -100, "PTTL %s", redis_name("cap:", "v:", "k"));
   CHECK_OP(pttl, >, 0);
   CHECK_OP(pttl, <=, 5000);
-  pttl = redis_server_integer(&srv, -100, "PTTL %s", "day:v:k");
+  pttl = redis_server_integer(&srv, -100, "PTTL %s", redis_name("day:", "v:", "k"));
   CHECK_OP(pttl, >, 86400000 - slow_ms(10000, 60000));
   CHECK_OP(pttl, <=, 86400000);
   lds_cache_value v;
@@ -480,9 +496,9 @@ TEST(test_redis_cache_entries_live_ttl_ms_capped_by_max_ttl_ms) {
   long long put_at = mono_ms();
   CHECK_RC(lds_cache_put(rt, brief, "k", 1, "v", 1), LDS_OK);
   long long deadline = put_at + 1000LL * redis_server_deadline_s();
-  while (redis_server_integer(&srv, -1, "EXISTS %s", "short:v:k") == 1 && mono_ms() < deadline) nap_ms(20);
+  while (redis_server_integer(&srv, -1, "EXISTS %s", redis_name("short:", "v:", "k")) == 1 && mono_ms() < deadline) nap_ms(20);
   CHECK_OP(mono_ms() - put_at, >=, (long long)o.ttl_ms - 50);
-  CHECK_EQ(redis_server_integer(&srv, -1, "EXISTS %s", "short:v:k"), 0);
+  CHECK_EQ(redis_server_integer(&srv, -1, "EXISTS %s", redis_name("short:", "v:", "k")), 0);
   check_miss(rt, brief, "k");
   rt_free(rt);
   redis_server_destroy(&srv);
@@ -518,7 +534,7 @@ TEST(test_redis_cache_value_over_max_value_bytes_is_not_stored) {
   CHECK_EQ(st.last_error_code, LDS_REDIS_ETOOBIG);
   CHECK(st.last_error[0] != '\0');
   check_miss(f.rt, c, "over");
-  CHECK_EQ(redis_server_integer(&srv, -1, "EXISTS %s", "big:v:over"), 0);
+  CHECK_EQ(redis_server_integer(&srv, -1, "EXISTS %s", redis_name("big:", "v:", "over")), 0);
   /* The cache still works. */
   CHECK_RC(lds_cache_put(f.rt, c, "small", 5, "s", 1), LDS_OK);
   check_get(f.rt, c, "small", "s");
@@ -532,7 +548,7 @@ TEST(test_redis_cache_value_over_max_value_bytes_is_not_stored) {
     CHECK_EQ(e->value_len, 2000);
   }
   check_miss(f.rt, c, "loaded");
-  CHECK_EQ(redis_server_integer(&srv, -1, "EXISTS %s", "big:v:loaded"), 0);
+  CHECK_EQ(redis_server_integer(&srv, -1, "EXISTS %s", redis_name("big:", "v:", "loaded")), 0);
 
   /* The bound itself is bounded. */
   o.max_value_bytes = (uint64_t)LDS_VALUE_MAX + 1;
@@ -608,12 +624,12 @@ TEST(test_redis_cache_urls_select_socket_host_database_and_password) {
   snprintf(url, sizeof url, "unix://%s?db=3", srv.socket);
   lds_id unix_db3 = redis_cache(rt, url, NULL);
   CHECK_RC(lds_cache_put(rt, unix_db3, "u", 1, "unix", 4), LDS_OK);
-  CHECK_EQ(exists_in_db(&srv, 3, "lds:v:u"), 1);
-  CHECK_EQ(exists_in_db(&srv, 0, "lds:v:u"), 0);
+  CHECK_EQ(exists_in_db(&srv, 3, redis_name("lds:", "v:", "u")), 1);
+  CHECK_EQ(exists_in_db(&srv, 0, redis_name("lds:", "v:", "u")), 0);
   snprintf(url, sizeof url, "%s/5", srv.url);
   lds_id tcp_db5 = redis_cache(rt, url, NULL);
   CHECK_RC(lds_cache_put(rt, tcp_db5, "t", 1, "tcp", 3), LDS_OK);
-  CHECK_EQ(exists_in_db(&srv, 5, "lds:v:t"), 1);
+  CHECK_EQ(exists_in_db(&srv, 5, redis_name("lds:", "v:", "t")), 1);
   check_miss(rt, tcp_db5, "u");
   check_get(rt, unix_db3, "u", "unix");
 
@@ -621,7 +637,7 @@ TEST(test_redis_cache_urls_select_socket_host_database_and_password) {
   snprintf(url, sizeof url, "redis://localhost:%d/4", srv.port);
   lds_id named = redis_cache(rt, url, NULL);
   CHECK_RC(lds_cache_put(rt, named, "h", 1, "host", 4), LDS_OK);
-  CHECK_EQ(exists_in_db(&srv, 4, "lds:v:h"), 1);
+  CHECK_EQ(exists_in_db(&srv, 4, redis_name("lds:", "v:", "h")), 1);
 
   /* With a password: the right one (percent-escaped) works, a wrong one is EAUTH. */
   redisReply *r = redis_server_command(&srv, "CONFIG SET requirepass %s", "p@ss word");
@@ -1090,7 +1106,7 @@ TEST(test_redis_cache_front_tier_is_dropped_by_an_invalidation_elsewhere) {
   lds_cache_statistics stats;
   if (CHECK_RC(lds_cache_stats(a, ca, &stats), LDS_OK)) CHECK_EQ(stats.entries, 1);
   /* Entries the front tier holds are served from memory: Redis is not asked. */
-  CHECK_EQ(redis_server_integer(&srv, -1, "DEL %s", "front:v:k"), 1);
+  CHECK_EQ(redis_server_integer(&srv, -1, "DEL %s", redis_name("front:", "v:", "k")), 1);
   check_get(a, ca, "k", "v1");
   CHECK_RC(lds_cache_put(b, cb, "k", 1, "v2", 2), LDS_OK);
   CHECK_RC(lds_cache_invalidate(b, cb, "k", 1), LDS_OK);
@@ -1832,11 +1848,11 @@ TEST(test_redis_processes_all_refresh_after_an_invalidation_in_one) {
               (unsigned long long)r[i].status.published, (unsigned long long)r[i].status.fenced,
               (unsigned long long)r[i].status.invalidations, (unsigned long long)r[i].status.errors);
     if (bad) {
-      redisReply *lease = redis_server_command(&srv, "GET %s", "inv:l:page:1");
+      redisReply *lease = redis_server_command(&srv, "GET %s", redis_name("inv:", "l:", "page:1"));
       fprintf(stderr, "  in Redis: lease of page:1 %s, its PTTL %lld ms, fence counter %lld\n",
               lease && lease->type == REDIS_REPLY_STRING ? lease->str : "(none)",
-              redis_server_integer(&srv, -3, "PTTL %s", "inv:l:page:1"),
-              redis_server_integer(&srv, -3, "INCRBY %s 0", "inv:fence"));
+              redis_server_integer(&srv, -3, "PTTL %s", redis_name("inv:", "l:", "page:1")),
+              redis_server_integer(&srv, -3, "INCRBY %s 0", redis_name("inv:", "f", "page:1")));
       if (lease) freeReplyObject(lease);
     }
     if (bad)

@@ -98,7 +98,8 @@ public final class RedisCache: Handle, CacheStore, @unchecked Sendable {
     /// ignores its own.
     private let origin: [UInt8]
     private let channel: [UInt8]
-    private let fenceKey: [UInt8]
+    /// The names of what the cache keeps in Redis.
+    let keyNames: RedisKeys
     private let front: MemoryCache?
 
     // Loop thread only.
@@ -131,8 +132,8 @@ public final class RedisCache: Handle, CacheStore, @unchecked Sendable {
         loop = runtime.loop
         self.runtime = runtime
         origin = withUnsafeBytes(of: UInt64.random(in: 1...UInt64.max)) { Array($0) }
-        channel = options.keyPrefix + Array("events".utf8)
-        fenceKey = options.keyPrefix + Array("fence".utf8)
+        keyNames = RedisKeys(prefix: options.keyPrefix)
+        channel = keyNames.channel
         front = options.memoryMaxEntries > 0
             ? MemoryCache(id: 0, name: "", options: MemoryCache.Options(maxEntries: options.memoryMaxEntries,
                                                                          maxBytes: options.memoryMaxBytes,
@@ -202,9 +203,8 @@ public final class RedisCache: Handle, CacheStore, @unchecked Sendable {
 
     // MARK: - Keys
 
-    private static let entryMark: [UInt8] = [UInt8(ascii: "v"), UInt8(ascii: ":")]
-    private func entryKey(_ key: [UInt8]) -> [UInt8] { options.keyPrefix + RedisCache.entryMark + key }
-    private func leaseKey(_ key: [UInt8]) -> [UInt8] { options.keyPrefix + [UInt8(ascii: "l"), UInt8(ascii: ":")] + key }
+    private func entryKey(_ key: [UInt8]) -> [UInt8] { keyNames.entry(key) }
+    private func leaseKey(_ key: [UInt8]) -> [UInt8] { keyNames.lease(key) }
 
     private func message(_ kind: Character, _ body: [UInt8]) -> [UInt8] {
         [kind.asciiValue ?? 0] + origin + body
@@ -234,6 +234,7 @@ public final class RedisCache: Handle, CacheStore, @unchecked Sendable {
     }
 
     private static func arg(_ n: UInt64) -> [UInt8] { Array(String(n).utf8) }
+    private static func arg(_ n: Int) -> [UInt8] { Array(String(n).utf8) }
     private static func arg(_ s: String) -> [UInt8] { Array(s.utf8) }
 
     // MARK: - Waiting from host threads
@@ -250,6 +251,28 @@ public final class RedisCache: Handle, CacheStore, @unchecked Sendable {
             throw CacheError(.redis, "\(name): the loop did not answer within \(waitMs) ms")
         }
         return try result.get()
+    }
+
+    /// Like `onLoop`, for work done in steps (invalidation, key listing):
+    /// waits as long as the loop reports a step within the usual wait.
+    private func onLoopWithProgress<T>(
+        _ body: @escaping (_ progressed: @escaping () -> Void,
+                           _ done: @escaping (Result<T, CacheError>) -> Void) -> Void) throws(CacheError) -> T {
+        guard !isClosed else { throw CacheError(.closed, "\(name): closed") }
+        if loop.isLoopThread { throw CacheError(.wrongState, "\(name): a Redis cache call on the loop thread") }
+        let reply = LoopReply<Result<T, CacheError>>()
+        let steps = Locked<UInt64>(0)
+        loop.execute { body({ steps.withLock { $0 &+= 1 } }, { reply.put($0) }) }
+        let waitMs = options.commandTimeoutMs &* 2 &+ options.connectTimeoutMs &+ 500
+        var seen: UInt64 = 0
+        while true {
+            if let result = reply.take(timeoutMs: waitMs) { return try result.get() }
+            let now = steps.withLock { $0 }
+            guard now != seen else {
+                throw CacheError(.redis, "\(name): the loop did not answer within \(waitMs) ms")
+            }
+            seen = now
+        }
     }
 
     /// `failure` as a `CacheError`; noted in the status unless it already was.
@@ -321,7 +344,7 @@ public final class RedisCache: Handle, CacheStore, @unchecked Sendable {
                 keys.reserveCapacity(count)
             } else {
                 // A hint only: bounded, whatever the counts say.
-                let each = RedisCommandGroup.getSize(prefix, RedisCache.entryMark, keyCount: 0)
+                let each = RedisCommandGroup.getSize(prefix, keyCount: 0)
                 let size = min(max(count, 0), cacheBatchMax) &* each &+ min(max(keyBytes, 0), 1 << 26)
                 commands = RedisCommandGroup(reservingCommands: min(max(count, 0), cacheBatchMax), bytes: size)
             }
@@ -332,7 +355,7 @@ public final class RedisCache: Handle, CacheStore, @unchecked Sendable {
             if hasFront {
                 keys.append(Array(key))
             } else {
-                commands.appendGet(prefix, RedisCache.entryMark, key)
+                commands.appendGet(prefix, key)
             }
         }
 
@@ -369,7 +392,7 @@ public final class RedisCache: Handle, CacheStore, @unchecked Sendable {
             if let entry = frontEntry(key) {
                 replies.found(i, entry)
             } else {
-                key.withUnsafeBytes { group.appendGet(options.keyPrefix, RedisCache.entryMark, $0) }
+                key.withUnsafeBytes { group.appendGet(options.keyPrefix, $0) }
                 sent.append(i)
             }
         }
@@ -473,16 +496,17 @@ public final class RedisCache: Handle, CacheStore, @unchecked Sendable {
         try onLoop { [self] done in store(key, value, meta: meta, ttlMs: ttlMs, done) }
     }
 
-    /// Loop: SET, then tell the other processes (their front entries go).
+    /// Loop: SET and index, then tell the other processes (their front
+    /// entries go).
     private func store(_ key: [UInt8], _ value: [UInt8], meta: [UInt8], ttlMs: UInt64?,
                        _ done: @escaping (Result<Void, CacheError>) -> Void) {
         let (encoded, ttl) = entry(value, meta: meta, ttlMs: ttlMs, token: 0)
         front?.put(key, encoded)
-        command([RedisCache.arg("SET"), entryKey(key), encoded, RedisCache.arg("PX"), RedisCache.arg(ttl)]) { [self] in
+        command([RedisCache.arg("EVAL"), RedisCache.arg(RedisScripts.store), RedisCache.arg("3"),
+                 entryKey(key), keyNames.keysIndex, keyNames.expiryIndex,
+                 encoded, RedisCache.arg(ttl), key, channel, message("D", key)]) {
             switch $0 {
-            case .success:
-                command([RedisCache.arg("PUBLISH"), channel, message("D", key)]) { _ in }
-                done(.success(()))
+            case .success: done(.success(()))
             case .failure(let error): done(.failure(error))
             }
         }
@@ -501,10 +525,10 @@ public final class RedisCache: Handle, CacheStore, @unchecked Sendable {
 
     private func remove(_ key: [UInt8], done: @escaping (Result<Bool, CacheError>) -> Void) {
         front?.remove(key)
-        command([RedisCache.arg("DEL"), entryKey(key)]) { [self] in
+        command([RedisCache.arg("EVAL"), RedisCache.arg(RedisScripts.remove), RedisCache.arg("3"),
+                 entryKey(key), keyNames.keysIndex, keyNames.expiryIndex, key, channel, message("C", key)]) {
             switch $0 {
             case .success(let reply):
-                command([RedisCache.arg("PUBLISH"), channel, message("C", key)]) { _ in }
                 done(.success((reply.integer ?? 0) > 0))
             case .failure(let error): done(.failure(error))
             }
@@ -524,20 +548,29 @@ public final class RedisCache: Handle, CacheStore, @unchecked Sendable {
         return stats
     }
 
+    /// The keys stored under `prefix`: read from the key index in batches
+    /// of `sweepBatch`, each batch's entries checked in one script (the
+    /// index may still name a key whose entry expired within the minute).
     public func keys(prefix: [UInt8]) throws(CacheError) -> [[UInt8]] {
-        let limit = UInt64(LDS_REDIS_KEYS_MAX_VALUE)
-        let stored = options.keyPrefix.count + 2
-        return try onLoop { [self] done in
-            command([RedisCache.arg("EVAL"), RedisCache.arg(RedisScripts.keys), RedisCache.arg("0"),
-                     RedisScripts.pattern(prefix: entryKey(prefix)), RedisCache.arg(limit)]) {
-                switch $0 {
-                case .success(.array(let items)):
-                    done(.success(items.compactMap { $0.bytes.map { Array($0.dropFirst(stored)) } }))
-                case .success: done(.failure(CacheError(.redis, "\(self.name): unexpected reply")))
-                case .failure(let error):
-                    done(.failure(error.message.hasSuffix("too many keys") ? CacheError(.tooBig, error.message) : error))
+        let limit = LDS_REDIS_KEYS_MAX_VALUE
+        return try onLoopWithProgress { [self] progressed, done in
+            var found: [[UInt8]] = []
+            indexBatches(prefix: prefix, each: { keys, next in
+                self.command([RedisCache.arg("EVAL"), RedisCache.arg(RedisScripts.exist), RedisCache.arg(keys.count)]
+                             + keys.map(self.entryKey)) {
+                    switch $0 {
+                    case .success(.array(let flags)) where flags.count == keys.count:
+                        for (key, flag) in zip(keys, flags) where flag.integer == 1 { found.append(key) }
+                        guard found.count <= limit else {
+                            return next(.failure(CacheError(.tooBig, "\(self.name): more than \(limit) keys under the prefix")))
+                        }
+                        progressed()
+                        next(.success(()))
+                    case .success: next(.failure(CacheError(.redis, "\(self.name): unexpected reply")))
+                    case .failure(let error): next(.failure(error))
+                    }
                 }
-            }
+            }, done: { result in done(result.map { found }) })
         }
     }
 
@@ -552,23 +585,73 @@ public final class RedisCache: Handle, CacheStore, @unchecked Sendable {
         try sweep(prefix: prefix, delete: true)
     }
 
-    /// Marks stale (or deletes) the entries under `prefix` in one script,
-    /// and tells the other processes.
+    /// How many keys one step of an invalidation reads from the index and
+    /// changes in one script: Redis answers nobody else while the script
+    /// runs (about 1 ms for 500 keys).
+    static let sweepBatch = 500
+
+    /// Marks stale (or deletes) the entries under `prefix`, and tells the
+    /// other processes. Waits while batches keep coming.
     private func sweep(prefix: [UInt8], delete: Bool) throws(CacheError) -> Int {
         front?.removeAll(prefix: prefix)
-        return try onLoop { [self] done in sweep(prefix: prefix, delete: delete, done) }
+        return try onLoopWithProgress { [self] progressed, done in
+            sweep(prefix: prefix, delete: delete, progressed: progressed, done)
+        }
     }
 
-    /// Loop: `sweep`'s work, `done` with its count.
-    private func sweep(prefix: [UInt8], delete: Bool, _ done: @escaping (Result<Int, CacheError>) -> Void) {
-        command([RedisCache.arg("EVAL"), RedisCache.arg(RedisScripts.sweep), RedisCache.arg("0"),
-                 RedisScripts.pattern(prefix: entryKey(prefix)), RedisCache.arg(delete ? "delete" : "stale"),
-                 channel, message(delete ? "C" : "I", prefix)]) {
-            switch $0 {
-            case .success(let reply): done(.success(Int(clamping: reply.integer ?? 0)))
-            case .failure(let error): done(.failure(error))
+    /// Loop: `sweep`'s work, `done` with its count. The keys come from the
+    /// key index, so the work grows with the keys under `prefix`, not with
+    /// the database; each batch is one script. The message goes out
+    /// whether every batch worked or not: the other processes drop their
+    /// front entries either way.
+    private func sweep(prefix: [UInt8], delete: Bool, progressed: @escaping () -> Void = {},
+                       _ done: @escaping (Result<Int, CacheError>) -> Void) {
+        var changed = 0
+        indexBatches(prefix: prefix, each: { [self] keys, next in
+            command([RedisCache.arg("EVAL"), RedisCache.arg(RedisScripts.sweep), RedisCache.arg(keys.count + 2),
+                     keyNames.keysIndex, keyNames.expiryIndex] + keys.map(entryKey)
+                    + [RedisCache.arg(delete ? "delete" : "stale")] + keys) {
+                switch $0 {
+                case .success(let reply):
+                    changed = changed.addingReportingOverflow(Int(clamping: reply.integer ?? 0)).partialValue
+                    progressed()
+                    next(.success(()))
+                case .failure(let error): next(.failure(error))
+                }
+            }
+        }, done: { [self] result in
+            command([RedisCache.arg("PUBLISH"), channel, message(delete ? "C" : "I", prefix)]) { _ in }
+            done(result.map { changed })
+        })
+    }
+
+    /// Loop: hands the indexed keys under `prefix` to `each`, a batch of at
+    /// most `sweepBatch` at a time, in order; the next batch is read when
+    /// `each` passes on success; `done` after the last batch or the first
+    /// failure.
+    private func indexBatches(prefix: [UInt8],
+                              each: @escaping ([[UInt8]], @escaping (Result<Void, CacheError>) -> Void) -> Void,
+                              done: @escaping (Result<Void, CacheError>) -> Void) {
+        let (first, end) = RedisKeys.lexRange(prefix)
+        let batch = RedisCache.sweepBatch
+        func read(from start: [UInt8]) {
+            command([RedisCache.arg("ZRANGEBYLEX"), keyNames.keysIndex, start, end,
+                     RedisCache.arg("LIMIT"), RedisCache.arg("0"), RedisCache.arg(batch)]) { [self] in
+                switch $0 {
+                case .success(.array(let items)):
+                    let keys = items.compactMap(\.bytes)
+                    guard let last = keys.last else { return done(.success(())) }
+                    each(keys) { result in
+                        if case .failure = result { return done(result) }
+                        if items.count < batch { return done(.success(())) }
+                        read(from: [UInt8(ascii: "(")] + last)
+                    }
+                case .success: done(.failure(CacheError(.redis, "\(name): unexpected reply to ZRANGEBYLEX")))
+                case .failure(let error): done(.failure(error))
+                }
             }
         }
+        read(from: first)
     }
 
     /// Loop: marks the entries under `prefix` stale without waiting (an
@@ -636,7 +719,7 @@ public final class RedisCache: Handle, CacheStore, @unchecked Sendable {
             return done(entry, nil)
         }
         guard let commands else { return done(nil, RedisFailure(.closed, "the cache was closed")) }
-        commands.send(RedisCommand(get: options.keyPrefix, RedisCache.entryMark, key)) { [self] result in
+        commands.send(RedisCommand(getEntry: options.keyPrefix, key)) { [self] result in
             switch RedisCache.outcome(of: result, at: Clock.wallMs()) {
             case .hit(let entry, let bytes):
                 counters.withLock { $0.hits &+= 1 }
@@ -710,7 +793,7 @@ public final class RedisCache: Handle, CacheStore, @unchecked Sendable {
         guard commands != nil else { return waiter.finish(closedOutcome) }
         let asked = resultMessages
         command([RedisCache.arg("EVAL"), RedisCache.arg(RedisScripts.acquire), RedisCache.arg("3"),
-                 entryKey(waiter.key), leaseKey(waiter.key), fenceKey, RedisCache.arg(waiter.notBeforeMs),
+                 entryKey(waiter.key), leaseKey(waiter.key), keyNames.fence(waiter.key), RedisCache.arg(waiter.notBeforeMs),
                  RedisCache.arg(max(options.leaseMs, 1))]) { [self] result in
             guard case .success(.array(let items)) = result, let kind = items.first?.integer else {
                 return waiter.finish(.unavailable)
@@ -785,9 +868,9 @@ public final class RedisCache: Handle, CacheStore, @unchecked Sendable {
         }
         let (encoded, ttl) = entry(value, meta: meta, ttlMs: nil, token: token)
         front?.put(key, encoded)
-        command([RedisCache.arg("EVAL"), RedisCache.arg(RedisScripts.publish), RedisCache.arg("2"),
-                 entryKey(key), leaseKey(key), RedisCache.arg(token), encoded, RedisCache.arg(ttl), channel,
-                 message("D", key)]) { [self] result in
+        command([RedisCache.arg("EVAL"), RedisCache.arg(RedisScripts.publish), RedisCache.arg("4"),
+                 entryKey(key), leaseKey(key), keyNames.keysIndex, keyNames.expiryIndex,
+                 RedisCache.arg(token), encoded, RedisCache.arg(ttl), channel, message("D", key), key]) { [self] result in
             guard case .success(let reply) = result else { return }
             if reply.integer == 1 {
                 counters.withLock { $0.published &+= 1 }

@@ -15,11 +15,11 @@ struct RedisCommand {
         for arg in args { RESP.bulk(arg, to: &bytes) }
     }
 
-    /// `GET` of the key `prefix` + `mark` + `key`, without joining them
-    /// first.
-    init(get prefix: [UInt8], _ mark: [UInt8], _ key: [UInt8]) {
-        bytes.reserveCapacity(RESP.getSize(prefix.count &+ mark.count &+ key.count))
-        key.withUnsafeBytes { RESP.get(prefix, mark, $0, to: &bytes) }
+    /// `GET` of the entry of `key` under `prefix` (see `RedisKeys`),
+    /// without joining its parts first.
+    init(getEntry prefix: [UInt8], _ key: [UInt8]) {
+        bytes.reserveCapacity(RESP.getSize(prefix.count &+ RedisKeys.entryInfix &+ key.count))
+        key.withUnsafeBytes { RESP.getEntry(prefix, $0, to: &bytes) }
     }
 }
 
@@ -47,15 +47,15 @@ struct RedisCommandGroup {
         bytes.reserveCapacity(size)
     }
 
-    /// The bytes `GET` of `prefix` + `mark` + `key` takes.
-    static func getSize(_ prefix: [UInt8], _ mark: [UInt8], keyCount: Int) -> Int {
-        RESP.getSize(prefix.count &+ mark.count &+ keyCount)
+    /// The bytes the `GET` of an entry takes, past its key's own.
+    static func getSize(_ prefix: [UInt8], keyCount: Int) -> Int {
+        RESP.getSize(prefix.count &+ RedisKeys.entryInfix &+ keyCount)
     }
 
-    /// Appends `GET` of the key `prefix` + `mark` + `key` (to a group
+    /// Appends the `GET` of the entry of `key` under `prefix` (to a group
     /// made by `init(reservingCommands:bytes:)`).
-    mutating func appendGet(_ prefix: [UInt8], _ mark: [UInt8], _ key: UnsafeRawBufferPointer) {
-        RESP.get(prefix, mark, key, to: &bytes)
+    mutating func appendGet(_ prefix: [UInt8], _ key: UnsafeRawBufferPointer) {
+        RESP.getEntry(prefix, key, to: &bytes)
         ends.append(bytes.count)
     }
 
@@ -86,11 +86,18 @@ private enum RESP {
     /// The most bytes of a `GET` of a key of `length` bytes.
     static func getSize(_ length: Int) -> Int { countSize &+ bulkSize(3) &+ bulkSize(length) }
 
-    static func get(_ prefix: [UInt8], _ mark: [UInt8], _ key: UnsafeRawBufferPointer, to bytes: inout [UInt8]) {
+    static func getEntry(_ prefix: [UInt8], _ key: UnsafeRawBufferPointer, to bytes: inout [UInt8]) {
         bytes.append(contentsOf: getHead)
-        bulkHeader(prefix.count &+ mark.count &+ key.count, to: &bytes)
+        bulkHeader(prefix.count &+ RedisKeys.entryInfix &+ key.count, to: &bytes)
         bytes.append(contentsOf: prefix)
-        bytes.append(contentsOf: mark)
+        let t = RedisKeys.tag(key)
+        bytes.append(t.0)
+        bytes.append(t.1)
+        bytes.append(t.2)
+        bytes.append(t.3)
+        bytes.append(t.4)
+        bytes.append(RedisKeys.entryMark.0)
+        bytes.append(RedisKeys.entryMark.1)
         bytes.append(contentsOf: key)
         crlf(to: &bytes)
     }

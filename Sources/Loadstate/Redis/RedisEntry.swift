@@ -79,10 +79,58 @@ enum RedisScripts {
         return {3, redis.call('PTTL', KEYS[2])}
         """
 
-    /// KEYS: entry, lease. ARGV: token, entry, ttl ms, channel, message.
-    /// Stores and publishes unless a newer lease holder owns the key: 1
-    /// stored, 0 fenced.
-    static let publish = """
+    /// Lua, with KEYS[a] the key index, KEYS[b] the expiry index and `m`
+    /// a key, `ttl` its entry's time to live (ms): indexes `m` and drops
+    /// at most 8 keys whose entries expired over a minute ago (a key
+    /// rewritten since has its expiry raised), by the server's clock. So
+    /// the index holds the stored keys, and those that expired within the
+    /// last minute or were written by a write that a lease fenced off.
+    private static func indexing(_ a: Int, _ b: Int, _ m: String, _ ttl: String) -> String {
+        """
+        redis.call('ZADD', KEYS[\(a)], 0, \(m))
+        local now = redis.call('TIME')
+        local nowMs = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+        local expires = nowMs + tonumber(\(ttl))
+        local was = redis.call('ZSCORE', KEYS[\(b)], \(m))
+        if not was or tonumber(was) < expires then redis.call('ZADD', KEYS[\(b)], expires, \(m)) end
+        local gone = redis.call('ZRANGEBYSCORE', KEYS[\(b)], '-inf', '(' .. (nowMs - 60000), 'LIMIT', 0, 8)
+        for _, k in ipairs(gone) do
+          redis.call('ZREM', KEYS[\(a)], k)
+          redis.call('ZREM', KEYS[\(b)], k)
+        end
+        """
+    }
+
+    /// Redis 5 and 6 replicate a script that reads the clock and then
+    /// writes only when told to replicate its effects (Redis 7 always does).
+    private static let effects = "if redis.replicate_commands then redis.replicate_commands() end\n"
+
+    /// KEYS: entry, key index, expiry index. ARGV: entry, ttl ms, key,
+    /// channel, message. Stores, indexes and publishes.
+    static let store = effects + """
+        redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+
+        """ + indexing(2, 3, "ARGV[3]", "ARGV[2]") + """
+
+
+        redis.call('PUBLISH', ARGV[4], ARGV[5])
+        return 1
+        """
+
+    /// KEYS: entry, key index, expiry index. ARGV: key, channel, message.
+    /// Deletes and unindexes; publishes; the number of entries deleted.
+    static let remove = """
+        local n = redis.call('DEL', KEYS[1])
+        redis.call('ZREM', KEYS[2], ARGV[1])
+        redis.call('ZREM', KEYS[3], ARGV[1])
+        redis.call('PUBLISH', ARGV[2], ARGV[3])
+        return n
+        """
+
+    /// KEYS: entry, lease, key index, expiry index. ARGV: token, entry,
+    /// ttl ms, channel, message, key. Stores, indexes and publishes unless
+    /// a newer lease holder owns the key: 1 stored, 0 fenced.
+    static let publish = effects + """
         local holder = redis.call('GET', KEYS[2])
         if holder == ARGV[1] then
           redis.call('DEL', KEYS[2])
@@ -97,6 +145,10 @@ enum RedisScripts {
           end
         end
         redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+
+        """ + indexing(3, 4, "ARGV[6]", "ARGV[3]") + """
+
+
         redis.call('PUBLISH', ARGV[4], ARGV[5])
         return 1
         """
@@ -111,55 +163,36 @@ enum RedisScripts {
         return 1
         """
 
-    /// ARGV: match pattern, mode ("stale" or "delete"), channel, message.
-    /// Marks stale (or deletes) every matching key; publishes the message;
-    /// returns how many keys it changed.
+    /// KEYS: key index, expiry index, then the entries of a batch of keys.
+    /// ARGV: mode ("stale" or "delete"), then the keys. Marks stale (or
+    /// deletes) each entry; a key whose entry is gone leaves the indexes.
+    /// How many entries it changed.
     static let sweep = """
-        local cursor = '0'
         local n = 0
-        repeat
-          local r = redis.call('SCAN', cursor, 'MATCH', ARGV[1], 'COUNT', 1000)
-          cursor = r[1]
-          for _, k in ipairs(r[2]) do
-            if ARGV[2] == 'delete' then
-              n = n + redis.call('DEL', k)
-            elseif redis.call('GETRANGE', k, 0, 0) == '\\1' then
-              redis.call('SETRANGE', k, 1, '\\1')
+        for i = 3, #KEYS do
+          local k = ARGV[i - 1]
+          if ARGV[1] == 'delete' then
+            n = n + redis.call('DEL', KEYS[i])
+            redis.call('ZREM', KEYS[1], k)
+            redis.call('ZREM', KEYS[2], k)
+          else
+            local b = redis.call('GETRANGE', KEYS[i], 0, 0)
+            if b == '\\1' then
+              redis.call('SETRANGE', KEYS[i], 1, '\\1')
               n = n + 1
+            elseif b == '' then
+              redis.call('ZREM', KEYS[1], k)
+              redis.call('ZREM', KEYS[2], k)
             end
           end
-        until cursor == '0'
-        if ARGV[3] ~= '' then redis.call('PUBLISH', ARGV[3], ARGV[4]) end
+        end
         return n
         """
 
-    /// ARGV: match pattern, most keys. The matching keys, or an error past the limit.
-    static let keys = """
-        local cursor = '0'
+    /// KEYS: the entries of a batch of keys. For each, 1 when it exists.
+    static let exist = """
         local out = {}
-        local limit = tonumber(ARGV[2])
-        repeat
-          local r = redis.call('SCAN', cursor, 'MATCH', ARGV[1], 'COUNT', 1000)
-          cursor = r[1]
-          for _, k in ipairs(r[2]) do
-            out[#out + 1] = k
-            if #out > limit then return redis.error_reply('too many keys') end
-          end
-        until cursor == '0'
+        for i = 1, #KEYS do out[i] = redis.call('EXISTS', KEYS[i]) end
         return out
         """
-
-    /// A glob pattern matching the keys that begin with `prefix`.
-    static func pattern(prefix: [UInt8]) -> [UInt8] {
-        var out: [UInt8] = []
-        for b in prefix {
-            if b == UInt8(ascii: "*") || b == UInt8(ascii: "?") || b == UInt8(ascii: "[")
-                || b == UInt8(ascii: "]") || b == UInt8(ascii: "\\") {
-                out.append(UInt8(ascii: "\\"))
-            }
-            out.append(b)
-        }
-        out.append(UInt8(ascii: "*"))
-        return out
-    }
 }

@@ -162,3 +162,19 @@ def _read_reply(stream: BinaryIO) -> Reply:
         count = int(rest)
         return None if count < 0 else [_read_reply(stream) for _ in range(count)]
     raise ConnectionError(f"unexpected reply {line!r}")
+
+
+def redis_name(prefix: str, mark: str, key: str) -> bytes:
+    """The Redis key under which a cache with ``prefix`` keeps ``key``'s entry
+    (mark ``"v:"``) or lease (``"l:"``): the prefix, a hash tag of three hex
+    digits computed from the key (FNV-1a folded to 12 bits), the mark, the key."""
+    h = 2166136261
+    for b in key.encode():
+        h = ((h ^ b) * 16777619) & 0xFFFFFFFF
+    tag = (h ^ (h >> 12) ^ (h >> 24)) & 0xFFF
+    return f"{prefix}{{{tag:03x}}}{mark}{key}".encode()
+
+
+def entry_names(server: "RedisServer", prefix: str = "") -> list:
+    """The entries' Redis keys under ``prefix``, sorted."""
+    return sorted(k for k in server.command("KEYS", f"{prefix}*") if b"}v:" in k)

@@ -157,6 +157,14 @@ impl RedisServer {
         self.try_command(args).unwrap_or_else(|e| panic!("{args:?}: {e}"))
     }
 
+    /// The Redis keys of the entries under `prefix` (the names with the
+    /// entry mark after their hash tag), sorted.
+    pub fn entry_names(&self, prefix: &str) -> Vec<Vec<u8>> {
+        let mut names = self.keys(&format!("{prefix}*"));
+        names.retain(|k| k.windows(3).any(|w| w == b"}v:"));
+        names
+    }
+
     /// The keys that match `pattern`, sorted.
     pub fn keys(&self, pattern: &str) -> Vec<Vec<u8>> {
         let Reply::Array(items) = self.command(&["KEYS", pattern]) else { panic!("KEYS answers an array") };
@@ -206,4 +214,17 @@ impl Drop for RedisServer {
         self.kill();
         let _ = std::fs::remove_dir_all(&self.folder);
     }
+}
+
+/// The Redis key under which a cache with `prefix` keeps `key`'s entry
+/// (mark `"v:"`) or lease (`"l:"`): the prefix, a hash tag of three hex
+/// digits computed from the key (FNV-1a folded to 12 bits), the mark, the key.
+#[allow(dead_code)]
+pub fn redis_name(prefix: &str, mark: &str, key: &str) -> Vec<u8> {
+    let mut h: u32 = 2_166_136_261;
+    for b in key.bytes() {
+        h = (h ^ u32::from(b)).wrapping_mul(16_777_619);
+    }
+    let tag = (h ^ (h >> 12) ^ (h >> 24)) & 0xfff;
+    format!("{prefix}{{{tag:03x}}}{mark}{key}").into_bytes()
 }

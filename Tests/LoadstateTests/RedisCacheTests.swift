@@ -377,22 +377,38 @@ struct RedisCacheTests {
 /// What Redis hands back is read without trusting it: entries of another
 /// shape are misses, never traps; URLs that do not parse are refused.
 @Suite struct RedisInputTests {
+    @Test func prefixesBecomeLexicographicRanges() {
+        func range(_ p: [UInt8]) -> [[UInt8]] { let r = RedisKeys.lexRange(p); return [r.min, r.max] }
+        #expect(range([]) == [Array("-".utf8), Array("+".utf8)])
+        #expect(range(Array("ab".utf8)) == [Array("[ab".utf8), Array("(ac".utf8)])
+        #expect(range([0x61, 0xff]) == [[UInt8(ascii: "["), 0x61, 0xff], Array("(b".utf8)])
+        #expect(range([0xff, 0xff]) == [[UInt8(ascii: "["), 0xff, 0xff], Array("+".utf8)])
+    }
+
     @Test func commandsAreEncodedInTheProtocolsForm() {
         func text(_ command: RedisCommand) -> String { String(decoding: command.bytes, as: UTF8.self) }
         #expect(text(RedisCommand([Array("SET".utf8), Array("k".utf8), []])) == "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$0\r\n\r\n")
         #expect(text(RedisCommand([])) == "*0\r\n")
         let key = [UInt8](repeating: UInt8(ascii: "x"), count: 12_345)
-        #expect(text(RedisCommand(get: Array("p:".utf8), Array("v:".utf8), key))
-                == "*2\r\n$3\r\nGET\r\n$12349\r\np:v:" + String(repeating: "x", count: 12_345) + "\r\n")
-        #expect(RedisCommand(get: [], [], []).bytes == RedisCommand([Array("GET".utf8), []]).bytes)
+        // The GET of an entry: prefix, hash tag, "v:", key, in one argument.
+        let p = Array("p:".utf8)
+        let name = RedisKeys(prefix: p).entry(key)
+        #expect(name.count == 2 + 7 + 12_345 && name.starts(with: Array("p:{".utf8)) && name[6...8] == ArraySlice("}v:".utf8))
+        #expect(RedisCommand(getEntry: p, key).bytes == RedisCommand([Array("GET".utf8), name]).bytes)
+        #expect(RedisCommand(getEntry: [], []).bytes == RedisCommand([Array("GET".utf8), RedisKeys(prefix: []).entry([])]).bytes)
+        // The tag is the same for a key's entry, lease and fencing counter,
+        // and the one other implementations compute (FNV-1a of "a" folded).
+        let a = RedisKeys(prefix: p)
+        #expect(a.entry(Array("a".utf8)) == Array("p:{90a}v:a".utf8))
+        #expect(a.lease(Array("a".utf8)) == Array("p:{90a}l:a".utf8) && a.fence(Array("a".utf8)) == Array("p:{90a}f".utf8))
         // A group: the same GETs back to back, each command found again by its index.
         var group = RedisCommandGroup(reservingCommands: 3, bytes: 0)
         let keys: [[UInt8]] = [Array("a".utf8), [], key]
-        for k in keys { k.withUnsafeBytes { group.appendGet(Array("p:".utf8), Array("v:".utf8), $0) } }
+        for k in keys { k.withUnsafeBytes { group.appendGet(p, $0) } }
         #expect(group.count == 3)
-        #expect(group.bytes == keys.flatMap { RedisCommand(get: Array("p:".utf8), Array("v:".utf8), $0).bytes })
+        #expect(group.bytes == keys.flatMap { RedisCommand(getEntry: p, $0).bytes })
         for (i, k) in keys.enumerated() {
-            #expect(group.withCommand(i) { Array($0) } == RedisCommand(get: Array("p:".utf8), Array("v:".utf8), k).bytes)
+            #expect(group.withCommand(i) { Array($0) } == RedisCommand(getEntry: p, k).bytes)
         }
         let one = RedisCommandGroup(RedisCommand([Array("PING".utf8)]))
         #expect(one.count == 1 && one.withCommand(0) { Array($0) } == RedisCommand([Array("PING".utf8)]).bytes)
@@ -505,7 +521,7 @@ struct RedisConnectionGroupTests {
         var group = RedisCommandGroup(reservingCommands: 4, bytes: 0)
         group.append(command("SET", "g:a", "one"))
         group.append(command("GET", "g:a"))
-        "g:missing".utf8.withContiguousStorageIfAvailable { group.appendGet([], [], UnsafeRawBufferPointer($0)) }
+        "g:missing".utf8.withContiguousStorageIfAvailable { group.appendGet([], UnsafeRawBufferPointer($0)) }
         group.append(command("INCR", "g:n"))
         let got = try answers(group, pendingMax: 100)
         #expect(got == [0: [.text("OK")], 1: [.text("one")], 2: [.null], 3: [.text("1")]])

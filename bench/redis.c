@@ -5,7 +5,8 @@
  * 127.0.0.1, a free port, no persistence).
  *
  *   usage: redis [keys] [value_bytes] [gets] [window] [rounds] [processes] [loads] [loader_us]
- *          defaults: 1000 100 200000 256 5 4 10000 1000
+ *                [unrelated] [matching]
+ *          defaults: 1000 100 200000 256 5 4 10000 1000 4000000 100000
  *
  * 1. Cache hits. Every key ("key:%012u", 16 bytes) is put once through
  *    lds_cache_put; every get below is a hit.
@@ -43,6 +44,16 @@
  *    the last process's last load, and CPU seconds of the processes
  *    (getrusage of each, summed) and of redis-server.
  *
+ * 3. Invalidation. `unrelated` keys of another application fill the
+ *    database; the cache (prefix "inv:") holds `matching` entries under
+ *    "item/" (put by 4 threads) and 10 under "page/". Redis's slow log
+ *    keeps every command (slowlog-log-slower-than 0) and tells how long
+ *    each held Redis. Each round: lds_cache_invalidate of "page/" (10
+ *    keys), of "item/" (`matching` keys, in batches), both heard by a
+ *    second runtime's cache of the same prefix before the next step, and
+ *    for comparison 0.4's way (one script scanning the database for the
+ *    prefix) run with hiredis. 0 unrelated keys skips this part.
+ *
  * Every variant runs `rounds` times, interleaved; the summary gives medians.
  */
 #include "bench_util.h"
@@ -50,6 +61,8 @@
 #include <loadstate.h>
 
 #include <errno.h>
+#include <stdarg.h>
+#include <strings.h>
 #include <fcntl.h>
 #include <hiredis/hiredis.h>
 #include <pthread.h>
@@ -94,6 +107,16 @@ static double process_cpu_s(pid_t pid) {
 }
 
 /* key:%012u (16 bytes); main keeps keys below 10^9. */
+/* The Redis key of the entry of `key` under the prefix "bench:": the
+ * prefix, the key's hash tag (FNV-1a of its bytes folded to 12 bits, three
+ * hex digits in braces), "v:", the key (see the header's Redis section). */
+static int entry_name(char *out, size_t size, const char *key, size_t len) {
+  uint32_t h = 2166136261u;
+  for (size_t i = 0; i < len; i++) h = (h ^ (unsigned char)key[i]) * 16777619u;
+  unsigned t = (h ^ (h >> 12) ^ (h >> 24)) & 0xfff;
+  return snprintf(out, size, "bench:{%03x}v:%.*s", t, (int)len, key);
+}
+
 static void key_of(char out[KEY_LEN + 1], size_t i) { snprintf(out, KEY_LEN + 1, "key:%012u", (unsigned)(i % 1000000000u)); }
 
 /* ------------------------------------------------------------------ */
@@ -116,6 +139,7 @@ static struct {
   unsigned char *inline_value;
   lds_id *cells;
   redisContext *hiredis;
+  char (*names)[40];  /* the Redis keys of the entries of the keys, for the hiredis runs */
   /* Under lock. */
   size_t ended, wrong;
   atomic_ulong loader_calls;
@@ -160,15 +184,14 @@ static measure finish_measure(size_t n, uint64_t t0, double c0, double s0) {
 }
 
 static measure run_pipelined(void) {
-  char key[64];
   size_t n = 0, next = 0;
   uint64_t t0 = now_ns();
   double c0 = cpu_s(), s0 = process_cpu_s(H.srv.pid);
   while (n < H.gets) {
     size_t batch = H.gets - n < H.window ? H.gets - n : H.window;
     for (size_t i = 0; i < batch; i++) {
-      int len = snprintf(key, sizeof key, "bench:v:key:%012zu", next++ % H.keys);
-      redisAppendCommand(H.hiredis, "GET %b", key, (size_t)len);
+      const char *name = H.names[next++ % H.keys];
+      redisAppendCommand(H.hiredis, "GET %b", name, strlen(name));
     }
     for (size_t i = 0; i < batch; i++) {
       redisReply *r;
@@ -254,12 +277,11 @@ static measure run_get_many(void) {
 }
 
 static measure run_sync_hiredis(size_t gets) {
-  char key[64];
   uint64_t t0 = now_ns();
   double c0 = cpu_s(), s0 = process_cpu_s(H.srv.pid);
   for (size_t i = 0; i < gets; i++) {
-    int len = snprintf(key, sizeof key, "bench:v:key:%012zu", i % H.keys);
-    redisReply *r = redisCommand(H.hiredis, "GET %b", key, (size_t)len);
+    const char *name = H.names[i % H.keys];
+    redisReply *r = redisCommand(H.hiredis, "GET %b", name, strlen(name));
     if (r == NULL || r->type != REDIS_REPLY_STRING) die("GET", 0);
     freeReplyObject(r);
   }
@@ -290,6 +312,8 @@ static void hits_setup(void) {
   H.inline_value = calloc(1, H.value_len);
   if ((rc = lds_loader_new(H.rt, inline_loader, H.inline_value, NULL, &H.inline_loader))) die("lds_loader_new", rc);
   H.cells = calloc(H.window, sizeof *H.cells);
+  H.names = calloc(H.keys, sizeof *H.names);
+  if (H.names == NULL) die("calloc", 0);
   for (size_t i = 0; i < H.window; i++)
     if ((rc = lds_loadable_new(H.rt, hit_event, NULL, &H.cells[i]))) die("lds_loadable_new", rc);
   unsigned char *value = malloc(H.value_len);
@@ -298,6 +322,7 @@ static void hits_setup(void) {
     for (size_t j = 0; j < H.value_len; j++) value[j] = (unsigned char)(i + j);
     key_of(key, i);
     if ((rc = lds_cache_put(H.rt, H.cache, key, KEY_LEN, value, H.value_len))) die("lds_cache_put", rc);
+    entry_name(H.names[i], sizeof H.names[i], key, KEY_LEN);
   }
   free(value);
   H.hiredis = redisConnect("127.0.0.1", H.srv.port);
@@ -571,6 +596,178 @@ static procs_result run_processes(const char *self, const char *prefix, long pro
   return r;
 }
 
+
+/* ------------------------------------------------------------------ */
+/* 3. Invalidation among many keys                                     */
+/* ------------------------------------------------------------------ */
+
+/* What Redis's slow log saw since its reset (every command: the bench sets
+ * slowlog-log-slower-than 0): how many commands, the longest, and how many
+ * of them were scripts (EVAL), in microseconds. */
+typedef struct {
+  long long commands, scripts, longest_us;
+} slow_log;
+
+static slow_log read_slow_log(void) {
+  slow_log out = {0, 0, 0};
+  redisReply *r = redisCommand(H.hiredis, "SLOWLOG GET -1");
+  if (r == NULL || r->type != REDIS_REPLY_ARRAY) die("SLOWLOG GET", 0);
+  for (size_t i = 0; i < r->elements; i++) {
+    redisReply *e = r->element[i];
+    if (e->type != REDIS_REPLY_ARRAY || e->elements < 4 || e->element[3]->type != REDIS_REPLY_ARRAY ||
+        e->element[3]->elements == 0)
+      continue;
+    redisReply *name = e->element[3]->element[0];
+    if (name->type == REDIS_REPLY_STRING && strcasecmp(name->str, "SLOWLOG") == 0) continue;
+    out.commands++;
+    if (name->type == REDIS_REPLY_STRING && strcasecmp(name->str, "EVAL") == 0) out.scripts++;
+    if (e->element[2]->integer > out.longest_us) out.longest_us = e->element[2]->integer;
+  }
+  freeReplyObject(r);
+  return out;
+}
+
+static void redis_do(const char *format, ...) {
+  va_list ap;
+  va_start(ap, format);
+  redisReply *r = redisvCommand(H.hiredis, format, ap);
+  va_end(ap);
+  if (r == NULL || r->type == REDIS_REPLY_ERROR) die(format, 0);
+  freeReplyObject(r);
+}
+
+typedef struct {
+  lds_id cache;
+  size_t from, to;
+} put_range;
+
+static void *put_items(void *arg) {
+  put_range *p = arg;
+  char key[32];
+  for (size_t i = p->from; i < p->to; i++) {
+    int len = snprintf(key, sizeof key, "item/%06zu", i);
+    int rc = lds_cache_put(H.rt, p->cache, key, (size_t)len, "v", 1);
+    if (rc) die("lds_cache_put", rc);
+  }
+  return NULL;
+}
+
+/* Waits until the cache `c` of `rt` heard of `n` invalidations from others. */
+static bool heard(lds_runtime *rt, lds_id c, uint64_t n) {
+  double deadline = now_ns() / 1e9 + 30;
+  for (;;) {
+    lds_redis_status st = {.size = sizeof st};
+    if (lds_redis_cache_status(rt, c, &st) == LDS_OK && st.invalidations >= n) return true;
+    if (now_ns() / 1e9 > deadline) return false;
+    usleep(1000);
+  }
+}
+
+/* The 0.4 way, for comparison: one script that scans the whole database
+ * for the prefix's entries and marks them (run here with hiredis). */
+static const char *scan_script =
+    "local cursor = '0' local n = 0 "
+    "repeat local r = redis.call('SCAN', cursor, 'MATCH', ARGV[1], 'COUNT', 1000) cursor = r[1] "
+    "for _, k in ipairs(r[2]) do if redis.call('GETRANGE', k, 0, 0) == '\\1' then "
+    "redis.call('SETRANGE', k, 1, '\\1') n = n + 1 end end until cursor == '0' return n";
+
+static void run_invalidation(long unrelated, long matching, long rounds) {
+  printf("\n3. invalidation: %ld unrelated keys in the database, %ld entries of the cache under other prefixes\n",
+         unrelated, matching);
+  for (long i = 0; i < unrelated; i += 100000) {
+    long end = i + 100000 < unrelated ? i + 100000 : unrelated;
+    redis_do("EVAL %s 0 %ld %ld", "for i = tonumber(ARGV[1]), tonumber(ARGV[2]) do redis.call('SET', 'other:' .. i, 'x') end",
+             i + 1, end);
+  }
+  lds_runtime *rt2;
+  lds_id mine, theirs;
+  int rc = lds_runtime_new(NULL, &rt2);
+  if (rc) die("lds_runtime_new", rc);
+  lds_redis_cache_options o = LDS_REDIS_CACHE_OPTIONS_INIT;
+  o.key_prefix = "inv:";
+  if ((rc = lds_redis_cache_new(H.rt, H.srv.url, &o, &mine))) die("lds_redis_cache_new", rc);
+  if ((rc = lds_redis_cache_new(rt2, H.srv.url, &o, &theirs))) die("lds_redis_cache_new", rc);
+  pthread_t t[4];
+  put_range ranges[4];
+  for (int i = 0; i < 4; i++) {
+    ranges[i] = (put_range){mine, (size_t)matching * (size_t)i / 4, (size_t)matching * (size_t)(i + 1) / 4};
+    pthread_create(&t[i], NULL, put_items, &ranges[i]);
+  }
+  for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
+  for (int i = 0; i < 10; i++) {
+    char key[16];
+    int len = snprintf(key, sizeof key, "page/%d", i);
+    if ((rc = lds_cache_put(H.rt, mine, key, (size_t)len, "p", 1))) die("lds_cache_put", rc);
+  }
+  long long dbsize = redis_server_integer(&H.srv, -1, "DBSIZE");
+  printf("# DBSIZE %lld; slow log set to keep every command (slowlog-log-slower-than 0)\n", dbsize);
+  redis_do("CONFIG SET slowlog-max-len 1000000");
+  redis_do("CONFIG SET slowlog-log-slower-than 0");
+  printf("%-34s %6s %10s %10s %12s %14s\n", "run", "round", "wall ms", "commands", "scripts", "longest us");
+  int n = (int)rounds;
+  double w_small[99], l_small[99], w_big[99], l_big[99], s_big[99], w_scan[99], l_scan[99];
+  uint64_t messages = 0;
+  for (int r = 0; r < n; r++) {
+    redis_do("SLOWLOG RESET");
+    uint64_t t0 = now_ns();
+    if ((rc = lds_cache_invalidate(H.rt, mine, "page/", 5))) die("lds_cache_invalidate", rc);
+    double ms = (double)(now_ns() - t0) / 1e6;
+    if (!heard(rt2, theirs, ++messages)) die("the other runtime did not hear of the invalidation", 0);
+    slow_log sl = read_slow_log();
+    printf("%-34s %6d %10.2f %10lld %12lld %14lld\n", "10 keys (page/)", r + 1, ms, sl.commands, sl.scripts,
+           sl.longest_us);
+    w_small[r] = ms;
+    l_small[r] = (double)sl.longest_us;
+
+    redis_do("SLOWLOG RESET");
+    t0 = now_ns();
+    if ((rc = lds_cache_invalidate(H.rt, mine, "item/", 5))) die("lds_cache_invalidate", rc);
+    ms = (double)(now_ns() - t0) / 1e6;
+    if (!heard(rt2, theirs, ++messages)) die("the other runtime did not hear of the invalidation", 0);
+    sl = read_slow_log();
+    char what[40];
+    snprintf(what, sizeof what, "%ld keys (item/)", matching);
+    printf("%-34s %6d %10.2f %10lld %12lld %14lld\n", what, r + 1, ms, sl.commands, sl.scripts, sl.longest_us);
+    w_big[r] = ms;
+    l_big[r] = (double)sl.longest_us;
+    s_big[r] = (double)sl.scripts;
+
+    redis_do("SLOWLOG RESET");
+    t0 = now_ns();
+    redis_do("EVAL %s 0 %s", scan_script, "inv:v:page/*");
+    ms = (double)(now_ns() - t0) / 1e6;
+    sl = read_slow_log();
+    printf("%-34s %6d %10.2f %10lld %12lld %14lld\n", "0.4's scan of the database", r + 1, ms, sl.commands,
+           sl.scripts, sl.longest_us);
+    w_scan[r] = ms;
+    l_scan[r] = (double)sl.longest_us;
+  }
+  /* Every entry under item/ is stale for the other runtime too. */
+  size_t stale = 0, checked = 0;
+  for (long i = 0; i < matching; i += matching / 1000 > 0 ? matching / 1000 : 1) {
+    char key[32];
+    int len = snprintf(key, sizeof key, "item/%06ld", i);
+    lds_cache_value v;
+    if (lds_cache_get(rt2, theirs, key, (size_t)len, &v) == 1) {
+      stale += v.stale;
+      lds_cache_value_clear(&v);
+    }
+    checked++;
+  }
+  redis_do("CONFIG SET slowlog-log-slower-than 10000");
+  printf("median of %d rounds:\n", n);
+  printf("  10 keys among %lld: wall %.2f ms, Redis held at most %.0f us per command (target <= 5000 us: %s)\n",
+         dbsize, median(w_small, n), median(l_small, n), median(l_small, n) <= 5000 ? "met" : "missed");
+  printf("  %ld keys: wall %.1f ms in %.0f scripts, Redis held at most %.0f us per command (target <= 10000 us: %s); "
+         "%zu of %zu sampled entries stale in the other runtime\n",
+         matching, median(w_big, n), median(s_big, n), median(l_big, n), median(l_big, n) <= 10000 ? "met" : "missed",
+         stale, checked);
+  printf("  0.4's scan for 10 keys: wall %.1f ms, Redis held %.0f us in one script (%.0fx the index's longest "
+         "command)\n", median(w_scan, n), median(l_scan, n),
+         median(l_scan, n) / (median(l_small, n) > 0 ? median(l_small, n) : 1));
+  lds_runtime_free(rt2);
+}
+
 int main(int argc, char **argv) {
   if (argc == 9 && strcmp(argv[1], "--worker") == 0) return worker_main(argv);
   long keys = argc > 1 ? atol(argv[1]) : 1000;
@@ -581,9 +778,13 @@ int main(int argc, char **argv) {
   long processes = argc > 6 ? atol(argv[6]) : 4;
   long loads = argc > 7 ? atol(argv[7]) : 10000;
   long loader_us = argc > 8 ? atol(argv[8]) : 1000;
+  long unrelated = argc > 9 ? atol(argv[9]) : 4000000;
+  long matching = argc > 10 ? atol(argv[10]) : 100000;
   if (keys < 1 || keys >= 1000000000 || value_len < 16 || gets < 10 || window < 1 || window > 100000 || rounds < 1 || rounds > 99 ||
-      processes < 1 || processes > 64 || loads < 1 || loader_us < 0) {
-    fprintf(stderr, "usage: %s [keys] [value_bytes>=16] [gets] [window] [rounds] [processes] [loads] [loader_us]\n",
+      processes < 1 || processes > 64 || loads < 1 || loader_us < 0 || unrelated < 0 || matching < 1 ||
+      matching > 999999) {
+    fprintf(stderr, "usage: %s [keys] [value_bytes>=16] [gets] [window] [rounds] [processes] [loads] [loader_us] "
+            "[unrelated] [matching]\n",
             argv[0]);
     return 2;
   }
@@ -593,10 +794,10 @@ int main(int argc, char **argv) {
   H.gets = (size_t)gets;
   H.window = (size_t)window;
 
-  printf("# command: make bench-redis BENCH_REDIS_ARGS=\"%ld %ld %ld %ld %ld %ld %ld %ld\"   "
-         "(runs: build/bench-redis %ld %ld %ld %ld %ld %ld %ld %ld)\n",
-         keys, value_len, gets, window, rounds, processes, loads, loader_us, keys, value_len, gets, window, rounds,
-         processes, loads, loader_us);
+  printf("# command: make bench-redis BENCH_REDIS_ARGS=\"%ld %ld %ld %ld %ld %ld %ld %ld %ld %ld\"   "
+         "(runs: build/bench-redis %ld %ld %ld %ld %ld %ld %ld %ld %ld %ld)\n",
+         keys, value_len, gets, window, rounds, processes, loads, loader_us, unrelated, matching, keys, value_len,
+         gets, window, rounds, processes, loads, loader_us, unrelated, matching);
   char versions[64];
   snprintf(versions, sizeof versions, "%d.%d.%d", HIREDIS_MAJOR, HIREDIS_MINOR, HIREDIS_PATCH);
   print_machine("hiredis", versions);
@@ -705,6 +906,8 @@ int main(int argc, char **argv) {
          median(c_al, n));
   printf("  shared/alone: %.3fx the loader calls, %.2fx the wall time\n", median(k_sh, n) / median(k_al, n),
          wsh / wal);
+
+  if (unrelated > 0) run_invalidation(unrelated, matching, rounds);
 
   redisFree(H.hiredis);
   lds_runtime_free(H.rt);

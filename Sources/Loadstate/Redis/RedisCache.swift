@@ -104,6 +104,13 @@ public final class RedisCache: Handle, CacheStore, @unchecked Sendable {
 
     // Loop thread only.
     private var commands: RedisConnection?
+    /// The routing of a cache on a Redis Cluster (then `commands` and
+    /// `messages` stay nil).
+    private var cluster: RedisCluster?
+    /// Whether the cache is on a Redis Cluster (`redis+cluster://`).
+    let isCluster: Bool
+    /// Loop: whether commands may still be sent.
+    private var isOpen: Bool { commands != nil || cluster != nil }
     private var messages: RedisConnection?
     /// Loads waiting for another process's result, by key.
     private var waiters: [[UInt8]: [LeaseWaiter]] = [:]
@@ -125,7 +132,13 @@ public final class RedisCache: Handle, CacheStore, @unchecked Sendable {
     @usableFromInline package init(id: UInt64, runtime: Runtime, url: RedisURL, options: Options) {
         self.url = url
         self.options = options
+        isCluster = !url.cluster.isEmpty
         switch url.address {
+        case _ where !url.cluster.isEmpty:
+            name = "redis+cluster://" + url.cluster.map { address -> String in
+                guard case .tcp(let host, let port) = address else { return "?" }
+                return RedisCluster.nodeName(host, port)
+            }.joined(separator: ",")
         case .tcp(let host, let port): name = "redis://\(host.contains(":") ? "[\(host)]" : host):\(port)/\(url.database)"
         case .unix(let path): name = "unix://\(path)?db=\(url.database)"
         }
@@ -160,6 +173,7 @@ public final class RedisCache: Handle, CacheStore, @unchecked Sendable {
                                                 reconnectMaxMs: options.reconnectMaxMs,
                                                 pendingMax: Int(LDS_REDIS_PENDING_MAX_VALUE),
                                                 maxReplyBytes: Self.maxReplyBytes(options.maxValueBytes))
+        if isCluster { return startCluster(settings) }
         let commands = RedisConnection(loop: loop, settings: settings)
         commands.onReady = { [weak self] in
             self?.counters.withLock {
@@ -184,6 +198,30 @@ public final class RedisCache: Handle, CacheStore, @unchecked Sendable {
         self.messages = messages
         commands.start()
         messages.start()
+    }
+
+    private func startCluster(_ settings: RedisConnection.Settings) {
+        let cluster = RedisCluster(loop: loop, settings: settings, seeds: url.cluster, channel: channel)
+        cluster.onReady = { [weak self] in
+            self?.counters.withLock {
+                $0.connected = true
+                $0.connects &+= 1
+            }
+        }
+        cluster.onFailure = { [weak self] failure in
+            self?.counters.withLock { $0.connected = false }
+            self?.noteFailure(failure)
+            self?.releaseWaiters()
+        }
+        cluster.onSubscribed = { [weak self] in self?.subscribed() }
+        cluster.onSubscriberFailure = { [weak self] failure in
+            self?.counters.withLock { $0.subscribed = false }
+            self?.noteFailure(failure)
+            self?.releaseWaiters()
+        }
+        cluster.onMessage = { [weak self] payload in self?.received(payload) }
+        self.cluster = cluster
+        cluster.start()
     }
 
     var isClosed: Bool { isClosedFlag.withLock { $0 } }
@@ -287,8 +325,7 @@ public final class RedisCache: Handle, CacheStore, @unchecked Sendable {
 
     /// Loop: sends a command, `done` with its reply or the failure as a `CacheError`.
     private func command(_ args: [[UInt8]], _ done: @escaping (Result<RedisReply, CacheError>) -> Void) {
-        guard let commands else { return done(.failure(CacheError(.closed, "\(name): closed"))) }
-        commands.send(args) { [self] result in
+        send(RedisCommand(args), key: RedisCache.routingKey(args)) { [self] result in
             switch result {
             case .success(.error(let message)):
                 done(.failure(cacheError(RedisFailure(.reply, message))))
@@ -296,6 +333,25 @@ public final class RedisCache: Handle, CacheStore, @unchecked Sendable {
             case .failure(let failure): done(.failure(cacheError(failure)))
             }
         }
+    }
+
+    /// The key whose slot a command of `args` goes to on a cluster: a
+    /// script's first key, another command's first argument.
+    private static func routingKey(_ args: [[UInt8]]) -> [UInt8]? {
+        if let name = args.first, name == Array("EVAL".utf8) {
+            guard args.count > 3, args[2] != Array("0".utf8) else { return nil }
+            return args[3]
+        }
+        return args.count > 1 ? args[1] : nil
+    }
+
+    /// Loop: sends `command` on the connection, or on a cluster to the
+    /// master of `key`'s slot.
+    private func send(_ command: RedisCommand, key: [UInt8]?,
+                      _ done: @escaping (Result<RedisReply, RedisFailure>) -> Void) {
+        if let cluster { return cluster.send(command, key: key, done) }
+        guard let commands else { return done(.failure(RedisFailure(.closed, "the cache was closed"))) }
+        commands.send(command, done)
     }
 
     // MARK: - CacheStore
@@ -338,7 +394,8 @@ public final class RedisCache: Handle, CacheStore, @unchecked Sendable {
         /// An empty batch for `count` keys of `keyBytes` bytes in all.
         package init(of cache: RedisCache, count: Int, keyBytes: Int) {
             prefix = cache.options.keyPrefix
-            hasFront = cache.front != nil
+            // A cluster sends each GET to its key's master: the keys are kept.
+            hasFront = cache.front != nil || cache.isCluster
             if hasFront {
                 commands = RedisCommandGroup(reservingCommands: 0, bytes: 0)
                 keys.reserveCapacity(count)
@@ -377,10 +434,21 @@ public final class RedisCache: Handle, CacheStore, @unchecked Sendable {
     /// (one pipeline).
     private func fetch(_ batch: GetBatch, _ done: @escaping (Result<[Result<CacheEntry?, CacheError>], CacheError>) -> Void) {
         let replies = Batch(batch.count, of: self, done)
-        guard let commands else {
+        guard isOpen else {
             for i in 0..<batch.count { replies.failed(i, RedisFailure(.closed, "the cache was closed")) }
             return
         }
+        if cluster != nil {
+            for (i, key) in batch.keys.enumerated() {
+                if let entry = frontEntry(key) {
+                    replies.found(i, entry)
+                } else {
+                    fetchFromRedis(key) { outcome in replies.fetched(i, outcome) }
+                }
+            }
+            return
+        }
+        guard let commands else { return }
         guard batch.hasFront else {
             return commands.send(batch.commands) { [replies] i, reply in replies.replied(i, reply) }
         }
@@ -433,6 +501,18 @@ public final class RedisCache: Handle, CacheStore, @unchecked Sendable {
         func failed(_ i: Int, _ failure: RedisFailure) {
             RedisCache.note(failure, in: counters)
             finish(i, .failure(RedisCache.cacheError(failure, of: name)))
+        }
+
+        /// Key `i`'s GET, answered on a cluster (the front tier already has
+        /// what it brought).
+        func fetched(_ i: Int, _ outcome: GetOutcome) {
+            switch outcome {
+            case .hit(let entry, _): found(i, entry)
+            case .miss:
+                misses &+= 1
+                finish(i, .success(nil))
+            case .failed(let failure): failed(i, failure)
+            }
         }
 
         /// The reply to key `i`'s GET, in hiredis's memory; `key` for the
@@ -502,9 +582,17 @@ public final class RedisCache: Handle, CacheStore, @unchecked Sendable {
                        _ done: @escaping (Result<Void, CacheError>) -> Void) {
         let (encoded, ttl) = entry(value, meta: meta, ttlMs: ttlMs, token: 0)
         front?.put(key, encoded)
-        command([RedisCache.arg("EVAL"), RedisCache.arg(RedisScripts.store), RedisCache.arg("3"),
-                 entryKey(key), keyNames.keysIndex, keyNames.expiryIndex,
-                 encoded, RedisCache.arg(ttl), key, channel, message("D", key)]) {
+        let write: [[UInt8]]
+        if isCluster {
+            index(key, ttl: ttl)
+            write = [RedisCache.arg("EVAL"), RedisCache.arg(RedisScripts.storeEntry), RedisCache.arg("1"),
+                     entryKey(key), encoded, RedisCache.arg(ttl), channel, message("D", key)]
+        } else {
+            write = [RedisCache.arg("EVAL"), RedisCache.arg(RedisScripts.store), RedisCache.arg("3"),
+                     entryKey(key), keyNames.keysIndex, keyNames.expiryIndex,
+                     encoded, RedisCache.arg(ttl), key, channel, message("D", key)]
+        }
+        command(write) {
             switch $0 {
             case .success: done(.success(()))
             case .failure(let error): done(.failure(error))
@@ -525,8 +613,11 @@ public final class RedisCache: Handle, CacheStore, @unchecked Sendable {
 
     private func remove(_ key: [UInt8], done: @escaping (Result<Bool, CacheError>) -> Void) {
         front?.remove(key)
-        command([RedisCache.arg("EVAL"), RedisCache.arg(RedisScripts.remove), RedisCache.arg("3"),
-                 entryKey(key), keyNames.keysIndex, keyNames.expiryIndex, key, channel, message("C", key)]) {
+        command(isCluster
+                ? [RedisCache.arg("EVAL"), RedisCache.arg(RedisScripts.removeEntry), RedisCache.arg("1"),
+                   entryKey(key), channel, message("C", key)]
+                : [RedisCache.arg("EVAL"), RedisCache.arg(RedisScripts.remove), RedisCache.arg("3"),
+                   entryKey(key), keyNames.keysIndex, keyNames.expiryIndex, key, channel, message("C", key)]) {
             switch $0 {
             case .success(let reply):
                 done(.success((reply.integer ?? 0) > 0))
@@ -556,18 +647,26 @@ public final class RedisCache: Handle, CacheStore, @unchecked Sendable {
         return try onLoopWithProgress { [self] progressed, done in
             var found: [[UInt8]] = []
             indexBatches(prefix: prefix, each: { keys, next in
-                self.command([RedisCache.arg("EVAL"), RedisCache.arg(RedisScripts.exist), RedisCache.arg(keys.count)]
-                             + keys.map(self.entryKey)) {
-                    switch $0 {
-                    case .success(.array(let flags)) where flags.count == keys.count:
-                        for (key, flag) in zip(keys, flags) where flag.integer == 1 { found.append(key) }
+                let checked: (Result<[Bool], CacheError>) -> Void = { result in
+                    switch result {
+                    case .success(let flags):
+                        for (key, flag) in zip(keys, flags) where flag { found.append(key) }
                         guard found.count <= limit else {
                             return next(.failure(CacheError(.tooBig, "\(self.name): more than \(limit) keys under the prefix")))
                         }
                         progressed()
                         next(.success(()))
-                    case .success: next(.failure(CacheError(.redis, "\(self.name): unexpected reply")))
                     case .failure(let error): next(.failure(error))
+                    }
+                }
+                if self.isCluster { return self.existing(keys, checked) }
+                self.command([RedisCache.arg("EVAL"), RedisCache.arg(RedisScripts.exist), RedisCache.arg(keys.count)]
+                             + keys.map(self.entryKey)) {
+                    switch $0 {
+                    case .success(.array(let flags)) where flags.count == keys.count:
+                        checked(.success(flags.map { $0.integer == 1 }))
+                    case .success: checked(.failure(CacheError(.redis, "\(self.name): unexpected reply")))
+                    case .failure(let error): checked(.failure(error))
                     }
                 }
             }, done: { result in done(result.map { found }) })
@@ -608,6 +707,15 @@ public final class RedisCache: Handle, CacheStore, @unchecked Sendable {
                        _ done: @escaping (Result<Int, CacheError>) -> Void) {
         var changed = 0
         indexBatches(prefix: prefix, each: { [self] keys, next in
+            if isCluster {
+                return sweepEach(keys, delete: delete) { result in
+                    if case .success(let n) = result {
+                        changed = changed.addingReportingOverflow(n).partialValue
+                        progressed()
+                    }
+                    next(result.map { _ in () })
+                }
+            }
             command([RedisCache.arg("EVAL"), RedisCache.arg(RedisScripts.sweep), RedisCache.arg(keys.count + 2),
                      keyNames.keysIndex, keyNames.expiryIndex] + keys.map(entryKey)
                     + [RedisCache.arg(delete ? "delete" : "stale")] + keys) {
@@ -623,6 +731,50 @@ public final class RedisCache: Handle, CacheStore, @unchecked Sendable {
             command([RedisCache.arg("PUBLISH"), channel, message(delete ? "C" : "I", prefix)]) { _ in }
             done(result.map { changed })
         })
+    }
+
+    /// Loop, cluster: writes `key` in the index (before its entry, so that
+    /// the index names every stored key). Sent without waiting.
+    private func index(_ key: [UInt8], ttl: UInt64) {
+        command([RedisCache.arg("EVAL"), RedisCache.arg(RedisScripts.index), RedisCache.arg("2"),
+                 keyNames.keysIndex, keyNames.expiryIndex, key, RedisCache.arg(ttl)]) { _ in }
+    }
+
+    /// Loop, cluster: marks stale (or deletes) the entries of `keys`, each
+    /// by a script on its master; `done` with how many changed, or the
+    /// first failure, once every one answered.
+    private func sweepEach(_ keys: [[UInt8]], delete: Bool, _ done: @escaping (Result<Int, CacheError>) -> Void) {
+        var remaining = keys.count
+        var changed = 0
+        var failure: CacheError?
+        for key in keys {
+            command([RedisCache.arg("EVAL"), RedisCache.arg(RedisScripts.sweepEntry), RedisCache.arg("1"),
+                     entryKey(key), RedisCache.arg(delete ? "delete" : "stale")]) { result in
+                switch result {
+                case .success(let reply): changed &+= Int(clamping: reply.integer ?? 0)
+                case .failure(let error): failure = failure ?? error
+                }
+                remaining -= 1
+                if remaining == 0 { done(failure.map { .failure($0) } ?? .success(changed)) }
+            }
+        }
+    }
+
+    /// Loop, cluster: which of `keys` have an entry, each asked of its master.
+    private func existing(_ keys: [[UInt8]], _ done: @escaping (Result<[Bool], CacheError>) -> Void) {
+        var remaining = keys.count
+        var found = [Bool](repeating: false, count: keys.count)
+        var failure: CacheError?
+        for (i, key) in keys.enumerated() {
+            command([RedisCache.arg("EXISTS"), entryKey(key)]) { result in
+                switch result {
+                case .success(let reply): found[i] = reply.integer == 1
+                case .failure(let error): failure = failure ?? error
+                }
+                remaining -= 1
+                if remaining == 0 { done(failure.map { .failure($0) } ?? .success(found)) }
+            }
+        }
     }
 
     /// Loop: hands the indexed keys under `prefix` to `each`, a batch of at
@@ -691,8 +843,10 @@ public final class RedisCache: Handle, CacheStore, @unchecked Sendable {
         // Results and releases sent just before still reach Redis.
         commands?.close(graceful: true)
         messages?.close()
+        cluster?.close(graceful: true)
         commands = nil
         messages = nil
+        cluster = nil
         counters.withLock {
             $0.connected = false
             $0.subscribed = false
@@ -718,12 +872,10 @@ public final class RedisCache: Handle, CacheStore, @unchecked Sendable {
             counters.withLock { $0.hits &+= 1 }
             return done(entry, nil)
         }
-        guard let commands else { return done(nil, RedisFailure(.closed, "the cache was closed")) }
-        commands.send(RedisCommand(getEntry: options.keyPrefix, key)) { [self] result in
-            switch RedisCache.outcome(of: result, at: Clock.wallMs()) {
-            case .hit(let entry, let bytes):
+        fetchFromRedis(key) { [self] outcome in
+            switch outcome {
+            case .hit(let entry, _):
                 counters.withLock { $0.hits &+= 1 }
-                front?.put(key, bytes)
                 done(entry, nil)
             case .miss:
                 counters.withLock { $0.misses &+= 1 }
@@ -735,8 +887,19 @@ public final class RedisCache: Handle, CacheStore, @unchecked Sendable {
         }
     }
 
+    /// Loop: the GET of `key`'s entry, what it says; a hit goes to the
+    /// front tier.
+    private func fetchFromRedis(_ key: [UInt8], _ done: @escaping (GetOutcome) -> Void) {
+        guard isOpen else { return done(.failed(RedisFailure(.closed, "the cache was closed"))) }
+        send(RedisCommand(getEntry: options.keyPrefix, key), key: isCluster ? entryKey(key) : nil) { [self] result in
+            let outcome = RedisCache.outcome(of: result, at: Clock.wallMs())
+            if case .hit(_, let bytes) = outcome { front?.put(key, bytes) }
+            done(outcome)
+        }
+    }
+
     /// What a GET's reply says.
-    private enum GetOutcome {
+    fileprivate enum GetOutcome {
         /// A live entry, and its stored form (for the front tier).
         case hit(CacheEntry, [UInt8])
         /// No entry, an expired one, or one that does not decode.
@@ -790,7 +953,7 @@ public final class RedisCache: Handle, CacheStore, @unchecked Sendable {
     }
 
     private func acquire(_ waiter: LeaseWaiter, waited: Bool) {
-        guard commands != nil else { return waiter.finish(closedOutcome) }
+        guard isOpen else { return waiter.finish(closedOutcome) }
         let asked = resultMessages
         command([RedisCache.arg("EVAL"), RedisCache.arg(RedisScripts.acquire), RedisCache.arg("3"),
                  entryKey(waiter.key), leaseKey(waiter.key), keyNames.fence(waiter.key), RedisCache.arg(waiter.notBeforeMs),
@@ -838,7 +1001,7 @@ public final class RedisCache: Handle, CacheStore, @unchecked Sendable {
         // A reply that came after `close` (which let the commands sent
         // answer): nothing would end the wait, and the waiter, holding its
         // load, would keep the cache.
-        guard commands != nil else { return waiter.finish(closedOutcome) }
+        guard isOpen else { return waiter.finish(closedOutcome) }
         waiters[waiter.key, default: []].append(waiter)
         let timer = waiter.timer ?? LoopTimer(loop: loop.loop)
         waiter.timer = timer
@@ -868,9 +1031,18 @@ public final class RedisCache: Handle, CacheStore, @unchecked Sendable {
         }
         let (encoded, ttl) = entry(value, meta: meta, ttlMs: nil, token: token)
         front?.put(key, encoded)
-        command([RedisCache.arg("EVAL"), RedisCache.arg(RedisScripts.publish), RedisCache.arg("4"),
-                 entryKey(key), leaseKey(key), keyNames.keysIndex, keyNames.expiryIndex,
-                 RedisCache.arg(token), encoded, RedisCache.arg(ttl), channel, message("D", key), key]) { [self] result in
+        let write: [[UInt8]]
+        if isCluster {
+            index(key, ttl: ttl)
+            write = [RedisCache.arg("EVAL"), RedisCache.arg(RedisScripts.publishEntry), RedisCache.arg("2"),
+                     entryKey(key), leaseKey(key), RedisCache.arg(token), encoded, RedisCache.arg(ttl), channel,
+                     message("D", key)]
+        } else {
+            write = [RedisCache.arg("EVAL"), RedisCache.arg(RedisScripts.publish), RedisCache.arg("4"),
+                     entryKey(key), leaseKey(key), keyNames.keysIndex, keyNames.expiryIndex,
+                     RedisCache.arg(token), encoded, RedisCache.arg(ttl), channel, message("D", key), key]
+        }
+        command(write) { [self] result in
             guard case .success(let reply) = result else { return }
             if reply.integer == 1 {
                 counters.withLock { $0.published &+= 1 }

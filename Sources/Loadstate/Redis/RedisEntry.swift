@@ -153,6 +153,63 @@ enum RedisScripts {
         return 1
         """
 
+    // On a Redis Cluster, a script may only touch keys of one slot: the
+    // entry (with its lease) and the index are written by separate
+    // scripts, the index first, so that it always names every stored key.
+    // The index is not shrunk by removals there (a removal racing with a
+    // write of the same key could drop a stored key from it): removed keys
+    // leave it when their entries would have expired.
+
+    /// Cluster. KEYS: key index, expiry index. ARGV: key, ttl ms.
+    static let index = effects + indexing(1, 2, "ARGV[1]", "ARGV[2]") + "\nreturn 1"
+
+    /// Cluster. KEYS: entry. ARGV: entry, ttl ms, channel, message.
+    static let storeEntry = """
+        redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+        redis.call('PUBLISH', ARGV[3], ARGV[4])
+        return 1
+        """
+
+    /// Cluster. KEYS: entry, lease. ARGV: token, entry, ttl ms, channel,
+    /// message. As `publish`, without the index.
+    static let publishEntry = """
+        local holder = redis.call('GET', KEYS[2])
+        if holder == ARGV[1] then
+          redis.call('DEL', KEYS[2])
+        elseif holder then
+          return 0
+        else
+          local v = redis.call('GET', KEYS[1])
+          if v and #v >= 30 then
+            local f = 0
+            for i = 19, 26 do f = f * 256 + string.byte(v, i) end
+            if f > tonumber(ARGV[1]) then return 0 end
+          end
+        end
+        redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+        redis.call('PUBLISH', ARGV[4], ARGV[5])
+        return 1
+        """
+
+    /// Cluster. KEYS: entry. ARGV: channel, message. Deletes, publishes;
+    /// the number of entries deleted.
+    static let removeEntry = """
+        local n = redis.call('DEL', KEYS[1])
+        redis.call('PUBLISH', ARGV[1], ARGV[2])
+        return n
+        """
+
+    /// Cluster. KEYS: entry. ARGV: mode ("stale" or "delete"). 1 when it
+    /// changed the entry.
+    static let sweepEntry = """
+        if ARGV[1] == 'delete' then return redis.call('DEL', KEYS[1]) end
+        if redis.call('GETRANGE', KEYS[1], 0, 0) == '\\1' then
+          redis.call('SETRANGE', KEYS[1], 1, '\\1')
+          return 1
+        end
+        return 0
+        """
+
     /// KEYS: lease. ARGV: token, channel, message. Releases the lease if
     /// it is still this token's, and tells the waiters.
     static let release = """

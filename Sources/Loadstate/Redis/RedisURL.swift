@@ -31,11 +31,45 @@ public struct RedisURL: Sendable, Equatable {
     public var password: String?
     /// The database `SELECT`ed after connecting.
     public var database: UInt32
+    /// The seed nodes of a Redis Cluster (`redis+cluster://`), `address`
+    /// being the first; empty for one server.
+    public var cluster: [Address] = []
 
-    /// Parses `text`; nil when it is not a URL of a form above.
+    /// The most seed nodes a `redis+cluster://` URL names.
+    public static let maxSeeds = 64
+
+    /// Parses `text`; nil when it is not a URL of a form above, or
+    /// `redis+cluster://[[user]:password@]host[:port][,host[:port]...][/0]`:
+    /// the seed nodes of a Redis Cluster (database 0 only, as a cluster has
+    /// no other).
     public init?(_ text: String) {
         let bytes = Array(text.utf8)
         guard bytes.count <= 4096, !bytes.contains(0) else { return nil }
+        if text.hasPrefix("redis+cluster://") {
+            let rest = text.dropFirst("redis+cluster://".count)
+            let authorityEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" }) ?? rest.endIndex
+            let path = rest[authorityEnd...]
+            guard path.isEmpty || path == "/" || path == "/0" else { return nil }
+            var hosts = rest[..<authorityEnd]
+            var credentials = Substring("")
+            if let at = hosts.lastIndex(of: "@") {
+                credentials = hosts[...at]
+                hosts = hosts[hosts.index(after: at)...]
+            }
+            let parts = hosts.split(separator: ",", omittingEmptySubsequences: false)
+            guard (1...RedisURL.maxSeeds).contains(parts.count) else { return nil }
+            var seeds: [Address] = []
+            var first: RedisURL?
+            for part in parts {
+                guard let one = RedisURL("redis://" + credentials + part) else { return nil }
+                if first == nil { first = one }
+                seeds.append(one.address)
+            }
+            guard var url = first else { return nil }
+            url.cluster = seeds
+            self = url
+            return
+        }
         let isUnix: Bool
         var rest: Substring
         if text.hasPrefix("redis://") {

@@ -51,9 +51,10 @@ Reply = Union[None, int, bytes, str, List["Reply"]]
 class RedisServer:
     """A redis-server process of one test; see the module's documentation."""
 
-    def __init__(self, password: Optional[str] = None) -> None:
+    def __init__(self, password: Optional[str] = None, extra: Optional[List[str]] = None) -> None:
         self.program = redis_server_program()
         self.password = password
+        self.extra = list(extra or [])
         self.folder = Path(tempfile.mkdtemp(prefix="loadstate-redis-"))
         self.socket = str(self.folder / "redis.sock")
         self.port = free_port()
@@ -86,7 +87,7 @@ class RedisServer:
             [self.program, "--bind", "127.0.0.1", "--port", str(self.port), "--dir", str(self.folder),
              "--save", "", "--appendonly", "no", "--daemonize", "no", "--logfile", str(self.folder / "redis.log"),
              "--unixsocket", self.socket, "--unixsocketperm", "700"]
-            + (["--requirepass", self.password] if self.password is not None else []),
+            + (["--requirepass", self.password] if self.password is not None else []) + self.extra,
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.process = process
         deadline = time.monotonic() + STARTUP
@@ -178,3 +179,82 @@ def redis_name(prefix: str, mark: str, key: str) -> bytes:
 def entry_names(server: "RedisServer", prefix: str = "") -> list:
     """The entries' Redis keys under ``prefix``, sorted."""
     return sorted(k for k in server.command("KEYS", f"{prefix}*") if b"}v:" in k)
+
+
+class RedisCluster:
+    """A Redis Cluster of ``masters`` masters with one replica each, every node a redis-server of its own on
+    127.0.0.1 (cluster mode, node timeout ``node_timeout_ms``), joined by ``redis-cli --cluster create``.
+
+    ``cluster.url`` is the ``redis+cluster://`` URL naming every node; ``cluster.nodes`` the servers;
+    ``cluster.master_of(key)`` the server that serves a key now; ``cluster.wait_ok()`` waits until every
+    node that runs says ``cluster_state:ok``.
+    """
+
+    def __init__(self, masters: int = 3, node_timeout_ms: int = 1000) -> None:
+        self.nodes: List[RedisServer] = []
+        try:
+            for _ in range(masters * 2):
+                self.nodes.append(RedisServer(extra=[
+                    "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+                    "--cluster-node-timeout", str(node_timeout_ms), "--appendonly", "no"]))
+            cli = shutil.which("redis-cli")
+            if cli is None:
+                raise RuntimeError("redis-cli is missing (Debian's redis-tools, installed with redis-server)")
+            created = subprocess.run(
+                [cli, "--cluster", "create"] + [f"127.0.0.1:{n.port}" for n in self.nodes]
+                + ["--cluster-replicas", "1", "--cluster-yes"],
+                capture_output=True, text=True, timeout=60)
+            if created.returncode != 0:
+                raise RuntimeError(f"redis-cli --cluster create failed:\n{created.stdout}\n{created.stderr}")
+            self.wait_ok()
+        except BaseException:
+            self.close()
+            raise
+        self.url = "redis+cluster://" + ",".join(f"127.0.0.1:{n.port}" for n in self.nodes)
+
+    def running(self) -> List[RedisServer]:
+        return [n for n in self.nodes if n.process is not None and n.process.poll() is None]
+
+    def wait_ok(self, timeout: float = 30.0) -> None:
+        """Waits until every running node reports ``cluster_state:ok`` and agrees on the slots' masters."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                states = [n.command("CLUSTER", "INFO") for n in self.running()]
+                maps = [self._masters(n) for n in self.running()]
+                if all(isinstance(s, bytes) and b"cluster_state:ok" in s for s in states) \
+                        and all(m == maps[0] for m in maps):
+                    return
+            except (OSError, RuntimeError):
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError("the Redis Cluster did not reach cluster_state:ok")
+            time.sleep(0.05)
+
+    @staticmethod
+    def _masters(node: RedisServer) -> List[int]:
+        slots = node.command("CLUSTER", "SLOTS")
+        assert isinstance(slots, list)
+        return sorted(int(r[2][1]) for r in slots)  # type: ignore[index]
+
+    def master_of(self, key: Union[str, bytes]) -> RedisServer:
+        """The running node that serves ``key`` now (by asking one with CLUSTER KEYSLOT and CLUSTER SLOTS)."""
+        node = self.running()[0]
+        slot = node.command("CLUSTER", "KEYSLOT", key)
+        slots = node.command("CLUSTER", "SLOTS")
+        assert isinstance(slot, int) and isinstance(slots, list)
+        for r in slots:
+            if r[0] <= slot <= r[1]:  # type: ignore[index,operator]
+                port = int(r[2][1])  # type: ignore[index]
+                return next(n for n in self.nodes if n.port == port)
+        raise RuntimeError(f"no master serves slot {slot}")
+
+    def close(self) -> None:
+        for node in self.nodes:
+            node.__exit__(None, None, None)
+
+    def __enter__(self) -> "RedisCluster":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

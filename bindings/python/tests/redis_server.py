@@ -215,15 +215,20 @@ class RedisCluster:
     def running(self) -> List[RedisServer]:
         return [n for n in self.nodes if n.process is not None and n.process.poll() is None]
 
-    def wait_ok(self, timeout: float = 30.0) -> None:
-        """Waits until every running node reports ``cluster_state:ok`` and agrees on the slots' masters."""
+    def wait_ok(self, timeout: float = 30.0, without: Optional[int] = None) -> None:
+        """Waits until every running node reports ``cluster_state:ok`` and agrees on the slots' masters, and
+        every replica's link to its master is up (a replica that never synced would not take over);
+        ``without``: and no master listens on that port (a killed master's replica took over)."""
         deadline = time.monotonic() + timeout
         while True:
             try:
                 states = [n.command("CLUSTER", "INFO") for n in self.running()]
                 maps = [self._masters(n) for n in self.running()]
+                links = [n.command("INFO", "replication") for n in self.running()]
                 if all(isinstance(s, bytes) and b"cluster_state:ok" in s for s in states) \
-                        and all(m == maps[0] for m in maps):
+                        and all(m == maps[0] for m in maps) and without not in maps[0] \
+                        and all(isinstance(i, bytes) and (b"role:master" in i or b"master_link_status:up" in i)
+                                for i in links):
                     return
             except (OSError, RuntimeError):
                 pass

@@ -5,8 +5,8 @@
  * 127.0.0.1, a free port, no persistence).
  *
  *   usage: redis [keys] [value_bytes] [gets] [window] [rounds] [processes] [loads] [loader_us]
- *                [unrelated] [matching]
- *          defaults: 1000 100 200000 256 5 4 10000 1000 4000000 100000
+ *                [unrelated] [matching] [cluster]
+ *          defaults: 1000 100 200000 256 5 4 10000 1000 4000000 100000 1
  *
  * 1. Cache hits. Every key ("key:%012u", 16 bytes) is put once through
  *    lds_cache_put; every get below is a hit.
@@ -53,6 +53,13 @@
  *    second runtime's cache of the same prefix before the next step, and
  *    for comparison 0.4's way (one script scanning the database for the
  *    prefix) run with hiredis. 0 unrelated keys skips this part.
+ *
+ * 4. Cluster (cluster = 1). A Redis Cluster of 6 redis-servers (3 masters,
+ *    3 replicas, joined by redis-cli --cluster create): the get_many and
+ *    cache-first load runs of 1 and the shared processes of 2, each on the
+ *    single server and on the cluster in turn (servers' CPU: every node's);
+ *    then invalidation of 10 and of `matching` keys on the cluster, the
+ *    slow logs of every node read as in 3.
  *
  * Every variant runs `rounds` times, interleaved; the summary gives medians.
  */
@@ -140,10 +147,22 @@ static struct {
   lds_id *cells;
   redisContext *hiredis;
   char (*names)[40];  /* the Redis keys of the entries of the keys, for the hiredis runs */
+  const char *url;    /* where the processes' caches connect: the server's, or the cluster's */
+  pid_t servers[6];   /* whose CPU counts as the server's: the server, or the cluster's nodes */
+  int server_count;
   /* Under lock. */
   size_t ended, wrong;
   atomic_ulong loader_calls;
 } H;
+
+static double process_cpu_s(pid_t pid);
+
+/* CPU seconds of the server(s) the runs use. */
+static double servers_cpu_s(void) {
+  double sum = 0;
+  for (int i = 0; i < H.server_count; i++) sum += process_cpu_s(H.servers[i]);
+  return sum;
+}
 
 static void never_loader(lds_runtime *rt, lds_id job, const void *request, size_t len, void *data) {
   (void)request;
@@ -179,14 +198,14 @@ typedef struct measure {
 static measure finish_measure(size_t n, uint64_t t0, double c0, double s0) {
   double secs = (double)(now_ns() - t0) / 1e9;
   measure m = {(double)n / secs, (cpu_s() - c0) * 1e6 / (double)n,
-               (process_cpu_s(H.srv.pid) - s0) * 1e6 / (double)n};
+               (servers_cpu_s() - s0) * 1e6 / (double)n};
   return m;
 }
 
 static measure run_pipelined(void) {
   size_t n = 0, next = 0;
   uint64_t t0 = now_ns();
-  double c0 = cpu_s(), s0 = process_cpu_s(H.srv.pid);
+  double c0 = cpu_s(), s0 = servers_cpu_s();
   while (n < H.gets) {
     size_t batch = H.gets - n < H.window ? H.gets - n : H.window;
     for (size_t i = 0; i < batch; i++) {
@@ -217,7 +236,7 @@ static measure run_loads(bool no_cache) {
   lds_id loader = no_cache ? H.inline_loader : H.loader;
   size_t n = 0, next = 0;
   uint64_t t0 = now_ns();
-  double c0 = cpu_s(), s0 = process_cpu_s(H.srv.pid);
+  double c0 = cpu_s(), s0 = servers_cpu_s();
   while (n < H.gets) {
     size_t batch = H.gets - n < H.window ? H.gets - n : H.window;
     pthread_mutex_lock(&lock);
@@ -251,7 +270,7 @@ static measure run_get_many(void) {
   if (!names || !keys || !lens || !out || !results) die("calloc", 0);
   size_t n = 0, next = 0;
   uint64_t t0 = now_ns();
-  double c0 = cpu_s(), s0 = process_cpu_s(H.srv.pid);
+  double c0 = cpu_s(), s0 = servers_cpu_s();
   while (n < H.gets) {
     size_t batch = H.gets - n < depth ? H.gets - n : depth;
     for (size_t i = 0; i < batch; i++) {
@@ -278,7 +297,7 @@ static measure run_get_many(void) {
 
 static measure run_sync_hiredis(size_t gets) {
   uint64_t t0 = now_ns();
-  double c0 = cpu_s(), s0 = process_cpu_s(H.srv.pid);
+  double c0 = cpu_s(), s0 = servers_cpu_s();
   for (size_t i = 0; i < gets; i++) {
     const char *name = H.names[i % H.keys];
     redisReply *r = redisCommand(H.hiredis, "GET %b", name, strlen(name));
@@ -291,7 +310,7 @@ static measure run_sync_hiredis(size_t gets) {
 static measure run_cache_get(size_t gets) {
   char key[KEY_LEN + 1];
   uint64_t t0 = now_ns();
-  double c0 = cpu_s(), s0 = process_cpu_s(H.srv.pid);
+  double c0 = cpu_s(), s0 = servers_cpu_s();
   for (size_t i = 0; i < gets; i++) {
     key_of(key, i % H.keys);
     lds_cache_value v;
@@ -549,7 +568,7 @@ static procs_result run_processes(const char *self, const char *prefix, long pro
     if (pid == 0) {
       dup2(down[0], 0);
       dup2(up[1], 1);
-      char *args[] = {(char *)self, "--worker", H.srv.url, (char *)prefix, a_keys, a_loads, a_window, a_loader, a_value,
+      char *args[] = {(char *)self, "--worker", (char *)H.url, (char *)prefix, a_keys, a_loads, a_window, a_loader, a_value,
                       NULL};
       execv("/proc/self/exe", args);
       _exit(127);
@@ -563,7 +582,7 @@ static procs_result run_processes(const char *self, const char *prefix, long pro
   char line[512];
   for (long i = 0; i < processes; i++)
     if (!fgets(line, sizeof line, from[i]) || strncmp(line, "ready", 5) != 0) die("worker start", (int)i);
-  double s0 = process_cpu_s(H.srv.pid);
+  double s0 = servers_cpu_s();
   uint64_t t0 = now_ns();
   for (long i = 0; i < processes; i++)
     if (write(to[i], "g", 1) != 1) die("write", errno);
@@ -584,7 +603,7 @@ static procs_result run_processes(const char *self, const char *prefix, long pro
     r.errors += errors;
   }
   r.wall_ms = (double)(now_ns() - t0) / 1e6;
-  r.server_cpu_s = process_cpu_s(H.srv.pid) - s0;
+  r.server_cpu_s = servers_cpu_s() - s0;
   for (long i = 0; i < processes; i++) {
     int status;
     close(to[i]);
@@ -608,9 +627,9 @@ typedef struct {
   long long commands, scripts, longest_us;
 } slow_log;
 
-static slow_log read_slow_log(void) {
+static slow_log read_slow_log_of(redisContext *c) {
   slow_log out = {0, 0, 0};
-  redisReply *r = redisCommand(H.hiredis, "SLOWLOG GET -1");
+  redisReply *r = redisCommand(c, "SLOWLOG GET -1");
   if (r == NULL || r->type != REDIS_REPLY_ARRAY) die("SLOWLOG GET", 0);
   for (size_t i = 0; i < r->elements; i++) {
     redisReply *e = r->element[i];
@@ -626,6 +645,8 @@ static slow_log read_slow_log(void) {
   freeReplyObject(r);
   return out;
 }
+
+static slow_log read_slow_log(void) { return read_slow_log_of(H.hiredis); }
 
 static void redis_do(const char *format, ...) {
   va_list ap;
@@ -768,6 +789,192 @@ static void run_invalidation(long unrelated, long matching, long rounds) {
   lds_runtime_free(rt2);
 }
 
+/* ------------------------------------------------------------------ */
+/* 4. The same on a Redis Cluster                                      */
+/* ------------------------------------------------------------------ */
+
+static struct {
+  redis_server nodes[6];
+  redisContext *hiredis[6];
+  char url[512];
+} CL;
+
+static bool cluster_node_ok(const redis_server *node) {
+  redisReply *info = redis_server_command(node, "CLUSTER INFO");
+  bool ok = info && info->type == REDIS_REPLY_STRING && strstr(info->str, "cluster_state:ok");
+  if (info) freeReplyObject(info);
+  redisReply *repl = redis_server_command(node, "INFO replication");
+  ok = ok && repl && repl->type == REDIS_REPLY_STRING &&
+       (strstr(repl->str, "role:master") || strstr(repl->str, "master_link_status:up"));
+  if (repl) freeReplyObject(repl);
+  return ok;
+}
+
+/* 6 nodes, 3 masters with a replica each, joined by redis-cli. */
+static void cluster_start(void) {
+  char cmd[1024];
+  int n = snprintf(cmd, sizeof cmd, "redis-cli --cluster create");
+  int u = snprintf(CL.url, sizeof CL.url, "redis+cluster://");
+  for (int i = 0; i < 6; i++) {
+    if (!redis_server_start_cluster_node(&CL.nodes[i])) die("redis_server_start_cluster_node", i);
+    n += snprintf(cmd + n, sizeof cmd - (size_t)n, " 127.0.0.1:%d", CL.nodes[i].port);
+    u += snprintf(CL.url + u, sizeof CL.url - (size_t)u, "%s127.0.0.1:%d", i ? "," : "", CL.nodes[i].port);
+  }
+  snprintf(cmd + n, sizeof cmd - (size_t)n, " --cluster-replicas 1 --cluster-yes >/dev/null 2>&1");
+  if (system(cmd) != 0) die("redis-cli --cluster create", 0);
+  double deadline = now_ns() / 1e9 + 60;
+  for (int i = 0; i < 6; i++) {
+    while (!cluster_node_ok(&CL.nodes[i])) {
+      if (now_ns() / 1e9 > deadline) die("the cluster did not reach cluster_state:ok", i);
+      usleep(20000);
+    }
+    CL.hiredis[i] = redisConnect("127.0.0.1", CL.nodes[i].port);
+    if (CL.hiredis[i] == NULL || CL.hiredis[i]->err) die("redisConnect", i);
+  }
+}
+
+/* Runs `command` (no arguments) on every node of the cluster. */
+static void cluster_do(const char *command) {
+  for (int i = 0; i < 6; i++) {
+    redisReply *r = redisCommand(CL.hiredis[i], command);
+    if (r == NULL || r->type == REDIS_REPLY_ERROR) die(command, i);
+    freeReplyObject(r);
+  }
+}
+
+static slow_log cluster_slow_log(void) {
+  slow_log all = {0, 0, 0};
+  for (int i = 0; i < 6; i++) {
+    slow_log one = read_slow_log_of(CL.hiredis[i]);
+    all.commands += one.commands;
+    all.scripts += one.scripts;
+    if (one.longest_us > all.longest_us) all.longest_us = one.longest_us;
+  }
+  return all;
+}
+
+static void use_single(lds_id single) {
+  H.cache = single;
+  H.url = H.srv.url;
+  H.servers[0] = H.srv.pid;
+  H.server_count = 1;
+}
+
+static void use_cluster(lds_id cluster) {
+  H.cache = cluster;
+  H.url = CL.url;
+  for (int i = 0; i < 6; i++) H.servers[i] = CL.nodes[i].pid;
+  H.server_count = 6;
+}
+
+static void run_cluster(const char *self, long rounds, long processes, long keys, long loads, long loader_us,
+                        long value_len, long matching) {
+  printf("\n4. a Redis Cluster of 3 masters and 3 replicas (redis-cli --cluster create, node timeout 1000 ms) "
+         "beside the single server: the runs of 1 and 2, and invalidation\n");
+  cluster_start();
+  lds_id single = H.cache, cluster;
+  lds_redis_cache_options o = LDS_REDIS_CACHE_OPTIONS_INIT;
+  o.key_prefix = "bench:";
+  int rc = lds_redis_cache_new(H.rt, CL.url, &o, &cluster);
+  if (rc) die("lds_redis_cache_new (cluster)", rc);
+  unsigned char *value = calloc(1, H.value_len);
+  char key[KEY_LEN + 1];
+  for (size_t i = 0; i < H.keys; i++) {
+    key_of(key, i);
+    if ((rc = lds_cache_put(H.rt, cluster, key, KEY_LEN, value, H.value_len))) die("lds_cache_put", rc);
+  }
+  free(value);
+  printf("%-34s %6s %12s %18s %18s\n", "run", "round", "per s", "client cpu us/op", "servers cpu us/op");
+  int n = (int)rounds;
+  double many[2][99], loads_ps[2][99], wall[2][99], calls[2][99];
+  for (int r = 0; r < n; r++) {
+    for (int c = 0; c < 2; c++) {
+      if (c == 0) use_single(single); else use_cluster(cluster);
+      const char *where = c == 0 ? "single" : "cluster";
+      measure m = run_get_many();
+      printf("%-34s %6d %12.0f %18.2f %18.2f\n", c == 0 ? "get_many batches, single" : "get_many batches, cluster",
+             r + 1, m.per_s, m.client_us, m.server_us);
+      many[c][r] = m.per_s;
+      m = run_loads(false);
+      printf("%-34s %6d %12.0f %18.2f %18.2f\n", c == 0 ? "cache-first loads, single" : "cache-first loads, cluster",
+             r + 1, m.per_s, m.client_us, m.server_us);
+      loads_ps[c][r] = m.per_s;
+      char prefix[48];
+      snprintf(prefix, sizeof prefix, "procs-%s-%d:", where, r);
+      procs_result p = run_processes(self, prefix, processes, keys, loads, (long)H.window, loader_us, value_len);
+      printf("%-34s %6d %12.0f %18s %18s   loader calls %lu, wall %.1f ms\n",
+             c == 0 ? "processes shared, single" : "processes shared, cluster", r + 1,
+             (double)(processes * loads) / (p.wall_ms / 1000), "-", "-", p.calls, p.wall_ms);
+      wall[c][r] = p.wall_ms;
+      calls[c][r] = (double)p.calls;
+    }
+  }
+  use_single(single);
+  printf("median of %d rounds (cluster/single):\n", n);
+  printf("  get_many batches   single %10.0f gets/s  cluster %10.0f gets/s  %.2fx\n", median(many[0], n),
+         median(many[1], n), median(many[1], n) / median(many[0], n));
+  printf("  cache-first loads  single %10.0f loads/s cluster %10.0f loads/s %.2fx\n", median(loads_ps[0], n),
+         median(loads_ps[1], n), median(loads_ps[1], n) / median(loads_ps[0], n));
+  printf("  processes shared   single %8.1f ms, %.0f loader calls   cluster %8.1f ms, %.0f loader calls   %.2fx the "
+         "wall time\n", median(wall[0], n), median(calls[0], n), median(wall[1], n), median(calls[1], n),
+         median(wall[1], n) / median(wall[0], n));
+
+  /* Invalidation on the cluster: 10 keys, then `matching` keys in batches. */
+  lds_runtime *rt2;
+  lds_id mine, theirs;
+  if ((rc = lds_runtime_new(NULL, &rt2))) die("lds_runtime_new", rc);
+  o.key_prefix = "inv:";
+  if ((rc = lds_redis_cache_new(H.rt, CL.url, &o, &mine))) die("lds_redis_cache_new", rc);
+  if ((rc = lds_redis_cache_new(rt2, CL.url, &o, &theirs))) die("lds_redis_cache_new", rc);
+  pthread_t t[4];
+  put_range ranges[4];
+  for (int i = 0; i < 4; i++) {
+    ranges[i] = (put_range){mine, (size_t)matching * (size_t)i / 4, (size_t)matching * (size_t)(i + 1) / 4};
+    pthread_create(&t[i], NULL, put_items, &ranges[i]);
+  }
+  for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
+  for (int i = 0; i < 10; i++) {
+    int len = snprintf(key, sizeof key, "page/%d", i);
+    if ((rc = lds_cache_put(H.rt, mine, key, (size_t)len, "p", 1))) die("lds_cache_put", rc);
+  }
+  cluster_do("CONFIG SET slowlog-max-len 1000000");
+  cluster_do("CONFIG SET slowlog-log-slower-than 0");
+  printf("%-34s %6s %10s %10s %12s %14s\n", "run", "round", "wall ms", "commands", "scripts", "longest us");
+  double w_small[99], l_small[99], w_big[99], l_big[99];
+  uint64_t messages = 0;
+  for (int r = 0; r < n; r++) {
+    cluster_do("SLOWLOG RESET");
+    uint64_t t0 = now_ns();
+    if ((rc = lds_cache_invalidate(H.rt, mine, "page/", 5))) die("lds_cache_invalidate", rc);
+    w_small[r] = (double)(now_ns() - t0) / 1e6;
+    if (!heard(rt2, theirs, ++messages)) die("the other runtime did not hear of the invalidation", 0);
+    slow_log sl = cluster_slow_log();
+    l_small[r] = (double)sl.longest_us;
+    printf("%-34s %6d %10.2f %10lld %12lld %14lld\n", "cluster: 10 keys (page/)", r + 1, w_small[r], sl.commands,
+           sl.scripts, sl.longest_us);
+    cluster_do("SLOWLOG RESET");
+    t0 = now_ns();
+    if ((rc = lds_cache_invalidate(H.rt, mine, "item/", 5))) die("lds_cache_invalidate", rc);
+    w_big[r] = (double)(now_ns() - t0) / 1e6;
+    if (!heard(rt2, theirs, ++messages)) die("the other runtime did not hear of the invalidation", 0);
+    sl = cluster_slow_log();
+    l_big[r] = (double)sl.longest_us;
+    char what[48];
+    snprintf(what, sizeof what, "cluster: %ld keys (item/)", matching);
+    printf("%-34s %6d %10.2f %10lld %12lld %14lld\n", what, r + 1, w_big[r], sl.commands, sl.scripts, sl.longest_us);
+  }
+  cluster_do("CONFIG SET slowlog-log-slower-than 10000");
+  printf("median of %d rounds:\n", n);
+  printf("  cluster, 10 keys: wall %.2f ms, longest command %.0f us; %ld keys: wall %.1f ms, longest command %.0f us "
+         "(target <= 10000 us: %s)\n", median(w_small, n), median(l_small, n), matching, median(w_big, n),
+         median(l_big, n), median(l_big, n) <= 10000 ? "met" : "missed");
+  lds_runtime_free(rt2);
+  for (int i = 0; i < 6; i++) {
+    redisFree(CL.hiredis[i]);
+    redis_server_destroy(&CL.nodes[i]);
+  }
+}
+
 int main(int argc, char **argv) {
   if (argc == 9 && strcmp(argv[1], "--worker") == 0) return worker_main(argv);
   long keys = argc > 1 ? atol(argv[1]) : 1000;
@@ -780,11 +987,12 @@ int main(int argc, char **argv) {
   long loader_us = argc > 8 ? atol(argv[8]) : 1000;
   long unrelated = argc > 9 ? atol(argv[9]) : 4000000;
   long matching = argc > 10 ? atol(argv[10]) : 100000;
+  long cluster = argc > 11 ? atol(argv[11]) : 1;
   if (keys < 1 || keys >= 1000000000 || value_len < 16 || gets < 10 || window < 1 || window > 100000 || rounds < 1 || rounds > 99 ||
       processes < 1 || processes > 64 || loads < 1 || loader_us < 0 || unrelated < 0 || matching < 1 ||
       matching > 999999) {
     fprintf(stderr, "usage: %s [keys] [value_bytes>=16] [gets] [window] [rounds] [processes] [loads] [loader_us] "
-            "[unrelated] [matching]\n",
+            "[unrelated] [matching] [cluster 0|1]\n",
             argv[0]);
     return 2;
   }
@@ -794,10 +1002,10 @@ int main(int argc, char **argv) {
   H.gets = (size_t)gets;
   H.window = (size_t)window;
 
-  printf("# command: make bench-redis BENCH_REDIS_ARGS=\"%ld %ld %ld %ld %ld %ld %ld %ld %ld %ld\"   "
-         "(runs: build/bench-redis %ld %ld %ld %ld %ld %ld %ld %ld %ld %ld)\n",
-         keys, value_len, gets, window, rounds, processes, loads, loader_us, unrelated, matching, keys, value_len,
-         gets, window, rounds, processes, loads, loader_us, unrelated, matching);
+  printf("# command: make bench-redis BENCH_REDIS_ARGS=\"%ld %ld %ld %ld %ld %ld %ld %ld %ld %ld %ld\"   "
+         "(runs: build/bench-redis %ld %ld %ld %ld %ld %ld %ld %ld %ld %ld %ld)\n",
+         keys, value_len, gets, window, rounds, processes, loads, loader_us, unrelated, matching, cluster, keys,
+         value_len, gets, window, rounds, processes, loads, loader_us, unrelated, matching, cluster);
   char versions[64];
   snprintf(versions, sizeof versions, "%d.%d.%d", HIREDIS_MAJOR, HIREDIS_MINOR, HIREDIS_PATCH);
   print_machine("hiredis", versions);
@@ -808,6 +1016,7 @@ int main(int argc, char **argv) {
          ver ? (int)strcspn(ver + 14, "\r\n") : 1, ver ? ver + 14 : "?", H.srv.port, keys, KEY_LEN, value_len);
   if (info) freeReplyObject(info);
   hits_setup();
+  use_single(H.cache);
 
   printf("\n1. cache hits: %ld gets per run (%ld for the one-at-a-time runs), %ld in flight\n", gets, gets / 10,
          window);
@@ -908,6 +1117,7 @@ int main(int argc, char **argv) {
          wsh / wal);
 
   if (unrelated > 0) run_invalidation(unrelated, matching, rounds);
+  if (cluster) run_cluster(argv[0], rounds, processes, keys, loads, loader_us, value_len, matching);
 
   redisFree(H.hiredis);
   lds_runtime_free(H.rt);

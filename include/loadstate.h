@@ -1855,8 +1855,8 @@ int lds_cache_invalidate(lds_runtime *rt, lds_id cache, const void *prefix, size
  * same server, database and prefix then drops its front memory entries
  * under it and has its cells showing them reload, as for a local
  * invalidation. Since 0.5 the matching keys are read from the key index
- * (ZRANGEBYLEX) in batches of 500, each batch marked in one script (about
- * 1 ms of Redis's time), so the cost grows with the keys under the prefix,
+ * (ZRANGEBYLEX) in batches of 250, each batch marked in one script (a few
+ * ms of Redis's time at most: see bench/README.md), so the cost grows with the keys under the prefix,
  * not with the database, and Redis answers other clients between batches.
  * lds_cache_clear and lds_cache_keys read the index the same way. Each write keeps the index in step: the stored key is added
  * (with its expiry) in the same script, and at most 8 keys whose entries

@@ -101,8 +101,12 @@ static bool reap(redis_server *s, bool block) {
 /* Forks and execs redis-server on s->port; waits for its log line.
  * *address_in_use tells the caller to try another port. */
 static bool launch(redis_server *s, bool *address_in_use) {
-  char port[16];
+  char port[16], bus_port[16];
   snprintf(port, sizeof port, "%d", s->port);
+  /* A cluster node's bus: another free port (by default it would be the
+   * port + 10000, past 65535 for a port over 55535). */
+  if (s->cluster && s->bus_port == 0) s->bus_port = free_port();
+  snprintf(bus_port, sizeof bus_port, "%d", s->bus_port);
   s->runs++;
   snprintf(s->log, sizeof s->log, "%s/redis-%d.log", s->dir, s->runs);
   snprintf(s->url, sizeof s->url, "redis://127.0.0.1:%d", s->port);
@@ -118,7 +122,9 @@ static bool launch(redis_server *s, bool *address_in_use) {
   const char *argv[] = {"redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "",
                         "--appendonly", "no", "--dir", s->dir, "--logfile", s->log,
                         "--unixsocket", s->socket, "--unixsocketperm", "700",
-                        "--daemonize", "no", "--databases", "16", NULL};
+                        "--daemonize", "no", "--databases", "16",
+                        s->cluster ? "--cluster-enabled" : NULL, "yes", "--cluster-config-file", "nodes.conf",
+                        "--cluster-node-timeout", "1000", "--cluster-port", bus_port, NULL};
   pid_t parent = getpid();
   fflush(stdout);
   fflush(stderr);
@@ -178,8 +184,15 @@ static bool launch(redis_server *s, bool *address_in_use) {
   return ready;
 }
 
-bool redis_server_start(redis_server *s) {
+static bool start_new(redis_server *s, bool cluster);
+
+bool redis_server_start(redis_server *s) { return start_new(s, false); }
+
+bool redis_server_start_cluster_node(redis_server *s) { return start_new(s, true); }
+
+static bool start_new(redis_server *s, bool cluster) {
   memset(s, 0, sizeof *s);
+  s->cluster = cluster;
   snprintf(s->dir, sizeof s->dir, "/tmp/lds-redis-XXXXXX");
   if (mkdtemp(s->dir) == NULL) {
     fprintf(stderr, "redis_server: mkdtemp: %s\n", strerror(errno));
@@ -247,6 +260,12 @@ void redis_server_destroy(redis_server *s) {
     unlink(path);
   }
   unlink(s->socket);
+  /* What a cluster node (or a replica's full sync) leaves. */
+  const char *left[] = {"nodes.conf", "dump.rdb"};
+  for (size_t i = 0; i < sizeof left / sizeof left[0]; i++) {
+    snprintf(path, sizeof path, "%s/%s", s->dir, left[i]);
+    unlink(path);
+  }
   if (rmdir(s->dir) != 0) fprintf(stderr, "redis_server: rmdir %s: %s\n", s->dir, strerror(errno));
   s->dir[0] = '\0';
 }

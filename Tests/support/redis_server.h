@@ -32,10 +32,17 @@ typedef struct redis_server {
   char socket[96];   /* its unix socket: DIR/redis.sock */
   char url[64];      /* "redis://127.0.0.1:PORT" */
   char log[96];      /* the current run's log: DIR/redis-N.log */
+  bool cluster;      /* a Redis Cluster node (redis_server_start_cluster_node) */
+  int bus_port;      /* a cluster node's bus port (--cluster-port) */
 } redis_server;
 
 /* Starts a new server; true once it accepts connections. */
 bool redis_server_start(redis_server *s);
+/* Starts a new server in cluster mode (--cluster-enabled yes, its own
+ * nodes.conf, --cluster-node-timeout 1000, its bus on another free port
+ * of 127.0.0.1), not yet part of a cluster:
+ * redis-cli --cluster create joins the nodes. */
+bool redis_server_start_cluster_node(redis_server *s);
 /* Starts a stopped server again on the same port and directory. */
 bool redis_server_restart(redis_server *s);
 /* SIGTERM, then waits for the exit (SIGKILL after the deadline). True when it exited. */

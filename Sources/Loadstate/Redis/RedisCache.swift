@@ -686,8 +686,8 @@ public final class RedisCache: Handle, CacheStore, @unchecked Sendable {
 
     /// How many keys one step of an invalidation reads from the index and
     /// changes in one script: Redis answers nobody else while the script
-    /// runs (about 1 ms for 500 keys).
-    static let sweepBatch = 500
+    /// runs (a few ms for 250 keys: see bench/README.md).
+    static let sweepBatch = 250
 
     /// Marks stale (or deletes) the entries under `prefix`, and tells the
     /// other processes. Waits while batches keep coming.

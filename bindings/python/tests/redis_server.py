@@ -194,9 +194,11 @@ class RedisCluster:
         self.nodes: List[RedisServer] = []
         try:
             for _ in range(masters * 2):
+                # The bus on a free port of its own: by default it is the port + 10000, past 65535 for a
+                # port over 55535.
                 self.nodes.append(RedisServer(extra=[
                     "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-                    "--cluster-node-timeout", str(node_timeout_ms), "--appendonly", "no"]))
+                    "--cluster-node-timeout", str(node_timeout_ms), "--cluster-port", str(free_port())]))
             cli = shutil.which("redis-cli")
             if cli is None:
                 raise RuntimeError("redis-cli is missing (Debian's redis-tools, installed with redis-server)")

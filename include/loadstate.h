@@ -1906,6 +1906,35 @@ int lds_cache_invalidate(lds_runtime *rt, lds_id cache, const void *prefix, size
  * miss it. The counters of lds_redis_cache_status move when Redis answers,
  * which may be after another process already has the result.
  *
+ * Redis Cluster (since 0.5): a cache made with a redis+cluster:// URL keeps
+ * the same entries, leases and messages on a cluster, through the same
+ * calls. Its commands are routed by the library (Debian 12 packages no
+ * cluster-aware hiredis): the map of the 16,384 slots to their masters is
+ * read with CLUSTER SLOTS from a node (the seeds first), each master gets
+ * one connection, each command goes to the master of its key's slot; a
+ * MOVED reply sends it where the reply says (and the map is read again), an
+ * ASK reply sends it there once after ASKING, at most 5 redirections per
+ * command. The entry, lease and fencing counter of a key share its hash
+ * tag, so one slot; the key index lives in the slot of the tag {i} and is
+ * written by its own script, before the entry (a cluster refuses a script
+ * over keys of several slots). Reads of many keys (lds_cache_get_many) go
+ * one command per key to their masters; invalidation marks each key by a
+ * script on its master, the index read in batches as on one server; the
+ * index is not shrunk by removals on a cluster (removed keys leave it when
+ * their entries would have expired). Messages: PUBLISH reaches every node
+ * of a cluster, so one subscribed connection to one node hears them all;
+ * when that node fails, the subscription moves to another after the
+ * back-off. Failover: a lost connection to a master fails the commands
+ * sent on it (loads go on through their loaders; a direct call returns
+ * LDS_EREDIS) and has the map read again, then every 500 ms while a
+ * master's connection is down, so the replica that takes over is used
+ * within about half a second of the cluster's own failover (measured:
+ * writes reached the new master 2.3 s after a SIGKILL, with a 1,000 ms
+ * cluster-node-timeout). A load waiting on the cluster ends within
+ * command_timeout_ms of the failure (at once for a killed master: its
+ * connection closes). connected in lds_redis_cache_status is 1 while the
+ * map is known and every master's connection is up.
+ *
  * Closing: lds_runtime_free (and lds_cache_free) lets the commands already
  * sent, a result published or a lease released by the last jobs, reach
  * Redis, within the command timeout (and lds_runtime_free's one-second
@@ -1988,6 +2017,9 @@ typedef struct lds_redis_cache_options {
  *         (TLS, in any case) is refused with LDS_ENOTSUP: Debian 12's
  *         hiredis 0.14 has no TLS (reach a TLS-only Redis through a local
  *         TLS tunnel, such as stunnel or socat, and a redis:// URL to it).
+ *         Since 0.5: redis+cluster://[[user]:password@]host[:port][,host[:port]...][/0]
+ *         a Redis Cluster, from its seed nodes (at most 64; database 0
+ *         only, a cluster has no other; see "Redis Cluster" above).
  *   opts  may be NULL for defaults; otherwise opts->size must be at least
  *         sizeof(lds_redis_cache_options).
  *   out   receives the cache's id; unchanged on failure.

@@ -377,6 +377,40 @@ struct RedisCacheTests {
 /// What Redis hands back is read without trusting it: entries of another
 /// shape are misses, never traps; URLs that do not parse are refused.
 @Suite struct RedisInputTests {
+    @Test func clusterSlotsAreRedisClusters() {
+        // The CRC16 of the Redis Cluster specification, and its hash tags.
+        #expect(Array("123456789".utf8).withUnsafeBytes { RedisCluster.crc16($0) } == 0x31c3)
+        #expect(RedisCluster.slot(of: Array("foo".utf8)) == 12_182)
+        #expect(RedisCluster.slot(of: Array("{user1000}.following".utf8))
+                == RedisCluster.slot(of: Array("{user1000}.followers".utf8)))
+        #expect(RedisCluster.slot(of: Array("foo{}{bar}".utf8)) != RedisCluster.slot(of: Array("bar".utf8)))
+        #expect(RedisCluster.slot(of: Array("foo{{bar}}zap".utf8)) == RedisCluster.slot(of: Array("{bar".utf8)))
+        // A key's entry, lease and fencing counter share a slot.
+        let names = RedisKeys(prefix: Array("app:".utf8))
+        let key = Array("user/7".utf8)
+        let slot = RedisCluster.slot(of: names.entry(key))
+        #expect(RedisCluster.slot(of: names.lease(key)) == slot && RedisCluster.slot(of: names.fence(key)) == slot)
+        #expect(RedisCluster.slot(of: names.keysIndex) == RedisCluster.slot(of: names.expiryIndex))
+        // Redirections.
+        let moved = RedisCluster.Redirect("MOVED 3999 127.0.0.1:6381")
+        #expect(moved?.ask == false && moved?.slot == 3_999 && moved?.node == "127.0.0.1:6381")
+        #expect(RedisCluster.Redirect("ASK 1 [::1]:7000")?.ask == true)
+        #expect(RedisCluster.Redirect("MOVED 16384 127.0.0.1:1") == nil)
+        #expect(RedisCluster.Redirect("MOVED 1 127.0.0.1:0") == nil && RedisCluster.Redirect("ERR x") == nil)
+    }
+
+    @Test func clusterURLsNameTheirSeeds() {
+        let url = RedisURL("redis+cluster://u:p%40ss@10.0.0.1:7000,node-b,[::1]:7002/0")
+        #expect(url?.cluster == [.tcp(host: "10.0.0.1", port: 7000), .tcp(host: "node-b", port: 6379),
+                                 .tcp(host: "::1", port: 7002)])
+        #expect(url?.address == .tcp(host: "10.0.0.1", port: 7000) && url?.user == "u" && url?.password == "p@ss")
+        #expect(RedisURL("redis://h:1")?.cluster == [])
+        for bad in ["redis+cluster://h:1/2", "redis+cluster://", "redis+cluster://h:1,,h:2", "redis+cluster://h:0",
+                    "redis+cluster://" + Array(repeating: "h:1", count: 65).joined(separator: ",")] {
+            #expect(RedisURL(bad) == nil, "\(bad)")
+        }
+    }
+
     @Test func prefixesBecomeLexicographicRanges() {
         func range(_ p: [UInt8]) -> [[UInt8]] { let r = RedisKeys.lexRange(p); return [r.min, r.max] }
         #expect(range([]) == [Array("-".utf8), Array("+".utf8)])

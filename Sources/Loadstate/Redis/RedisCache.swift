@@ -1138,8 +1138,10 @@ public final class RedisCache: Handle, CacheStore, @unchecked Sendable {
 
 extension RedisCache {
     /// A Redis cache for Swift cells, on `runtime`'s loop: `url` is
-    /// `redis://[[user]:password@]host[:port][/db]` or
-    /// `unix://[[user]:password@]/path[?db=N]`. Connecting starts at once
+    /// `redis://[[user]:password@]host[:port][/db]`,
+    /// `unix://[[user]:password@]/path[?db=N]` or, for a Redis Cluster,
+    /// `redis+cluster://host:port[,host:port...]` (its seed nodes; see
+    /// `RedisCluster`). Connecting starts at once
     /// and is not waited for; a server that is down is not an error here.
     /// Throws `ResultCode.notSupported` for `rediss://` (this build has no
     /// TLS; see `RedisURL.isTLS`), `ResultCode.invalidArgument` for a URL
@@ -1151,7 +1153,7 @@ extension RedisCache {
                              + "reach a TLS-only Redis through a local TLS tunnel (stunnel, socat)")
         }
         guard let parsed = RedisURL(url) else {
-            throw CacheError(.invalidArgument, "not a redis:// or unix:// URL: \(url.prefix(64))")
+            throw CacheError(.invalidArgument, "not a redis://, unix:// or redis+cluster:// URL: \(url.prefix(64))")
         }
         guard !runtime.isClosed else { throw CacheError(.closed, "the runtime is closed") }
         self.init(id: runtime.table.makeID(.cache), runtime: runtime, url: parsed, options: options)

@@ -1,6 +1,6 @@
 //! The Redis cache: a [`Cache`] whose entries live in a Redis server,
-//! shared by every process that opens one on the same server, database and
-//! key prefix (`lds_redis_cache_new`).
+//! shared by every process that opens one on the same server (or Redis
+//! Cluster), database and key prefix (`lds_redis_cache_new`).
 
 use std::ffi::{CStr, CString};
 use std::fmt;
@@ -242,7 +242,10 @@ impl fmt::Debug for RedisCache {
 impl Runtime {
     /// A cache on the Redis server at `url`:
     /// `redis://[[user]:password@]host[:port][/db]` (port 6379, database 0)
-    /// or `unix://[[user]:password@]/path/to/redis.sock[?db=N]`; `rediss://`
+    /// or `unix://[[user]:password@]/path/to/redis.sock[?db=N]`, or a Redis
+    /// Cluster by its seed nodes: `redis+cluster://host:port[,host:port...]`
+    /// (database 0; each command goes to the master of its key's slot,
+    /// `MOVED` and `ASK` are followed, a failover is found again); `rediss://`
     /// (TLS) is refused with [`ErrorKind::NotSupported`](crate::ErrorKind::NotSupported):
     /// this build's hiredis has no TLS. Returns without waiting for the connection (a
     /// server that is down is no error here); the first commands wait for

@@ -3,6 +3,7 @@ import CLibUV
 /// A loader's metrics, whatever its Value and Request types.
 protocol MetricsSource: AnyObject {
     var metrics: LoadMetrics { get }
+    var name: String? { get }
 }
 
 extension Loader: MetricsSource {}
@@ -52,7 +53,7 @@ extension Runtime {
             let counters = source.metrics.snapshot()
             jobsStarted &+= counters.jobsStarted
             jobsEnded &+= counters.jobsEnded
-            out.loaders.append(.init(id: id, loads: counters))
+            out.loaders.append(.init(id: id, name: source.name, loads: counters))
         }
         out.eventsDelivered = metrics.eventsDelivered
         out.loads = metrics.loads.snapshot()

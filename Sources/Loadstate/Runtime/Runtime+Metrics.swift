@@ -78,7 +78,9 @@ extension Runtime {
     /// `loadstate_jobs_started_total`, `loadstate_jobs_in_flight`, the
     /// histogram `loadstate_load_duration_seconds` and the longest load
     /// `loadstate_load_duration_max_seconds`, each by
-    /// `loader` (an id, or `freed`); `loadstate_cells_alive`,
+    /// `loader` (the loader's name, escaped, else its id; `freed` for
+    /// loaders freed since; loaders of one name share a series);
+    /// `loadstate_cells_alive`,
     /// `loadstate_events_delivered_total`, `loadstate_metrics_enabled`;
     /// and `loadstate_cache_*` by `cache` and `kind`.
     public func metricsText() -> String {

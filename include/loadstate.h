@@ -2391,6 +2391,12 @@ typedef struct lds_inspector_options {
  * (lds_runtime_metrics_text), POST /action?do=cancel|refresh&cell=ID and
  * POST /action?do=invalidate&cache=ID&prefix=P (403 without
  * LDS_INSPECTOR_ACTIONS).
+ * Since 0.5, in the JSON snapshot, each cell and loader object has a
+ * "name" member when it was given a name (see "Names"), and each cell a
+ * "key" member when its last load used a cache: that load's cache key, as
+ * text when it is UTF-8 without control characters, else with its other
+ * bytes written \xHH; cut after 256 characters (then an ellipsis). Both are escaped as
+ * JSON, '<', '>' and '&' included; the page shows them as text.
  *
  * The call waits for the loop thread to bind the address (or binds it at
  * once on the loop thread). lds_runtime_free stops the inspector.

@@ -64,6 +64,7 @@
  *     cache key or prefix given to a
  *     call
  *   interrupt delays of one load        64                              LDS_EINVAL
+ *   a loader's or cell's name           LDS_NAME_MAX (128 bytes)        LDS_EINVAL
  *   calls of one lds_runtime_submit     INT32_MAX                       LDS_EINVAL
  *   operations host threads have        LDS_QUEUE_MAX (262,144), or     LDS_EAGAIN
  *     waiting for the loop thread, in     lds_runtime_options.queue_max
@@ -581,6 +582,43 @@ int lds_runtime_dispatch_records(lds_runtime *rt, void *buf, size_t cap, int max
 int lds_loadable_new(lds_runtime *rt, lds_event_fn on_event, void *user_data, lds_id *out);
 
 /*
+ * Names (since 0.5). A loader or a cell may be given a name when it is
+ * made (lds_cell_options.name, and the name field of each loader options
+ * struct). The metrics label a loader's series with its name in place of
+ * its id (see lds_runtime_metrics_text), and the inspector shows the names
+ * of cells and loaders. A name is host text: NUL-terminated UTF-8 of at
+ * most LDS_NAME_MAX bytes (the NUL not counted), without control
+ * characters (U+0000 to U+001F, U+007F to U+009F); anything else makes the
+ * call that gives it return LDS_EINVAL and make nothing. NULL or "" is no
+ * name. The library copies the name; it escapes it wherever it shows it
+ * (the metrics text, the inspector's JSON and page) and never uses it in a
+ * path. Names need not be unique (see lds_runtime_metrics_text for two
+ * loaders of the same name).
+ */
+#define LDS_NAME_MAX 128
+
+/* Since 0.5. Options for lds_loadable_new_ex and lds_process_new_ex.
+ * Initialize with LDS_CELL_OPTIONS_INIT. */
+typedef struct lds_cell_options {
+  uint32_t size;          /* sizeof(lds_cell_options) */
+  lds_event_fn on_event;  /* required: as lds_loadable_new's */
+  void *user_data;        /* as lds_loadable_new's; the library does not own it */
+  const char *name;       /* NULL: none; otherwise copied (see "Names" above) */
+} lds_cell_options;
+
+#define LDS_CELL_OPTIONS_INIT { (uint32_t)sizeof(lds_cell_options), NULL, NULL, NULL }
+
+/*
+ * Since 0.5. Creates a loadable cell from options; otherwise like
+ * lds_loadable_new.
+ *
+ * Returns LDS_OK; LDS_EINVAL (rt, opts, opts->on_event or out NULL,
+ * opts->size too small for the fields up to name, a name that is not
+ * valid); LDS_ECLOSED.
+ */
+int lds_loadable_new_ex(lds_runtime *rt, const lds_cell_options *opts, lds_id *out);
+
+/*
  * Frees a cell. A running job is cancelled (its cancel callbacks run). No
  * event for the cell starts after this returns; when called on the delivery
  * thread (for instance from the cell's own callback) no further callback of
@@ -758,16 +796,20 @@ typedef struct lds_loader_options {
   uint32_t max_concurrent;       /* most jobs of the loader running at once; 0: no limit */
   uint32_t rate_per_s;           /* jobs started per second, on average; 0: no limit */
   uint32_t burst;                /* jobs that may start at once after a pause; 0: 1 */
+  /* Since 0.5, read only when size covers it: the loader's name (see
+   * "Names", under "Loadable cells"); NULL: none. Copied. */
+  const char *name;
 } lds_loader_options;
 
-#define LDS_LOADER_OPTIONS_INIT {sizeof(lds_loader_options), NULL, NULL, NULL, NULL, 0, 0, 0}
+#define LDS_LOADER_OPTIONS_INIT {sizeof(lds_loader_options), NULL, NULL, NULL, NULL, 0, 0, 0, NULL}
 
 /*
  * Creates a loader from options (see lds_loader_options); otherwise like
  * lds_loader_new.
  *
  * Returns LDS_OK; LDS_EINVAL (rt, opts, opts->start or out NULL, opts->size
- * too small for the fields up to loader_data); LDS_ECLOSED.
+ * too small for the fields up to loader_data, a name that is not valid);
+ * LDS_ECLOSED.
  */
 int lds_loader_new_ex(lds_runtime *rt, const lds_loader_options *opts, lds_id *out);
 
@@ -972,9 +1014,12 @@ typedef struct lds_file_options {
   uint32_t max_concurrent;
   uint32_t rate_per_s;
   uint32_t burst;
+  /* Since 0.5, read only when size covers it: the loader's name, as in
+   * lds_loader_options; NULL: none. */
+  const char *name;
 } lds_file_options;
 
-#define LDS_FILE_OPTIONS_INIT { (uint32_t)sizeof(lds_file_options), 0, 0, 0, 0, 0 }
+#define LDS_FILE_OPTIONS_INIT { (uint32_t)sizeof(lds_file_options), 0, 0, 0, 0, 0, NULL }
 
 /*
  * Creates a file loader. The request is a path (bytes, no NUL; opened by
@@ -991,7 +1036,8 @@ typedef struct lds_file_options {
  * device) is LDS_EINVAL in LDS_DOMAIN_LOADSTATE, with "PATH: not a regular
  * file" as message.
  *
- * opts may be NULL. Returns LDS_OK; LDS_EINVAL; LDS_ECLOSED.
+ * opts may be NULL. Returns LDS_OK; LDS_EINVAL (a name that is not valid
+ * among others); LDS_ECLOSED.
  */
 int lds_file_loader_new(lds_runtime *rt, const lds_file_options *opts, lds_id *out);
 
@@ -1011,9 +1057,12 @@ typedef struct lds_exec_options {
   uint32_t max_concurrent;
   uint32_t rate_per_s;
   uint32_t burst;
+  /* Since 0.5, read only when size covers it: the loader's name, as in
+   * lds_loader_options; NULL: none. */
+  const char *name;
 } lds_exec_options;
 
-#define LDS_EXEC_OPTIONS_INIT { (uint32_t)sizeof(lds_exec_options), 0, 0, 0, 0, 0, 0 }
+#define LDS_EXEC_OPTIONS_INIT { (uint32_t)sizeof(lds_exec_options), 0, 0, 0, 0, 0, 0, NULL }
 
 /*
  * What an exec job runs. argv is NULL-terminated, argv[0] the program
@@ -1060,7 +1109,8 @@ int lds_exec_request_encode(const lds_exec_request *req, void **out, size_t *out
  * and does nothing). Every child is reaped. lds_runtime_free cuts the
  * grace period short: see there.
  *
- * opts may be NULL. Returns LDS_OK; LDS_EINVAL; LDS_ECLOSED.
+ * opts may be NULL. Returns LDS_OK; LDS_EINVAL (a name that is not valid
+ * among others); LDS_ECLOSED.
  */
 int lds_exec_loader_new(lds_runtime *rt, const lds_exec_options *opts, lds_id *out);
 
@@ -1113,9 +1163,12 @@ typedef struct lds_http_options {
   uint32_t rate_per_s;
   uint32_t burst;
   uint32_t max_per_host;
+  /* Since 0.5, read only when size covers it: the loader's name, as in
+   * lds_loader_options; NULL: none. */
+  const char *name;
 } lds_http_options;
 
-#define LDS_HTTP_OPTIONS_INIT { (uint32_t)sizeof(lds_http_options), 0, NULL, NULL, 0, 0, 0, 0 }
+#define LDS_HTTP_OPTIONS_INIT { (uint32_t)sizeof(lds_http_options), 0, NULL, NULL, 0, 0, 0, 0, NULL }
 
 typedef struct lds_http_request {
   uint32_t size;                /* LDS_HTTP_REQUEST_INIT */
@@ -1457,7 +1510,8 @@ int lds_http_response_decode(const void *value, size_t len, lds_http_response *o
  *     the obsolete Warning field; heuristic freshness under a tenth of the
  *     time since Last-Modified.
  *
- * opts may be NULL. Returns LDS_OK; LDS_EINVAL; LDS_ENOMEM; LDS_ECLOSED.
+ * opts may be NULL. Returns LDS_OK; LDS_EINVAL (a name that is not valid
+ * among others); LDS_ENOMEM; LDS_ECLOSED.
  */
 int lds_http_loader_new(lds_runtime *rt, const lds_http_options *opts, lds_id *out);
 
@@ -2196,9 +2250,13 @@ int lds_runtime_stats(lds_runtime *rt, lds_runtime_statistics *out);
  * exposition format (version 0.0.4: serve it with the content type
  * "text/plain; version=0.0.4"), NUL-terminated, into buf.
  *
- * Families (every load series has a label loader="<id>" per loader alive,
+ * Families (every load series has a label loader="<name>" per loader
+ * alive, its id where it has no name (since 0.5; before, always the id),
  * and loader="freed" for the loads of loaders freed since, so that a sum
- * over loader is the runtime's total):
+ * over loader is the runtime's total; loaders that share a label value, two
+ * of the same name, or a name that is another loader's id or "freed",
+ * share its series: their counters and histograms added, the longest of
+ * their loads as the maximum):
  *   loadstate_loads_started_total                counter
  *   loadstate_loads_ended_total{outcome=...}     counter: succeeded, failed, cancelled, timed_out,
  *                                                from_cache (a cache answered alone)
@@ -2217,7 +2275,9 @@ int lds_runtime_stats(lds_runtime *rt, lds_runtime_statistics *out);
  *   loadstate_events_delivered_total             counter
  *   loadstate_cache_{hits,misses,evictions,expirations}_total, loadstate_cache_{entries,bytes}
  *                                                by cache="<id>", kind="memory", "persistent" or "redis"
- * Label values are ids and fixed words: no host text appears in the output.
+ * Label values are ids, fixed words and names; a name is written escaped
+ * as the format asks (backslash, double quote and line feed as \\, \" and
+ * \n; names hold no line feed, see "Names").
  * The text passes `promtool check metrics` (Prometheus 2.42, a test).
  * Its size grows with the number of loaders (about 4 KiB each) and caches.
  *
@@ -2379,6 +2439,12 @@ typedef struct lds_inspector_options {
  * (lds_runtime_metrics_text), POST /action?do=cancel|refresh&cell=ID and
  * POST /action?do=invalidate&cache=ID&prefix=P (403 without
  * LDS_INSPECTOR_ACTIONS).
+ * Since 0.5, in the JSON snapshot, each cell and loader object has a
+ * "name" member when it was given a name (see "Names"), and each cell a
+ * "key" member when its last load used a cache: that load's cache key, as
+ * text when it is UTF-8 without control characters, else with its other
+ * bytes written \xHH; cut after 256 characters (then an ellipsis). Both are escaped as
+ * JSON, '<', '>' and '&' included; the page shows them as text.
  *
  * The call waits for the loop thread to bind the address (or binds it at
  * once on the loop thread). lds_runtime_free stops the inspector.
@@ -2424,6 +2490,9 @@ int lds_inspector_stop(lds_runtime *rt);
  * loadable ones, with the same return codes.
  */
 int lds_process_new(lds_runtime *rt, lds_event_fn on_event, void *user_data, lds_id *out);
+
+/* Since 0.5. Creates a process cell from options, as lds_loadable_new_ex. */
+int lds_process_new_ex(lds_runtime *rt, const lds_cell_options *opts, lds_id *out);
 int lds_process_free(lds_runtime *rt, lds_id cell);
 
 /*

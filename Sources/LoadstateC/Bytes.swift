@@ -40,6 +40,17 @@ func readSized<T>(_ pointer: UnsafePointer<T>) -> (value: T, size: Int) {
     return (copy.move(), size)
 }
 
+/// Copies a loader's or cell's name (see `HandleName`): NULL or "" gives
+/// nil; a name too long, not UTF-8 or with a control character is
+/// `.invalidArgument`. No more than `LDS_NAME_MAX + 1` bytes are read.
+func copyName(_ name: UnsafePointer<CChar>?) -> Result<String?, ResultCode> {
+    guard let name else { return .success(nil) }
+    let length = strnlen(name, HandleName.maxBytes + 1)
+    return name.withMemoryRebound(to: UInt8.self, capacity: length) {
+        HandleName.validated(bytes: UnsafeBufferPointer(start: $0, count: length))
+    }
+}
+
 /// Copies a caller's message; NULL gives nil.
 func copyMessage(_ message: UnsafePointer<CChar>?) -> Result<String?, ResultCode> {
     guard let message else { return .success(nil) }

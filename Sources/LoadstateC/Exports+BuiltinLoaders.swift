@@ -14,12 +14,19 @@ private func options<T>(_ pointer: UnsafePointer<T>?, minimum: Int) -> Result<T?
     return .success(value)
 }
 
-/// Registers a built-in loader made by `make`, held to `limits`.
+/// Registers a built-in loader made by `make`, held to `limits`, named
+/// `name` (a C string, validated here).
 private func newLoader(_ rt: OpaquePointer?, _ out: UnsafeMutablePointer<UInt64>?, limits: LoaderLimits,
-                       _ make: (UInt64) -> ByteLoader) -> Int32 {
+                       name: UnsafePointer<CChar>?, _ make: (UInt64) -> ByteLoader) -> Int32 {
     guard let out else { return LDS_EINVAL }
+    let loaderName: String?
+    switch copyName(name) {
+    case .failure(let code): return code.rawValue
+    case .success(let value): loaderName = value
+    }
     return withRuntime(rt) { runtime in
         let loader = make(runtime.table.makeID(.loader))
+        loader.name = loaderName
         loader.limit(limits, loop: runtime.loop)
         runtime.table.insert(loader)
         out.pointee = loader.id
@@ -68,6 +75,7 @@ public func ldsFileLoaderNew(_ rt: OpaquePointer?, _ opts: UnsafePointer<lds_fil
                              _ out: UnsafeMutablePointer<UInt64>?) -> Int32 {
     var o = FileLoader.Options()
     var limits = LoaderLimits()
+    var name: UnsafePointer<CChar>?
     // The first version of the struct ended before the limits.
     let firstVersionSize = MemoryLayout<lds_file_options>.offset(of: \lds_file_options.max_concurrent)
         ?? MemoryLayout<lds_file_options>.size
@@ -78,9 +86,11 @@ public func ldsFileLoaderNew(_ rt: OpaquePointer?, _ opts: UnsafePointer<lds_fil
             if c.chunk_size > 0 { o.chunkSize = Int(c.chunk_size) }
             if c.max_size > 0 { o.maxSize = c.max_size }
             limits = LoaderLimits(maxConcurrent: c.max_concurrent, ratePerSecond: c.rate_per_s, burst: c.burst)
+            // Past a caller's size (before 0.5): NULL, no name.
+            name = c.name
         }
     }
-    return newLoader(rt, out, limits: limits) { FileLoader(id: $0, options: o) }
+    return newLoader(rt, out, limits: limits, name: name) { FileLoader(id: $0, options: o) }
 }
 
 @_cdecl("lds_exec_loader_new")
@@ -88,6 +98,7 @@ public func ldsExecLoaderNew(_ rt: OpaquePointer?, _ opts: UnsafePointer<lds_exe
                              _ out: UnsafeMutablePointer<UInt64>?) -> Int32 {
     var o = ExecLoader.Options()
     var limits = LoaderLimits()
+    var name: UnsafePointer<CChar>?
     // The first version of the struct ended before the limits.
     let firstVersionSize = MemoryLayout<lds_exec_options>.offset(of: \lds_exec_options.max_concurrent)
         ?? MemoryLayout<lds_exec_options>.size
@@ -100,9 +111,11 @@ public func ldsExecLoaderNew(_ rt: OpaquePointer?, _ opts: UnsafePointer<lds_exe
             if c.kill_grace_ms > 0 { o.killGraceMs = UInt64(c.kill_grace_ms) }
             if c.max_output > 0 { o.maxOutput = Int(clamping: c.max_output) }
             limits = LoaderLimits(maxConcurrent: c.max_concurrent, ratePerSecond: c.rate_per_s, burst: c.burst)
+            // Past a caller's size (before 0.5): NULL, no name.
+            name = c.name
         }
     }
-    return newLoader(rt, out, limits: limits) { ExecLoader(id: $0, options: o) }
+    return newLoader(rt, out, limits: limits, name: name) { ExecLoader(id: $0, options: o) }
 }
 
 @_cdecl("lds_exec_request_encode")
@@ -131,6 +144,7 @@ public func ldsHttpLoaderNew(_ rt: OpaquePointer?, _ opts: UnsafePointer<lds_htt
     // The first version of the struct ended before `proxy`.
     let proxyOffset = MemoryLayout<lds_http_options>.offset(of: \lds_http_options.proxy)!
     var limits = LoaderLimits()
+    var name: UnsafePointer<CChar>?
     switch options(opts, minimum: proxyOffset) {
     case .failure(let code): return code.rawValue
     case .success(let c):
@@ -148,9 +162,11 @@ public func ldsHttpLoaderNew(_ rt: OpaquePointer?, _ opts: UnsafePointer<lds_htt
             }
             o.maxPerHost = Int(c.max_per_host)
             limits = LoaderLimits(maxConcurrent: c.max_concurrent, ratePerSecond: c.rate_per_s, burst: c.burst)
+            // Past a caller's size (before 0.5): NULL, no name.
+            name = c.name
         }
     }
-    return newLoader(rt, out, limits: limits) { HTTPLoader(id: $0, options: o) }
+    return newLoader(rt, out, limits: limits, name: name) { HTTPLoader(id: $0, options: o) }
 }
 
 @_cdecl("lds_http_request_encode")

@@ -33,15 +33,30 @@ func withCell(_ rt: OpaquePointer?, _ id: UInt64, _ flavor: CellFlavor,
 }
 
 func newCell(_ rt: OpaquePointer?, _ flavor: CellFlavor, _ onEvent: lds_event_fn?,
-             _ userData: UnsafeMutableRawPointer?, _ out: UnsafeMutablePointer<UInt64>?) -> Int32 {
-    guard let onEvent, let out else { return rt == nil ? LDS_EINVAL : LDS_EINVAL }
+             _ userData: UnsafeMutableRawPointer?, _ out: UnsafeMutablePointer<UInt64>?,
+             name: String? = nil) -> Int32 {
+    guard let onEvent, let out else { return LDS_EINVAL }
     return withRuntime(rt) { runtime in
         let id = runtime.table.makeID(flavor == .loadable ? .loadable : .process)
         let observer = makeObserver(callback: onEvent, userData: userData, flavor: flavor, runtime: runtime)
         let cell = ByteCell(id: id, flavor: flavor, runtime: runtime, observer: observer)
+        cell.name = name
         runtime.table.insert(cell)
         out.pointee = id
         return LDS_OK
+    }
+}
+
+/// A cell made from `lds_cell_options` (`lds_loadable_new_ex`,
+/// `lds_process_new_ex`).
+func newCell(_ rt: OpaquePointer?, _ flavor: CellFlavor, _ opts: UnsafePointer<lds_cell_options>?,
+             _ out: UnsafeMutablePointer<UInt64>?) -> Int32 {
+    guard let opts else { return LDS_EINVAL }
+    let (options, size) = readSized(opts)
+    guard size >= MemoryLayout<lds_cell_options>.size else { return LDS_EINVAL }
+    switch copyName(options.name) {
+    case .failure(let code): return code.rawValue
+    case .success(let name): return newCell(rt, flavor, options.on_event, options.user_data, out, name: name)
     }
 }
 
@@ -128,6 +143,12 @@ func startLoad(_ rt: OpaquePointer?, _ id: UInt64, _ flavor: CellFlavor, _ kind:
 public func ldsLoadableNew(_ rt: OpaquePointer?, _ onEvent: lds_event_fn?, _ userData: UnsafeMutableRawPointer?,
                            _ out: UnsafeMutablePointer<UInt64>?) -> Int32 {
     newCell(rt, .loadable, onEvent, userData, out)
+}
+
+@_cdecl("lds_loadable_new_ex")
+public func ldsLoadableNewEx(_ rt: OpaquePointer?, _ opts: UnsafePointer<lds_cell_options>?,
+                             _ out: UnsafeMutablePointer<UInt64>?) -> Int32 {
+    newCell(rt, .loadable, opts, out)
 }
 
 @_cdecl("lds_loadable_free")

@@ -5,11 +5,12 @@ import CLoadstateABI
 private func newHostLoader(_ rt: OpaquePointer, start: lds_loader_fn, cancel: HostCancelFunction?,
                            data: UnsafeMutableRawPointer?,
                            freeData: (@convention(c) (UnsafeMutableRawPointer?) -> Void)?,
-                           limits: LoaderLimits = LoaderLimits(),
+                           limits: LoaderLimits = LoaderLimits(), name: String? = nil,
                            out: UnsafeMutablePointer<UInt64>) -> Int32 {
     withRuntime(rt) { runtime in
         let loader = HostLoader(id: runtime.table.makeID(.loader), runtime: rt, start: start, cancel: cancel,
                                 data: data, freeData: freeData)
+        loader.name = name
         loader.limit(limits, loop: runtime.loop)
         runtime.table.insert(loader)
         out.pointee = loader.id
@@ -37,8 +38,14 @@ public func ldsLoaderNewEx(_ rt: OpaquePointer?, _ opts: UnsafePointer<lds_loade
     guard size >= firstVersionSize, let start = options.start else { return LDS_EINVAL }
     let limits = LoaderLimits(maxConcurrent: options.max_concurrent, ratePerSecond: options.rate_per_s,
                               burst: options.burst)
+    // Past a caller's size (before 0.5) the name reads as NULL: none.
+    let name: String?
+    switch copyName(options.name) {
+    case .failure(let code): return code.rawValue
+    case .success(let value): name = value
+    }
     return newHostLoader(rt, start: start, cancel: options.cancel, data: options.loader_data,
-                         freeData: options.free_data, limits: limits, out: out)
+                         freeData: options.free_data, limits: limits, name: name, out: out)
 }
 
 @_cdecl("lds_loader_free")

@@ -7,6 +7,12 @@ public func ldsProcessNew(_ rt: OpaquePointer?, _ onEvent: lds_event_fn?, _ user
     newCell(rt, .process, onEvent, userData, out)
 }
 
+@_cdecl("lds_process_new_ex")
+public func ldsProcessNewEx(_ rt: OpaquePointer?, _ opts: UnsafePointer<lds_cell_options>?,
+                            _ out: UnsafeMutablePointer<UInt64>?) -> Int32 {
+    newCell(rt, .process, opts, out)
+}
+
 @_cdecl("lds_process_free")
 public func ldsProcessFree(_ rt: OpaquePointer?, _ cell: UInt64) -> Int32 {
     freeCell(rt, cell, .process)

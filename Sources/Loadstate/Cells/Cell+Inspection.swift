@@ -10,6 +10,11 @@ protocol InspectableCell: AnyObject {
 /// What the inspector shows of a cell.
 struct CellInspection {
     var id: UInt64
+    /// The host's name for the cell, if any.
+    var name: String?
+    /// The cache key of the cell's last load (the running one, or what a
+    /// refresh reloads), if it used a cache: a printable preview.
+    var key: String?
     var isProcess: Bool
     var status: String
     var flags: [String]
@@ -44,7 +49,8 @@ extension Cell: InspectableCell {
         case (.error, .process): status = "failed"
         }
         return CellInspection(
-            id: id, isProcess: flavor == .process, status: status, flags: flags, seq: event.seq,
+            id: id, name: name, key: cacheKey.map { keyPreview($0) },
+            isProcess: flavor == .process, status: status, flags: flags, seq: event.seq,
             attempt: state.attempt, updatedAtMs: state.updatedAt,
             request: state.request.map { inspectionPreview($0) },
             value: showValues ? state.value.map { inspectionPreview($0) } : (state.value == nil ? nil : "(hidden)"),
@@ -82,4 +88,15 @@ func inspectionPreview<T>(_ thing: T, limit: Int = 96) -> String {
     out = String(text.prefix(limit))
     if text.count > limit { out += "…" }
     return out
+}
+
+/// A cache key as the inspector shows it: as text when it is UTF-8
+/// without control characters, else as `inspectionPreview` shows bytes;
+/// at most 256 characters.
+func keyPreview(_ key: [UInt8]) -> String {
+    if let text = String(validating: key, as: UTF8.self),
+       !text.unicodeScalars.contains(where: { $0.value < 0x20 || ($0.value >= 0x7f && $0.value <= 0x9f) }) {
+        return inspectionPreview(text, limit: 256)
+    }
+    return inspectionPreview(key, limit: 256)
 }

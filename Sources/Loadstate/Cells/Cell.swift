@@ -63,6 +63,9 @@ import Synchronization
     private let freed = Atomic<Bool>(false)
     /// Whether the cell emits PROGRESS events (set from any thread).
     private let reportsProgress = Atomic<Bool>(true)
+    /// The host's name for the cell (see `HandleName`), or nil. Set before
+    /// the cell is inserted in the runtime's table, never after.
+    @exclusivity(unchecked) @usableFromInline package var name: String?
 
     // Written on the loop thread under the table lock.
     @exclusivity(unchecked) private var published: CellEvent<Value, Request>
@@ -434,6 +437,10 @@ import Synchronization
     }
 
     /// Reloads the last load's spec silently; nothing when there was none.
+    /// The cache key of the last load started (see `lastSpec`), if it used
+    /// a cache. Loop thread.
+    var cacheKey: [UInt8]? { lastSpec?.cache?.key }
+
     /// A refresh asks the loader, whatever the cache holds: a load that
     /// read its cache first (cache-first, cache-then-load) reloads without
     /// reading it, and stores the result. A cache-only load reads the cache

@@ -46,7 +46,7 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
         case freed
     }
 
-    init(runtime: Runtime, flavor: CellFlavor, initial: Public,
+    init(runtime: Runtime, flavor: CellFlavor, name: String? = nil, initial: Public,
          translate: @escaping @Sendable (CellState<Value, Request>) -> Public,
          changing: @escaping @Sendable (() -> Void) -> Void) {
         let relay = Relay()
@@ -57,6 +57,7 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
         core = Cell(id: runtime.table.makeID(flavor == .loadable ? .loadable : .process), flavor: flavor,
                     runtime: runtime, observer: { _, event in relay.driver?.receive(event) })
         relay.driver = self
+        core.name = HandleName.sanitized(name)
         runtime.table.insert(core)
     }
 

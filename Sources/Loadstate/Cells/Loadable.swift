@@ -23,14 +23,15 @@ public struct Loadable<Value: Sendable>: Sendable {
     /// The cell behind the property: `load`, `refresh`, `cancel`, `reset`.
     public let projectedValue: LoadableCell<Value>
 
-    /// An absent state on `runtime`.
-    public init(runtime: Runtime = .shared) {
-        projectedValue = LoadableCell(runtime: runtime)
+    /// An absent state on `runtime`; `name` names the cell for the
+    /// runtime's inspector (see `LoadableCellWith.init(runtime:name:)`).
+    public init(runtime: Runtime = .shared, name: String? = nil) {
+        projectedValue = LoadableCell(runtime: runtime, name: name)
     }
 
     /// A property that starts in `wrappedValue`.
-    public init(wrappedValue: LoadableState<Value>, runtime: Runtime = .shared) {
-        projectedValue = LoadableCell(runtime: runtime)
+    public init(wrappedValue: LoadableState<Value>, runtime: Runtime = .shared, name: String? = nil) {
+        projectedValue = LoadableCell(runtime: runtime, name: name)
         if !wrappedValue.isAbsent { projectedValue.setState(wrappedValue) }
     }
 

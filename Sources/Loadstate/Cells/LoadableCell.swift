@@ -35,28 +35,33 @@ public final class LoadableCellWith<Request: Sendable, Value: Sendable>: Observa
     /// The cache the cell's loads use, if any.
     public let cache: LoadCache<Request, Value>?
 
-    /// A cell whose loads are closures given to `load`.
-    public init(runtime: Runtime = .shared) {
+    /// A cell whose loads are closures given to `load`. `name` is what the
+    /// runtime's inspector calls the cell, kept as a `LoadFunction`'s name.
+    public init(runtime: Runtime = .shared, name: String? = nil) {
         loader = nil
         cache = nil
         let subject = WeakSubject<LoadableCellWith>()
-        driver = CellDriver(runtime: runtime, flavor: .loadable, initial: .absent,
+        driver = CellDriver(runtime: runtime, flavor: .loadable, name: name, initial: .absent,
                             translate: LoadableCellWith.translate,
                             changing: subject.changes(of: \.state, registrar: registrar))
         subject.subject = self
     }
 
     /// A cell whose `load(_:)` runs `loader`, reading and filling `cache`
-    /// when one is given.
-    public init(runtime: Runtime = .shared, loader: LoadFunction<Request, Value>, cache: LoadCache<Request, Value>? = nil) {
+    /// when one is given; `name` as for `init(runtime:name:)`.
+    public init(runtime: Runtime = .shared, name: String? = nil, loader: LoadFunction<Request, Value>,
+                cache: LoadCache<Request, Value>? = nil) {
         self.loader = loader
         self.cache = cache
         let subject = WeakSubject<LoadableCellWith>()
-        driver = CellDriver(runtime: runtime, flavor: .loadable, initial: .absent,
+        driver = CellDriver(runtime: runtime, flavor: .loadable, name: name, initial: .absent,
                             translate: LoadableCellWith.translate,
                             changing: subject.changes(of: \.state, registrar: registrar))
         subject.subject = self
     }
+
+    /// The name the cell was made with, as kept (see `LoadFunction`).
+    public var name: String? { driver.core.name }
 
     /// The current state.
     public var state: LoadableState<Value> {

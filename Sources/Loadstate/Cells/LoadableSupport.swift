@@ -56,7 +56,7 @@ extension LoadableSupport {
 /// A cell whose states a `PropertyBinding` copies into a property.
 protocol BindableCell: AnyObject, Sendable {
     associatedtype State: Sendable
-    init(runtime: Runtime)
+    init(runtime: Runtime, name: String?)
     /// Whether a property in this state needs no cell state of its own.
     static func isInitial(_ state: State) -> Bool
     func setState(_ state: State)
@@ -83,7 +83,7 @@ extension ProcessCell: BindableCell {
 /// the cell's states into the property on the main actor.
 @MainActor
 final class PropertyBinding<Cell: BindableCell> {
-    let cell = Cell(runtime: .shared)
+    let cell = Cell(runtime: .shared, name: nil)
     /// The cell's count of state changes when the task subscribed.
     private var base = 0
     /// How many state changes the property has taken since.

@@ -18,14 +18,15 @@ public struct Process<ProcessKind: Sendable>: Sendable {
     /// The cell behind the property: `run`, `cancel`, `reset`.
     public let projectedValue: ProcessCell<ProcessKind>
 
-    /// An idle process on `runtime`.
-    public init(runtime: Runtime = .shared) {
-        projectedValue = ProcessCell(runtime: runtime)
+    /// An idle process on `runtime`; `name` names the cell for the
+    /// runtime's inspector (see `ProcessCell.init(runtime:name:)`).
+    public init(runtime: Runtime = .shared, name: String? = nil) {
+        projectedValue = ProcessCell(runtime: runtime, name: name)
     }
 
     /// A property that starts in `wrappedValue`.
-    public init(wrappedValue: ProcessState<ProcessKind>, runtime: Runtime = .shared) {
-        projectedValue = ProcessCell(runtime: runtime)
+    public init(wrappedValue: ProcessState<ProcessKind>, runtime: Runtime = .shared, name: String? = nil) {
+        projectedValue = ProcessCell(runtime: runtime, name: name)
         if !wrappedValue.isIdle { projectedValue.setState(wrappedValue) }
     }
 
@@ -38,7 +39,7 @@ public struct Process<ProcessKind: Sendable>: Sendable {
 
 extension Process where ProcessKind == SingleProcess {
     /// A single-purpose process (`@Process var saving`) on `runtime`.
-    public init(runtime: Runtime = .shared) {
-        projectedValue = ProcessCell(runtime: runtime)
+    public init(runtime: Runtime = .shared, name: String? = nil) {
+        projectedValue = ProcessCell(runtime: runtime, name: name)
     }
 }

@@ -10,14 +10,18 @@ public final class ProcessCell<ProcessKind: Sendable>: Observable, @unchecked Se
     private let registrar = ObservationRegistrar()
     let driver: CellDriver<Void, ProcessKind, ProcessState<ProcessKind>>
 
-    /// An idle process cell on `runtime`.
-    public init(runtime: Runtime = .shared) {
+    /// An idle process cell on `runtime`; `name` is what the runtime's
+    /// inspector calls it, kept as a `LoadFunction`'s name.
+    public init(runtime: Runtime = .shared, name: String? = nil) {
         let subject = WeakSubject<ProcessCell>()
-        driver = CellDriver(runtime: runtime, flavor: .process, initial: .idle,
+        driver = CellDriver(runtime: runtime, flavor: .process, name: name, initial: .idle,
                             translate: ProcessCell.translate,
                             changing: subject.changes(of: \.state, registrar: registrar))
         subject.subject = self
     }
+
+    /// The name the cell was made with, as kept (see `LoadFunction`).
+    public var name: String? { driver.core.name }
 
     /// The current state.
     public var state: ProcessState<ProcessKind> {

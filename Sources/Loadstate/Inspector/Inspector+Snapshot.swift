@@ -43,6 +43,8 @@ extension Inspector {
         for c in shown {
             w.beginObject()
             w.field("id", c.id)
+            if let name = c.name { w.field("name", name) }
+            if let key = c.key { w.field("key", key) }
             w.field("kind", c.isProcess ? "process" : "loadable")
             w.field("status", c.status)
             w.key("flags")
@@ -67,6 +69,7 @@ extension Inspector {
         for l in stats.loaders {
             w.beginObject()
             w.field("id", l.id)
+            if let name = l.name { w.field("name", name) }
             let loader = runtime.table.lookup(l.id, as: Handle.self) as? InspectableLoader
             w.field("queued_now", loader?.queuedJobs ?? 0)
             let waiting = loader?.waitingJobs(limit: options.maxQueuedJobs, nowMs: now) ?? (first: [], total: 0)

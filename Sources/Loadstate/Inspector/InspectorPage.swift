@@ -78,11 +78,12 @@ function render(s) {
   document.getElementById("summary").textContent =
     s.cells_alive + " cells, " + s.loads.jobs_in_flight + " jobs in flight, " + s.loads.started + " loads, " +
     s.events_delivered + " events" + (s.metrics ? "" : " (metrics off)");
-  const cellHeadings = ["id", "kind", "status", "flags", "attempt", "seq", "request", "value", "error"];
+  const cellHeadings = ["id", "name", "kind", "status", "flags", "attempt", "seq", "key", "request", "value", "error"];
   if (s.actions) cellHeadings.push("");
   table("cells", cellHeadings, s.cells, (row, c) => {
     row.dataset.cell = c.id;
     cell(row, c.id, "num");
+    cell(row, c.name, "text");
     cell(row, c.kind);
     const status = cell(row, "");
     const badge = document.createElement("span");
@@ -91,6 +92,7 @@ function render(s) {
     cell(row, c.flags.join(", "));
     cell(row, c.attempt, "num");
     cell(row, c.seq, "num");
+    cell(row, c.key, "text");
     cell(row, c.request, "text");
     cell(row, c.value, "text");
     cell(row, c.error, "text");
@@ -118,11 +120,12 @@ function render(s) {
     .filter((l) => l.queued_jobs_total > l.queued_jobs.length)
     .map((l) => "loader " + l.id + ": the first " + l.queued_jobs.length + " of " + l.queued_jobs_total + " shown")
     .join("; ");
-  table("loaders", ["id", "started", "succeeded", "failed", "cancelled", "timed out", "from cache", "retried", "shared",
+  table("loaders", ["id", "name", "started", "succeeded", "failed", "cancelled", "timed out", "from cache", "retried", "shared",
                     "in flight", "waiting", "queued", "p50", "p90", "p99", "max", "queue wait p50"], s.loaders,
         (row, l) => {
     const m = l.loads;
     cell(row, l.id, "num");
+    cell(row, l.name, "text");
     for (const k of ["started", "succeeded", "failed", "cancelled", "timed_out", "from_cache", "retried", "shared",
                      "jobs_in_flight"])
       cell(row, m[k], "num");

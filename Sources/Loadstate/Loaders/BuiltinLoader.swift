@@ -8,7 +8,9 @@
 /// `fetch` runs one request on the runtime's loop (libcurl, libuv's fs
 /// calls, `uv_spawn`) and returns its response; cancelling the calling
 /// task cancels the transfer, read or command. `loadFunction` makes a
-/// `LoadFunction` for cells, which may share jobs and use caches.
+/// `LoadFunction` for cells, which may share jobs and use caches. The
+/// `name` each factory takes is what the metrics and the inspector call
+/// the loader, as for `LoadFunction`.
 ///
 /// Failures are thrown as the loader reports them: an HTTP status outside
 /// 2xx as `HTTPStatusError` (with the whole response), a command's
@@ -41,6 +43,9 @@ public final class BuiltinLoader<Request: Sendable, Response: Sendable>: Sendabl
             core.retire(runtime: runtime)
         }
     }
+
+    /// The name the loader was made with, as kept (see `LoadFunction`).
+    public var name: String? { core.name }
 
     /// Runs `request` and returns its response. `timeout` fails it with
     /// `TimeoutError` (as the underlying error of a `LoadError`);
@@ -101,12 +106,13 @@ public struct HTTPLoaderOptions: Sendable {
 extension BuiltinLoader where Request == HTTPRequest, Response == HTTPResponse {
     /// The http loader: libcurl on the runtime's loop; only http and https,
     /// TLS verification on unless a request turns it off.
-    public static func http(runtime: Runtime = .shared, options: HTTPLoaderOptions = HTTPLoaderOptions())
-        -> BuiltinLoader {
+    public static func http(runtime: Runtime = .shared, name: String? = nil,
+                            options: HTTPLoaderOptions = HTTPLoaderOptions()) -> BuiltinLoader {
         var coreOptions = HTTPLoader.Options(maxConnections: options.maxConnections, userAgent: options.userAgent,
                                              proxy: options.proxy)
         coreOptions.maxPerHost = max(options.maxPerHost, 0)
         let core = HTTPLoader(id: runtime.table.makeID(.loader), options: coreOptions)
+        core.name = HandleName.sanitized(name)
         return BuiltinLoader(runtime: runtime, core: core, encode: { $0.encoded() },
                              decode: { HTTPResponse(decoding: $0) })
     }
@@ -154,8 +160,10 @@ extension BuiltinLoader where Request == HTTPRequest, Response == HTTPResponse {
 extension BuiltinLoader where Request == String, Response == [UInt8] {
     /// The file loader: reads the file at the request's path with libuv's
     /// fs calls; files larger than `maxSize` fail with `ResultCode.tooBig`.
-    public static func file(runtime: Runtime = .shared, maxSize: UInt64 = 256 << 20) -> BuiltinLoader {
+    public static func file(runtime: Runtime = .shared, name: String? = nil, maxSize: UInt64 = 256 << 20)
+        -> BuiltinLoader {
         let core = FileLoader(id: runtime.table.makeID(.loader), options: FileLoader.Options(maxSize: maxSize))
+        core.name = HandleName.sanitized(name)
         return BuiltinLoader(runtime: runtime, core: core, encode: { Array($0.utf8) }, decode: { $0 })
     }
 }
@@ -165,8 +173,10 @@ extension BuiltinLoader where Request == ExecRequest, Response == [UInt8] {
     /// the response is what it wrote to stdout. A non-zero exit fails in
     /// the exit domain with stderr's end as message. Output beyond
     /// `maxOutput` bytes kills the command and fails the load.
-    public static func exec(runtime: Runtime = .shared, maxOutput: Int = 256 << 20) -> BuiltinLoader {
+    public static func exec(runtime: Runtime = .shared, name: String? = nil, maxOutput: Int = 256 << 20)
+        -> BuiltinLoader {
         let core = ExecLoader(id: runtime.table.makeID(.loader), options: ExecLoader.Options(maxOutput: maxOutput))
+        core.name = HandleName.sanitized(name)
         return BuiltinLoader(runtime: runtime, core: core, encode: { $0.encoded() }, decode: { $0 })
     }
 }

@@ -18,6 +18,10 @@
     private var ownsAdmission = false
     /// The loader's load and job counters (see `RuntimeMetrics`).
     @usableFromInline package let metrics = LoadMetrics()
+    /// The host's name for the loader (see `HandleName`), or nil. Set
+    /// before the loader is inserted in the runtime's table, never after:
+    /// any thread reads it then.
+    @usableFromInline package var name: String?
 
     @usableFromInline package override init(id: UInt64) {
         super.init(id: id)

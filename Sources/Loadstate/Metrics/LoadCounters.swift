@@ -25,6 +25,24 @@
     @usableFromInline package var jobsInFlight: UInt64 {
         jobsStarted >= jobsEnded ? jobsStarted - jobsEnded : 0
     }
+
+    /// Adds `other`'s counters to these (loaders that share a name in the
+    /// metrics text); the maxima are the larger of the two.
+    mutating func add(_ other: LoadCounters) {
+        started &+= other.started
+        succeeded &+= other.succeeded
+        failed &+= other.failed
+        cancelled &+= other.cancelled
+        timedOut &+= other.timedOut
+        retried &+= other.retried
+        shared &+= other.shared
+        jobsStarted &+= other.jobsStarted
+        jobsEnded &+= other.jobsEnded
+        latency.add(other.latency)
+        jobsQueued &+= other.jobsQueued
+        queueWait.add(other.queueWait)
+        fromCache &+= other.fromCache
+    }
 }
 
 /// Load latencies (load start to end) in power-of-two microsecond buckets

@@ -1,12 +1,16 @@
 extension RuntimeStatistics {
     /// The metrics in the Prometheus text exposition format (version 0.0.4).
     ///
-    /// Load series carry a `loader` label: the id of each loader alive, and
-    /// `freed` for what the loaders freed since counted (the runtime's
-    /// totals minus the loaders alive), so that a sum over `loader` is the
-    /// runtime's total. Cache series carry `cache` (the id) and `kind`
-    /// (`memory`, `persistent` or `redis`). Label values are ids and fixed words
-    /// only: no host text appears in the output.
+    /// Load series carry a `loader` label: the name of each loader alive
+    /// (its id when it has none), and `freed` for what the loaders freed
+    /// since counted (the runtime's totals minus the loaders alive), so
+    /// that a sum over `loader` is the runtime's total. Loaders that share
+    /// a label value (two of the same name, or a name that is another
+    /// loader's id or `freed`) share its series: their counters and
+    /// histograms added, the longest of their loads as maximum. Names are
+    /// escaped as label values (backslash, double quote, line feed). Cache
+    /// series carry `cache` (the id) and `kind` (`memory`, `persistent` or
+    /// `redis`).
     @usableFromInline package var prometheusText: String {
         var w = PrometheusWriter()
         w.family("loadstate_metrics_enabled", "gauge", "1 when the runtime counts loads, jobs and events.")
@@ -16,8 +20,7 @@ extension RuntimeStatistics {
         w.family("loadstate_events_delivered_total", "counter", "Cell events handed to their callbacks.")
         w.sample("loadstate_events_delivered_total", "", eventsDelivered)
 
-        var series: [(label: String, loads: LoadCounters)] = loaders.map { ("loader=\"\($0.id)\"", $0.loads) }
-        series.append(("loader=\"freed\"", freedLoads))
+        let series = loaderSeries
 
         func counter(_ name: String, _ help: String, _ value: (LoadCounters) -> UInt64) {
             w.family(name, "counter", help)
@@ -77,6 +80,26 @@ extension RuntimeStatistics {
             w.sample(name + "_sum", s.label, seconds(ns: h.sumNs))
             w.sample(name + "_count", s.label, cumulative)
         }
+    }
+
+    /// The load series: one per `loader` label value, in the order the
+    /// values first appear (loaders by id, then `freed`); loaders of the
+    /// same value added together.
+    private var loaderSeries: [(label: String, loads: LoadCounters)] {
+        var series: [(label: String, loads: LoadCounters)] = []
+        var index: [String: Int] = [:]
+        func add(_ value: String, _ loads: LoadCounters) {
+            let label = "loader=\"" + prometheusLabelValue(value) + "\""
+            if let i = index[label] {
+                series[i].loads.add(loads)
+            } else {
+                index[label] = series.count
+                series.append((label, loads))
+            }
+        }
+        for entry in loaders { add(entry.name ?? String(entry.id), entry.loads) }
+        add("freed", freedLoads)
+        return series
     }
 
     /// The loads of loaders no longer alive: the totals minus the loaders
@@ -150,6 +173,22 @@ private func decimal(_ value: UInt64, scale: Int) -> String {
     fraction = String(repeating: "0", count: max(0, scale - fraction.count)) + fraction
     while fraction.last == "0" { fraction.removeLast() }
     return "\(whole).\(fraction)"
+}
+
+/// `value` escaped as a label value of the text format: backslash, double
+/// quote and line feed as `\\`, `\"` and `\n`.
+func prometheusLabelValue(_ value: String) -> String {
+    guard value.utf8.contains(where: { $0 == 0x5c || $0 == 0x22 || $0 == 0x0a }) else { return value }
+    var out = ""
+    for scalar in value.unicodeScalars {
+        switch scalar {
+        case "\\": out += "\\\\"
+        case "\"": out += "\\\""
+        case "\n": out += "\\n"
+        default: out.unicodeScalars.append(scalar)
+        }
+    }
+    return out
 }
 
 /// Builds a text exposition: families and their samples, one per line.

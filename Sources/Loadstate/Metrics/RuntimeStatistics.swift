@@ -3,6 +3,8 @@
     /// The counters of one loader alive.
     @usableFromInline package struct LoaderEntry: Sendable {
         @usableFromInline package let id: UInt64
+        /// The host's name for the loader, if any.
+        @usableFromInline package let name: String?
         @usableFromInline package let loads: LoadCounters
     }
 

@@ -3,6 +3,7 @@ import CLibUV
 /// A loader's metrics, whatever its Value and Request types.
 protocol MetricsSource: AnyObject {
     var metrics: LoadMetrics { get }
+    var name: String? { get }
 }
 
 extension Loader: MetricsSource {}
@@ -52,7 +53,7 @@ extension Runtime {
             let counters = source.metrics.snapshot()
             jobsStarted &+= counters.jobsStarted
             jobsEnded &+= counters.jobsEnded
-            out.loaders.append(.init(id: id, loads: counters))
+            out.loaders.append(.init(id: id, name: source.name, loads: counters))
         }
         out.eventsDelivered = metrics.eventsDelivered
         out.loads = metrics.loads.snapshot()
@@ -77,7 +78,9 @@ extension Runtime {
     /// `loadstate_jobs_started_total`, `loadstate_jobs_in_flight`, the
     /// histogram `loadstate_load_duration_seconds` and the longest load
     /// `loadstate_load_duration_max_seconds`, each by
-    /// `loader` (an id, or `freed`); `loadstate_cells_alive`,
+    /// `loader` (the loader's name, escaped, else its id; `freed` for
+    /// loaders freed since; loaders of one name share a series);
+    /// `loadstate_cells_alive`,
     /// `loadstate_events_delivered_total`, `loadstate_metrics_enabled`;
     /// and `loadstate_cache_*` by `cache` and `kind`.
     public func metricsText() -> String {

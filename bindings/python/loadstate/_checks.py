@@ -18,11 +18,11 @@ import os
 import threading
 from typing import Any, Iterable, Optional, Tuple, Type, TypeVar, Union
 
-from .enums import Code
+from .enums import NAME_MAX, Code
 from .errors import InvalidArgument
 
 __all__ = ["U32_MAX", "U64_MAX", "I32_MIN", "I32_MAX", "invalid", "instance", "flag", "integer", "member", "bits",
-           "sequence", "milliseconds", "seconds", "c_string", "path"]
+           "sequence", "milliseconds", "seconds", "c_string", "path", "handle_name"]
 
 #: The bounds of the header's integer types.
 U32_MAX = 2**32 - 1
@@ -157,6 +157,26 @@ def c_string(name: str, value: Any, none: bool = False) -> Optional[bytes]:
     else:
         raise TypeError(f"{name} must be str or bytes{' or None' if none else ''}, not {_type(value)}")
     return _without_nul(name, raw)
+
+
+def handle_name(value: Any) -> Optional[bytes]:
+    """The ``name`` of a loader or cell (``str`` or ``None``) as the C string the library takes: ``None`` for
+    no name (``""`` too); at most :data:`~loadstate.NAME_MAX` bytes of UTF-8, without control characters."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise TypeError(f"name must be str or None, not {_type(value)}")
+    if not value:
+        return None
+    try:
+        raw = value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise invalid(f"name must be text that UTF-8 encodes, not {value!r}") from None
+    if len(raw) > NAME_MAX:
+        raise invalid(f"name must be at most {NAME_MAX} bytes of UTF-8, not {len(raw)}")
+    if any(ord(c) < 0x20 or 0x7f <= ord(c) <= 0x9f for c in value):
+        raise invalid(f"name must hold no control character, not {value!r}")
+    return raw
 
 
 def path(name: str, value: Any, none: bool = False) -> Optional[bytes]:

@@ -215,14 +215,14 @@ class FileOptionsC(Structure):
     """``lds_file_options``."""
 
     _fields_ = [("size", c_uint32), ("chunk_size", c_uint32), ("max_size", c_uint64), ("max_concurrent", c_uint32),
-                ("rate_per_s", c_uint32), ("burst", c_uint32)]
+                ("rate_per_s", c_uint32), ("burst", c_uint32), ("name", c_char_p)]
 
 
 class ExecOptionsC(Structure):
     """``lds_exec_options``."""
 
     _fields_ = [("size", c_uint32), ("flags", c_uint32), ("kill_grace_ms", c_uint32), ("max_output", c_uint64),
-                ("max_concurrent", c_uint32), ("rate_per_s", c_uint32), ("burst", c_uint32)]
+                ("max_concurrent", c_uint32), ("rate_per_s", c_uint32), ("burst", c_uint32), ("name", c_char_p)]
 
 
 class ExecRequestC(Structure):
@@ -236,7 +236,7 @@ class HttpOptionsC(Structure):
 
     _fields_ = [("size", c_uint32), ("max_connections", c_uint32), ("user_agent", c_char_p), ("proxy", c_char_p),
                 ("max_concurrent", c_uint32), ("rate_per_s", c_uint32), ("burst", c_uint32),
-                ("max_per_host", c_uint32)]
+                ("max_per_host", c_uint32), ("name", c_char_p)]
 
 
 class HttpRequestC(Structure):
@@ -401,7 +401,13 @@ class LoaderOptionsC(Structure):
 
     _fields_ = [("size", c_uint32), ("start", LOADER_FN), ("cancel", LOADER_CANCEL_FN), ("free_data", FREE_FN),
                 ("loader_data", c_void_p), ("max_concurrent", c_uint32), ("rate_per_s", c_uint32),
-                ("burst", c_uint32)]
+                ("burst", c_uint32), ("name", c_char_p)]
+
+
+class CellOptionsC(Structure):
+    """``lds_cell_options``."""
+
+    _fields_ = [("size", c_uint32), ("on_event", EVENT_FN), ("user_data", c_void_p), ("name", c_char_p)]
 
 _rt = c_void_p
 _id = c_uint64
@@ -415,6 +421,7 @@ _PROTOTYPES: Dict[str, Tuple[object, List[object]]] = {
     "lds_runtime_dispatch_records": (c_int, [_rt, c_void_p, c_size_t, c_int, POINTER(c_size_t)]),
     "lds_runtime_submit": (c_int, [_rt, c_char_p, c_size_t, c_void_p]),
     "lds_loadable_new": (c_int, [_rt, EVENT_FN, c_void_p, POINTER(c_uint64)]),
+    "lds_loadable_new_ex": (c_int, [_rt, POINTER(CellOptionsC), POINTER(c_uint64)]),
     "lds_loadable_free": (c_int, [_rt, _id]),
     "lds_loadable_load": (c_int, [_rt, _id, _id, c_char_p, c_size_t, POINTER(LoadOptionsC)]),
     "lds_loadable_refresh": (c_int, [_rt, _id]),
@@ -468,6 +475,7 @@ _PROTOTYPES: Dict[str, Tuple[object, List[object]]] = {
     "lds_inspector_url": (c_int, [_rt, c_char_p, c_size_t, POINTER(c_size_t)]),
     "lds_inspector_stop": (c_int, [_rt]),
     "lds_process_new": (c_int, [_rt, EVENT_FN, c_void_p, POINTER(c_uint64)]),
+    "lds_process_new_ex": (c_int, [_rt, POINTER(CellOptionsC), POINTER(c_uint64)]),
     "lds_process_free": (c_int, [_rt, _id]),
     "lds_process_run": (c_int, [_rt, _id, c_int32, _id, c_char_p, c_size_t, POINTER(LoadOptionsC)]),
     "lds_process_cancel": (c_int, [_rt, _id]),

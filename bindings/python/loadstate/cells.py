@@ -16,8 +16,8 @@ from typing import (TYPE_CHECKING, Any, Callable, Deque, Generator, Generic, Lis
                     Union)
 
 from . import _core, _trio
-from ._checks import I32_MAX, I32_MIN, flag, integer, seconds
-from ._library import OP_LOAD, LoadOptionsC, SnapshotC
+from ._checks import I32_MAX, I32_MIN, flag, handle_name, integer, seconds
+from ._library import OP_LOAD, CellOptionsC, LoadOptionsC, SnapshotC
 from .builtin import HttpRequest
 from .cache import Cache
 from .codec import BYTES, Codec, encode_request
@@ -275,18 +275,22 @@ class Cell(Generic[T]):
     and lives until :meth:`close` (or until it is garbage-collected, or its
     runtime closes). It is a context manager that closes it. ``T`` is the
     type of its values (what its codec decodes).
+
+    Attributes:
+        name: the name given when the cell was made (``name=``), or ``None``; the inspector shows it.
     """
 
     _process = False
 
     def __init__(self, runtime: "Runtime", loader: Optional[Loader[Any]] = None, *,
                  codec: Optional[Codec[Any]] = None, request_codec: Optional[Codec[Any]] = None,
-                 on_event: Optional[EventCallback] = None) -> None:
+                 on_event: Optional[EventCallback] = None, name: Optional[str] = None) -> None:
+        c_name = handle_name(name)
         if loader is not None and not isinstance(loader, Loader):
             raise TypeError(f"loader must be a loadstate.Loader or None, not {type(loader).__name__}")
-        for name, given in (("codec", codec), ("request_codec", request_codec)):
+        for parameter, given in (("codec", codec), ("request_codec", request_codec)):
             if given is not None and not isinstance(given, Codec):
-                raise TypeError(f"{name} must be a loadstate.Codec or None, not {type(given).__name__}")
+                raise TypeError(f"{parameter} must be a loadstate.Codec or None, not {type(given).__name__}")
         if on_event is not None and not callable(on_event):
             raise TypeError(f"on_event must be callable or None, not {type(on_event).__name__}")
         core = runtime._core
@@ -302,9 +306,16 @@ class Cell(Generic[T]):
         if on_event is not None:
             state.subscribers = ((on_event, True),)
         out = c_uint64()
-        new = core.dll.lds_process_new if self._process else core.dll.lds_loadable_new
-        core.check(new(core.c_handle, _core.event_callback, core.token, byref(out)),
-                   "lds_process_new" if self._process else "lds_loadable_new")
+        if c_name is None:
+            new = core.dll.lds_process_new if self._process else core.dll.lds_loadable_new
+            core.check(new(core.c_handle, _core.event_callback, core.token, byref(out)),
+                       "lds_process_new" if self._process else "lds_loadable_new")
+        else:
+            options = CellOptionsC(sizeof(CellOptionsC), _core.event_callback, core.token, c_name)
+            new = core.dll.lds_process_new_ex if self._process else core.dll.lds_loadable_new_ex
+            core.check(new(core.c_handle, byref(options), byref(out)),
+                       "lds_process_new_ex" if self._process else "lds_loadable_new_ex")
+        self.name: Optional[str] = name if c_name is not None else None
         state.id = out.value
         state.c_id = out
         core.cells[state.id] = state

@@ -14,10 +14,14 @@ import enum
 __all__ = ["Status", "CacheVerdict", "Flags", "EventType", "Domain", "Delivery", "CachePolicy", "Code", "RedisCode", "LoadFlags",
            "HttpFlags", "ExecFlags", "CacheFlags", "Observed", "JobOutcome", "VALUE_MAX", "QUEUE_MAX",
            "PRIORITY_PREFETCH", "REDIS_PENDING_MAX", "REDIS_KEYS_MAX", "CACHE_GET_MANY_MAX",
-           "INSPECTOR_WAITING_MAX", "REDIS_REPLY_SLACK"]
+           "INSPECTOR_WAITING_MAX", "REDIS_REPLY_SLACK", "NAME_MAX"]
 
 #: The largest value, request or message, in bytes, the library accepts (256 MiB).
 VALUE_MAX = 256 * 1024 * 1024
+
+#: The longest name of a loader or cell, in bytes of UTF-8 (128, ``LDS_NAME_MAX``); a longer one raises
+#: :class:`loadstate.InvalidArgument`.
+NAME_MAX = 128
 
 #: The most operations host threads may have waiting for a runtime's loop thread
 #: (262,144); a call that would queue more raises :class:`loadstate.Busy` and changes nothing.

@@ -36,7 +36,7 @@ from typing import (TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Dict
                     TypeVar, Union, overload)
 
 from . import _core, _trio
-from ._checks import I32_MAX, I32_MIN, U64_MAX, flag, instance, integer, seconds
+from ._checks import I32_MAX, I32_MIN, U64_MAX, flag, handle_name, instance, integer, seconds
 from ._library import LOADER_CANCEL_FN, OP_FINISH, OP_SUCCEED, LoaderOptionsC
 from .codec import BYTES, Codec, encode_request
 from .enums import CachePolicy, Code
@@ -553,24 +553,29 @@ class Loader(Generic[T]):
         mode: ``"thread"``, ``"inline"`` or ``"async"`` for callables; ``"file"``, ``"exec"`` or ``"http"``.
         codec: how the loader's values are encoded; cells made with the loader decode them with it by default.
         request_codec: how requests to the loader are encoded.
+        name: the name given when the loader was made, or ``None``: the metrics label the loader's series with
+            it (``loader="users"``; the id without a name), and the inspector shows it.
     """
 
     @overload
     def __init__(self: "Loader[bytes]", runtime: "Runtime", fn: BytesLoaderFunction, *, inline: bool = ...,
-                 loop: Optional[asyncio.AbstractEventLoop] = ..., limits: Limits = ...) -> None: ...
+                 loop: Optional[asyncio.AbstractEventLoop] = ..., limits: Limits = ...,
+                 name: Optional[str] = ...) -> None: ...
 
     @overload
     def __init__(self, runtime: "Runtime", fn: Callable[[Job], Any], *, codec: Codec[T], inline: bool = ...,
-                 loop: Optional[asyncio.AbstractEventLoop] = ..., limits: Limits = ...) -> None: ...
+                 loop: Optional[asyncio.AbstractEventLoop] = ..., limits: Limits = ...,
+                 name: Optional[str] = ...) -> None: ...
 
     def __init__(self, runtime: "Runtime", fn: Callable[[Job], Any], *, codec: Codec[Any] = BYTES,
                  inline: bool = False, loop: Optional[asyncio.AbstractEventLoop] = None,
-                 limits: Limits = NO_LIMITS) -> None:
+                 limits: Limits = NO_LIMITS, name: Optional[str] = None) -> None:
         if not callable(fn):
             raise TypeError(f"fn must be a callable taking a loadstate.Job, not {type(fn).__name__}")
         if not isinstance(codec, Codec):
             raise TypeError(f"codec must be a loadstate.Codec, not {type(codec).__name__}")
         max_concurrent, rate_per_s, burst = limits_fields(limits)
+        c_name = handle_name(name)
         inline = flag("inline", inline)
         is_async = inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn)
         if is_async and inline:
@@ -583,31 +588,31 @@ class Loader(Generic[T]):
             except RuntimeError:
                 loop, host = None, _trio.current_host()
         core = runtime._core
-        name = f"loader {getattr(fn, '__qualname__', type(fn).__name__)}"
-        state = _LoaderState(core, fn, codec, mode, loop, name, host)
+        described = f"loader {getattr(fn, '__qualname__', type(fn).__name__)}"
+        state = _LoaderState(core, fn, codec, mode, loop, described, host)
         token = _core.register(state)
         out = c_uint64()
         # An async loader's jobs are all watched (a cancel cancels the task):
         # the loader's cancel function reports them, with no hook per job.
         options = LoaderOptionsC(sizeof(LoaderOptionsC), _core.start_callback,
                                  _core.loader_cancel_callback if mode == "async" else LOADER_CANCEL_FN(),
-                                 _core.free_callback, token, max_concurrent, rate_per_s, burst)
+                                 _core.free_callback, token, max_concurrent, rate_per_s, burst, c_name)
         rc = core.dll.lds_loader_new_ex(core.c_handle, byref(options), byref(out))
         if rc < 0:
             _core.unregister(token)
             raise core.lib.error(rc, "lds_loader_new_ex")
         state.id = out.value
-        self._adopt(runtime, out, fn, mode, codec, codec)
+        self._adopt(runtime, out, fn, mode, codec, codec, name or None)
 
     @classmethod
     def _builtin(cls, runtime: "Runtime", loader_id: c_uint64, mode: str, codec: Codec[T],
-                 request_codec: Codec[Any]) -> "Loader[T]":
+                 request_codec: Codec[Any], name: Optional[str]) -> "Loader[T]":
         loader: Loader[T] = cls.__new__(cls)
-        loader._adopt(runtime, loader_id, None, mode, codec, request_codec)
+        loader._adopt(runtime, loader_id, None, mode, codec, request_codec, name)
         return loader
 
     def _adopt(self, runtime: "Runtime", loader_id: c_uint64, fn: Optional[Callable[[Job], Any]], mode: str,
-               codec: Codec[Any], request_codec: Codec[Any]) -> None:
+               codec: Codec[Any], request_codec: Codec[Any], name: Optional[str]) -> None:
         core = runtime._core
         self._runtime = runtime
         self._core = core
@@ -617,6 +622,7 @@ class Loader(Generic[T]):
         self.mode = mode
         self.codec = codec
         self.request_codec = request_codec
+        self.name: Optional[str] = name
         self._closed = False
         # fetch's flights: a running load, and who awaits it, per request and options.
         self._flights: Dict[Tuple[Any, ...], _Flight] = {}
@@ -729,4 +735,5 @@ class Loader(Generic[T]):
 
     def __repr__(self) -> str:
         what = getattr(self.fn, "__qualname__", self.fn) if self.fn is not None else "built-in"
-        return f"<Loader {self.id} {self.mode} {what!r}>"
+        named = f" name={self.name!r}" if self.name is not None else ""
+        return f"<Loader {self.id}{named} {self.mode} {what!r}>"

@@ -9,7 +9,7 @@ import weakref
 from typing import Any, Callable, Optional, TypeVar, Union, overload
 
 from . import _core, _trio, builtin
-from ._checks import I32_MAX, I32_MIN, U64_MAX, c_string, flag, integer, member, milliseconds, seconds
+from ._checks import I32_MAX, I32_MIN, U64_MAX, c_string, flag, handle_name, integer, member, milliseconds, seconds
 from ._library import (INSPECTOR_ACTIONS, INSPECTOR_ALLOW_REMOTE, INSPECTOR_SHOW_VALUES, ExecOptionsC, FileOptionsC,
                        HttpOptionsC, InspectorOptionsC, Library, load_library)
 from .builtin import HttpResponse
@@ -292,23 +292,27 @@ class Runtime:
 
     @overload
     def loader(self, fn: LoaderFunction, *, codec: Codec[T], inline: bool = ...,
-               loop: Optional[asyncio.AbstractEventLoop] = ..., limits: Limits = ...) -> Loader[T]: ...
+               loop: Optional[asyncio.AbstractEventLoop] = ..., limits: Limits = ...,
+               name: Optional[str] = ...) -> Loader[T]: ...
 
     @overload
     def loader(self, fn: BytesLoaderFunction, *, inline: bool = ...,
-               loop: Optional[asyncio.AbstractEventLoop] = ..., limits: Limits = ...) -> Loader[bytes]: ...
+               loop: Optional[asyncio.AbstractEventLoop] = ..., limits: Limits = ...,
+               name: Optional[str] = ...) -> Loader[bytes]: ...
 
     @overload
     def loader(self, fn: None = ..., *, codec: Codec[T], inline: bool = ...,
-               loop: Optional[asyncio.AbstractEventLoop] = ..., limits: Limits = ...) -> Callable[[LoaderFunction], Loader[T]]: ...
+               loop: Optional[asyncio.AbstractEventLoop] = ..., limits: Limits = ...,
+               name: Optional[str] = ...) -> Callable[[LoaderFunction], Loader[T]]: ...
 
     @overload
     def loader(self, fn: None = ..., *, inline: bool = ...,
                loop: Optional[asyncio.AbstractEventLoop] = ...,
-               limits: Limits = ...) -> Callable[[BytesLoaderFunction], Loader[bytes]]: ...
+               limits: Limits = ..., name: Optional[str] = ...) -> Callable[[BytesLoaderFunction], Loader[bytes]]: ...
 
     def loader(self, fn: Optional[LoaderFunction] = None, *, codec: Codec[Any] = BYTES, inline: bool = False,
-               loop: Optional[asyncio.AbstractEventLoop] = None, limits: Limits = NO_LIMITS) -> Any:
+               loop: Optional[asyncio.AbstractEventLoop] = None, limits: Limits = NO_LIMITS,
+               name: Optional[str] = None) -> Any:
         """Makes a :class:`Loader` of ``fn(job)``; usable as a decorator, with or without arguments.
 
         Args:
@@ -324,42 +328,51 @@ class Runtime:
                 (for work that returns at once and never blocks).
             loop: the asyncio loop async loaders run on.
             limits: how many of its jobs run at once and how fast they start (:class:`Limits`).
+            name: what the metrics (the ``loader`` label, in place of the id) and the inspector call the
+                loader: at most :data:`NAME_MAX` bytes of UTF-8 without control characters; names need not be
+                unique (loaders of one name share their metrics series). ``None`` or ``""``: no name.
+
+        Raises:
+            InvalidArgument: ``name`` is too long or holds a control character.
         """
         if fn is None:
-            return lambda f: Loader(self, f, codec=codec, inline=inline, loop=loop, limits=limits)
-        return Loader(self, fn, codec=codec, inline=inline, loop=loop, limits=limits)
+            return lambda f: Loader(self, f, codec=codec, inline=inline, loop=loop, limits=limits, name=name)
+        return Loader(self, fn, codec=codec, inline=inline, loop=loop, limits=limits, name=name)
 
-    def file_loader(self, *, chunk_size: int = 0, max_size: int = 0, limits: Limits = NO_LIMITS) -> Loader[bytes]:
+    def file_loader(self, *, chunk_size: int = 0, max_size: int = 0, limits: Limits = NO_LIMITS,
+                    name: Optional[str] = None) -> Loader[bytes]:
         """The library's file loader: a request is a path, the value the file's contents.
 
         PROGRESS events count bytes. A missing or unreadable file is an error
         in the ``OS`` domain (errno as code). Only regular files are read: a
         directory is an ``OS`` error (EISDIR), a FIFO, socket or device an
         ``EINVAL`` error of the library. ``chunk_size``: bytes per read
-        (0: 256 KiB); ``max_size``: the largest file (0: :data:`VALUE_MAX`); ``limits``: see :class:`Limits`.
+        (0: 256 KiB); ``max_size``: the largest file (0: :data:`VALUE_MAX`); ``limits``: see :class:`Limits`;
+        ``name``: as for :meth:`loader`.
         """
         options = FileOptionsC(ctypes.sizeof(FileOptionsC), integer("chunk_size", chunk_size),
-                               integer("max_size", max_size, 0, U64_MAX), *limits_fields(limits))
-        return self._builtin("file", self._core.dll.lds_file_loader_new, options, BYTES, builtin.PATH)
+                               integer("max_size", max_size, 0, U64_MAX), *limits_fields(limits), handle_name(name))
+        return self._builtin("file", self._core.dll.lds_file_loader_new, options, BYTES, builtin.PATH, name)
 
     def exec_loader(self, *, stream_lines: bool = False, kill_grace: Optional[float] = None,
-                    max_output: int = 0, limits: Limits = NO_LIMITS) -> Loader[bytes]:
+                    max_output: int = 0, limits: Limits = NO_LIMITS, name: Optional[str] = None) -> Loader[bytes]:
         """The library's exec loader: a request is an :class:`ExecRequest` (or a list of arguments),
         the value the command's stdout.
 
         A non-zero exit is an error in the ``EXIT`` domain with the stderr
         tail as message. ``stream_lines`` yields stdout so far at each newline;
-        cancelling sends SIGTERM, then SIGKILL after ``kill_grace`` seconds. ``limits``: see :class:`Limits`.
+        cancelling sends SIGTERM, then SIGKILL after ``kill_grace`` seconds. ``limits``: see :class:`Limits`;
+        ``name``: as for :meth:`loader`.
         """
         options = ExecOptionsC(ctypes.sizeof(ExecOptionsC),
                                ExecFlags.STREAM_LINES if flag("stream_lines", stream_lines) else 0,
                                milliseconds("kill_grace", kill_grace), integer("max_output", max_output, 0, U64_MAX),
-                               *limits_fields(limits))
-        return self._builtin("exec", self._core.dll.lds_exec_loader_new, options, BYTES, builtin.EXEC_REQUEST)
+                               *limits_fields(limits), handle_name(name))
+        return self._builtin("exec", self._core.dll.lds_exec_loader_new, options, BYTES, builtin.EXEC_REQUEST, name)
 
     def http_loader(self, *, max_connections: int = 0, user_agent: Optional[str] = None,
                     proxy: Optional[str] = None, limits: Limits = NO_LIMITS,
-                    max_per_host: int = 0) -> Loader[HttpResponse]:
+                    max_per_host: int = 0, name: Optional[str] = None) -> Loader[HttpResponse]:
         """The library's HTTP loader (libcurl on the runtime's loop): a request is an
         :class:`HttpRequest` (or a URL), the value an :class:`HttpResponse`.
 
@@ -369,18 +382,19 @@ class Runtime:
         :attr:`~LoadFailed.response`. With retries, 5xx, 408 and 429 are retried. ``proxy``: ``None`` takes it
         from the environment (``http_proxy``...), ``""`` uses none, else the
         proxy's URL. ``limits``: see :class:`Limits`; ``max_per_host``: the most
-        connections open at once to one host (0: no limit).
+        connections open at once to one host (0: no limit); ``name``: as for :meth:`loader`.
         """
         options = HttpOptionsC(ctypes.sizeof(HttpOptionsC), integer("max_connections", max_connections),
                                c_string("user_agent", user_agent, none=True), c_string("proxy", proxy, none=True),
-                               *limits_fields(limits), integer("max_per_host", max_per_host))
+                               *limits_fields(limits), integer("max_per_host", max_per_host), handle_name(name))
         return self._builtin("http", self._core.dll.lds_http_loader_new, options, builtin.HTTP_RESPONSE,
-                             builtin.HTTP_REQUEST)
+                             builtin.HTTP_REQUEST, name)
 
-    def _builtin(self, mode: str, new: Any, options: Any, codec: Codec[T], request_codec: Codec[Any]) -> Loader[T]:
+    def _builtin(self, mode: str, new: Any, options: Any, codec: Codec[T], request_codec: Codec[Any],
+                 name: Optional[str]) -> Loader[T]:
         out = ctypes.c_uint64()
         self._core.check(new(self._core.c_handle, ctypes.byref(options), ctypes.byref(out)), f"{mode} loader")
-        return Loader._builtin(self, out, mode, codec, request_codec)
+        return Loader._builtin(self, out, mode, codec, request_codec, name or None)
 
     # -- scheduling ---------------------------------------------------------
 
@@ -512,19 +526,21 @@ class Runtime:
 
     @overload
     def loadable(self, loader: Loader[T], *, codec: None = ..., request_codec: Optional[Codec[Any]] = ...,
-                 on_event: Optional[EventCallback] = ...) -> Loadable[T]: ...
+                 on_event: Optional[EventCallback] = ..., name: Optional[str] = ...) -> Loadable[T]: ...
 
     @overload
     def loadable(self, loader: Optional[Loader[Any]] = ..., *, codec: Codec[T],
-                 request_codec: Optional[Codec[Any]] = ..., on_event: Optional[EventCallback] = ...) -> Loadable[T]:
+                 request_codec: Optional[Codec[Any]] = ..., on_event: Optional[EventCallback] = ...,
+                 name: Optional[str] = ...) -> Loadable[T]:
         ...
 
     @overload
     def loadable(self, loader: None = ..., *, codec: None = ..., request_codec: Optional[Codec[Any]] = ...,
-                 on_event: Optional[EventCallback] = ...) -> Loadable[bytes]: ...
+                 on_event: Optional[EventCallback] = ..., name: Optional[str] = ...) -> Loadable[bytes]: ...
 
     def loadable(self, loader: Optional[Loader[Any]] = None, *, codec: Optional[Codec[Any]] = None,
-                 request_codec: Optional[Codec[Any]] = None, on_event: Optional[EventCallback] = None) -> Any:
+                 request_codec: Optional[Codec[Any]] = None, on_event: Optional[EventCallback] = None,
+                 name: Optional[str] = None) -> Any:
         """Makes a :class:`Loadable` cell (absent at first).
 
         Args:
@@ -535,13 +551,18 @@ class Runtime:
                 the loader's request codec, else ``codec``.
             on_event: a callback for every event, on the delivery thread
                 (``PROGRESS`` events included; see :meth:`Cell.subscribe`).
+            name: what the inspector calls the cell: as a loader's name (see :meth:`loader`).
+
+        Raises:
+            InvalidArgument: ``name`` is too long or holds a control character.
         """
-        return Loadable(self, loader, codec=codec, request_codec=request_codec, on_event=on_event)
+        return Loadable(self, loader, codec=codec, request_codec=request_codec, on_event=on_event, name=name)
 
     def process(self, loader: Optional[Loader[Any]] = None, *, codec: Optional[Codec[Any]] = None,
-                request_codec: Optional[Codec[Any]] = None, on_event: Optional[EventCallback] = None) -> Process:
+                request_codec: Optional[Codec[Any]] = None, on_event: Optional[EventCallback] = None,
+                name: Optional[str] = None) -> Process:
         """Makes a :class:`Process` cell (idle at first); arguments as for :meth:`loadable`."""
-        return Process(self, loader, codec=codec, request_codec=request_codec, on_event=on_event)
+        return Process(self, loader, codec=codec, request_codec=request_codec, on_event=on_event, name=name)
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else "open"

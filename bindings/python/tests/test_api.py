@@ -815,7 +815,7 @@ def test_raw_calls_and_ctypes_ids_are_not_public(rt):
     assert sorted(name for name in vars(rt.library) if not name.startswith("_")) == ["dll", "path", "version"]
     loader = rt.loader(lambda job: b"")
     assert sorted(name for name in vars(loader) if not name.startswith("_")) == [
-        "codec", "fn", "id", "mode", "request_codec"]
+        "codec", "fn", "id", "mode", "name", "request_codec"]
     assert rt.loadable(loader).load().value(WAIT) == b""
 
 

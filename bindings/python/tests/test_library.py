@@ -79,7 +79,7 @@ STRUCTS = {
     "lds_persistent_cache_options": "PersistentCacheOptionsC", "lds_cache_value": "CacheValueC",
     "lds_cache_statistics": "CacheStatisticsC", "lds_cache_key_list": "CacheKeyListC", "lds_record": "RecordC",
     "lds_op": "OpC",
-    "lds_loader_options": "LoaderOptionsC",
+    "lds_loader_options": "LoaderOptionsC", "lds_cell_options": "CellOptionsC",
     "lds_load_metrics": "LoadMetricsC", "lds_loader_metrics": "LoaderMetricsC", "lds_cache_metrics": "CacheMetricsC",
     "lds_runtime_statistics": "RuntimeStatisticsC", "lds_observation": "ObservationC",
     "lds_inspector_options": "InspectorOptionsC",
@@ -141,7 +141,7 @@ SINGLES: Dict[str, int] = {
     "LDS_VALUE_MAX": loadstate.VALUE_MAX, "LDS_QUEUE_MAX": loadstate.QUEUE_MAX,
     "LDS_PRIORITY_PREFETCH": loadstate.PRIORITY_PREFETCH, "LDS_REDIS_PENDING_MAX": loadstate.REDIS_PENDING_MAX,
     "LDS_REDIS_KEYS_MAX": loadstate.REDIS_KEYS_MAX, "LDS_CACHE_GET_MANY_MAX": loadstate.CACHE_GET_MANY_MAX,
-    "LDS_REDIS_REPLY_SLACK": loadstate.REDIS_REPLY_SLACK,
+    "LDS_REDIS_REPLY_SLACK": loadstate.REDIS_REPLY_SLACK, "LDS_NAME_MAX": loadstate.NAME_MAX,
     "LDS_LATENCY_BUCKETS": _library.LATENCY_BUCKETS, "LDS_VERSION_MAJOR": _library._VERSION_MAJOR,
 }
 

@@ -161,10 +161,11 @@ def test_the_metrics_text_passes_promtool(rt, tmp_path):
 
     promtool = shutil.which("promtool")
     assert promtool, "promtool is missing: `make deps` installs Debian's prometheus package"
-    upper = rt.loader(lambda job: job.request.upper())
+    # Named loaders (a name is an escaped label value; see test_names.py) beside unnamed ones.
+    upper = rt.loader(lambda job: job.request.upper(), name='upper "\u00e9" \\ \u2713')
     attempts = {"n": 0}
 
-    @rt.loader
+    @rt.loader(name="flaky")
     def flaky(job):
         attempts["n"] += 1
         if attempts["n"] < 2:
@@ -189,5 +190,7 @@ def test_the_metrics_text_passes_promtool(rt, tmp_path):
     assert [load.value(WAIT) for load in loads] == [b"1", b"2"]
     text = rt.metrics_text()
     assert "loadstate_jobs_queued_total" in text and 'outcome="from_cache"' in text
+    assert 'loadstate_loads_ended_total{loader="upper \\"\u00e9\\" \\\\ \u2713",outcome="succeeded"} 2\n' in text
+    assert f'loadstate_loads_started_total{{loader="{fails.id}"}} 1\n' in text
     checked = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True, timeout=60)
     assert checked.returncode == 0 and checked.stdout == "" and checked.stderr == "", checked

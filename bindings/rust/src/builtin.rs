@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crate::error::{Error, Result, check};
 use crate::http_cache::{CacheControl, CacheVerdict, parse_age, parse_cache_status};
-use crate::loader::Loader;
+use crate::loader::{Loader, c_name};
 use crate::options::Limits;
 use crate::runtime::Runtime;
 use crate::sys;
@@ -49,6 +49,7 @@ pub struct FileOptions {
     chunk_size: u32,
     max_size: u64,
     limits: Limits,
+    name: Option<String>,
 }
 
 impl FileOptions {
@@ -75,6 +76,12 @@ impl FileOptions {
         self.limits = limits;
         self
     }
+
+    /// Names the loader, as [`Runtime::named_loader`] does.
+    pub fn name(mut self, name: impl Into<String>) -> FileOptions {
+        self.name = Some(name.into());
+        self
+    }
 }
 
 /// The request of a file load: the path's bytes.
@@ -89,6 +96,7 @@ pub struct ExecOptions {
     kill_grace_ms: u32,
     max_output: u64,
     limits: Limits,
+    name: Option<String>,
 }
 
 impl ExecOptions {
@@ -123,6 +131,12 @@ impl ExecOptions {
     /// Holds the loader's jobs (commands) to `limits` (none by default).
     pub fn limits(mut self, limits: Limits) -> ExecOptions {
         self.limits = limits;
+        self
+    }
+
+    /// Names the loader, as [`Runtime::named_loader`] does.
+    pub fn name(mut self, name: impl Into<String>) -> ExecOptions {
+        self.name = Some(name.into());
         self
     }
 }
@@ -200,6 +214,7 @@ pub struct HttpOptions {
     proxy: Option<String>,
     limits: Limits,
     max_per_host: u32,
+    name: Option<String>,
 }
 
 impl HttpOptions {
@@ -212,6 +227,12 @@ impl HttpOptions {
     /// Holds the loader's jobs (requests) to `limits` (none by default).
     pub fn limits(mut self, limits: Limits) -> HttpOptions {
         self.limits = limits;
+        self
+    }
+
+    /// Names the loader, as [`Runtime::named_loader`] does.
+    pub fn name(mut self, name: impl Into<String>) -> HttpOptions {
+        self.name = Some(name.into());
         self
     }
 
@@ -521,7 +542,9 @@ impl Runtime {
     /// an OS error (EISDIR), a FIFO, socket or device an `LDS_EINVAL` error
     /// in the loadstate domain.
     pub fn file_loader(&self, options: &FileOptions) -> Result<Loader> {
+        let name = c_name(options.name.as_deref())?;
         let raw = sys::lds_file_options {
+            name: name.as_ref().map_or(ptr::null(), |n| n.as_ptr()),
             chunk_size: options.chunk_size,
             max_size: options.max_size,
             max_concurrent: options.limits.max_concurrent,
@@ -532,7 +555,7 @@ impl Runtime {
         let mut id = 0;
         // SAFETY: valid handle, options and out pointer.
         check(unsafe { sys::lds_file_loader_new(self.as_ptr(), &raw, &mut id) })?;
-        Ok(Loader::built_in(self.shared(), id))
+        Ok(Loader::built_in(self.shared(), id, options.name.as_deref()))
     }
 
     /// A loader that runs commands: the request is an encoded
@@ -540,7 +563,9 @@ impl Runtime {
     /// an error in the exit domain with the status as code and the end of
     /// stderr as message. Cancelling terminates the command.
     pub fn exec_loader(&self, options: &ExecOptions) -> Result<Loader> {
+        let name = c_name(options.name.as_deref())?;
         let raw = sys::lds_exec_options {
+            name: name.as_ref().map_or(ptr::null(), |n| n.as_ptr()),
             flags: if options.stream_lines { sys::LDS_EXEC_STREAM_LINES } else { 0 },
             kill_grace_ms: options.kill_grace_ms,
             max_output: options.max_output,
@@ -552,7 +577,7 @@ impl Runtime {
         let mut id = 0;
         // SAFETY: valid handle, options and out pointer.
         check(unsafe { sys::lds_exec_loader_new(self.as_ptr(), &raw, &mut id) })?;
-        Ok(Loader::built_in(self.shared(), id))
+        Ok(Loader::built_in(self.shared(), id, options.name.as_deref()))
     }
 
     /// A loader that fetches URLs: the request is an encoded
@@ -562,7 +587,9 @@ impl Runtime {
     pub fn http_loader(&self, options: &HttpOptions) -> Result<Loader> {
         let agent = options.user_agent.as_ref().map(c_string).transpose()?;
         let proxy = options.proxy.as_ref().map(c_string).transpose()?;
+        let name = c_name(options.name.as_deref())?;
         let raw = sys::lds_http_options {
+            name: name.as_ref().map_or(ptr::null(), |n| n.as_ptr()),
             max_connections: options.max_connections,
             user_agent: agent.as_ref().map_or(ptr::null(), |a| a.as_ptr()),
             proxy: proxy.as_ref().map_or(ptr::null(), |p| p.as_ptr()),
@@ -575,6 +602,6 @@ impl Runtime {
         let mut id = 0;
         // SAFETY: valid handle, options (borrowing its strings) and out pointer.
         check(unsafe { sys::lds_http_loader_new(self.as_ptr(), &raw, &mut id) })?;
-        Ok(Loader::built_in(self.shared(), id))
+        Ok(Loader::built_in(self.shared(), id, options.name.as_deref()))
     }
 }

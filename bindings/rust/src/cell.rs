@@ -58,6 +58,7 @@ pub(crate) struct Cell {
     id: u64,
     flavor: CellFlavor,
     sink: NonNull<Sink>,
+    name: Option<String>,
 }
 
 // SAFETY: the sink is only used through `&Sink` (Mutex inside) and freed
@@ -66,23 +67,41 @@ unsafe impl Send for Cell {}
 unsafe impl Sync for Cell {}
 
 impl Cell {
-    pub(crate) fn new(shared: &Arc<Shared>, flavor: CellFlavor) -> Result<(Cell, Events)> {
+    pub(crate) fn new(shared: &Arc<Shared>, flavor: CellFlavor, name: Option<&str>) -> Result<(Cell, Events)> {
+        let c_name = crate::loader::c_name(name)?;
         let (tx, rx) = mpsc::channel();
         let sink = NonNull::from(Box::leak(Box::new(Sink { tx: Mutex::new(Some(tx)) })));
-        let new = match flavor {
-            CellFlavor::Loadable => sys::lds_loadable_new,
-            CellFlavor::Process => sys::lds_process_new,
-        };
         let mut id = 0;
-        // SAFETY: valid handle; the sink stays alive until Cell's Drop buries it.
-        let rc = unsafe { new(shared.raw(), Some(cell_event), sink.as_ptr().cast(), &mut id) };
+        let rc = if let Some(c_name) = &c_name {
+            let options = sys::lds_cell_options {
+                on_event: Some(cell_event),
+                user_data: sink.as_ptr().cast(),
+                name: c_name.as_ptr(),
+                ..sys::lds_cell_options::INIT
+            };
+            let new = match flavor {
+                CellFlavor::Loadable => sys::lds_loadable_new_ex,
+                CellFlavor::Process => sys::lds_process_new_ex,
+            };
+            // SAFETY: valid handle and options; the library copies the name;
+            // the sink stays alive until Cell's Drop buries it.
+            unsafe { new(shared.raw(), &options, &mut id) }
+        } else {
+            let new = match flavor {
+                CellFlavor::Loadable => sys::lds_loadable_new,
+                CellFlavor::Process => sys::lds_process_new,
+            };
+            // SAFETY: valid handle; the sink stays alive until Cell's Drop buries it.
+            unsafe { new(shared.raw(), Some(cell_event), sink.as_ptr().cast(), &mut id) }
+        };
         if rc != sys::LDS_OK {
             // SAFETY: a failed call causes no callback; the sink is unused.
             unsafe { Sink::free(sink) };
             return Err(Error::from_code(rc));
         }
         shared.adopt(id, sink);
-        Ok((Cell { shared: Arc::clone(shared), id, flavor, sink }, Events { rx }))
+        let name = c_name.map(|_| name.unwrap_or_default().to_owned());
+        Ok((Cell { shared: Arc::clone(shared), id, flavor, sink, name }, Events { rx }))
     }
 
     fn raw(&self) -> *mut sys::lds_runtime {
@@ -149,6 +168,12 @@ impl Loadable {
     /// The cell's id in its runtime.
     pub fn id(&self) -> u64 {
         self.cell.id
+    }
+
+    /// The name the cell was made with, if any (see
+    /// [`Runtime::named_loadable`](crate::Runtime::named_loadable)).
+    pub fn name(&self) -> Option<&str> {
+        self.cell.name.as_deref()
     }
 
     /// Loads with default options: cancels the running job, shows
@@ -267,6 +292,12 @@ impl Process {
     /// The cell's id in its runtime.
     pub fn id(&self) -> u64 {
         self.cell.id
+    }
+
+    /// The name the cell was made with, if any (see
+    /// [`Runtime::named_loadable`](crate::Runtime::named_loadable)).
+    pub fn name(&self) -> Option<&str> {
+        self.cell.name.as_deref()
     }
 
     /// Runs a job of `loader` as process `kind` with default options.

@@ -92,6 +92,14 @@ pub const REDIS_PENDING_MAX: usize = sys::LDS_REDIS_PENDING_MAX;
 /// [`Cache::get_many`] asks for larger batches in calls of this many keys.
 pub const CACHE_GET_MANY_MAX: usize = sys::LDS_CACHE_GET_MANY_MAX;
 
+/// The longest name of a loader or cell, in bytes of UTF-8 (128). A name
+/// (see [`Runtime::named_loader`]) is at most this long and holds no
+/// control character (U+0000 to U+001F, U+007F to U+009F), else the call
+/// that gives it fails with [`ErrorKind::InvalidArgument`]. The metrics
+/// label a loader's series with its name in place of its id, and the
+/// inspector shows the names of cells and loaders.
+pub const NAME_MAX: usize = sys::LDS_NAME_MAX;
+
 /// The most operations host threads may have waiting for a runtime's loop
 /// thread (262,144); a call that would queue more fails with
 /// [`ErrorKind::Busy`] and changes nothing.

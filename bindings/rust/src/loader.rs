@@ -32,13 +32,26 @@ struct LoaderData {
 pub struct Loader {
     shared: Arc<Shared>,
     id: u64,
+    name: Option<String>,
+}
+
+/// A loader's or cell's name as the C string the library takes: none for
+/// `""`; a NUL inside fails with `InvalidArgument` (the library checks the
+/// rest: [`NAME_MAX`](crate::NAME_MAX), control characters).
+pub(crate) fn c_name(name: Option<&str>) -> Result<Option<CString>> {
+    match name {
+        None | Some("") => Ok(None),
+        Some(text) => CString::new(text).map(Some).map_err(|_| Error::from_code(sys::LDS_EINVAL)),
+    }
 }
 
 impl Loader {
-    pub(crate) fn new(shared: &Arc<Shared>, start: StartFn, limits: Limits) -> Result<Loader> {
+    pub(crate) fn new(shared: &Arc<Shared>, start: StartFn, limits: Limits, name: Option<&str>) -> Result<Loader> {
+        let c_name = c_name(name)?;
         let data = Box::into_raw(Box::new(LoaderData { shared: Arc::clone(shared), start }));
         let mut id = 0;
         let options = sys::lds_loader_options {
+            name: c_name.as_ref().map_or(std::ptr::null(), |n| n.as_ptr()),
             start: Some(start_job),
             free_data: Some(free_loader),
             loader_data: data.cast(),
@@ -56,17 +69,24 @@ impl Loader {
             drop(unsafe { Box::from_raw(data) });
             return Err(Error::from_code(rc));
         }
-        Ok(Loader { shared: Arc::clone(shared), id })
+        Ok(Loader { shared: Arc::clone(shared), id, name: c_name.map(|_| name.unwrap_or_default().to_owned()) })
     }
 
-    /// A built-in loader the library created with id `id`.
-    pub(crate) fn built_in(shared: &Arc<Shared>, id: u64) -> Loader {
-        Loader { shared: Arc::clone(shared), id }
+    /// A built-in loader the library created with id `id`, named `name`.
+    pub(crate) fn built_in(shared: &Arc<Shared>, id: u64, name: Option<&str>) -> Loader {
+        let name = name.filter(|n| !n.is_empty()).map(str::to_owned);
+        Loader { shared: Arc::clone(shared), id, name }
     }
 
     /// The loader's id in its runtime.
     pub fn id(&self) -> u64 {
         self.id
+    }
+
+    /// The name the loader was made with, if any: what the metrics text
+    /// labels its series with (`loader="users"`) and the inspector shows.
+    pub fn name(&self) -> Option<&str> {
+        self.name.as_deref()
     }
 }
 
@@ -79,7 +99,7 @@ impl Drop for Loader {
 
 impl fmt::Debug for Loader {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Loader").field("id", &self.id).finish()
+        f.debug_struct("Loader").field("id", &self.id).field("name", &self.name).finish()
     }
 }
 

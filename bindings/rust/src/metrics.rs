@@ -123,7 +123,9 @@ pub struct RuntimeStats {
 impl Runtime {
     /// The runtime's metrics in the Prometheus text exposition format
     /// (version 0.0.4), for a `/metrics` page. Load series are labelled
-    /// `loader` (an id, or `freed`), cache series `cache` and `kind`; see
+    /// `loader` (the loader's name, escaped, else its id; `freed` for the
+    /// loaders dropped since; loaders of one name share a series), cache
+    /// series `cache` and `kind`; see
     /// `lds_runtime_metrics_text` in `loadstate.h` for the families.
     pub fn metrics_text(&self) -> Result<String> {
         let mut room = 16 * 1024;

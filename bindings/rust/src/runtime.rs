@@ -171,13 +171,30 @@ impl Runtime {
 
     /// A new loadable cell in the absent state, and the stream of its events.
     pub fn loadable(&self) -> Result<(Loadable, Events)> {
-        let (cell, events) = crate::cell::Cell::new(&self.shared, CellFlavor::Loadable)?;
+        let (cell, events) = crate::cell::Cell::new(&self.shared, CellFlavor::Loadable, None)?;
         Ok((Loadable::from_cell(cell), events))
     }
 
     /// A new process cell in the idle state, and the stream of its events.
     pub fn process(&self) -> Result<(Process, Events)> {
-        let (cell, events) = crate::cell::Cell::new(&self.shared, CellFlavor::Process)?;
+        let (cell, events) = crate::cell::Cell::new(&self.shared, CellFlavor::Process, None)?;
+        Ok((Process::from_cell(cell), events))
+    }
+
+    /// A loadable cell like [`loadable`](Runtime::loadable) named `name`
+    /// (`lds_loadable_new_ex`), which the inspector shows. `""` is no name.
+    /// Fails with [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument)
+    /// for a name longer than [`NAME_MAX`](crate::NAME_MAX) bytes or with a
+    /// control character.
+    pub fn named_loadable(&self, name: &str) -> Result<(Loadable, Events)> {
+        let (cell, events) = crate::cell::Cell::new(&self.shared, CellFlavor::Loadable, Some(name))?;
+        Ok((Loadable::from_cell(cell), events))
+    }
+
+    /// A process cell like [`process`](Runtime::process) named `name`, as
+    /// [`named_loadable`](Runtime::named_loadable).
+    pub fn named_process(&self, name: &str) -> Result<(Process, Events)> {
+        let (cell, events) = crate::cell::Cell::new(&self.shared, CellFlavor::Process, Some(name))?;
         Ok((Process::from_cell(cell), events))
     }
 
@@ -192,7 +209,7 @@ impl Runtime {
     where
         F: Fn(Job) + Send + Sync + 'static,
     {
-        Loader::new(&self.shared, Box::new(start), Limits::new())
+        Loader::new(&self.shared, Box::new(start), Limits::new(), None)
     }
 
     /// A loader like [`loader`](Runtime::loader) whose jobs are held to
@@ -205,7 +222,22 @@ impl Runtime {
     where
         F: Fn(Job) + Send + Sync + 'static,
     {
-        Loader::new(&self.shared, Box::new(start), limits)
+        Loader::new(&self.shared, Box::new(start), limits, None)
+    }
+
+    /// A loader like [`loader_with_limits`](Runtime::loader_with_limits)
+    /// named `name`: the metrics text labels its series `loader="<name>"`
+    /// (escaped) instead of its id, and the inspector shows the name.
+    /// Names need not be unique: loaders of one name share one series,
+    /// their loads added. `""` is no name. Fails with
+    /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) for a
+    /// name longer than [`NAME_MAX`](crate::NAME_MAX) bytes of UTF-8 or
+    /// with a control character (a NUL included).
+    pub fn named_loader<F>(&self, name: &str, limits: Limits, start: F) -> Result<Loader>
+    where
+        F: Fn(Job) + Send + Sync + 'static,
+    {
+        Loader::new(&self.shared, Box::new(start), limits, Some(name))
     }
 
     /// Pauses the polling of every cell of the runtime

@@ -265,6 +265,8 @@ pub struct lds_file_options {
     pub max_concurrent: u32,
     pub rate_per_s: u32,
     pub burst: u32,
+    /// Since 0.5: the loader's name (`LDS_NAME_MAX`), or null.
+    pub name: *const c_char,
 }
 
 impl lds_file_options {
@@ -276,6 +278,7 @@ impl lds_file_options {
         max_concurrent: 0,
         rate_per_s: 0,
         burst: 0,
+        name: core::ptr::null(),
     };
 }
 
@@ -289,6 +292,8 @@ pub struct lds_exec_options {
     pub max_concurrent: u32,
     pub rate_per_s: u32,
     pub burst: u32,
+    /// Since 0.5: the loader's name (`LDS_NAME_MAX`), or null.
+    pub name: *const c_char,
 }
 
 impl lds_exec_options {
@@ -301,6 +306,7 @@ impl lds_exec_options {
         max_concurrent: 0,
         rate_per_s: 0,
         burst: 0,
+        name: core::ptr::null(),
     };
 }
 
@@ -334,6 +340,8 @@ pub struct lds_http_options {
     pub rate_per_s: u32,
     pub burst: u32,
     pub max_per_host: u32,
+    /// Since 0.5: the loader's name (`LDS_NAME_MAX`), or null.
+    pub name: *const c_char,
 }
 
 impl lds_http_options {
@@ -347,6 +355,7 @@ impl lds_http_options {
         rate_per_s: 0,
         burst: 0,
         max_per_host: 0,
+        name: core::ptr::null(),
     };
 }
 
@@ -814,6 +823,8 @@ pub struct lds_loader_options {
     pub max_concurrent: u32,
     pub rate_per_s: u32,
     pub burst: u32,
+    /// Since 0.5: the loader's name (`LDS_NAME_MAX`), or null.
+    pub name: *const c_char,
 }
 
 impl lds_loader_options {
@@ -827,6 +838,30 @@ impl lds_loader_options {
         max_concurrent: 0,
         rate_per_s: 0,
         burst: 0,
+        name: core::ptr::null(),
+    };
+}
+
+/// The longest name of a loader or cell, in bytes of UTF-8 (since 0.5).
+pub const LDS_NAME_MAX: usize = 128;
+
+/// What `lds_loadable_new_ex` and `lds_process_new_ex` make (since 0.5).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct lds_cell_options {
+    pub size: u32,
+    pub on_event: Option<lds_event_fn>,
+    pub user_data: *mut c_void,
+    pub name: *const c_char,
+}
+
+impl lds_cell_options {
+    /// The value of `LDS_CELL_OPTIONS_INIT`.
+    pub const INIT: Self = lds_cell_options {
+        size: core::mem::size_of::<lds_cell_options>() as u32,
+        on_event: None,
+        user_data: core::ptr::null_mut(),
+        name: core::ptr::null(),
     };
 }
 
@@ -853,6 +888,7 @@ unsafe extern "C" {
         user_data: *mut c_void,
         out: *mut lds_id,
     ) -> c_int;
+    pub fn lds_loadable_new_ex(rt: *mut lds_runtime, opts: *const lds_cell_options, out: *mut lds_id) -> c_int;
     pub fn lds_loadable_free(rt: *mut lds_runtime, cell: lds_id) -> c_int;
     pub fn lds_loadable_load(
         rt: *mut lds_runtime,
@@ -972,6 +1008,7 @@ unsafe extern "C" {
         user_data: *mut c_void,
         out: *mut lds_id,
     ) -> c_int;
+    pub fn lds_process_new_ex(rt: *mut lds_runtime, opts: *const lds_cell_options, out: *mut lds_id) -> c_int;
     pub fn lds_process_free(rt: *mut lds_runtime, cell: lds_id) -> c_int;
     pub fn lds_process_run(
         rt: *mut lds_runtime,

@@ -84,17 +84,18 @@ int main(void) {
   SIZE(lds_file_options);
   FIELD(lds_file_options, size); FIELD(lds_file_options, chunk_size); FIELD(lds_file_options, max_size);
   FIELD(lds_file_options, max_concurrent); FIELD(lds_file_options, rate_per_s); FIELD(lds_file_options, burst);
+  FIELD(lds_file_options, name);
   SIZE(lds_exec_options);
   FIELD(lds_exec_options, size); FIELD(lds_exec_options, flags); FIELD(lds_exec_options, kill_grace_ms);
   FIELD(lds_exec_options, max_output); FIELD(lds_exec_options, max_concurrent);
-  FIELD(lds_exec_options, rate_per_s); FIELD(lds_exec_options, burst);
+  FIELD(lds_exec_options, rate_per_s); FIELD(lds_exec_options, burst); FIELD(lds_exec_options, name);
   SIZE(lds_exec_request);
   FIELD(lds_exec_request, size); FIELD(lds_exec_request, argv); FIELD(lds_exec_request, env);
   FIELD(lds_exec_request, cwd);
   SIZE(lds_http_options);
   FIELD(lds_http_options, size); FIELD(lds_http_options, max_connections); FIELD(lds_http_options, user_agent);
   FIELD(lds_http_options, proxy); FIELD(lds_http_options, max_concurrent); FIELD(lds_http_options, rate_per_s);
-  FIELD(lds_http_options, burst); FIELD(lds_http_options, max_per_host);
+  FIELD(lds_http_options, burst); FIELD(lds_http_options, max_per_host); FIELD(lds_http_options, name);
   SIZE(lds_http_request);
   FIELD(lds_http_request, size); FIELD(lds_http_request, method); FIELD(lds_http_request, url);
   FIELD(lds_http_request, headers); FIELD(lds_http_request, header_count); FIELD(lds_http_request, body);
@@ -121,6 +122,10 @@ int main(void) {
   FIELD(lds_loader_options, size); FIELD(lds_loader_options, start); FIELD(lds_loader_options, cancel);
   FIELD(lds_loader_options, free_data); FIELD(lds_loader_options, loader_data);
   FIELD(lds_loader_options, max_concurrent); FIELD(lds_loader_options, rate_per_s); FIELD(lds_loader_options, burst);
+  FIELD(lds_loader_options, name);
+  SIZE(lds_cell_options);
+  FIELD(lds_cell_options, size); FIELD(lds_cell_options, on_event); FIELD(lds_cell_options, user_data);
+  FIELD(lds_cell_options, name);
   SIZE(lds_op);
   FIELD(lds_op, op); FIELD(lds_op, code); FIELD(lds_op, target); FIELD(lds_op, loader); FIELD(lds_op, data);
   FIELD(lds_op, data_len);
@@ -149,7 +154,10 @@ int main(void) {
 
   lds_loader_options lso = LDS_LOADER_OPTIONS_INIT;
   printf("init lds_loader_options %u %d\n", lso.size,
-         lso.start != NULL || lso.cancel != NULL || lso.free_data != NULL || lso.loader_data != NULL);
+         lso.start != NULL || lso.cancel != NULL || lso.free_data != NULL || lso.loader_data != NULL ||
+         lso.name != NULL);
+  lds_cell_options co = LDS_CELL_OPTIONS_INIT;
+  printf("init lds_cell_options %u %d\n", co.size, co.on_event != NULL || co.user_data != NULL || co.name != NULL);
   lds_runtime_options ro = LDS_RUNTIME_OPTIONS_INIT;
   printf("init lds_runtime_options %u %u %u %u %u\n", ro.size, ro.delivery, ro.spin_us, ro.queue_max, ro.flags);
   lds_runtime_statistics rs = LDS_RUNTIME_STATISTICS_INIT;
@@ -358,11 +366,11 @@ fn structs_and_constants_match_the_c_header() {
     fields!(lds_load_options: size, flags, timeout_ms, interrupts_ms, interrupt_count, retries, retry_base_ms,
         retry_max_ms, cache, cache_key, cache_key_len, cache_policy, fresh_ms, max_age_ms, priority,
         refresh_interval_ms);
-    fields!(lds_file_options: size, chunk_size, max_size, max_concurrent, rate_per_s, burst);
-    fields!(lds_exec_options: size, flags, kill_grace_ms, max_output, max_concurrent, rate_per_s, burst);
+    fields!(lds_file_options: size, chunk_size, max_size, max_concurrent, rate_per_s, burst, name);
+    fields!(lds_exec_options: size, flags, kill_grace_ms, max_output, max_concurrent, rate_per_s, burst, name);
     fields!(lds_exec_request: size, argv, env, cwd);
     fields!(lds_http_options: size, max_connections, user_agent, proxy, max_concurrent, rate_per_s, burst,
-        max_per_host);
+        max_per_host, name);
     fields!(lds_http_request: size, method, url, headers, header_count, body, body_len, timeout_ms,
         max_redirects, max_body, flags, ca_file);
     fields!(lds_http_response: status, headers, headers_len, body, body_len);
@@ -378,7 +386,8 @@ fn structs_and_constants_match_the_c_header() {
         leases_waited, results_received, takeovers, published, fenced, invalidations, last_error);
     fields!(lds_record: size, what, user_data, job, event);
     fields!(lds_op: op, code, target, loader, data, data_len);
-    fields!(lds_loader_options: size, start, cancel, free_data, loader_data, max_concurrent, rate_per_s, burst);
+    fields!(lds_loader_options: size, start, cancel, free_data, loader_data, max_concurrent, rate_per_s, burst, name);
+    fields!(lds_cell_options: size, on_event, user_data, name);
     fields!(lds_inspector_options: size, flags, max_clients, interval_ms, idle_timeout_ms, max_cells);
     let io = lds_inspector_options::INIT;
     checker.check(
@@ -422,6 +431,7 @@ fn structs_and_constants_match_the_c_header() {
         LDS_ENOTSUP,
         LDS_VALUE_MAX,
         LDS_QUEUE_MAX,
+        LDS_NAME_MAX,
         LDS_QUEUE_MAX_LIMIT,
         LDS_ABSENT,
         LDS_LOADING,
@@ -516,8 +526,19 @@ fn structs_and_constants_match_the_c_header() {
         format!(
             "{} {}",
             lso.size,
-            u8::from(lso.start.is_some() || lso.cancel.is_some() || lso.free_data.is_some() || !lso.loader_data.is_null())
+            u8::from(
+                lso.start.is_some()
+                    || lso.cancel.is_some()
+                    || lso.free_data.is_some()
+                    || !lso.loader_data.is_null()
+                    || !lso.name.is_null()
+            )
         ),
+    );
+    let co = lds_cell_options::INIT;
+    checker.check(
+        "init lds_cell_options",
+        format!("{} {}", co.size, u8::from(co.on_event.is_some() || !co.user_data.is_null() || !co.name.is_null())),
     );
     let ro = lds_runtime_options::INIT;
     checker.check(

@@ -59,6 +59,19 @@ async def main(url: str) -> None:
 
         reveal_type(finish)  # loadstate.loaders.Loader[bytes]
 
+        named = rt.loader(lambda job: "x", codec=loadstate.TEXT, name="users")
+        reveal_type(named)  # loadstate.loaders.Loader[str]
+        reveal_type(named.name)  # str | None
+        reveal_type(rt.loadable(named, name="profile"))  # loadstate.cells.Loadable[str]
+        reveal_type(rt.process(name="save").name)  # str | None
+        reveal_type(rt.http_loader(name="api"))  # loadstate.loaders.Loader[loadstate.builtin.HttpResponse]
+
+        @rt.loader(name="decorated")
+        def decorated(job: loadstate.Job) -> bytes:
+            return b"bytes"
+
+        reveal_type(decorated)  # loadstate.loaders.Loader[bytes]
+
         @rt.loader
         async def fetch_async(job: loadstate.Job) -> bytes:
             return b"bytes"

@@ -28,6 +28,22 @@ def _peak_rss() -> int:
     raise AssertionError("no VmHWM")
 
 
+def _rss() -> int:
+    """The process's resident set now (VmRSS), in bytes."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS")
+
+
+def _nested(conn: socket.socket, stats: Dict[str, int]) -> None:
+    """Arrays of one array, ever deeper."""
+    while True:
+        conn.sendall(b"*1\r\n" * 65536)
+        stats["sent"] = stats.get("sent", 0) + 4 * 65536
+
+
 def _stream_bulk(conn: socket.socket, declared: int, stats: Dict[str, int]) -> None:
     conn.sendall(f"${declared}\r\n".encode())
     chunk = b"x" * (256 << 10)
@@ -131,6 +147,23 @@ def test_endless_arrays_are_bounded_by_what_the_reply_holds(rt, hostile):
     server = hostile(_endless_array)
     reasons = _attacked(rt, server, 2.0)
     assert RedisCode.EPROTO in reasons or RedisCode.EREPLY in reasons, reasons
+    assert _peak_rss() - before < 128 * MiB
+
+
+def test_nesting_without_end_is_refused_and_memory_stays_flat_while_the_attack_lasts(rt, hostile):
+    before = _peak_rss()
+    server = hostile(_nested)
+    reasons = _attacked(rt, server, 1.0)
+    assert RedisCode.EPROTO in reasons or RedisCode.EREPLY in reasons, reasons
+    # The attacks go on (every attack above, one after the other): the resident set does not grow with them.
+    attacks = [_nested, _endless_array, lambda conn, stats: _stream_bulk(conn, 4 << 30, stats)]
+    servers = [hostile(attack) for attack in attacks]
+    for one in servers:
+        _attacked(rt, one, 0.5)
+    settled = _rss()
+    for one in servers:
+        _attacked(rt, one, 1.0)
+    assert _rss() - settled < 32 * MiB
     assert _peak_rss() - before < 128 * MiB
 
 

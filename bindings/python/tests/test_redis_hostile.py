@@ -167,6 +167,42 @@ def test_nesting_without_end_is_refused_and_memory_stays_flat_while_the_attack_l
     assert _peak_rss() - before < 128 * MiB
 
 
+_CLIENT = """
+import sys, time
+import loadstate
+with loadstate.Runtime() as rt:
+    for url in sys.argv[1:]:
+        cache = rt.redis_cache(url, command_timeout=0.5, connect_timeout=0.5, reconnect_max=0.2)
+        deadline = time.monotonic() + 1.5
+        while time.monotonic() < deadline:
+            try:
+                cache.get("k")
+            except loadstate.RedisError:
+                time.sleep(0.005)
+        cache.close()
+with open("/proc/self/status") as status:
+    print(next(line.split()[1] for line in status if line.startswith("VmHWM:")))
+"""
+
+
+def test_a_fresh_process_under_every_attack_peaks_under_256_mib(hostile):
+    import os
+    import subprocess
+    import sys
+
+    attacks = [_nested, _endless_array, lambda conn, stats: _stream_bulk(conn, 1 << 30, stats),
+               lambda conn, stats: _stream_bulk(conn, 4 << 30, stats),
+               lambda conn, stats: _stall(conn, 4 << 30, stats)]
+    urls = [hostile(attack).url for attack in attacks]
+    package = os.path.dirname(os.path.dirname(os.path.abspath(loadstate.__file__)))
+    env = dict(os.environ, PYTHONPATH=package + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    done = subprocess.run([sys.executable, "-c", _CLIENT] + urls, capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    peak = int(done.stdout.split()[-1]) * 1024
+    print(f"a fresh process under 5 attacks of 1.5 s each: peak resident set {peak / MiB:.0f} MiB")
+    assert peak < 256 * MiB, f"peak resident set {peak / MiB:.0f} MiB"
+
+
 def test_a_smaller_value_bound_makes_a_smaller_reply_bound(rt, hostile):
     server = hostile(lambda conn, stats: _stream_bulk(conn, 1 << 30, stats))
     reasons = _attacked(rt, server, 1.0, max_value_bytes=1 << 20)

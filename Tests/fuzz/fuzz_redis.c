@@ -177,16 +177,31 @@ static bool arg_has(const command *c, size_t i, const char *s) {
   return i < c->argc && memmem(c->argv[i], c->argl[i], s, strlen(s)) != NULL;
 }
 
+/* The class of a command. The cache's scripts are told apart by what
+ * they run: the store script (SET of ARGV[1]) counts as a SET, the remove
+ * script as a DEL, the key index's ZRANGEBYLEX and the script that checks
+ * which keys exist as KEYS. */
 static int classify(const command *c) {
   static const char *names[] = {"AUTH", "SELECT", "SUBSCRIBE", "GET", "SET", "DEL", "PUBLISH"};
   for (int i = 0; i < 7; i++)
     if (arg_is(c, 0, names[i])) return i;
+  if (arg_is(c, 0, "ZRANGEBYLEX")) return C_KEYS;
   if (!arg_is(c, 0, "EVAL")) return C_OTHER;
   if (arg_has(c, 1, "INCR")) return C_ACQUIRE;
-  if (arg_has(c, 1, "SETRANGE") || arg_has(c, 1, "'delete'")) return C_SWEEP;
-  if (arg_has(c, 1, "error_reply")) return C_KEYS;
-  if (arg_has(c, 1, "redis.call('SET', KEYS[1]")) return C_PUBLISH_SCRIPT;
+  if (arg_has(c, 1, "SETRANGE")) return C_SWEEP;
+  if (arg_has(c, 1, "'EXISTS'")) return C_KEYS;
+  if (arg_has(c, 1, "redis.call('SET', KEYS[1], ARGV[2]")) return C_PUBLISH_SCRIPT;
+  if (arg_has(c, 1, "redis.call('SET', KEYS[1], ARGV[1]")) return C_SET;
+  if (arg_has(c, 1, "redis.call('DEL', KEYS[1])")) return C_DEL;
   return C_RELEASE;
+}
+
+/* The entry's name less the prefix, its hash tag and "v:": the key. */
+static bool key_of_entry(const uint8_t *name, size_t len, const uint8_t **key, size_t *key_len) {
+  if (len < key_prefix_len + 7) return false;
+  *key = name + key_prefix_len + 7;
+  *key_len = len - key_prefix_len - 7;
+  return true;
 }
 
 static stored *store_find(const uint8_t *key, size_t len, bool create) {
@@ -261,6 +276,15 @@ static void default_reply(const command *c, buf *out) {
   case C_AUTH:
   case C_SELECT:
   case C_SET:
+    if (c->cls == C_SET && arg_is(c, 0, "EVAL")) {
+      /* EVAL script 3 entry index expiry value ttl key channel message */
+      if (c->argc >= 11) {
+        store_set(c->argv[3], c->argl[3], c->argv[6], c->argl[6]);
+        push_message(c->argv[9], c->argl[9], c->argv[10], c->argl[10]);
+      }
+      b_str(out, ":1\r\n");
+      break;
+    }
     if (c->cls == C_SET && c->argc >= 3) store_set(c->argv[1], c->argl[1], c->argv[2], c->argl[2]);
     b_str(out, "+OK\r\n");
     break;
@@ -276,6 +300,13 @@ static void default_reply(const command *c, buf *out) {
     break;
   }
   case C_DEL:
+    if (arg_is(c, 0, "EVAL")) {
+      /* EVAL script 3 entry index expiry key channel message */
+      bool gone = c->argc >= 4 && store_del(c->argv[3], c->argl[3]);
+      if (c->argc >= 9) push_message(c->argv[7], c->argl[7], c->argv[8], c->argl[8]);
+      b_fmt(out, ":%llu\r\n", (unsigned long long)gone);
+      break;
+    }
     b_fmt(out, ":%llu\r\n", c->argc >= 2 && store_del(c->argv[1], c->argl[1]));
     break;
   case C_PUBLISH:
@@ -300,10 +331,10 @@ static void default_reply(const command *c, buf *out) {
     break;
   }
   case C_PUBLISH_SCRIPT:
-    /* EVAL script 2 entry lease token value ttl channel message */
-    if (c->argc >= 10) {
-      store_set(c->argv[3], c->argl[3], c->argv[6], c->argl[6]);
-      push_message(c->argv[8], c->argl[8], c->argv[9], c->argl[9]);
+    /* EVAL script 4 entry lease index expiry token value ttl channel message key */
+    if (c->argc >= 12) {
+      store_set(c->argv[3], c->argl[3], c->argv[8], c->argl[8]);
+      push_message(c->argv[10], c->argl[10], c->argv[11], c->argl[11]);
     }
     b_str(out, ":1\r\n");
     break;
@@ -313,19 +344,32 @@ static void default_reply(const command *c, buf *out) {
     b_str(out, ":1\r\n");
     break;
   case C_SWEEP:
-    /* EVAL script 0 pattern mode channel message */
-    if (arg_is(c, 4, "delete")) store_clear();
-    if (c->argc >= 7 && c->argl[5]) push_message(c->argv[5], c->argl[5], c->argv[6], c->argl[6]);
+  {
+    /* EVAL script N index expiry entries... mode keys... */
+    size_t n = c->argc >= 3 ? strtoul((const char *)c->argv[2], NULL, 10) : 0;
+    if (n >= 2 && n < c->argc && arg_is(c, 3 + n, "delete"))
+      for (size_t i = 5; i < 3 + n; i++) store_del(c->argv[i], c->argl[i]);
     b_str(out, ":0\r\n");
     break;
+  }
   case C_KEYS: {
     int n = 0;
     buf items = {0};
-    for (int i = 0; i < MAX_STORE; i++)
-      if (store[i].key) {
-        b_bulk(&items, store[i].key, store[i].key_len);
-        n++;
+    if (arg_is(c, 0, "EVAL")) {
+      /* EVAL script N entries...: 1 for each entry held. */
+      for (size_t i = 3; i < c->argc; i++, n++)
+        b_fmt(&items, ":%d\r\n", store_find(c->argv[i], c->argl[i], false) != NULL);
+    } else if (c->argc >= 3 && c->argl[2] > 0 && c->argv[2][0] != '(') {
+      /* ZRANGEBYLEX index start end LIMIT 0 N: the keys held, on the first page. */
+      for (int i = 0; i < MAX_STORE; i++) {
+        const uint8_t *key;
+        size_t len;
+        if (store[i].key && key_of_entry(store[i].key, store[i].key_len, &key, &len)) {
+          b_bulk(&items, key, len);
+          n++;
+        }
       }
+    }
     b_fmt(out, "*%llu\r\n", (unsigned long long)n);
     b_put(out, items.p, items.n);
     free(items.p);
@@ -481,10 +525,10 @@ static void render_push(input *s, const command *c) {
     uint8_t o = (how & 0x40) ? u8(s) : 0;
     b_put(&m, &o, 1);
   }
-  /* The key the command is about: its entry or lease key less the prefix and "v:". */
-  size_t at = c->cls == C_ACQUIRE || c->cls == C_PUBLISH_SCRIPT ? 3 : c->cls == C_RELEASE ? 3 : 1;
-  if ((how & 0x80) && at < c->argc && c->argl[at] >= key_prefix_len + 2) {
-    b_put(&m, c->argv[at] + key_prefix_len + 2, c->argl[at] - key_prefix_len - 2);
+  /* The key the command is about: its entry or lease key less the prefix, the hash tag and "v:". */
+  size_t at = arg_is(c, 0, "EVAL") ? 3 : 1;
+  if ((how & 0x80) && at < c->argc && c->argl[at] >= key_prefix_len + 7) {
+    b_put(&m, c->argv[at] + key_prefix_len + 7, c->argl[at] - key_prefix_len - 7);
   } else {
     size_t n;
     const uint8_t *p = bytes(s, 16, &n);

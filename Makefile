@@ -49,9 +49,10 @@ build-deps:
 deps: build-deps
 	$(call deb_install,$(DEB_PACKAGES))
 
-# The debug libloadstate.so used by the tests.
+# The debug libloadstate.so used by the tests. A warning in Sources/ is an
+# error here, so that the package builds without one as a dependency.
 lib: deps $(OUT)/.header-stamp
-	$(SWIFT) build --product loadstate
+	$(SWIFT) build --product loadstate -Xswiftc -warnings-as-errors
 
 # SwiftPM does not see a change of include/loadstate.h alone (the C ABI
 # module's map points outside the package's targets), so the export module

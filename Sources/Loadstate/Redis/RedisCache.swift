@@ -633,7 +633,7 @@ public final class RedisCache: Handle, CacheStore, @unchecked Sendable {
     public func stats() throws(CacheError) -> CacheStats {
         guard !isClosed else { throw CacheError(.closed, "\(name): closed") }
         let (hits, misses) = counters.withLock { ($0.hits, $0.misses) }
-        var stats = (try? front?.stats()) ?? CacheStats()
+        var stats = front?.stats() ?? CacheStats()
         stats.hits = hits
         stats.misses = misses
         return stats

@@ -17,6 +17,15 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
         var nextSubscriber = 0
         /// How many state changes the streams were given.
         var changes = 0
+        /// A load asked for by this side of the cell whose first state is
+        /// shown at once, before the loop starts it: its number, 0 when
+        /// none waits. Until it starts, the states of earlier operations
+        /// are not shown (they are older than the one shown).
+        var predicted: UInt64 = 0
+        var predictions: UInt64 = 0
+        /// The predicted load started: its loading state, shown already, is
+        /// not given to the streams a second time.
+        var expectLoading = false
     }
 
     let runtime: Runtime
@@ -131,7 +140,54 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
 
     /// Starts a load; its job runs as its loader says (a closure's in a new task).
     func load(_ spec: LoadSpec<Value, Request>, interrupts: InterruptCall?) {
-        core.queueLeaving(loader: spec.loader.id) { [self] ticket in begin(spec, interrupts, ticket: ticket) }
+        let prediction = predict(spec)
+        core.queueLeaving(loader: spec.loader.id) { [self] ticket in
+            started(prediction)
+            begin(spec, interrupts, ticket: ticket)
+        }
+    }
+
+    /// Any thread: shows the first state of a load at once, as the loop
+    /// will (loading with its request, or the current state flagged
+    /// refreshing for a silent load), so that a view drawn right after
+    /// `load` returns shows it. A load that uses a cache is not predicted:
+    /// the cache may answer it without a loading state. Returns the
+    /// prediction's number (0: none).
+    private func predict(_ spec: LoadSpec<Value, Request>) -> UInt64 {
+        if let cache = spec.cache, cache.policy != .loadOnly { return 0 }
+        var number: UInt64 = 0
+        let translate = self.translate
+        changing { [mirror] in
+            mirror.withLock { m in
+                m.predictions &+= 1
+                number = m.predictions
+                m.predicted = number
+                m.expectLoading = false
+                if spec.options.silent {
+                    m.detail.isRefreshing = true
+                    m.state = translate(m.detail)
+                } else {
+                    let loading = CellState<Value, Request>(status: .loading, kind: spec.kind, value: nil, error: nil,
+                                                            request: spec.request, isPartial: false,
+                                                            isRefreshing: false, attempt: 1, updatedAt: Clock.wallMs())
+                    m.detail = loading
+                    m.state = translate(loading)
+                    m.changes += 1
+                    for s in m.subscribers.values { s.yield(m.state) }
+                }
+            }
+        }
+        return number
+    }
+
+    /// Loop: the load of `prediction` starts (its states show again).
+    private func started(_ prediction: UInt64) {
+        guard prediction != 0 else { return }
+        mirror.withLock { m in
+            guard m.predicted == prediction else { return }
+            m.predicted = 0
+            m.expectLoading = m.detail.status == .loading && !m.detail.isRefreshing
+        }
     }
 
     /// Starts a load and returns once it ended (its result is shown, or it
@@ -139,7 +195,9 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
     func loadAndWait(_ spec: LoadSpec<Value, Request>, interrupts: InterruptCall?) async {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                let prediction = predict(spec)
                 core.queueLeaving(loader: spec.loader.id) { [self] ticket in
+                    started(prediction)
                     begin(spec, interrupts, ticket: ticket)
                     if let load = core.currentLoad {
                         loadWaiters.append((load, done))
@@ -159,7 +217,9 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
     func loadOutcome(_ spec: LoadSpec<Value, Request>) async -> LoadOutcomeSeen {
         return await withTaskCancellationHandler {
             await withCheckedContinuation { (done: CheckedContinuation<LoadOutcomeSeen, Never>) in
+                let prediction = predict(spec)
                 core.queueLeaving(loader: spec.loader.id) { [self] ticket in
+                    started(prediction)
                     begin(spec, nil, ticket: ticket)
                     if let load = core.currentLoad {
                         outcomeWaiters.append((load, done))
@@ -180,7 +240,9 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
     func loadInline(_ spec: LoadSpec<Value, Request>, interrupts: InterruptCall?) async {
         guard let loader = spec.loader as? SwiftLoader<Value, Request> else { return }
         let started = await withCheckedContinuation { caller in
+            let prediction = predict(spec)
             core.queueLeaving(loader: loader.id) { [self] ticket in
+                self.started(prediction)
                 loader.inlineCaller = caller
                 begin(spec, interrupts, ticket: ticket)
                 loader.abandonInlineCaller()
@@ -279,9 +341,13 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
             let public_ = translate(event.state)
             changing { [mirror] in
                 mirror.withLock { m in
+                    // A later load shows its first state already.
+                    if m.predicted != 0 { return }
+                    let shownAlready = m.expectLoading && event.state.status == .loading
+                    m.expectLoading = false
                     m.state = public_
                     m.detail = event.state
-                    if event.stateChanged {
+                    if event.stateChanged && !shownAlready {
                         m.changes += 1
                         for s in m.subscribers.values { s.yield(public_) }
                     }

@@ -9,7 +9,11 @@ public typealias LoadableCell<Value: Sendable> = LoadableCellWith<Void, Value>
 /// error`, and the request each state belongs to.
 ///
 /// Each `load` cancels the running one, shows `.loading` (unless silent),
-/// runs its loader or closure and shows the result. A cancelled or
+/// runs its loader or closure and shows the result. The first state shows
+/// before `load` returns (`.loading` with the request, or the current
+/// state flagged refreshing for a silent load), so a view drawn right
+/// after the call shows it; a load that uses a cache shows its first state
+/// when the loop has asked the cache. A cancelled or
 /// superseded load never writes its result; a cancel brings back the
 /// state from before the load. `refresh()` reloads the last request
 /// silently: the old value stays visible, flagged refreshing, until the

@@ -27,6 +27,7 @@ extension LoadableSupport {
         binding.cell.load(silently: silently, timeout: timeout, interrupts: interrupts, retries: retries) {
             try await body()
         }
+        binding.show(self, keyPath)
     }
 
     /// Loads the property at `keyPath` in the caller's task and returns once
@@ -65,6 +66,8 @@ protocol BindableCell: AnyObject, Sendable {
     func countedStates() -> (stream: AsyncStream<State>, changes: Int)
     /// How many state changes the cell's streams were given.
     var stateChanges: Int { get }
+    /// The state now (a load's first state shows at once: see `CellDriver.predict`).
+    var state: State { get }
 }
 
 extension LoadableCellWith: BindableCell where Request == Void {
@@ -127,6 +130,13 @@ final class PropertyBinding<Cell: BindableCell> {
 
     /// Returns once the property has taken every state the cell showed
     /// before the calls made so far took effect.
+    /// Sets the property to the cell's state now: right after a load, its
+    /// first state, before a view is drawn (the forwarding task applies the
+    /// same state again later, in order with the rest).
+    func show<Object: AnyObject>(_ object: Object, _ keyPath: ReferenceWritableKeyPath<Object, Cell.State>) {
+        object[keyPath: keyPath] = cell.state
+    }
+
     func caughtUp() async {
         await cell.settled()
         let target = cell.stateChanges - base
@@ -188,6 +198,7 @@ extension ProcessSupport {
                                     _ body: @escaping @MainActor () async throws -> Void) {
         let binding = PropertyBinding<ProcessCell<Kind>>.binding(self, keyPath)
         binding.cell.run(kind, silently: silently, timeout: timeout) { try await body() }
+        binding.show(self, keyPath)
     }
 
     /// Runs `body` as process `kind` of the property at `keyPath` in the

@@ -6,8 +6,10 @@ let package = Package(
     products: [
         // libloadstate.so: the C ABI described by include/loadstate.h.
         .library(name: "loadstate", type: .dynamic, targets: ["LoadstateC"]),
-        // The native Swift API.
-        .library(name: "Loadstate", targets: ["Loadstate"]),
+        // The native Swift API (`import Loadstate`). Its product name is not
+        // "Loadstate": two products whose names differ only in case confuse
+        // SwiftPM on case-insensitive file systems and their users.
+        .library(name: "LoadstateSwift", targets: ["Loadstate"]),
     ],
     targets: [
         .systemLibrary(name: "CLibUV", path: "Sources/CLibUV"),

@@ -41,7 +41,7 @@ let package = Package(
             name: "Consumer",
             dependencies: [
                 .product(name: "loadstate", package: "$identity"),
-                .product(name: "Loadstate", package: "$identity"),
+                .product(name: "LoadstateSwift", package: "$identity"),
             ]
         ),
     ]

@@ -118,3 +118,30 @@ struct FirstFrameTests {
         #expect(cell.state == .loaded(2))
     }
 }
+
+/// Responses and HTTP errors print as people read them.
+@Suite struct HTTPResponseDescriptionTests {
+    @Test func aResponsePrintsItsStatusAFewHeadersAndABodyPreview() {
+        let headers = Array("Content-Type: text/html\r\nX-A: 1\r\nX-B: 2\r\nX-C: 3\r\n".utf8)
+        let body = Array(("<html>" + String(repeating: "hello ", count: 100) + "</html>").utf8)
+        let response = HTTPResponse(status: 404, headers: headers, body: body)
+        let text = String(describing: response)
+        #expect(text.hasPrefix("HTTP 404, 4 headers (content-type: text/html, x-a: 1, x-b: 2, ...), 613 bytes: \"<html>hello"))
+        #expect(text.count < 200)
+        let failed = LoadableState<HTTPResponse>.error(
+            LoadError(domain: .http, code: 404, message: "HTTP 404", underlying: HTTPStatusError(response: response)))
+        #expect(String(describing: failed).count < 300)
+        #expect(String(describing: HTTPStatusError(response: response)).hasPrefix("HTTP status error: HTTP 404"))
+    }
+
+    @Test func aBinaryBodyShowsItsSizeOnly() {
+        let response = HTTPResponse(status: 200, headers: [], body: [0, 1, 2, 0xff])
+        #expect(String(describing: response) == "HTTP 200, 4 bytes")
+    }
+
+    @Test func aCellKeyedByURLIsALoaderOfStrings() {
+        let cell = LoadableCellWith(loader: BuiltinLoader.http().urlFunction())
+        cell.load("http://127.0.0.1:9/")
+        #expect(cell.snapshot.request == "http://127.0.0.1:9/")
+    }
+}

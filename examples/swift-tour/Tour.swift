@@ -83,6 +83,11 @@ struct Tour {
             print("failed:", error)
         }
 
+        // A cell keyed by URL: the request is the URL itself.
+        let byURL = LoadableCellWith(loader: http.urlFunction())
+        await byURL.load("\(server)/bytes/5")
+        if case .loaded(let response) = byURL.state { print("by url:", response.status, response.body.count, "bytes") }
+
         await model.greet()
         print("greeting:", model.greeting)
     }

@@ -117,6 +117,21 @@ extension BuiltinLoader where Request == HTTPRequest, Response == HTTPResponse {
                              decode: { HTTPResponse(decoding: $0) })
     }
 
+    /// A loader for cells keyed by URL: `load("https://...")` makes a GET
+    /// of that URL with `headers` (header lines, "Name: value") and shows
+    /// the response, so that a cell is
+    /// `LoadableCellWith(loader: http.urlFunction())`. Loads of one URL by
+    /// several cells share one request when `sharing` (the default). A
+    /// status outside 2xx fails the load with the response kept (see
+    /// `HTTPStatusError`).
+    public func urlFunction(headers: [String] = [], sharing: Bool = true) -> LoadFunction<String, HTTPResponse> {
+        var shareKey: (@Sendable (String) -> String)?
+        if sharing { shareKey = { (url: String) -> String in url } }
+        return LoadFunction<String, HTTPResponse>(runtime: runtime, sharing: shareKey) { [self] url in
+            try await self.fetch(HTTPRequest(url: url, headers: headers))
+        }
+    }
+
     /// Runs `request` through `cache`, an HTTP cache of whole responses,
     /// as a private cache following RFC 9111: a response still fresh by
     /// its `Cache-Control` or `Expires` (or younger than `freshFor`, when

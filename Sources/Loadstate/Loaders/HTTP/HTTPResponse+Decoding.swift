@@ -45,3 +45,39 @@ extension HTTPResponse {
         return value
     }
 }
+
+extension HTTPResponse: CustomStringConvertible {
+    /// The status, the first header lines and a preview of the body, in a
+    /// line or a few: `HTTP 404, 3 headers (content-type: text/html, ...),
+    /// 1,234 bytes: "<html>…"`. Header values and the body preview are cut
+    /// (80 characters each); a body that is not text shows as its size.
+    public var description: String {
+        let fields = headerFields
+        var out = "HTTP \(status)"
+        if !fields.isEmpty {
+            let shown = fields.prefix(3).map { "\($0.name.lowercased()): \(Self.preview($0.value, 40))" }
+            out += ", \(fields.count) header\(fields.count == 1 ? "" : "s") (" + shown.joined(separator: ", ")
+                + (fields.count > 3 ? ", ..." : "") + ")"
+        }
+        out += ", \(body.count) byte\(body.count == 1 ? "" : "s")"
+        if !body.isEmpty {
+            let text = String(decoding: body.prefix(256), as: UTF8.self)
+            let printable = !text.contains("\u{FFFD}") && !text.unicodeScalars.contains {
+                $0.value < 0x20 && $0 != "\n" && $0 != "\r" && $0 != "\t"
+            }
+            if printable { out += ": \"\(Self.preview(text, 80))\"" }
+        }
+        return out
+    }
+
+    /// `text` on one line, cut to `limit` characters with an ellipsis.
+    static func preview(_ text: String, _ limit: Int) -> String {
+        let line = String(text.map { $0 == "\r\n" || $0 == "\n" || $0 == "\r" ? " " : $0 })
+        return line.count > limit ? String(line.prefix(limit)) + "…" : line
+    }
+}
+
+extension HTTPStatusError: CustomStringConvertible {
+    /// "HTTP status error: " and the response's description.
+    public var description: String { "HTTP status error: \(response)" }
+}

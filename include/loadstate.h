@@ -226,7 +226,15 @@ typedef struct lds_runtime lds_runtime;
  *
  *   type            LDS_EVENT_STATE, LDS_EVENT_PROGRESS or LDS_EVENT_INTERRUPT
  *   cell            the cell the event is for
- *   seq             1 for the cell's first event, +1 for every event after it
+ *   seq             1 for the cell's first event, +1 for every event after it,
+ *                   of every type: PROGRESS and INTERRUPT events take numbers
+ *                   too, so that a host sees at once that it missed or
+ *                   reordered an event, whatever its type, and can compare
+ *                   a snapshot's seq (lds_loadable_get) with the last event
+ *                   it handled. A host that counts states counts
+ *                   LDS_EVENT_STATE events, not seq; a cell whose progress is
+ *                   turned off (LDS_LOAD_NO_PROGRESS, lds_loadable_set_progress)
+ *                   has no gaps from it.
  *   status          the cell's status after the event
  *   kind            process cells: the kind of the current or last run; 0 for loadable cells
  *   flags           LDS_FLAG_* bits

@@ -438,12 +438,32 @@ public final class RedisCache: Handle, CacheStore, @unchecked Sendable {
             for i in 0..<batch.count { replies.failed(i, RedisFailure(.closed, "the cache was closed")) }
             return
         }
-        if cluster != nil {
+        if let cluster {
+            // One group of GETs per master, sent together; a key whose
+            // master is not known, or whose GET is redirected, goes alone
+            // through the cluster's routing.
+            var groups: [String: (group: RedisCommandGroup, indexes: [Int])] = [:]
             for (i, key) in batch.keys.enumerated() {
                 if let entry = frontEntry(key) {
                     replies.found(i, entry)
+                } else if let node = cluster.master(forKey: entryKey(key)) {
+                    if groups[node] == nil { groups[node] = (RedisCommandGroup(reservingCommands: 16, bytes: 0), []) }
+                    key.withUnsafeBytes { groups[node]?.group.appendGet(options.keyPrefix, $0) }
+                    groups[node]?.indexes.append(i)
                 } else {
                     fetchFromRedis(key) { outcome in replies.fetched(i, outcome) }
+                }
+            }
+            let keys = batch.keys
+            for (node, sent) in groups {
+                let indexes = sent.indexes
+                cluster.send(sent.group, to: node) { [self, replies] j, result in
+                    let i = indexes[j]
+                    if case .success(let raw) = result, lds_redis_reply_type(raw) == REDIS_REPLY_ERROR,
+                       case .error(let message) = RedisReply(raw), RedisCluster.Redirect(message) != nil {
+                        return fetchFromRedis(keys[i]) { outcome in replies.fetched(i, outcome) }
+                    }
+                    replies.replied(i, result, key: keys[i])
                 }
             }
             return

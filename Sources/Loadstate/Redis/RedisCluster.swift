@@ -208,6 +208,27 @@ final class RedisCluster {
         }
     }
 
+    /// The master that serves `key`'s slot now, if the map names one.
+    func master(forKey key: [UInt8]) -> String? { master(of: RedisCluster.slot(of: key)) }
+
+    /// Sends the commands of `group` to `node` together (one write), as
+    /// `RedisConnection.send(_:each:)` does; redirections are not followed
+    /// here (a `MOVED` or `ASK` comes back as the command's error reply, for
+    /// the caller to send again through `send`).
+    func send(_ group: RedisCommandGroup, to node: String,
+              each: @escaping (Int, Result<UnsafeRawPointer, RedisFailure>) -> Void) {
+        guard !closed, let connection = connection(node) else {
+            let failure = RedisFailure(closed ? .closed : .down, closed ? "the cache was closed"
+                                       : "no node of the Redis Cluster is known")
+            for i in 0..<group.count { each(i, .failure(failure)) }
+            return
+        }
+        connection.send(group) { [weak self] i, result in
+            if case .failure = result { self?.refreshSoon() }
+            each(i, result)
+        }
+    }
+
     private func master(of slot: Int) -> String? {
         guard slot >= 0, slot < slots.count else { return nil }
         let i = Int(slots[slot])

@@ -75,13 +75,16 @@ def test_moved_and_ask_are_followed_while_a_slot_migrates(rt, cluster):
     target.command("CLUSTER", "SETSLOT", slot, "IMPORTING", source_id)  # type: ignore[arg-type]
     source.command("CLUSTER", "SETSLOT", slot, "MIGRATING", target_id)  # type: ignore[arg-type]
     source.command("MIGRATE", "127.0.0.1", target.port, name, 0, 5000)
-    # The source answers ASK for the key it no longer has: the cache asks the target.
+    cache.put("elsewhere", b"e")
+    # The source answers ASK for the key it no longer has: the cache asks the target, alone or in a batch.
+    assert cache.get_many(["k", "elsewhere"]) == {"k": b"before", "elsewhere": b"e"}
     assert cache.get("k") == b"before"
     for node in cluster.running():
         if node.command("ROLE")[0] == b"master":  # type: ignore[index]
             node.command("CLUSTER", "SETSLOT", slot, "NODE", target_id)  # type: ignore[arg-type]
     cluster.wait_ok()
-    # The source now answers MOVED: the cache follows it and learns the slot's new master.
+    # The source now answers MOVED: the cache follows it (in a batch too) and learns the slot's new master.
+    assert cache.get_many(["elsewhere", "k"]) == {"k": b"before", "elsewhere": b"e"}
     assert cache.get("k") == b"before"
     cache.put("k", b"after")
     assert target.command("EXISTS", name) == 1 and cache.get("k") == b"after"

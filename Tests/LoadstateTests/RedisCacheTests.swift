@@ -391,6 +391,16 @@ struct RedisCacheTests {
         let slot = RedisCluster.slot(of: names.entry(key))
         #expect(RedisCluster.slot(of: names.lease(key)) == slot && RedisCluster.slot(of: names.fence(key)) == slot)
         #expect(RedisCluster.slot(of: names.keysIndex) == RedisCluster.slot(of: names.expiryIndex))
+        // The table of slots by tag agrees with the rule applied to whole names, with or without a
+        // hash tag in the prefix.
+        for prefix in ["app:", "{tenant}:"] {
+            let keys = RedisKeys(prefix: Array(prefix.utf8))
+            let table = keys.slotsOfTags()
+            for k in ["", "a", "user/7", "\u{ff}"] {
+                let key = Array(k.utf8)
+                #expect(Int(table[key.withUnsafeBytes { RedisKeys.tagNumber($0) }]) == RedisCluster.slot(of: keys.entry(key)))
+            }
+        }
         // Redirections.
         let moved = RedisCluster.Redirect("MOVED 3999 127.0.0.1:6381")
         #expect(moved?.ask == false && moved?.slot == 3_999 && moved?.node == "127.0.0.1:6381")

@@ -100,6 +100,8 @@ public final class RedisCache: Handle, CacheStore, @unchecked Sendable {
     private let channel: [UInt8]
     /// The names of what the cache keeps in Redis.
     let keyNames: RedisKeys
+    /// On a cluster: the slot of the entries of each hash tag.
+    private let slotsOfTags: [UInt16]
     private let front: MemoryCache?
 
     // Loop thread only.
@@ -147,6 +149,7 @@ public final class RedisCache: Handle, CacheStore, @unchecked Sendable {
         origin = withUnsafeBytes(of: UInt64.random(in: 1...UInt64.max)) { Array($0) }
         keyNames = RedisKeys(prefix: options.keyPrefix)
         channel = keyNames.channel
+        slotsOfTags = url.cluster.isEmpty ? [] : keyNames.slotsOfTags()
         front = options.memoryMaxEntries > 0
             ? MemoryCache(id: 0, name: "", options: MemoryCache.Options(maxEntries: options.memoryMaxEntries,
                                                                          maxBytes: options.memoryMaxBytes,
@@ -442,21 +445,28 @@ public final class RedisCache: Handle, CacheStore, @unchecked Sendable {
             // One group of GETs per master, sent together; a key whose
             // master is not known, or whose GET is redirected, goes alone
             // through the cluster's routing.
-            var groups: [String: (group: RedisCommandGroup, indexes: [Int])] = [:]
+            var groups: [Int: (group: RedisCommandGroup, indexes: [Int])] = [:]
             for (i, key) in batch.keys.enumerated() {
                 if let entry = frontEntry(key) {
                     replies.found(i, entry)
-                } else if let node = cluster.master(forKey: entryKey(key)) {
-                    if groups[node] == nil { groups[node] = (RedisCommandGroup(reservingCommands: 16, bytes: 0), []) }
-                    key.withUnsafeBytes { groups[node]?.group.appendGet(options.keyPrefix, $0) }
-                    groups[node]?.indexes.append(i)
+                    continue
+                }
+                let slot = Int(slotsOfTags[key.withUnsafeBytes { RedisKeys.tagNumber($0) }])
+                if let master = cluster.masterIndex(ofSlot: slot) {
+                    if groups[master] == nil { groups[master] = (RedisCommandGroup(reservingCommands: 16, bytes: 0), []) }
+                    key.withUnsafeBytes { groups[master]?.group.appendGet(options.keyPrefix, $0) }
+                    groups[master]?.indexes.append(i)
                 } else {
                     fetchFromRedis(key) { outcome in replies.fetched(i, outcome) }
                 }
             }
             let keys = batch.keys
-            for (node, sent) in groups {
+            for (master, sent) in groups {
                 let indexes = sent.indexes
+                guard let node = cluster.masterName(master) else {
+                    for i in indexes { fetchFromRedis(keys[i]) { outcome in replies.fetched(i, outcome) } }
+                    continue
+                }
                 cluster.send(sent.group, to: node) { [self, replies] j, result in
                     let i = indexes[j]
                     if case .success(let raw) = result, lds_redis_reply_type(raw) == REDIS_REPLY_ERROR,

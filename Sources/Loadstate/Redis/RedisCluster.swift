@@ -208,8 +208,16 @@ final class RedisCluster {
         }
     }
 
-    /// The master that serves `key`'s slot now, if the map names one.
-    func master(forKey key: [UInt8]) -> String? { master(of: RedisCluster.slot(of: key)) }
+    /// The master that serves `slot` now, as its index in the map (valid
+    /// until the map changes: use it at once), if the map names one.
+    func masterIndex(ofSlot slot: Int) -> Int? {
+        guard slot >= 0, slot < slots.count else { return nil }
+        let i = Int(slots[slot])
+        return i >= 0 && i < masters.count ? i : nil
+    }
+
+    /// The name of the master of index `i` (see `masterIndex(ofSlot:)`).
+    func masterName(_ i: Int) -> String? { i >= 0 && i < masters.count ? masters[i] : nil }
 
     /// Sends the commands of `group` to `node` together (one write), as
     /// `RedisConnection.send(_:each:)` does; redirections are not followed

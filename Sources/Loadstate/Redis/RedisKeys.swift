@@ -17,13 +17,34 @@
 struct RedisKeys {
     let prefix: [UInt8]
 
-    /// The hash tag of `key`, braces included: "{ttt}".
-    static func tag(_ key: UnsafeRawBufferPointer) -> (UInt8, UInt8, UInt8, UInt8, UInt8) {
-        // FNV-1a, folded to 12 bits.
+    /// The number of `key`'s hash tag, 0 to 4,095: FNV-1a of its bytes,
+    /// folded to 12 bits.
+    static func tagNumber(_ key: UnsafeRawBufferPointer) -> Int {
         var h: UInt32 = 2_166_136_261
         for b in key { h = (h ^ UInt32(b)) &* 16_777_619 }
-        let t = (h ^ (h >> 12) ^ (h >> 24)) & 0xfff
+        return Int((h ^ (h >> 12) ^ (h >> 24)) & 0xfff)
+    }
+
+    /// The hash tag of `key`, braces included: "{ttt}".
+    static func tag(_ key: UnsafeRawBufferPointer) -> (UInt8, UInt8, UInt8, UInt8, UInt8) {
+        tag(number: tagNumber(key))
+    }
+
+    /// The hash tag of number `t`, braces included.
+    static func tag(number t: Int) -> (UInt8, UInt8, UInt8, UInt8, UInt8) {
+        let t = UInt32(truncatingIfNeeded: t)
         return (UInt8(ascii: "{"), hex(t >> 8), hex(t >> 4), hex(t), UInt8(ascii: "}"))
+    }
+
+    /// The cluster slot of the entries of each of the 4,096 tags under this
+    /// prefix (Redis Cluster's rule on the whole name, so a prefix with a
+    /// hash tag of its own is honoured).
+    func slotsOfTags() -> [UInt16] {
+        (0..<4096).map { t in
+            let tag = RedisKeys.tag(number: t)
+            return UInt16(truncatingIfNeeded: RedisCluster.slot(
+                of: prefix + [tag.0, tag.1, tag.2, tag.3, tag.4, RedisKeys.entryMark.0, RedisKeys.entryMark.1]))
+        }
     }
 
     private static func hex(_ n: UInt32) -> UInt8 {

@@ -1980,7 +1980,8 @@ int lds_cache_invalidate(lds_runtime *rt, lds_id cache, const void *prefix, size
  * tag, so one slot; the key index lives in the slot of the tag {i} and is
  * written by its own script, before the entry (a cluster refuses a script
  * over keys of several slots). Reads of many keys (lds_cache_get_many) go
- * one command per key to their masters; invalidation marks each key by a
+ * in one pipelined group per master (a redirected key again alone, through
+ * the routing); invalidation marks each key by a
  * script on its master, the index read in batches as on one server; the
  * index is not shrunk by removals on a cluster (removed keys leave it when
  * their entries would have expired). Messages: PUBLISH reaches every node

@@ -2454,6 +2454,20 @@ typedef struct lds_inspector_options {
  * text when it is UTF-8 without control characters, else with its other
  * bytes written \xHH; cut after 256 characters (then an ellipsis). Both are escaped as
  * JSON, '<', '>' and '&' included; the page shows them as text.
+ * Since 0.5 too, for the page's timelines and plots: each cell has
+ * "events", its last state events since the inspector started (at most 16,
+ * oldest first; kept per cell only while an inspector runs), each with
+ * "status", "flags", "seq", "at_ms" (wall clock) and "duration_ms" (until
+ * the next event, or until now for the last); each loader has "series":
+ * {"every_ms": 5000, "points": [...]}, one point per 5 s over the last 5
+ * minutes (60 kept, for at most 256 loaders), then one for the loads since
+ * the last point, each with "at_ms", "loads" (ended in that interval),
+ * "p50_us", "p90_us" and "max_us" (their latency: the quantiles of the
+ * difference of the loader's histograms, the maximum as its bucket's upper
+ * bound) and "queued" (the jobs waiting in its queue then). The page draws
+ * each cell's events as a timeline, each loader's series as a plot, and
+ * filters both by name, cache key, id or request (a substring, in any
+ * case).
  *
  * The call waits for the loop thread to bind the address (or binds it at
  * once on the loop thread). lds_runtime_free stops the inspector.

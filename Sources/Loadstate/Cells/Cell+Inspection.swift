@@ -24,6 +24,9 @@ struct CellInspection {
     var request: String?
     var value: String?
     var error: String?
+    /// The last state events since the inspector started, oldest first:
+    /// status (the page's word), flag names, seq, wall-clock time.
+    var events: [(status: String, flags: [String], seq: UInt64, atMs: UInt64)] = []
 }
 
 extension Cell: InspectableCell {
@@ -37,24 +40,32 @@ extension Cell: InspectableCell {
         if event.isCancelled { flags.append("cancelled") }
         if state.isFromCache { flags.append("from cache") }
         if state.isStale { flags.append("stale") }
-        let status: String
-        switch (state.status, flavor) {
-        case (.absent, .loadable): status = "absent"
-        case (.loading, .loadable): status = "loading"
-        case (.loaded, .loadable): status = "loaded"
-        case (.error, .loadable): status = "error"
-        case (.absent, .process): status = "idle"
-        case (.loading, .process): status = "running"
-        case (.loaded, .process): status = "finished"
-        case (.error, .process): status = "failed"
-        }
-        return CellInspection(
+        let status = statusName(state.status)
+        var inspection = CellInspection(
             id: id, name: name, key: cacheKey.map { keyPreview($0) },
             isProcess: flavor == .process, status: status, flags: flags, seq: event.seq,
             attempt: state.attempt, updatedAtMs: state.updatedAt,
             request: state.request.map { inspectionPreview($0) },
             value: showValues ? state.value.map { inspectionPreview($0) } : (state.value == nil ? nil : "(hidden)"),
             error: state.error.map { "\($0.domain) \($0.code)" + ($0.message.map { ": " + inspectionPreview($0) } ?? "") })
+        inspection.events = (inspectorHistory?.entries ?? []).map {
+            (statusName($0.status), CellHistory.names($0.flags), $0.seq, $0.atMs)
+        }
+        return inspection
+    }
+
+    /// The page's word for `status` in this cell's flavor.
+    private func statusName(_ status: Status) -> String {
+        switch (status, flavor) {
+        case (.absent, .loadable): return "absent"
+        case (.loading, .loadable): return "loading"
+        case (.loaded, .loadable): return "loaded"
+        case (.error, .loadable): return "error"
+        case (.absent, .process): return "idle"
+        case (.loading, .process): return "running"
+        case (.loaded, .process): return "finished"
+        case (.error, .process): return "failed"
+        }
     }
 
     func inspectorCancel() {

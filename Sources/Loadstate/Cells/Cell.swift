@@ -66,6 +66,9 @@ import Synchronization
     /// The host's name for the cell (see `HandleName`), or nil. Set before
     /// the cell is inserted in the runtime's table, never after.
     @exclusivity(unchecked) @usableFromInline package var name: String?
+    /// Loop thread: the cell's last state events, kept while an inspector
+    /// runs (nil until then).
+    var inspectorHistory: CellHistory?
 
     // Written on the loop thread under the table lock.
     @exclusivity(unchecked) private var published: CellEvent<Value, Request>
@@ -1010,6 +1013,7 @@ import Synchronization
     /// threads' reads) and reports it.
     private func publish(_ event: CellEvent<Value, Request>) {
         runtime.table.withLock { _ in published = event }
+        if event.type == .state, runtime.inspector != nil { recordForInspector(event) }
         // An admission event not reported yet is superseded by this one.
         admissionUndelivered = false
         deliver(event)
@@ -1023,6 +1027,22 @@ import Synchronization
                   state: newState ?? published.state, stateChanged: changed && type == .state,
                   isCancelled: cancelled, elapsedMs: elapsedMs, progressDone: progress.0,
                   progressTotal: progress.1)
+    }
+
+    /// Loop: keeps a state event for the inspector's timeline (only while
+    /// an inspector runs; at most `CellHistory.capacity` per cell).
+    private func recordForInspector(_ event: CellEvent<Value, Request>) {
+        let state = event.state
+        var flags: UInt8 = 0
+        if state.isQueued { flags |= CellHistory.queued }
+        if state.isRefreshing { flags |= CellHistory.refreshing }
+        if state.isPartial { flags |= CellHistory.partial }
+        if event.isCancelled { flags |= CellHistory.cancelled }
+        if state.isFromCache { flags |= CellHistory.fromCache }
+        if state.isStale { flags |= CellHistory.stale }
+        let history = inspectorHistory ?? CellHistory()
+        inspectorHistory = history
+        history.record(CellHistory.Entry(status: state.status, flags: flags, seq: event.seq, atMs: Clock.wallMs()))
     }
 
     /// Reports a published event to the cell's observers.

@@ -57,6 +57,23 @@ extension Inspector {
             w.field("request", c.request)
             w.field("value", c.value)
             w.field("error", c.error)
+            w.key("events")
+            w.beginArray()
+            let wall = Clock.wallMs()
+            for (i, e) in c.events.enumerated() {
+                let end = i + 1 < c.events.count ? c.events[i + 1].atMs : max(wall, e.atMs)
+                w.beginObject()
+                w.field("status", e.status)
+                w.key("flags")
+                w.beginArray()
+                for flag in e.flags { w.value(flag) }
+                w.endArray()
+                w.field("seq", e.seq)
+                w.field("at_ms", e.atMs)
+                w.field("duration_ms", end >= e.atMs ? end - e.atMs : 0)
+                w.endObject()
+            }
+            w.endArray()
             w.endObject()
         }
         w.endArray()
@@ -80,6 +97,29 @@ extension Inspector {
             w.endArray()
             w.key("loads")
             writeLoads(&w, l.loads)
+            w.key("series")
+            w.beginObject()
+            w.field("every_ms", LoaderSeries.sampleEveryMs)
+            w.key("points")
+            w.beginArray()
+            // The samples kept, then the loads since the last one (for a loader
+            // made since the last samples: all its loads).
+            let followed = series[l.id] ?? (series.count < LoaderSeries.loadersKept
+                                            ? LoaderSeries(baseline: LatencyHistogram()) : nil)
+            if let s = followed {
+                for p in s.samples + [s.sample(at: Clock.wallMs(), l.loads.latency, queued: loader?.queuedJobs ?? 0)] {
+                    w.beginObject()
+                    w.field("at_ms", p.atMs)
+                    w.field("loads", p.loads)
+                    w.field("p50_us", p.p50Us)
+                    w.field("p90_us", p.p90Us)
+                    w.field("max_us", p.maxUs)
+                    w.field("queued", p.queued)
+                    w.endObject()
+                }
+            }
+            w.endArray()
+            w.endObject()
             w.endObject()
         }
         w.endArray()

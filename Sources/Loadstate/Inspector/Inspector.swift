@@ -28,6 +28,10 @@ import Glibc
     private var connections: [ObjectIdentifier: InspectorConnection] = [:]
     private var ticker: LoopTimer?
     private var stopped = false
+    /// Each followed loader's samples (see `LoaderSeries`), by loader id.
+    var series: [UInt64: LoaderSeries] = [:]
+    /// When the last samples were taken (the loop's clock, ms).
+    private var lastSampleMs: UInt64 = 0
     private let allowedHosts: [String]
 
     /// The page's address, token included.
@@ -87,6 +91,7 @@ import Glibc
         listener.pointee.data = Unmanaged.passUnretained(self).toOpaque()
         let timer = LoopTimer(loop: runtime.loop.loop)
         ticker = timer
+        takeSamples(baseline: true)
         timer.start(after: options.intervalMs) { [unowned self] in tick() }
     }
 
@@ -141,6 +146,7 @@ import Glibc
     /// Every `intervalMs`: idle connections are closed, live pages updated.
     private func tick() {
         let now = uv_now(runtime.loop.loop)
+        if now >= lastSampleMs &+ LoaderSeries.sampleEveryMs { takeSamples(baseline: false) }
         var streams: [InspectorConnection] = []
         for connection in Array(connections.values) {
             if connection.isStreaming {
@@ -156,6 +162,29 @@ import Glibc
             for connection in streams { connection.send(event) }
         }
         ticker?.restart(after: options.intervalMs)
+    }
+
+    /// Takes a sample of every followed loader (`baseline`: only their
+    /// histograms now, as the start of the first interval); loaders freed
+    /// since are dropped, new ones followed while fewer than
+    /// `LoaderSeries.loadersKept` are.
+    private func takeSamples(baseline: Bool) {
+        lastSampleMs = uv_now(runtime.loop.loop)
+        let stats = runtime.statistics()
+        let wall = Clock.wallMs()
+        var alive = Set<UInt64>()
+        for l in stats.loaders {
+            alive.insert(l.id)
+            let queued = (runtime.table.lookup(l.id, as: Handle.self) as? InspectableLoader)?.queuedJobs ?? 0
+            if let s = series[l.id] {
+                s.take(at: wall, l.loads.latency, queued: queued)
+            } else if series.count < LoaderSeries.loadersKept {
+                let s = LoaderSeries(baseline: baseline ? l.loads.latency : LatencyHistogram())
+                if !baseline { s.take(at: wall, l.loads.latency, queued: queued) }
+                series[l.id] = s
+            }
+        }
+        for id in series.keys where !alive.contains(id) { series[id] = nil }
     }
 
     /// A server-sent event carrying a snapshot.

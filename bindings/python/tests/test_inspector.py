@@ -309,3 +309,29 @@ def test_the_snapshot_lists_jobs_waiting_for_a_loaders_limits_with_their_age(rt)
     assert loads[0].value(WAIT) == b"done"
     for cell in cells[1:]:
         cell.cancel()
+
+
+def test_the_snapshot_has_each_cells_last_events_and_each_loaders_series(rt):
+    echo = rt.loader(lambda job: job.request, name="echo")
+    before = rt.loadable(echo)
+    assert before.load(b"before").value(WAIT) == b"before"
+    url = rt.start_inspector(interval=0.1)
+    _, _, token = parts(url)
+    cell = rt.loadable(echo)
+    for i in range(20):
+        assert cell.load(b"%d" % i).value(WAIT) == b"%d" % i
+    snapshot = json.loads(get(url, f"/snapshot?token={token}")[2])
+    cells = {c["id"]: c for c in snapshot["cells"]}
+    # Events are kept from the inspector's start, at most 16 a cell, oldest first.
+    assert cells[before.id]["events"] == []
+    events = cells[cell.id]["events"]
+    assert len(events) == 16
+    assert [e["status"] for e in events] == ["loading", "loaded"] * 8
+    assert [e["seq"] for e in events] == list(range(events[0]["seq"], events[0]["seq"] + 16))
+    assert all(e["duration_ms"] >= 0 and e["flags"] == [] for e in events)
+    assert events[-1]["seq"] == cells[cell.id]["seq"]
+    # The loader's series: the loads since the inspector started, in the point of now.
+    series = {l["id"]: l["series"] for l in snapshot["loaders"]}[echo.id]
+    assert series["every_ms"] == 5000
+    now = series["points"][-1]
+    assert now["loads"] == 20 and now["p50_us"] <= now["p90_us"] <= now["max_us"] and now["queued"] == 0

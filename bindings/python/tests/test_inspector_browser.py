@@ -117,3 +117,70 @@ def test_the_page_is_refused_without_the_token(rt, browser):
     assert "forbidden" in text and "loadstate inspector" not in text
     browser.navigate(url.split("?")[0] + "?token=" + "0" * 32)
     assert "forbidden" in browser.evaluate("document.body.innerText")
+
+
+# Resolves with the number of segments of the cell's timeline once it has at least %d.
+WAIT_FOR_TIMELINE = """
+new Promise((resolve) => {
+  const check = () => {
+    const rects = document.querySelectorAll('tr[data-cell="%d"] svg.timeline rect');
+    if (rects.length >= %d) { resolve(rects.length); return true; }
+    return false;
+  };
+  if (!check()) {
+    const observer = new MutationObserver(() => { if (check()) observer.disconnect(); });
+    observer.observe(document.body, { subtree: true, childList: true });
+  }
+})
+"""
+
+SHOWN = "Array.from(document.querySelectorAll('#%s tr[data-%s]'), (r) => Number(r.dataset.%s))"
+
+
+def test_the_page_draws_timelines_and_latency_plots_and_filters_by_name_or_key(rt, browser):
+    url = rt.start_inspector(interval=0.1, show_values=True)
+    cache = rt.memory_cache()
+    users = rt.loader(lambda job: job.request.upper(), name="users api")
+    orders = rt.loader(lambda job: job.request, name="orders <b>api</b>")
+    user = rt.loadable(users, name="profile")
+    hostile = "<img src=x onerror=window.injected=1>"
+    order = rt.loadable(orders, name=hostile)
+    others = [rt.loadable(users, name=f"row {i}") for i in range(3)]
+    for i in range(5):
+        assert user.load(b"u%d" % i, cache=cache, cache_key="user/7").value(WAIT) == b"U%d" % i
+    assert order.load(b"o1").value(WAIT) == b"o1"
+    for i, other in enumerate(others):
+        assert other.load(b"x%d" % i).value(WAIT) == b"X%d" % i
+
+    browser.navigate(url)
+    # Five loads: ten events, each a segment of the cell's timeline.
+    assert browser.evaluate(WAIT_FOR_TIMELINE % (user.id, 10)) == 10
+    statuses = browser.evaluate(
+        f"Array.from(document.querySelectorAll('tr[data-cell=\"{user.id}\"] svg.timeline rect'), (r) => r.dataset.status)")
+    assert statuses == ["loading", "loaded"] * 5
+    # Each loader with loads has its plot: a p50 and a p90 line.
+    for loader in (users, orders):
+        lines = browser.evaluate(f"document.querySelectorAll('tr[data-loader=\"{loader.id}\"] svg.plot polyline').length")
+        assert lines == 2
+    ARTEFACTS.mkdir(parents=True, exist_ok=True)
+    browser.screenshot(str(ARTEFACTS / "inspector-timeline.png"))
+    assert (ARTEFACTS / "inspector-timeline.png").stat().st_size > 1000
+
+    # The filter: by a cell's cache key, by a loader's name, by an id; then nothing filtered.
+    def filter_by(text: str) -> None:
+        browser.evaluate("(() => { const f = document.getElementById('filter'); f.value = %s; "
+                         "f.dispatchEvent(new Event('input')); return 0; })()" % repr(text))
+
+    filter_by("USER/7")
+    assert browser.evaluate(SHOWN % ("cells", "cell", "cell")) == [user.id]
+    filter_by("orders")
+    assert browser.evaluate(SHOWN % ("loaders", "loader", "loader")) == [orders.id]
+    assert browser.evaluate(SHOWN % ("cells", "cell", "cell")) == []
+    filter_by(str(order.id))
+    assert order.id in browser.evaluate(SHOWN % ("cells", "cell", "cell"))
+    filter_by("")
+    assert len(browser.evaluate(SHOWN % ("cells", "cell", "cell"))) == 5
+    # Host text stays text: the markup in a name is shown, never run.
+    assert hostile in browser.evaluate("document.getElementById('cells').textContent")
+    assert browser.evaluate("document.querySelectorAll('#cells img, #loaders b').length") == 0
+    assert browser.evaluate("window.injected === undefined") is True

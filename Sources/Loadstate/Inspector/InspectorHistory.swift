@@ -1,0 +1,128 @@
+import CLibUV
+
+/// The last state events of a cell, kept while an inspector runs, for the
+/// page's timeline: at most `capacity`, the oldest dropped. Loop thread.
+final class CellHistory {
+    /// How many events a cell keeps.
+    static let capacity = 16
+
+    struct Entry {
+        var status: Status
+        /// `CellHistory.queued` and the other flag bits.
+        var flags: UInt8
+        var seq: UInt64
+        /// Wall-clock time of the event.
+        var atMs: UInt64
+    }
+
+    static let queued: UInt8 = 1
+    static let refreshing: UInt8 = 2
+    static let partial: UInt8 = 4
+    static let cancelled: UInt8 = 8
+    static let fromCache: UInt8 = 16
+    static let stale: UInt8 = 32
+
+    private var ring: [Entry] = []
+    private var next = 0
+
+    func record(_ entry: Entry) {
+        if ring.count < Self.capacity {
+            ring.append(entry)
+        } else {
+            ring[next] = entry
+            next = (next + 1) % Self.capacity
+        }
+    }
+
+    /// The entries, oldest first.
+    var entries: [Entry] { Array(ring[next...] + ring[..<next]) }
+
+    /// The names of `flags`' bits, as the inspector shows them.
+    static func names(_ flags: UInt8) -> [String] {
+        var out: [String] = []
+        if flags & queued != 0 { out.append("queued") }
+        if flags & refreshing != 0 { out.append("refreshing") }
+        if flags & partial != 0 { out.append("partial") }
+        if flags & cancelled != 0 { out.append("cancelled") }
+        if flags & fromCache != 0 { out.append("from cache") }
+        if flags & stale != 0 { out.append("stale") }
+        return out
+    }
+}
+
+/// A loader's loads over the last minutes, for the page's plot: one sample
+/// every `sampleEveryMs`, the last `samplesKept` kept, each with the
+/// latencies of the loads that ended since the one before (quantiles of
+/// the difference of the runtime's histograms) and the jobs queued then.
+/// Loop thread.
+final class LoaderSeries {
+    /// A sample every 5 s, 60 kept: the last 5 minutes.
+    static let sampleEveryMs: UInt64 = 5_000
+    static let samplesKept = 60
+    /// The most loaders followed (the others' plots stay empty).
+    static let loadersKept = 256
+
+    struct Sample {
+        var atMs: UInt64
+        var loads: UInt64
+        var p50Us: UInt64
+        var p90Us: UInt64
+        var maxUs: UInt64
+        var queued: Int
+    }
+
+    /// The histogram at the last sample.
+    private(set) var last: LatencyHistogram
+    private var ring: [Sample] = []
+    private var next = 0
+
+    init(baseline: LatencyHistogram) {
+        last = baseline
+    }
+
+    /// The sample of the loads since the last one, `histogram` being the
+    /// loader's now (not kept: see `take`).
+    func sample(at atMs: UInt64, _ histogram: LatencyHistogram, queued: Int) -> Sample {
+        let since = histogram.since(last)
+        return Sample(atMs: atMs, loads: since.count, p50Us: since.quantileUs(0.5), p90Us: since.quantileUs(0.9),
+                      maxUs: since.maxNs / 1000, queued: queued)
+    }
+
+    /// Takes a sample and keeps it.
+    func take(at atMs: UInt64, _ histogram: LatencyHistogram, queued: Int) {
+        let s = sample(at: atMs, histogram, queued: queued)
+        last = histogram
+        if ring.count < Self.samplesKept {
+            ring.append(s)
+        } else {
+            ring[next] = s
+            next = (next + 1) % Self.samplesKept
+        }
+    }
+
+    /// The samples kept, oldest first.
+    var samples: [Sample] { Array(ring[next...] + ring[..<next]) }
+}
+
+extension LatencyHistogram {
+    /// The loads of this histogram that `earlier` (the same counters, read
+    /// before) did not have. Its maximum is the upper bound of the highest
+    /// bucket they fill (never above this histogram's maximum).
+    func since(_ earlier: LatencyHistogram) -> LatencyHistogram {
+        var out = LatencyHistogram()
+        out.count = count >= earlier.count ? count - earlier.count : 0
+        out.sumNs = sumNs >= earlier.sumNs ? sumNs - earlier.sumNs : 0
+        var highest = -1
+        for i in buckets.indices {
+            let before = i < earlier.buckets.count ? earlier.buckets[i] : 0
+            out.buckets[i] = buckets[i] >= before ? buckets[i] - before : 0
+            if out.buckets[i] > 0 { highest = i }
+        }
+        if highest >= 0 {
+            let bound = LatencyHistogram.upperBoundUs(highest)
+            let (boundNs, overflow) = bound.multipliedReportingOverflow(by: 1000)
+            out.maxNs = overflow ? maxNs : min(boundNs, maxNs)
+        }
+        return out
+    }
+}

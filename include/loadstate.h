@@ -2456,9 +2456,11 @@ typedef struct lds_inspector_options {
  * JSON, '<', '>' and '&' included; the page shows them as text.
  * Since 0.5 too, for the page's timelines and plots: each cell has
  * "events", its last state events since the inspector started (at most 16,
- * oldest first; kept per cell only while an inspector runs), each with
- * "status", "flags", "seq", "at_ms" (wall clock) and "duration_ms" (until
- * the next event, or until now for the last); each loader has "series":
+ * oldest first; kept per cell only while an inspector runs), each a
+ * compact array [status, duration_ms, flag...] (the state's word, how long
+ * it lasted: until the next event, or until now for the last; then the
+ * names of its flags), and "events_from_ms", the wall-clock time of the
+ * first; each loader has "series":
  * {"every_ms": 5000, "points": [...]}, one point per 5 s over the last 5
  * minutes (60 kept, for at most 256 loaders), then one for the loads since
  * the last point, each with "at_ms", "loads" (ended in that interval),

@@ -57,21 +57,18 @@ extension Inspector {
             w.field("request", c.request)
             w.field("value", c.value)
             w.field("error", c.error)
+            // Compact, as there are up to 16 per cell: [status, duration_ms, flag...].
+            let wall = Clock.wallMs()
+            if let first = c.events.first { w.field("events_from_ms", first.atMs) }
             w.key("events")
             w.beginArray()
-            let wall = Clock.wallMs()
             for (i, e) in c.events.enumerated() {
                 let end = i + 1 < c.events.count ? c.events[i + 1].atMs : max(wall, e.atMs)
-                w.beginObject()
-                w.field("status", e.status)
-                w.key("flags")
                 w.beginArray()
+                w.value(e.status)
+                w.value(end >= e.atMs ? end - e.atMs : 0)
                 for flag in e.flags { w.value(flag) }
                 w.endArray()
-                w.field("seq", e.seq)
-                w.field("at_ms", e.atMs)
-                w.field("duration_ms", end >= e.atMs ? end - e.atMs : 0)
-                w.endObject()
             }
             w.endArray()
             w.endObject()

@@ -95,15 +95,16 @@ function timeline(events) {
   const width = 180, height = 14;
   const root = svg("svg", { class: "timeline", width, height, viewBox: `0 0 ${width} ${height}` });
   if (!events || events.length === 0) return root;
-  const total = events.reduce((sum, e) => sum + Math.max(e.duration_ms, 1), 0);
+  // Each event: [status, duration_ms, flag...].
+  const total = events.reduce((sum, e) => sum + Math.max(e[1], 1), 0);
   const room = width - 3 * events.length;
   let x = 0;
-  for (const e of events) {
-    const w = 3 + room * Math.max(e.duration_ms, 1) / total;
+  for (const [status, ms, ...flags] of events) {
+    const w = 3 + room * Math.max(ms, 1) / total;
     const r = svg("rect", { x: x.toFixed(1), y: 1, width: Math.max(w - 1, 1).toFixed(1), height: height - 2,
-                            fill: COLORS[e.status] || "#999", "data-status": e.status }, root);
-    if (e.flags.length) r.setAttribute("fill-opacity", "0.55");
-    tip(r, e.status + (e.flags.length ? " (" + e.flags.join(", ") + ")" : "") + " for " + e.duration_ms + " ms, seq " + e.seq);
+                            fill: COLORS[status] || "#999", "data-status": status }, root);
+    if (flags.length) r.setAttribute("fill-opacity", "0.55");
+    tip(r, status + (flags.length ? " (" + flags.join(", ") + ")" : "") + " for " + ms + " ms");
     x += w;
   }
   return root;

@@ -1,9 +1,12 @@
 use std::ffi::{CString, c_int, c_void};
 use std::fmt;
+use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::pin::Pin;
 use std::ptr::{self, NonNull};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result, check};
@@ -16,6 +19,32 @@ use crate::sys;
 /// Where a cell's callback sends its events: the `user_data` of the cell.
 pub(crate) struct Sink {
     tx: Mutex<Option<Sender<Event>>>,
+    waker: Arc<WakerSlot>,
+}
+
+/// The waker of the task polling an [`Events`] stream, shared by the stream
+/// and the cell's callback: the callback wakes it after each event it
+/// sends, and once more when the stream ends.
+#[derive(Default)]
+pub(crate) struct WakerSlot {
+    waker: Mutex<Option<Waker>>,
+}
+
+impl WakerSlot {
+    fn register(&self, waker: &Waker) {
+        let mut slot = self.waker.lock().unwrap_or_else(PoisonError::into_inner);
+        match slot.as_ref() {
+            Some(current) if current.will_wake(waker) => {}
+            _ => *slot = Some(waker.clone()),
+        }
+    }
+
+    fn wake(&self) {
+        let waker = self.waker.lock().unwrap_or_else(PoisonError::into_inner).take();
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+    }
 }
 
 impl Sink {
@@ -31,6 +60,7 @@ impl Sink {
     pub(crate) fn close(&self) {
         let sender = self.tx.lock().unwrap_or_else(PoisonError::into_inner).take();
         drop(sender);
+        self.waker.wake();
     }
 }
 
@@ -43,6 +73,7 @@ unsafe extern "C" fn cell_event(event: *const sys::lds_event, user_data: *mut c_
             // The stream may have been dropped: its events are not wanted.
             let _ = tx.send(event);
         }
+        sink.waker.wake();
     }));
 }
 
@@ -70,7 +101,8 @@ impl Cell {
     pub(crate) fn new(shared: &Arc<Shared>, flavor: CellFlavor, name: Option<&str>) -> Result<(Cell, Events)> {
         let c_name = crate::loader::c_name(name)?;
         let (tx, rx) = mpsc::channel();
-        let sink = NonNull::from(Box::leak(Box::new(Sink { tx: Mutex::new(Some(tx)) })));
+        let waker = Arc::new(WakerSlot::default());
+        let sink = NonNull::from(Box::leak(Box::new(Sink { tx: Mutex::new(Some(tx)), waker: Arc::clone(&waker) })));
         let mut id = 0;
         let rc = if let Some(c_name) = &c_name {
             let options = sys::lds_cell_options {
@@ -101,7 +133,7 @@ impl Cell {
         }
         shared.adopt(id, sink);
         let name = c_name.map(|_| name.unwrap_or_default().to_owned());
-        Ok((Cell { shared: Arc::clone(shared), id, flavor, sink, name }, Events { rx }))
+        Ok((Cell { shared: Arc::clone(shared), id, flavor, sink, name }, Events { rx, waker }))
     }
 
     fn raw(&self) -> *mut sys::lds_runtime {
@@ -270,6 +302,32 @@ impl Loadable {
     }
 }
 
+impl Loadable {
+    /// Loads as [`load_with`](Loadable::load_with) and returns a future of
+    /// the load's outcome, read from `events`, this cell's stream (as
+    /// [`Events::wait_for_load`] reads it, with no timeout). The load is
+    /// asked for at once, before the future is first polled.
+    ///
+    /// Dropping the future before it resolves cancels the load (see
+    /// [`LoadFuture`]). Several cells, each with its future, load at once
+    /// under one executor; one cell runs one load at a time.
+    ///
+    /// # Errors
+    ///
+    /// Those of [`load_with`](Loadable::load_with); the load is then not
+    /// started.
+    pub fn load_async<'a>(
+        &'a self,
+        events: &'a Events,
+        loader: &Loader,
+        request: &'a [u8],
+        options: &LoadOptions,
+    ) -> Result<LoadFuture<'a>> {
+        self.load_with(loader, request, options)?;
+        Ok(LoadFuture { cell: self, outcome: events.load_outcome(request), done: false })
+    }
+}
+
 impl fmt::Debug for Loadable {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Loadable").field("id", &self.cell.id).finish()
@@ -358,6 +416,7 @@ impl fmt::Debug for Process {
 /// while some thread calls [`Runtime::dispatch`](crate::Runtime::dispatch).
 pub struct Events {
     rx: Receiver<Event>,
+    waker: Arc<WakerSlot>,
 }
 
 impl Events {
@@ -412,47 +471,61 @@ impl Events {
     /// - [`LoadWaitError::Timeout`]: `timeout` passed first.
     /// - [`LoadWaitError::Disconnected`]: the cell or runtime was dropped first.
     pub fn wait_for_load(&self, request: &[u8], timeout: Duration) -> std::result::Result<Event, LoadWaitError> {
-        use crate::event::{EventType, Flags, Status};
         let deadline = Instant::now() + timeout;
-        let mut started = false;
+        let mut tracker = LoadTracker::default();
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             let event = self.rx.recv_timeout(left).map_err(|error| match error {
                 RecvTimeoutError::Timeout => LoadWaitError::Timeout,
                 RecvTimeoutError::Disconnected => LoadWaitError::Disconnected,
             })?;
-            if event.event_type != EventType::State {
-                continue;
+            if let Some(outcome) = tracker.step(event, request) {
+                return outcome;
             }
-            let ours = event.request.as_deref().unwrap_or_default() == request;
-            let starting = matches!(event.status, Status::Loading | Status::Running)
-                && !event.flags.contains(Flags::REFRESHING);
-            let under_way = starting || event.flags.contains(Flags::PARTIAL) || event.flags.contains(Flags::REFRESHING);
-            if !started {
-                if event.flags.contains(Flags::CANCELLED) {
-                    continue;
-                }
-                if (ours && starting) || event.flags.contains(Flags::REFRESHING) {
-                    started = true;
-                } else if ours && !under_way && (event.flags.contains(Flags::FROM_CACHE) || event.attempt == 0) {
-                    return Ok(event); // answered by its cache, with no load
-                }
-                continue;
-            }
-            if under_way {
-                if !ours && (starting || event.flags.contains(Flags::PARTIAL)) {
-                    return Err(LoadWaitError::Superseded { request: event.request });
-                }
-                continue;
-            }
-            if event.flags.contains(Flags::CANCELLED) || matches!(event.status, Status::Absent | Status::Idle) {
-                return Err(LoadWaitError::Cancelled(Box::new(event)));
-            }
-            if !ours {
-                return Err(LoadWaitError::Superseded { request: event.request });
-            }
-            return Ok(event);
         }
+    }
+
+    /// The next event without blocking, in the shape of an async stream's
+    /// `poll_next`: `Ready(Some(event))`, `Ready(None)` once the stream has
+    /// ended, or `Pending` after registering `cx`'s waker, which the
+    /// runtime's delivery wakes when the next event (or the end) arrives.
+    /// Any executor can drive it; only the waker of the latest call is
+    /// kept, so one task at a time reads a stream.
+    pub fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Event>> {
+        self.poll_event(cx)
+    }
+
+    /// [`poll_next`](Events::poll_next) through a shared reference.
+    pub fn poll_event(&self, cx: &mut Context<'_>) -> Poll<Option<Event>> {
+        match self.rx.try_recv() {
+            Ok(event) => return Poll::Ready(Some(event)),
+            Err(TryRecvError::Disconnected) => return Poll::Ready(None),
+            Err(TryRecvError::Empty) => {}
+        }
+        self.waker.register(cx.waker());
+        // An event sent between the first look and the registration woke
+        // no one: look again now that the waker is in place.
+        match self.rx.try_recv() {
+            Ok(event) => Poll::Ready(Some(event)),
+            Err(TryRecvError::Disconnected) => Poll::Ready(None),
+            Err(TryRecvError::Empty) => Poll::Pending,
+        }
+    }
+
+    /// A future of the next event: `None` once the stream has ended.
+    /// Dropping it loses no event.
+    pub fn next(&self) -> NextEvent<'_> {
+        NextEvent { events: self }
+    }
+
+    /// The future form of [`wait_for_load`](Events::wait_for_load), with no
+    /// timeout: it resolves to the event the load of `request` settled in,
+    /// or to why it has none ([`LoadWaitError::Superseded`],
+    /// [`LoadWaitError::Cancelled`] or [`LoadWaitError::Disconnected`]).
+    /// Dropping it cancels nothing; see [`Loadable::load_async`] for a
+    /// future that owns its load.
+    pub fn load_outcome<'a>(&'a self, request: &'a [u8]) -> LoadOutcome<'a> {
+        LoadOutcome { events: self, request, tracker: LoadTracker::default() }
     }
 
     /// A blocking iterator over the events, ending with the stream.
@@ -484,6 +557,139 @@ impl<'a> IntoIterator for &'a Events {
     type IntoIter = mpsc::Iter<'a, Event>;
     fn into_iter(self) -> Self::IntoIter {
         self.rx.iter()
+    }
+}
+
+/// Follows one load through a cell's events (see [`Events::wait_for_load`]).
+#[derive(Default)]
+struct LoadTracker {
+    started: bool,
+}
+
+impl LoadTracker {
+    /// Reads one event; `Some` once the load's outcome is known.
+    fn step(&mut self, event: Event, request: &[u8]) -> Option<std::result::Result<Event, LoadWaitError>> {
+        use crate::event::{EventType, Flags, Status};
+        if event.event_type != EventType::State {
+            return None;
+        }
+        let ours = event.request.as_deref().unwrap_or_default() == request;
+        let starting =
+            matches!(event.status, Status::Loading | Status::Running) && !event.flags.contains(Flags::REFRESHING);
+        let under_way = starting || event.flags.contains(Flags::PARTIAL) || event.flags.contains(Flags::REFRESHING);
+        if !self.started {
+            if event.flags.contains(Flags::CANCELLED) {
+                return None;
+            }
+            if (ours && starting) || event.flags.contains(Flags::REFRESHING) {
+                self.started = true;
+            } else if ours && !under_way && (event.flags.contains(Flags::FROM_CACHE) || event.attempt == 0) {
+                return Some(Ok(event)); // answered by its cache, with no load
+            }
+            return None;
+        }
+        if under_way {
+            if !ours && (starting || event.flags.contains(Flags::PARTIAL)) {
+                return Some(Err(LoadWaitError::Superseded { request: event.request }));
+            }
+            return None;
+        }
+        if event.flags.contains(Flags::CANCELLED) || matches!(event.status, Status::Absent | Status::Idle) {
+            return Some(Err(LoadWaitError::Cancelled(Box::new(event))));
+        }
+        if !ours {
+            return Some(Err(LoadWaitError::Superseded { request: event.request }));
+        }
+        Some(Ok(event))
+    }
+}
+
+/// The future of [`Events::next`]: the stream's next event, `None` once it
+/// has ended.
+#[must_use = "futures do nothing unless polled"]
+#[derive(Debug)]
+pub struct NextEvent<'a> {
+    events: &'a Events,
+}
+
+impl Future for NextEvent<'_> {
+    type Output = Option<Event>;
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Event>> {
+        self.events.poll_event(cx)
+    }
+}
+
+/// The future of [`Events::load_outcome`]: the outcome of one load read
+/// from the cell's events. Dropping it cancels nothing.
+#[must_use = "futures do nothing unless polled"]
+pub struct LoadOutcome<'a> {
+    events: &'a Events,
+    request: &'a [u8],
+    tracker: LoadTracker,
+}
+
+impl Future for LoadOutcome<'_> {
+    type Output = std::result::Result<Event, LoadWaitError>;
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        loop {
+            match this.events.poll_event(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(None) => return Poll::Ready(Err(LoadWaitError::Disconnected)),
+                Poll::Ready(Some(event)) => {
+                    if let Some(outcome) = this.tracker.step(event, this.request) {
+                        return Poll::Ready(outcome);
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl fmt::Debug for LoadOutcome<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LoadOutcome").field("started", &self.tracker.started).finish_non_exhaustive()
+    }
+}
+
+/// The future of [`Loadable::load_async`]: the outcome of the load it
+/// started, which it owns.
+///
+/// Dropping it before it resolves cancels that load
+/// ([`Loadable::cancel`]: the cell goes back to its state before the load,
+/// flagged cancelled); dropping it after it resolved (or after the load
+/// was superseded or cancelled by another call) does nothing to the cell.
+#[must_use = "futures do nothing unless polled; dropping this one cancels its load"]
+pub struct LoadFuture<'a> {
+    cell: &'a Loadable,
+    outcome: LoadOutcome<'a>,
+    done: bool,
+}
+
+impl Future for LoadFuture<'_> {
+    type Output = std::result::Result<Event, LoadWaitError>;
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        let polled = Pin::new(&mut this.outcome).poll(cx);
+        if polled.is_ready() {
+            this.done = true;
+        }
+        polled
+    }
+}
+
+impl Drop for LoadFuture<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            // The cell may be gone with its runtime: nothing to cancel then.
+            let _ = self.cell.cancel();
+        }
+    }
+}
+
+impl fmt::Debug for LoadFuture<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LoadFuture").field("cell", &self.cell.id()).field("done", &self.done).finish_non_exhaustive()
     }
 }
 

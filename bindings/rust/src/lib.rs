@@ -67,7 +67,7 @@ pub use builtin::{
     ExecOptions, ExecRequest, FileOptions, HttpOptions, HttpRequest, HttpResponse, HttpVersion, file_request,
 };
 pub use cache::{Cache, CacheEntry, CacheStats, MemoryCacheOptions, PersistentCacheOptions};
-pub use cell::{Events, LoadWaitError, Loadable, Process};
+pub use cell::{Events, LoadFuture, LoadOutcome, LoadWaitError, Loadable, NextEvent, Process};
 pub use error::{Error, ErrorKind, RedisErrorKind, Result, strerror};
 pub use event::{ErrorDomain, Event, EventType, Flags, LoadError, Status};
 pub use http_cache::{CacheControl, CacheVerdict, MaxStale};

@@ -465,6 +465,27 @@ impl HttpRequest {
     }
 }
 
+/// An HTTP response whose status is outside 2xx, from
+/// [`HttpResponse::error_for_status`]: it prints the status and the start
+/// of the body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpStatusError {
+    /// The response.
+    pub response: Box<HttpResponse>,
+}
+
+impl std::fmt::Display for HttpStatusError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        const PREVIEW: usize = 200;
+        let body = String::from_utf8_lossy(&self.response.body);
+        let preview: String = body.chars().take(PREVIEW).collect();
+        let more = if body.chars().nth(PREVIEW).is_some() { "..." } else { "" };
+        write!(f, "HTTP status {}: {preview}{more}", self.response.status)
+    }
+}
+
+impl std::error::Error for HttpStatusError {}
+
 /// The value of an HTTP job, decoded (`lds_http_response_decode`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HttpResponse {
@@ -498,6 +519,45 @@ impl HttpResponse {
             headers: bytes(raw.headers.cast(), raw.headers_len),
             body: bytes(raw.body, raw.body_len),
         })
+    }
+
+    /// Whether the status is in 2xx.
+    #[must_use]
+    pub fn is_success(&self) -> bool {
+        (200..300).contains(&self.status)
+    }
+
+    /// The body as UTF-8 text.
+    ///
+    /// # Errors
+    ///
+    /// A [`CodecError`](crate::CodecError) when the body is not valid UTF-8.
+    pub fn text(&self) -> std::result::Result<String, crate::CodecError> {
+        <String as crate::Decode>::decode(&self.body)
+    }
+
+    /// The header lines as `(name, value)` pairs, in order, names and
+    /// values trimmed (invalid UTF-8 is replaced); a line without a colon
+    /// is skipped.
+    #[must_use]
+    pub fn header_pairs(&self) -> Vec<(String, String)> {
+        String::from_utf8_lossy(&self.headers)
+            .split("\r\n")
+            .filter_map(|line| {
+                let (key, value) = line.split_once(':')?;
+                Some((key.trim().to_owned(), value.trim().to_owned()))
+            })
+            .collect()
+    }
+
+    /// The response itself when its status is in 2xx, else an
+    /// [`HttpStatusError`] holding it.
+    ///
+    /// # Errors
+    ///
+    /// [`HttpStatusError`] for a status outside 2xx.
+    pub fn error_for_status(self) -> std::result::Result<HttpResponse, HttpStatusError> {
+        if self.is_success() { Ok(self) } else { Err(HttpStatusError { response: Box::new(self) }) }
     }
 
     /// The value of the first header called `name` (case-insensitive).

@@ -320,7 +320,7 @@ impl Loadable {
         &'a self,
         events: &'a Events,
         loader: &Loader,
-        request: &'a [u8],
+        request: &[u8],
         options: &LoadOptions,
     ) -> Result<LoadFuture<'a>> {
         self.load_with(loader, request, options)?;
@@ -524,8 +524,8 @@ impl Events {
     /// [`LoadWaitError::Cancelled`] or [`LoadWaitError::Disconnected`]).
     /// Dropping it cancels nothing; see [`Loadable::load_async`] for a
     /// future that owns its load.
-    pub fn load_outcome<'a>(&'a self, request: &'a [u8]) -> LoadOutcome<'a> {
-        LoadOutcome { events: self, request, tracker: LoadTracker::default() }
+    pub fn load_outcome(&self, request: &[u8]) -> LoadOutcome<'_> {
+        LoadOutcome { events: self, request: request.to_vec(), tracker: LoadTracker::default() }
     }
 
     /// A blocking iterator over the events, ending with the stream.
@@ -624,7 +624,7 @@ impl Future for NextEvent<'_> {
 #[must_use = "futures do nothing unless polled"]
 pub struct LoadOutcome<'a> {
     events: &'a Events,
-    request: &'a [u8],
+    request: Vec<u8>,
     tracker: LoadTracker,
 }
 
@@ -637,7 +637,7 @@ impl Future for LoadOutcome<'_> {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(None) => return Poll::Ready(Err(LoadWaitError::Disconnected)),
                 Poll::Ready(Some(event)) => {
-                    if let Some(outcome) = this.tracker.step(event, this.request) {
+                    if let Some(outcome) = this.tracker.step(event, &this.request) {
                         return Poll::Ready(outcome);
                     }
                 }

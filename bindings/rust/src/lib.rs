@@ -51,6 +51,7 @@ pub struct ReadmeDoctests;
 mod builtin;
 mod cache;
 mod cell;
+mod codec;
 mod error;
 mod event;
 mod http_cache;
@@ -64,9 +65,11 @@ mod runtime;
 pub mod sys;
 
 pub use builtin::{
-    ExecOptions, ExecRequest, FileOptions, HttpOptions, HttpRequest, HttpResponse, HttpVersion, file_request,
+    ExecOptions, ExecRequest, FileOptions, HttpOptions, HttpRequest, HttpResponse, HttpStatusError, HttpVersion,
+    file_request,
 };
 pub use cache::{Cache, CacheEntry, CacheStats, MemoryCacheOptions, PersistentCacheOptions};
+pub use codec::{CodecError, Decode, Encode, TypedCache, TypedError, TypedLoadFuture, TypedLoadable};
 pub use cell::{Events, LoadFuture, LoadOutcome, LoadWaitError, Loadable, NextEvent, Process};
 pub use error::{Error, ErrorKind, RedisErrorKind, Result, strerror};
 pub use event::{ErrorDomain, Event, EventType, Flags, LoadError, Status};

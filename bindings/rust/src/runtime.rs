@@ -175,6 +175,24 @@ impl Runtime {
         Ok((Loadable::from_cell(cell), events))
     }
 
+    /// A new loadable cell typed by codecs: its requests are `Req` and its
+    /// values `Val` (see [`Encode`](crate::Encode) and
+    /// [`Decode`](crate::Decode)), as in
+    /// `runtime.typed_loadable::<HttpRequest, HttpResponse>()` or
+    /// `runtime.typed_loadable::<str, String>()`.
+    ///
+    /// # Errors
+    ///
+    /// As [`loadable`](Runtime::loadable).
+    pub fn typed_loadable<Req, Val>(&self) -> Result<crate::TypedLoadable<Req, Val>>
+    where
+        Req: crate::Encode + ?Sized,
+        Val: crate::Decode,
+    {
+        let (cell, events) = self.loadable()?;
+        Ok(crate::TypedLoadable::new(cell, events))
+    }
+
     /// A new process cell in the idle state, and the stream of its events.
     pub fn process(&self) -> Result<(Process, Events)> {
         let (cell, events) = crate::cell::Cell::new(&self.shared, CellFlavor::Process, None)?;

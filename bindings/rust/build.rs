@@ -13,8 +13,9 @@
 //!    loadstate (`make install`, the `libloadstate-dev` package) whose major
 //!    version is this crate's and whose minor version is at least this
 //!    crate's.
-//! 3. The repository's SwiftPM build folders: `../../.build/debug`, then
-//!    `../../.build/release`, relative to this crate.
+//! 3. The repository's build folders, relative to this crate:
+//!    `../../.build/debug` (`make lib`), `../../.build/release`, then
+//!    `../../dist` (`make dist`: the self-contained release library).
 //!
 //! The chosen folder is also written into the binaries' rpath, so tests and
 //! examples run without `LD_LIBRARY_PATH`. When no place has the library,
@@ -46,11 +47,42 @@ fn main() {
         process::exit(1);
     });
 
-    println!("cargo:rustc-link-search=native={}", dir.display());
+    // Links to the library in OUT_DIR, which lies in the target folder:
+    // `cargo run` and `cargo test` put such search folders on the dynamic
+    // loader's path, so a crate that depends on this one runs from cargo
+    // with no build script of its own. (The rpath below is for this crate's
+    // own binaries only: cargo applies `rustc-link-arg` to no dependent.)
+    match link_into_out_dir(&dir) {
+        Ok(out) => println!("cargo:rustc-link-search=native={}", out.display()),
+        Err(why) => {
+            println!("cargo:warning=could not link {LIBRARY_FILE} into OUT_DIR ({why}); dependents need an rpath");
+            println!("cargo:rustc-link-search=native={}", dir.display());
+        }
+    }
     println!("cargo:rustc-link-lib=dylib=loadstate");
     println!("cargo:rustc-link-arg=-Wl,-rpath,{}", dir.display());
     // Read by dependent build scripts as DEP_LOADSTATE_LIB_DIR.
     println!("cargo:lib_dir={}", dir.display());
+}
+
+/// Symbolic links in OUT_DIR to every `libloadstate.so*` of `dir` (the
+/// library and its SONAME link); OUT_DIR itself.
+fn link_into_out_dir(dir: &Path) -> io::Result<PathBuf> {
+    let out = PathBuf::from(env::var_os("OUT_DIR").ok_or_else(|| io::Error::other("OUT_DIR is not set"))?);
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let name = entry.file_name();
+        if name.to_string_lossy().starts_with(LIBRARY_FILE) {
+            let link = out.join(&name);
+            match std::fs::remove_file(&link) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+            std::os::unix::fs::symlink(dir.join(&name), &link)?;
+        }
+    }
+    Ok(out)
 }
 
 /// The folder to link from, or None with `tried` saying why each place failed.
@@ -142,11 +174,12 @@ fn compatible(found: &str, wanted: &str) -> bool {
 }
 
 /// The repository's build folders, each with the command that fills it.
-fn repository_dirs() -> [(PathBuf, &'static str); 2] {
+fn repository_dirs() -> [(PathBuf, &'static str); 3] {
     let manifest = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
     let repository = manifest.parent().and_then(|p| p.parent()).unwrap_or(&manifest);
     [
         (repository.join(".build").join("debug"), "`make lib`"),
         (repository.join(".build").join("release"), "`swift build -c release --product loadstate`"),
+        (repository.join("dist"), "`make dist`"),
     ]
 }

@@ -65,8 +65,8 @@ fn main() {
     println!("cargo:lib_dir={}", dir.display());
 }
 
-/// Symbolic links in OUT_DIR to every `libloadstate.so*` of `dir` (the
-/// library and its SONAME link); OUT_DIR itself.
+/// Symbolic links in `OUT_DIR` to every `libloadstate.so*` of `dir` (the
+/// library and its SONAME link); `OUT_DIR` itself.
 fn link_into_out_dir(dir: &Path) -> io::Result<PathBuf> {
     let out = PathBuf::from(env::var_os("OUT_DIR").ok_or_else(|| io::Error::other("OUT_DIR is not set"))?);
     for entry in std::fs::read_dir(dir)? {

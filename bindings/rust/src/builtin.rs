@@ -54,11 +54,13 @@ pub struct FileOptions {
 
 impl FileOptions {
     /// The defaults: 256 KiB reads, files up to [`VALUE_MAX`](crate::VALUE_MAX).
+    #[must_use] 
     pub fn new() -> FileOptions {
         FileOptions::default()
     }
 
     /// Bytes per read (0: the library's default).
+    #[must_use] 
     pub fn chunk_size(mut self, bytes: u32) -> FileOptions {
         self.chunk_size = bytes;
         self
@@ -66,12 +68,14 @@ impl FileOptions {
 
     /// The largest file accepted (0: the library's default); a larger one
     /// fails with [`ErrorKind::TooBig`](crate::ErrorKind::TooBig)'s code in the loadstate domain.
+    #[must_use] 
     pub fn max_size(mut self, bytes: u64) -> FileOptions {
         self.max_size = bytes;
         self
     }
 
     /// Holds the loader's jobs to `limits` (none by default).
+    #[must_use] 
     pub fn limits(mut self, limits: Limits) -> FileOptions {
         self.limits = limits;
         self
@@ -85,6 +89,7 @@ impl FileOptions {
 }
 
 /// The request of a file load: the path's bytes.
+#[must_use] 
 pub fn file_request(path: &Path) -> &[u8] {
     path.as_os_str().as_bytes()
 }
@@ -102,6 +107,7 @@ pub struct ExecOptions {
 impl ExecOptions {
     /// The defaults: the value is the whole stdout, 2 s between SIGTERM and
     /// SIGKILL on cancel, output up to [`VALUE_MAX`](crate::VALUE_MAX).
+    #[must_use] 
     pub fn new() -> ExecOptions {
         ExecOptions::default()
     }
@@ -110,6 +116,7 @@ impl ExecOptions {
     /// (`LDS_EXEC_STREAM_LINES`): when new complete lines arrive, stdout up
     /// to its last newline. Lines that arrive together come in one partial
     /// value.
+    #[must_use] 
     pub fn stream_lines(mut self, stream: bool) -> ExecOptions {
         self.stream_lines = stream;
         self
@@ -117,18 +124,21 @@ impl ExecOptions {
 
     /// Time between SIGTERM and SIGKILL when a job is cancelled (zero: the
     /// library's default).
+    #[must_use] 
     pub fn kill_grace(mut self, grace: Duration) -> ExecOptions {
         self.kill_grace_ms = millis(grace);
         self
     }
 
     /// The most stdout accepted (0: the library's default).
+    #[must_use] 
     pub fn max_output(mut self, bytes: u64) -> ExecOptions {
         self.max_output = bytes;
         self
     }
 
     /// Holds the loader's jobs (commands) to `limits` (none by default).
+    #[must_use] 
     pub fn limits(mut self, limits: Limits) -> ExecOptions {
         self.limits = limits;
         self
@@ -194,13 +204,13 @@ impl ExecRequest {
         let env_ptrs = env.as_deref().map(pointer_array);
         let request = sys::lds_exec_request {
             argv: argv_ptrs.as_ptr(),
-            env: env_ptrs.as_ref().map_or(ptr::null(), |p| p.as_ptr()),
+            env: env_ptrs.as_ref().map_or(ptr::null(), std::vec::Vec::as_ptr),
             cwd: cwd.as_ref().map_or(ptr::null(), |c| c.as_ptr()),
             ..sys::lds_exec_request::INIT
         };
         let (mut out, mut len) = (ptr::null_mut(), 0);
         // SAFETY: every pointer borrows a live local.
-        check(unsafe { sys::lds_exec_request_encode(&request, &mut out, &mut len) })?;
+        check(unsafe { sys::lds_exec_request_encode(&raw const request, &raw mut out, &raw mut len) })?;
         // SAFETY: the library returned this buffer.
         Ok(unsafe { take_buffer(out, len) })
     }
@@ -220,11 +230,13 @@ pub struct HttpOptions {
 impl HttpOptions {
     /// The defaults: libcurl's connection limit, user agent
     /// `loadstate/<version>`, the proxy the environment names.
+    #[must_use] 
     pub fn new() -> HttpOptions {
         HttpOptions::default()
     }
 
     /// Holds the loader's jobs (requests) to `limits` (none by default).
+    #[must_use] 
     pub fn limits(mut self, limits: Limits) -> HttpOptions {
         self.limits = limits;
         self
@@ -238,12 +250,14 @@ impl HttpOptions {
 
     /// The most connections open at once to one host (0: no limit);
     /// libcurl holds the transfers over it.
+    #[must_use] 
     pub fn max_per_host(mut self, connections: u32) -> HttpOptions {
         self.max_per_host = connections;
         self
     }
 
     /// The most connections at once (0: libcurl's default).
+    #[must_use] 
     pub fn max_connections(mut self, n: u32) -> HttpOptions {
         self.max_connections = n;
         self
@@ -263,6 +277,7 @@ impl HttpOptions {
     }
 
     /// Uses no proxy at all, whatever the environment says.
+    #[must_use] 
     pub fn no_proxy(self) -> HttpOptions {
         self.proxy("")
     }
@@ -320,6 +335,7 @@ impl HttpRequest {
     }
 
     /// Adds a header line.
+    #[must_use] 
     pub fn header(mut self, name: &str, value: &str) -> HttpRequest {
         self.headers.push(format!("{name}: {value}"));
         self
@@ -333,30 +349,35 @@ impl HttpRequest {
 
     /// A limit for the whole transfer (zero: none; the load's own timeout
     /// still applies).
+    #[must_use] 
     pub fn timeout(mut self, timeout: Duration) -> HttpRequest {
         self.timeout_ms = millis(timeout);
         self
     }
 
     /// The most redirects followed (0: the library's default, 5).
+    #[must_use] 
     pub fn max_redirects(mut self, n: u32) -> HttpRequest {
         self.max_redirects = n;
         self
     }
 
     /// The largest body accepted (0: the library's default).
+    #[must_use] 
     pub fn max_body(mut self, bytes: u64) -> HttpRequest {
         self.max_body = bytes;
         self
     }
 
     /// Skips TLS certificate and host verification (`LDS_HTTP_INSECURE`).
+    #[must_use] 
     pub fn insecure(mut self, insecure: bool) -> HttpRequest {
         self.set_flag(sys::LDS_HTTP_INSECURE, insecure);
         self
     }
 
     /// Does not follow redirects (`LDS_HTTP_NO_REDIRECTS`).
+    #[must_use] 
     pub fn no_redirects(mut self, no: bool) -> HttpRequest {
         self.set_flag(sys::LDS_HTTP_NO_REDIRECTS, no);
         self
@@ -365,12 +386,14 @@ impl HttpRequest {
     /// Asks for no compressed response (`LDS_HTTP_NO_COMPRESSION`); by
     /// default every encoding libcurl decodes is asked for, and the body is
     /// decoded ([`max_body`](Self::max_body) bounds the decoded size).
+    #[must_use] 
     pub fn no_compression(mut self, no: bool) -> HttpRequest {
         self.set_flag(sys::LDS_HTTP_NO_COMPRESSION, no);
         self
     }
 
     /// The HTTP version to speak.
+    #[must_use] 
     pub fn version(mut self, version: HttpVersion) -> HttpRequest {
         self.set_flag(sys::LDS_HTTP_HTTP1, version == HttpVersion::Http1);
         self.set_flag(sys::LDS_HTTP_HTTP2, version == HttpVersion::Http2);
@@ -392,6 +415,7 @@ impl HttpRequest {
     /// to [`encode`](Self::encode) with
     /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument): one
     /// request, one set of directives.
+    #[must_use] 
     pub fn cache_control(mut self, directives: CacheControl) -> HttpRequest {
         self.cache_control = (!directives.is_empty()).then_some(directives);
         self
@@ -401,6 +425,7 @@ impl HttpRequest {
     /// guessed from `Last-Modified` when they carry no explicit freshness
     /// (RFC 9111 4.2.2: 10% of their age when they arrive, at most 24
     /// hours); `false` sets `LDS_HTTP_NO_HEURISTIC_FRESHNESS`. Default: true.
+    #[must_use] 
     pub fn heuristic_freshness(mut self, allowed: bool) -> HttpRequest {
         self.set_flag(sys::LDS_HTTP_NO_HEURISTIC_FRESHNESS, !allowed);
         self
@@ -410,6 +435,7 @@ impl HttpRequest {
     /// server cannot be reached or closes the connection without an answer
     /// (RFC 9111 4.2.4), unless the response forbids it (`must-revalidate`,
     /// `no-cache`); `false` sets `LDS_HTTP_NO_STALE_ON_DISCONNECT`. Default: true.
+    #[must_use] 
     pub fn stale_on_disconnect(mut self, allowed: bool) -> HttpRequest {
         self.set_flag(sys::LDS_HTTP_NO_STALE_ON_DISCONNECT, !allowed);
         self
@@ -459,7 +485,7 @@ impl HttpRequest {
         };
         let (mut out, mut len) = (ptr::null_mut(), 0);
         // SAFETY: every pointer borrows a live local.
-        check(unsafe { sys::lds_http_request_encode(&request, &mut out, &mut len) })?;
+        check(unsafe { sys::lds_http_request_encode(&raw const request, &raw mut out, &raw mut len) })?;
         // SAFETY: the library returned this buffer.
         Ok(unsafe { take_buffer(out, len) })
     }
@@ -505,7 +531,7 @@ impl HttpResponse {
         let mut raw =
             sys::lds_http_response { status: 0, headers: ptr::null(), headers_len: 0, body: ptr::null(), body_len: 0 };
         // SAFETY: valid buffer and out pointer.
-        check(unsafe { sys::lds_http_response_decode(value.as_ptr().cast(), value.len(), &mut raw) })?;
+        check(unsafe { sys::lds_http_response_decode(value.as_ptr().cast(), value.len(), &raw mut raw) })?;
         let bytes = |p: *const c_void, len: usize| {
             if p.is_null() || len == 0 {
                 Vec::new()
@@ -561,6 +587,7 @@ impl HttpResponse {
     }
 
     /// The value of the first header called `name` (case-insensitive).
+    #[must_use] 
     pub fn header(&self, name: &str) -> Option<String> {
         String::from_utf8_lossy(&self.headers).split("\r\n").find_map(|line| {
             let (key, value) = line.split_once(':')?;
@@ -614,7 +641,7 @@ impl Runtime {
         };
         let mut id = 0;
         // SAFETY: valid handle, options and out pointer.
-        check(unsafe { sys::lds_file_loader_new(self.as_ptr(), &raw, &mut id) })?;
+        check(unsafe { sys::lds_file_loader_new(self.as_ptr(), &raw const raw, &raw mut id) })?;
         Ok(Loader::built_in(self.shared(), id, options.name.as_deref()))
     }
 
@@ -636,7 +663,7 @@ impl Runtime {
         };
         let mut id = 0;
         // SAFETY: valid handle, options and out pointer.
-        check(unsafe { sys::lds_exec_loader_new(self.as_ptr(), &raw, &mut id) })?;
+        check(unsafe { sys::lds_exec_loader_new(self.as_ptr(), &raw const raw, &raw mut id) })?;
         Ok(Loader::built_in(self.shared(), id, options.name.as_deref()))
     }
 
@@ -661,7 +688,7 @@ impl Runtime {
         };
         let mut id = 0;
         // SAFETY: valid handle, options (borrowing its strings) and out pointer.
-        check(unsafe { sys::lds_http_loader_new(self.as_ptr(), &raw, &mut id) })?;
+        check(unsafe { sys::lds_http_loader_new(self.as_ptr(), &raw const raw, &raw mut id) })?;
         Ok(Loader::built_in(self.shared(), id, options.name.as_deref()))
     }
 }

@@ -1,5 +1,5 @@
 //! Caches: bounded maps from byte-string keys to byte-string values, in
-//! memory or in an SQLite file. Their calls work on the calling thread
+//! memory or in an `SQLite` file. Their calls work on the calling thread
 //! under the cache's lock and never wait for the loop (those of a
 //! [`RedisCache`](crate::RedisCache) do). Loads use them through
 //! [`LoadOptions::cache`](crate::LoadOptions::cache).
@@ -30,6 +30,7 @@ pub struct MemoryCacheOptions {
 
 impl MemoryCacheOptions {
     /// The defaults: 10,000 entries, 64 MiB, no expiry.
+    #[must_use] 
     pub fn new() -> MemoryCacheOptions {
         MemoryCacheOptions::default()
     }
@@ -41,18 +42,21 @@ impl MemoryCacheOptions {
     }
 
     /// The most entries held (0: the library's default).
+    #[must_use] 
     pub fn max_entries(mut self, n: u64) -> MemoryCacheOptions {
         self.max_entries = n;
         self
     }
 
     /// The most bytes of keys and values held (0: the library's default).
+    #[must_use] 
     pub fn max_bytes(mut self, bytes: u64) -> MemoryCacheOptions {
         self.max_bytes = bytes;
         self
     }
 
     /// The time to live of every entry (zero: entries do not expire).
+    #[must_use] 
     pub fn ttl(mut self, ttl: Duration) -> MemoryCacheOptions {
         self.ttl_ms = millis64(ttl);
         self
@@ -77,18 +81,21 @@ impl PersistentCacheOptions {
 
     /// Deletes and recreates a file that is not a cache of this library's
     /// version, instead of failing with [`ErrorKind::Io`](crate::ErrorKind::Io).
+    #[must_use] 
     pub fn replace_damaged(mut self, replace: bool) -> PersistentCacheOptions {
         self.replace_damaged = replace;
         self
     }
 
     /// The most bytes of keys and values held (0: the library's default).
+    #[must_use] 
     pub fn max_bytes(mut self, bytes: u64) -> PersistentCacheOptions {
         self.max_bytes = bytes;
         self
     }
 
     /// The time to live of every entry (zero: entries do not expire).
+    #[must_use] 
     pub fn ttl(mut self, ttl: Duration) -> PersistentCacheOptions {
         self.ttl_ms = millis64(ttl);
         self
@@ -173,6 +180,7 @@ impl Cache {
     }
 
     /// The cache's id in its runtime.
+    #[must_use] 
     pub fn id(&self) -> u64 {
         self.id
     }
@@ -200,7 +208,7 @@ impl Cache {
         let mut raw = sys::lds_cache_value::zeroed();
         // SAFETY: valid handle, buffer and out pointer.
         let rc = self.check(unsafe {
-            sys::lds_cache_get(self.shared.raw(), self.id, key.as_ptr().cast(), key.len(), &mut raw)
+            sys::lds_cache_get(self.shared.raw(), self.id, key.as_ptr().cast(), key.len(), &raw mut raw)
         })?;
         Ok((rc == 1).then(|| take_entry(&mut raw)))
     }
@@ -285,7 +293,7 @@ impl Cache {
         let mut raw = sys::lds_cache_key_list::zeroed();
         // SAFETY: valid handle, buffer and out pointer.
         self.check(unsafe {
-            sys::lds_cache_keys(self.shared.raw(), self.id, prefix.as_ptr().cast(), prefix.len(), &mut raw)
+            sys::lds_cache_keys(self.shared.raw(), self.id, prefix.as_ptr().cast(), prefix.len(), &raw mut raw)
         })?;
         let mut keys = Vec::with_capacity(raw.count);
         for i in 0..raw.count {
@@ -298,7 +306,7 @@ impl Cache {
             keys.push(key);
         }
         // SAFETY: releases what the library allocated.
-        unsafe { sys::lds_cache_key_list_clear(&mut raw) };
+        unsafe { sys::lds_cache_key_list_clear(&raw mut raw) };
         Ok(keys)
     }
 
@@ -311,7 +319,7 @@ impl Cache {
         let mut count = 0u64;
         // SAFETY: valid handle, buffer and out pointer.
         self.check(unsafe {
-            sys::lds_cache_count(self.shared.raw(), self.id, prefix.as_ptr().cast(), prefix.len(), limit, &mut count)
+            sys::lds_cache_count(self.shared.raw(), self.id, prefix.as_ptr().cast(), prefix.len(), limit, &raw mut count)
         })?;
         Ok(count)
     }
@@ -320,7 +328,7 @@ impl Cache {
     pub fn stats(&self) -> Result<CacheStats> {
         let mut raw = sys::lds_cache_statistics::default();
         // SAFETY: valid handle and out pointer.
-        self.check(unsafe { sys::lds_cache_stats(self.shared.raw(), self.id, &mut raw) })?;
+        self.check(unsafe { sys::lds_cache_stats(self.shared.raw(), self.id, &raw mut raw) })?;
         Ok(CacheStats {
             hits: raw.hits,
             misses: raw.misses,
@@ -362,7 +370,7 @@ impl Runtime {
         };
         let mut id = 0;
         // SAFETY: valid handle, options (borrowing `name`) and out pointer.
-        check(unsafe { sys::lds_memory_cache_new(self.as_ptr(), &raw, &mut id) })?;
+        check(unsafe { sys::lds_memory_cache_new(self.as_ptr(), &raw const raw, &raw mut id) })?;
         Ok(Cache::new(self.shared(), id, false))
     }
 
@@ -380,7 +388,7 @@ impl Runtime {
         };
         let mut id = 0;
         // SAFETY: valid handle, options (borrowing `path`) and out pointer.
-        check(unsafe { sys::lds_persistent_cache_new(self.as_ptr(), &raw, &mut id) })?;
+        check(unsafe { sys::lds_persistent_cache_new(self.as_ptr(), &raw const raw, &raw mut id) })?;
         Ok(Cache::new(self.shared(), id, false))
     }
 }

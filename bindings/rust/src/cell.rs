@@ -117,14 +117,14 @@ impl Cell {
             };
             // SAFETY: valid handle and options; the library copies the name;
             // the sink stays alive until Cell's Drop buries it.
-            unsafe { new(shared.raw(), &options, &mut id) }
+            unsafe { new(shared.raw(), &raw const options, &raw mut id) }
         } else {
             let new = match flavor {
                 CellFlavor::Loadable => sys::lds_loadable_new,
                 CellFlavor::Process => sys::lds_process_new,
             };
             // SAFETY: valid handle; the sink stays alive until Cell's Drop buries it.
-            unsafe { new(shared.raw(), Some(cell_event), sink.as_ptr().cast(), &mut id) }
+            unsafe { new(shared.raw(), Some(cell_event), sink.as_ptr().cast(), &raw mut id) }
         };
         if rc != sys::LDS_OK {
             // SAFETY: a failed call causes no callback; the sink is unused.
@@ -198,12 +198,14 @@ impl Loadable {
     }
 
     /// The cell's id in its runtime.
+    #[must_use] 
     pub fn id(&self) -> u64 {
         self.cell.id
     }
 
     /// The name the cell was made with, if any (see
     /// [`Runtime::named_loadable`](crate::Runtime::named_loadable)).
+    #[must_use] 
     pub fn name(&self) -> Option<&str> {
         self.cell.name.as_deref()
     }
@@ -228,7 +230,7 @@ impl Loadable {
                 loader.id(),
                 request_ptr(request),
                 request.len(),
-                &raw,
+                &raw const raw,
             )
         })?;
         Ok(())
@@ -293,11 +295,11 @@ impl Loadable {
     pub fn get(&self) -> Result<Event> {
         let mut snapshot = sys::lds_snapshot::zeroed();
         // SAFETY: valid handle and out pointer.
-        let rc = unsafe { sys::lds_loadable_get(self.cell.raw(), self.cell.id, &mut snapshot) };
+        let rc = unsafe { sys::lds_loadable_get(self.cell.raw(), self.cell.id, &raw mut snapshot) };
         // SAFETY: on success the snapshot holds the library's copies.
         let event = (rc == sys::LDS_OK).then(|| unsafe { Event::from_snapshot(&snapshot) });
         // SAFETY: clearing a filled or zeroed snapshot is allowed.
-        unsafe { sys::lds_snapshot_clear(&mut snapshot) };
+        unsafe { sys::lds_snapshot_clear(&raw mut snapshot) };
         event.ok_or(Error::from_code(rc))
     }
 }
@@ -348,12 +350,14 @@ impl Process {
     }
 
     /// The cell's id in its runtime.
+    #[must_use] 
     pub fn id(&self) -> u64 {
         self.cell.id
     }
 
     /// The name the cell was made with, if any (see
     /// [`Runtime::named_loadable`](crate::Runtime::named_loadable)).
+    #[must_use] 
     pub fn name(&self) -> Option<&str> {
         self.cell.name.as_deref()
     }
@@ -377,7 +381,7 @@ impl Process {
                 loader.id(),
                 request_ptr(request),
                 request.len(),
-                &raw,
+                &raw const raw,
             )
         })?;
         Ok(())
@@ -421,6 +425,7 @@ pub struct Events {
 
 impl Events {
     /// The next event, waiting for it; `None` when the stream has ended.
+    #[must_use] 
     pub fn recv(&self) -> Option<Event> {
         self.rx.recv().ok()
     }
@@ -529,16 +534,19 @@ impl Events {
     }
 
     /// A blocking iterator over the events, ending with the stream.
+    #[must_use] 
     pub fn iter(&self) -> mpsc::Iter<'_, Event> {
         self.rx.iter()
     }
 
     /// The underlying receiver.
+    #[must_use] 
     pub fn receiver(&self) -> &Receiver<Event> {
         &self.rx
     }
 
     /// The underlying receiver, by value.
+    #[must_use] 
     pub fn into_receiver(self) -> Receiver<Event> {
         self.rx
     }

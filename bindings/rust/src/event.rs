@@ -31,6 +31,7 @@ pub enum Status {
 
 impl Status {
     /// The status for a raw `LDS_*` status value.
+    #[must_use] 
     pub const fn from_raw(raw: i32) -> Status {
         match raw {
             sys::LDS_ABSENT => Status::Absent,
@@ -46,6 +47,7 @@ impl Status {
     }
 
     /// The raw `LDS_*` value.
+    #[must_use] 
     pub const fn raw(self) -> i32 {
         match self {
             Status::Absent => sys::LDS_ABSENT,
@@ -97,21 +99,25 @@ impl Flags {
     ];
 
     /// The flags of raw bits, unknown bits included.
+    #[must_use] 
     pub const fn from_bits(bits: u32) -> Flags {
         Flags(bits)
     }
 
     /// The raw bits.
+    #[must_use] 
     pub const fn bits(self) -> u32 {
         self.0
     }
 
     /// Whether every bit of `other` is set.
+    #[must_use] 
     pub const fn contains(self, other: Flags) -> bool {
         self.0 & other.0 == other.0
     }
 
     /// Whether no bit is set.
+    #[must_use] 
     pub const fn is_empty(self) -> bool {
         self.0 == 0
     }
@@ -186,6 +192,7 @@ pub enum ErrorDomain {
 
 impl ErrorDomain {
     /// The domain of a raw `LDS_DOMAIN_*` value; `None` for 0 (no error).
+    #[must_use] 
     pub const fn from_raw(raw: i32) -> Option<ErrorDomain> {
         Some(match raw {
             0 => return None,
@@ -268,17 +275,20 @@ pub struct Event {
 
 impl Event {
     /// Whether the event is a [`EventType::State`] event.
+    #[must_use] 
     pub fn is_state(&self) -> bool {
         self.event_type == EventType::State
     }
 
     /// Whether the value came from a cache ([`Flags::FROM_CACHE`]).
+    #[must_use] 
     pub fn is_from_cache(&self) -> bool {
         self.flags.contains(Flags::FROM_CACHE)
     }
 
     /// Whether the cached value is older than its fresh time or was
     /// invalidated ([`Flags::STALE`]).
+    #[must_use] 
     pub fn is_stale(&self) -> bool {
         self.flags.contains(Flags::STALE)
     }
@@ -290,6 +300,7 @@ impl Event {
     /// Under [`CachePolicy::CacheThenLoad`](crate::CachePolicy::CacheThenLoad)
     /// the cached value is shown flagged [`Flags::REFRESHING`] while it is
     /// revalidated, so it is not settled until the revalidation ends.
+    #[must_use] 
     pub fn is_settled(&self) -> bool {
         self.is_state()
             && !self.flags.contains(Flags::PARTIAL)

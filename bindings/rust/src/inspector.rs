@@ -27,6 +27,7 @@ fn millis(d: Duration) -> u32 {
 
 impl InspectorOptions {
     /// The defaults.
+    #[must_use] 
     pub fn new() -> InspectorOptions {
         InspectorOptions::default()
     }
@@ -42,23 +43,27 @@ impl InspectorOptions {
 
     /// Show the cells' values (`LDS_INSPECTOR_SHOW_VALUES`); otherwise they
     /// read "(hidden)". Requests and errors are always shown.
+    #[must_use] 
     pub fn show_values(self, on: bool) -> InspectorOptions {
         self.flag(sys::LDS_INSPECTOR_SHOW_VALUES, on)
     }
 
     /// Accept the page's actions: cancel, refresh, invalidate a cache key
     /// prefix (`LDS_INSPECTOR_ACTIONS`).
+    #[must_use] 
     pub fn actions(self, on: bool) -> InspectorOptions {
         self.flag(sys::LDS_INSPECTOR_ACTIONS, on)
     }
 
     /// Allow an IPv4 address other than loopback (`LDS_INSPECTOR_ALLOW_REMOTE`).
+    #[must_use] 
     pub fn allow_remote(self, on: bool) -> InspectorOptions {
         self.flag(sys::LDS_INSPECTOR_ALLOW_REMOTE, on)
     }
 
     /// The most live pages (event streams) at once; more are answered 503
     /// (0: the library's default, 8).
+    #[must_use] 
     pub fn max_clients(mut self, clients: u32) -> InspectorOptions {
         self.max_clients = clients;
         self
@@ -66,6 +71,7 @@ impl InspectorOptions {
 
     /// How often the live page is updated (zero: 500 ms; at least 50 ms,
     /// at most a minute).
+    #[must_use] 
     pub fn interval(mut self, interval: Duration) -> InspectorOptions {
         self.interval_ms = millis(interval);
         self
@@ -73,12 +79,14 @@ impl InspectorOptions {
 
     /// The head timeout: a connection without a complete request head this
     /// long after it was accepted is answered 408 and closed (zero: 3 s).
+    #[must_use] 
     pub fn idle_timeout(mut self, timeout: Duration) -> InspectorOptions {
         self.idle_timeout_ms = millis(timeout);
         self
     }
 
     /// The most cells listed, newest first (0: 200; at most 10,000).
+    #[must_use] 
     pub fn max_cells(mut self, cells: u32) -> InspectorOptions {
         self.max_cells = cells;
         self
@@ -118,7 +126,7 @@ impl Runtime {
         let address = CString::new(address).map_err(|_| Error::from_code(sys::LDS_EINVAL))?;
         let raw = options.to_raw();
         // SAFETY: valid handle, NUL-terminated address and options.
-        check(unsafe { sys::lds_inspector_start(self.as_ptr(), address.as_ptr(), &raw) })?;
+        check(unsafe { sys::lds_inspector_start(self.as_ptr(), address.as_ptr(), &raw const raw) })?;
         self.inspector_url()?.ok_or(Error::from_code(sys::LDS_ENOENT))
     }
 
@@ -129,7 +137,7 @@ impl Runtime {
         let mut buf = [0u8; 128];
         let mut len = 0usize;
         // SAFETY: valid handle; buf holds its length in bytes.
-        let rc = unsafe { sys::lds_inspector_url(self.as_ptr(), buf.as_mut_ptr().cast(), buf.len(), &mut len) };
+        let rc = unsafe { sys::lds_inspector_url(self.as_ptr(), buf.as_mut_ptr().cast(), buf.len(), &raw mut len) };
         if rc == sys::LDS_ENOENT {
             return Ok(None);
         }

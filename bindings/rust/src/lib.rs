@@ -110,6 +110,7 @@ pub const QUEUE_MAX: usize = sys::LDS_QUEUE_MAX;
 
 /// The version of the loaded library as `(major << 16) | (minor << 8) | patch`.
 /// Compare with [`sys::LDS_VERSION`], the version the crate was written for.
+#[must_use] 
 pub fn version() -> u32 {
     // SAFETY: no arguments; callable from any thread.
     unsafe { sys::lds_version() }

@@ -62,7 +62,7 @@ impl Loader {
         };
         // SAFETY: valid handle and options; the library owns `data` from
         // here on and gives it back exactly once to `free_loader`.
-        let rc = unsafe { sys::lds_loader_new_ex(shared.raw(), &options, &mut id) };
+        let rc = unsafe { sys::lds_loader_new_ex(shared.raw(), &raw const options, &raw mut id) };
         if rc != sys::LDS_OK {
             // A failed call causes no callback: the data is still ours.
             // SAFETY: `data` came from Box::into_raw above and was not taken.
@@ -79,12 +79,14 @@ impl Loader {
     }
 
     /// The loader's id in its runtime.
+    #[must_use] 
     pub fn id(&self) -> u64 {
         self.id
     }
 
     /// The name the loader was made with, if any: what the metrics text
     /// labels its series with (`loader="users"`) and the inspector shows.
+    #[must_use] 
     pub fn name(&self) -> Option<&str> {
         self.name.as_deref()
     }
@@ -169,11 +171,13 @@ pub struct Job {
 
 impl Job {
     /// The job's id in its runtime.
+    #[must_use] 
     pub fn id(&self) -> u64 {
         self.id
     }
 
     /// A copy of the request the load was started with.
+    #[must_use] 
     pub fn request(&self) -> &[u8] {
         &self.request
     }
@@ -252,6 +256,7 @@ impl Job {
 
     /// Whether work on the job should stop: true once it no longer runs,
     /// and also when the runtime is gone.
+    #[must_use] 
     pub fn is_cancelled(&self) -> bool {
         // SAFETY: valid handle.
         let rc = unsafe { sys::lds_job_is_cancelled(self.shared.raw(), self.id) };
@@ -273,7 +278,7 @@ impl Job {
         self.shared.add_cancel_hook(self.id, Box::new(hook))
     }
 
-    /// After succeed, finish, fail or fail_final: the library drops the job's cancel
+    /// After succeed, finish, fail or `fail_final`: the library drops the job's cancel
     /// hooks, and so does the crate.
     fn ended(&self, rc: i32) -> Result<()> {
         check(rc)?;

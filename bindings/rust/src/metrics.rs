@@ -133,7 +133,7 @@ impl Runtime {
             let mut buf = vec![0u8; room];
             let mut len = 0usize;
             // SAFETY: valid handle; buf holds `room` bytes.
-            let rc = unsafe { sys::lds_runtime_metrics_text(self.as_ptr(), buf.as_mut_ptr().cast(), room, &mut len) };
+            let rc = unsafe { sys::lds_runtime_metrics_text(self.as_ptr(), buf.as_mut_ptr().cast(), room, &raw mut len) };
             if rc == sys::LDS_ETOOBIG {
                 // Loaders may appear meanwhile: some room to spare.
                 room = len.saturating_add(1 + 4096);
@@ -166,7 +166,7 @@ impl Runtime {
             out.caches = caches.as_mut_ptr();
             out.caches_cap = u32::try_from(cache_room).unwrap_or(u32::MAX);
             // SAFETY: valid handle; the arrays hold the capacities given.
-            check(unsafe { sys::lds_runtime_stats(self.as_ptr(), &mut out) })?;
+            check(unsafe { sys::lds_runtime_stats(self.as_ptr(), &raw mut out) })?;
             let (loader_count, cache_count) = (out.loader_count as usize, out.cache_count as usize);
             if loader_count > loader_room || cache_count > cache_room {
                 // More appeared than there was room for: ask again.

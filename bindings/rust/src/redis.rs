@@ -38,6 +38,7 @@ impl RedisCacheOptions {
     /// The defaults: prefix `lds:`, entries live one day, values up to
     /// 8 MiB, 2 s for a reply or a connection, 10 s leases, reconnection
     /// back-off up to 5 s, no front memory tier.
+    #[must_use] 
     pub fn new() -> RedisCacheOptions {
         RedisCacheOptions::default()
     }
@@ -50,12 +51,14 @@ impl RedisCacheOptions {
     }
 
     /// How long an entry lives in Redis (default: [`max_ttl`](RedisCacheOptions::max_ttl)).
+    #[must_use] 
     pub fn ttl(mut self, ttl: Duration) -> RedisCacheOptions {
         self.ttl_ms = millis64(ttl);
         self
     }
 
     /// The bound on every entry's time to live (default one day).
+    #[must_use] 
     pub fn max_ttl(mut self, max_ttl: Duration) -> RedisCacheOptions {
         self.max_ttl_ms = millis64(max_ttl);
         self
@@ -64,6 +67,7 @@ impl RedisCacheOptions {
     /// A larger value is not stored (default 8 MiB; at most
     /// [`VALUE_MAX`](crate::VALUE_MAX)): a put fails with
     /// [`RedisErrorKind::TooBig`], a load's result is not kept.
+    #[must_use] 
     pub fn max_value_bytes(mut self, bytes: u64) -> RedisCacheOptions {
         self.max_value_bytes = bytes;
         self
@@ -71,12 +75,14 @@ impl RedisCacheOptions {
 
     /// The longest wait for a reply (default 2 s); a late reply fails its
     /// command and drops the connection.
+    #[must_use] 
     pub fn command_timeout(mut self, timeout: Duration) -> RedisCacheOptions {
         self.command_timeout_ms = millis(timeout);
         self
     }
 
     /// The longest wait for a connection (default 2 s).
+    #[must_use] 
     pub fn connect_timeout(mut self, timeout: Duration) -> RedisCacheOptions {
         self.connect_timeout_ms = millis(timeout);
         self
@@ -85,6 +91,7 @@ impl RedisCacheOptions {
     /// The life of a shared load's lease (default 10 s): another process
     /// takes the load over when its holder neither publishes a result nor
     /// releases the lease within it.
+    #[must_use] 
     pub fn lease(mut self, lease: Duration) -> RedisCacheOptions {
         self.lease_ms = millis(lease);
         self
@@ -92,6 +99,7 @@ impl RedisCacheOptions {
 
     /// The ceiling of the reconnection back-off, which starts at 50 ms
     /// (default 5 s).
+    #[must_use] 
     pub fn reconnect_max(mut self, max: Duration) -> RedisCacheOptions {
         self.reconnect_max_ms = millis(max);
         self
@@ -99,18 +107,21 @@ impl RedisCacheOptions {
 
     /// With `n` > 0, entries read or written are also kept in memory, at
     /// most `n` of them (default 0: no front tier).
+    #[must_use] 
     pub fn memory_max_entries(mut self, n: u64) -> RedisCacheOptions {
         self.memory_max_entries = n;
         self
     }
 
     /// The front memory tier's bound in bytes (default 64 MiB).
+    #[must_use] 
     pub fn memory_max_bytes(mut self, bytes: u64) -> RedisCacheOptions {
         self.memory_max_bytes = bytes;
         self
     }
 
     /// How long a front entry is used (default 60 s).
+    #[must_use] 
     pub fn memory_ttl(mut self, ttl: Duration) -> RedisCacheOptions {
         self.memory_ttl_ms = millis64(ttl);
         self
@@ -152,7 +163,7 @@ pub struct RedisStatus {
 pub(crate) fn raw_status(shared: &Arc<Shared>, id: u64) -> Result<sys::lds_redis_status> {
     let mut raw = sys::lds_redis_status::with_size();
     // SAFETY: valid handle and out pointer, its size set.
-    check(unsafe { sys::lds_redis_cache_status(shared.raw(), id, &mut raw) })?;
+    check(unsafe { sys::lds_redis_cache_status(shared.raw(), id, &raw mut raw) })?;
     Ok(raw)
 }
 
@@ -191,6 +202,7 @@ pub struct RedisCache {
 
 impl RedisCache {
     /// The cache as a plain [`Cache`].
+    #[must_use] 
     pub fn cache(&self) -> &Cache {
         &self.cache
     }
@@ -271,7 +283,7 @@ impl Runtime {
         };
         let mut id = 0;
         // SAFETY: valid handle, URL, options (borrowing `prefix`) and out pointer.
-        check(unsafe { sys::lds_redis_cache_new(self.as_ptr(), url.as_ptr(), &raw, &mut id) })?;
+        check(unsafe { sys::lds_redis_cache_new(self.as_ptr(), url.as_ptr(), &raw const raw, &raw mut id) })?;
         Ok(RedisCache { cache: Cache::new(self.shared(), id, true) })
     }
 }

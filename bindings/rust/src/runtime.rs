@@ -134,7 +134,7 @@ impl Runtime {
         };
         let mut raw = ptr::null_mut();
         // SAFETY: valid options and out pointer.
-        check(unsafe { sys::lds_runtime_new(&options, &mut raw) })?;
+        check(unsafe { sys::lds_runtime_new(&raw const options, &raw mut raw) })?;
         let raw = NonNull::new(raw).ok_or(Error::from_code(sys::LDS_ENOMEM))?;
         let shared = Arc::new(Shared {
             raw,
@@ -152,7 +152,7 @@ impl Runtime {
                 raw.as_ptr(),
                 Some(janitor_event),
                 Arc::as_ptr(&runtime.shared).cast_mut().cast(),
-                &mut janitor,
+                &raw mut janitor,
             )
         })?;
         runtime.shared.janitor.store(janitor, Ordering::Release);
@@ -161,6 +161,7 @@ impl Runtime {
 
     /// The raw handle, for calls through [`sys`](crate::sys). It stays
     /// valid (calls return `LDS_ECLOSED`) after the runtime is dropped.
+    #[must_use] 
     pub fn as_ptr(&self) -> *mut sys::lds_runtime {
         self.shared.raw()
     }
@@ -286,7 +287,7 @@ impl Runtime {
         let raw = options.to_raw();
         let pointer = if request.is_empty() { std::ptr::null() } else { request.as_ptr().cast() };
         // SAFETY: valid handle, buffer and options (borrowing `options`).
-        check(unsafe { sys::lds_prefetch(self.shared.raw(), loader.id(), pointer, request.len(), &raw) })?;
+        check(unsafe { sys::lds_prefetch(self.shared.raw(), loader.id(), pointer, request.len(), &raw const raw) })?;
         Ok(())
     }
 

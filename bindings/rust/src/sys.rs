@@ -142,6 +142,7 @@ pub struct lds_snapshot {
 
 impl lds_snapshot {
     /// An all-zero snapshot, the state `lds_snapshot_clear` leaves behind.
+    #[must_use] 
     pub const fn zeroed() -> Self {
         lds_snapshot {
             r#type: 0,
@@ -460,6 +461,7 @@ pub struct lds_cache_value {
 
 impl lds_cache_value {
     /// An all-zero value, the state `lds_cache_value_clear` leaves behind.
+    #[must_use] 
     pub const fn zeroed() -> Self {
         lds_cache_value { value: core::ptr::null_mut(), value_len: 0, stored_at_ms: 0, expires_at_ms: 0, stale: 0 }
     }
@@ -487,6 +489,7 @@ pub struct lds_cache_key_list {
 
 impl lds_cache_key_list {
     /// An all-zero list, the state `lds_cache_key_list_clear` leaves behind.
+    #[must_use] 
     pub const fn zeroed() -> Self {
         lds_cache_key_list { count: 0, keys: core::ptr::null(), lengths: core::ptr::null(), block: core::ptr::null_mut() }
     }
@@ -572,6 +575,7 @@ pub struct lds_redis_status {
 
 impl lds_redis_status {
     /// All zero but `size`, as `lds_redis_cache_status` wants it.
+    #[must_use] 
     pub const fn with_size() -> Self {
         lds_redis_status {
             size: core::mem::size_of::<lds_redis_status>() as u32,
@@ -653,6 +657,7 @@ pub struct lds_load_metrics {
 
 impl lds_load_metrics {
     /// All counters at zero.
+    #[must_use] 
     pub const fn zeroed() -> Self {
         lds_load_metrics {
             started: 0,

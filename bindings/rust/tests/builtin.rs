@@ -48,7 +48,7 @@ impl Drop for Scratch {
 #[test]
 fn the_file_loader_reads_a_file_with_progress() {
     let path = Scratch::new("contents.txt");
-    let contents: Vec<u8> = (0..10_000u32).flat_map(|i| i.to_le_bytes()).collect();
+    let contents: Vec<u8> = (0..10_000u32).flat_map(u32::to_le_bytes).collect();
     std::fs::write(&path, &contents).unwrap();
     let runtime = Runtime::new().unwrap();
     let files = runtime.file_loader(&FileOptions::new().chunk_size(16 * 1024)).unwrap();
@@ -240,7 +240,7 @@ fn the_http_loader_fetches_decodes_and_reports_statuses() {
     assert_eq!(HttpResponse::decode(b"not a response").unwrap_err().kind(), ErrorKind::InvalidArgument);
 }
 
-/// The header: lds_http_request_encode refuses a header line with CR or
+/// The header: `lds_http_request_encode` refuses a header line with CR or
 /// LF, alone or as a pair, anywhere in the line.
 #[test]
 fn a_header_line_holding_cr_lf_is_refused() {
@@ -252,8 +252,8 @@ fn a_header_line_holding_cr_lf_is_refused() {
     assert!(clean.encode().is_ok());
 }
 
-/// A server for two connections: the first gets a body with an ETag, the
-/// second, when it asks with that ETag, a 304. Reports each request head.
+/// A server for two connections: the first gets a body with an `ETag`, the
+/// second, when it asks with that `ETag`, a 304. Reports each request head.
 fn serve_etag() -> (String, mpsc::Receiver<String>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());

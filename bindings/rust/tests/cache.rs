@@ -239,8 +239,8 @@ fn a_shared_job_completes_every_waiting_cell() {
     }
     let job = jobs.next();
     job.succeed(b"for everyone").unwrap();
-    for (_, events) in cells.iter() {
-        let loaded = events.wait_until(|e| e.is_settled(), DEADLINE).unwrap();
+    for (_, events) in &cells {
+        let loaded = events.wait_until(loadstate::Event::is_settled, DEADLINE).unwrap();
         assert_eq!(loaded.value.as_deref(), Some(&b"for everyone"[..]));
     }
     assert!(jobs.try_next().is_none(), "one job for the three loads");
@@ -676,6 +676,6 @@ fn a_load_called_before_the_only_waiting_cell_left_starts_its_own_job() {
     assert_eq!(second_watch.next().status, Status::Loading);
     let own = jobs.next();
     own.succeed(b"its own").unwrap();
-    let settled = second_watch.events.wait_until(|e| e.is_settled(), Duration::from_secs(10));
+    let settled = second_watch.events.wait_until(loadstate::Event::is_settled, Duration::from_secs(10));
     assert_eq!(settled.unwrap().value.as_deref(), Some(&b"its own"[..]));
 }

@@ -193,7 +193,7 @@ fn poll_next_streams_events_and_ends_with_the_cell() {
         seen.push(event);
     }
     producer.join().unwrap();
-    let types: Vec<_> = seen.iter().map(|e| (e.event_type.clone(), e.status)).collect();
+    let types: Vec<_> = seen.iter().map(|e| (e.event_type, e.status)).collect();
     assert_eq!(types[0], (EventType::State, Status::Loading));
     assert!(types.contains(&(EventType::Progress { done: 1, total: 2 }, Status::Loading)));
     // seq counts every event, PROGRESS included (see Event::seq).

@@ -9,7 +9,7 @@ fn response(lines: &[(&str, &str)]) -> HttpResponse {
 }
 
 /// The flags word of an encoded request: after magic, method, url, headers,
-/// body, timeout, max_body and max_redirects.
+/// body, timeout, `max_body` and `max_redirects`.
 fn flags_of(encoded: &[u8]) -> u32 {
     let mut at = 4;
     let u32_at = |at: usize| u32::from_le_bytes(encoded[at..at + 4].try_into().unwrap());

@@ -1,4 +1,4 @@
-//! Runtime::start_inspector, inspector_url and stop_inspector: arguments,
+//! `Runtime::start_inspector`, `inspector_url` and `stop_inspector`: arguments,
 //! states, and requests over a socket.
 
 use std::io::{Read, Write};

@@ -1,4 +1,4 @@
-//! Runtime::observe: every cell event, job start and job end, and the
+//! `Runtime::observe`: every cell event, job start and job end, and the
 //! Observer guard that removes it.
 
 mod common;

@@ -1,5 +1,5 @@
 //! The Redis cache through the safe API, against a real redis-server on
-//! 127.0.0.1 and a free port. Two runtimes, each with its own RedisCache of
+//! 127.0.0.1 and a free port. Two runtimes, each with its own `RedisCache` of
 //! one server and key prefix, stand for two processes.
 
 mod common;
@@ -143,9 +143,9 @@ fn a_shared_load_calls_one_loader_among_two_runtimes() {
     assert_eq!(events.recv_timeout(DEADLINE).unwrap().status, Status::Loading);
     wait_for("the second runtime waits for the lease", || waiter_cache.status().unwrap().leases_waited == 1);
     job.succeed(b"from the holder").unwrap();
-    let loaded = events.wait_until(|e| e.is_settled(), DEADLINE).unwrap();
+    let loaded = events.wait_until(loadstate::Event::is_settled, DEADLINE).unwrap();
     assert_eq!(loaded.value.as_deref(), Some(&b"from the holder"[..]));
-    holder_events.wait_until(|e| e.is_settled(), DEADLINE).unwrap();
+    holder_events.wait_until(loadstate::Event::is_settled, DEADLINE).unwrap();
     assert!(waiter_calls.lock().unwrap().is_empty());
     // The holder counts its result published when Redis answers, which may come after the waiter has it.
     wait_for("the holder counts its result published", || holder_cache.status().unwrap().published == 1);
@@ -171,7 +171,7 @@ fn a_lease_released_by_a_cancelled_load_is_taken_over() {
     waiting.load_with(&waiter_loader, b"k", &LoadOptions::new().share(true).cache(&waiter_cache)).unwrap();
     wait_for("the second runtime waits for the lease", || waiter_cache.status().unwrap().leases_waited == 1);
     cell.cancel().unwrap();
-    let loaded = events.wait_until(|e| e.is_settled(), DEADLINE).unwrap();
+    let loaded = events.wait_until(loadstate::Event::is_settled, DEADLINE).unwrap();
     assert_eq!(loaded.value.as_deref(), Some(&b"waiter k"[..]));
     assert_eq!(waiter_calls.lock().unwrap().len(), 1);
     assert_eq!(waiter_cache.status().unwrap().takeovers, 1);
@@ -194,7 +194,7 @@ fn a_lease_of_a_dropped_runtime_is_released() {
         waiting.load_with(&waiter_loader, b"k", &LoadOptions::new().share(true).cache(&waiter_cache)).unwrap();
         wait_for("the second runtime waits for the lease", || waiter_cache.status().unwrap().leases_waited == 1);
     } // dropping the holder's runtime cancels its job, which releases the lease
-    let loaded = events.wait_until(|e| e.is_settled(), Duration::from_secs(2));
+    let loaded = events.wait_until(loadstate::Event::is_settled, Duration::from_secs(2));
     assert!(loaded.is_ok(), "the lease of a dropped runtime is released: the waiter takes over within 2 s of 5");
     assert_eq!(loaded.unwrap().value.as_deref(), Some(&b"waiter k"[..]));
     assert_eq!(waiter_calls.lock().unwrap().len(), 1);
@@ -216,7 +216,7 @@ fn a_load_waiting_for_a_lease_calls_its_loader_when_redis_goes_down() {
     wait_for("the second runtime waits for the lease", || waiter_cache.status().unwrap().leases_waited == 1);
     server.kill();
     // Redis is unreachable: the waiting load calls its loader, well before the lease's 5 s have passed.
-    let loaded = events.wait_until(|e| e.is_settled(), Duration::from_secs(2));
+    let loaded = events.wait_until(loadstate::Event::is_settled, Duration::from_secs(2));
     job.succeed(b"holder").unwrap();
     assert_eq!(loaded.expect("the waiter loads within 2 s").value.as_deref(), Some(&b"waiter k"[..]));
 }

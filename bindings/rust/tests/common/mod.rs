@@ -163,7 +163,7 @@ pub fn quiet_expected_panics() {
             let payload = info.payload();
             let text = payload
                 .downcast_ref::<&str>()
-                .map(|s| s.to_string())
+                .map(std::string::ToString::to_string)
                 .or_else(|| payload.downcast_ref::<String>().cloned())
                 .unwrap_or_default();
             if !text.contains(EXPECTED_PANIC) {
@@ -188,7 +188,7 @@ pub fn wait_readable(fd: i32) {
     const POLLIN: i16 = 1;
     let mut pfd = PollFd { fd, events: POLLIN, revents: 0 };
     // SAFETY: one valid pollfd.
-    let ready = unsafe { poll(&mut pfd, 1, DEADLINE.as_millis() as i32) };
+    let ready = unsafe { poll(&raw mut pfd, 1, DEADLINE.as_millis() as i32) };
     assert_eq!(ready, 1, "the descriptor becomes readable");
 }
 

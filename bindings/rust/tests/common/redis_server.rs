@@ -34,7 +34,7 @@ pub struct RedisServer {
 /// The redis-server program, installed from Debian's package when missing.
 fn program() -> PathBuf {
     static INSTALL: Mutex<()> = Mutex::new(());
-    let _once = INSTALL.lock().unwrap_or_else(|e| e.into_inner());
+    let _once = INSTALL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let find = || {
         std::env::var_os("PATH").and_then(|path| {
             std::env::split_paths(&path).map(|dir| dir.join("redis-server")).find(|file| file.is_file())
@@ -43,7 +43,7 @@ fn program() -> PathBuf {
     if let Some(found) = find() {
         return found;
     }
-    let root = Command::new("id").arg("-u").output().map(|o| o.stdout == b"0\n").unwrap_or(false);
+    let root = Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout == b"0\n");
     for args in [&["apt-get", "update", "-qq"][..], &["apt-get", "install", "-y", "-qq", "redis-server"][..]] {
         let mut command = if root { Command::new(args[0]) } else { Command::new("sudo") };
         if !root {

@@ -4,6 +4,8 @@
 //!
 //! Run with `cargo run --offline --example tour`.
 
+#![allow(clippy::format_push_string)] // building test output; speed does not matter here
+
 use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;

@@ -54,13 +54,13 @@ pub struct FileOptions {
 
 impl FileOptions {
     /// The defaults: 256 KiB reads, files up to [`VALUE_MAX`](crate::VALUE_MAX).
-    #[must_use] 
+    #[must_use]
     pub fn new() -> FileOptions {
         FileOptions::default()
     }
 
     /// Bytes per read (0: the library's default).
-    #[must_use] 
+    #[must_use]
     pub fn chunk_size(mut self, bytes: u32) -> FileOptions {
         self.chunk_size = bytes;
         self
@@ -68,20 +68,21 @@ impl FileOptions {
 
     /// The largest file accepted (0: the library's default); a larger one
     /// fails with [`ErrorKind::TooBig`](crate::ErrorKind::TooBig)'s code in the loadstate domain.
-    #[must_use] 
+    #[must_use]
     pub fn max_size(mut self, bytes: u64) -> FileOptions {
         self.max_size = bytes;
         self
     }
 
     /// Holds the loader's jobs to `limits` (none by default).
-    #[must_use] 
+    #[must_use]
     pub fn limits(mut self, limits: Limits) -> FileOptions {
         self.limits = limits;
         self
     }
 
     /// Names the loader, as [`Runtime::named_loader`] does.
+    #[must_use]
     pub fn name(mut self, name: impl Into<String>) -> FileOptions {
         self.name = Some(name.into());
         self
@@ -89,7 +90,7 @@ impl FileOptions {
 }
 
 /// The request of a file load: the path's bytes.
-#[must_use] 
+#[must_use]
 pub fn file_request(path: &Path) -> &[u8] {
     path.as_os_str().as_bytes()
 }
@@ -107,7 +108,7 @@ pub struct ExecOptions {
 impl ExecOptions {
     /// The defaults: the value is the whole stdout, 2 s between SIGTERM and
     /// SIGKILL on cancel, output up to [`VALUE_MAX`](crate::VALUE_MAX).
-    #[must_use] 
+    #[must_use]
     pub fn new() -> ExecOptions {
         ExecOptions::default()
     }
@@ -116,7 +117,7 @@ impl ExecOptions {
     /// (`LDS_EXEC_STREAM_LINES`): when new complete lines arrive, stdout up
     /// to its last newline. Lines that arrive together come in one partial
     /// value.
-    #[must_use] 
+    #[must_use]
     pub fn stream_lines(mut self, stream: bool) -> ExecOptions {
         self.stream_lines = stream;
         self
@@ -124,27 +125,28 @@ impl ExecOptions {
 
     /// Time between SIGTERM and SIGKILL when a job is cancelled (zero: the
     /// library's default).
-    #[must_use] 
+    #[must_use]
     pub fn kill_grace(mut self, grace: Duration) -> ExecOptions {
         self.kill_grace_ms = millis(grace);
         self
     }
 
     /// The most stdout accepted (0: the library's default).
-    #[must_use] 
+    #[must_use]
     pub fn max_output(mut self, bytes: u64) -> ExecOptions {
         self.max_output = bytes;
         self
     }
 
     /// Holds the loader's jobs (commands) to `limits` (none by default).
-    #[must_use] 
+    #[must_use]
     pub fn limits(mut self, limits: Limits) -> ExecOptions {
         self.limits = limits;
         self
     }
 
     /// Names the loader, as [`Runtime::named_loader`] does.
+    #[must_use]
     pub fn name(mut self, name: impl Into<String>) -> ExecOptions {
         self.name = Some(name.into());
         self
@@ -163,6 +165,7 @@ pub struct ExecRequest {
 impl ExecRequest {
     /// Runs `program` with `args`, inheriting the environment and the
     /// working directory of the runtime's process.
+    #[allow(clippy::similar_names)] // argv (what is sent) is built from args (what is given)
     pub fn new<I, S>(program: impl AsRef<OsStr>, args: I) -> ExecRequest
     where
         I: IntoIterator<Item = S>,
@@ -174,6 +177,7 @@ impl ExecRequest {
     }
 
     /// Replaces the whole environment with these variables.
+    #[must_use]
     pub fn env<I, K, V>(mut self, vars: I) -> ExecRequest
     where
         I: IntoIterator<Item = (K, V)>,
@@ -187,6 +191,7 @@ impl ExecRequest {
     }
 
     /// Runs in this directory.
+    #[must_use]
     pub fn cwd(mut self, dir: impl AsRef<Path>) -> ExecRequest {
         self.cwd = Some(dir.as_ref().as_os_str().as_bytes().to_vec());
         self
@@ -230,19 +235,20 @@ pub struct HttpOptions {
 impl HttpOptions {
     /// The defaults: libcurl's connection limit, user agent
     /// `loadstate/<version>`, the proxy the environment names.
-    #[must_use] 
+    #[must_use]
     pub fn new() -> HttpOptions {
         HttpOptions::default()
     }
 
     /// Holds the loader's jobs (requests) to `limits` (none by default).
-    #[must_use] 
+    #[must_use]
     pub fn limits(mut self, limits: Limits) -> HttpOptions {
         self.limits = limits;
         self
     }
 
     /// Names the loader, as [`Runtime::named_loader`] does.
+    #[must_use]
     pub fn name(mut self, name: impl Into<String>) -> HttpOptions {
         self.name = Some(name.into());
         self
@@ -250,20 +256,21 @@ impl HttpOptions {
 
     /// The most connections open at once to one host (0: no limit);
     /// libcurl holds the transfers over it.
-    #[must_use] 
+    #[must_use]
     pub fn max_per_host(mut self, connections: u32) -> HttpOptions {
         self.max_per_host = connections;
         self
     }
 
     /// The most connections at once (0: libcurl's default).
-    #[must_use] 
+    #[must_use]
     pub fn max_connections(mut self, n: u32) -> HttpOptions {
         self.max_connections = n;
         self
     }
 
     /// The `User-Agent` header.
+    #[must_use]
     pub fn user_agent(mut self, agent: impl Into<String>) -> HttpOptions {
         self.user_agent = Some(agent.into());
         self
@@ -271,13 +278,14 @@ impl HttpOptions {
 
     /// Goes through the proxy at this URL, instead of the one the
     /// environment names (`http_proxy`, `https_proxy`, `no_proxy`).
+    #[must_use]
     pub fn proxy(mut self, url: impl Into<String>) -> HttpOptions {
         self.proxy = Some(url.into());
         self
     }
 
     /// Uses no proxy at all, whatever the environment says.
-    #[must_use] 
+    #[must_use]
     pub fn no_proxy(self) -> HttpOptions {
         self.proxy("")
     }
@@ -329,19 +337,21 @@ impl HttpRequest {
     }
 
     /// Uses another method ("POST", "PUT", ...).
+    #[must_use]
     pub fn method(mut self, method: impl Into<String>) -> HttpRequest {
         self.method = Some(method.into());
         self
     }
 
     /// Adds a header line.
-    #[must_use] 
+    #[must_use]
     pub fn header(mut self, name: &str, value: &str) -> HttpRequest {
         self.headers.push(format!("{name}: {value}"));
         self
     }
 
     /// Sends this body.
+    #[must_use]
     pub fn body(mut self, body: impl Into<Vec<u8>>) -> HttpRequest {
         self.body = body.into();
         self
@@ -349,35 +359,35 @@ impl HttpRequest {
 
     /// A limit for the whole transfer (zero: none; the load's own timeout
     /// still applies).
-    #[must_use] 
+    #[must_use]
     pub fn timeout(mut self, timeout: Duration) -> HttpRequest {
         self.timeout_ms = millis(timeout);
         self
     }
 
     /// The most redirects followed (0: the library's default, 5).
-    #[must_use] 
+    #[must_use]
     pub fn max_redirects(mut self, n: u32) -> HttpRequest {
         self.max_redirects = n;
         self
     }
 
     /// The largest body accepted (0: the library's default).
-    #[must_use] 
+    #[must_use]
     pub fn max_body(mut self, bytes: u64) -> HttpRequest {
         self.max_body = bytes;
         self
     }
 
     /// Skips TLS certificate and host verification (`LDS_HTTP_INSECURE`).
-    #[must_use] 
+    #[must_use]
     pub fn insecure(mut self, insecure: bool) -> HttpRequest {
         self.set_flag(sys::LDS_HTTP_INSECURE, insecure);
         self
     }
 
     /// Does not follow redirects (`LDS_HTTP_NO_REDIRECTS`).
-    #[must_use] 
+    #[must_use]
     pub fn no_redirects(mut self, no: bool) -> HttpRequest {
         self.set_flag(sys::LDS_HTTP_NO_REDIRECTS, no);
         self
@@ -386,14 +396,14 @@ impl HttpRequest {
     /// Asks for no compressed response (`LDS_HTTP_NO_COMPRESSION`); by
     /// default every encoding libcurl decodes is asked for, and the body is
     /// decoded ([`max_body`](Self::max_body) bounds the decoded size).
-    #[must_use] 
+    #[must_use]
     pub fn no_compression(mut self, no: bool) -> HttpRequest {
         self.set_flag(sys::LDS_HTTP_NO_COMPRESSION, no);
         self
     }
 
     /// The HTTP version to speak.
-    #[must_use] 
+    #[must_use]
     pub fn version(mut self, version: HttpVersion) -> HttpRequest {
         self.set_flag(sys::LDS_HTTP_HTTP1, version == HttpVersion::Http1);
         self.set_flag(sys::LDS_HTTP_HTTP2, version == HttpVersion::Http2);
@@ -403,6 +413,7 @@ impl HttpRequest {
     /// Verifies the server with the PEM CA certificates of this file
     /// instead of the system's (`ca_file`): a self-signed server is
     /// trusted by naming its certificate, never by turning verification off.
+    #[must_use]
     pub fn ca_file(mut self, path: impl AsRef<Path>) -> HttpRequest {
         self.ca_file = Some(path.as_ref().to_path_buf());
         self
@@ -415,7 +426,7 @@ impl HttpRequest {
     /// to [`encode`](Self::encode) with
     /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument): one
     /// request, one set of directives.
-    #[must_use] 
+    #[must_use]
     pub fn cache_control(mut self, directives: CacheControl) -> HttpRequest {
         self.cache_control = (!directives.is_empty()).then_some(directives);
         self
@@ -425,7 +436,7 @@ impl HttpRequest {
     /// guessed from `Last-Modified` when they carry no explicit freshness
     /// (RFC 9111 4.2.2: 10% of their age when they arrive, at most 24
     /// hours); `false` sets `LDS_HTTP_NO_HEURISTIC_FRESHNESS`. Default: true.
-    #[must_use] 
+    #[must_use]
     pub fn heuristic_freshness(mut self, allowed: bool) -> HttpRequest {
         self.set_flag(sys::LDS_HTTP_NO_HEURISTIC_FRESHNESS, !allowed);
         self
@@ -435,7 +446,7 @@ impl HttpRequest {
     /// server cannot be reached or closes the connection without an answer
     /// (RFC 9111 4.2.4), unless the response forbids it (`must-revalidate`,
     /// `no-cache`); `false` sets `LDS_HTTP_NO_STALE_ON_DISCONNECT`. Default: true.
-    #[must_use] 
+    #[must_use]
     pub fn stale_on_disconnect(mut self, allowed: bool) -> HttpRequest {
         self.set_flag(sys::LDS_HTTP_NO_STALE_ON_DISCONNECT, !allowed);
         self
@@ -587,7 +598,7 @@ impl HttpResponse {
     }
 
     /// The value of the first header called `name` (case-insensitive).
-    #[must_use] 
+    #[must_use]
     pub fn header(&self, name: &str) -> Option<String> {
         String::from_utf8_lossy(&self.headers).split("\r\n").find_map(|line| {
             let (key, value) = line.split_once(':')?;

@@ -30,33 +30,34 @@ pub struct MemoryCacheOptions {
 
 impl MemoryCacheOptions {
     /// The defaults: 10,000 entries, 64 MiB, no expiry.
-    #[must_use] 
+    #[must_use]
     pub fn new() -> MemoryCacheOptions {
         MemoryCacheOptions::default()
     }
 
     /// The cache's name.
+    #[must_use]
     pub fn name(mut self, name: impl Into<String>) -> MemoryCacheOptions {
         self.name = Some(name.into());
         self
     }
 
     /// The most entries held (0: the library's default).
-    #[must_use] 
+    #[must_use]
     pub fn max_entries(mut self, n: u64) -> MemoryCacheOptions {
         self.max_entries = n;
         self
     }
 
     /// The most bytes of keys and values held (0: the library's default).
-    #[must_use] 
+    #[must_use]
     pub fn max_bytes(mut self, bytes: u64) -> MemoryCacheOptions {
         self.max_bytes = bytes;
         self
     }
 
     /// The time to live of every entry (zero: entries do not expire).
-    #[must_use] 
+    #[must_use]
     pub fn ttl(mut self, ttl: Duration) -> MemoryCacheOptions {
         self.ttl_ms = millis64(ttl);
         self
@@ -81,21 +82,21 @@ impl PersistentCacheOptions {
 
     /// Deletes and recreates a file that is not a cache of this library's
     /// version, instead of failing with [`ErrorKind::Io`](crate::ErrorKind::Io).
-    #[must_use] 
+    #[must_use]
     pub fn replace_damaged(mut self, replace: bool) -> PersistentCacheOptions {
         self.replace_damaged = replace;
         self
     }
 
     /// The most bytes of keys and values held (0: the library's default).
-    #[must_use] 
+    #[must_use]
     pub fn max_bytes(mut self, bytes: u64) -> PersistentCacheOptions {
         self.max_bytes = bytes;
         self
     }
 
     /// The time to live of every entry (zero: entries do not expire).
-    #[must_use] 
+    #[must_use]
     pub fn ttl(mut self, ttl: Duration) -> PersistentCacheOptions {
         self.ttl_ms = millis64(ttl);
         self
@@ -180,7 +181,7 @@ impl Cache {
     }
 
     /// The cache's id in its runtime.
-    #[must_use] 
+    #[must_use]
     pub fn id(&self) -> u64 {
         self.id
     }
@@ -319,7 +320,14 @@ impl Cache {
         let mut count = 0u64;
         // SAFETY: valid handle, buffer and out pointer.
         self.check(unsafe {
-            sys::lds_cache_count(self.shared.raw(), self.id, prefix.as_ptr().cast(), prefix.len(), limit, &raw mut count)
+            sys::lds_cache_count(
+                self.shared.raw(),
+                self.id,
+                prefix.as_ptr().cast(),
+                prefix.len(),
+                limit,
+                &raw mut count,
+            )
         })?;
         Ok(count)
     }
@@ -347,6 +355,7 @@ impl Drop for Cache {
     }
 }
 
+#[allow(clippy::missing_fields_in_debug)] // the runtime handle is not worth printing: the id says which cache
 impl fmt::Debug for Cache {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Cache").field("id", &self.id).finish()

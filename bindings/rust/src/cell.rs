@@ -198,14 +198,14 @@ impl Loadable {
     }
 
     /// The cell's id in its runtime.
-    #[must_use] 
+    #[must_use]
     pub fn id(&self) -> u64 {
         self.cell.id
     }
 
     /// The name the cell was made with, if any (see
     /// [`Runtime::named_loadable`](crate::Runtime::named_loadable)).
-    #[must_use] 
+    #[must_use]
     pub fn name(&self) -> Option<&str> {
         self.cell.name.as_deref()
     }
@@ -350,14 +350,14 @@ impl Process {
     }
 
     /// The cell's id in its runtime.
-    #[must_use] 
+    #[must_use]
     pub fn id(&self) -> u64 {
         self.cell.id
     }
 
     /// The name the cell was made with, if any (see
     /// [`Runtime::named_loadable`](crate::Runtime::named_loadable)).
-    #[must_use] 
+    #[must_use]
     pub fn name(&self) -> Option<&str> {
         self.cell.name.as_deref()
     }
@@ -425,7 +425,7 @@ pub struct Events {
 
 impl Events {
     /// The next event, waiting for it; `None` when the stream has ended.
-    #[must_use] 
+    #[must_use]
     pub fn recv(&self) -> Option<Event> {
         self.rx.recv().ok()
     }
@@ -534,19 +534,19 @@ impl Events {
     }
 
     /// A blocking iterator over the events, ending with the stream.
-    #[must_use] 
+    #[must_use]
     pub fn iter(&self) -> mpsc::Iter<'_, Event> {
         self.rx.iter()
     }
 
     /// The underlying receiver.
-    #[must_use] 
+    #[must_use]
     pub fn receiver(&self) -> &Receiver<Event> {
         &self.rx
     }
 
     /// The underlying receiver, by value.
-    #[must_use] 
+    #[must_use]
     pub fn into_receiver(self) -> Receiver<Event> {
         self.rx
     }

@@ -116,10 +116,8 @@ impl Encode for ExecRequest {
 
 impl Decode for HttpResponse {
     fn decode(bytes: &[u8]) -> Result<Self, CodecError> {
-        HttpResponse::decode(bytes).map_err(|e| CodecError {
-            codec: "HttpResponse",
-            message: format!("not the value of an http job ({e})"),
-        })
+        HttpResponse::decode(bytes)
+            .map_err(|e| CodecError { codec: "HttpResponse", message: format!("not the value of an http job ({e})") })
     }
 }
 
@@ -224,6 +222,7 @@ fn settle<V: Decode>(event: Event) -> Result<V, TypedError> {
 pub struct TypedLoadable<Req: ?Sized, Val> {
     cell: Loadable,
     events: Events,
+    #[allow(clippy::type_complexity)] // PhantomData of fn types: variance only, no data
     types: PhantomData<(fn(&Req), fn() -> Val)>,
 }
 
@@ -353,6 +352,7 @@ impl<Val> fmt::Debug for TypedLoadFuture<'_, Val> {
 /// ([`cache`](TypedCache::cache)).
 pub struct TypedCache<'a, K: ?Sized, V> {
     cache: &'a Cache,
+    #[allow(clippy::type_complexity)] // PhantomData of fn types: variance only, no data
     types: PhantomData<(fn(&K), fn() -> V)>,
 }
 

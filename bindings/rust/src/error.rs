@@ -92,7 +92,7 @@ pub enum RedisErrorKind {
 
 impl RedisErrorKind {
     /// The reason of a raw `LDS_REDIS_E*` code; `None` for 0 (no failure).
-    #[must_use] 
+    #[must_use]
     pub const fn from_raw(raw: i32) -> Option<RedisErrorKind> {
         Some(match raw {
             0 => return None,
@@ -112,7 +112,7 @@ impl RedisErrorKind {
     }
 
     /// The `LDS_REDIS_E*` code.
-    #[must_use] 
+    #[must_use]
     pub const fn code(self) -> i32 {
         match self {
             RedisErrorKind::Connect => sys::LDS_REDIS_ECONNECT,
@@ -134,7 +134,7 @@ impl RedisErrorKind {
 impl ErrorKind {
     /// The library's `LDS_E*` code for this kind (also the `error_code` of
     /// an event's error in the [`ErrorDomain::Loadstate`](crate::ErrorDomain::Loadstate) domain).
-    #[must_use] 
+    #[must_use]
     pub const fn code(self) -> c_int {
         match self {
             ErrorKind::InvalidArgument => sys::LDS_EINVAL,
@@ -156,7 +156,7 @@ impl ErrorKind {
 
 impl Error {
     /// The error for a library return code (normally negative).
-    #[must_use] 
+    #[must_use]
     pub const fn from_code(code: c_int) -> Error {
         Error { code, redis: 0 }
     }
@@ -169,25 +169,25 @@ impl Error {
     /// For an [`ErrorKind::Redis`] error, why the cache failed, as it
     /// reported when the error was returned; `None` for other errors or
     /// when the reason is unknown.
-    #[must_use] 
+    #[must_use]
     pub const fn redis_kind(&self) -> Option<RedisErrorKind> {
         if self.code == sys::LDS_EREDIS { RedisErrorKind::from_raw(self.redis) } else { None }
     }
 
     /// The library's return code, an `LDS_E*` value.
-    #[must_use] 
+    #[must_use]
     pub const fn code(&self) -> c_int {
         self.code
     }
 
     /// The library's message for the code (`lds_strerror`).
-    #[must_use] 
+    #[must_use]
     pub fn message(&self) -> &'static str {
         strerror(self.code)
     }
 
     /// The code as an enum.
-    #[must_use] 
+    #[must_use]
     pub const fn kind(&self) -> ErrorKind {
         match self.code {
             sys::LDS_EINVAL => ErrorKind::InvalidArgument,
@@ -207,6 +207,7 @@ impl Error {
     }
 }
 
+#[allow(clippy::missing_fields_in_debug)] // `redis` is printed as redis_kind, when known
 impl fmt::Debug for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut debug = f.debug_struct("Error");
@@ -232,7 +233,7 @@ impl std::error::Error for Error {}
 
 /// The library's static message for a return code or for an error code of
 /// the loadstate domain. Unknown codes give "unknown error".
-#[must_use] 
+#[must_use]
 pub fn strerror(code: c_int) -> &'static str {
     // SAFETY: lds_strerror never returns NULL and its strings are static.
     let text = unsafe { CStr::from_ptr(sys::lds_strerror(code)) };

@@ -31,7 +31,7 @@ pub enum Status {
 
 impl Status {
     /// The status for a raw `LDS_*` status value.
-    #[must_use] 
+    #[must_use]
     pub const fn from_raw(raw: i32) -> Status {
         match raw {
             sys::LDS_ABSENT => Status::Absent,
@@ -47,7 +47,7 @@ impl Status {
     }
 
     /// The raw `LDS_*` value.
-    #[must_use] 
+    #[must_use]
     pub const fn raw(self) -> i32 {
         match self {
             Status::Absent => sys::LDS_ABSENT,
@@ -99,25 +99,25 @@ impl Flags {
     ];
 
     /// The flags of raw bits, unknown bits included.
-    #[must_use] 
+    #[must_use]
     pub const fn from_bits(bits: u32) -> Flags {
         Flags(bits)
     }
 
     /// The raw bits.
-    #[must_use] 
+    #[must_use]
     pub const fn bits(self) -> u32 {
         self.0
     }
 
     /// Whether every bit of `other` is set.
-    #[must_use] 
+    #[must_use]
     pub const fn contains(self, other: Flags) -> bool {
         self.0 & other.0 == other.0
     }
 
     /// Whether no bit is set.
-    #[must_use] 
+    #[must_use]
     pub const fn is_empty(self) -> bool {
         self.0 == 0
     }
@@ -192,7 +192,7 @@ pub enum ErrorDomain {
 
 impl ErrorDomain {
     /// The domain of a raw `LDS_DOMAIN_*` value; `None` for 0 (no error).
-    #[must_use] 
+    #[must_use]
     pub const fn from_raw(raw: i32) -> Option<ErrorDomain> {
         Some(match raw {
             0 => return None,
@@ -275,20 +275,20 @@ pub struct Event {
 
 impl Event {
     /// Whether the event is a [`EventType::State`] event.
-    #[must_use] 
+    #[must_use]
     pub fn is_state(&self) -> bool {
         self.event_type == EventType::State
     }
 
     /// Whether the value came from a cache ([`Flags::FROM_CACHE`]).
-    #[must_use] 
+    #[must_use]
     pub fn is_from_cache(&self) -> bool {
         self.flags.contains(Flags::FROM_CACHE)
     }
 
     /// Whether the cached value is older than its fresh time or was
     /// invalidated ([`Flags::STALE`]).
-    #[must_use] 
+    #[must_use]
     pub fn is_stale(&self) -> bool {
         self.flags.contains(Flags::STALE)
     }
@@ -300,7 +300,7 @@ impl Event {
     /// Under [`CachePolicy::CacheThenLoad`](crate::CachePolicy::CacheThenLoad)
     /// the cached value is shown flagged [`Flags::REFRESHING`] while it is
     /// revalidated, so it is not settled until the revalidation ends.
-    #[must_use] 
+    #[must_use]
     pub fn is_settled(&self) -> bool {
         self.is_state()
             && !self.flags.contains(Flags::PARTIAL)
@@ -339,6 +339,7 @@ impl Event {
         }
     }
 
+    #[allow(clippy::needless_pass_by_value)] // Parts is built for this call only and read field by field
     unsafe fn from_parts(
         p: Parts,
         value: (*const c_void, usize),

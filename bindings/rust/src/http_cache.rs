@@ -296,6 +296,7 @@ impl Reader<'_> {
 /// parse (members of other caches skipped, odd spacing, unknown
 /// parameters). `None` when there is no such member, it does not parse, or
 /// its `detail` is not a known verdict.
+#[allow(clippy::option_option)] // None: no loadstate member; Some(None): a member whose verdict does not parse
 pub(crate) fn parse_cache_status(value: &str) -> Option<Option<CacheVerdict>> {
     let mut r = Reader { bytes: value.as_bytes(), at: 0 };
     while r.at < r.bytes.len() {

@@ -27,7 +27,7 @@ fn millis(d: Duration) -> u32 {
 
 impl InspectorOptions {
     /// The defaults.
-    #[must_use] 
+    #[must_use]
     pub fn new() -> InspectorOptions {
         InspectorOptions::default()
     }
@@ -43,27 +43,27 @@ impl InspectorOptions {
 
     /// Show the cells' values (`LDS_INSPECTOR_SHOW_VALUES`); otherwise they
     /// read "(hidden)". Requests and errors are always shown.
-    #[must_use] 
+    #[must_use]
     pub fn show_values(self, on: bool) -> InspectorOptions {
         self.flag(sys::LDS_INSPECTOR_SHOW_VALUES, on)
     }
 
     /// Accept the page's actions: cancel, refresh, invalidate a cache key
     /// prefix (`LDS_INSPECTOR_ACTIONS`).
-    #[must_use] 
+    #[must_use]
     pub fn actions(self, on: bool) -> InspectorOptions {
         self.flag(sys::LDS_INSPECTOR_ACTIONS, on)
     }
 
     /// Allow an IPv4 address other than loopback (`LDS_INSPECTOR_ALLOW_REMOTE`).
-    #[must_use] 
+    #[must_use]
     pub fn allow_remote(self, on: bool) -> InspectorOptions {
         self.flag(sys::LDS_INSPECTOR_ALLOW_REMOTE, on)
     }
 
     /// The most live pages (event streams) at once; more are answered 503
     /// (0: the library's default, 8).
-    #[must_use] 
+    #[must_use]
     pub fn max_clients(mut self, clients: u32) -> InspectorOptions {
         self.max_clients = clients;
         self
@@ -71,7 +71,7 @@ impl InspectorOptions {
 
     /// How often the live page is updated (zero: 500 ms; at least 50 ms,
     /// at most a minute).
-    #[must_use] 
+    #[must_use]
     pub fn interval(mut self, interval: Duration) -> InspectorOptions {
         self.interval_ms = millis(interval);
         self
@@ -79,14 +79,14 @@ impl InspectorOptions {
 
     /// The head timeout: a connection without a complete request head this
     /// long after it was accepted is answered 408 and closed (zero: 3 s).
-    #[must_use] 
+    #[must_use]
     pub fn idle_timeout(mut self, timeout: Duration) -> InspectorOptions {
         self.idle_timeout_ms = millis(timeout);
         self
     }
 
     /// The most cells listed, newest first (0: 200; at most 10,000).
-    #[must_use] 
+    #[must_use]
     pub fn max_cells(mut self, cells: u32) -> InspectorOptions {
         self.max_cells = cells;
         self

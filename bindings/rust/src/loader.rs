@@ -79,14 +79,14 @@ impl Loader {
     }
 
     /// The loader's id in its runtime.
-    #[must_use] 
+    #[must_use]
     pub fn id(&self) -> u64 {
         self.id
     }
 
     /// The name the loader was made with, if any: what the metrics text
     /// labels its series with (`loader="users"`) and the inspector shows.
-    #[must_use] 
+    #[must_use]
     pub fn name(&self) -> Option<&str> {
         self.name.as_deref()
     }
@@ -99,6 +99,7 @@ impl Drop for Loader {
     }
 }
 
+#[allow(clippy::missing_fields_in_debug)] // the runtime handle is not worth printing: the id says which loader
 impl fmt::Debug for Loader {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Loader").field("id", &self.id).field("name", &self.name).finish()
@@ -171,13 +172,13 @@ pub struct Job {
 
 impl Job {
     /// The job's id in its runtime.
-    #[must_use] 
+    #[must_use]
     pub fn id(&self) -> u64 {
         self.id
     }
 
     /// A copy of the request the load was started with.
-    #[must_use] 
+    #[must_use]
     pub fn request(&self) -> &[u8] {
         &self.request
     }
@@ -256,7 +257,7 @@ impl Job {
 
     /// Whether work on the job should stop: true once it no longer runs,
     /// and also when the runtime is gone.
-    #[must_use] 
+    #[must_use]
     pub fn is_cancelled(&self) -> bool {
         // SAFETY: valid handle.
         let rc = unsafe { sys::lds_job_is_cancelled(self.shared.raw(), self.id) };
@@ -287,6 +288,7 @@ impl Job {
     }
 }
 
+#[allow(clippy::missing_fields_in_debug)] // the runtime handle is not worth printing: the id says which job
 impl fmt::Debug for Job {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Job").field("id", &self.id).field("request_len", &self.request.len()).finish()

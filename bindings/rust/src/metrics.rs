@@ -133,7 +133,8 @@ impl Runtime {
             let mut buf = vec![0u8; room];
             let mut len = 0usize;
             // SAFETY: valid handle; buf holds `room` bytes.
-            let rc = unsafe { sys::lds_runtime_metrics_text(self.as_ptr(), buf.as_mut_ptr().cast(), room, &raw mut len) };
+            let rc =
+                unsafe { sys::lds_runtime_metrics_text(self.as_ptr(), buf.as_mut_ptr().cast(), room, &raw mut len) };
             if rc == sys::LDS_ETOOBIG {
                 // Loaders may appear meanwhile: some room to spare.
                 room = len.saturating_add(1 + 4096);
@@ -153,11 +154,15 @@ impl Runtime {
         loop {
             let mut loaders =
                 vec![sys::lds_loader_metrics { loader: 0, loads: sys::lds_load_metrics::zeroed() }; loader_room];
-            let mut caches =
-                vec![
-                    sys::lds_cache_metrics { cache: 0, persistent: 0, reserved: 0, stats: Default::default() };
-                    cache_room
-                ];
+            let mut caches = vec![
+                sys::lds_cache_metrics {
+                    cache: 0,
+                    persistent: 0,
+                    reserved: 0,
+                    stats: sys::lds_cache_statistics::default()
+                };
+                cache_room
+            ];
             let mut loaders_from_cache = vec![0u64; loader_room];
             let mut out = sys::lds_runtime_statistics::INIT;
             out.loaders = loaders.as_mut_ptr();

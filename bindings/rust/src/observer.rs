@@ -148,7 +148,7 @@ impl Runtime {
 impl Observer {
     /// Whether the callback may still be called: false once a later
     /// observer replaced this one, or once the runtime was dropped.
-    #[must_use] 
+    #[must_use]
     pub fn is_active(&self) -> bool {
         self.data.active.load(Ordering::Acquire)
     }

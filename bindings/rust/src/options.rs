@@ -29,6 +29,7 @@ use crate::sys;
 /// Durations are passed to the library in whole milliseconds (rounded
 /// down, capped at `u32::MAX`, or `u64::MAX` for [`max_age`](LoadOptions::max_age)).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[allow(clippy::struct_excessive_bools)] // one bool per LDS_LOAD_* flag bit, mirroring the C options
 pub struct LoadOptions {
     silent: bool,
     share: bool,
@@ -65,13 +66,13 @@ pub struct Limits {
 
 impl Limits {
     /// No limit.
-    #[must_use] 
+    #[must_use]
     pub fn new() -> Limits {
         Limits::default()
     }
 
     /// The most jobs of the loader running at once (0: no limit).
-    #[must_use] 
+    #[must_use]
     pub fn max_concurrent(mut self, jobs: u32) -> Limits {
         self.max_concurrent = jobs;
         self
@@ -79,7 +80,7 @@ impl Limits {
 
     /// Jobs started per second, on average, and how many may start at once
     /// after a pause (`burst`, 0 counting as 1). A rate of 0 is no limit.
-    #[must_use] 
+    #[must_use]
     pub fn rate(mut self, per_second: u32, burst: u32) -> Limits {
         self.rate_per_s = per_second;
         self.burst = burst;
@@ -112,7 +113,7 @@ pub enum CachePolicy {
 
 impl CachePolicy {
     /// The raw `LDS_POLICY_*` value.
-    #[must_use] 
+    #[must_use]
     pub const fn raw(self) -> u32 {
         match self {
             CachePolicy::LoadOnly => sys::LDS_POLICY_LOAD_ONLY,
@@ -129,14 +130,14 @@ fn millis(duration: Duration) -> u32 {
 
 impl LoadOptions {
     /// The defaults: not silent, no timeout, no interrupts, no retries.
-    #[must_use] 
+    #[must_use]
     pub fn new() -> LoadOptions {
         LoadOptions::default()
     }
 
     /// Keeps the current state visible while loading, flagged
     /// [`Flags::REFRESHING`](crate::Flags::REFRESHING) (`LDS_LOAD_SILENT`).
-    #[must_use] 
+    #[must_use]
     pub fn silent(mut self, silent: bool) -> LoadOptions {
         self.silent = silent;
         self
@@ -147,7 +148,7 @@ impl LoadOptions {
     /// the same events, and the job is cancelled only when every cell has
     /// left it. The key is the [cache key](LoadOptions::cache_key) when one
     /// is given, otherwise the request.
-    #[must_use] 
+    #[must_use]
     pub fn share(mut self, share: bool) -> LoadOptions {
         self.share = share;
         self
@@ -156,7 +157,7 @@ impl LoadOptions {
     /// Cancels the job after `timeout`; the cell becomes an error with
     /// [`ErrorKind::TimedOut`](crate::ErrorKind::TimedOut)'s code in the loadstate domain.
     /// A zero duration means no timeout.
-    #[must_use] 
+    #[must_use]
     pub fn timeout(mut self, timeout: Duration) -> LoadOptions {
         self.timeout_ms = millis(timeout);
         self
@@ -164,27 +165,28 @@ impl LoadOptions {
 
     /// Delays between [`EventType::Interrupt`](crate::EventType::Interrupt)
     /// events (at most 64; the library rejects more with `LDS_EINVAL`).
+    #[must_use]
     pub fn interrupts(mut self, delays: impl IntoIterator<Item = Duration>) -> LoadOptions {
         self.interrupts_ms = delays.into_iter().map(millis).collect();
         self
     }
 
     /// Extra attempts after a failure.
-    #[must_use] 
+    #[must_use]
     pub fn retries(mut self, retries: u32) -> LoadOptions {
         self.retries = retries;
         self
     }
 
     /// Back-off before the first retry (the library's default, 100 ms, when zero).
-    #[must_use] 
+    #[must_use]
     pub fn retry_base(mut self, delay: Duration) -> LoadOptions {
         self.retry_base_ms = millis(delay);
         self
     }
 
     /// Upper bound of any back-off (the library's default, 30 s, when zero).
-    #[must_use] 
+    #[must_use]
     pub fn retry_max(mut self, delay: Duration) -> LoadOptions {
         self.retry_max_ms = millis(delay);
         self
@@ -193,7 +195,7 @@ impl LoadOptions {
     /// Reads and fills `cache` as the [policy](LoadOptions::cache_policy)
     /// says. The options keep the cache's id only: a load whose cache was
     /// dropped fails with [`ErrorKind::NotFound`](crate::ErrorKind::NotFound).
-    #[must_use] 
+    #[must_use]
     pub fn cache(mut self, cache: &Cache) -> LoadOptions {
         self.cache = cache.id();
         self
@@ -201,13 +203,14 @@ impl LoadOptions {
 
     /// The cache entry's key; without one, the request is the key. It is
     /// also the key loads [share](LoadOptions::share) a job by.
+    #[must_use]
     pub fn cache_key(mut self, key: impl Into<Vec<u8>>) -> LoadOptions {
         self.cache_key = Some(key.into());
         self
     }
 
     /// How the load uses its cache ([`CachePolicy::LoadOnly`] by default).
-    #[must_use] 
+    #[must_use]
     pub fn cache_policy(mut self, policy: CachePolicy) -> LoadOptions {
         self.cache_policy = policy;
         self
@@ -215,14 +218,14 @@ impl LoadOptions {
 
     /// Cached entries younger than this are fresh, older ones stale. Zero,
     /// the default, makes every entry stale.
-    #[must_use] 
+    #[must_use]
     pub fn fresh(mut self, fresh: Duration) -> LoadOptions {
         self.fresh_ms = millis(fresh);
         self
     }
 
     /// Cached entries older than this count as missing (zero: no limit).
-    #[must_use] 
+    #[must_use]
     pub fn max_age(mut self, max_age: Duration) -> LoadOptions {
         self.max_age_ms = u64::try_from(max_age.as_millis()).unwrap_or(u64::MAX);
         self
@@ -230,7 +233,7 @@ impl LoadOptions {
 
     /// Where the job waits while its loader is at its [`Limits`]: higher
     /// first, in call order within one priority (0 by default).
-    #[must_use] 
+    #[must_use]
     pub fn priority(mut self, priority: i32) -> LoadOptions {
         self.priority = priority;
         self
@@ -240,7 +243,7 @@ impl LoadOptions {
     /// after it ended (zero: no polling, the default). Polling stops after
     /// a failure unless [`poll_on_error`](LoadOptions::poll_on_error), and
     /// on cancel, reset, `set_*`, a new load or drop.
-    #[must_use] 
+    #[must_use]
     pub fn refresh_interval(mut self, interval: Duration) -> LoadOptions {
         self.refresh_interval_ms = millis(interval);
         self
@@ -248,7 +251,7 @@ impl LoadOptions {
 
     /// Keeps polling after a failed load, with the retry back-off
     /// (`LDS_LOAD_POLL_ON_ERROR`).
-    #[must_use] 
+    #[must_use]
     pub fn poll_on_error(mut self, keep: bool) -> LoadOptions {
         self.poll_on_error = keep;
         self
@@ -257,7 +260,7 @@ impl LoadOptions {
     /// With a cache, the http loader's rules from its responses'
     /// `Cache-Control`, `Expires` and `Vary` do not apply: [`fresh`](Self::fresh)
     /// alone decides and every response is stored (`LDS_LOAD_IGNORE_CACHE_HEADERS`).
-    #[must_use] 
+    #[must_use]
     pub fn ignore_cache_headers(mut self, ignore: bool) -> LoadOptions {
         self.ignore_cache_headers = ignore;
         self

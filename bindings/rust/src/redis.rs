@@ -38,27 +38,28 @@ impl RedisCacheOptions {
     /// The defaults: prefix `lds:`, entries live one day, values up to
     /// 8 MiB, 2 s for a reply or a connection, 10 s leases, reconnection
     /// back-off up to 5 s, no front memory tier.
-    #[must_use] 
+    #[must_use]
     pub fn new() -> RedisCacheOptions {
         RedisCacheOptions::default()
     }
 
     /// The namespace of every Redis key of the cache (default `lds:`). An
     /// entry under the prefix P lives under the Redis key P `v:` key.
+    #[must_use]
     pub fn key_prefix(mut self, prefix: impl Into<Vec<u8>>) -> RedisCacheOptions {
         self.key_prefix = Some(prefix.into());
         self
     }
 
     /// How long an entry lives in Redis (default: [`max_ttl`](RedisCacheOptions::max_ttl)).
-    #[must_use] 
+    #[must_use]
     pub fn ttl(mut self, ttl: Duration) -> RedisCacheOptions {
         self.ttl_ms = millis64(ttl);
         self
     }
 
     /// The bound on every entry's time to live (default one day).
-    #[must_use] 
+    #[must_use]
     pub fn max_ttl(mut self, max_ttl: Duration) -> RedisCacheOptions {
         self.max_ttl_ms = millis64(max_ttl);
         self
@@ -67,7 +68,7 @@ impl RedisCacheOptions {
     /// A larger value is not stored (default 8 MiB; at most
     /// [`VALUE_MAX`](crate::VALUE_MAX)): a put fails with
     /// [`RedisErrorKind::TooBig`], a load's result is not kept.
-    #[must_use] 
+    #[must_use]
     pub fn max_value_bytes(mut self, bytes: u64) -> RedisCacheOptions {
         self.max_value_bytes = bytes;
         self
@@ -75,14 +76,14 @@ impl RedisCacheOptions {
 
     /// The longest wait for a reply (default 2 s); a late reply fails its
     /// command and drops the connection.
-    #[must_use] 
+    #[must_use]
     pub fn command_timeout(mut self, timeout: Duration) -> RedisCacheOptions {
         self.command_timeout_ms = millis(timeout);
         self
     }
 
     /// The longest wait for a connection (default 2 s).
-    #[must_use] 
+    #[must_use]
     pub fn connect_timeout(mut self, timeout: Duration) -> RedisCacheOptions {
         self.connect_timeout_ms = millis(timeout);
         self
@@ -91,7 +92,7 @@ impl RedisCacheOptions {
     /// The life of a shared load's lease (default 10 s): another process
     /// takes the load over when its holder neither publishes a result nor
     /// releases the lease within it.
-    #[must_use] 
+    #[must_use]
     pub fn lease(mut self, lease: Duration) -> RedisCacheOptions {
         self.lease_ms = millis(lease);
         self
@@ -99,7 +100,7 @@ impl RedisCacheOptions {
 
     /// The ceiling of the reconnection back-off, which starts at 50 ms
     /// (default 5 s).
-    #[must_use] 
+    #[must_use]
     pub fn reconnect_max(mut self, max: Duration) -> RedisCacheOptions {
         self.reconnect_max_ms = millis(max);
         self
@@ -107,21 +108,21 @@ impl RedisCacheOptions {
 
     /// With `n` > 0, entries read or written are also kept in memory, at
     /// most `n` of them (default 0: no front tier).
-    #[must_use] 
+    #[must_use]
     pub fn memory_max_entries(mut self, n: u64) -> RedisCacheOptions {
         self.memory_max_entries = n;
         self
     }
 
     /// The front memory tier's bound in bytes (default 64 MiB).
-    #[must_use] 
+    #[must_use]
     pub fn memory_max_bytes(mut self, bytes: u64) -> RedisCacheOptions {
         self.memory_max_bytes = bytes;
         self
     }
 
     /// How long a front entry is used (default 60 s).
-    #[must_use] 
+    #[must_use]
     pub fn memory_ttl(mut self, ttl: Duration) -> RedisCacheOptions {
         self.memory_ttl_ms = millis64(ttl);
         self
@@ -202,7 +203,7 @@ pub struct RedisCache {
 
 impl RedisCache {
     /// The cache as a plain [`Cache`].
-    #[must_use] 
+    #[must_use]
     pub fn cache(&self) -> &Cache {
         &self.cache
     }

@@ -161,7 +161,7 @@ impl Runtime {
 
     /// The raw handle, for calls through [`sys`](crate::sys). It stays
     /// valid (calls return `LDS_ECLOSED`) after the runtime is dropped.
-    #[must_use] 
+    #[must_use]
     pub fn as_ptr(&self) -> *mut sys::lds_runtime {
         self.shared.raw()
     }
@@ -307,7 +307,8 @@ impl Runtime {
         let max = i32::try_from(max_events).unwrap_or(i32::MAX);
         // SAFETY: valid handle.
         let ran = check(unsafe { sys::lds_runtime_dispatch(self.shared.raw(), max) })?;
-        Ok(ran as usize)
+        // check() passed: the count is not negative.
+        Ok(usize::try_from(ran).unwrap_or(0))
     }
 }
 

@@ -5,6 +5,9 @@
 //! the safe API in the crate root is built on top of it. The layout of
 //! every struct is checked against the C compiler by `tests/layout.rs`.
 
+// The `as u32` casts are `size_of` of the option structs (a few hundred
+// bytes) into the header's uint32_t `size` fields: none can truncate.
+#![allow(clippy::cast_possible_truncation)]
 #![allow(non_camel_case_types, missing_docs)]
 
 use std::ffi::{c_char, c_int, c_void};
@@ -142,7 +145,7 @@ pub struct lds_snapshot {
 
 impl lds_snapshot {
     /// An all-zero snapshot, the state `lds_snapshot_clear` leaves behind.
-    #[must_use] 
+    #[must_use]
     pub const fn zeroed() -> Self {
         lds_snapshot {
             r#type: 0,
@@ -184,14 +187,13 @@ pub const LDS_LATENCY_BUCKETS: usize = 32;
 
 impl lds_runtime_options {
     /// The value of `LDS_RUNTIME_OPTIONS_INIT`.
-    pub const INIT: Self =
-        lds_runtime_options {
-            size: core::mem::size_of::<lds_runtime_options>() as u32,
-            delivery: LDS_DELIVER_LOOP,
-            spin_us: 0,
-            queue_max: 0,
-            flags: 0,
-        };
+    pub const INIT: Self = lds_runtime_options {
+        size: core::mem::size_of::<lds_runtime_options>() as u32,
+        delivery: LDS_DELIVER_LOOP,
+        spin_us: 0,
+        queue_max: 0,
+        flags: 0,
+    };
 }
 
 #[repr(C)]
@@ -461,7 +463,7 @@ pub struct lds_cache_value {
 
 impl lds_cache_value {
     /// An all-zero value, the state `lds_cache_value_clear` leaves behind.
-    #[must_use] 
+    #[must_use]
     pub const fn zeroed() -> Self {
         lds_cache_value { value: core::ptr::null_mut(), value_len: 0, stored_at_ms: 0, expires_at_ms: 0, stale: 0 }
     }
@@ -489,9 +491,14 @@ pub struct lds_cache_key_list {
 
 impl lds_cache_key_list {
     /// An all-zero list, the state `lds_cache_key_list_clear` leaves behind.
-    #[must_use] 
+    #[must_use]
     pub const fn zeroed() -> Self {
-        lds_cache_key_list { count: 0, keys: core::ptr::null(), lengths: core::ptr::null(), block: core::ptr::null_mut() }
+        lds_cache_key_list {
+            count: 0,
+            keys: core::ptr::null(),
+            lengths: core::ptr::null(),
+            block: core::ptr::null_mut(),
+        }
     }
 }
 
@@ -575,7 +582,7 @@ pub struct lds_redis_status {
 
 impl lds_redis_status {
     /// All zero but `size`, as `lds_redis_cache_status` wants it.
-    #[must_use] 
+    #[must_use]
     pub const fn with_size() -> Self {
         lds_redis_status {
             size: core::mem::size_of::<lds_redis_status>() as u32,
@@ -657,7 +664,7 @@ pub struct lds_load_metrics {
 
 impl lds_load_metrics {
     /// All counters at zero.
-    #[must_use] 
+    #[must_use]
     pub const fn zeroed() -> Self {
         lds_load_metrics {
             started: 0,
@@ -989,19 +996,38 @@ unsafe extern "C" {
         free_data: Option<lds_free_fn>,
     ) -> c_int;
     pub fn lds_cache_get_many(
-        rt: *mut lds_runtime, cache: lds_id, count: usize, keys: *const *const c_void, key_lens: *const usize,
-        out: *mut lds_cache_value, results: *mut c_int,
+        rt: *mut lds_runtime,
+        cache: lds_id,
+        count: usize,
+        keys: *const *const c_void,
+        key_lens: *const usize,
+        out: *mut lds_cache_value,
+        results: *mut c_int,
     ) -> c_int;
     pub fn lds_cache_read(
-        rt: *mut lds_runtime, cache: lds_id, key: *const c_void, key_len: usize, buf: *mut c_void, cap: usize,
+        rt: *mut lds_runtime,
+        cache: lds_id,
+        key: *const c_void,
+        key_len: usize,
+        buf: *mut c_void,
+        cap: usize,
         len: *mut usize,
     ) -> c_int;
     pub fn lds_cache_keys(
-        rt: *mut lds_runtime, cache: lds_id, prefix: *const c_void, prefix_len: usize, out: *mut lds_cache_key_list,
+        rt: *mut lds_runtime,
+        cache: lds_id,
+        prefix: *const c_void,
+        prefix_len: usize,
+        out: *mut lds_cache_key_list,
     ) -> c_int;
     pub fn lds_cache_key_list_clear(list: *mut lds_cache_key_list);
     pub fn lds_cache_count(
-        rt: *mut lds_runtime, cache: lds_id, prefix: *const c_void, prefix_len: usize, limit: u64, count: *mut u64,
+        rt: *mut lds_runtime,
+        cache: lds_id,
+        prefix: *const c_void,
+        prefix_len: usize,
+        limit: u64,
+        count: *mut u64,
     ) -> c_int;
 
     pub fn lds_cache_invalidate(rt: *mut lds_runtime, cache: lds_id, prefix: *const c_void, prefix_len: usize)

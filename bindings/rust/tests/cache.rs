@@ -1,5 +1,9 @@
 //! Caches and shared loads through the safe API.
 
+#![allow(clippy::cast_possible_truncation)] // casts of small test numbers (counts, sizes, ms) known to fit
+#![allow(clippy::similar_names)] // bindings named in pairs on purpose (tx/rx, first/second)
+#![allow(clippy::unnecessary_wraps)] // helpers return Result to be used with ? like the calls they stand for
+
 mod common;
 
 use std::os::unix::fs::PermissionsExt;

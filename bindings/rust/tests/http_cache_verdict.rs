@@ -8,6 +8,10 @@
 //! without it they fail; they are not ignored, so that the failure shows
 //! what is missing.
 
+#![allow(clippy::cast_possible_truncation)] // casts of small test numbers (counts, sizes, ms) known to fit
+#![allow(clippy::cast_possible_wrap)] // casts of small test numbers known to fit
+#![allow(clippy::cast_sign_loss)] // casts of test numbers known not to be negative
+
 mod common;
 
 use std::io::{BufRead, BufReader, Write};

@@ -1,6 +1,8 @@
 //! Request cache directives, the heuristic-freshness flag, and the `Age`
 //! and `Cache-Status` of a response. No server: encodings and parsing only.
 
+#![allow(clippy::format_collect)] // building test data; speed does not matter here
+
 use loadstate::{CacheControl, CacheVerdict, HttpRequest, HttpResponse, MaxStale, sys};
 
 fn response(lines: &[(&str, &str)]) -> HttpResponse {

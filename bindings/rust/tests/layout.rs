@@ -2,6 +2,12 @@
 //! compiled with `cc` prints every struct's size, alignment and field
 //! offsets and every constant, and the test compares them with Rust's view.
 
+#![allow(clippy::cast_lossless)] // the casts mirror the C types the layout is checked against
+#![allow(clippy::cast_possible_wrap)] // casts of small test numbers known to fit
+#![allow(clippy::format_push_string)] // building test output; speed does not matter here
+#![allow(clippy::needless_pass_by_value)] // helpers take owned values to keep call sites short
+#![allow(clippy::too_many_lines)] // one scenario per test, read from top to bottom
+
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::mem::{align_of, offset_of, size_of};
 use std::path::PathBuf;
@@ -546,7 +552,10 @@ fn structs_and_constants_match_the_c_header() {
         format!("{} {} {} {} {}", ro.size, ro.delivery, ro.spin_us, ro.queue_max, ro.flags),
     );
     let rs = lds_runtime_statistics::INIT;
-    let any_set = !rs.loaders.is_null() || !rs.caches.is_null() || rs.enabled != 0 || rs.loads.started != 0
+    let any_set = !rs.loaders.is_null()
+        || !rs.caches.is_null()
+        || rs.enabled != 0
+        || rs.loads.started != 0
         || rs.loads_from_cache != 0
         || !rs.loaders_from_cache.is_null();
     checker.check(

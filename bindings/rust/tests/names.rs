@@ -8,7 +8,9 @@ use std::net::TcpStream;
 use std::time::Duration;
 
 use common::Watch;
-use loadstate::{ErrorKind, ExecOptions, FileOptions, HttpOptions, InspectorOptions, Limits, NAME_MAX, Runtime, Status};
+use loadstate::{
+    ErrorKind, ExecOptions, FileOptions, HttpOptions, InspectorOptions, Limits, NAME_MAX, Runtime, Status,
+};
 
 fn echo(runtime: &Runtime, name: &str) -> loadstate::Loader {
     runtime

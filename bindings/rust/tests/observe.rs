@@ -1,6 +1,8 @@
 //! `Runtime::observe`: every cell event, job start and job end, and the
 //! Observer guard that removes it.
 
+#![allow(clippy::similar_names)] // bindings named in pairs on purpose (tx/rx, first/second)
+
 mod common;
 
 use std::sync::mpsc::{self, Receiver};

@@ -2,6 +2,9 @@
 //! 127.0.0.1 and a free port. Two runtimes, each with its own `RedisCache` of
 //! one server and key prefix, stand for two processes.
 
+#![allow(clippy::needless_pass_by_value)] // helpers take owned values to keep call sites short
+#![allow(clippy::similar_names)] // bindings named in pairs on purpose (tx/rx, first/second)
+
 mod common;
 
 use std::sync::{Arc, Mutex};
@@ -95,7 +98,10 @@ fn entries_live_in_redis_for_the_cache_ttl_capped_by_max_ttl() {
     let runtime = Runtime::new().unwrap();
     let cache = open(&runtime, &server, options().ttl(Duration::from_secs(30)));
     cache.put(b"k", b"v").unwrap();
-    let Reply::Integer(ttl) = server.command(&["PTTL", std::str::from_utf8(&redis_name("test:", "v:", "k")).unwrap()]) else { panic!() };
+    let Reply::Integer(ttl) = server.command(&["PTTL", std::str::from_utf8(&redis_name("test:", "v:", "k")).unwrap()])
+    else {
+        panic!()
+    };
     assert!(ttl > 0 && ttl <= 30_000, "{ttl}");
     let capped = open(
         &runtime,
@@ -103,7 +109,11 @@ fn entries_live_in_redis_for_the_cache_ttl_capped_by_max_ttl() {
         options().key_prefix("capped:").ttl(Duration::from_secs(3600)).max_ttl(Duration::from_secs(10)),
     );
     capped.put(b"k", b"v").unwrap();
-    let Reply::Integer(ttl) = server.command(&["PTTL", std::str::from_utf8(&redis_name("capped:", "v:", "k")).unwrap()]) else { panic!() };
+    let Reply::Integer(ttl) =
+        server.command(&["PTTL", std::str::from_utf8(&redis_name("capped:", "v:", "k")).unwrap()])
+    else {
+        panic!()
+    };
     assert!(ttl > 0 && ttl <= 10_000, "{ttl}");
 }
 
@@ -253,7 +263,13 @@ fn redis_stopped_fails_cache_calls_but_not_loads_and_restarted_works_again() {
     let error = cache.put(b"k", b"while down").unwrap_err();
     assert_eq!((error.kind(), error.code()), (ErrorKind::Redis, -11));
     let reason = error.redis_kind().expect("the cache's reason");
-    assert!(matches!(reason, RedisErrorKind::Connect | RedisErrorKind::Down | RedisErrorKind::TimedOut | RedisErrorKind::Refused), "{error}");
+    assert!(
+        matches!(
+            reason,
+            RedisErrorKind::Connect | RedisErrorKind::Down | RedisErrorKind::TimedOut | RedisErrorKind::Refused
+        ),
+        "{error}"
+    );
     assert_eq!(cache.get(b"k").unwrap_err().kind(), ErrorKind::Redis);
     let status = cache.status().unwrap();
     assert!(!status.connected && status.last_error_kind.is_some() && !status.last_error.is_empty(), "{status:?}");

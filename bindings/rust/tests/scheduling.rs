@@ -1,5 +1,7 @@
 //! Scheduling: loader limits, priorities, queued states, polling, prefetch.
 
+#![allow(clippy::similar_names)] // bindings named in pairs on purpose (tx/rx, first/second)
+
 mod common;
 
 use std::sync::mpsc;

@@ -12,6 +12,9 @@
 //! * the value of a cancelled job never shows; every burst ends loaded
 //!   with its last request.
 
+#![allow(clippy::needless_pass_by_value)] // helpers take owned values to keep call sites short
+#![allow(clippy::too_many_lines)] // one scenario per test, read from top to bottom
+
 mod common;
 
 use std::collections::{HashMap, HashSet};

@@ -1,6 +1,9 @@
 //! Jobs ended from threads other than the delivery thread, and handles
 //! shared between threads.
 
+#![allow(clippy::items_after_statements)] // helper items are declared where they are first used
+#![allow(clippy::similar_names)] // bindings named in pairs on purpose (tx/rx, first/second)
+
 mod common;
 
 use std::sync::{Arc, Barrier, mpsc};

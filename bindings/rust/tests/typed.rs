@@ -11,9 +11,7 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::thread::{self, Thread};
 use std::time::Duration;
 
-use loadstate::{
-    CodecError, Decode, HttpOptions, HttpRequest, HttpResponse, MemoryCacheOptions, Runtime, TypedError,
-};
+use loadstate::{CodecError, Decode, HttpOptions, HttpRequest, HttpResponse, MemoryCacheOptions, Runtime, TypedError};
 
 const DEADLINE: Duration = Duration::from_secs(20);
 
@@ -58,7 +56,8 @@ fn serve() -> String {
                 }
             }
             let path = request_line.split(' ').nth(1).unwrap_or("").to_owned();
-            let (status, body) = if path == "/hello" { ("200 OK", "héllo") } else { ("404 Not Found", "no such page") };
+            let (status, body) =
+                if path == "/hello" { ("200 OK", "héllo") } else { ("404 Not Found", "no such page") };
             let reply = format!(
                 "HTTP/1.1 {status}\r\nContent-Type: text/plain; charset=utf-8\r\nX-Test: yes\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
                 body.len()

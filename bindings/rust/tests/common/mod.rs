@@ -1,4 +1,6 @@
 //! Code shared by the integration tests.
+
+#![allow(clippy::cast_possible_truncation)] // casts of small test numbers (counts, sizes, ms) known to fit
 #![allow(dead_code)]
 
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};

@@ -263,6 +263,17 @@ impl Loadable {
         Ok(())
     }
 
+    /// Turns the cell's [`EventType::Progress`](crate::EventType::Progress)
+    /// events on (the default) or off (`lds_loadable_set_progress`). Off,
+    /// progress its jobs report is dropped and takes no
+    /// [`seq`](crate::Event::seq) number; progress events already waiting
+    /// for delivery are still delivered.
+    pub fn set_progress(&self, enabled: bool) -> Result<()> {
+        // SAFETY: valid handle.
+        check(unsafe { sys::lds_loadable_set_progress(self.cell.raw(), self.cell.id, c_int::from(enabled)) })?;
+        Ok(())
+    }
+
     /// Cancels the running job, if any, and makes the cell absent.
     pub fn reset(&self) -> Result<()> {
         self.cell.reset()
@@ -398,6 +409,14 @@ impl Process {
     /// [`Flags::CANCELLED`](crate::Flags::CANCELLED).
     pub fn cancel(&self) -> Result<()> {
         self.cell.cancel()
+    }
+
+    /// Turns the cell's progress events on or off, as
+    /// [`Loadable::set_progress`].
+    pub fn set_progress(&self, enabled: bool) -> Result<()> {
+        // SAFETY: valid handle.
+        check(unsafe { sys::lds_process_set_progress(self.cell.raw(), self.cell.id, c_int::from(enabled)) })?;
+        Ok(())
     }
 
     /// Cancels the running job and makes the cell idle.

@@ -247,7 +247,12 @@ pub struct Event {
     pub event_type: EventType,
     /// The id of the cell.
     pub cell: u64,
-    /// 1 for the cell's first event, +1 for each one after it; 0 for the
+    /// 1 for the cell's first event, +1 for each one after it, of every
+    /// type: [`EventType::Progress`] and [`EventType::Interrupt`] events
+    /// take numbers too, so a reader sees at once that it missed an event.
+    /// Count [`EventType::State`] events, not `seq`, to count states (the
+    /// header's contract: a cell whose progress is off, `LDS_LOAD_NO_PROGRESS`
+    /// or `lds_loadable_set_progress`, has no gaps from it). 0 for the
     /// initial state returned by `get`.
     pub seq: u64,
     /// The cell's status after the event.

@@ -29,14 +29,22 @@
 //! let greeter = runtime.loader(|job| {
 //!     let mut value = b"hello, ".to_vec();
 //!     value.extend_from_slice(job.request());
-//!     job.succeed(&value).unwrap();
+//!     let _ = job.succeed(&value); // refused only if the job no longer runs
 //! })?;
 //! let (cell, events) = runtime.loadable()?;
 //! cell.load(&greeter, b"world")?;
-//! let loaded = events.wait_until(|e| e.status == Status::Loaded, Duration::from_secs(10)).unwrap();
+//! let loaded = events.wait_until(|e| e.status == Status::Loaded, Duration::from_secs(10))?;
 //! assert_eq!(loaded.value.as_deref(), Some(&b"hello, world"[..]));
-//! # Ok::<(), loadstate::Error>(())
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! Loads and event streams are also futures any executor drives, with no
+//! dependency: [`Events::poll_next`] and [`Events::next`],
+//! [`Loadable::load_async`] (a [`LoadFuture`] that cancels its load when
+//! dropped before it resolves). Cells and caches can be typed:
+//! [`Runtime::typed_loadable`] and [`Cache::typed`] encode requests, keys
+//! and values with [`Encode`] and decode values with [`Decode`] (bytes,
+//! UTF-8 text, [`HttpRequest`], [`HttpResponse`], your own types).
 //!
 //! The raw C declarations are in [`sys`]; the header `include/loadstate.h`
 //! is the reference for the semantics of every call.

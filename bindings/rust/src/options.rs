@@ -47,6 +47,7 @@ pub struct LoadOptions {
     refresh_interval_ms: u32,
     poll_on_error: bool,
     ignore_cache_headers: bool,
+    no_progress: bool,
 }
 
 /// The limits of a loader's jobs (`max_concurrent`, `rate_per_s`, `burst`
@@ -140,6 +141,17 @@ impl LoadOptions {
     #[must_use]
     pub fn silent(mut self, silent: bool) -> LoadOptions {
         self.silent = silent;
+        self
+    }
+
+    /// Turns the cell's progress events off as the load is asked for
+    /// (`LDS_LOAD_NO_PROGRESS`, as [`Loadable::set_progress`](crate::Loadable::set_progress)`(false)`):
+    /// progress its jobs report is dropped and takes no
+    /// [`seq`](crate::Event::seq) number, so the state events' `seq` has no
+    /// gaps from it. The setting stays with the cell for later loads.
+    #[must_use]
+    pub fn no_progress(mut self, off: bool) -> LoadOptions {
+        self.no_progress = off;
         self
     }
 
@@ -272,7 +284,8 @@ impl LoadOptions {
             flags: if self.silent { sys::LDS_LOAD_SILENT } else { 0 }
                 | if self.share { sys::LDS_LOAD_SHARE } else { 0 }
                 | if self.poll_on_error { sys::LDS_LOAD_POLL_ON_ERROR } else { 0 }
-                | if self.ignore_cache_headers { sys::LDS_LOAD_IGNORE_CACHE_HEADERS } else { 0 },
+                | if self.ignore_cache_headers { sys::LDS_LOAD_IGNORE_CACHE_HEADERS } else { 0 }
+                | if self.no_progress { sys::LDS_LOAD_NO_PROGRESS } else { 0 },
             timeout_ms: self.timeout_ms,
             interrupts_ms: if self.interrupts_ms.is_empty() { std::ptr::null() } else { self.interrupts_ms.as_ptr() },
             interrupt_count: self.interrupts_ms.len(),

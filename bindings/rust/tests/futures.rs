@@ -202,3 +202,31 @@ fn poll_next_streams_events_and_ends_with_the_cell() {
     drop(cell);
     assert_eq!(block_on(events.next()), None, "the stream ends once the cell is dropped");
 }
+
+#[test]
+fn progress_takes_seq_numbers_unless_turned_off() {
+    let (runtime, loader, jobs) = runtime_with_jobs();
+    for off in [false, true] {
+        let (cell, events) = runtime.loadable().unwrap();
+        cell.load_with(&loader, b"x", &LoadOptions::new().no_progress(off)).unwrap();
+        let job = jobs.recv_timeout(Duration::from_secs(20)).unwrap();
+        job.progress(1, 2).unwrap();
+        job.succeed(b"X").unwrap();
+        let mut states = Vec::new();
+        let mut progress = 0;
+        while states.last().is_none_or(|e: &Event| e.status != Status::Loaded) {
+            let event = block_on(events.next()).expect("an event");
+            match event.event_type {
+                EventType::State => states.push(event),
+                EventType::Progress { .. } => progress += 1,
+                _ => {}
+            }
+        }
+        let seqs: Vec<u64> = states.iter().map(|e| e.seq).collect();
+        if off {
+            assert_eq!((progress, seqs), (0, vec![1, 2]), "no progress event, no gap");
+        } else {
+            assert_eq!((progress, seqs), (1, vec![1, 3]), "the progress event took seq 2");
+        }
+    }
+}

@@ -18,7 +18,7 @@ use crate::cache::Cache;
 use crate::cell::{Events, LoadFuture, LoadWaitError, Loadable};
 use crate::error::Error;
 use crate::event::{Event, LoadError, Status};
-use crate::loader::Loader;
+use crate::loader::{Job, Loader};
 use crate::options::LoadOptions;
 
 /// A value that can be turned into the bytes of a request, key or value.
@@ -408,5 +408,28 @@ impl Cache {
     #[must_use]
     pub fn typed<K: Encode + ?Sized, V: Encode + Decode>(&self) -> TypedCache<'_, K, V> {
         TypedCache { cache: self, types: PhantomData }
+    }
+}
+
+impl Job {
+    /// The job's request, decoded: the typed side of a loader whose cells
+    /// are [`TypedLoadable`]s.
+    ///
+    /// # Errors
+    ///
+    /// A [`CodecError`] when the request is not an encoding of `T`.
+    pub fn request_as<T: Decode>(&self) -> Result<T, CodecError> {
+        T::decode(self.request())
+    }
+
+    /// Ends the job with `value`, encoded, as [`Job::succeed`].
+    ///
+    /// # Errors
+    ///
+    /// [`TypedError::Codec`] when the value does not encode,
+    /// [`TypedError::Call`] when the job no longer runs.
+    pub fn succeed_with<T: Encode + ?Sized>(&self, value: &T) -> Result<(), TypedError> {
+        self.succeed(&value.encode()?)?;
+        Ok(())
     }
 }

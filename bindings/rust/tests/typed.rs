@@ -87,6 +87,29 @@ fn a_str_to_string_cell_loads_text() -> Result<(), TypedError> {
 }
 
 #[test]
+fn a_loader_reads_and_answers_typed_values() -> Result<(), TypedError> {
+    let runtime = Runtime::new()?;
+    let shout = runtime.loader(|job| match job.request_as::<String>() {
+        Ok(text) => {
+            let _ = job.succeed_with(&text.to_uppercase());
+        }
+        Err(error) => {
+            let _ = job.fail_final(1, &error.to_string());
+        }
+    })?;
+    let cell = runtime.typed_loadable::<str, String>()?;
+    assert_eq!(cell.fetch(&shout, "ärger", DEADLINE)?, "ÄRGER");
+    let bytes = runtime.typed_loadable::<[u8], String>()?;
+    match bytes.fetch(&shout, &[0xff], DEADLINE) {
+        Err(TypedError::Load { error, .. }) => {
+            assert!(error.message.is_some_and(|m| m.starts_with("String codec:")), "the codec error is the message");
+        }
+        other => panic!("expected a load error, got {other:?}"),
+    }
+    Ok(())
+}
+
+#[test]
 fn a_value_that_does_not_decode_is_a_codec_error() -> Result<(), TypedError> {
     let runtime = Runtime::new()?;
     let loader = runtime.loader(|job| {

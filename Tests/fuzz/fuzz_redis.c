@@ -1066,7 +1066,9 @@ static void op_status(run *r) {
                  R_CLOSED | (r->cache_freed ? R_NOENT : 0));
   if (rc != LDS_OK) return;
   if (st.connected > 1 || st.subscribed > 1) fail("status: connected %u subscribed %u", st.connected, st.subscribed);
-  if (st.last_error_code < 0 || st.last_error_code > LDS_REDIS_EQUEUE) fail("status: last_error_code %d", st.last_error_code);
+  /* The LDS_REDIS_E* codes: 1 to 11 (EPROTO, EREFUSED and EUNREACHABLE since 0.5). */
+  if (st.last_error_code < 0 || st.last_error_code > LDS_REDIS_EUNREACHABLE)
+    fail("status: last_error_code %d", st.last_error_code);
   if (!memchr(st.last_error, 0, sizeof st.last_error)) fail("status: last_error not terminated");
   if (st.last_error_code == 0 && st.last_error[0]) fail("status: a message without a code");
   st.size = sizeof st - 1;

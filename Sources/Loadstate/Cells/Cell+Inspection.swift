@@ -5,6 +5,10 @@ protocol InspectableCell: AnyObject {
     /// Loop thread: the inspector's actions (as the C API's cancel and refresh).
     func inspectorCancel()
     func inspectorRefresh()
+    /// The cell's id (the page lists the newest cells first).
+    var inspectionID: UInt64 { get }
+    /// Loop thread: drops the events kept for the inspector (it stops).
+    func dropInspectorHistory()
 }
 
 /// What the inspector shows of a cell.
@@ -67,6 +71,10 @@ extension Cell: InspectableCell {
         case (.error, .process): return "failed"
         }
     }
+
+    var inspectionID: UInt64 { id }
+
+    func dropInspectorHistory() { inspectorHistory = nil }
 
     func inspectorCancel() {
         stop(reset: false)

@@ -22,8 +22,9 @@ extension Inspector {
                 }
             }
         }
-        let shown = cells.map { $0.inspection(showValues: options.showValues) }
-            .sorted { $0.id > $1.id }.prefix(maxCells)
+        // The newest cells first; only those shown are described.
+        let shown = cells.sorted { $0.inspectionID > $1.inspectionID }.prefix(maxCells)
+            .map { $0.inspection(showValues: options.showValues) }
         let now = uv_now(runtime.loop.loop)
         let jobViews = jobs.map { $0.inspection(nowMs: now) }.sorted { $0.ageMs > $1.ageMs }
         let stats = runtime.statistics()

@@ -99,6 +99,17 @@ import Glibc
     @usableFromInline package func stop() {
         guard !stopped else { return }
         stopped = true
+        // The cells' events were kept for this inspector only.
+        var cells: [InspectableCell] = []
+        runtime.table.withLock { storage in
+            storage.handles.forEach(where: { id in
+                let kind = Handle.kind(of: id)
+                return kind == .loadable || kind == .process
+            }) { _, handle in
+                if let cell = handle as? InspectableCell { cells.append(cell) }
+            }
+        }
+        for cell in cells { cell.dropInspectorHistory() }
         ticker?.close()
         ticker = nil
         listener.pointee.data = nil

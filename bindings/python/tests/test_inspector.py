@@ -336,3 +336,18 @@ def test_the_snapshot_has_each_cells_last_events_and_each_loaders_series(rt):
     assert series["every_ms"] == 5000
     now = series["points"][-1]
     assert now["loads"] == 20 and now["p50_us"] <= now["p90_us"] <= now["max_us"] and now["queued"] == 0
+
+
+def test_a_stopped_inspector_drops_the_events_it_kept(rt):
+    echo = rt.loader(lambda job: job.request)
+    cell = rt.loadable(echo)
+    rt.start_inspector()
+    assert cell.load(b"one").value(WAIT) == b"one"
+    rt.stop_inspector()
+    url = rt.start_inspector()
+    _, _, token = parts(url)
+    snapshot = json.loads(get(url, f"/snapshot?token={token}")[2])
+    assert {c["id"]: c for c in snapshot["cells"]}[cell.id]["events"] == []
+    assert cell.load(b"two").value(WAIT) == b"two"
+    snapshot = json.loads(get(url, f"/snapshot?token={token}")[2])
+    assert [e[0] for e in {c["id"]: c for c in snapshot["cells"]}[cell.id]["events"]] == ["loading", "loaded"]

@@ -2456,7 +2456,7 @@ typedef struct lds_inspector_options {
  * JSON, '<', '>' and '&' included; the page shows them as text.
  * Since 0.5 too, for the page's timelines and plots: each cell has
  * "events", its last state events since the inspector started (at most 16,
- * oldest first; kept per cell only while an inspector runs), each a
+ * oldest first; kept per cell only while an inspector runs, dropped when it stops), each a
  * compact array [status, duration_ms, flag...] (the state's word, how long
  * it lasted: until the next event, or until now for the last; then the
  * names of its flags), and "events_from_ms", the wall-clock time of the

@@ -3,7 +3,9 @@
 # build.rs, so this is the library tested even where loadstate is installed
 # system-wide; the example's binary is checked to load it.
 #
-#   make test-rust        cargo test (unit, integration and README doc tests), then examples/tour.rs
+#   make test-rust        cargo test (unit, integration and README doc tests), examples/tour.rs, then
+#                         cargo clippy --all-targets with clippy::pedantic, warnings as errors (when the
+#                         toolchain has clippy; each lint the crate allows says why where it is allowed)
 #
 # RUST_TEST_ARGS is passed to cargo test, e.g. make test-rust RUST_TEST_ARGS=drop_order
 # The crate has no dependencies, so cargo runs offline. cargo (Rust 1.85 or
@@ -27,5 +29,9 @@ test-rust: lib
 	@ldd $(RUST_DIR)/target/debug/examples/tour | grep -q ' => $(abspath $(LIB)) ' || \
 	  { echo "test-rust: the crate does not load $(abspath $(LIB))"; exit 1; }
 	cd $(RUST_DIR) && $(RUST_ENV) $(CARGO) run --offline --quiet --example tour
+	@if $(CARGO) clippy --version >/dev/null 2>&1; then \
+	  cd $(RUST_DIR) && $(RUST_ENV) $(CARGO) clippy --offline --quiet --all-targets -- -D warnings -W clippy::pedantic \
+	  && echo "test-rust: clippy::pedantic: no warning"; \
+	else echo "test-rust: clippy is not installed: clippy::pedantic not checked"; fi
 
 TEST_TARGETS += test-rust

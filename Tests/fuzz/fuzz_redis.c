@@ -793,7 +793,7 @@ static void on_event(const lds_event *ev, void *user_data) {
     fail("a loadable cell's event with status %d", ev->status);
   if (ev->value_len && ev->status != LDS_LOADED) fail("a value with status %d", ev->status);
   if (ev->value_len && !ev->value) fail("a NULL value of %zu bytes", ev->value_len);
-  if (ev->error_domain == LDS_DOMAIN_REDIS && (ev->error_code < LDS_REDIS_ECONNECT || ev->error_code > LDS_REDIS_EQUEUE))
+  if (ev->error_domain == LDS_DOMAIN_REDIS && (ev->error_code < LDS_REDIS_ECONNECT || ev->error_code > LDS_REDIS_EUNREACHABLE))
     fail("a Redis error with code %d", ev->error_code);
   if (ev->status == LDS_ERROR && !ev->error_message) fail("an error without a message");
   cl->last_seq = ev->seq;

@@ -675,6 +675,24 @@ static void *put_items(void *arg) {
   return NULL;
 }
 
+/* Puts `matching` entries under "item/" in `cache` (4 threads) and 10
+ * under "page/": what parts 3 and 4 invalidate. */
+static void fill_invalidation_cache(lds_id cache, long matching) {
+  pthread_t t[4];
+  put_range ranges[4];
+  for (int i = 0; i < 4; i++) {
+    ranges[i] = (put_range){cache, (size_t)matching * (size_t)i / 4, (size_t)matching * (size_t)(i + 1) / 4};
+    pthread_create(&t[i], NULL, put_items, &ranges[i]);
+  }
+  for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
+  for (int i = 0; i < 10; i++) {
+    char key[16];
+    int len = snprintf(key, sizeof key, "page/%d", i);
+    int rc = lds_cache_put(H.rt, cache, key, (size_t)len, "p", 1);
+    if (rc) die("lds_cache_put", rc);
+  }
+}
+
 /* Waits until the cache `c` of `rt` heard of `n` invalidations from others. */
 static bool heard(lds_runtime *rt, lds_id c, uint64_t n) {
   double deadline = now_ns() / 1e9 + 30;
@@ -710,18 +728,7 @@ static void run_invalidation(long unrelated, long matching, long rounds) {
   o.key_prefix = "inv:";
   if ((rc = lds_redis_cache_new(H.rt, H.srv.url, &o, &mine))) die("lds_redis_cache_new", rc);
   if ((rc = lds_redis_cache_new(rt2, H.srv.url, &o, &theirs))) die("lds_redis_cache_new", rc);
-  pthread_t t[4];
-  put_range ranges[4];
-  for (int i = 0; i < 4; i++) {
-    ranges[i] = (put_range){mine, (size_t)matching * (size_t)i / 4, (size_t)matching * (size_t)(i + 1) / 4};
-    pthread_create(&t[i], NULL, put_items, &ranges[i]);
-  }
-  for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
-  for (int i = 0; i < 10; i++) {
-    char key[16];
-    int len = snprintf(key, sizeof key, "page/%d", i);
-    if ((rc = lds_cache_put(H.rt, mine, key, (size_t)len, "p", 1))) die("lds_cache_put", rc);
-  }
+  fill_invalidation_cache(mine, matching);
   long long dbsize = redis_server_integer(&H.srv, -1, "DBSIZE");
   printf("# DBSIZE %lld; the slow log keeps the commands that held Redis 100 us or more "
          "(slowlog-log-slower-than 100); longest 0: none did\n", dbsize);
@@ -932,17 +939,7 @@ static void run_cluster(const char *self, long rounds, long processes, long keys
   o.key_prefix = "inv:";
   if ((rc = lds_redis_cache_new(H.rt, CL.url, &o, &mine))) die("lds_redis_cache_new", rc);
   if ((rc = lds_redis_cache_new(rt2, CL.url, &o, &theirs))) die("lds_redis_cache_new", rc);
-  pthread_t t[4];
-  put_range ranges[4];
-  for (int i = 0; i < 4; i++) {
-    ranges[i] = (put_range){mine, (size_t)matching * (size_t)i / 4, (size_t)matching * (size_t)(i + 1) / 4};
-    pthread_create(&t[i], NULL, put_items, &ranges[i]);
-  }
-  for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
-  for (int i = 0; i < 10; i++) {
-    int len = snprintf(key, sizeof key, "page/%d", i);
-    if ((rc = lds_cache_put(H.rt, mine, key, (size_t)len, "p", 1))) die("lds_cache_put", rc);
-  }
+  fill_invalidation_cache(mine, matching);
   cluster_do("CONFIG SET slowlog-max-len 1000000");
   cluster_do("CONFIG SET slowlog-log-slower-than 100");
   printf("%-34s %6s %10s %10s %12s %14s\n", "run", "round", "wall ms", ">= 100 us", "scripts", "longest us");

@@ -22,20 +22,12 @@ final class CellHistory {
     static let fromCache: UInt8 = 16
     static let stale: UInt8 = 32
 
-    private var ring: [Entry] = []
-    private var next = 0
+    private var ring = Ring<Entry>(capacity: CellHistory.capacity)
 
-    func record(_ entry: Entry) {
-        if ring.count < Self.capacity {
-            ring.append(entry)
-        } else {
-            ring[next] = entry
-            next = (next + 1) % Self.capacity
-        }
-    }
+    func record(_ entry: Entry) { ring.append(entry) }
 
     /// The entries, oldest first.
-    var entries: [Entry] { Array(ring[next...] + ring[..<next]) }
+    var entries: [Entry] { ring.elements }
 
     /// The names of `flags`' bits, as the inspector shows them.
     static func names(_ flags: UInt8) -> [String] {
@@ -73,8 +65,7 @@ final class LoaderSeries {
 
     /// The histogram at the last sample.
     private(set) var last: LatencyHistogram
-    private var ring: [Sample] = []
-    private var next = 0
+    private var ring = Ring<Sample>(capacity: LoaderSeries.samplesKept)
 
     init(baseline: LatencyHistogram) {
         last = baseline
@@ -92,16 +83,34 @@ final class LoaderSeries {
     func take(at atMs: UInt64, _ histogram: LatencyHistogram, queued: Int) {
         let s = sample(at: atMs, histogram, queued: queued)
         last = histogram
-        if ring.count < Self.samplesKept {
-            ring.append(s)
-        } else {
-            ring[next] = s
-            next = (next + 1) % Self.samplesKept
-        }
+        ring.append(s)
     }
 
     /// The samples kept, oldest first.
-    var samples: [Sample] { Array(ring[next...] + ring[..<next]) }
+    var samples: [Sample] { ring.elements }
+}
+
+/// The last `capacity` elements appended, the oldest overwritten.
+struct Ring<Element> {
+    let capacity: Int
+    private var storage: [Element] = []
+    private var next = 0
+
+    init(capacity: Int) {
+        self.capacity = max(capacity, 1)
+    }
+
+    mutating func append(_ element: Element) {
+        if storage.count < capacity {
+            storage.append(element)
+        } else {
+            storage[next] = element
+            next = (next + 1) % capacity
+        }
+    }
+
+    /// The elements, oldest first.
+    var elements: [Element] { Array(storage[next...] + storage[..<next]) }
 }
 
 extension LatencyHistogram {

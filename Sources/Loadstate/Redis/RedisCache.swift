@@ -774,35 +774,38 @@ public final class RedisCache: Handle, CacheStore, @unchecked Sendable {
     /// by a script on its master; `done` with how many changed, or the
     /// first failure, once every one answered.
     private func sweepEach(_ keys: [[UInt8]], delete: Bool, _ done: @escaping (Result<Int, CacheError>) -> Void) {
-        var remaining = keys.count
-        var changed = 0
-        var failure: CacheError?
-        for key in keys {
-            command([RedisCache.arg("EVAL"), RedisCache.arg(RedisScripts.sweepEntry), RedisCache.arg("1"),
-                     entryKey(key), RedisCache.arg(delete ? "delete" : "stale")]) { result in
-                switch result {
-                case .success(let reply): changed &+= Int(clamping: reply.integer ?? 0)
-                case .failure(let error): failure = failure ?? error
-                }
-                remaining -= 1
-                if remaining == 0 { done(failure.map { .failure($0) } ?? .success(changed)) }
-            }
+        commandEach(keys, { [self] key in
+            [RedisCache.arg("EVAL"), RedisCache.arg(RedisScripts.sweepEntry), RedisCache.arg("1"), entryKey(key),
+             RedisCache.arg(delete ? "delete" : "stale")]
+        }) { result in
+            done(result.map { replies in replies.reduce(0) { $0 &+ Int(clamping: $1.integer ?? 0) } })
         }
     }
 
     /// Loop, cluster: which of `keys` have an entry, each asked of its master.
     private func existing(_ keys: [[UInt8]], _ done: @escaping (Result<[Bool], CacheError>) -> Void) {
+        commandEach(keys, { [self] key in [RedisCache.arg("EXISTS"), entryKey(key)] }) { result in
+            done(result.map { replies in replies.map { $0.integer == 1 } })
+        }
+    }
+
+    /// Loop, cluster: sends the command `args(key)` for each of `keys` (each
+    /// to its key's master); `done` once every one answered, with the
+    /// replies in the order of `keys`, or the first failure.
+    private func commandEach(_ keys: [[UInt8]], _ args: ([UInt8]) -> [[UInt8]],
+                             _ done: @escaping (Result<[RedisReply], CacheError>) -> Void) {
+        guard !keys.isEmpty else { return done(.success([])) }
         var remaining = keys.count
-        var found = [Bool](repeating: false, count: keys.count)
+        var replies = [RedisReply](repeating: .null, count: keys.count)
         var failure: CacheError?
         for (i, key) in keys.enumerated() {
-            command([RedisCache.arg("EXISTS"), entryKey(key)]) { result in
+            command(args(key)) { result in
                 switch result {
-                case .success(let reply): found[i] = reply.integer == 1
+                case .success(let reply): replies[i] = reply
                 case .failure(let error): failure = failure ?? error
                 }
                 remaining -= 1
-                if remaining == 0 { done(failure.map { .failure($0) } ?? .success(found)) }
+                if remaining == 0 { done(failure.map { .failure($0) } ?? .success(replies)) }
             }
         }
     }

@@ -130,7 +130,17 @@ enum RedisScripts {
     /// KEYS: entry, lease, key index, expiry index. ARGV: token, entry,
     /// ttl ms, channel, message, key. Stores, indexes and publishes unless
     /// a newer lease holder owns the key: 1 stored, 0 fenced.
-    static let publish = effects + """
+    static let publish = effects + fencedWrite + indexing(3, 4, "ARGV[6]", "ARGV[3]") + """
+
+        redis.call('PUBLISH', ARGV[4], ARGV[5])
+        return 1
+        """
+
+    /// KEYS: entry, lease. ARGV: token, entry, ttl ms. The start of
+    /// `publish` and `publishEntry`: returns 0 unless the lease is this
+    /// token's or free and the stored entry is not a newer holder's, then
+    /// releases the lease and stores the entry.
+    private static let fencedWrite = """
         local holder = redis.call('GET', KEYS[2])
         if holder == ARGV[1] then
           redis.call('DEL', KEYS[2])
@@ -146,11 +156,6 @@ enum RedisScripts {
         end
         redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
 
-        """ + indexing(3, 4, "ARGV[6]", "ARGV[3]") + """
-
-
-        redis.call('PUBLISH', ARGV[4], ARGV[5])
-        return 1
         """
 
     // On a Redis Cluster, a script may only touch keys of one slot: the
@@ -172,21 +177,8 @@ enum RedisScripts {
 
     /// Cluster. KEYS: entry, lease. ARGV: token, entry, ttl ms, channel,
     /// message. As `publish`, without the index.
-    static let publishEntry = """
-        local holder = redis.call('GET', KEYS[2])
-        if holder == ARGV[1] then
-          redis.call('DEL', KEYS[2])
-        elseif holder then
-          return 0
-        else
-          local v = redis.call('GET', KEYS[1])
-          if v and #v >= 30 then
-            local f = 0
-            for i = 19, 26 do f = f * 256 + string.byte(v, i) end
-            if f > tonumber(ARGV[1]) then return 0 end
-          end
-        end
-        redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+    static let publishEntry = fencedWrite + """
+
         redis.call('PUBLISH', ARGV[4], ARGV[5])
         return 1
         """

@@ -633,6 +633,11 @@ final class RedisConnection: Lingering {
             return RedisFailure(.reply, "Redis sent a reply that answers no command, or of a shape or size "
                                 + "this client refuses: connection dropped")
         }
+        if ac.pointee.err == REDIS_ERR_PROTOCOL {
+            // hiredis could not parse what came (nesting past its depth, a bad type byte).
+            return RedisFailure(.reply, "Redis sent what is not its protocol: "
+                                + "\(errorString(UnsafeMutablePointer(mutating: ac))): connection dropped")
+        }
         return RedisFailure(.connect, "connection lost: \(errorString(UnsafeMutablePointer(mutating: ac)))")
     }
 

@@ -107,7 +107,7 @@ public func ldsCachePut(_ rt: OpaquePointer?, _ id: UInt64, _ key: UnsafeRawPoin
                         _ value: UnsafeRawPointer?, _ valueLength: Int) -> Int32 {
     let checked = checkBuffer(key, keyLength) == .ok ? checkBuffer(value, valueLength) : checkBuffer(key, keyLength)
     guard checked == .ok else { return checked.rawValue }
-    return withCache(rt, id) { cache in
+    return withRuntime(rt) { runtime in withCache(rt, id) { cache in
         if let memory = cache as? MemoryCache {
             // Copied once, into the entry.
             memory.put(UnsafeRawBufferPointer(start: keyLength == 0 ? nil : key, count: keyLength),
@@ -121,11 +121,12 @@ public func ldsCachePut(_ rt: OpaquePointer?, _ id: UInt64, _ key: UnsafeRawPoin
         }
         do throws(CacheError) {
             try cache.put(k, v)
+            runtime.notePut(cache, key: k)
             return LDS_OK
         } catch {
             return code(error)
         }
-    }
+    } }
 }
 
 @_cdecl("lds_cache_get")

@@ -272,6 +272,7 @@ import CLibUV
     private func deliver(_ op: JobOperation<Value>, number: UInt32, leaving: [ObjectIdentifier: UInt32]?) {
         guard !finished else { return }
         if let extras, let cache = extras.cache {
+            if case .succeed = op { runtime.optimisticLedger.newerData(cache.store, key: cache.key) }
             // Stored once for all the cells waiting, before they show it.
             switch op {
             case .yield(let value): extras.lastYield = value

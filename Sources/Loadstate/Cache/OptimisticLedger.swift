@@ -94,6 +94,16 @@ final class OptimisticLedger {
         record.written = nil
     }
 
+    /// Another put replaced the entry the ledger stored in `memory`: newer
+    /// data, which the cells that still show an optimistic value show
+    /// instead (flagged rolled back).
+    private func putSince(_ record: Record, _ memory: MemoryCache) {
+        if let current = memory.peekEntry(record.key) {
+            showCells(record, current.value, optimistic: false, rolledBack: true, onlyOptimistic: true)
+        }
+        supersede(record)
+    }
+
     /// `run` ended: confirmed when it `succeeded`, otherwise rolled back.
     func end(_ run: MutationRun, succeeded: Bool) {
         guard run.markEnded() else { return }
@@ -152,7 +162,7 @@ final class OptimisticLedger {
             let entry = CacheEntry(value: value, storedAtMs: now,
                                    expiresAtMs: CacheEntry.expiry(storedAt: now, ttlMs: memory.options.ttlMs))
             guard memory.replaceEntry(record.key, with: entry, ifCurrent: record.written, checks: checked) else {
-                return supersede(record)
+                return putSince(record, memory)
             }
             record.written = entry
         }
@@ -182,7 +192,7 @@ final class OptimisticLedger {
         }
         if let memory = record.store as? MemoryCache,
            !memory.replaceEntry(record.key, with: record.baseEntry, ifCurrent: record.written, checks: true) {
-            return supersede(record)
+            return putSince(record, memory)
         }
         for (viewer, snapshot) in record.viewers.values
         where viewer.views(record.store, key: record.key) && viewer.showsOptimistic {

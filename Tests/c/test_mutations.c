@@ -509,3 +509,113 @@ TEST(test_mutate_rejects_bad_options_with_nothing_applied) {
   CHECK_EQ(rec_count(&w.proc_rec), 2);
   world_finish(&w);
 }
+
+/* Starts a write of `value` under "k" of the memory cache with load options. */
+static bool mutate_with(world *w, lds_id proc, const char *value, const lds_load_options *o) {
+  lds_cache_update u = {w->memory, "k", 1, value, strlen(value)};
+  lds_mutation_options m = LDS_MUTATION_OPTIONS_INIT;
+  m.optimistic = &u;
+  m.optimistic_count = 1;
+  return CHECK_RC(lds_process_mutate(w->rt, proc, 0, w->writes.id, "w", 1, o, &m), LDS_OK);
+}
+
+/* A failed attempt that is retried keeps the value; the last failure rolls back. */
+TEST(test_mutate_rolls_back_after_the_last_retry_only) {
+  world w;
+  world_init(&w, NULL);
+  REQUIRE(view_load(&w, w.memory, "k", "v0"));
+  lds_load_options o = LDS_LOAD_OPTIONS_INIT;
+  o.retries = 1;
+  o.retry_base_ms = 1;
+  o.retry_max_ms = 1;
+  REQUIRE(mutate_with(&w, w.proc, "opt", &o));
+  REQUIRE(HOST_WAIT(&w.writes, 1));
+  REQUIRE_RC(lds_job_fail(w.rt, host_job_at(&w.writes, 0), 7, "refused"), LDS_OK);
+  REQUIRE(HOST_WAIT(&w.writes, 2));
+  CHECK(view_shows(&w, "opt", LDS_FLAG_OPTIMISTIC));
+  check_cached(&w, w.memory, "k", "opt");
+  REQUIRE_RC(lds_job_fail(w.rt, host_job_at(&w.writes, 1), 7, "refused"), LDS_OK);
+  REQUIRE(proc_is(&w, LDS_FAILED));
+  CHECK(view_shows(&w, "v0", LDS_FLAG_ROLLED_BACK));
+  check_cached(&w, w.memory, "k", "v0");
+  world_finish(&w);
+}
+
+TEST(test_mutate_timeout_rolls_back) {
+  world w;
+  world_init(&w, NULL);
+  REQUIRE(view_load(&w, w.memory, "k", "v0"));
+  lds_load_options o = LDS_LOAD_OPTIONS_INIT;
+  o.timeout_ms = 20;
+  REQUIRE(mutate_with(&w, w.proc, "opt", &o));
+  REQUIRE(proc_is(&w, LDS_FAILED));
+  CHECK_EQ(rec_last(&w.proc_rec)->error_code, LDS_ETIMEDOUT);
+  CHECK(view_shows(&w, "v0", LDS_FLAG_ROLLED_BACK));
+  check_cached(&w, w.memory, "k", "v0");
+  world_finish(&w);
+}
+
+/* After newer data, a later write rolls back to that data, never to an
+ * older write's optimistic value; the older write's failure changes nothing. */
+TEST(test_mutate_a_write_after_newer_data_rolls_back_to_it) {
+  world w;
+  world_init(&w, NULL);
+  recorder rec2;
+  rec_init(&rec2, w.rt);
+  lds_id proc2 = process_new(w.rt, &rec2);
+  if (view_load(&w, w.memory, "k", "v0") && mutate_with(&w, w.proc, "opt1", NULL) && HOST_WAIT(&w.writes, 1) &&
+      view_shows(&w, "opt1", LDS_FLAG_OPTIMISTIC) && view_load(&w, w.memory, "k", "newer") &&
+      mutate_with(&w, proc2, "opt2", NULL) && HOST_WAIT(&w.writes, 2) &&
+      view_shows(&w, "opt2", LDS_FLAG_OPTIMISTIC)) {
+    check_cached(&w, w.memory, "k", "opt2");
+    CHECK_RC(lds_job_fail(w.rt, host_job_at(&w.writes, 1), 7, "refused"), LDS_OK);
+    CHECK(WAIT_FOR(rec2.count > 0 && rec2.events[rec2.count - 1]->ev.status == LDS_FAILED));
+    CHECK(view_shows(&w, "newer", LDS_FLAG_ROLLED_BACK));
+    check_cached(&w, w.memory, "k", "newer");
+    size_t events = rec_count(&w.view_rec);
+    CHECK_RC(lds_job_fail(w.rt, host_job_at(&w.writes, 0), 7, "refused"), LDS_OK);
+    CHECK(proc_is(&w, LDS_FAILED));
+    CHECK_EQ(rec_count(&w.view_rec), events);
+    check_cached(&w, w.memory, "k", "newer");
+  }
+  rt_free(w.rt);
+  rec_destroy(&rec2);
+  rec_destroy(&w.view_rec);
+  rec_destroy(&w.proc_rec);
+  host_destroy(&w.reads);
+  host_destroy(&w.writes);
+}
+
+/* A write that succeeds with POPULATE while a newer one is pending keeps
+ * the newer value shown (and in the memory cache); the newer one's failure
+ * brings the populated value. */
+TEST(test_mutate_populate_under_a_newer_pending_write_is_what_its_rollback_brings) {
+  world w;
+  world_init(&w, NULL);
+  recorder rec2;
+  rec_init(&rec2, w.rt);
+  lds_id proc2 = process_new(w.rt, &rec2);
+  lds_cache_update u = {w.memory, "k", 1, "opt1", 4};
+  lds_mutation_options m = LDS_MUTATION_OPTIONS_INIT;
+  m.flags = LDS_MUTATE_POPULATE;
+  m.optimistic = &u;
+  m.optimistic_count = 1;
+  if (view_load(&w, w.memory, "k", "v0") &&
+      CHECK_RC(lds_process_mutate(w.rt, w.proc, 0, w.writes.id, "w", 1, NULL, &m), LDS_OK) &&
+      HOST_WAIT(&w.writes, 1) && mutate_with(&w, proc2, "opt2", NULL) && HOST_WAIT(&w.writes, 2) &&
+      view_shows(&w, "opt2", LDS_FLAG_OPTIMISTIC)) {
+    CHECK_RC(lds_job_succeed(w.rt, host_job_at(&w.writes, 0), "server1", 7), LDS_OK);
+    CHECK(proc_is(&w, LDS_FINISHED));
+    CHECK(view_shows(&w, "opt2", LDS_FLAG_OPTIMISTIC));
+    check_cached(&w, w.memory, "k", "opt2");
+    CHECK_RC(lds_job_fail(w.rt, host_job_at(&w.writes, 1), 7, "refused"), LDS_OK);
+    CHECK(view_shows(&w, "server1", LDS_FLAG_ROLLED_BACK));
+    check_cached(&w, w.memory, "k", "server1");
+  }
+  rt_free(w.rt);
+  rec_destroy(&rec2);
+  rec_destroy(&w.view_rec);
+  rec_destroy(&w.proc_rec);
+  host_destroy(&w.reads);
+  host_destroy(&w.writes);
+}

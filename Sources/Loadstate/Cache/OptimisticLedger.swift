@@ -45,6 +45,9 @@ final class OptimisticLedger {
         var pending: [Pending] = []
         /// The cells shown a value of this record, with what they showed before.
         var viewers: [ObjectIdentifier: (viewer: any OptimisticViewer, snapshot: Any)] = [:]
+        /// Newer data replaced the key: the next write takes what the key
+        /// holds then as its base.
+        var needsBase = false
 
         init(store: any CacheStore, key: [UInt8]) {
             self.store = store
@@ -71,6 +74,11 @@ final class OptimisticLedger {
             let key = Key(store: ObjectIdentifier(update.store), key: update.key)
             let record = records[key] ?? Record(store: update.store, key: update.key)
             records[key] = record
+            if record.needsBase {
+                record.needsBase = false
+                record.baseEntry = (record.store as? MemoryCache)?.peekEntry(record.key)
+                record.written = nil
+            }
             record.pending.append(Pending(run: ObjectIdentifier(run), order: run.order, value: update.value,
                                           isLive: true))
             show(record, update.value, optimistic: true, rolledBack: false, checked: false)
@@ -90,8 +98,7 @@ final class OptimisticLedger {
         for i in record.pending.indices { record.pending[i].isLive = false }
         record.confirmed = nil
         record.viewers = [:]
-        record.baseEntry = (record.store as? MemoryCache)?.peekEntry(record.key)
-        record.written = nil
+        record.needsBase = true
     }
 
     /// Another put replaced the entry the ledger stored in `memory`: newer
@@ -116,7 +123,8 @@ final class OptimisticLedger {
             let own = record.pending.last { $0.run == id }
             record.pending.removeAll { $0.run == id }
             if succeeded {
-                confirm(record, run: run, value: run.populates ? run.result ?? [] : own?.value ?? update.value)
+                confirm(record, run: run, value: run.populates ? run.result ?? [] : own?.value ?? update.value,
+                        ownLive: own?.isLive ?? false)
             } else if wasShown {
                 if let next = record.shown {
                     show(record, next.value, optimistic: true, rolledBack: true, checked: true)
@@ -133,21 +141,32 @@ final class OptimisticLedger {
         }
     }
 
-    /// A write succeeded with `value` for the record's key.
-    private func confirm(_ record: Record, run: MutationRun, value: [UInt8]) {
-        if run.populates {
-            storing = true
-            try? record.store.put(record.key, value)
-            storing = false
-        }
+    /// A write succeeded with `value` for the record's key (`ownLive`: its
+    /// optimistic value could still be shown: no newer data came since).
+    private func confirm(_ record: Record, run: MutationRun, value: [UInt8], ownLive: Bool) {
         let newerShown = record.shown.map { $0.order > run.order } ?? false
         // Older writes no longer show their values; a later rollback comes back here.
         for i in record.pending.indices where record.pending[i].order < run.order {
             record.pending[i].isLive = false
         }
+        // Without a result of its own, a write whose value newer data replaced changes nothing.
+        guard run.populates || ownLive else { return }
         record.confirmed = value
-        if let memory = record.store as? MemoryCache {
-            record.written = memory.peekEntry(record.key)
+        if run.populates {
+            if let memory = record.store as? MemoryCache {
+                // A newer pending value stays in the memory cache; a rollback brings this one.
+                if !newerShown {
+                    storing = true
+                    memory.put(record.key, value)
+                    storing = false
+                    record.written = memory.peekEntry(record.key)
+                    record.needsBase = false
+                }
+            } else {
+                storing = true
+                try? record.store.put(record.key, value)
+                storing = false
+            }
         }
         guard !newerShown else { return }
         showCells(record, value, optimistic: false, rolledBack: false, onlyOptimistic: !run.populates)

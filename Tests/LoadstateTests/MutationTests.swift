@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Testing
 @_spi(LoadstateC) @testable import Loadstate
 
@@ -56,6 +59,35 @@ struct MutationTests {
         let r = StateRecorder(list.states)
         _ = await r.until { _ in calls.withLock { $0 } == 2 && !list.snapshot.isRefreshing }
         #expect(calls.withLock { $0 } == 2)
+    }
+
+    @Test func aCancelRollsBackAndAPersistentCacheKeepsItsConfirmedValue() async throws {
+        let path = "/tmp/lds-swift-mutate-\(UInt64.random(in: 0...UInt64.max)).db"
+        defer { unlink(path) }
+        let disk = try PersistentCache(path: path)
+        defer { disk.close() }
+        let cache = LoadCache<Int, String>(disk, codec: .utf8, policy: .loadOnly) { "todo/\($0)" }
+        let cell = LoadableCellWith(loader: LoadFunction<Int, String> { _ in "v0" }, cache: cache)
+        await cell.load(1)
+        let gate = Gate()
+        let process = ProcessCell<SingleProcess>()
+        let r = StateRecorder(cell.states)
+        try startGatedWrite(process, [OptimisticValue(cache, 1, "done")], gate)
+        _ = await r.until { $0 == .loaded("done") }
+        #expect(cell.snapshot.isOptimistic)
+        #expect(try disk.get(Array("todo/1".utf8)).map { String(decoding: $0.value, as: UTF8.self) } == "v0")
+        process.cancel()
+        _ = await r.until { $0 == .loaded("v0") }
+        #expect(!cell.snapshot.isOptimistic)
+        gate.open()
+        await process.settled()
+        #expect(try disk.get(Array("todo/1".utf8)).map { String(decoding: $0.value, as: UTF8.self) } == "v0")
+    }
+
+    /// Starts a write that runs until `gate` opens (the non-awaiting `mutate`).
+    private func startGatedWrite(_ process: ProcessCell<SingleProcess>, _ values: [OptimisticValue],
+                                 _ gate: Gate) throws(CacheError) {
+        try process.mutate(.process, optimistic: values) { await gate.wait() }
     }
 
     @Test func tooManyValuesThrowAndShowNothing() async {

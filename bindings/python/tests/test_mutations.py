@@ -206,3 +206,27 @@ def test_mutate_is_awaitable_like_run(rt):
     state = asyncio.run(main())
     assert (state.status, state.kind) == (Status.FINISHED, 4)
     assert cache.get(b"k") == b"done"
+
+
+def test_a_redis_cache_takes_only_the_confirmed_value(rt):
+    from redis_server import RedisServer
+    from test_redis import open_cache, wait_for
+
+    with RedisServer() as server, loadstate.Runtime() as other:
+        cache = open_cache(rt, server)
+        reader = open_cache(other, server)
+        reads, writes = Jobs(rt), Jobs(rt)
+        view = rt.loadable(reads.loader)
+        log = Recorder(view)
+        view.load(b"v0", cache=cache, cache_key=b"k")
+        reads.next().succeed(b"v0")
+        log.until(lambda e: e.status is Status.LOADED and not e.refreshing)
+        wait_for(lambda: reader.get(b"k") == b"v0", "the loaded value reaches Redis")
+        run = rt.process(writes.loader).mutate(optimistic=[(cache, b"k", b"opt")], populate=True)
+        job = writes.next()
+        assert log.until(lambda e: e.optimistic)[-1].value == b"opt"
+        assert reader.get(b"k") == b"v0" and cache.get(b"k") == b"v0"
+        job.succeed(b"server")
+        assert run.state(WAIT).status is Status.FINISHED
+        assert log.until(lambda e: e.value == b"server")[-1].flags == Flags.NONE
+        wait_for(lambda: reader.get(b"k") == b"server", "the confirmed value reaches Redis")

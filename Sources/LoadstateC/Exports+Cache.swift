@@ -107,7 +107,7 @@ public func ldsCachePut(_ rt: OpaquePointer?, _ id: UInt64, _ key: UnsafeRawPoin
                         _ value: UnsafeRawPointer?, _ valueLength: Int) -> Int32 {
     let checked = checkBuffer(key, keyLength) == .ok ? checkBuffer(value, valueLength) : checkBuffer(key, keyLength)
     guard checked == .ok else { return checked.rawValue }
-    return withRuntime(rt) { runtime in withCache(rt, id) { cache in
+    return withCache(rt, id) { cache in
         if let memory = cache as? MemoryCache {
             // Copied once, into the entry.
             memory.put(UnsafeRawBufferPointer(start: keyLength == 0 ? nil : key, count: keyLength),
@@ -121,12 +121,15 @@ public func ldsCachePut(_ rt: OpaquePointer?, _ id: UInt64, _ key: UnsafeRawPoin
         }
         do throws(CacheError) {
             try cache.put(k, v)
-            runtime.notePut(cache, key: k)
-            return LDS_OK
+            // Newer data for a write that shows an optimistic value under the key.
+            return withRuntime(rt) { runtime in
+                runtime.notePut(cache, key: k)
+                return LDS_OK
+            }
         } catch {
             return code(error)
         }
-    } }
+    }
 }
 
 @_cdecl("lds_cache_get")

@@ -105,7 +105,7 @@ func prepareLoadLocked(_ storage: inout HandleTable.Storage, cell id: UInt64, fl
 
 func startLoad(_ rt: OpaquePointer?, _ id: UInt64, _ flavor: CellFlavor, _ kind: Int32, _ loaderID: UInt64,
                _ request: UnsafeRawPointer?, _ requestLength: Int, _ opts: UnsafePointer<lds_load_options>?,
-               mutation: (Runtime) -> Result<MutationRun?, ResultCode> = { _ in .success(nil) }) -> Int32 {
+               mutation write: MutationRun? = nil) -> Int32 {
     withRuntime(rt) { runtime in
         let options: LoadOptions
         let choice: CacheChoice?
@@ -120,11 +120,6 @@ func startLoad(_ rt: OpaquePointer?, _ id: UInt64, _ flavor: CellFlavor, _ kind:
         }
         // Process runs produce no value to cache.
         if flavor == .process && choice != nil { return LDS_EINVAL }
-        let write: MutationRun?
-        switch mutation(runtime) {
-        case .success(let run): write = run
-        case .failure(let code): return code.rawValue
-        }
         guard runtime.acceptsQueuedWork else { return LDS_EAGAIN }
         let flags = opts?.pointee.flags ?? 0
         let share = flags & UInt32(LDS_LOAD_SHARE) != 0
@@ -140,7 +135,9 @@ func startLoad(_ rt: OpaquePointer?, _ id: UInt64, _ flavor: CellFlavor, _ kind:
             // Dropped unrun by a free of the runtime (see `EventLoop.executeSkippable`).
             if let write {
                 // A write (`lds_process_mutate`) shows its values before the run starts.
-                runtime.loop.executeSkippable { found.cell.runMutation(write) { found.cell.load(found.spec, ticket: found.ticket) } }
+                runtime.loop.executeSkippable {
+                    found.cell.runMutation(write) { found.cell.load(found.spec, ticket: found.ticket) }
+                }
             } else {
                 runtime.loop.executeSkippable { found.cell.load(found.spec, ticket: found.ticket) }
             }

@@ -7,15 +7,19 @@ public func ldsProcessMutate(_ rt: OpaquePointer?, _ cell: UInt64, _ kind: Int32
                              _ opts: UnsafePointer<lds_load_options>?,
                              _ mutation: UnsafePointer<lds_mutation_options>?) -> Int32 {
     guard let mutation else { return startLoad(rt, cell, .process, kind, loader, request, requestLength, opts) }
-    return startLoad(rt, cell, .process, kind, loader, request, requestLength, opts) { runtime in
-        mutationRun(runtime, mutation)
+    return withRuntime(rt) { runtime in
+        switch mutationRun(runtime, mutation) {
+        case .failure(let code): return code.rawValue
+        case .success(let run): return startLoad(rt, cell, .process, kind, loader, request, requestLength, opts,
+                                                 mutation: run)
+        }
     }
 }
 
 /// The write `lds_mutation_options` describes, every field checked and
 /// every buffer copied (see `lds_process_mutate` for the codes).
 private func mutationRun(_ runtime: Runtime, _ pointer: UnsafePointer<lds_mutation_options>)
-    -> Result<MutationRun?, ResultCode> {
+    -> Result<MutationRun, ResultCode> {
     let (c, size) = readSized(pointer)
     guard size >= MemoryLayout<lds_mutation_options>.size,
           c.flags & ~UInt32(LDS_MUTATE_POPULATE) == 0,

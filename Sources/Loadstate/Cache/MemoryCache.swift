@@ -198,7 +198,8 @@ public final class MemoryCache: Handle, CacheStore, @unchecked Sendable {
             return key.withUnsafeBytes { k in
                 entry.value.withUnsafeBytes { v in
                     entry.meta.withUnsafeBytes { m in
-                        EntryBlock(key: k, value: v, meta: m, storedAtMs: entry.storedAtMs, expiresAtMs: entry.expiresAtMs)
+                        EntryBlock(key: k, value: v, meta: m, storedAtMs: entry.storedAtMs,
+                                   expiresAtMs: entry.expiresAtMs)
                     }
                 }
             }

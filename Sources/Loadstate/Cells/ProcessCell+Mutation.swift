@@ -78,7 +78,8 @@ extension ProcessCell {
             throw CacheError(.invalidArgument, "a write of \(optimistic.count) values and \(prefixes.count) prefixes "
                              + "(at most \(mutationKeysMax) of each)")
         }
-        return MutationRun(updates: optimistic.map { MutationRun.Update(store: $0.store, key: $0.key, value: $0.value) },
+        let updates = optimistic.map { MutationRun.Update(store: $0.store, key: $0.key, value: $0.value) }
+        return MutationRun(updates: updates,
                            invalidations: prefixes.map { MutationRun.Invalidation(store: $0.store, prefix: $0.prefix) },
                            populates: false)
     }

@@ -12,8 +12,8 @@ import warnings
 import weakref
 from ctypes import POINTER, byref, c_uint32, c_uint64, cast, sizeof, string_at
 from threading import get_ident
-from typing import (TYPE_CHECKING, Any, Callable, Deque, Generator, Generic, Iterable, List, Mapping, Optional, Sequence,
-                    Tuple, TypeVar, Union)
+from typing import (TYPE_CHECKING, Any, Callable, Deque, Generator, Generic, Iterable, List, Mapping, Optional,
+                    Sequence, Tuple, TypeVar, Union)
 
 from . import _core, _trio
 from ._checks import I32_MAX, I32_MIN, flag, handle_name, integer, seconds
@@ -22,7 +22,8 @@ from ._library import (MUTATE_POPULATE, OP_LOAD, CachePrefixC, CacheUpdateC, Cel
 from .builtin import HttpRequest
 from .cache import Cache
 from .codec import BYTES, Codec, encode_request
-from .enums import MUTATION_KEYS_MAX, VALUE_MAX, CachePolicy, Code, Delivery, Domain, EventType, Flags, LoadFlags, Status
+from .enums import (MUTATION_KEYS_MAX, VALUE_MAX, CachePolicy, Code, Delivery, Domain, EventType, Flags, LoadFlags,
+                    Status)
 from .errors import Cancelled, Closed, Error, InvalidArgument, Superseded, TimedOut, WrongState
 from .loaders import Loader
 from .types import _FLAG_ONLY_OPTIONS, Event, LoadOptions, event_from_raw

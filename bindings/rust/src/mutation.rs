@@ -82,7 +82,8 @@ impl Mutation {
 
     /// Whether every cache belongs to the runtime `shared`.
     pub(crate) fn same_runtime(&self, shared: &Arc<Shared>) -> bool {
-        self.updates.iter().all(|u| Arc::ptr_eq(&u.0, shared)) && self.prefixes.iter().all(|p| Arc::ptr_eq(&p.0, shared))
+        self.updates.iter().all(|u| Arc::ptr_eq(&u.0, shared))
+            && self.prefixes.iter().all(|p| Arc::ptr_eq(&p.0, shared))
     }
 
     /// Calls `body` with the write as `lds_mutation_options`, valid during the call.
@@ -104,7 +105,11 @@ impl Mutation {
         let prefixes: Vec<sys::lds_cache_prefix> = self
             .prefixes
             .iter()
-            .map(|(_, cache, prefix)| sys::lds_cache_prefix { cache: *cache, prefix: bytes(prefix), prefix_len: prefix.len() })
+            .map(|(_, cache, prefix)| sys::lds_cache_prefix {
+                cache: *cache,
+                prefix: bytes(prefix),
+                prefix_len: prefix.len(),
+            })
             .collect();
         let mut raw = sys::lds_mutation_options::INIT;
         raw.flags = if self.populate { sys::LDS_MUTATE_POPULATE } else { 0 };

@@ -75,7 +75,10 @@ fn the_optimistic_value_shows_at_once_and_a_failure_rolls_back_exactly() {
     let before = w.cache.get(b"k").unwrap().unwrap();
     w.process.mutate(0, &w.writes, b"save", &write_of(&w.cache, b"opt")).unwrap();
     let shown = w.watch.next();
-    assert_eq!((shown.status, shown.value.as_deref(), shown.flags), (Status::Loaded, Some(&b"opt"[..]), Flags::OPTIMISTIC));
+    assert_eq!(
+        (shown.status, shown.value.as_deref(), shown.flags),
+        (Status::Loaded, Some(&b"opt"[..]), Flags::OPTIMISTIC)
+    );
     assert!(shown.is_optimistic());
     assert_eq!(shown.request.as_deref(), Some(&b"v0"[..]));
     let job = w.write_jobs.next();

@@ -186,6 +186,10 @@ extern "C" {
                                            (see "Scheduling"); the loader has not been called */
 #define LDS_FLAG_REVALIDATED (1u << 7)  /* since 0.4: with FROM_CACHE, the cached value was confirmed
                                            current by its loader (an HTTP 304, see lds_http_loader_new) */
+#define LDS_FLAG_OPTIMISTIC  (1u << 8)  /* since 0.5: the value is an optimistic one of a running write
+                                           (see "Writes") */
+#define LDS_FLAG_ROLLED_BACK (1u << 12) /* since 0.5: this state came back because a write failed or
+                                           was cancelled (see "Writes") */
 
 /* Load flags (lds_load_options.flags). */
 #define LDS_LOAD_SILENT      (1u << 0)  /* keep the current state while loading; emit REFRESHING */
@@ -2538,6 +2542,106 @@ int lds_process_reset(lds_runtime *rt, lds_id cell);
 
 /* Turns the cell's PROGRESS events on or off, as lds_loadable_set_progress. */
 int lds_process_set_progress(lds_runtime *rt, lds_id cell, int enabled);
+
+/* ------------------------------------------------------------------ */
+/* Writes (since 0.5)                                                  */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A write is a process run that shows its result before it has one: each
+ * optimistic value is shown under its cache key at once, kept while the
+ * run goes on, and taken back if the run fails. Once it succeeded, the
+ * listed prefixes are invalidated, so that the cells that show them reload.
+ *
+ * What a key shows: the base (what it held before the first pending
+ * write), then each pending write's value over it in the order the writes
+ * began. A write that fails while its value is shown gives the key back to
+ * the newest other pending write (its value, still LDS_FLAG_OPTIMISTIC),
+ * else to the value a write confirmed meanwhile, else to the base: so two
+ * overlapping writes that both fail, in either order, leave the base and
+ * never an optimistic value. Newer data ends the claim of every pending
+ * write on a key, and no rollback touches it afterwards: a load's result
+ * stored under the key, an lds_cache_put of it (a memory cache tells it
+ * from the entry the write stored; another cache from the call), a later
+ * write's confirmed value. An invalidation is not newer data.
+ */
+
+/* One optimistic value: `value` under `key` of the cache `cache`. */
+typedef struct lds_cache_update {
+  lds_id cache;          /* a memory, persistent or Redis cache */
+  const void *key;       /* at most LDS_VALUE_MAX bytes */
+  size_t key_len;
+  const void *value;     /* at most LDS_VALUE_MAX bytes */
+  size_t value_len;
+} lds_cache_update;
+
+/* One prefix to invalidate once the write succeeded. */
+typedef struct lds_cache_prefix {
+  lds_id cache;
+  const void *prefix;    /* at most LDS_VALUE_MAX bytes */
+  size_t prefix_len;
+} lds_cache_prefix;
+
+/* The most optimistic values, and the most prefixes, of one write. */
+#define LDS_MUTATION_KEYS_MAX 64
+
+/* Write flags (lds_mutation_options.flags). */
+#define LDS_MUTATE_POPULATE (1u << 0)  /* the job's value becomes the confirmed value of every key */
+
+/* What a write shows and does. Initialize with LDS_MUTATION_OPTIONS_INIT. */
+typedef struct lds_mutation_options {
+  uint32_t size;                       /* sizeof(lds_mutation_options) */
+  uint32_t flags;                      /* LDS_MUTATE_* */
+  const lds_cache_update *optimistic;  /* NULL only with optimistic_count 0 */
+  size_t optimistic_count;             /* at most LDS_MUTATION_KEYS_MAX */
+  const lds_cache_prefix *invalidate;  /* NULL only with invalidate_count 0 */
+  size_t invalidate_count;             /* at most LDS_MUTATION_KEYS_MAX */
+} lds_mutation_options;
+
+#define LDS_MUTATION_OPTIONS_INIT { (uint32_t)sizeof(lds_mutation_options), 0, NULL, 0, NULL, 0 }
+
+/*
+ * Since 0.5. Runs a job of the loader as process `kind`, as lds_process_run
+ * does (the cell's states, retries, timeout, the cancel of the cell's
+ * earlier run, which ends that run's write as a failure), as a write:
+ *
+ * Before the loader is called, each optimistic value is shown. A memory
+ * cache stores it as an entry (lds_cache_get returns it); a persistent or
+ * Redis cache is not written (it takes only confirmed values). Every live
+ * loadable cell whose last load used that cache and key shows it:
+ * LDS_LOADED, the value, the request it showed, flagged
+ * LDS_FLAG_OPTIMISTIC (and LDS_FLAG_REFRESHING while its own load runs: that
+ * load keeps its job, and its result, newer data, replaces the value).
+ *
+ * Failure (after the retries), timeout, lds_process_cancel,
+ * lds_process_reset, a new run of the cell or lds_process_free: each key
+ * is rolled back unless newer data replaced it (see above). The memory
+ * cache gets back exactly the entry it had (value, stored and expiry
+ * times, stale mark), or none; each cell shows exactly what it showed
+ * before the first pending optimistic value, flagged LDS_FLAG_ROLLED_BACK.
+ * This happens before the process cell reports LDS_FAILED (or the state a
+ * cancel restores).
+ *
+ * Success: with LDS_MUTATE_POPULATE the job's value is stored under every
+ * key (in every kind of cache, persistent and Redis included) and shown
+ * by the cells without LDS_FLAG_OPTIMISTIC; without it the optimistic
+ * value stays (a memory cache keeps it, the cells show it again without
+ * the flag). Then each prefix is invalidated as lds_cache_invalidate does.
+ * All of this happens before the process cell reports LDS_FINISHED.
+ *
+ * `mutation` NULL: exactly lds_process_run.
+ *
+ * Returns LDS_OK; LDS_EINVAL (rt NULL, a bad size or unknown flag in
+ * `mutation` or `opts`, optimistic_count or invalidate_count over
+ * LDS_MUTATION_KEYS_MAX, a NULL array with a count, a NULL key, value or
+ * prefix with a length, options with a cache); LDS_ENOENT (the cell, the
+ * loader or a cache is unknown); LDS_ETOOBIG (a request, key, value or
+ * prefix over LDS_VALUE_MAX); LDS_ENOMEM; LDS_EAGAIN (see LDS_QUEUE_MAX);
+ * LDS_ECLOSED. On an error nothing is shown or run and no event comes.
+ */
+int lds_process_mutate(lds_runtime *rt, lds_id cell, int32_t kind, lds_id loader,
+                       const void *request, size_t request_len,
+                       const lds_load_options *opts, const lds_mutation_options *mutation);
 
 /* ------------------------------------------------------------------ */
 /* Scheduling (since 0.4)                                              */

@@ -121,7 +121,11 @@ public func ldsCachePut(_ rt: OpaquePointer?, _ id: UInt64, _ key: UnsafeRawPoin
         }
         do throws(CacheError) {
             try cache.put(k, v)
-            return LDS_OK
+            // Newer data for a write that shows an optimistic value under the key.
+            return withRuntime(rt) { runtime in
+                runtime.notePut(cache, key: k)
+                return LDS_OK
+            }
         } catch {
             return code(error)
         }

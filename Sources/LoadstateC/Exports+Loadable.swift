@@ -104,7 +104,8 @@ func prepareLoadLocked(_ storage: inout HandleTable.Storage, cell id: UInt64, fl
 }
 
 func startLoad(_ rt: OpaquePointer?, _ id: UInt64, _ flavor: CellFlavor, _ kind: Int32, _ loaderID: UInt64,
-               _ request: UnsafeRawPointer?, _ requestLength: Int, _ opts: UnsafePointer<lds_load_options>?) -> Int32 {
+               _ request: UnsafeRawPointer?, _ requestLength: Int, _ opts: UnsafePointer<lds_load_options>?,
+               mutation write: MutationRun? = nil) -> Int32 {
     withRuntime(rt) { runtime in
         let options: LoadOptions
         let choice: CacheChoice?
@@ -132,7 +133,14 @@ func startLoad(_ rt: OpaquePointer?, _ id: UInt64, _ flavor: CellFlavor, _ kind:
             if flags & UInt32(LDS_LOAD_NO_PROGRESS) != 0 { found.cell.deliversProgress = false }
             // The closure takes `found` whole: taking its fields apart would copy the spec.
             // Dropped unrun by a free of the runtime (see `EventLoop.executeSkippable`).
-            runtime.loop.executeSkippable { found.cell.load(found.spec, ticket: found.ticket) }
+            if let write {
+                // A write (`lds_process_mutate`) shows its values before the run starts.
+                runtime.loop.executeSkippable {
+                    found.cell.runMutation(write) { found.cell.load(found.spec, ticket: found.ticket) }
+                }
+            } else {
+                runtime.loop.executeSkippable { found.cell.load(found.spec, ticket: found.ticket) }
+            }
             return true
         }
         return queued ? LDS_OK : LDS_ENOENT

@@ -167,6 +167,80 @@ public final class MemoryCache: Handle, CacheStore, @unchecked Sendable {
         }
     }
 
+    /// The entry under `key` as it is (an expired one included), without
+    /// counting a hit or a miss or touching its recency: what a write's
+    /// optimistic value replaces (see `OptimisticLedger`).
+    package func peekEntry(_ key: [UInt8]) -> CacheEntry? {
+        let digest = key.withUnsafeBytes { CacheKey.digest(of: $0) }
+        return state.withLock { s in
+            key.withUnsafeBytes { k in
+                s.table.find(k, digest: digest).map { block in
+                    let header = block.header.pointee
+                    return CacheEntry(value: Array(block.value), storedAtMs: header.storedAtMs,
+                                      expiresAtMs: header.expiresAtMs, isStale: header.isStale, meta: Array(block.meta))
+                }
+            }
+        }
+    }
+
+    /// Makes the entry under `key` exactly `entry` (its times, stale mark
+    /// and metadata; nil: no entry), if the entry there now is `expected`
+    /// (nil: none) or `checks` is false. Returns whether it did: an entry
+    /// another put stored since is newer data, left alone. An entry past
+    /// the cache's bounds is not kept.
+    package func replaceEntry(_ key: [UInt8], with entry: CacheEntry?, ifCurrent expected: CacheEntry?,
+                              checks: Bool) -> Bool {
+        let digest = key.withUnsafeBytes { CacheKey.digest(of: $0) }
+        let block: EntryBlock? = entry.flatMap { entry in
+            let size = key.count.addingReportingOverflow(entry.value.count).partialValue
+            guard size <= options.maxBytes,
+                  EntryBlock.fits(key: key.count, value: entry.value.count, meta: entry.meta.count) else { return nil }
+            return key.withUnsafeBytes { k in
+                entry.value.withUnsafeBytes { v in
+                    entry.meta.withUnsafeBytes { m in
+                        EntryBlock(key: k, value: v, meta: m, storedAtMs: entry.storedAtMs,
+                                   expiresAtMs: entry.expiresAtMs)
+                    }
+                }
+            }
+        }
+        block?.header.pointee.isStale = entry?.isStale ?? false
+        return state.withLock { s in
+            key.withUnsafeBytes { k in
+                let current = s.table.find(k, digest: digest)
+                if checks {
+                    let header = current?.header.pointee
+                    let same: Bool
+                    switch (current, expected) {
+                    case (nil, nil): same = true
+                    case (let c?, let e?):
+                        same = header?.storedAtMs == e.storedAtMs && header?.expiresAtMs == e.expiresAtMs
+                            && header?.isStale == e.isStale && c.value.elementsEqual(e.value)
+                    default: same = false
+                    }
+                    guard same, !s.isClosed else {
+                        block?.free()
+                        return false
+                    }
+                }
+                guard !s.isClosed else {
+                    block?.free()
+                    return false
+                }
+                if let block {
+                    s.table.insert(block, digest: digest)
+                    while s.table.count > options.maxEntries || s.table.bytes > options.maxBytes {
+                        guard s.table.removeLeastRecent() else { break }
+                        s.stats.evictions += 1
+                    }
+                } else if let current {
+                    s.table.remove(current)
+                }
+                return true
+            }
+        }
+    }
+
     @discardableResult
     public func remove(_ key: [UInt8]) -> Bool {
         let digest = key.withUnsafeBytes { CacheKey.digest(of: $0) }

@@ -101,6 +101,9 @@ import Synchronization
     /// `publishAdmission` published an event that `deliverAdmission` has
     /// not reported yet.
     @exclusivity(unchecked) private var admissionUndelivered = false
+    /// The write whose optimistic values the process run under way shows
+    /// (see `MutationRun`); it ends with the run's session.
+    @exclusivity(unchecked) var mutation: MutationRun?
 
     // Guarded by the table lock.
     /// Set when the cell asked to leave a job other cells also wait for:
@@ -443,6 +446,23 @@ import Synchronization
     /// The cache key of the last load started (see `lastSpec`), if it used
     /// a cache. Loop thread.
     var cacheKey: [UInt8]? { lastSpec?.cache?.key }
+
+    /// The cache use and request of the last load started (see `lastSpec`),
+    /// the number the next load takes, and whether a load runs. Loop thread.
+    var lastCacheUse: CacheUse<Value>? { lastSpec?.cache }
+    var lastRequest: Request? { lastSpec?.request }
+    var nextLoadSerial: UInt32 { loads &+ 1 }
+    var isLoadRunning: Bool { session != nil }
+
+    /// Loop: shows `next` without ending the load under way (a write's
+    /// optimistic value, or what its rollback brings back, flagged
+    /// `rolledBack`: see `OptimisticLedger`).
+    func showWritten(_ next: CellState<Value, Request>, rolledBack: Bool) {
+        guard !isFreed else { return }
+        var event = makeEvent(.state, next)
+        event.isRolledBack = rolledBack
+        publish(event)
+    }
 
     /// A refresh asks the loader, whatever the cache holds: a load that
     /// read its cache first (cache-first, cache-then-load) reloads without
@@ -794,6 +814,10 @@ import Synchronization
     }
 
     private func endSession(_ outcome: LoadOutcome) {
+        if let run = mutation, UInt64(run.serial) == currentLoad {
+            mutation = nil
+            runtime.optimisticLedger.end(run, succeeded: outcome == .succeeded)
+        }
         if session?.job != nil { forgetJob() }
         if runtime.metrics.isEnabled, let startedAtNs = session?.startedAtNs, let loader = lastSpec?.loader {
             runtime.metrics.loadEnded(outcome, loader.metrics, startedAtNs: startedAtNs)
@@ -826,6 +850,7 @@ import Synchronization
                 emit(.progress, progress: (done, total))
             }
         case .succeed(let value):
+            if let run = mutation { run.result = value as? [UInt8] }
             endSession(.succeeded)
             var next = settled(.loaded, value: flavor == .loadable ? value : nil)
             if let origin = job.cacheWrite?.origin, origin != .loaded {

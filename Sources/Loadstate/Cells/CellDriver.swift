@@ -139,11 +139,11 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
     }
 
     /// Starts a load; its job runs as its loader says (a closure's in a new task).
-    func load(_ spec: LoadSpec<Value, Request>, interrupts: InterruptCall?) {
+    func load(_ spec: LoadSpec<Value, Request>, interrupts: InterruptCall?, mutation: MutationRun? = nil) {
         let prediction = predict(spec)
         core.queueLeaving(loader: spec.loader.id) { [self] ticket in
             started(prediction)
-            begin(spec, interrupts, ticket: ticket)
+            begin(spec, interrupts, ticket: ticket, mutation: mutation)
         }
     }
 
@@ -237,14 +237,14 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
     /// Starts a load whose body runs in a child of the caller's task, and
     /// returns once the cell shows how it ended. Cancelling the caller
     /// cancels the load; cancelling the load cancels the body.
-    func loadInline(_ spec: LoadSpec<Value, Request>, interrupts: InterruptCall?) async {
+    func loadInline(_ spec: LoadSpec<Value, Request>, interrupts: InterruptCall?, mutation: MutationRun? = nil) async {
         guard let loader = spec.loader as? SwiftLoader<Value, Request> else { return }
         let started = await withCheckedContinuation { caller in
             let prediction = predict(spec)
             core.queueLeaving(loader: loader.id) { [self] ticket in
                 self.started(prediction)
                 loader.inlineCaller = caller
-                begin(spec, interrupts, ticket: ticket)
+                begin(spec, interrupts, ticket: ticket, mutation: mutation)
                 loader.abandonInlineCaller()
             }
         }
@@ -310,8 +310,14 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
     }
 
     /// Loop: starts the load and remembers its interrupt handler.
-    private func begin(_ spec: LoadSpec<Value, Request>, _ interrupts: InterruptCall?, ticket: UInt64) {
-        core.load(spec, ticket: ticket)
+    private func begin(_ spec: LoadSpec<Value, Request>, _ interrupts: InterruptCall?, ticket: UInt64,
+                       mutation: MutationRun? = nil) {
+        if let mutation {
+            // A write (`ProcessCell.mutate`) shows its values before the run starts.
+            core.runMutation(mutation) { core.load(spec, ticket: ticket) }
+        } else {
+            core.load(spec, ticket: ticket)
+        }
         remember(interrupts)
     }
 

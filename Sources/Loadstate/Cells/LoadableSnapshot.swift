@@ -18,6 +18,9 @@ public struct LoadableSnapshot<Request, Value> {
     public var isFromCache: Bool
     /// The cached value is older than the cache's fresh time, or was invalidated.
     public var isStale: Bool
+    /// The value is an optimistic one of a write still running
+    /// (`ProcessCell.mutate`), not confirmed data.
+    public var isOptimistic: Bool = false
     /// Which attempt produced this state: 1 for the first try, 2 for the
     /// first retry; 0 when no load did.
     public var attempt: Int
@@ -35,6 +38,7 @@ extension LoadableSnapshot {
         isPartial = detail.isPartial
         isFromCache = detail.isFromCache
         isStale = detail.isStale
+        isOptimistic = detail.isOptimistic
         attempt = Int(detail.attempt)
         updatedAtMs = detail.updatedAt
     }

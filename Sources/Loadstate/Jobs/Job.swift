@@ -272,6 +272,10 @@ import CLibUV
     private func deliver(_ op: JobOperation<Value>, number: UInt32, leaving: [ObjectIdentifier: UInt32]?) {
         guard !finished else { return }
         if let extras, let cache = extras.cache {
+            // A result stored under a key is newer data than a write's optimistic value there.
+            var stores = false
+            if case .succeed = op { stores = true } else if case .finish = op { stores = extras.lastYield != nil }
+            defer { if stores { runtime.optimisticLedger.newerData(cache.store, key: cache.key) } }
             // Stored once for all the cells waiting, before they show it.
             switch op {
             case .yield(let value): extras.lastYield = value

@@ -39,6 +39,8 @@ public final class Runtime: @unchecked Sendable {
     private var shared: [ShareKey: Handle] = [:]
     /// Loop thread only: whether polling is paused, and who waits for it.
     let pollControl = PollControl()
+    /// Loop thread: the keys that show optimistic values of running writes.
+    let optimisticLedger = OptimisticLedger()
 
     /// `spinMicroseconds`: see `EventLoop.init`. `metrics`: whether loads,
     /// jobs and events are counted and load latencies measured (see

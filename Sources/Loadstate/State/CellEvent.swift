@@ -31,6 +31,9 @@
     @usableFromInline package var stateChanged: Bool
     /// The state was restored because a load was cancelled.
     @usableFromInline package var isCancelled: Bool
+    /// The state came back because a write that showed optimistic values
+    /// failed or was cancelled (see `OptimisticLedger`).
+    @usableFromInline package var isRolledBack = false
 
     @usableFromInline package init(type: EventType, cell: UInt64, seq: UInt64, load: UInt64, state: CellState<Value, Request>,
                 stateChanged: Bool, isCancelled: Bool, elapsedMs: UInt64, progressDone: UInt64,

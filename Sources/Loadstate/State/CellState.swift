@@ -31,6 +31,9 @@
     /// The load waits for its loader's admission (a concurrency or rate
     /// limit): its job has not started yet.
     @usableFromInline package var isQueued: Bool = false
+    /// The value is an optimistic one of a write still running (see
+    /// `OptimisticLedger`), not confirmed data.
+    @usableFromInline package var isOptimistic: Bool = false
 
     @usableFromInline package var error: LoadError? {
         get { errorBox?.error }

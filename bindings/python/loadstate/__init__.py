@@ -29,7 +29,7 @@ from .cache import Cache, CacheEntry, CacheStats
 from .cells import Cell, EventStream, Load, Loadable, Process
 from .codec import BYTES, JSON, TEXT, Codec
 from .enums import (CACHE_GET_MANY_MAX, CacheVerdict, INSPECTOR_WAITING_MAX, PRIORITY_PREFETCH, QUEUE_MAX, REDIS_KEYS_MAX, REDIS_PENDING_MAX,
-                    REDIS_REPLY_SLACK, VALUE_MAX, NAME_MAX, CachePolicy, Code,
+                    REDIS_REPLY_SLACK, VALUE_MAX, NAME_MAX, MUTATION_KEYS_MAX, CachePolicy, Code,
                     Delivery, Domain, EventType, Flags, HttpFlags, JobOutcome, LoadFlags, Observed, RedisCode, Status)
 from .errors import (Busy, Cancelled, Closed, Error, HTTPStatusError, InvalidArgument, IOFailure, LibraryNotFound,
                      LoadFailed, LoadOSError, LoadTimedOut, NotFound, NotSupported, OutOfMemory, RedisError, Superseded, TimedOut, TooBig, WrongState, error_for_code)
@@ -58,7 +58,7 @@ __all__ = [
     "CacheStats", "RedisCache", "RedisStatus", "LoadMetrics", "RuntimeStats", "Observation", "Observer", "Observed",
     "JobOutcome",
     "Event", "Snapshot", "LoadOptions", "Status", "Flags", "EventType", "Domain", "Delivery", "CachePolicy", "Code",
-    "RedisCode", "REDIS_PENDING_MAX", "INSPECTOR_WAITING_MAX", "REDIS_REPLY_SLACK", "REDIS_KEYS_MAX", "CACHE_GET_MANY_MAX", "VALUE_MAX", "QUEUE_MAX", "NAME_MAX", "Limits", "LoadFlags",
+    "RedisCode", "REDIS_PENDING_MAX", "INSPECTOR_WAITING_MAX", "REDIS_REPLY_SLACK", "REDIS_KEYS_MAX", "CACHE_GET_MANY_MAX", "VALUE_MAX", "QUEUE_MAX", "NAME_MAX", "MUTATION_KEYS_MAX", "Limits", "LoadFlags",
     "PRIORITY_PREFETCH",
     "Codec", "BYTES", "TEXT", "JSON", "PATH", "EXEC_REQUEST", "HTTP_REQUEST", "HTTP_RESPONSE",
     "ExecRequest", "HttpRequest", "HttpResponse", "HttpFlags", "HTTP_INSECURE", "HTTP_NO_REDIRECTS",

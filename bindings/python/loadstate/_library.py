@@ -286,6 +286,30 @@ class CacheValueC(Structure):
                 ("expires_at_ms", c_uint64), ("stale", c_uint32)]
 
 
+class CacheUpdateC(Structure):
+    """``lds_cache_update``."""
+
+    _fields_ = [("cache", c_uint64), ("key", c_char_p), ("key_len", c_size_t), ("value", c_char_p),
+                ("value_len", c_size_t)]
+
+
+class CachePrefixC(Structure):
+    """``lds_cache_prefix``."""
+
+    _fields_ = [("cache", c_uint64), ("prefix", c_char_p), ("prefix_len", c_size_t)]
+
+
+class MutationOptionsC(Structure):
+    """``lds_mutation_options``."""
+
+    _fields_ = [("size", c_uint32), ("flags", c_uint32), ("optimistic", POINTER(CacheUpdateC)),
+                ("optimistic_count", c_size_t), ("invalidate", POINTER(CachePrefixC)), ("invalidate_count", c_size_t)]
+
+
+#: ``LDS_MUTATE_POPULATE``: the job's value becomes the confirmed value of every key of a write.
+MUTATE_POPULATE = 1 << 0
+
+
 class CacheStatisticsC(Structure):
     """``lds_cache_statistics``."""
 
@@ -478,6 +502,8 @@ _PROTOTYPES: Dict[str, Tuple[object, List[object]]] = {
     "lds_process_new_ex": (c_int, [_rt, POINTER(CellOptionsC), POINTER(c_uint64)]),
     "lds_process_free": (c_int, [_rt, _id]),
     "lds_process_run": (c_int, [_rt, _id, c_int32, _id, c_char_p, c_size_t, POINTER(LoadOptionsC)]),
+    "lds_process_mutate": (c_int, [_rt, _id, c_int32, _id, c_char_p, c_size_t, POINTER(LoadOptionsC),
+                                   POINTER(MutationOptionsC)]),
     "lds_process_cancel": (c_int, [_rt, _id]),
     "lds_process_reset": (c_int, [_rt, _id]),
     "lds_process_set_progress": (c_int, [_rt, _id, c_int]),

@@ -12,16 +12,18 @@ import warnings
 import weakref
 from ctypes import POINTER, byref, c_uint32, c_uint64, cast, sizeof, string_at
 from threading import get_ident
-from typing import (TYPE_CHECKING, Any, Callable, Deque, Generator, Generic, List, Optional, Sequence, Tuple, TypeVar,
-                    Union)
+from typing import (TYPE_CHECKING, Any, Callable, Deque, Generator, Generic, Iterable, List, Mapping, Optional,
+                    Sequence, Tuple, TypeVar, Union)
 
 from . import _core, _trio
 from ._checks import I32_MAX, I32_MIN, flag, handle_name, integer, seconds
-from ._library import OP_LOAD, CellOptionsC, LoadOptionsC, SnapshotC
+from ._library import (MUTATE_POPULATE, OP_LOAD, CachePrefixC, CacheUpdateC, CellOptionsC, LoadOptionsC,
+                       MutationOptionsC, SnapshotC)
 from .builtin import HttpRequest
 from .cache import Cache
 from .codec import BYTES, Codec, encode_request
-from .enums import VALUE_MAX, CachePolicy, Code, Delivery, Domain, EventType, Flags, LoadFlags, Status
+from .enums import (MUTATION_KEYS_MAX, VALUE_MAX, CachePolicy, Code, Delivery, Domain, EventType, Flags, LoadFlags,
+                    Status)
 from .errors import Cancelled, Closed, Error, InvalidArgument, Superseded, TimedOut, WrongState
 from .loaders import Loader
 from .types import _FLAG_ONLY_OPTIONS, Event, LoadOptions, event_from_raw
@@ -443,7 +445,7 @@ class Cell(Generic[T]):
         self.close()
 
     def _begin(self, loader: Optional[Loader[Any]], request: Any, options: Optional[LoadOptions],
-               kind: Optional[int], what: str) -> "Load[T]":
+               kind: Optional[int], what: str, mutation: Optional[MutationOptionsC] = None) -> "Load[T]":
         loader = loader or self._loader
         if loader is None:
             raise InvalidArgument(InvalidArgument.code, "invalid argument",
@@ -497,6 +499,9 @@ class Cell(Generic[T]):
                     struct.flags |= _NO_PROGRESS
             if kind is None:
                 rc = core.dll.lds_loadable_load(core.c_handle, state.c_id, loader._c_id, raw, len(raw), c_options)
+            elif mutation is not None:
+                rc = core.dll.lds_process_mutate(core.c_handle, state.c_id, kind, loader._c_id, raw, len(raw),
+                                                 c_options, byref(mutation))
             else:
                 rc = core.dll.lds_process_run(core.c_handle, state.c_id, kind, loader._c_id, raw, len(raw),
                                               c_options)
@@ -737,6 +742,93 @@ class Process(Cell[None]):
         return self._begin(loader, request, _options(
             options, silent=silent, share=share, timeout=timeout, interrupts=interrupts, retries=retries,
             retry_base=retry_base, retry_max=retry_max, priority=priority), kind, "run")
+
+    def mutate(self, loader: Optional[Loader[Any]] = None, request: Any = None, *,
+               optimistic: Union[Mapping[Any, Any], Iterable[Tuple[Cache[Any], Any, Any]]] = (),
+               cache: Optional[Cache[Any]] = None,
+               invalidate: Iterable[Tuple[Cache[Any], Any]] = (), populate: bool = False, kind: int = 0,
+               silent: bool = False, timeout: Optional[float] = None, retries: int = 0,
+               retry_base: Optional[float] = None, retry_max: Optional[float] = None, priority: int = 0,
+               options: Optional[LoadOptions] = None) -> "Load[None]":
+        """Runs a write: a :meth:`run` of process ``kind`` that shows its result before it has one.
+
+        Before the loader is called, each optimistic value is shown under its key: a memory cache
+        stores it (``cache.get(key)`` returns it); a persistent or Redis cache is not written (it
+        takes only confirmed values); every loadable cell whose last load used that cache and key
+        shows it, ``LOADED`` and flagged :attr:`Flags.OPTIMISTIC` (:attr:`Event.optimistic`).
+
+        If the run fails (after its retries), times out, is cancelled or reset, or the cell is
+        freed, each key gets back exactly what it held before the first pending write of it (a
+        memory cache's entry with its times, or none; each cell's earlier state, flagged
+        :attr:`Flags.ROLLED_BACK`), unless newer data replaced it meanwhile (a load's result, a
+        put, a later write's confirmed value). While another write of the key is pending, the key
+        shows that write's value instead.
+
+        If it succeeds: with ``populate`` the job's value is stored under every key, in every kind
+        of cache, and shown without :attr:`Flags.OPTIMISTIC`; without it the optimistic values
+        stay, confirmed. Then every ``(cache, prefix)`` of ``invalidate`` is invalidated as
+        :meth:`Cache.invalidate <loadstate.Cache.invalidate>` does. All of it happens before the
+        run's ``FINISHED`` or ``FAILED`` event.
+
+        Args:
+            loader, request: as for :meth:`run`.
+            optimistic: ``[(cache, key, value)]``, or ``{key: value}`` with ``cache``: keys are
+                ``str`` or ``bytes``, values are encoded with the cache's codec. At most
+                :data:`MUTATION_KEYS_MAX`.
+            cache: the cache of the keys of an ``optimistic`` mapping.
+            invalidate: ``[(cache, prefix)]``, at most :data:`MUTATION_KEYS_MAX`.
+            populate: store the job's value (bytes) under every key once the write succeeded.
+            kind and the other arguments: as for :meth:`run`.
+
+        Raises :class:`InvalidArgument` (too many keys, a cache of another runtime),
+        :class:`NotFound` (a freed cache), :class:`TooBig` (a key or value over :data:`VALUE_MAX`),
+        :class:`TypeError` for what is not a cache; then nothing was shown or run.
+        """
+        kind = integer("kind", kind, I32_MIN, I32_MAX)
+        if isinstance(optimistic, Mapping):
+            if cache is None:
+                raise TypeError("mutate: an optimistic mapping {key: value} needs cache=")
+            items: List[Tuple[Any, ...]] = [(cache, k, v) for k, v in optimistic.items()]
+        else:
+            items = [tuple(item) for item in optimistic]
+        prefixes = [tuple(item) for item in invalidate]
+        if len(items) > MUTATION_KEYS_MAX or len(prefixes) > MUTATION_KEYS_MAX:
+            raise InvalidArgument(InvalidArgument.code, "invalid argument",
+                                  f"mutate: more than {MUTATION_KEYS_MAX} optimistic values or prefixes")
+        updates = (CacheUpdateC * max(len(items), 1))()
+        for i, item in enumerate(items):
+            if len(item) != 3:
+                raise TypeError("optimistic items must be (cache, key, value)")
+            store, key, value = item
+            raw_key = _cache_key(self, store, key, "mutate")
+            data = store.codec.encode(value)
+            data = data if data.__class__ is bytes else bytes(data)
+            updates[i] = CacheUpdateC(store.id, raw_key, len(raw_key), data, len(data))
+        invalidations = (CachePrefixC * max(len(prefixes), 1))()
+        for i, item in enumerate(prefixes):
+            if len(item) != 2:
+                raise TypeError("invalidate items must be (cache, prefix)")
+            store, prefix = item
+            raw_prefix = _cache_key(self, store, prefix, "mutate")
+            invalidations[i] = CachePrefixC(store.id, raw_prefix, len(raw_prefix))
+        mutation = MutationOptionsC(sizeof(MutationOptionsC), MUTATE_POPULATE if populate else 0,
+                                    updates, len(items), invalidations, len(prefixes))
+        return self._begin(loader, request, _options(
+            options, silent=silent, timeout=timeout, retries=retries, retry_base=retry_base, retry_max=retry_max,
+            priority=priority), kind, "mutate", mutation)
+
+
+def _cache_key(cell: Cell[Any], cache: Any, key: Any, what: str) -> bytes:
+    """A key or prefix of a write's cache, as bytes; the cache must belong to the cell's runtime."""
+    if not isinstance(cache, Cache):
+        raise TypeError(f"{what}: a cache must be a loadstate.Cache, not {type(cache).__name__}")
+    if cache._core is not cell._core:
+        raise InvalidArgument(InvalidArgument.code, "invalid argument", f"{what}: the cache belongs to another runtime")
+    if isinstance(key, str):
+        return key.encode("utf-8")
+    if isinstance(key, (bytes, bytearray, memoryview)):
+        return bytes(key)
+    raise TypeError(f"{what}: a key must be bytes or str, not {type(key).__name__}")
 
 
 class Load(Generic[T]):

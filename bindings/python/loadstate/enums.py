@@ -14,7 +14,7 @@ import enum
 __all__ = ["Status", "CacheVerdict", "Flags", "EventType", "Domain", "Delivery", "CachePolicy", "Code", "RedisCode", "LoadFlags",
            "HttpFlags", "ExecFlags", "CacheFlags", "Observed", "JobOutcome", "VALUE_MAX", "QUEUE_MAX",
            "PRIORITY_PREFETCH", "REDIS_PENDING_MAX", "REDIS_KEYS_MAX", "CACHE_GET_MANY_MAX",
-           "INSPECTOR_WAITING_MAX", "REDIS_REPLY_SLACK", "NAME_MAX"]
+           "INSPECTOR_WAITING_MAX", "REDIS_REPLY_SLACK", "NAME_MAX", "MUTATION_KEYS_MAX"]
 
 #: The largest value, request or message, in bytes, the library accepts (256 MiB).
 VALUE_MAX = 256 * 1024 * 1024
@@ -22,6 +22,10 @@ VALUE_MAX = 256 * 1024 * 1024
 #: The longest name of a loader or cell, in bytes of UTF-8 (128, ``LDS_NAME_MAX``); a longer one raises
 #: :class:`loadstate.InvalidArgument`.
 NAME_MAX = 128
+
+#: The most optimistic values, and the most prefixes, of one write (64, ``LDS_MUTATION_KEYS_MAX``;
+#: see :meth:`loadstate.Process.mutate`); more raise :class:`loadstate.InvalidArgument`.
+MUTATION_KEYS_MAX = 64
 
 #: The most operations host threads may have waiting for a runtime's loop thread
 #: (262,144); a call that would queue more raises :class:`loadstate.Busy` and changes nothing.
@@ -82,6 +86,8 @@ class Flags(enum.IntFlag):
     CANCELLED = 1 << 4
     QUEUED = 1 << 6
     REVALIDATED = 1 << 7
+    OPTIMISTIC = 1 << 8
+    ROLLED_BACK = 1 << 12
 
     def __str__(self) -> str:
         return f"Flags.{self.name}" if self.name else "Flags.NONE"

@@ -113,6 +113,18 @@ class Event(Generic[T_co]):
         return int.__and__(self.flags, Flags.REVALIDATED) != 0
 
     @property
+    def optimistic(self) -> bool:
+        """The value is an optimistic one of a write still running (:meth:`Process.mutate
+        <loadstate.Process.mutate>`), not confirmed data."""
+        return int.__and__(self.flags, Flags.OPTIMISTIC) != 0
+
+    @property
+    def rolled_back(self) -> bool:
+        """This state came back because a write that showed an optimistic value failed or was
+        cancelled."""
+        return int.__and__(self.flags, Flags.ROLLED_BACK) != 0
+
+    @property
     def settled(self) -> bool:
         """A state event with no load under way: not loading, partial or refreshing."""
         return (self.type == EventType.STATE and self.status not in _BUSY

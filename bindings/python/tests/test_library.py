@@ -77,6 +77,7 @@ STRUCTS = {
     "lds_exec_request": "ExecRequestC", "lds_http_options": "HttpOptionsC", "lds_http_request": "HttpRequestC",
     "lds_http_response": "HttpResponseC", "lds_memory_cache_options": "MemoryCacheOptionsC",
     "lds_persistent_cache_options": "PersistentCacheOptionsC", "lds_cache_value": "CacheValueC",
+    "lds_cache_update": "CacheUpdateC", "lds_cache_prefix": "CachePrefixC", "lds_mutation_options": "MutationOptionsC",
     "lds_cache_statistics": "CacheStatisticsC", "lds_cache_key_list": "CacheKeyListC", "lds_record": "RecordC",
     "lds_op": "OpC",
     "lds_loader_options": "LoaderOptionsC", "lds_cell_options": "CellOptionsC",
@@ -124,6 +125,7 @@ FAMILIES: Dict[str, Dict[str, int]] = {
     r"LDS_CACHE_\w+(?<!_MAX)": _named("LDS_CACHE_", CacheFlags),
     r"LDS_OBSERVE_\w+": _named("LDS_OBSERVE_", loadstate.Observed),
     r"LDS_JOB_\w+": _named("LDS_JOB_", loadstate.JobOutcome),
+    r"LDS_MUTATE_\w+": {"LDS_MUTATE_POPULATE": _library.MUTATE_POPULATE},
     r"LDS_RECORD_\w+": {"LDS_RECORD_EVENT": _library.RECORD_EVENT, "LDS_RECORD_START": _library.RECORD_START,
                         "LDS_RECORD_CANCEL": _library.RECORD_CANCEL},
     r"LDS_OP_\w+": {"LDS_OP_LOAD": _library.OP_LOAD, "LDS_OP_CANCEL": _library.OP_CANCEL,
@@ -142,6 +144,7 @@ SINGLES: Dict[str, int] = {
     "LDS_PRIORITY_PREFETCH": loadstate.PRIORITY_PREFETCH, "LDS_REDIS_PENDING_MAX": loadstate.REDIS_PENDING_MAX,
     "LDS_REDIS_KEYS_MAX": loadstate.REDIS_KEYS_MAX, "LDS_CACHE_GET_MANY_MAX": loadstate.CACHE_GET_MANY_MAX,
     "LDS_REDIS_REPLY_SLACK": loadstate.REDIS_REPLY_SLACK, "LDS_NAME_MAX": loadstate.NAME_MAX,
+    "LDS_MUTATION_KEYS_MAX": loadstate.MUTATION_KEYS_MAX,
     "LDS_LATENCY_BUCKETS": _library.LATENCY_BUCKETS, "LDS_VERSION_MAJOR": _library._VERSION_MAJOR,
 }
 

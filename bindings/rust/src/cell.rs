@@ -398,6 +398,62 @@ impl Process {
         Ok(())
     }
 
+    /// Runs a write: [`run`](Process::run) of process `kind` that shows the
+    /// optimistic values of `mutation` before `loader` is called, rolls
+    /// them back if the run fails, times out, is cancelled or reset (or the
+    /// cell is dropped) unless newer data replaced them, and on success
+    /// confirms them (or stores the job's value under every key, with
+    /// [`Mutation::populate`](crate::Mutation::populate)) and invalidates
+    /// its prefixes, all before the run's finished or failed event.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument)
+    /// for a cache of another runtime or more than
+    /// [`MUTATION_KEYS_MAX`](crate::MUTATION_KEYS_MAX) values or prefixes,
+    /// [`ErrorKind::NotFound`](crate::ErrorKind::NotFound) for a freed
+    /// cache, [`ErrorKind::TooBig`](crate::ErrorKind::TooBig) for a key or
+    /// value over `LDS_VALUE_MAX`; nothing is shown or run then.
+    pub fn mutate(&self, kind: i32, loader: &Loader, request: &[u8], mutation: &crate::Mutation) -> Result<()> {
+        self.mutate_with(kind, loader, request, &LoadOptions::new(), mutation)
+    }
+
+    /// [`mutate`](Process::mutate) with load options (as
+    /// [`run_with`](Process::run_with)).
+    ///
+    /// # Errors
+    ///
+    /// As [`mutate`](Process::mutate).
+    pub fn mutate_with(
+        &self,
+        kind: i32,
+        loader: &Loader,
+        request: &[u8],
+        options: &LoadOptions,
+        mutation: &crate::Mutation,
+    ) -> Result<()> {
+        if !mutation.same_runtime(&self.cell.shared) {
+            check(sys::LDS_EINVAL)?;
+        }
+        let raw = options.to_raw();
+        mutation.with_raw(|m| {
+            // SAFETY: valid handle, buffers and options, alive during the call.
+            check(unsafe {
+                sys::lds_process_mutate(
+                    self.cell.raw(),
+                    self.cell.id,
+                    kind,
+                    loader.id(),
+                    request_ptr(request),
+                    request.len(),
+                    &raw const raw,
+                    m,
+                )
+            })
+        })?;
+        Ok(())
+    }
+
     /// Gives the run under way another priority, as [`Loadable::set_priority`].
     pub fn set_priority(&self, priority: i32) -> Result<()> {
         // SAFETY: valid handle.

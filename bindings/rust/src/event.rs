@@ -87,8 +87,13 @@ impl Flags {
     /// With `FROM_CACHE`: the cached value was confirmed current by its
     /// loader (an HTTP 304).
     pub const REVALIDATED: Flags = Flags(sys::LDS_FLAG_REVALIDATED);
+    /// The value is an optimistic one of a write still running (see
+    /// [`Process::mutate`](crate::Process::mutate)).
+    pub const OPTIMISTIC: Flags = Flags(sys::LDS_FLAG_OPTIMISTIC);
+    /// This state came back because a write failed or was cancelled.
+    pub const ROLLED_BACK: Flags = Flags(sys::LDS_FLAG_ROLLED_BACK);
 
-    const NAMES: [(Flags, &'static str); 7] = [
+    const NAMES: [(Flags, &'static str); 9] = [
         (Flags::REFRESHING, "REFRESHING"),
         (Flags::PARTIAL, "PARTIAL"),
         (Flags::STALE, "STALE"),
@@ -96,6 +101,8 @@ impl Flags {
         (Flags::CANCELLED, "CANCELLED"),
         (Flags::QUEUED, "QUEUED"),
         (Flags::REVALIDATED, "REVALIDATED"),
+        (Flags::OPTIMISTIC, "OPTIMISTIC"),
+        (Flags::ROLLED_BACK, "ROLLED_BACK"),
     ];
 
     /// The flags of raw bits, unknown bits included.
@@ -296,6 +303,20 @@ impl Event {
     #[must_use]
     pub fn is_stale(&self) -> bool {
         self.flags.contains(Flags::STALE)
+    }
+
+    /// Whether the value is an optimistic one of a running write
+    /// ([`Flags::OPTIMISTIC`]).
+    #[must_use]
+    pub fn is_optimistic(&self) -> bool {
+        self.flags.contains(Flags::OPTIMISTIC)
+    }
+
+    /// Whether the state came back because a write failed or was cancelled
+    /// ([`Flags::ROLLED_BACK`]).
+    #[must_use]
+    pub fn is_rolled_back(&self) -> bool {
+        self.flags.contains(Flags::ROLLED_BACK)
     }
 
     /// Whether this is a state event that ends a load or run: loaded

@@ -69,6 +69,8 @@ pub const LDS_FLAG_FROM_CACHE: u32 = 1 << 3;
 pub const LDS_FLAG_CANCELLED: u32 = 1 << 4;
 pub const LDS_FLAG_QUEUED: u32 = 1 << 6;
 pub const LDS_FLAG_REVALIDATED: u32 = 1 << 7;
+pub const LDS_FLAG_OPTIMISTIC: u32 = 1 << 8;
+pub const LDS_FLAG_ROLLED_BACK: u32 = 1 << 12;
 
 pub const LDS_LOAD_SILENT: u32 = 1 << 0;
 pub const LDS_LOAD_SHARE: u32 = 1 << 1;
@@ -867,6 +869,53 @@ pub struct lds_cell_options {
     pub name: *const c_char,
 }
 
+/// Since 0.5: one optimistic value of a write.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct lds_cache_update {
+    pub cache: lds_id,
+    pub key: *const c_void,
+    pub key_len: usize,
+    pub value: *const c_void,
+    pub value_len: usize,
+}
+
+/// Since 0.5: one prefix a write invalidates once it succeeded.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct lds_cache_prefix {
+    pub cache: lds_id,
+    pub prefix: *const c_void,
+    pub prefix_len: usize,
+}
+
+/// Since 0.5: what a write shows and does (`lds_process_mutate`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct lds_mutation_options {
+    pub size: u32,
+    pub flags: u32,
+    pub optimistic: *const lds_cache_update,
+    pub optimistic_count: usize,
+    pub invalidate: *const lds_cache_prefix,
+    pub invalidate_count: usize,
+}
+
+impl lds_mutation_options {
+    /// The value of `LDS_MUTATION_OPTIONS_INIT`.
+    pub const INIT: Self = lds_mutation_options {
+        size: core::mem::size_of::<lds_mutation_options>() as u32,
+        flags: 0,
+        optimistic: core::ptr::null(),
+        optimistic_count: 0,
+        invalidate: core::ptr::null(),
+        invalidate_count: 0,
+    };
+}
+
+pub const LDS_MUTATE_POPULATE: u32 = 1 << 0;
+pub const LDS_MUTATION_KEYS_MAX: usize = 64;
+
 impl lds_cell_options {
     /// The value of `LDS_CELL_OPTIONS_INIT`.
     pub const INIT: Self = lds_cell_options {
@@ -1049,6 +1098,16 @@ unsafe extern "C" {
         request: *const c_void,
         request_len: usize,
         opts: *const lds_load_options,
+    ) -> c_int;
+    pub fn lds_process_mutate(
+        rt: *mut lds_runtime,
+        cell: lds_id,
+        kind: i32,
+        loader: lds_id,
+        request: *const c_void,
+        request_len: usize,
+        opts: *const lds_load_options,
+        mutation: *const lds_mutation_options,
     ) -> c_int;
     pub fn lds_process_cancel(rt: *mut lds_runtime, cell: lds_id) -> c_int;
     pub fn lds_process_reset(rt: *mut lds_runtime, cell: lds_id) -> c_int;

@@ -138,6 +138,18 @@ int main(void) {
   SIZE(lds_cache_statistics);
   FIELD(lds_cache_statistics, hits); FIELD(lds_cache_statistics, misses); FIELD(lds_cache_statistics, evictions);
   FIELD(lds_cache_statistics, expirations); FIELD(lds_cache_statistics, entries); FIELD(lds_cache_statistics, bytes);
+  SIZE(lds_cache_update);
+  FIELD(lds_cache_update, cache); FIELD(lds_cache_update, key); FIELD(lds_cache_update, key_len);
+  FIELD(lds_cache_update, value); FIELD(lds_cache_update, value_len);
+  SIZE(lds_cache_prefix);
+  FIELD(lds_cache_prefix, cache); FIELD(lds_cache_prefix, prefix); FIELD(lds_cache_prefix, prefix_len);
+  SIZE(lds_mutation_options);
+  FIELD(lds_mutation_options, size); FIELD(lds_mutation_options, flags); FIELD(lds_mutation_options, optimistic);
+  FIELD(lds_mutation_options, optimistic_count); FIELD(lds_mutation_options, invalidate);
+  FIELD(lds_mutation_options, invalidate_count);
+  lds_mutation_options mu = LDS_MUTATION_OPTIONS_INIT;
+  printf("init lds_mutation_options %u %u %d %zu %d %zu\n", mu.size, mu.flags, mu.optimistic != NULL,
+         mu.optimistic_count, mu.invalidate != NULL, mu.invalidate_count);
   SIZE(lds_cache_key_list);
   FIELD(lds_cache_key_list, count); FIELD(lds_cache_key_list, keys); FIELD(lds_cache_key_list, lengths);
   FIELD(lds_cache_key_list, block);
@@ -385,6 +397,22 @@ fn structs_and_constants_match_the_c_header() {
     fields!(lds_cache_value: value, value_len, stored_at_ms, expires_at_ms, stale);
     fields!(lds_cache_statistics: hits, misses, evictions, expirations, entries, bytes);
     fields!(lds_cache_key_list: count, keys, lengths, block);
+    fields!(lds_cache_update: cache, key, key_len, value, value_len);
+    fields!(lds_cache_prefix: cache, prefix, prefix_len);
+    fields!(lds_mutation_options: size, flags, optimistic, optimistic_count, invalidate, invalidate_count);
+    let mu = lds_mutation_options::INIT;
+    checker.check(
+        "init lds_mutation_options",
+        format!(
+            "{} {} {} {} {} {}",
+            mu.size,
+            mu.flags,
+            i32::from(!mu.optimistic.is_null()),
+            mu.optimistic_count,
+            i32::from(!mu.invalidate.is_null()),
+            mu.invalidate_count
+        ),
+    );
     fields!(lds_redis_cache_options: size, flags, key_prefix, ttl_ms, max_ttl_ms, max_value_bytes,
         command_timeout_ms, connect_timeout_ms, lease_ms, reconnect_max_ms, memory_max_entries, memory_max_bytes,
         memory_ttl_ms);
@@ -466,6 +494,10 @@ fn structs_and_constants_match_the_c_header() {
         LDS_FLAG_CANCELLED,
         LDS_FLAG_QUEUED,
         LDS_FLAG_REVALIDATED,
+        LDS_FLAG_OPTIMISTIC,
+        LDS_FLAG_ROLLED_BACK,
+        LDS_MUTATE_POPULATE,
+        LDS_MUTATION_KEYS_MAX,
         LDS_LOAD_SILENT,
         LDS_LOAD_SHARE,
         LDS_LOAD_POLL_ON_ERROR,

@@ -27,6 +27,8 @@ func cFlags<Value, Request>(_ event: CellEvent<Value, Request>) -> UInt32 {
     if event.state.isStale { flags |= UInt32(LDS_FLAG_STALE) }
     if event.state.isQueued { flags |= UInt32(LDS_FLAG_QUEUED) }
     if event.state.isRevalidated { flags |= UInt32(LDS_FLAG_REVALIDATED) }
+    if event.state.isPrevious { flags |= UInt32(LDS_FLAG_PREVIOUS) }
+    if event.state.isPlaceholder { flags |= UInt32(LDS_FLAG_PLACEHOLDER) }
     return flags
 }
 

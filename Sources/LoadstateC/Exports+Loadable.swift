@@ -112,6 +112,11 @@ func startLoad(_ rt: OpaquePointer?, _ id: UInt64, _ flavor: CellFlavor, _ kind:
         case .success(let parsed): (options, choice) = parsed
         case .failure(let code): return code.rawValue
         }
+        let placeholder: Bytes?
+        switch LoadOptions.placeholder(opts) {
+        case .success(let p): placeholder = p
+        case .failure(let code): return code.rawValue
+        }
         let bytes: Bytes
         switch copyBytes(request, requestLength) {
         case .success(let b): bytes = b
@@ -132,7 +137,13 @@ func startLoad(_ rt: OpaquePointer?, _ id: UInt64, _ flavor: CellFlavor, _ kind:
             if flags & UInt32(LDS_LOAD_NO_PROGRESS) != 0 { found.cell.deliversProgress = false }
             // The closure takes `found` whole: taking its fields apart would copy the spec.
             // Dropped unrun by a free of the runtime (see `EventLoop.executeSkippable`).
-            runtime.loop.executeSkippable { found.cell.load(found.spec, ticket: found.ticket) }
+            if let placeholder, flavor == .loadable {
+                var spec = found.spec
+                spec.placeholder = placeholder
+                runtime.loop.executeSkippable { found.cell.load(spec, ticket: found.ticket) }
+            } else {
+                runtime.loop.executeSkippable { found.cell.load(found.spec, ticket: found.ticket) }
+            }
             return true
         }
         return queued ? LDS_OK : LDS_ENOENT

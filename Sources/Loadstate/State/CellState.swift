@@ -31,6 +31,11 @@
     /// The load waits for its loader's admission (a concurrency or rate
     /// limit): its job has not started yet.
     @usableFromInline package var isQueued: Bool = false
+    /// The value answers an earlier request (its own, in `request`), kept
+    /// while a load of another request runs (`LoadOptions.keepsPrevious`).
+    @usableFromInline package var isPrevious: Bool = false
+    /// The value is the running load's placeholder (`LoadSpec.placeholder`).
+    @usableFromInline package var isPlaceholder: Bool = false
 
     @usableFromInline package var error: LoadError? {
         get { errorBox?.error }

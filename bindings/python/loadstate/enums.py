@@ -82,6 +82,8 @@ class Flags(enum.IntFlag):
     CANCELLED = 1 << 4
     QUEUED = 1 << 6
     REVALIDATED = 1 << 7
+    PREVIOUS = 1 << 9
+    PLACEHOLDER = 1 << 10
 
     def __str__(self) -> str:
         return f"Flags.{self.name}" if self.name else "Flags.NONE"
@@ -211,6 +213,7 @@ class LoadFlags(enum.IntFlag):
     POLL_ON_ERROR = 1 << 4
     IGNORE_CACHE_HEADERS = 1 << 5
     NO_PROGRESS = 1 << 6
+    KEEP_PREVIOUS = 1 << 7
 
 
 class HttpFlags(enum.IntFlag):

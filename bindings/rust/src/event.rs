@@ -87,8 +87,17 @@ impl Flags {
     /// With `FROM_CACHE`: the cached value was confirmed current by its
     /// loader (an HTTP 304).
     pub const REVALIDATED: Flags = Flags(sys::LDS_FLAG_REVALIDATED);
+    /// The value answers an earlier request (the event's `request` is that
+    /// request), kept while a load of another request runs
+    /// ([`LoadOptions::keep_previous`](crate::LoadOptions::keep_previous));
+    /// always with `REFRESHING`.
+    pub const PREVIOUS: Flags = Flags(sys::LDS_FLAG_PREVIOUS);
+    /// The value is the running load's placeholder
+    /// ([`LoadOptions::placeholder`](crate::LoadOptions::placeholder)),
+    /// never stored in a cache; always with `REFRESHING`.
+    pub const PLACEHOLDER: Flags = Flags(sys::LDS_FLAG_PLACEHOLDER);
 
-    const NAMES: [(Flags, &'static str); 7] = [
+    const NAMES: [(Flags, &'static str); 9] = [
         (Flags::REFRESHING, "REFRESHING"),
         (Flags::PARTIAL, "PARTIAL"),
         (Flags::STALE, "STALE"),
@@ -96,6 +105,8 @@ impl Flags {
         (Flags::CANCELLED, "CANCELLED"),
         (Flags::QUEUED, "QUEUED"),
         (Flags::REVALIDATED, "REVALIDATED"),
+        (Flags::PREVIOUS, "PREVIOUS"),
+        (Flags::PLACEHOLDER, "PLACEHOLDER"),
     ];
 
     /// The flags of raw bits, unknown bits included.
@@ -296,6 +307,20 @@ impl Event {
     #[must_use]
     pub fn is_stale(&self) -> bool {
         self.flags.contains(Flags::STALE)
+    }
+
+    /// Whether the value answers an earlier request, kept while a load of
+    /// another request runs ([`Flags::PREVIOUS`]).
+    #[must_use]
+    pub fn is_previous(&self) -> bool {
+        self.flags.contains(Flags::PREVIOUS)
+    }
+
+    /// Whether the value is the running load's placeholder
+    /// ([`Flags::PLACEHOLDER`]).
+    #[must_use]
+    pub fn is_placeholder(&self) -> bool {
+        self.flags.contains(Flags::PLACEHOLDER)
     }
 
     /// Whether this is a state event that ends a load or run: loaded

@@ -18,6 +18,13 @@ public struct LoadableSnapshot<Request, Value> {
     public var isFromCache: Bool
     /// The cached value is older than the cache's fresh time, or was invalidated.
     public var isStale: Bool
+    /// The value answers an earlier request (the one in `request`), kept
+    /// while a load of another request runs (`keepingPrevious`); a load
+    /// awaited meanwhile never returns it.
+    public var isPrevious: Bool = false
+    /// The value is the running load's placeholder (`placeholder`), never
+    /// stored in a cache.
+    public var isPlaceholder: Bool = false
     /// Which attempt produced this state: 1 for the first try, 2 for the
     /// first retry; 0 when no load did.
     public var attempt: Int
@@ -35,6 +42,8 @@ extension LoadableSnapshot {
         isPartial = detail.isPartial
         isFromCache = detail.isFromCache
         isStale = detail.isStale
+        isPrevious = detail.isPrevious
+        isPlaceholder = detail.isPlaceholder
         attempt = Int(detail.attempt)
         updatedAtMs = detail.updatedAt
     }

@@ -44,6 +44,15 @@
     }
 }
 
+extension LoadOptions {
+    /// The same options, keeping previous values or not.
+    func keepingPrevious(_ keeps: Bool) -> LoadOptions {
+        var options = self
+        options.keepsPrevious = keeps
+        return options
+    }
+}
+
 /// Everything needed to start, and restart, a load.
 @usableFromInline package struct LoadSpec<Value, Request> {
     @_spi(LoadstateC) public var loader: Loader<Value, Request>

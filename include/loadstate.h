@@ -190,6 +190,12 @@ extern "C" {
                                            (see "Writes") */
 #define LDS_FLAG_ROLLED_BACK (1u << 12) /* since 0.5: this state came back because a write failed or
                                            was cancelled (see "Writes") */
+#define LDS_FLAG_PREVIOUS    (1u << 9)  /* since 0.5: the value answers an earlier request (its own,
+                                           in the event's request) and is kept while a load of another
+                                           request runs (LDS_LOAD_KEEP_PREVIOUS); always with REFRESHING */
+#define LDS_FLAG_PLACEHOLDER (1u << 10) /* since 0.5: the value is the load's placeholder
+                                           (lds_load_options.placeholder), shown while it runs; never
+                                           stored in a cache; always with REFRESHING */
 
 /* Load flags (lds_load_options.flags). */
 #define LDS_LOAD_SILENT      (1u << 0)  /* keep the current state while loading; emit REFRESHING */
@@ -204,6 +210,10 @@ extern "C" {
                                            load is asked for, as lds_loadable_set_progress(rt, cell, 0)
                                            (lds_process_set_progress) would, without a call of its own:
                                            for bindings that turn them off for cells nobody listens to */
+#define LDS_LOAD_KEEP_PREVIOUS (1u << 7)  /* since 0.5: a non-silent load of a request other than the
+                                             request of the LOADED value shown keeps that value shown,
+                                             flagged PREVIOUS | REFRESHING, instead of LOADING (see
+                                             "Keeping the previous value") */
 
 /* Delivery modes (lds_runtime_options.delivery). */
 #define LDS_DELIVER_LOOP  0  /* callbacks run on the loop thread (default) */
@@ -367,9 +377,42 @@ typedef struct lds_load_options {
                                      in call order within one priority; any int32_t (default 0) */
   uint32_t refresh_interval_ms;   /* 0: none. After each successful load the cell refreshes
                                      itself silently this many ms after the load ended */
+  /* Placeholder (since 0.5; see "Keeping the previous value"). A caller
+   * whose size ends before these fields has none. */
+  const void *placeholder;        /* shown while a non-silent load runs and nothing else would be
+                                     (copied); NULL: none; non-NULL with length 0: an empty value */
+  size_t placeholder_len;         /* at most LDS_VALUE_MAX (more: LDS_ETOOBIG) */
 } lds_load_options;
 
-#define LDS_LOAD_OPTIONS_INIT { (uint32_t)sizeof(lds_load_options), 0, 0, NULL, 0, 0, 0, 0, 0, NULL, 0, 0, 0, 0, 0, 0 }
+#define LDS_LOAD_OPTIONS_INIT { (uint32_t)sizeof(lds_load_options), 0, 0, NULL, 0, 0, 0, 0, 0, NULL, 0, 0, 0, 0, 0, 0, \
+                                NULL, 0 }
+
+/*
+ * Keeping the previous value (since 0.5). Without these options a
+ * non-silent load shows LDS_LOADING until it ends.
+ *
+ * LDS_LOAD_KEEP_PREVIOUS: when the cell shows an LDS_LOADED value (or
+ * showed one before a chain of superseding loads) whose request differs
+ * from the load's request, the cell keeps showing that value, with its own
+ * request, as LDS_LOADED flagged LDS_FLAG_PREVIOUS | LDS_FLAG_REFRESHING,
+ * so that the value is never taken for the answer to the new request.
+ * Success shows the new value (without PREVIOUS); a failure shows the
+ * error (the previous value is dropped); a cancel restores what was shown
+ * before the load, as for any load. A cached value that the load's cache
+ * policy shows (LDS_POLICY_CACHE_THEN_LOAD, ...) is shown instead of the
+ * previous one. A load of the same request shows LDS_LOADING (or the
+ * placeholder) as usual.
+ *
+ * placeholder: while a non-silent load runs and nothing else would be
+ * shown (no cached value, no previous value kept), the cell shows
+ * LDS_LOADED with the placeholder and the load's request, flagged
+ * LDS_FLAG_PLACEHOLDER | LDS_FLAG_REFRESHING. The placeholder belongs to the
+ * cell's load: it is never stored in a cache, and another cell sharing the
+ * load's job (LDS_LOAD_SHARE) shows its own placeholder or LDS_LOADING.
+ * Success replaces it, a failure shows the error, a cancel restores the
+ * state before the load. With both, a previous value wins over the
+ * placeholder. Process cells ignore both.
+ */
 
 /*
  * Cache policies (lds_load_options.cache_policy), for loads with a cache:
@@ -1568,9 +1611,30 @@ typedef struct lds_memory_cache_options {
   uint64_t max_entries;  /* most entries held; 0: 10000 */
   uint64_t max_bytes;    /* most bytes (keys and values) held; 0: 64 MiB */
   uint64_t ttl_ms;       /* time to live of every entry; 0: entries do not expire */
+  uint64_t unobserved_ms; /* since 0.5: grace of an entry no cell shows; 0: no such limit
+                            (see "Unobserved entries"). A caller whose size ends before
+                            this field gets 0 */
 } lds_memory_cache_options;
 
-#define LDS_MEMORY_CACHE_OPTIONS_INIT { (uint32_t)sizeof(lds_memory_cache_options), NULL, 0, 0, 0 }
+#define LDS_MEMORY_CACHE_OPTIONS_INIT { (uint32_t)sizeof(lds_memory_cache_options), NULL, 0, 0, 0, 0 }
+
+/*
+ * Unobserved entries (since 0.5): with unobserved_ms > 0, an entry that no
+ * cell shows is dropped once it has been unobserved that long. An entry is
+ * observed while a live loadable cell's last load used this cache and this
+ * key (the cell was not reset or freed since); its grace starts when the
+ * last such cell stops observing it (it is freed, reset, or loads another
+ * key or another cache), or, for an entry no cell observes, at its put
+ * (lds_cache_put, a prefetch, a load's result). The grace is separate from
+ * freshness: fresh_ms still decides stale or fresh, and ttl_ms and the
+ * bounds still apply to observed entries.
+ * Dropping needs no call from the host: an entry past its grace is never
+ * returned (lds_cache_get reports a miss), and every operation on the
+ * cache (get, put, statistics, keys, a cell's load or release) first
+ * sweeps out the entries whose grace has passed, so they hold memory only
+ * until the cache is next used. Each drop counts in
+ * lds_cache_statistics.expirations.
+ */
 
 /* Persistent cache flags (lds_persistent_cache_options.flags). */
 #define LDS_CACHE_REPLACE_DAMAGED  (1u << 0)  /* delete and recreate a file that is not a cache of this version */
@@ -1607,7 +1671,8 @@ typedef struct lds_cache_statistics {
   uint64_t hits;         /* gets that found a live entry */
   uint64_t misses;       /* gets that found nothing or an expired entry */
   uint64_t evictions;    /* entries dropped to stay within the bounds (and puts too large to keep) */
-  uint64_t expirations;  /* entries dropped because their time to live had passed */
+  uint64_t expirations;  /* entries dropped because their time to live had passed (since 0.5:
+                            or their unobserved grace, see "Unobserved entries") */
   uint64_t entries;      /* entries held now */
   uint64_t bytes;        /* bytes of keys and values held now */
 } lds_cache_statistics;
@@ -1615,8 +1680,8 @@ typedef struct lds_cache_statistics {
 /*
  * Creates an empty memory cache.
  *
- *   opts  may be NULL for defaults; otherwise opts->size must be at least
- *         sizeof(lds_memory_cache_options).
+ *   opts  may be NULL for defaults; otherwise opts->size must reach at least
+ *         to the end of ttl_ms (fields past opts->size read as 0).
  *   out   receives the cache's id; unchanged on failure.
  *
  * Returns LDS_OK; LDS_EINVAL (rt or out NULL, bad size); LDS_ECLOSED.

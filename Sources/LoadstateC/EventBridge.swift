@@ -29,6 +29,8 @@ func cFlags<Value, Request>(_ event: CellEvent<Value, Request>) -> UInt32 {
     if event.state.isRevalidated { flags |= UInt32(LDS_FLAG_REVALIDATED) }
     if event.state.isOptimistic { flags |= UInt32(LDS_FLAG_OPTIMISTIC) }
     if event.isRolledBack { flags |= UInt32(LDS_FLAG_ROLLED_BACK) }
+    if event.state.isPrevious { flags |= UInt32(LDS_FLAG_PREVIOUS) }
+    if event.state.isPlaceholder { flags |= UInt32(LDS_FLAG_PLACEHOLDER) }
     return flags
 }
 

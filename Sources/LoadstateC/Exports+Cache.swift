@@ -52,11 +52,14 @@ public func ldsMemoryCacheNew(_ rt: OpaquePointer?, _ opts: UnsafePointer<lds_me
     var name = ""
     if let opts {
         let (c, size) = readSized(opts)
-        guard size >= MemoryLayout<lds_memory_cache_options>.size else { return LDS_EINVAL }
+        // Callers built before unobserved_ms (since 0.5) end at ttl_ms.
+        guard size >= MemoryLayout<lds_memory_cache_options>.offset(of: \lds_memory_cache_options.unobserved_ms)
+                ?? MemoryLayout<lds_memory_cache_options>.size else { return LDS_EINVAL }
         if let n = c.name { name = String(cString: n) }
         if c.max_entries > 0 { options.maxEntries = Int(clamping: c.max_entries) }
         if c.max_bytes > 0 { options.maxBytes = Int(clamping: c.max_bytes) }
         options.ttlMs = c.ttl_ms
+        options.unobservedMs = c.unobserved_ms
     }
     return withRuntime(rt) { runtime in
         let cache = MemoryCache(id: runtime.table.makeID(.cache), name: name, options: options)

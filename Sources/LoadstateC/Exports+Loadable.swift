@@ -113,6 +113,11 @@ func startLoad(_ rt: OpaquePointer?, _ id: UInt64, _ flavor: CellFlavor, _ kind:
         case .success(let parsed): (options, choice) = parsed
         case .failure(let code): return code.rawValue
         }
+        let placeholder: Bytes?
+        switch LoadOptions.placeholder(opts) {
+        case .success(let p): placeholder = p
+        case .failure(let code): return code.rawValue
+        }
         let bytes: Bytes
         switch copyBytes(request, requestLength) {
         case .success(let b): bytes = b
@@ -134,10 +139,16 @@ func startLoad(_ rt: OpaquePointer?, _ id: UInt64, _ flavor: CellFlavor, _ kind:
             // The closure takes `found` whole: taking its fields apart would copy the spec.
             // Dropped unrun by a free of the runtime (see `EventLoop.executeSkippable`).
             if let write {
+                var spec = found.spec
+                if let placeholder, flavor == .loadable { spec.placeholder = placeholder }
                 // A write (`lds_process_mutate`) shows its values before the run starts.
                 runtime.loop.executeSkippable {
-                    found.cell.runMutation(write) { found.cell.load(found.spec, ticket: found.ticket) }
+                    found.cell.runMutation(write) { found.cell.load(spec, ticket: found.ticket) }
                 }
+            } else if let placeholder, flavor == .loadable {
+                var spec = found.spec
+                spec.placeholder = placeholder
+                runtime.loop.executeSkippable { found.cell.load(spec, ticket: found.ticket) }
             } else {
                 runtime.loop.executeSkippable { found.cell.load(found.spec, ticket: found.ticket) }
             }

@@ -32,10 +32,11 @@ extension LoadOptions {
         guard size >= firstVersionSize else { return .failure(.invalidArgument) }
         let knownFlags = UInt32(LDS_LOAD_SILENT) | UInt32(LDS_LOAD_SHARE) | UInt32(LDS_LOAD_POLL_ON_ERROR)
             | UInt32(LDS_LOAD_NO_PROGRESS)
-            | UInt32(LDS_LOAD_IGNORE_CACHE_HEADERS)
+            | UInt32(LDS_LOAD_IGNORE_CACHE_HEADERS) | UInt32(LDS_LOAD_KEEP_PREVIOUS)
         guard c.flags & ~knownFlags == 0 else { return .failure(.invalidArgument) }
         options.silent = c.flags & UInt32(LDS_LOAD_SILENT) != 0
         options.pollsAfterError = c.flags & UInt32(LDS_LOAD_POLL_ON_ERROR) != 0
+        options.keepsPrevious = c.flags & UInt32(LDS_LOAD_KEEP_PREVIOUS) != 0
         // Fields past the caller's size read as 0: no priority, no polling.
         options.priority = c.priority
         options.refreshIntervalMs = c.refresh_interval_ms

@@ -14,12 +14,21 @@ public final class MemoryCache: Handle, CacheStore, @unchecked Sendable {
         public var maxBytes = 64 << 20
         /// Default time to live of an entry, in ms; 0: entries do not expire.
         public var ttlMs: UInt64 = 0
+        /// How long an entry that no cell observes is kept, in ms; 0: no
+        /// such limit. An entry is observed while a live cell's last load
+        /// used this cache and its key (the cell was not reset since); the
+        /// grace starts when the last such cell stops, or at the put for an
+        /// entry no cell observes. Separate from freshness and from `ttlMs`.
+        /// A dropped entry counts in `CacheStats.expirations`.
+        public var unobservedMs: UInt64 = 0
 
         /// Bounds; the defaults hold up to 10,000 entries and 64 MiB that never expire.
-        public init(maxEntries: Int = 10_000, maxBytes: Int = 64 << 20, ttlMs: UInt64 = 0) {
+        public init(maxEntries: Int = 10_000, maxBytes: Int = 64 << 20, ttlMs: UInt64 = 0,
+                    unobservedMs: UInt64 = 0) {
             self.maxEntries = maxEntries
             self.maxBytes = maxBytes
             self.ttlMs = ttlMs
+            self.unobservedMs = unobservedMs
         }
     }
 
@@ -27,6 +36,8 @@ public final class MemoryCache: Handle, CacheStore, @unchecked Sendable {
         var table = LRUTable()
         var stats = CacheStats()
         var isClosed = false
+        /// Used only with `Options.unobservedMs` > 0.
+        var unobserved = UnobservedEntries()
 
         /// Drops the entry under `key`; whether there was one.
         @discardableResult
@@ -63,8 +74,10 @@ public final class MemoryCache: Handle, CacheStore, @unchecked Sendable {
     /// miss. Like `get`, without allocating.
     @usableFromInline package func read<R>(_ key: UnsafeRawBufferPointer, _ body: (CacheEntryView) -> R) -> R? {
         let digest = CacheKey.digest(of: key)
+        let graceMs = options.unobservedMs
         return state.withLock { s in
-            Self.lookup(&s, key, digest: digest, now: now).map(body)
+            if graceMs > 0 { Self.sweep(&s, now: now(), graceMs: graceMs) }
+            return Self.lookup(&s, key, digest: digest, now: now, graceMs: graceMs).map(body)
         }
     }
 
@@ -75,24 +88,33 @@ public final class MemoryCache: Handle, CacheStore, @unchecked Sendable {
     @usableFromInline package func read(count: Int, key: (Int) -> UnsafeRawBufferPointer?,
                                         _ found: (Int, CacheEntryView?) -> Void) {
         let nowMs = now()
+        let graceMs = options.unobservedMs
         state.withLock { s in
+            if graceMs > 0 { Self.sweep(&s, now: nowMs, graceMs: graceMs) }
             for i in 0..<max(count, 0) {
                 guard let k = key(i) else { continue }
-                found(i, Self.lookup(&s, k, digest: CacheKey.digest(of: k), now: { nowMs }))
+                found(i, Self.lookup(&s, k, digest: CacheKey.digest(of: k), now: { nowMs }, graceMs: graceMs))
             }
         }
     }
 
     /// The live entry under `key`, touched, in place; nil on a miss (an
-    /// expired entry is dropped). Counts the hit or miss. Under the lock.
+    /// expired entry, or one past its unobserved grace, is dropped). Counts
+    /// the hit or miss. Under the lock.
     private static func lookup(_ s: inout State, _ key: UnsafeRawBufferPointer, digest: Int,
-                               now: () -> UInt64) -> CacheEntryView? {
+                               now: () -> UInt64, graceMs: UInt64) -> CacheEntryView? {
         guard let block = s.table.find(key, digest: digest) else {
             s.stats.misses += 1
             return nil
         }
         let header = block.header.pointee
         if header.expiresAtMs != 0 && now() >= header.expiresAtMs {
+            s.table.remove(block)
+            s.stats.expirations += 1
+            s.stats.misses += 1
+            return nil
+        }
+        if graceMs > 0, s.unobserved.isPastGrace([UInt8](key), storedAt: header.storedAtMs, now: now(), graceMs: graceMs) {
             s.table.remove(block)
             s.stats.expirations += 1
             s.stats.misses += 1
@@ -160,6 +182,10 @@ public final class MemoryCache: Handle, CacheStore, @unchecked Sendable {
                 return
             }
             s.table.insert(block, digest: digest)
+            if options.unobservedMs > 0 {
+                s.unobserved.stored([UInt8](key), now: nowMs, graceMs: options.unobservedMs)
+                Self.sweep(&s, now: nowMs, graceMs: options.unobservedMs)
+            }
             while s.table.count > options.maxEntries || s.table.bytes > options.maxBytes {
                 guard s.table.removeLeastRecent() else { break }
                 s.stats.evictions += 1
@@ -252,7 +278,10 @@ public final class MemoryCache: Handle, CacheStore, @unchecked Sendable {
     }
 
     public func stats() -> CacheStats {
-        state.withLock { s in
+        let graceMs = options.unobservedMs
+        let nowMs = graceMs > 0 ? now() : 0
+        return state.withLock { s in
+            if graceMs > 0 { Self.sweep(&s, now: nowMs, graceMs: graceMs) }
             var stats = s.stats
             stats.entries = UInt64(s.table.count)
             stats.bytes = UInt64(s.table.bytes)
@@ -286,6 +315,7 @@ public final class MemoryCache: Handle, CacheStore, @unchecked Sendable {
         state.withLock { s in
             s.isClosed = true
             s.table.removeAll()
+            s.unobserved.removeAll()
         }
     }
 
@@ -299,14 +329,68 @@ public final class MemoryCache: Handle, CacheStore, @unchecked Sendable {
     /// the cache's lock.
     @_spi(LoadstateC) public func flatKeys(prefix: [UInt8]) -> FlatKeys {
         let nowMs = now()
-        return state.withLock { $0.table.keys(prefix: prefix, liveAt: nowMs) }
+        let graceMs = options.unobservedMs
+        return state.withLock { s in
+            if graceMs > 0 { Self.sweep(&s, now: nowMs, graceMs: graceMs) }
+            return s.table.keys(prefix: prefix, liveAt: nowMs)
+        }
     }
 
     /// How many live entries begin with `prefix`, up to `limit` (see
     /// `CacheStore.count(prefix:limit:)`).
     public func count(prefix: [UInt8], limit: UInt64) -> UInt64 {
         let nowMs = now()
-        return state.withLock { $0.table.countLive(prefix: prefix, liveAt: nowMs, limit: limit) }
+        let graceMs = options.unobservedMs
+        return state.withLock { s in
+            if graceMs > 0 { Self.sweep(&s, now: nowMs, graceMs: graceMs) }
+            return s.table.countLive(prefix: prefix, liveAt: nowMs, limit: limit)
+        }
+    }
+
+    // MARK: - Unobserved entries (`Options.unobservedMs`)
+
+    /// Whether the cache drops the entries no cell observes after a grace.
+    var dropsUnobserved: Bool { options.unobservedMs > 0 }
+
+    /// A cell observes the entry under `key` (see `Options.unobservedMs`)
+    /// until it calls `release(_:)` for it. Any thread.
+    func observe(_ key: [UInt8]) {
+        guard dropsUnobserved else { return }
+        let nowMs = now()
+        state.withLock { s in
+            guard !s.isClosed else { return }
+            Self.sweep(&s, now: nowMs, graceMs: options.unobservedMs)
+            s.unobserved.observe(key)
+        }
+    }
+
+    /// A cell stopped observing the entry under `key`: its grace starts
+    /// now, unless another cell still observes it. Any thread.
+    func release(_ key: [UInt8]) {
+        guard dropsUnobserved else { return }
+        let nowMs = now()
+        state.withLock { s in
+            guard !s.isClosed else { return }
+            s.unobserved.release(key, now: nowMs, graceMs: options.unobservedMs)
+            Self.sweep(&s, now: nowMs, graceMs: options.unobservedMs)
+        }
+    }
+
+    /// Drops the entries whose grace has passed at `now`, each counted as an
+    /// expiration. Under the lock; O(1) when none is due.
+    private static func sweep(_ s: inout State, now: UInt64, graceMs: UInt64) {
+        let table = s.table
+        let expired = s.unobserved.popDue(now: now, graceMs: graceMs) { key in
+            key.withUnsafeBytes { k in table.find(k, digest: CacheKey.digest(of: k))?.header.pointee.storedAtMs }
+        }
+        for key in expired {
+            key.withUnsafeBytes { k in
+                if let block = table.find(k, digest: CacheKey.digest(of: k)) {
+                    table.remove(block)
+                    s.stats.expirations += 1
+                }
+            }
+        }
     }
 }
 

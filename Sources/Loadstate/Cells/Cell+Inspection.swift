@@ -44,6 +44,8 @@ extension Cell: InspectableCell {
         if event.isCancelled { flags.append("cancelled") }
         if state.isFromCache { flags.append("from cache") }
         if state.isStale { flags.append("stale") }
+        if state.isPrevious { flags.append("previous") }
+        if state.isPlaceholder { flags.append("placeholder") }
         let status = statusName(state.status)
         var inspection = CellInspection(
             id: id, name: name, key: cacheKey.map { keyPreview($0) },

@@ -98,6 +98,8 @@ import Synchronization
     /// The cell runs a prefetch (`Runtime.prefetch`): its jobs take loads
     /// of their key that do not ask to share.
     @exclusivity(unchecked) var isPrefetch = false
+    /// The memory cache entry the cell observes (see `observeCacheEntry`).
+    @exclusivity(unchecked) var observedEntry: ObservedEntry?
     /// `publishAdmission` published an event that `deliverAdmission` has
     /// not reported yet.
     @exclusivity(unchecked) private var admissionUndelivered = false
@@ -330,6 +332,7 @@ import Synchronization
         var restore = abandonSession() ?? state
         restore.isQueued = false
         lastSpec = spec
+        observeCacheEntry(spec.cache)
         // What a silent load shows (the current state unless the cache has
         // one); copied only for such a load: a copy retains what it holds.
         var cachedShown: CellState<Value, Request>?
@@ -366,6 +369,9 @@ import Synchronization
             shown.isQueued = queued
             if markStale { shown.isStale = true }
             emit(.state, shown, changed: markStale || shown.isFromCache)
+        } else if flavor == .loadable, var shown = Self.waitingState(restore: restore, spec: spec) {
+            shown.isQueued = queued
+            emit(.state, shown)
         } else {
             var loading = CellState<Value, Request>(status: .loading, kind: spec.kind, value: nil, error: nil,
                                                     request: spec.request, isPartial: false, isRefreshing: false,
@@ -512,6 +518,7 @@ import Synchronization
     private func restoreLastSpec(_ box: SpecBox?, shown: CellState<Value, Request>) {
         guard shown.request != nil, let spec = box?.spec else { return }
         lastSpec = spec
+        observeCacheEntry(spec.cache)
         let loader = spec.loader.id
         runtime.table.withLock { _ in lastLoaderID = loader }
     }
@@ -521,6 +528,7 @@ import Synchronization
         guard !isFreed else { return }
         stopPolling()
         let hadSession = abandonSession() != nil
+        observeCacheEntry(nil)
         if !hadSession && state.status == .absent && !state.isRefreshing { return }
         emit(.state, .initial(at: Clock.wallMs()))
     }
@@ -574,6 +582,7 @@ import Synchronization
     @usableFromInline package func free() {
         stopPolling()
         abandonSession()
+        observeCacheEntry(nil)
         timers?.close()
         timers = nil
     }
@@ -843,7 +852,8 @@ import Synchronization
             guard flavor == .loadable else { return }
             var next = settled(.loaded, value: value)
             next.isPartial = true
-            next.isRefreshing = state.isRefreshing
+            // A kept previous value or a placeholder is replaced, not refreshed.
+            next.isRefreshing = state.isRefreshing && !state.isPrevious && !state.isPlaceholder
             emit(.state, next)
         case .progress(let done, let total):
             if reportsProgress.load(ordering: .relaxed) {
@@ -886,7 +896,7 @@ import Synchronization
                 return
             }
             endSession(LoadOutcome(failure: error))
-            if state.isFromCache && state.status == .loaded {
+            if state.isFromCache && state.status == .loaded && !state.isPrevious {
                 // A failed revalidation: the cached value stays, with the error.
                 var next = state
                 next.isRefreshing = false

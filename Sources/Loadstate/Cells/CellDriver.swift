@@ -155,6 +155,8 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
     /// prediction's number (0: none).
     private func predict(_ spec: LoadSpec<Value, Request>) -> UInt64 {
         if let cache = spec.cache, cache.policy != .loadOnly { return 0 }
+        // A previous value or a placeholder is shown instead of loading: the loop decides which.
+        if !spec.options.silent && (spec.options.keepsPrevious || spec.placeholder != nil) { return 0 }
         var number: UInt64 = 0
         let translate = self.translate
         changing { [mirror] in

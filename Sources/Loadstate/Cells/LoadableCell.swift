@@ -92,6 +92,13 @@ public final class LoadableCellWith<Request: Sendable, Value: Sendable>: Observa
     /// The load waits for its `LoadQueue`: its body has not started.
     public var isQueued: Bool { driver.isQueued }
 
+    /// The value shown answers an earlier request, kept while a load of
+    /// another request runs (see `load(_:keepingPrevious:)`).
+    public var isPrevious: Bool { snapshot.isPrevious }
+
+    /// The value shown is the running load's placeholder.
+    public var isPlaceholder: Bool { snapshot.isPlaceholder }
+
     /// Gives the load under way another priority: a load that still waits
     /// in its queue moves to its place for the new priority (a running one
     /// is not affected). Kept for `refresh`.
@@ -107,10 +114,18 @@ public final class LoadableCellWith<Request: Sendable, Value: Sendable>: Observa
     /// shared with other cells), and returns at once. `policy` overrides the
     /// cache's policy for this load. Without a loader the cell shows an
     /// error (`ResultCode.wrongState`).
+    ///
+    /// `keepingPrevious`: while the load runs, a loaded value of another
+    /// request stays shown (`snapshot.isPrevious`, with its own request)
+    /// instead of loading. `placeholder`: shown as loaded
+    /// (`snapshot.isPlaceholder`) while the load runs and nothing else
+    /// would be (no cached value, no previous value kept); never cached.
     public func load(_ request: Request, silently: Bool = false, timeout: Duration? = nil,
-                     interrupts: [Duration] = [], retries: Int = 0, policy: CachePolicy? = nil) {
-        let settings = LoadSettings(silently: silently, timeout: timeout, interrupts: interrupts, retries: retries)
-        guard let spec = loaderSpec(request, settings, policy: policy) else { return }
+                     interrupts: [Duration] = [], retries: Int = 0, policy: CachePolicy? = nil,
+                     keepingPrevious: Bool = false, placeholder: Value? = nil) {
+        var settings = LoadSettings(silently: silently, timeout: timeout, interrupts: interrupts, retries: retries)
+        settings.keepsPrevious = keepingPrevious
+        guard let spec = loaderSpec(request, settings, policy: policy, placeholder: placeholder) else { return }
         driver.load(spec, interrupts: nil)
     }
 
@@ -126,11 +141,16 @@ public final class LoadableCellWith<Request: Sendable, Value: Sendable>: Observa
 
     /// Loads `request` with the cell's loader and returns once the load
     /// ended (its result is shown, or it was cancelled or superseded).
-    /// Cancelling the caller cancels the load.
+    /// Cancelling the caller cancels the load. `keepingPrevious` and
+    /// `placeholder` as for the load that returns at once.
     public func load(_ request: Request, silently: Bool = false, timeout: Duration? = nil,
-                     interrupts: [Duration] = [], retries: Int = 0, policy: CachePolicy? = nil) async {
-        let settings = LoadSettings(silently: silently, timeout: timeout, interrupts: interrupts, retries: retries)
-        guard let spec = loaderSpec(request, settings, policy: policy) else { return await settled() }
+                     interrupts: [Duration] = [], retries: Int = 0, policy: CachePolicy? = nil,
+                     keepingPrevious: Bool = false, placeholder: Value? = nil) async {
+        var settings = LoadSettings(silently: silently, timeout: timeout, interrupts: interrupts, retries: retries)
+        settings.keepsPrevious = keepingPrevious
+        guard let spec = loaderSpec(request, settings, policy: policy, placeholder: placeholder) else {
+            return await settled()
+        }
         await driver.loadAndWait(spec, interrupts: nil)
     }
 
@@ -154,11 +174,14 @@ public final class LoadableCellWith<Request: Sendable, Value: Sendable>: Observa
     ///   request it did not ask for); the load's error when it failed (the
     ///   loader's own error, or a `LoadError`); `CancellationError` when it
     ///   was cancelled or reset, the cell freed, or the caller cancelled
-    ///   (which cancels the load).
+    ///   (which cancels the load). With `keepingPrevious` (see `load`), the
+    ///   value returned is always this request's, never the previous one.
     public func get(_ request: Request, silently: Bool = false, timeout: Duration? = nil,
-                    retries: Int = 0, policy: CachePolicy? = nil) async throws -> Value {
-        let settings = LoadSettings(silently: silently, timeout: timeout, interrupts: [], retries: retries)
-        guard let spec = loaderSpec(request, settings, policy: policy) else {
+                    retries: Int = 0, policy: CachePolicy? = nil, keepingPrevious: Bool = false,
+                    placeholder: Value? = nil) async throws -> Value {
+        var settings = LoadSettings(silently: silently, timeout: timeout, interrupts: [], retries: retries)
+        settings.keepsPrevious = keepingPrevious
+        guard let spec = loaderSpec(request, settings, policy: policy, placeholder: placeholder) else {
             throw LoadError(.wrongState, message: "the cell has no loader: pass a closure to load")
         }
         switch await driver.loadOutcome(spec) {
@@ -270,7 +293,7 @@ public final class LoadableCellWith<Request: Sendable, Value: Sendable>: Observa
     // MARK: - Specs
 
     private func loaderSpec(_ request: Request, _ settings: LoadSettings,
-                            policy: CachePolicy?) -> LoadSpec<Value, Request>? {
+                            policy: CachePolicy?, placeholder: Value? = nil) -> LoadSpec<Value, Request>? {
         guard let loader else {
             driver.setError(LoadError(.wrongState, message: "the cell has no loader: pass a closure to load"))
             return nil
@@ -278,7 +301,9 @@ public final class LoadableCellWith<Request: Sendable, Value: Sendable>: Observa
         let cacheUse = cache?.use(for: request, policy: policy)
         var options = settings.options
         options.shareKey = loader.shareKey(for: request, cacheKey: cacheUse?.key)
-        return LoadSpec(loader: loader.loader, request: request, options: options, cache: cacheUse)
+        var spec = LoadSpec(loader: loader.loader, request: request, options: options, cache: cacheUse)
+        spec.placeholder = placeholder
+        return spec
     }
 
     private func closureSpec(_ request: Request, _ settings: LoadSettings,

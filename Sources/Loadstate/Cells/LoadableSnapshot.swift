@@ -21,6 +21,13 @@ public struct LoadableSnapshot<Request, Value> {
     /// The value is an optimistic one of a write still running
     /// (`ProcessCell.mutate`), not confirmed data.
     public var isOptimistic: Bool = false
+    /// The value answers an earlier request (the one in `request`), kept
+    /// while a load of another request runs (`keepingPrevious`); a load
+    /// awaited meanwhile never returns it.
+    public var isPrevious: Bool = false
+    /// The value is the running load's placeholder (`placeholder`), never
+    /// stored in a cache.
+    public var isPlaceholder: Bool = false
     /// Which attempt produced this state: 1 for the first try, 2 for the
     /// first retry; 0 when no load did.
     public var attempt: Int
@@ -39,6 +46,8 @@ extension LoadableSnapshot {
         isFromCache = detail.isFromCache
         isStale = detail.isStale
         isOptimistic = detail.isOptimistic
+        isPrevious = detail.isPrevious
+        isPlaceholder = detail.isPlaceholder
         attempt = Int(detail.attempt)
         updatedAtMs = detail.updatedAt
     }

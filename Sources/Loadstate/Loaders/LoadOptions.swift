@@ -23,6 +23,9 @@
     /// Polling goes on after a failed load (after the longer of the
     /// interval and the retry back-off) instead of stopping.
     @usableFromInline package var pollsAfterError: Bool
+    /// A non-silent load of another request keeps the loaded value shown,
+    /// flagged previous, instead of showing loading.
+    @usableFromInline package var keepsPrevious: Bool = false
 
     @usableFromInline package init(silent: Bool = false, timeoutMs: UInt32 = 0, interruptsMs: [UInt32] = [],
                 retries: UInt32 = 0, retryBaseMs: UInt32 = 100, retryMaxMs: UInt32 = 30_000,
@@ -41,6 +44,15 @@
     }
 }
 
+extension LoadOptions {
+    /// The same options, keeping previous values or not.
+    func keepingPrevious(_ keeps: Bool) -> LoadOptions {
+        var options = self
+        options.keepsPrevious = keeps
+        return options
+    }
+}
+
 /// Everything needed to start, and restart, a load.
 @usableFromInline package struct LoadSpec<Value, Request> {
     @_spi(LoadstateC) public var loader: Loader<Value, Request>
@@ -50,6 +62,9 @@
     @usableFromInline package var options: LoadOptions
     /// Process cells: the kind of the run.
     @usableFromInline package var kind: Int32
+    /// Shown, flagged placeholder, while a non-silent load runs and nothing
+    /// else would be (see `Cell.waitingState`); never cached or shared.
+    @usableFromInline package var placeholder: Value?
 
     @_specialize(exported: true, where Value == [UInt8], Request == [UInt8])
     @_spi(LoadstateC) public init(loader: Loader<Value, Request>, request: Request, kind: Int32 = 0,

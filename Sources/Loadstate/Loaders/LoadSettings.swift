@@ -20,6 +20,8 @@ struct LoadSettings: Sendable {
     var refreshInterval: Duration?
     /// Keep polling after a failed load, with the retry back-off.
     var pollsAfterError: Bool
+    /// Keep the loaded value of another request shown, flagged previous.
+    var keepsPrevious = false
 
     /// Settings for one load; the defaults load once, loudly, without limits.
     init(silently: Bool = false, timeout: Duration? = nil, interrupts: [Duration] = [],
@@ -45,6 +47,7 @@ struct LoadSettings: Sendable {
                     priority: Int32(clamping: priority),
                     refreshIntervalMs: refreshInterval.map(Self.milliseconds) ?? 0,
                     pollsAfterError: pollsAfterError)
+            .keepingPrevious(keepsPrevious)
     }
 
     private static func milliseconds(_ d: Duration) -> UInt32 {

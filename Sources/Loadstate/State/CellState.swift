@@ -34,6 +34,11 @@
     /// The value is an optimistic one of a write still running (see
     /// `OptimisticLedger`), not confirmed data.
     @usableFromInline package var isOptimistic: Bool = false
+    /// The value answers an earlier request (its own, in `request`), kept
+    /// while a load of another request runs (`LoadOptions.keepsPrevious`).
+    @usableFromInline package var isPrevious: Bool = false
+    /// The value is the running load's placeholder (`LoadSpec.placeholder`).
+    @usableFromInline package var isPlaceholder: Bool = false
 
     @usableFromInline package var error: LoadError? {
         get { errorBox?.error }

@@ -127,6 +127,8 @@ class LoadOptionsC(Structure):
         ("max_age_ms", c_uint64),
         ("priority", c_int32),
         ("refresh_interval_ms", c_uint32),
+        ("placeholder", c_void_p),
+        ("placeholder_len", c_size_t),
     ]
 
 
@@ -269,7 +271,7 @@ class MemoryCacheOptionsC(Structure):
     """``lds_memory_cache_options``."""
 
     _fields_ = [("size", c_uint32), ("name", c_char_p), ("max_entries", c_uint64), ("max_bytes", c_uint64),
-                ("ttl_ms", c_uint64)]
+                ("ttl_ms", c_uint64), ("unobserved_ms", c_uint64)]
 
 
 class PersistentCacheOptionsC(Structure):

@@ -201,16 +201,18 @@ class Cache(MutableMapping[Key, V]):
 
     @classmethod
     def _memory(cls, runtime: "Runtime", name: Optional[str], max_entries: int, max_bytes: int,
-                ttl: Optional[float], codec: Codec[V]) -> "Cache[V]":
+                ttl: Optional[float], codec: Codec[V], unobserved: Optional[float] = None) -> "Cache[V]":
         options = MemoryCacheOptionsC(sizeof(MemoryCacheOptionsC), c_string("name", name, none=True),
                                       integer("max_entries", max_entries, 0, U64_MAX),
-                                      integer("max_bytes", max_bytes, 0, U64_MAX), milliseconds("ttl", ttl, U64_MAX))
+                                      integer("max_bytes", max_bytes, 0, U64_MAX), milliseconds("ttl", ttl, U64_MAX),
+                                      milliseconds("unobserved", unobserved, U64_MAX))
         instance("codec", codec, Codec, "a loadstate.Codec")
         out = c_uint64()
         core = runtime._core
         core.check(core.dll.lds_memory_cache_new(core.c_handle, byref(options), byref(out)), "memory cache")
-        # Every entry of a memory cache gets the cache's time to live: without one, none expires.
-        return cls(runtime, out, codec, memory=True, expires=options.ttl_ms != 0)
+        # Every entry of a memory cache gets the cache's time to live: without one (and without a grace for
+        # unobserved entries), none expires.
+        return cls(runtime, out, codec, memory=True, expires=options.ttl_ms != 0 or options.unobserved_ms != 0)
 
     @classmethod
     def _persistent(cls, runtime: "Runtime", path: Union[str, "os.PathLike[str]"], max_bytes: int,

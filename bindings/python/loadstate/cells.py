@@ -10,7 +10,7 @@ import threading
 import time
 import warnings
 import weakref
-from ctypes import POINTER, byref, c_uint32, c_uint64, cast, sizeof, string_at
+from ctypes import POINTER, byref, c_uint32, c_uint64, c_void_p, cast, create_string_buffer, sizeof, string_at
 from threading import get_ident
 from typing import (TYPE_CHECKING, Any, Callable, Deque, Generator, Generic, Iterable, List, Mapping, Optional,
                     Sequence, Tuple, TypeVar, Union)
@@ -476,11 +476,25 @@ class Cell(Generic[T]):
                 raise InvalidArgument(InvalidArgument.code, "invalid argument",
                                       f"{what}: the cache belongs to another runtime")
             struct, keep = options_struct(options)
+            if options.placeholder is not None:
+                if kind is not None:
+                    raise InvalidArgument(InvalidArgument.code, "invalid argument",
+                                          f"{what}: a process run has no placeholder")
+                try:
+                    shown = state.codec.encode(options.placeholder)
+                except TypeError as exc:
+                    raise TypeError(f"placeholder: {exc}") from None
+                buffer = create_string_buffer(shown, len(shown) or 1)
+                struct.placeholder = cast(buffer, c_void_p)
+                struct.placeholder_len = len(shown)
+                keep = (keep, buffer)
             c_options = byref(struct)
             silent = options.silent
             if options.cache is not None:
                 policy = options.policy
         load: Load[T] = Load(self, state, raw, silent, kind, policy, loader.id)
+        if options is not None and options.keep_previous and not silent:
+            load._keeps = True
         state.gen = load._gen = state.gen + 1
         previous_loader, state.loader_id = state.loader_id, loader.id
         waiters = state.waiters
@@ -564,7 +578,8 @@ class Loadable(Cell[T]):
                   cache: Optional[Cache[Any]] = None, cache_key: Union[bytes, str, None] = None,
                   policy: CachePolicy = CachePolicy.LOAD_ONLY, fresh: Optional[float] = None,
                   max_age: Optional[float] = None, priority: int = 0, refresh_interval: Optional[float] = None,
-                  poll_on_error: bool = False, options: Optional[LoadOptions] = None) -> T:
+                  poll_on_error: bool = False, keep_previous: bool = False, placeholder: Any = None,
+                  options: Optional[LoadOptions] = None) -> T:
         """Loads ``request`` and returns the value: ``value = await cell.get(request)``.
 
         Arguments are those of :meth:`load`. Cancelling the awaiting task
@@ -584,7 +599,8 @@ class Loadable(Cell[T]):
         load = self.load(request, loader, silent=silent, share=share, timeout=timeout, interrupts=interrupts,
                          retries=retries, retry_base=retry_base, retry_max=retry_max, cache=cache,
                          cache_key=cache_key, policy=policy, fresh=fresh, max_age=max_age, priority=priority,
-                         refresh_interval=refresh_interval, poll_on_error=poll_on_error, options=options)
+                         refresh_interval=refresh_interval, poll_on_error=poll_on_error,
+                         keep_previous=keep_previous, placeholder=placeholder, options=options)
         state = await load
         return load._value_of(state)
 
@@ -594,7 +610,8 @@ class Loadable(Cell[T]):
              cache: Optional[Cache[Any]] = None, cache_key: Union[bytes, str, None] = None,
              policy: CachePolicy = CachePolicy.LOAD_ONLY, fresh: Optional[float] = None,
              max_age: Optional[float] = None, priority: int = 0, refresh_interval: Optional[float] = None,
-             poll_on_error: bool = False, options: Optional[LoadOptions] = None) -> "Load[T]":
+             poll_on_error: bool = False, keep_previous: bool = False, placeholder: Any = None,
+             options: Optional[LoadOptions] = None) -> "Load[T]":
         """Starts a load: cancels the running job, emits ``LOADING`` (or, silent, the current state
         flagged ``REFRESHING``), and starts a job of ``loader`` (default: the cell's loader).
 
@@ -613,6 +630,11 @@ class Loadable(Cell[T]):
                 it (see :class:`LoadOptions` and :class:`CachePolicy`).
             priority: where the job waits while its loader is at its limits (higher first).
             refresh_interval, poll_on_error: polling (see :class:`LoadOptions`).
+            keep_previous: keep the loaded value of another request shown, flagged ``PREVIOUS``,
+                while this one loads (see :class:`LoadOptions`). The load settles with this
+                request's outcome, never with the previous value.
+            placeholder: a value shown, flagged ``PLACEHOLDER``, while the load runs and nothing
+                else would be shown; never cached (see :class:`LoadOptions`).
             options: a :class:`LoadOptions`, instead of the keyword arguments.
 
         Returns:
@@ -631,6 +653,7 @@ class Loadable(Cell[T]):
                 and refresh_interval is None and fresh is None and max_age is None and cache_key is None
                 and interrupts is _DEFAULT_INTERRUPTS and retries is _ZERO and priority is _ZERO
                 and policy is CachePolicy.LOAD_ONLY and poll_on_error is False
+                and keep_previous is False and placeholder is None
                 and silent.__class__ is bool and share.__class__ is bool):
             # The defaults, or flags only: no options struct at all. The arguments are compared with the
             # defaults by identity: any other value, even an equal one of another type, is checked by LoadOptions.
@@ -639,7 +662,8 @@ class Loadable(Cell[T]):
         return self._begin(loader, request, _options(
             options, silent=silent, share=share, timeout=timeout, interrupts=interrupts, retries=retries,
             retry_base=retry_base, retry_max=retry_max, cache=cache, cache_key=cache_key, policy=policy, fresh=fresh,
-            max_age=max_age, priority=priority, refresh_interval=refresh_interval, poll_on_error=poll_on_error),
+            max_age=max_age, priority=priority, refresh_interval=refresh_interval, poll_on_error=poll_on_error,
+            keep_previous=keep_previous, placeholder=placeholder),
             None, "load")
 
     def refresh(self) -> "Load[T]":
@@ -864,7 +888,7 @@ class Load(Generic[T]):
 
     __slots__ = ("cell", "_state", "_request", "_silent", "_kind", "_policy", "_loader_id", "_gen", "_started",
                  "_done", "_event", "_error", "_raised", "_loop", "_future", "_more", "_sync", "_asked",
-                 "_superseded_by")
+                 "_superseded_by", "_keeps")
 
     def __init__(self, cell: Cell[T], state: _CellState, request: Optional[bytes], silent: bool,
                  kind: Optional[int], policy: int = CachePolicy.LOAD_ONLY, loader_id: int = 0) -> None:
@@ -892,6 +916,8 @@ class Load(Generic[T]):
         # later load of the cell that supersedes this one once the events show it (see _supersede).
         self._asked: Optional[bytes] = request
         self._superseded_by: Optional[bytes] = None
+        # keep_previous: the cell may show the value of another request while this load runs.
+        self._keeps = False
 
     def _feed(self, raw: Tuple[Any, ...], request: Optional[bytes], state: _CellState,
               STATE: int = EventType.STATE.value, LOADING: int = Status.LOADING.value,
@@ -899,7 +925,9 @@ class Load(Generic[T]):
               FROM_CACHE: int = Flags.FROM_CACHE.value, REFRESHING: int = Flags.REFRESHING.value,
               UNDER_WAY: int = (Flags.PARTIAL | Flags.REFRESHING).value, ERROR: int = Status.ERROR.value,
               FAILED: int = Status.FAILED.value, HOST: int = Domain.HOST.value, PARTIAL: int = Flags.PARTIAL.value,
-              ABSENT: int = Status.ABSENT.value, IDLE: int = Status.IDLE.value) -> None:
+              ABSENT: int = Status.ABSENT.value, IDLE: int = Status.IDLE.value,
+              KEPT: int = (Flags.PREVIOUS | Flags.PLACEHOLDER).value, PLACEHOLDER: int = Flags.PLACEHOLDER.value,
+              PREVIOUS: int = Flags.PREVIOUS.value) -> None:
         """Runs on the delivery thread for every event of the cell while the load waits.
 
         The hot path of every load: the header's values come in as plain
@@ -921,6 +949,12 @@ class Load(Generic[T]):
                 # The superseding load began (or ended) before this one was seen to start.
                 self._supersede(request, state)
                 return
+            if flags & KEPT and raw[13] == 1 and not self._silent and self._kind is None:
+                # A non-silent start that shows a previous value (with its own request) or the placeholder.
+                if (flags & PREVIOUS and self._keeps) or (
+                        flags & PLACEHOLDER and (self._request is None or request == self._request)):
+                    self._started = True
+                return
             if self._policy and (flags & FROM_CACHE or raw[13] == 0):
                 self._served_from_cache(raw, request, state)
                 return
@@ -941,6 +975,11 @@ class Load(Generic[T]):
             # silent start shows the current state, whose request says nothing of the new load's.)
             if asked is not None and (request or b"") != asked and (flags & PARTIAL or not flags & REFRESHING):
                 self._supersede(request, state)
+            return
+        if self._keeps and asked is not None and (request or b"") != asked and not flags & CANCELLED \
+                and status != ABSENT and status != IDLE:
+            # With keep_previous, a settled state of another request (an earlier load's outcome still in
+            # flight when this one began) is never this load's answer: it waits for its own request's.
             return
         if self._superseded_by is not None and asked is not None and (request or b"") != asked \
                 and not flags & CANCELLED and status != ABSENT and status != IDLE:

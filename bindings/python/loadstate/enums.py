@@ -88,6 +88,8 @@ class Flags(enum.IntFlag):
     REVALIDATED = 1 << 7
     OPTIMISTIC = 1 << 8
     ROLLED_BACK = 1 << 12
+    PREVIOUS = 1 << 9
+    PLACEHOLDER = 1 << 10
 
     def __str__(self) -> str:
         return f"Flags.{self.name}" if self.name else "Flags.NONE"
@@ -217,6 +219,7 @@ class LoadFlags(enum.IntFlag):
     POLL_ON_ERROR = 1 << 4
     IGNORE_CACHE_HEADERS = 1 << 5
     NO_PROGRESS = 1 << 6
+    KEEP_PREVIOUS = 1 << 7
 
 
 class HttpFlags(enum.IntFlag):

@@ -446,14 +446,15 @@ class Runtime:
 
     @overload
     def memory_cache(self, name: Optional[str] = ..., *, max_entries: int = ..., max_bytes: int = ...,
-                     ttl: Optional[float] = ...) -> Cache[bytes]: ...
+                     ttl: Optional[float] = ..., unobserved: Optional[float] = ...) -> Cache[bytes]: ...
 
     @overload
     def memory_cache(self, name: Optional[str] = ..., *, max_entries: int = ..., max_bytes: int = ...,
-                     ttl: Optional[float] = ..., codec: Codec[T]) -> Cache[T]: ...
+                     ttl: Optional[float] = ..., unobserved: Optional[float] = ..., codec: Codec[T]) -> Cache[T]: ...
 
     def memory_cache(self, name: Optional[str] = None, *, max_entries: int = 0, max_bytes: int = 0,
-                     ttl: Optional[float] = None, codec: Codec[Any] = BYTES) -> Cache[Any]:
+                     ttl: Optional[float] = None, unobserved: Optional[float] = None,
+                     codec: Codec[Any] = BYTES) -> Cache[Any]:
         """A new, empty memory cache.
 
         Args:
@@ -461,9 +462,14 @@ class Runtime:
             max_entries: most entries held (0: 10000).
             max_bytes: most bytes of keys and values held (0: 64 MiB).
             ttl: seconds an entry lives (``None``: entries do not expire).
+            unobserved: seconds an entry no cell observes is kept (``None``: no such limit). An entry
+                is observed while a live cell's last load used this cache and its key (the cell was
+                not reset since); the grace starts when the last such cell stops, or at the put for
+                an entry no cell observes. Separate from freshness (``fresh``) and from ``ttl``; each
+                drop counts in :attr:`CacheStats.expirations`.
             codec: how values are encoded.
         """
-        return Cache._memory(self, name, max_entries, max_bytes, ttl, codec)
+        return Cache._memory(self, name, max_entries, max_bytes, ttl, codec, unobserved)
 
     @overload
     def persistent_cache(self, path: Union[str, "os.PathLike[str]"], *, max_bytes: int = ...,

@@ -123,6 +123,15 @@ class Event(Generic[T_co]):
         """This state came back because a write that showed an optimistic value failed or was
         cancelled."""
         return int.__and__(self.flags, Flags.ROLLED_BACK) != 0
+    def previous(self) -> bool:
+        """The value answers an earlier request (the one in :attr:`request`), kept while a load of
+        another request runs (``keep_previous``); never the answer to that load."""
+        return int.__and__(self.flags, Flags.PREVIOUS) != 0
+
+    @property
+    def placeholder(self) -> bool:
+        """The value is the running load's placeholder (``placeholder=``), not a loaded value."""
+        return int.__and__(self.flags, Flags.PLACEHOLDER) != 0
 
     @property
     def settled(self) -> bool:
@@ -239,6 +248,13 @@ class LoadOptions:
         ignore_cache_headers: with a cache, the http loader's rules from its responses'
             ``Cache-Control``, ``Expires`` and ``Vary`` do not apply: ``fresh`` alone decides
             and every response is stored (``LDS_LOAD_IGNORE_CACHE_HEADERS``).
+        keep_previous: a non-silent load of a request other than that of the loaded value shown
+            keeps that value shown, flagged ``PREVIOUS | REFRESHING`` (:attr:`Event.previous`),
+            instead of ``LOADING`` (``LDS_LOAD_KEEP_PREVIOUS``).
+        placeholder: a value (encoded with the cell's codec) shown ``LOADED`` flagged
+            ``PLACEHOLDER | REFRESHING`` (:attr:`Event.placeholder`) while a non-silent load runs
+            and nothing else would be shown; never stored in a cache. ``None``: none. Compared by
+            identity, like the cache.
 
     Every option but ``cache`` (checked by the load) is checked when the options are made (a
     :class:`TypeError` or an :class:`~loadstate.InvalidArgument` naming it); ``interrupts`` are kept as a tuple and
@@ -261,6 +277,8 @@ class LoadOptions:
     refresh_interval: Optional[float] = None
     poll_on_error: bool = False
     ignore_cache_headers: bool = False
+    keep_previous: bool = False
+    placeholder: Any = None
     # What the library is given, set by __post_init__ (see _c_fields).
     _c: Tuple[Any, ...] = field(init=False, repr=False, compare=False, default=())
 
@@ -280,7 +298,8 @@ class LoadOptions:
         flags = ((LoadFlags.SILENT if flag("silent", self.silent) else 0)
                  | (LoadFlags.SHARE if flag("share", self.share) else 0)
                  | (LoadFlags.POLL_ON_ERROR if flag("poll_on_error", self.poll_on_error) else 0)
-                 | (LoadFlags.IGNORE_CACHE_HEADERS if flag("ignore_cache_headers", self.ignore_cache_headers) else 0))
+                 | (LoadFlags.IGNORE_CACHE_HEADERS if flag("ignore_cache_headers", self.ignore_cache_headers) else 0)
+                 | (LoadFlags.KEEP_PREVIOUS if flag("keep_previous", self.keep_previous) else 0))
         c_fields = (int(flags), milliseconds("timeout", self.timeout),
                     tuple(milliseconds("interrupts", delay) for delay in interrupts),
                     integer("retries", self.retries), milliseconds("retry_base", self.retry_base),
@@ -300,7 +319,8 @@ class LoadOptions:
         return (self.silent, self.share, self.timeout, self.interrupts, self.retries, self.retry_base,
                 self.retry_max, None if self.cache is None else id(self.cache), self.cache_key, self.policy,
                 self.fresh, self.max_age, self.priority, self.refresh_interval, self.poll_on_error,
-                self.ignore_cache_headers)
+                self.ignore_cache_headers, self.keep_previous,
+                None if self.placeholder is None else id(self.placeholder))
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:

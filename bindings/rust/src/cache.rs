@@ -26,6 +26,7 @@ pub struct MemoryCacheOptions {
     max_entries: u64,
     max_bytes: u64,
     ttl_ms: u64,
+    unobserved_ms: u64,
 }
 
 impl MemoryCacheOptions {
@@ -60,6 +61,19 @@ impl MemoryCacheOptions {
     #[must_use]
     pub fn ttl(mut self, ttl: Duration) -> MemoryCacheOptions {
         self.ttl_ms = millis64(ttl);
+        self
+    }
+
+    /// How long an entry that no cell observes is kept (zero: no such
+    /// limit, the default). An entry is observed while a live cell's last
+    /// load used this cache and its key (the cell was not reset since); the
+    /// grace starts when the last such cell stops observing it (it is
+    /// dropped, reset, or loads another key), or at the put for an entry no
+    /// cell observes. Separate from freshness and from [`ttl`](Self::ttl);
+    /// each drop counts in [`CacheStats::expirations`](crate::CacheStats).
+    #[must_use]
+    pub fn unobserved(mut self, grace: Duration) -> MemoryCacheOptions {
+        self.unobserved_ms = millis64(grace);
         self
     }
 }
@@ -375,6 +389,7 @@ impl Runtime {
             max_entries: options.max_entries,
             max_bytes: options.max_bytes,
             ttl_ms: options.ttl_ms,
+            unobserved_ms: options.unobserved_ms,
             ..sys::lds_memory_cache_options::INIT
         };
         let mut id = 0;

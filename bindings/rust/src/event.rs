@@ -92,8 +92,17 @@ impl Flags {
     pub const OPTIMISTIC: Flags = Flags(sys::LDS_FLAG_OPTIMISTIC);
     /// This state came back because a write failed or was cancelled.
     pub const ROLLED_BACK: Flags = Flags(sys::LDS_FLAG_ROLLED_BACK);
+    /// The value answers an earlier request (the event's `request` is that
+    /// request), kept while a load of another request runs
+    /// ([`LoadOptions::keep_previous`](crate::LoadOptions::keep_previous));
+    /// always with `REFRESHING`.
+    pub const PREVIOUS: Flags = Flags(sys::LDS_FLAG_PREVIOUS);
+    /// The value is the running load's placeholder
+    /// ([`LoadOptions::placeholder`](crate::LoadOptions::placeholder)),
+    /// never stored in a cache; always with `REFRESHING`.
+    pub const PLACEHOLDER: Flags = Flags(sys::LDS_FLAG_PLACEHOLDER);
 
-    const NAMES: [(Flags, &'static str); 9] = [
+    const NAMES: [(Flags, &'static str); 11] = [
         (Flags::REFRESHING, "REFRESHING"),
         (Flags::PARTIAL, "PARTIAL"),
         (Flags::STALE, "STALE"),
@@ -103,6 +112,8 @@ impl Flags {
         (Flags::REVALIDATED, "REVALIDATED"),
         (Flags::OPTIMISTIC, "OPTIMISTIC"),
         (Flags::ROLLED_BACK, "ROLLED_BACK"),
+        (Flags::PREVIOUS, "PREVIOUS"),
+        (Flags::PLACEHOLDER, "PLACEHOLDER"),
     ];
 
     /// The flags of raw bits, unknown bits included.
@@ -317,6 +328,18 @@ impl Event {
     #[must_use]
     pub fn is_rolled_back(&self) -> bool {
         self.flags.contains(Flags::ROLLED_BACK)
+    /// Whether the value answers an earlier request, kept while a load of
+    /// another request runs ([`Flags::PREVIOUS`]).
+    #[must_use]
+    pub fn is_previous(&self) -> bool {
+        self.flags.contains(Flags::PREVIOUS)
+    }
+
+    /// Whether the value is the running load's placeholder
+    /// ([`Flags::PLACEHOLDER`]).
+    #[must_use]
+    pub fn is_placeholder(&self) -> bool {
+        self.flags.contains(Flags::PLACEHOLDER)
     }
 
     /// Whether this is a state event that ends a load or run: loaded

@@ -48,6 +48,8 @@ pub struct LoadOptions {
     poll_on_error: bool,
     ignore_cache_headers: bool,
     no_progress: bool,
+    keep_previous: bool,
+    placeholder: Option<Vec<u8>>,
 }
 
 /// The limits of a loader's jobs (`max_concurrent`, `rate_per_s`, `burst`
@@ -278,14 +280,43 @@ impl LoadOptions {
         self
     }
 
-    /// The C struct; it borrows the interrupt delays and the cache key of `self`.
+    /// A non-silent load of a request other than that of the loaded value
+    /// shown keeps that value shown, with its own request, flagged
+    /// [`Flags::PREVIOUS`](crate::Flags::PREVIOUS) `| REFRESHING`, instead of
+    /// `LOADING` (`LDS_LOAD_KEEP_PREVIOUS`). Success shows the new value, a
+    /// failure its error, a cancel the state before the load; a cached value
+    /// the cache policy shows comes first. The futures of a load never
+    /// resolve with the previous value: they wait for the outcome of their
+    /// own request.
+    #[must_use]
+    pub fn keep_previous(mut self, keep: bool) -> LoadOptions {
+        self.keep_previous = keep;
+        self
+    }
+
+    /// A value (its bytes, as the cell's codec encodes it) shown `LOADED`,
+    /// with the load's request, flagged
+    /// [`Flags::PLACEHOLDER`](crate::Flags::PLACEHOLDER) `| REFRESHING`, while a
+    /// non-silent load runs and nothing else would be shown (no cached
+    /// value, no previous value kept). Never stored in a cache, never shown
+    /// by another cell sharing the job. At most
+    /// [`VALUE_MAX`](crate::VALUE_MAX) bytes (more: the load fails with
+    /// `LDS_ETOOBIG`).
+    #[must_use]
+    pub fn placeholder(mut self, value: impl Into<Vec<u8>>) -> LoadOptions {
+        self.placeholder = Some(value.into());
+        self
+    }
+
+    /// The C struct; it borrows the interrupt delays, the cache key and the placeholder of `self`.
     pub(crate) fn to_raw(&self) -> sys::lds_load_options {
         sys::lds_load_options {
             flags: if self.silent { sys::LDS_LOAD_SILENT } else { 0 }
                 | if self.share { sys::LDS_LOAD_SHARE } else { 0 }
                 | if self.poll_on_error { sys::LDS_LOAD_POLL_ON_ERROR } else { 0 }
                 | if self.ignore_cache_headers { sys::LDS_LOAD_IGNORE_CACHE_HEADERS } else { 0 }
-                | if self.no_progress { sys::LDS_LOAD_NO_PROGRESS } else { 0 },
+                | if self.no_progress { sys::LDS_LOAD_NO_PROGRESS } else { 0 }
+                | if self.keep_previous { sys::LDS_LOAD_KEEP_PREVIOUS } else { 0 },
             timeout_ms: self.timeout_ms,
             interrupts_ms: if self.interrupts_ms.is_empty() { std::ptr::null() } else { self.interrupts_ms.as_ptr() },
             interrupt_count: self.interrupts_ms.len(),
@@ -302,6 +333,9 @@ impl LoadOptions {
             max_age_ms: self.max_age_ms,
             priority: self.priority,
             refresh_interval_ms: self.refresh_interval_ms,
+            // A given placeholder, even an empty one, is never NULL: NULL means none.
+            placeholder: self.placeholder.as_ref().map_or(std::ptr::null(), |p| p.as_ptr().cast()),
+            placeholder_len: self.placeholder.as_ref().map_or(0, Vec::len),
             ..sys::lds_load_options::INIT
         }
     }

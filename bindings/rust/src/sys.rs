@@ -71,12 +71,15 @@ pub const LDS_FLAG_QUEUED: u32 = 1 << 6;
 pub const LDS_FLAG_REVALIDATED: u32 = 1 << 7;
 pub const LDS_FLAG_OPTIMISTIC: u32 = 1 << 8;
 pub const LDS_FLAG_ROLLED_BACK: u32 = 1 << 12;
+pub const LDS_FLAG_PREVIOUS: u32 = 1 << 9;
+pub const LDS_FLAG_PLACEHOLDER: u32 = 1 << 10;
 
 pub const LDS_LOAD_SILENT: u32 = 1 << 0;
 pub const LDS_LOAD_SHARE: u32 = 1 << 1;
 pub const LDS_LOAD_POLL_ON_ERROR: u32 = 1 << 4;
 pub const LDS_LOAD_IGNORE_CACHE_HEADERS: u32 = 1 << 5;
 pub const LDS_LOAD_NO_PROGRESS: u32 = 1 << 6;
+pub const LDS_LOAD_KEEP_PREVIOUS: u32 = 1 << 7;
 
 pub const LDS_PRIORITY_PREFETCH: i32 = -100;
 
@@ -217,6 +220,8 @@ pub struct lds_load_options {
     pub max_age_ms: u64,
     pub priority: i32,
     pub refresh_interval_ms: u32,
+    pub placeholder: *const c_void,
+    pub placeholder_len: usize,
 }
 
 impl lds_load_options {
@@ -238,6 +243,8 @@ impl lds_load_options {
         max_age_ms: 0,
         priority: 0,
         refresh_interval_ms: 0,
+        placeholder: core::ptr::null(),
+        placeholder_len: 0,
     };
 }
 
@@ -419,6 +426,7 @@ pub struct lds_memory_cache_options {
     pub max_entries: u64,
     pub max_bytes: u64,
     pub ttl_ms: u64,
+    pub unobserved_ms: u64,
 }
 
 impl lds_memory_cache_options {
@@ -429,6 +437,7 @@ impl lds_memory_cache_options {
         max_entries: 0,
         max_bytes: 0,
         ttl_ms: 0,
+        unobserved_ms: 0,
     };
 }
 

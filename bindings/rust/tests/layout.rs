@@ -85,7 +85,8 @@ int main(void) {
   FIELD(lds_load_options, retry_max_ms); FIELD(lds_load_options, cache); FIELD(lds_load_options, cache_key);
   FIELD(lds_load_options, cache_key_len); FIELD(lds_load_options, cache_policy); FIELD(lds_load_options, fresh_ms);
   FIELD(lds_load_options, max_age_ms); FIELD(lds_load_options, priority);
-  FIELD(lds_load_options, refresh_interval_ms);
+  FIELD(lds_load_options, refresh_interval_ms); FIELD(lds_load_options, placeholder);
+  FIELD(lds_load_options, placeholder_len);
   SIZE(lds_id);
   SIZE(lds_file_options);
   FIELD(lds_file_options, size); FIELD(lds_file_options, chunk_size); FIELD(lds_file_options, max_size);
@@ -113,7 +114,7 @@ int main(void) {
   SIZE(lds_memory_cache_options);
   FIELD(lds_memory_cache_options, size); FIELD(lds_memory_cache_options, name);
   FIELD(lds_memory_cache_options, max_entries); FIELD(lds_memory_cache_options, max_bytes);
-  FIELD(lds_memory_cache_options, ttl_ms);
+  FIELD(lds_memory_cache_options, ttl_ms); FIELD(lds_memory_cache_options, unobserved_ms);
   SIZE(lds_persistent_cache_options);
   FIELD(lds_persistent_cache_options, size); FIELD(lds_persistent_cache_options, flags);
   FIELD(lds_persistent_cache_options, path); FIELD(lds_persistent_cache_options, max_bytes);
@@ -202,8 +203,8 @@ int main(void) {
          hr.method != NULL || hr.url != NULL || hr.headers != NULL || hr.body != NULL || hr.ca_file != NULL,
          hr.header_count, hr.body_len, hr.timeout_ms, hr.max_redirects, U(hr.max_body), hr.flags);
   lds_memory_cache_options mo = LDS_MEMORY_CACHE_OPTIONS_INIT;
-  printf("init lds_memory_cache_options %u %d %llu %llu %llu\n", mo.size, mo.name != NULL,
-         U(mo.max_entries), U(mo.max_bytes), U(mo.ttl_ms));
+  printf("init lds_memory_cache_options %u %d %llu %llu %llu %llu\n", mo.size, mo.name != NULL,
+         U(mo.max_entries), U(mo.max_bytes), U(mo.ttl_ms), U(mo.unobserved_ms));
   lds_redis_cache_options rco = LDS_REDIS_CACHE_OPTIONS_INIT;
   printf("init lds_redis_cache_options %u %u %d %llu %llu %llu %u %u %u %u %llu %llu %llu\n", rco.size, rco.flags,
          rco.key_prefix != NULL, U(rco.ttl_ms), U(rco.max_ttl_ms), U(rco.max_value_bytes), rco.command_timeout_ms,
@@ -383,7 +384,7 @@ fn structs_and_constants_match_the_c_header() {
     }
     fields!(lds_load_options: size, flags, timeout_ms, interrupts_ms, interrupt_count, retries, retry_base_ms,
         retry_max_ms, cache, cache_key, cache_key_len, cache_policy, fresh_ms, max_age_ms, priority,
-        refresh_interval_ms);
+        refresh_interval_ms, placeholder, placeholder_len);
     fields!(lds_file_options: size, chunk_size, max_size, max_concurrent, rate_per_s, burst, name);
     fields!(lds_exec_options: size, flags, kill_grace_ms, max_output, max_concurrent, rate_per_s, burst, name);
     fields!(lds_exec_request: size, argv, env, cwd);
@@ -392,7 +393,7 @@ fn structs_and_constants_match_the_c_header() {
     fields!(lds_http_request: size, method, url, headers, header_count, body, body_len, timeout_ms,
         max_redirects, max_body, flags, ca_file);
     fields!(lds_http_response: status, headers, headers_len, body, body_len);
-    fields!(lds_memory_cache_options: size, name, max_entries, max_bytes, ttl_ms);
+    fields!(lds_memory_cache_options: size, name, max_entries, max_bytes, ttl_ms, unobserved_ms);
     fields!(lds_persistent_cache_options: size, flags, path, max_bytes, ttl_ms);
     fields!(lds_cache_value: value, value_len, stored_at_ms, expires_at_ms, stale);
     fields!(lds_cache_statistics: hits, misses, evictions, expirations, entries, bytes);
@@ -498,11 +499,14 @@ fn structs_and_constants_match_the_c_header() {
         LDS_FLAG_ROLLED_BACK,
         LDS_MUTATE_POPULATE,
         LDS_MUTATION_KEYS_MAX,
+        LDS_FLAG_PREVIOUS,
+        LDS_FLAG_PLACEHOLDER,
         LDS_LOAD_SILENT,
         LDS_LOAD_SHARE,
         LDS_LOAD_POLL_ON_ERROR,
         LDS_LOAD_IGNORE_CACHE_HEADERS,
         LDS_LOAD_NO_PROGRESS,
+        LDS_LOAD_KEEP_PREVIOUS,
         LDS_PRIORITY_PREFETCH,
         LDS_POLICY_LOAD_ONLY,
         LDS_POLICY_CACHE_FIRST,
@@ -658,7 +662,15 @@ fn structs_and_constants_match_the_c_header() {
     let mo = lds_memory_cache_options::INIT;
     checker.check(
         "init lds_memory_cache_options",
-        format!("{} {} {} {} {}", mo.size, u8::from(!mo.name.is_null()), mo.max_entries, mo.max_bytes, mo.ttl_ms),
+        format!(
+            "{} {} {} {} {} {}",
+            mo.size,
+            u8::from(!mo.name.is_null()),
+            mo.max_entries,
+            mo.max_bytes,
+            mo.ttl_ms,
+            mo.unobserved_ms
+        ),
     );
     let po = lds_persistent_cache_options::INIT;
     checker.check(

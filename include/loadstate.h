@@ -687,8 +687,10 @@ int lds_loadable_free(lds_runtime *rt, lds_id cell);
 /*
  * Loads: cancels the cell's running job, emits LDS_LOADING carrying the
  * request (or, with LDS_LOAD_SILENT, the current state flagged
- * LDS_FLAG_REFRESHING), and starts a job of the loader with a copy of the
- * request. On success the cell becomes LDS_LOADED, on failure LDS_ERROR.
+ * LDS_FLAG_REFRESHING; since 0.5, with LDS_LOAD_KEEP_PREVIOUS or a
+ * placeholder, the value described in "Keeping the previous value"), and
+ * starts a job of the loader with a copy of the request. On success the
+ * cell becomes LDS_LOADED, on failure LDS_ERROR.
  *
  *   request  may be NULL when request_len is 0; copied.
  *   opts     may be NULL for defaults.
@@ -706,8 +708,9 @@ int lds_loadable_free(lds_runtime *rt, lds_id cell);
  * LDS_ENOENT (domain LOADSTATE).
  *
  * Returns LDS_OK; LDS_EINVAL (rt NULL, request NULL with a length, bad
- * options); LDS_ENOENT (cell or loader unknown); LDS_ETOOBIG (request over
- * LDS_VALUE_MAX); LDS_ENOMEM; LDS_EAGAIN (see LDS_QUEUE_MAX); LDS_ECLOSED.
+ * options, a NULL placeholder with a length); LDS_ENOENT (cell or loader
+ * unknown); LDS_ETOOBIG (request or placeholder over LDS_VALUE_MAX);
+ * LDS_ENOMEM; LDS_EAGAIN (see LDS_QUEUE_MAX); LDS_ECLOSED.
  */
 int lds_loadable_load(lds_runtime *rt, lds_id cell, lds_id loader,
                       const void *request, size_t request_len,

@@ -111,3 +111,31 @@ struct KeepPreviousTests {
         #expect(store.stats().expirations == 1)
     }
 }
+
+extension KeepPreviousTests {
+    @Test func aCellSharingTheJobDoesNotSeeThePlaceholderAndAFailureStoresNothing() async {
+        let gate = Gate()
+        let store = MemoryCache(name: "shared")
+        let calls = Locked(0)
+        let loader = LoadFunction<Int, String>(sharing: { "user/\($0)" }) { _ in
+            calls.withLock { $0 += 1 }
+            await gate.wait()
+            throw Boom()
+        }
+        let cache = LoadCache<Int, String>(store, codec: .utf8, policy: .loadOnly) { "user/\($0)" }
+        let first = LoadableCellWith(loader: loader, cache: cache)
+        let second = LoadableCellWith(loader: loader, cache: cache)
+        let r1 = StateRecorder(first.states)
+        let r2 = StateRecorder(second.states)
+        startTask { first.load(1, placeholder: "…") }
+        #expect(await r1.take(2) == [.absent, .loaded("…")])
+        startTask { second.load(1) }
+        #expect(await r2.take(2) == [.absent, .loading])
+        #expect(!second.isPlaceholder)
+        gate.open()
+        #expect(await r1.take(1).last == .error(Boom()))
+        #expect(await r2.take(1).last == .error(Boom()))
+        #expect(store.get(Array("user/1".utf8)) == nil)
+        #expect(calls.withLock { $0 } == 1)
+    }
+}

@@ -84,6 +84,37 @@ struct MutationTests {
         #expect(try disk.get(Array("todo/1".utf8)).map { String(decoding: $0.value, as: UTF8.self) } == "v0")
     }
 
+    /// Starts a write that fails once `gate` opens (the non-awaiting `mutate`).
+    private func startFailingWrite(_ process: ProcessCell<SingleProcess>, _ values: [OptimisticValue],
+                                   _ gate: Gate) throws(CacheError) {
+        try process.mutate(.process, optimistic: values) {
+            await gate.wait()
+            throw Refused()
+        }
+    }
+
+    @Test(arguments: [false, true])
+    func twoFailingWritesLeaveTheConfirmedValueInEitherOrder(newerFirst: Bool) async throws {
+        let (cell, cache, store) = await loadedCell()
+        let r = StateRecorder(cell.states)
+        let (older, newer) = (ProcessCell<SingleProcess>(), ProcessCell<SingleProcess>())
+        let (olderGate, newerGate) = (Gate(), Gate())
+        try startFailingWrite(older, [OptimisticValue(cache, 1, "one")], olderGate)
+        _ = await r.until { $0 == .loaded("one") }
+        try startFailingWrite(newer, [OptimisticValue(cache, 1, "two")], newerGate)
+        _ = await r.until { $0 == .loaded("two") }
+        for (process, gate) in newerFirst ? [(newer, newerGate), (older, olderGate)]
+            : [(older, olderGate), (newer, newerGate)] {
+            gate.open()
+            await process.waitForRun()
+            #expect(process.state.hasFailed)
+        }
+        await cell.settled()
+        #expect(cell.state == .loaded("v0"))
+        #expect(!cell.snapshot.isOptimistic)
+        #expect(store.get(Array("todo/1".utf8)).map { String(decoding: $0.value, as: UTF8.self) } == "v0")
+    }
+
     /// Starts a write that runs until `gate` opens (the non-awaiting `mutate`).
     private func startGatedWrite(_ process: ProcessCell<SingleProcess>, _ values: [OptimisticValue],
                                  _ gate: Gate) throws(CacheError) {

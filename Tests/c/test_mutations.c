@@ -619,3 +619,14 @@ TEST(test_mutate_populate_under_a_newer_pending_write_is_what_its_rollback_bring
   host_destroy(&w.reads);
   host_destroy(&w.writes);
 }
+
+/* Freeing the runtime while a write is pending ends it without a hang or
+ * an event after the free. */
+TEST(test_mutate_runtime_freed_during_a_write) {
+  world w;
+  world_init(&w, NULL);
+  REQUIRE(view_load(&w, w.memory, "k", "v0"));
+  REQUIRE(mutate(&w, w.memory, "k", "opt", 0, NULL, 0) != 0);
+  REQUIRE(view_shows(&w, "opt", LDS_FLAG_OPTIMISTIC));
+  world_finish(&w);
+}

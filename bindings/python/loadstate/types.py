@@ -123,6 +123,8 @@ class Event(Generic[T_co]):
         """This state came back because a write that showed an optimistic value failed or was
         cancelled."""
         return int.__and__(self.flags, Flags.ROLLED_BACK) != 0
+
+    @property
     def previous(self) -> bool:
         """The value answers an earlier request (the one in :attr:`request`), kept while a load of
         another request runs (``keep_previous``); never the answer to that load."""

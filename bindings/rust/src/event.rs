@@ -328,6 +328,8 @@ impl Event {
     #[must_use]
     pub fn is_rolled_back(&self) -> bool {
         self.flags.contains(Flags::ROLLED_BACK)
+    }
+
     /// Whether the value answers an earlier request, kept while a load of
     /// another request runs ([`Flags::PREVIOUS`]).
     #[must_use]

@@ -2828,6 +2828,16 @@ int lds_pages_reset(lds_runtime *rt, lds_id cell);
 int lds_pages_count(lds_runtime *rt, lds_id cell, size_t *out);
 
 /*
+ * Since 0.5. Whether the list goes on that way: for direction 1, whether
+ * the last page has a next cursor (lds_pages_load_next would not return
+ * LDS_ESTATE); for -1, whether the first page has a previous cursor.
+ *
+ * Returns 1 (yes); 0 (no: the end of the list, or no page loaded yet);
+ * LDS_EINVAL (rt NULL, direction neither 1 nor -1); LDS_ENOENT (unknown cell).
+ */
+int lds_pages_has_more(lds_runtime *rt, lds_id cell, int32_t direction);
+
+/*
  * Since 0.5. A copy of the latest state of the page at index (kind is the
  * index; value the page's own value). Release it with lds_snapshot_clear.
  *

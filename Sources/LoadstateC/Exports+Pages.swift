@@ -185,6 +185,15 @@ public func ldsPagesCount(_ rt: OpaquePointer?, _ id: UInt64, _ out: UnsafeMutab
     }
 }
 
+@_cdecl("lds_pages_has_more")
+public func ldsPagesHasMore(_ rt: OpaquePointer?, _ id: UInt64, _ direction: Int32) -> Int32 {
+    guard direction == 1 || direction == -1 else { return LDS_EINVAL }
+    return withRuntime(rt) { runtime in
+        guard let cell = findPages(runtime, id) else { return LDS_ENOENT }
+        return cell.withShared { direction == 1 ? $0.hasNext : $0.hasPrevious } ? 1 : 0
+    }
+}
+
 @_cdecl("lds_pages_get")
 public func ldsPagesGet(_ rt: OpaquePointer?, _ id: UInt64, _ index: Int,
                         _ out: UnsafeMutablePointer<lds_snapshot>?) -> Int32 {

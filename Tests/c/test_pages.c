@@ -104,6 +104,7 @@ TEST(test_pages_three_forward_one_backward) {
   lds_id cell = pages_new(f.rt, &rec, 0);
   CHECK_RC(lds_pages_load_next(f.rt, cell), LDS_ESTATE);
   CHECK_RC(lds_pages_refresh(f.rt, cell), LDS_ESTATE);
+  CHECK_RC(lds_pages_has_more(f.rt, cell, 1), 0);
   CHECK_RC(lds_pages_load(f.rt, cell, f.loader, "q", 1, NULL), LDS_OK);
   HOST_WAIT(&f.h, 1);
   /* The first page loads: no cursor yet either way. */
@@ -119,6 +120,7 @@ TEST(test_pages_three_forward_one_backward) {
   size_t e = WAIT_EVENT(&rec, 0, 0, LDS_LOADED, 0);
   CHECK_BYTES(rec_at(&rec, e)->value, rec_at(&rec, e)->value_len, "p0");
   CHECK_BYTES(rec_at(&rec, e)->request, rec_at(&rec, e)->request_len, "q");
+  CHECK_RC(lds_pages_has_more(f.rt, cell, 1), 1);
 
   /* Next page: asked twice while it loads, one job. */
   size_t events = rec_count(&rec);
@@ -138,6 +140,9 @@ TEST(test_pages_three_forward_one_backward) {
   /* The third page is the last: no next cursor. */
   next_page(&f, cell, &rec, "c2", "p2", NULL, "c1", 2);
   CHECK_EQ(page_count(f.rt, cell), 3);
+  CHECK_RC(lds_pages_has_more(f.rt, cell, 1), 0);
+  CHECK_RC(lds_pages_has_more(f.rt, cell, -1), 1);
+  CHECK_RC(lds_pages_has_more(f.rt, cell, 0), LDS_EINVAL);
   CHECK_RC(lds_pages_load_next(f.rt, cell), LDS_ESTATE);
 
   /* One page backward, with the first page's previous cursor, at index 0. */

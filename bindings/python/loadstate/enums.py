@@ -23,6 +23,13 @@ VALUE_MAX = 256 * 1024 * 1024
 #: :class:`loadstate.InvalidArgument`.
 NAME_MAX = 128
 
+#: The most pages one :class:`loadstate.PagesCell` holds (1,024, ``LDS_PAGES_MAX``).
+PAGES_MAX = 1024
+
+#: The longest page cursor, in bytes (4,096, ``LDS_CURSOR_MAX``); a page returning a longer one fails with
+#: :class:`loadstate.TooBig`.
+CURSOR_MAX = 4096
+
 #: The most operations host threads may have waiting for a runtime's loop thread
 #: (262,144); a call that would queue more raises :class:`loadstate.Busy` and changes nothing.
 QUEUE_MAX = 262_144
@@ -82,6 +89,8 @@ class Flags(enum.IntFlag):
     CANCELLED = 1 << 4
     QUEUED = 1 << 6
     REVALIDATED = 1 << 7
+    PAGE_PREVIOUS = 1 << 11
+    PAGES_DROPPED = 1 << 14
 
     def __str__(self) -> str:
         return f"Flags.{self.name}" if self.name else "Flags.NONE"

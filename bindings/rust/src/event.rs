@@ -87,8 +87,13 @@ impl Flags {
     /// With `FROM_CACHE`: the cached value was confirmed current by its
     /// loader (an HTTP 304).
     pub const REVALIDATED: Flags = Flags(sys::LDS_FLAG_REVALIDATED);
+    /// A pages cell's event about a page loaded before the first one.
+    pub const PAGE_PREVIOUS: Flags = Flags(sys::LDS_FLAG_PAGE_PREVIOUS);
+    /// A pages cell dropped pages: by its cap, from the other end; or, in a
+    /// refresh, the pages after this one.
+    pub const PAGES_DROPPED: Flags = Flags(sys::LDS_FLAG_PAGES_DROPPED);
 
-    const NAMES: [(Flags, &'static str); 7] = [
+    const NAMES: [(Flags, &'static str); 9] = [
         (Flags::REFRESHING, "REFRESHING"),
         (Flags::PARTIAL, "PARTIAL"),
         (Flags::STALE, "STALE"),
@@ -96,6 +101,8 @@ impl Flags {
         (Flags::CANCELLED, "CANCELLED"),
         (Flags::QUEUED, "QUEUED"),
         (Flags::REVALIDATED, "REVALIDATED"),
+        (Flags::PAGE_PREVIOUS, "PAGE_PREVIOUS"),
+        (Flags::PAGES_DROPPED, "PAGES_DROPPED"),
     ];
 
     /// The flags of raw bits, unknown bits included.

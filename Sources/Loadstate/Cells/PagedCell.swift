@@ -21,6 +21,7 @@ public struct PageQuery: Sendable, Equatable {
     /// Which page is asked for.
     public var direction: PageDirection
 
+    /// A query for the page at `cursor` in `direction` of `request`'s list.
     public init(request: [UInt8], cursor: [UInt8]?, direction: PageDirection) {
         self.request = request
         self.cursor = cursor
@@ -33,10 +34,14 @@ public struct PageQuery: Sendable, Equatable {
 /// list). A cursor is at most `PagedCell.cursorMax` bytes; a longer one
 /// fails the page with `ResultCode.tooBig`.
 public struct Page<Value: Sendable>: Sendable {
+    /// The page's value.
     public var value: Value
+    /// The cursor of the page after this one; nil at the end of the list.
     public var next: [UInt8]?
+    /// The cursor of the page before this one; nil at the start of the list.
     public var previous: [UInt8]?
 
+    /// A page with `value` and the cursors of its neighbours.
     public init(_ value: Value, next: [UInt8]? = nil, previous: [UInt8]? = nil) {
         self.value = value
         self.next = next

@@ -492,3 +492,85 @@ TEST(test_pages_poll_delivery_carries_page_flags) {
   fixture_finish(&f);
   rec_destroy(&rec);
 }
+
+TEST(test_pages_bad_arguments) {
+  fixture f;
+  fixture_init(&f, LDS_DELIVER_LOOP, NULL);
+  recorder rec;
+  lds_id cell = pages_new(f.rt, &rec, 0);
+  lds_pages_options o = LDS_PAGES_OPTIONS_INIT;
+  o.on_event = rec_on_event;
+  lds_id out;
+  CHECK_RC(lds_pages_new(NULL, &o, &out), LDS_EINVAL);
+  CHECK_RC(lds_pages_new(f.rt, NULL, &out), LDS_EINVAL);
+  CHECK_RC(lds_pages_new(f.rt, &o, NULL), LDS_EINVAL);
+  o.size = 8;
+  CHECK_RC(lds_pages_new(f.rt, &o, &out), LDS_EINVAL);
+  o.size = sizeof o;
+  o.name = "bad\nname";
+  CHECK_RC(lds_pages_new(f.rt, &o, &out), LDS_EINVAL);
+  CHECK_RC(lds_pages_load(NULL, cell, f.loader, "q", 1, NULL), LDS_EINVAL);
+  CHECK_RC(lds_pages_load(f.rt, cell, f.loader, NULL, 1, NULL), LDS_EINVAL);
+  CHECK_RC(lds_pages_load(f.rt, cell, 12345, "q", 1, NULL), LDS_ENOENT);
+  CHECK_RC(lds_pages_load(f.rt, f.cell, f.loader, "q", 1, NULL), LDS_ENOENT); /* a loadable cell */
+  CHECK_RC(lds_loadable_load(f.rt, cell, f.loader, "q", 1, NULL), LDS_ENOENT); /* not a loadable cell */
+  lds_load_options bad = LDS_LOAD_OPTIONS_INIT;
+  bad.flags = 1u << 30;
+  CHECK_RC(lds_pages_load(f.rt, cell, f.loader, "q", 1, &bad), LDS_EINVAL);
+  size_t n;
+  CHECK_RC(lds_pages_count(f.rt, cell, NULL), LDS_EINVAL);
+  CHECK_RC(lds_pages_count(NULL, cell, &n), LDS_EINVAL);
+  CHECK_RC(lds_pages_count(f.rt, 12345, &n), LDS_ENOENT);
+  lds_snapshot s;
+  CHECK_RC(lds_pages_get(f.rt, cell, 0, NULL), LDS_EINVAL);
+  CHECK_RC(lds_pages_get(f.rt, cell, 0, &s), LDS_ENOENT);
+  CHECK_RC(lds_pages_get(f.rt, cell, (size_t)-1, &s), LDS_ENOENT);
+  CHECK_RC(lds_pages_load_next(f.rt, 12345), LDS_ENOENT);
+  CHECK_RC(lds_pages_load_previous(NULL, cell), LDS_EINVAL);
+  CHECK_RC(lds_pages_refresh(f.rt, 12345), LDS_ENOENT);
+  CHECK_RC(lds_pages_cancel(f.rt, 12345), LDS_ENOENT);
+  CHECK_RC(lds_pages_reset(f.rt, 12345), LDS_ENOENT);
+  CHECK_RC(lds_pages_has_more(f.rt, 12345, 1), LDS_ENOENT);
+  CHECK_RC(lds_page_request_decode("x", 1, NULL), LDS_EINVAL);
+  CHECK_RC(lds_job_succeed_page(NULL, 1, "v", 1, NULL, 0, NULL, 0), LDS_EINVAL);
+  CHECK_RC(lds_pages_free(f.rt, f.cell), LDS_ENOENT);
+  /* Freed while its first page loads: the job is cancelled, no event follows. */
+  CHECK_RC(lds_pages_load(f.rt, cell, f.loader, "q", 1, NULL), LDS_OK);
+  HOST_WAIT(&f.h, 1);
+  CHECK_RC(lds_pages_free(f.rt, cell), LDS_OK);
+  size_t events = rec_count(&rec);
+  WAIT_FOR(lds_job_is_cancelled(f.rt, host_job_at(&f.h, 0)) == 1);
+  CHECK_EQ(rec_count(&rec), events);
+  CHECK_RC(lds_pages_count(f.rt, cell, &n), LDS_ENOENT);
+  fixture_finish(&f);
+  rec_destroy(&rec);
+}
+
+TEST(test_pages_retry_a_page_with_its_cursor) {
+  fixture f;
+  fixture_init(&f, LDS_DELIVER_LOOP, NULL);
+  recorder rec;
+  lds_id cell = pages_new(f.rt, &rec, 0);
+  lds_load_options o = LDS_LOAD_OPTIONS_INIT;
+  o.retries = 1;
+  o.retry_base_ms = 1;
+  o.retry_max_ms = 1;
+  load_first(&f, cell, &rec, &o);
+  size_t events = rec_count(&rec);
+  CHECK_RC(lds_pages_load_next(f.rt, cell), LDS_OK);
+  HOST_WAIT(&f.h, 2);
+  CHECK_RC(lds_job_fail(f.rt, host_job_at(&f.h, 1), 5, "once"), LDS_OK);
+  /* The retry asks for the same page. */
+  HOST_WAIT(&f.h, 3);
+  lds_page_request r = job_request(&f.h, 2);
+  check_cursor(&r, "c1", 1);
+  CHECK_RC(succeed_page(f.rt, host_job_at(&f.h, 2), "p1", NULL, "c0"), LDS_OK);
+  size_t e = WAIT_EVENT(&rec, events, 1, LDS_LOADED, 0);
+  CHECK_EQ(rec_at(&rec, e)->attempt, 2);
+  harness_lock();
+  CHECK_EQ(find_event(&rec, events, 1, LDS_ERROR, 0), -1);
+  harness_unlock();
+  CHECK_EQ(page_count(f.rt, cell), 2);
+  fixture_finish(&f);
+  rec_destroy(&rec);
+}

@@ -287,3 +287,23 @@ def test_closing_the_runtime_ends_waiting_loads(errors):
     runtime.close()
     with pytest.raises(loadstate.Closed):
         load.state(WAIT)
+
+
+def test_poll_delivery(poll_rt):
+    jobs = Jobs(poll_rt)
+    log = Log()
+    cell = PagesCell(poll_rt, jobs.loader, max_pages=1, on_event=log)
+    load = cell.load(b"q")
+    succeed_page(jobs.next(), b"p0", None, b"c0")
+    deadline = time.monotonic() + WAIT
+    while not load.done() and time.monotonic() < deadline:
+        poll_rt.poll(0.1)
+    assert load.state(0).value == b"p0"
+    before = cell.load_previous()
+    succeed_page(jobs.next(), b"p-1", b"c1", None)
+    while not before.done() and time.monotonic() < deadline:
+        poll_rt.poll(0.1)
+    inserted = before.state(0)
+    assert inserted.flags & (PREVIOUS | DROPPED) == PREVIOUS | DROPPED
+    assert cell.pages == [b"p-1"]
+    assert [e.seq for e in log.events] == list(range(1, len(log.events) + 1))

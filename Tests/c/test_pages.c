@@ -495,7 +495,7 @@ TEST(test_pages_poll_delivery_carries_page_flags) {
 
 TEST(test_pages_bad_arguments) {
   fixture f;
-  fixture_init(&f, LDS_DELIVER_LOOP, NULL);
+  fixture_init_cancels(&f, LDS_DELIVER_LOOP, NULL);
   recorder rec;
   lds_id cell = pages_new(f.rt, &rec, 0);
   lds_pages_options o = LDS_PAGES_OPTIONS_INIT;
@@ -539,7 +539,9 @@ TEST(test_pages_bad_arguments) {
   HOST_WAIT(&f.h, 1);
   CHECK_RC(lds_pages_free(f.rt, cell), LDS_OK);
   size_t events = rec_count(&rec);
-  WAIT_FOR(lds_job_is_cancelled(f.rt, host_job_at(&f.h, 0)) == 1);
+  lds_id job = host_job_at(&f.h, 0);
+  WAIT_FOR(loader_cancel_count(&f.hooks, job) == 1);
+  CHECK_RC(lds_job_is_cancelled(f.rt, job), 1);
   CHECK_EQ(rec_count(&rec), events);
   CHECK_RC(lds_pages_count(f.rt, cell, &n), LDS_ENOENT);
   fixture_finish(&f);

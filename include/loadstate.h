@@ -2755,6 +2755,8 @@ int lds_pages_free(lds_runtime *rt, lds_id cell);
  * Since 0.5. Drops the pages (every page load under way is cancelled) and
  * loads the first page: the loader gets (request, no cursor, direction 0).
  * request and opts are copied, and used for every later page of this load.
+ * A page's PROGRESS events carry its index in kind, as its other events do
+ * (none with LDS_LOAD_NO_PROGRESS).
  *
  * Returns LDS_OK; LDS_EINVAL (rt NULL, request NULL with a length, bad
  * options as for lds_loadable_load); LDS_ENOENT (cell, loader or cache

@@ -136,7 +136,8 @@ public func ldsPagesLoad(_ rt: OpaquePointer?, _ id: UInt64, _ loaderID: UInt64,
                                  followsLoaderRules: choice.followsLoaderRules)
             }
             return (cell, PagesCell.Base(loader: loader, request: bytes, options: options,
-                                         share: flags & UInt32(LDS_LOAD_SHARE) != 0, cache: cache))
+                                         share: flags & UInt32(LDS_LOAD_SHARE) != 0, cache: cache,
+                                         deliversProgress: flags & UInt32(LDS_LOAD_NO_PROGRESS) == 0))
         }
         guard let (cell, base) = found else { return LDS_ENOENT }
         cell.askLoad(base)

@@ -576,3 +576,33 @@ TEST(test_pages_retry_a_page_with_its_cursor) {
   fixture_finish(&f);
   rec_destroy(&rec);
 }
+
+TEST(test_pages_progress_carries_the_page_index) {
+  fixture f;
+  fixture_init(&f, LDS_DELIVER_LOOP, NULL);
+  recorder rec;
+  lds_id cell = pages_new(f.rt, &rec, 0);
+  load_first(&f, cell, &rec, NULL);
+  CHECK_RC(lds_pages_load_next(f.rt, cell), LDS_OK);
+  HOST_WAIT(&f.h, 2);
+  CHECK_RC(lds_job_progress(f.rt, host_job_at(&f.h, 1), 3, 10), LDS_OK);
+  WAIT_FOR(rec_last(&rec) != NULL && rec_last(&rec)->type == LDS_EVENT_PROGRESS);
+  const lds_event *e = rec_last(&rec);
+  CHECK_EQ(e->kind, 1);
+  CHECK_EQ(e->progress_done, 3);
+  CHECK_RC(succeed_page(f.rt, host_job_at(&f.h, 1), "p1", NULL, NULL), LDS_OK);
+  WAIT_EVENT(&rec, 0, 1, LDS_LOADED, 0);
+
+  /* Without progress events. */
+  lds_load_options o = LDS_LOAD_OPTIONS_INIT;
+  o.flags = LDS_LOAD_NO_PROGRESS;
+  size_t events = rec_count(&rec);
+  CHECK_RC(lds_pages_load(f.rt, cell, f.loader, "q", 1, &o), LDS_OK);
+  HOST_WAIT(&f.h, 3);
+  CHECK_RC(lds_job_progress(f.rt, host_job_at(&f.h, 2), 1, 2), LDS_OK);
+  CHECK_RC(succeed_page(f.rt, host_job_at(&f.h, 2), "again", NULL, NULL), LDS_OK);
+  WAIT_EVENT(&rec, events, 0, LDS_LOADED, 0);
+  for (size_t i = events; i < rec_count(&rec); i++) CHECK(rec_at(&rec, i)->type != LDS_EVENT_PROGRESS);
+  fixture_finish(&f);
+  rec_destroy(&rec);
+}

@@ -31,14 +31,17 @@ import Synchronization
         /// The load's cache, under the load's key: each page uses the key
         /// followed by a 0 byte and its cursor (`PageWire.cacheKey`).
         package var cache: CacheUse<[UInt8]>?
+        /// The pages' jobs' progress becomes PROGRESS events (not with `LDS_LOAD_NO_PROGRESS`).
+        package var deliversProgress: Bool
 
         package init(loader: Loader<[UInt8], [UInt8]>, request: [UInt8], options: LoadOptions, share: Bool,
-                     cache: CacheUse<[UInt8]>?) {
+                     cache: CacheUse<[UInt8]>?, deliversProgress: Bool = true) {
             self.loader = loader
             self.request = request
             self.options = options
             self.share = share
             self.cache = cache
+            self.deliversProgress = deliversProgress
         }
     }
 
@@ -187,7 +190,7 @@ import Synchronization
         guard !isFreed else { return }
         dropAll()
         self.base = base
-        let page = makePage(cursor: nil, direction: 0)
+        let page = makePage(cursor: nil, direction: 0, base)
         pages = [page]
         publish()
         start(page, spec(base, cursor: nil, direction: 0))
@@ -198,7 +201,7 @@ import Synchronization
         let end = forward ? pages.last : pages.first
         guard let cursor = forward ? end?.next : end?.previous,
               (forward ? pendingNext : pendingPrevious) == nil else { return clearBusy(forward: forward) }
-        let page = makePage(cursor: cursor, direction: forward ? 1 : -1)
+        let page = makePage(cursor: cursor, direction: forward ? 1 : -1, base)
         if forward { pendingNext = page } else { pendingPrevious = page }
         start(page, spec(base, cursor: cursor, direction: page.direction))
     }
@@ -248,9 +251,10 @@ import Synchronization
 
     // MARK: - Pages
 
-    private func makePage(cursor: [UInt8]?, direction: Int32) -> Page {
+    private func makePage(cursor: [UInt8]?, direction: Int32, _ base: Base) -> Page {
         let cell = Cell<[UInt8], [UInt8]>(id: runtime.table.makeID(.loadable), flavor: .loadable, runtime: runtime,
                                           observer: PageObserver(self))
+        cell.deliversProgress = base.deliversProgress
         return Page(cell: cell, cursor: cursor, direction: direction)
     }
 

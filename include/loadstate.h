@@ -65,6 +65,8 @@
  *     call
  *   interrupt delays of one load        64                              LDS_EINVAL
  *   a loader's or cell's name           LDS_NAME_MAX (128 bytes)        LDS_EINVAL
+ *   pages of a pages cell               LDS_PAGES_MAX (1,024)           LDS_EINVAL
+ *   one page cursor                     LDS_CURSOR_MAX (4,096 bytes)    LDS_ETOOBIG
  *   calls of one lds_runtime_submit     INT32_MAX                       LDS_EINVAL
  *   operations host threads have        LDS_QUEUE_MAX (262,144), or     LDS_EAGAIN
  *     waiting for the loop thread, in     lds_runtime_options.queue_max
@@ -2839,6 +2841,218 @@ int lds_runtime_resume_polling(lds_runtime *rt);
  */
 int lds_prefetch(lds_runtime *rt, lds_id loader, const void *request, size_t len,
                  const lds_load_options *opts);
+
+/*
+ * Infinite loads (since 0.5).
+ *
+ * A pages cell holds a list of pages, each loaded by a job of its own with
+ * the loader, options and cache of the last lds_pages_load: timeouts,
+ * retries, LDS_LOAD_SHARE (per page), caches and priorities apply to each
+ * page as to a loadable cell's load (refresh_interval_ms is ignored: the
+ * pages refresh together with lds_pages_refresh). The loader sees, as
+ * each page's request, the encoding below of (request, cursor, direction),
+ * read with lds_page_request_decode; it completes the page with
+ * lds_job_succeed_page, giving the cursors of the pages after and before
+ * it, or with lds_job_succeed for a page with no further cursor (the end
+ * both ways).
+ *
+ * Encodings (u32: 4 bytes little-endian; a field is a u32 length then that
+ * many bytes, the length 0xFFFFFFFF standing for no field at all):
+ *
+ *   page request  "\0LPQ", direction (1 byte: 0 first, 1 next, 0xFF
+ *                 previous), request field, cursor field (absent for the
+ *                 first page)
+ *   page value    "\0LPV", value field, next cursor field, previous
+ *                 cursor field (absent: no page that way)
+ *
+ * Each ends where its last field ends. The encoded value is what a job
+ * completes, what caches store and what shared jobs share, so a cached
+ * page brings its cursors. A value that does not begin with "\0LPV" is a
+ * page of its own without cursors; one that does but does not decode
+ * makes the page an error LDS_EINVAL (a cursor past LDS_CURSOR_MAX:
+ * LDS_ETOOBIG), domain LOADSTATE. With a cache, a page's key is the load's
+ * cache key (or its request) followed by a 0 byte and the page's cursor
+ * (nothing for the first page), so invalidating the load's key as a
+ * prefix reaches every page.
+ *
+ * Events (one lds_event_fn for the cell): kind is the index of the page
+ * the event is about (0: the first page shown, after any insertion), value
+ * that page's own value (without cursors), request the load's request;
+ * status and flags are that page's. The first page is in the list from
+ * lds_pages_load on (an error stays there, as in a loadable cell). A next
+ * or previous page joins the list once loaded; until then its events carry
+ * the index it will take (the count for a next page, 0 with
+ * LDS_FLAG_PAGE_PREVIOUS for a previous one), and if it fails or is
+ * cancelled (ERROR, or ABSENT with LDS_FLAG_CANCELLED) it is dropped and
+ * the pages already loaded do not change. lds_pages_count and
+ * lds_pages_get read the list from any thread.
+ */
+#define LDS_PAGES_MAX 1024        /* the most pages a cell holds (lds_pages_options.max_pages) */
+#define LDS_CURSOR_MAX 4096       /* bytes of one cursor; more: the page fails with LDS_ETOOBIG */
+
+#define LDS_FLAG_PAGE_PREVIOUS (1u << 11)  /* since 0.5: the event is about a page loaded before the
+                                              first one (lds_pages_load_previous) */
+#define LDS_FLAG_PAGES_DROPPED (1u << 14)  /* since 0.5: pages were dropped: by the page cap, from the
+                                              other end; or, by lds_pages_refresh, after this page */
+
+/* Since 0.5. Options for lds_pages_new. Initialize with LDS_PAGES_OPTIONS_INIT. */
+typedef struct lds_pages_options {
+  uint32_t size;            /* sizeof(lds_pages_options), set by the INIT macro */
+  lds_event_fn on_event;    /* required: receives the events of every page */
+  void *user_data;          /* passed to on_event; the library does not own it */
+  const char *name;         /* as lds_cell_options.name */
+  uint32_t max_pages;       /* page cap; 0: LDS_PAGES_MAX; more than LDS_PAGES_MAX: LDS_EINVAL */
+} lds_pages_options;
+
+#define LDS_PAGES_OPTIONS_INIT { (uint32_t)sizeof(lds_pages_options), NULL, NULL, NULL, 0 }
+
+/*
+ * Since 0.5. Creates a pages cell, with no page.
+ *
+ * Returns LDS_OK; LDS_EINVAL (rt, opts, opts->on_event or out NULL,
+ * opts->size too small, max_pages above LDS_PAGES_MAX, a name that is not
+ * valid); LDS_ECLOSED.
+ */
+int lds_pages_new(lds_runtime *rt, const lds_pages_options *opts, lds_id *out);
+
+/*
+ * Since 0.5. Frees a pages cell: every page load under way is cancelled;
+ * no event of the cell starts after this returns.
+ *
+ * Returns LDS_OK; LDS_EINVAL (rt NULL); LDS_ENOENT (unknown or freed id); LDS_ECLOSED.
+ */
+int lds_pages_free(lds_runtime *rt, lds_id cell);
+
+/*
+ * Since 0.5. Drops the pages (every page load under way is cancelled) and
+ * loads the first page: the loader gets (request, no cursor, direction 0).
+ * request and opts are copied, and used for every later page of this load.
+ * A page's PROGRESS events carry its index in kind, as its other events do
+ * (none with LDS_LOAD_NO_PROGRESS).
+ *
+ * Returns LDS_OK; LDS_EINVAL (rt NULL, request NULL with a length, bad
+ * options as for lds_loadable_load); LDS_ENOENT (cell, loader or cache
+ * unknown); LDS_ETOOBIG; LDS_ENOMEM; LDS_EAGAIN (see LDS_QUEUE_MAX); LDS_ECLOSED.
+ */
+int lds_pages_load(lds_runtime *rt, lds_id cell, lds_id loader, const void *request, size_t len,
+                   const lds_load_options *opts);
+
+/*
+ * Since 0.5. Loads the page after the last one, with the next cursor the
+ * last page returned (direction 1). Once loaded it is appended; with the
+ * cap reached the first page is dropped (the event of the new page carries
+ * LDS_FLAG_PAGES_DROPPED).
+ *
+ * Returns LDS_OK (also when a next page already loads: nothing new
+ * starts); LDS_EINVAL (rt NULL); LDS_ENOENT (unknown cell); LDS_ESTATE (no
+ * page loaded yet, or the last page has no next cursor: the end of the
+ * list); LDS_EAGAIN; LDS_ECLOSED.
+ */
+int lds_pages_load_next(lds_runtime *rt, lds_id cell);
+
+/*
+ * Since 0.5. Loads the page before the first one, with the previous cursor
+ * the first page returned (direction -1). Once loaded it is inserted at
+ * index 0 (its events carry LDS_FLAG_PAGE_PREVIOUS); with the cap reached
+ * the last page is dropped (LDS_FLAG_PAGES_DROPPED).
+ *
+ * Returns as lds_pages_load_next, for the first page's previous cursor.
+ */
+int lds_pages_load_previous(lds_runtime *rt, lds_id cell);
+
+/*
+ * Since 0.5. Reloads the pages in order, silently (each stays visible,
+ * flagged LDS_FLAG_REFRESHING, until its reload ends), never all at once:
+ * the first page with the cursor and direction it was loaded with; then,
+ * only once it has loaded, the page after it with the next cursor it now
+ * returns, and so on. It stops at the end of the list, at a page that
+ * fails or is cancelled (the pages after it stay), or when the next cursor
+ * a page now returns differs from the one it returned before (the pages
+ * after it are dropped; that page's event carries LDS_FLAG_PAGES_DROPPED).
+ * A next or previous page under way is cancelled.
+ *
+ * Returns LDS_OK; LDS_EINVAL (rt NULL); LDS_ENOENT (unknown cell);
+ * LDS_ESTATE (no load since the cell was made or reset); LDS_EAGAIN; LDS_ECLOSED.
+ */
+int lds_pages_refresh(lds_runtime *rt, lds_id cell);
+
+/*
+ * Since 0.5. Cancels every page load under way (and a refresh): each page
+ * returns to what it showed before, flagged LDS_FLAG_CANCELLED; a next or
+ * previous page under way is dropped.
+ *
+ * Returns LDS_OK; LDS_EINVAL (rt NULL); LDS_ENOENT (unknown cell); LDS_EAGAIN; LDS_ECLOSED.
+ */
+int lds_pages_cancel(lds_runtime *rt, lds_id cell);
+
+/*
+ * Since 0.5. Cancels every page load and drops all pages: one event
+ * (ABSENT, kind 0) if there were any. lds_pages_refresh needs a new load.
+ *
+ * Returns LDS_OK; LDS_EINVAL (rt NULL); LDS_ENOENT (unknown cell); LDS_EAGAIN; LDS_ECLOSED.
+ */
+int lds_pages_reset(lds_runtime *rt, lds_id cell);
+
+/*
+ * Since 0.5. The number of pages in the list (not counting a next or
+ * previous page still loading), as of the latest event.
+ *
+ * Returns LDS_OK; LDS_EINVAL (rt or out NULL); LDS_ENOENT (unknown cell).
+ */
+int lds_pages_count(lds_runtime *rt, lds_id cell, size_t *out);
+
+/*
+ * Since 0.5. Whether the list goes on that way: for direction 1, whether
+ * the last page has a next cursor (lds_pages_load_next would not return
+ * LDS_ESTATE); for -1, whether the first page has a previous cursor.
+ *
+ * Returns 1 (yes); 0 (no: the end of the list, or no page loaded yet);
+ * LDS_EINVAL (rt NULL, direction neither 1 nor -1); LDS_ENOENT (unknown cell).
+ */
+int lds_pages_has_more(lds_runtime *rt, lds_id cell, int32_t direction);
+
+/*
+ * Since 0.5. A copy of the latest state of the page at index (kind is the
+ * index; value the page's own value). Release it with lds_snapshot_clear.
+ *
+ * Returns LDS_OK; LDS_EINVAL (rt or out NULL); LDS_ENOENT (unknown cell,
+ * or no page at index); LDS_ENOMEM.
+ */
+int lds_pages_get(lds_runtime *rt, lds_id cell, size_t index, lds_snapshot *out);
+
+/* Since 0.5. One page's request, as lds_page_request_decode reads it. */
+typedef struct lds_page_request {
+  const void *request;      /* the request given to lds_pages_load */
+  size_t request_len;
+  const void *cursor;       /* the cursor of the page asked for; first page: NULL, 0 */
+  size_t cursor_len;
+  int32_t direction;        /* 0 first page, 1 next, -1 previous */
+} lds_page_request;
+
+/*
+ * Since 0.5. Reads the request a loader received for a page. The pointers
+ * set in out point into request (valid as long as it is); a cursor that is
+ * present but empty is a non-NULL pointer with length 0.
+ *
+ * Returns LDS_OK; LDS_EINVAL (out NULL, request NULL with a length, bytes
+ * that are not an encoded page request; out is then zeroed); LDS_ETOOBIG
+ * (a cursor longer than LDS_CURSOR_MAX).
+ */
+int lds_page_request_decode(const void *request, size_t len, lds_page_request *out);
+
+/*
+ * Since 0.5. Completes a page's job with its value and the cursors of the
+ * pages after it (next) and before it (previous): NULL for no page that
+ * way (an empty cursor is a non-NULL pointer with length 0). The cell
+ * shows value alone; the cache stores the encoding with the cursors.
+ *
+ * Returns as lds_job_succeed; LDS_EINVAL also for a cursor NULL with a
+ * length; LDS_ETOOBIG also for a cursor longer than LDS_CURSOR_MAX: the
+ * job then fails with that code (domain LOADSTATE, no retry).
+ */
+int lds_job_succeed_page(lds_runtime *rt, lds_id job, const void *value, size_t len,
+                         const void *next_cursor, size_t next_len,
+                         const void *previous_cursor, size_t previous_len);
 
 #ifdef __cplusplus
 }

@@ -29,13 +29,15 @@ from .cache import Cache, CacheEntry, CacheStats
 from .cells import Cell, EventStream, Load, Loadable, Process
 from .codec import BYTES, JSON, TEXT, Codec
 from .enums import (CACHE_GET_MANY_MAX, CacheVerdict, INSPECTOR_WAITING_MAX, PRIORITY_PREFETCH, QUEUE_MAX, REDIS_KEYS_MAX, REDIS_PENDING_MAX,
-                    REDIS_REPLY_SLACK, VALUE_MAX, NAME_MAX, MUTATION_KEYS_MAX, CachePolicy, Code,
+                    REDIS_REPLY_SLACK, VALUE_MAX, NAME_MAX, MUTATION_KEYS_MAX, PAGES_MAX, CURSOR_MAX, CachePolicy,
+                    Code,
                     Delivery, Domain, EventType, Flags, HttpFlags, JobOutcome, LoadFlags, Observed, RedisCode, Status)
 from .errors import (Busy, Cancelled, Closed, Error, HTTPStatusError, InvalidArgument, IOFailure, LibraryNotFound,
                      LoadFailed, LoadOSError, LoadTimedOut, NotFound, NotSupported, OutOfMemory, RedisError, Superseded, TimedOut, TooBig, WrongState, error_for_code)
 from .loaders import EXCEPTION_CODE, Job, Loader
 from .metrics import LoadMetrics, RuntimeStats
 from .observer import Observation, Observer
+from .pages import Page, PageRequest, PagesCell, PagesLoad, page_loader, succeed_page
 from .redis_cache import RedisCache, RedisStatus
 from .runtime import Runtime
 from .types import Event, Limits, LoadOptions, Snapshot
@@ -60,6 +62,7 @@ __all__ = [
     "Event", "Snapshot", "LoadOptions", "Status", "Flags", "EventType", "Domain", "Delivery", "CachePolicy", "Code",
     "RedisCode", "REDIS_PENDING_MAX", "INSPECTOR_WAITING_MAX", "REDIS_REPLY_SLACK", "REDIS_KEYS_MAX", "CACHE_GET_MANY_MAX", "VALUE_MAX", "QUEUE_MAX", "NAME_MAX", "MUTATION_KEYS_MAX", "Limits", "LoadFlags",
     "PRIORITY_PREFETCH",
+    "PagesCell", "PagesLoad", "Page", "PageRequest", "page_loader", "succeed_page", "PAGES_MAX", "CURSOR_MAX",
     "Codec", "BYTES", "TEXT", "JSON", "PATH", "EXEC_REQUEST", "HTTP_REQUEST", "HTTP_RESPONSE",
     "ExecRequest", "HttpRequest", "HttpResponse", "HttpFlags", "HTTP_INSECURE", "HTTP_NO_REDIRECTS",
     "HTTP_NO_COMPRESSION", "HTTP_HTTP2", "HTTP_HTTP1", "HTTP_NO_HEURISTIC_FRESHNESS", "HTTP_NO_STALE_ON_DISCONNECT", "CacheControl", "CacheVerdict",

@@ -435,6 +435,20 @@ class CellOptionsC(Structure):
 
     _fields_ = [("size", c_uint32), ("on_event", EVENT_FN), ("user_data", c_void_p), ("name", c_char_p)]
 
+
+class PagesOptionsC(Structure):
+    """``lds_pages_options``."""
+
+    _fields_ = [("size", c_uint32), ("on_event", EVENT_FN), ("user_data", c_void_p), ("name", c_char_p),
+                ("max_pages", c_uint32)]
+
+
+class PageRequestC(Structure):
+    """``lds_page_request``."""
+
+    _fields_ = [("request", c_void_p), ("request_len", c_size_t), ("cursor", c_void_p), ("cursor_len", c_size_t),
+                ("direction", c_int32)]
+
 _rt = c_void_p
 _id = c_uint64
 _PROTOTYPES: Dict[str, Tuple[object, List[object]]] = {
@@ -516,6 +530,19 @@ _PROTOTYPES: Dict[str, Tuple[object, List[object]]] = {
     "lds_prefetch": (c_int, [_rt, _id, c_char_p, c_size_t, POINTER(LoadOptionsC)]),
     "lds_redis_cache_new": (c_int, [_rt, c_char_p, POINTER(RedisCacheOptionsC), POINTER(c_uint64)]),
     "lds_redis_cache_status": (c_int, [_rt, _id, POINTER(RedisStatusC)]),
+    "lds_pages_new": (c_int, [_rt, POINTER(PagesOptionsC), POINTER(c_uint64)]),
+    "lds_pages_free": (c_int, [_rt, _id]),
+    "lds_pages_load": (c_int, [_rt, _id, _id, c_char_p, c_size_t, POINTER(LoadOptionsC)]),
+    "lds_pages_load_next": (c_int, [_rt, _id]),
+    "lds_pages_load_previous": (c_int, [_rt, _id]),
+    "lds_pages_refresh": (c_int, [_rt, _id]),
+    "lds_pages_cancel": (c_int, [_rt, _id]),
+    "lds_pages_reset": (c_int, [_rt, _id]),
+    "lds_pages_count": (c_int, [_rt, _id, POINTER(c_size_t)]),
+    "lds_pages_has_more": (c_int, [_rt, _id, c_int32]),
+    "lds_pages_get": (c_int, [_rt, _id, c_size_t, POINTER(SnapshotC)]),
+    "lds_page_request_decode": (c_int, [c_char_p, c_size_t, POINTER(PageRequestC)]),
+    "lds_job_succeed_page": (c_int, [_rt, _id, c_char_p, c_size_t, c_char_p, c_size_t, c_char_p, c_size_t]),
 }
 
 

@@ -26,6 +26,12 @@ NAME_MAX = 128
 #: The most optimistic values, and the most prefixes, of one write (64, ``LDS_MUTATION_KEYS_MAX``;
 #: see :meth:`loadstate.Process.mutate`); more raise :class:`loadstate.InvalidArgument`.
 MUTATION_KEYS_MAX = 64
+#: The most pages one :class:`loadstate.PagesCell` holds (1,024, ``LDS_PAGES_MAX``).
+PAGES_MAX = 1024
+
+#: The longest page cursor, in bytes (4,096, ``LDS_CURSOR_MAX``); a page returning a longer one fails with
+#: :class:`loadstate.TooBig`.
+CURSOR_MAX = 4096
 
 #: The most operations host threads may have waiting for a runtime's loop thread
 #: (262,144); a call that would queue more raises :class:`loadstate.Busy` and changes nothing.
@@ -90,6 +96,8 @@ class Flags(enum.IntFlag):
     ROLLED_BACK = 1 << 12
     PREVIOUS = 1 << 9
     PLACEHOLDER = 1 << 10
+    PAGE_PREVIOUS = 1 << 11
+    PAGES_DROPPED = 1 << 14
 
     def __str__(self) -> str:
         return f"Flags.{self.name}" if self.name else "Flags.NONE"

@@ -85,6 +85,7 @@ STRUCTS = {
     "lds_runtime_statistics": "RuntimeStatisticsC", "lds_observation": "ObservationC",
     "lds_inspector_options": "InspectorOptionsC",
     "lds_redis_cache_options": "RedisCacheOptionsC", "lds_redis_status": "RedisStatusC",
+    "lds_pages_options": "PagesOptionsC", "lds_page_request": "PageRequestC",
 }
 
 
@@ -145,6 +146,7 @@ SINGLES: Dict[str, int] = {
     "LDS_REDIS_KEYS_MAX": loadstate.REDIS_KEYS_MAX, "LDS_CACHE_GET_MANY_MAX": loadstate.CACHE_GET_MANY_MAX,
     "LDS_REDIS_REPLY_SLACK": loadstate.REDIS_REPLY_SLACK, "LDS_NAME_MAX": loadstate.NAME_MAX,
     "LDS_MUTATION_KEYS_MAX": loadstate.MUTATION_KEYS_MAX,
+    "LDS_PAGES_MAX": loadstate.PAGES_MAX, "LDS_CURSOR_MAX": loadstate.CURSOR_MAX,
     "LDS_LATENCY_BUCKETS": _library.LATENCY_BUCKETS, "LDS_VERSION_MAJOR": _library._VERSION_MAJOR,
 }
 

@@ -64,7 +64,15 @@ impl Sink {
     }
 }
 
-unsafe extern "C" fn cell_event(event: *const sys::lds_event, user_data: *mut c_void) {
+/// A new sink and the stream it feeds (for cells made elsewhere in the crate).
+pub(crate) fn sink_and_events() -> (NonNull<Sink>, Events) {
+    let (tx, rx) = mpsc::channel();
+    let waker = Arc::new(WakerSlot::default());
+    let sink = NonNull::from(Box::leak(Box::new(Sink { tx: Mutex::new(Some(tx)), waker: Arc::clone(&waker) })));
+    (sink, Events { rx, waker })
+}
+
+pub(crate) unsafe extern "C" fn cell_event(event: *const sys::lds_event, user_data: *mut c_void) {
     let _ = catch_unwind(AssertUnwindSafe(|| {
         // SAFETY: user_data is the cell's Sink, alive while callbacks of the
         // cell can run (see Shared::bury); the event is valid during the call.

@@ -101,8 +101,13 @@ impl Flags {
     /// ([`LoadOptions::placeholder`](crate::LoadOptions::placeholder)),
     /// never stored in a cache; always with `REFRESHING`.
     pub const PLACEHOLDER: Flags = Flags(sys::LDS_FLAG_PLACEHOLDER);
+    /// A pages cell's event about a page loaded before the first one.
+    pub const PAGE_PREVIOUS: Flags = Flags(sys::LDS_FLAG_PAGE_PREVIOUS);
+    /// A pages cell dropped pages: by its cap, from the other end; or, in a
+    /// refresh, the pages after this one.
+    pub const PAGES_DROPPED: Flags = Flags(sys::LDS_FLAG_PAGES_DROPPED);
 
-    const NAMES: [(Flags, &'static str); 11] = [
+    const NAMES: [(Flags, &'static str); 13] = [
         (Flags::REFRESHING, "REFRESHING"),
         (Flags::PARTIAL, "PARTIAL"),
         (Flags::STALE, "STALE"),
@@ -114,6 +119,8 @@ impl Flags {
         (Flags::ROLLED_BACK, "ROLLED_BACK"),
         (Flags::PREVIOUS, "PREVIOUS"),
         (Flags::PLACEHOLDER, "PLACEHOLDER"),
+        (Flags::PAGE_PREVIOUS, "PAGE_PREVIOUS"),
+        (Flags::PAGES_DROPPED, "PAGES_DROPPED"),
     ];
 
     /// The flags of raw bits, unknown bits included.

@@ -281,6 +281,34 @@ impl Job {
 
     /// After succeed, finish, fail or `fail_final`: the library drops the job's cancel
     /// hooks, and so does the crate.
+    /// Ends a page's job (see [`Pages`](crate::Pages)) with its value and
+    /// the cursors of the pages after it (`next`) and before it
+    /// (`previous`); `None`: no page that way. A cursor longer than
+    /// [`CURSOR_MAX`](crate::CURSOR_MAX) bytes fails the page instead (its
+    /// error is [`ErrorKind::TooBig`](crate::ErrorKind::TooBig)) and this
+    /// returns that error.
+    pub fn succeed_page(&self, value: &[u8], next: Option<&[u8]>, previous: Option<&[u8]>) -> Result<()> {
+        let cursor = |c: Option<&[u8]>| c.map_or((std::ptr::null(), 0), |c| (c.as_ptr().cast::<c_void>(), c.len()));
+        let ((next_ptr, next_len), (previous_ptr, previous_len)) = (cursor(next), cursor(previous));
+        // SAFETY: valid handle and buffers (a cursor's pointer is not null when given, even empty).
+        let rc = unsafe {
+            sys::lds_job_succeed_page(
+                self.shared.raw(),
+                self.id,
+                value.as_ptr().cast(),
+                value.len(),
+                next_ptr,
+                next_len,
+                previous_ptr,
+                previous_len,
+            )
+        };
+        if rc == sys::LDS_ETOOBIG {
+            self.shared.forget_cancel_hooks(self.id);
+        }
+        self.ended(rc)
+    }
+
     fn ended(&self, rc: i32) -> Result<()> {
         check(rc)?;
         self.shared.forget_cancel_hooks(self.id);

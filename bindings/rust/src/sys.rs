@@ -935,6 +935,48 @@ impl lds_cell_options {
     };
 }
 
+/// The most pages one pages cell holds (since 0.5).
+pub const LDS_PAGES_MAX: u32 = 1024;
+/// The longest page cursor, in bytes; a longer one fails its page with `LDS_ETOOBIG` (since 0.5).
+pub const LDS_CURSOR_MAX: usize = 4096;
+/// The event is about a page loaded before the first one (since 0.5).
+pub const LDS_FLAG_PAGE_PREVIOUS: u32 = 1 << 11;
+/// Pages were dropped: by the page cap from the other end, or by a refresh after this page (since 0.5).
+pub const LDS_FLAG_PAGES_DROPPED: u32 = 1 << 14;
+
+/// What `lds_pages_new` makes (since 0.5).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct lds_pages_options {
+    pub size: u32,
+    pub on_event: Option<lds_event_fn>,
+    pub user_data: *mut c_void,
+    pub name: *const c_char,
+    pub max_pages: u32,
+}
+
+impl lds_pages_options {
+    /// The value of `LDS_PAGES_OPTIONS_INIT`.
+    pub const INIT: Self = lds_pages_options {
+        size: core::mem::size_of::<lds_pages_options>() as u32,
+        on_event: None,
+        user_data: core::ptr::null_mut(),
+        name: core::ptr::null(),
+        max_pages: 0,
+    };
+}
+
+/// One page's request, as `lds_page_request_decode` reads it (since 0.5): pointers into the request.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct lds_page_request {
+    pub request: *const c_void,
+    pub request_len: usize,
+    pub cursor: *const c_void,
+    pub cursor_len: usize,
+    pub direction: i32,
+}
+
 unsafe extern "C" {
     pub fn lds_strerror(code: c_int) -> *const c_char;
     pub fn lds_version() -> u32;
@@ -1141,4 +1183,34 @@ unsafe extern "C" {
         out: *mut lds_id,
     ) -> c_int;
     pub fn lds_redis_cache_status(rt: *mut lds_runtime, cache: lds_id, out: *mut lds_redis_status) -> c_int;
+
+    pub fn lds_pages_new(rt: *mut lds_runtime, opts: *const lds_pages_options, out: *mut lds_id) -> c_int;
+    pub fn lds_pages_free(rt: *mut lds_runtime, cell: lds_id) -> c_int;
+    pub fn lds_pages_load(
+        rt: *mut lds_runtime,
+        cell: lds_id,
+        loader: lds_id,
+        request: *const c_void,
+        len: usize,
+        opts: *const lds_load_options,
+    ) -> c_int;
+    pub fn lds_pages_load_next(rt: *mut lds_runtime, cell: lds_id) -> c_int;
+    pub fn lds_pages_load_previous(rt: *mut lds_runtime, cell: lds_id) -> c_int;
+    pub fn lds_pages_refresh(rt: *mut lds_runtime, cell: lds_id) -> c_int;
+    pub fn lds_pages_cancel(rt: *mut lds_runtime, cell: lds_id) -> c_int;
+    pub fn lds_pages_reset(rt: *mut lds_runtime, cell: lds_id) -> c_int;
+    pub fn lds_pages_count(rt: *mut lds_runtime, cell: lds_id, out: *mut usize) -> c_int;
+    pub fn lds_pages_has_more(rt: *mut lds_runtime, cell: lds_id, direction: i32) -> c_int;
+    pub fn lds_pages_get(rt: *mut lds_runtime, cell: lds_id, index: usize, out: *mut lds_snapshot) -> c_int;
+    pub fn lds_page_request_decode(request: *const c_void, len: usize, out: *mut lds_page_request) -> c_int;
+    pub fn lds_job_succeed_page(
+        rt: *mut lds_runtime,
+        job: lds_id,
+        value: *const c_void,
+        len: usize,
+        next_cursor: *const c_void,
+        next_len: usize,
+        previous_cursor: *const c_void,
+        previous_len: usize,
+    ) -> c_int;
 }

@@ -133,6 +133,12 @@ int main(void) {
   SIZE(lds_cell_options);
   FIELD(lds_cell_options, size); FIELD(lds_cell_options, on_event); FIELD(lds_cell_options, user_data);
   FIELD(lds_cell_options, name);
+  SIZE(lds_pages_options);
+  FIELD(lds_pages_options, size); FIELD(lds_pages_options, on_event); FIELD(lds_pages_options, user_data);
+  FIELD(lds_pages_options, name); FIELD(lds_pages_options, max_pages);
+  SIZE(lds_page_request);
+  FIELD(lds_page_request, request); FIELD(lds_page_request, request_len); FIELD(lds_page_request, cursor);
+  FIELD(lds_page_request, cursor_len); FIELD(lds_page_request, direction);
   SIZE(lds_op);
   FIELD(lds_op, op); FIELD(lds_op, code); FIELD(lds_op, target); FIELD(lds_op, loader); FIELD(lds_op, data);
   FIELD(lds_op, data_len);
@@ -177,6 +183,9 @@ int main(void) {
          lso.name != NULL);
   lds_cell_options co = LDS_CELL_OPTIONS_INIT;
   printf("init lds_cell_options %u %d\n", co.size, co.on_event != NULL || co.user_data != NULL || co.name != NULL);
+  lds_pages_options pgo = LDS_PAGES_OPTIONS_INIT;
+  printf("init lds_pages_options %u %d %u\n", pgo.size, pgo.on_event != NULL || pgo.user_data != NULL || pgo.name != NULL,
+         pgo.max_pages);
   lds_runtime_options ro = LDS_RUNTIME_OPTIONS_INIT;
   printf("init lds_runtime_options %u %u %u %u %u\n", ro.size, ro.delivery, ro.spin_us, ro.queue_max, ro.flags);
   lds_runtime_statistics rs = LDS_RUNTIME_STATISTICS_INIT;
@@ -423,6 +432,8 @@ fn structs_and_constants_match_the_c_header() {
     fields!(lds_op: op, code, target, loader, data, data_len);
     fields!(lds_loader_options: size, start, cancel, free_data, loader_data, max_concurrent, rate_per_s, burst, name);
     fields!(lds_cell_options: size, on_event, user_data, name);
+    fields!(lds_pages_options: size, on_event, user_data, name, max_pages);
+    fields!(lds_page_request: request, request_len, cursor, cursor_len, direction);
     fields!(lds_inspector_options: size, flags, max_clients, interval_ms, idle_timeout_ms, max_cells);
     let io = lds_inspector_options::INIT;
     checker.check(
@@ -467,6 +478,10 @@ fn structs_and_constants_match_the_c_header() {
         LDS_VALUE_MAX,
         LDS_QUEUE_MAX,
         LDS_NAME_MAX,
+        LDS_PAGES_MAX,
+        LDS_CURSOR_MAX,
+        LDS_FLAG_PAGE_PREVIOUS,
+        LDS_FLAG_PAGES_DROPPED,
         LDS_QUEUE_MAX_LIMIT,
         LDS_ABSENT,
         LDS_LOADING,
@@ -581,6 +596,16 @@ fn structs_and_constants_match_the_c_header() {
     checker.check(
         "init lds_cell_options",
         format!("{} {}", co.size, u8::from(co.on_event.is_some() || !co.user_data.is_null() || !co.name.is_null())),
+    );
+    let po = lds_pages_options::INIT;
+    checker.check(
+        "init lds_pages_options",
+        format!(
+            "{} {} {}",
+            po.size,
+            u8::from(po.on_event.is_some() || !po.user_data.is_null() || !po.name.is_null()),
+            po.max_pages
+        ),
     );
     let ro = lds_runtime_options::INIT;
     checker.check(

@@ -494,7 +494,7 @@ mod tests {
         assert_eq!(flags.bits(), sys::LDS_FLAG_REFRESHING | sys::LDS_FLAG_PARTIAL);
         assert_eq!(format!("{flags:?}"), "REFRESHING | PARTIAL");
         assert_eq!(format!("{:?}", Flags::NONE), "NONE");
-        assert_eq!(format!("{:?}", Flags::from_bits(0x100 | sys::LDS_FLAG_STALE)), "STALE | 0x100");
+        assert_eq!(format!("{:?}", Flags::from_bits(0x10_0000 | sys::LDS_FLAG_STALE)), "STALE | 0x100000");
         assert_eq!(flags & Flags::PARTIAL, Flags::PARTIAL);
     }
 

@@ -27,6 +27,7 @@ func cFlags<Value, Request>(_ event: CellEvent<Value, Request>) -> UInt32 {
     if event.state.isStale { flags |= UInt32(LDS_FLAG_STALE) }
     if event.state.isQueued { flags |= UInt32(LDS_FLAG_QUEUED) }
     if event.state.isRevalidated { flags |= UInt32(LDS_FLAG_REVALIDATED) }
+    if event.state.isPaused { flags |= UInt32(LDS_FLAG_PAUSED) }
     return flags
 }
 

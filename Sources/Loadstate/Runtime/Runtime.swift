@@ -39,6 +39,8 @@ public final class Runtime: @unchecked Sendable {
     private var shared: [ShareKey: Handle] = [:]
     /// Loop thread only: whether polling is paused, and who waits for it.
     let pollControl = PollControl()
+    /// Online and foreground, as the host set them (see `HostSignals.swift`).
+    let hostSignals = HostSignals()
 
     /// `spinMicroseconds`: see `EventLoop.init`. `metrics`: whether loads,
     /// jobs and events are counted and load latencies measured (see

@@ -31,6 +31,9 @@
     /// The load waits for its loader's admission (a concurrency or rate
     /// limit): its job has not started yet.
     @usableFromInline package var isQueued: Bool = false
+    /// The load waits for the runtime to be online (see `Runtime.setOnline`):
+    /// its loader has not been called for this attempt.
+    @usableFromInline package var isPaused: Bool = false
 
     @usableFromInline package var error: LoadError? {
         get { errorBox?.error }

@@ -2681,8 +2681,9 @@ int lds_runtime_resume_polling(lds_runtime *rt);
  * the flag. A retry after a failed attempt waits the same way (flagged
  * PAUSED): its back-off runs meanwhile, and on reconnect it starts at once
  * if its back-off is over. With LDS_LOAD_OFFLINE_FAIL such a load or retry
- * fails at once: the cell becomes LDS_ERROR with LDS_EOFFLINE (domain
- * LOADSTATE). With LDS_LOAD_OFFLINE_RUN the load ignores the signal. A
+ * fails at once: after the load's first event (LOADING, or REFRESHING when
+ * silent, not PAUSED) the cell becomes LDS_ERROR with LDS_EOFFLINE (domain
+ * LOADSTATE), in the same loop turn. With LDS_LOAD_OFFLINE_RUN the load ignores the signal. A
  * load that joins a running shared job (LDS_LOAD_SHARE) joins it
  * offline too; paused loads of one key start one job on reconnect. A
  * cache-first hit is served offline as usual. Polls do not fire while

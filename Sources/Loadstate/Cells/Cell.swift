@@ -358,16 +358,15 @@ import Synchronization
         // A load that shares a running job joins it before its first event,
         // so that a host seeing that event knows the cell waits for the job.
         let joined = joinSharedJob(spec)
-        // Offline, a load that would call its loader waits or fails instead.
-        let paused = !joined && runtime.hostSignals.holdsLoad(spec.options.offlineMode)
-        if paused && spec.options.offlineMode == .fail {
-            failLoad(UInt64(loads), with: LoadError(.offline, message: "the runtime is offline"))
-            return
-        }
+        // Offline, a load that would call its loader waits (flagged paused) or fails instead.
+        let held = !joined && runtime.hostSignals.holdsLoad(spec.options.offlineMode)
+        let paused = held && spec.options.offlineMode == .wait
         // Whether the job will wait for its loader's admission, so that the
         // first event says so (`startAttempt` decides, at once after it).
-        let queued = paused ? false
+        let queued = held ? false
             : joined ? session?.job?.isWaiting ?? false : spec.loader.admission?.mustWait() ?? false
+        // Counted as paused before its event: a host that sees the event sees it in the statistics.
+        if paused { parkOffline() }
         if spec.options.silent || cachedShown != nil {
             var shown = cachedShown ?? state
             shown.isRefreshing = true
@@ -386,7 +385,10 @@ import Synchronization
         }
         armTimers(timeoutMs: spec.options.timeoutMs, interrupts: interrupts)
         if paused {
-            parkOffline()
+            // Waits for `onlineResumed`.
+        } else if held {
+            // Its start (LOADING or REFRESHING) first, as any load's, then the failure.
+            failLoad(UInt64(loads), with: LoadError(.offline, message: "the runtime is offline"))
         } else if !joined {
             startAttempt(spec, shownQueued: queued)
         }
@@ -1017,8 +1019,8 @@ import Synchronization
             var next = state
             next.attempt = s.attempt
             next.isPaused = true
-            emit(.state, next, changed: false)
             parkOffline()
+            emit(.state, next, changed: false)
             return
         }
         var next = state

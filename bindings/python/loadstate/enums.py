@@ -82,6 +82,8 @@ class Flags(enum.IntFlag):
     CANCELLED = 1 << 4
     QUEUED = 1 << 6
     REVALIDATED = 1 << 7
+    #: The load waits for the runtime to be online (:meth:`Runtime.set_online <loadstate.Runtime.set_online>`).
+    PAUSED = 1 << 13
 
     def __str__(self) -> str:
         return f"Flags.{self.name}" if self.name else "Flags.NONE"
@@ -172,6 +174,7 @@ class Code(_Named):
     EAGAIN = -10
     EREDIS = -11
     ENOTSUP = -12
+    EOFFLINE = -13
 
 
 class RedisCode(_Named):
@@ -211,6 +214,10 @@ class LoadFlags(enum.IntFlag):
     POLL_ON_ERROR = 1 << 4
     IGNORE_CACHE_HEADERS = 1 << 5
     NO_PROGRESS = 1 << 6
+    REFRESH_ON_FOREGROUND = 1 << 8
+    OFFLINE_FAIL = 1 << 9
+    OFFLINE_RUN = 1 << 10
+    POLL_IN_BACKGROUND = 1 << 11
 
 
 class HttpFlags(enum.IntFlag):

@@ -113,6 +113,11 @@ class Event(Generic[T_co]):
         return int.__and__(self.flags, Flags.REVALIDATED) != 0
 
     @property
+    def paused(self) -> bool:
+        """The load waits for the runtime to be online: its loader has not been called for this attempt."""
+        return int.__and__(self.flags, Flags.PAUSED) != 0
+
+    @property
     def settled(self) -> bool:
         """A state event with no load under way: not loading, partial or refreshing."""
         return (self.type == EventType.STATE and self.status not in _BUSY
@@ -227,6 +232,17 @@ class LoadOptions:
         ignore_cache_headers: with a cache, the http loader's rules from its responses'
             ``Cache-Control``, ``Expires`` and ``Vary`` do not apply: ``fresh`` alone decides
             and every response is stored (``LDS_LOAD_IGNORE_CACHE_HEADERS``).
+        refresh_on_foreground: when the runtime returns to the foreground
+            (:meth:`Runtime.set_foreground <loadstate.Runtime.set_foreground>`), a loaded value at least
+            ``fresh`` old (any age without ``fresh``) refreshes silently, at most once per
+            ``foreground_throttle`` (``LDS_LOAD_REFRESH_ON_FOREGROUND``).
+        offline: what the load does while the runtime is offline (:meth:`Runtime.set_online
+            <loadstate.Runtime.set_online>`): ``"wait"`` (the default: the loader is not called, the state is
+            flagged ``PAUSED``, the load starts when online), ``"fail"`` (an error ``EOFFLINE`` at once, for the
+            load or a retry falling due) or ``"run"`` (ignore the signal: loaders that need no network).
+        poll_in_background: polling goes on while the runtime is in the background.
+        foreground_throttle: with ``refresh_on_foreground``, the least time in seconds between two such
+            refreshes of the cell (``None``: 5 s).
 
     Every option but ``cache`` (checked by the load) is checked when the options are made (a
     :class:`TypeError` or an :class:`~loadstate.InvalidArgument` naming it); ``interrupts`` are kept as a tuple and
@@ -249,6 +265,10 @@ class LoadOptions:
     refresh_interval: Optional[float] = None
     poll_on_error: bool = False
     ignore_cache_headers: bool = False
+    refresh_on_foreground: bool = False
+    offline: str = "wait"
+    poll_in_background: bool = False
+    foreground_throttle: Optional[float] = None
     # What the library is given, set by __post_init__ (see _c_fields).
     _c: Tuple[Any, ...] = field(init=False, repr=False, compare=False, default=())
 
@@ -268,14 +288,19 @@ class LoadOptions:
         flags = ((LoadFlags.SILENT if flag("silent", self.silent) else 0)
                  | (LoadFlags.SHARE if flag("share", self.share) else 0)
                  | (LoadFlags.POLL_ON_ERROR if flag("poll_on_error", self.poll_on_error) else 0)
-                 | (LoadFlags.IGNORE_CACHE_HEADERS if flag("ignore_cache_headers", self.ignore_cache_headers) else 0))
+                 | (LoadFlags.IGNORE_CACHE_HEADERS if flag("ignore_cache_headers", self.ignore_cache_headers) else 0)
+                 | (LoadFlags.REFRESH_ON_FOREGROUND if flag("refresh_on_foreground", self.refresh_on_foreground)
+                    else 0)
+                 | (LoadFlags.POLL_IN_BACKGROUND if flag("poll_in_background", self.poll_in_background) else 0)
+                 | _offline_flag(self.offline))
         c_fields = (int(flags), milliseconds("timeout", self.timeout),
                     tuple(milliseconds("interrupts", delay) for delay in interrupts),
                     integer("retries", self.retries), milliseconds("retry_base", self.retry_base),
                     milliseconds("retry_max", self.retry_max), key, int(policy), milliseconds("fresh", self.fresh),
                     milliseconds("max_age", self.max_age, U64_MAX),
                     integer("priority", self.priority, I32_MIN, I32_MAX),
-                    milliseconds("refresh_interval", self.refresh_interval))
+                    milliseconds("refresh_interval", self.refresh_interval),
+                    milliseconds("foreground_throttle", self.foreground_throttle))
         set_field = object.__setattr__
         set_field(self, "interrupts", interrupts)
         set_field(self, "policy", policy)
@@ -288,7 +313,8 @@ class LoadOptions:
         return (self.silent, self.share, self.timeout, self.interrupts, self.retries, self.retry_base,
                 self.retry_max, None if self.cache is None else id(self.cache), self.cache_key, self.policy,
                 self.fresh, self.max_age, self.priority, self.refresh_interval, self.poll_on_error,
-                self.ignore_cache_headers)
+                self.ignore_cache_headers, self.refresh_on_foreground, self.offline, self.poll_in_background,
+                self.foreground_throttle)
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
@@ -315,11 +341,25 @@ class LoadOptions:
     def _c_fields(self) -> Tuple[Any, ...]:
         """The fields of ``lds_load_options`` from ``flags`` on, in order, the pointers' targets as Python objects:
         flags, timeout, interrupts, retries, retry base and max, cache, cache key, policy, fresh, max age,
-        priority and refresh interval."""
+        priority, refresh interval and foreground throttle."""
         (flags, timeout_ms, delays, retries, base_ms, max_ms, key, policy, fresh_ms, max_age_ms, priority,
-         interval_ms) = self._c
+         interval_ms, throttle_ms) = self._c
         return (flags, timeout_ms, delays, retries, base_ms, max_ms, self.cache.id if self.cache is not None else 0,
-                key, policy, fresh_ms, max_age_ms, priority, interval_ms)
+                key, policy, fresh_ms, max_age_ms, priority, interval_ms, throttle_ms)
+
+
+# The flag of each ``offline`` choice of LoadOptions.
+_OFFLINE_FLAGS = {"wait": 0, "fail": int(LoadFlags.OFFLINE_FAIL), "run": int(LoadFlags.OFFLINE_RUN)}
+
+
+def _offline_flag(offline: object) -> int:
+    """The flag of an ``offline`` choice: ``"wait"``, ``"fail"`` or ``"run"``."""
+    if not isinstance(offline, str):
+        raise TypeError(f"offline must be a str, not {type(offline).__name__}")
+    found = _OFFLINE_FLAGS.get(offline)
+    if found is None:
+        raise invalid(f"offline must be 'wait', 'fail' or 'run', not {offline!r}")
+    return found
 
 
 _DEFAULT_OPTIONS = LoadOptions()

@@ -240,3 +240,26 @@ def test_foreground_throttle_is_per_load(errors):
 
     run(main())
     assert errors.items == []
+
+
+def test_the_inspector_snapshot_shows_the_signals_and_paused_cells(rt):
+    import json
+
+    from test_inspector import get, parts
+
+    cell = rt.loadable(rt.loader(lambda job: b"v"))
+    rt.set_online(False)
+    rt.set_foreground(False)
+    load = cell.load(b"r")
+    url = rt.start_inspector()
+    _, _, token = parts(url)
+    snapshot = json.loads(get(url, f"/snapshot?token={token}")[2])
+    assert snapshot["online"] is False and snapshot["foreground"] is False and snapshot["loads_paused"] == 1
+    assert "paused" in {c["id"]: c for c in snapshot["cells"]}[cell.id]["flags"]
+    page = get(url, f"/?token={token}")[2]
+    assert b"s.online" in page and b"s.foreground" in page
+    rt.set_online(True)
+    rt.set_foreground(True)
+    assert load.value(WAIT) == b"v"
+    snapshot = json.loads(get(url, f"/snapshot?token={token}")[2])
+    assert snapshot["online"] is True and snapshot["foreground"] is True and snapshot["loads_paused"] == 0

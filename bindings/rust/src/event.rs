@@ -87,8 +87,12 @@ impl Flags {
     /// With `FROM_CACHE`: the cached value was confirmed current by its
     /// loader (an HTTP 304).
     pub const REVALIDATED: Flags = Flags(sys::LDS_FLAG_REVALIDATED);
+    /// The load waits for the runtime to be online
+    /// ([`Runtime::set_online`](crate::Runtime::set_online)): its loader has
+    /// not been called for this attempt.
+    pub const PAUSED: Flags = Flags(sys::LDS_FLAG_PAUSED);
 
-    const NAMES: [(Flags, &'static str); 7] = [
+    const NAMES: [(Flags, &'static str); 8] = [
         (Flags::REFRESHING, "REFRESHING"),
         (Flags::PARTIAL, "PARTIAL"),
         (Flags::STALE, "STALE"),
@@ -96,6 +100,7 @@ impl Flags {
         (Flags::CANCELLED, "CANCELLED"),
         (Flags::QUEUED, "QUEUED"),
         (Flags::REVALIDATED, "REVALIDATED"),
+        (Flags::PAUSED, "PAUSED"),
     ];
 
     /// The flags of raw bits, unknown bits included.

@@ -93,7 +93,7 @@ pub use inspector::InspectorOptions;
 pub use loader::{Job, Loader, PANIC_ERROR_CODE};
 pub use metrics::{LoadMetrics, RuntimeStats};
 pub use observer::{JobOutcome, Observation, ObservationKind, Observer};
-pub use options::{CachePolicy, Delivery, Limits, LoadOptions};
+pub use options::{CachePolicy, Delivery, Limits, LoadOptions, OfflineMode};
 pub use redis::{RedisCache, RedisCacheOptions, RedisStatus};
 pub use runtime::Runtime;
 pub use std::sync::mpsc::{RecvTimeoutError, TryRecvError};

@@ -77,7 +77,9 @@ int main(void) {
   FIELD(lds_runtime_statistics, loaders_cap); FIELD(lds_runtime_statistics, loader_count);
   FIELD(lds_runtime_statistics, caches); FIELD(lds_runtime_statistics, caches_cap);
   FIELD(lds_runtime_statistics, cache_count); FIELD(lds_runtime_statistics, loads_from_cache);
-  FIELD(lds_runtime_statistics, loaders_from_cache);
+  FIELD(lds_runtime_statistics, loaders_from_cache); FIELD(lds_runtime_statistics, online);
+  FIELD(lds_runtime_statistics, foreground); FIELD(lds_runtime_statistics, loads_paused);
+  FIELD(lds_runtime_statistics, loads_paused_total);
   SIZE(lds_load_options);
   FIELD(lds_load_options, size); FIELD(lds_load_options, flags); FIELD(lds_load_options, timeout_ms);
   FIELD(lds_load_options, interrupts_ms); FIELD(lds_load_options, interrupt_count);
@@ -85,7 +87,7 @@ int main(void) {
   FIELD(lds_load_options, retry_max_ms); FIELD(lds_load_options, cache); FIELD(lds_load_options, cache_key);
   FIELD(lds_load_options, cache_key_len); FIELD(lds_load_options, cache_policy); FIELD(lds_load_options, fresh_ms);
   FIELD(lds_load_options, max_age_ms); FIELD(lds_load_options, priority);
-  FIELD(lds_load_options, refresh_interval_ms);
+  FIELD(lds_load_options, refresh_interval_ms); FIELD(lds_load_options, foreground_throttle_ms);
   SIZE(lds_id);
   SIZE(lds_file_options);
   FIELD(lds_file_options, size); FIELD(lds_file_options, chunk_size); FIELD(lds_file_options, max_size);
@@ -371,7 +373,7 @@ fn structs_and_constants_match_the_c_header() {
     }
     fields!(lds_load_options: size, flags, timeout_ms, interrupts_ms, interrupt_count, retries, retry_base_ms,
         retry_max_ms, cache, cache_key, cache_key_len, cache_policy, fresh_ms, max_age_ms, priority,
-        refresh_interval_ms);
+        refresh_interval_ms, foreground_throttle_ms);
     fields!(lds_file_options: size, chunk_size, max_size, max_concurrent, rate_per_s, burst, name);
     fields!(lds_exec_options: size, flags, kill_grace_ms, max_output, max_concurrent, rate_per_s, burst, name);
     fields!(lds_exec_request: size, argv, env, cwd);
@@ -412,7 +414,8 @@ fn structs_and_constants_match_the_c_header() {
     fields!(lds_loader_metrics: loader, loads);
     fields!(lds_cache_metrics: cache, persistent, reserved, stats);
     fields!(lds_runtime_statistics: size, enabled, cells_alive, events_delivered, loads, loaders, loaders_cap,
-        loader_count, caches, caches_cap, cache_count, loads_from_cache, loaders_from_cache);
+        loader_count, caches, caches_cap, cache_count, loads_from_cache, loaders_from_cache, online, foreground,
+        loads_paused, loads_paused_total);
     checker.check("size lds_id", size_of::<lds_id>());
     checker.check("align lds_id", align_of::<lds_id>());
 
@@ -435,6 +438,7 @@ fn structs_and_constants_match_the_c_header() {
         LDS_EAGAIN,
         LDS_EREDIS,
         LDS_ENOTSUP,
+        LDS_EOFFLINE,
         LDS_VALUE_MAX,
         LDS_QUEUE_MAX,
         LDS_NAME_MAX,
@@ -466,11 +470,16 @@ fn structs_and_constants_match_the_c_header() {
         LDS_FLAG_CANCELLED,
         LDS_FLAG_QUEUED,
         LDS_FLAG_REVALIDATED,
+        LDS_FLAG_PAUSED,
         LDS_LOAD_SILENT,
         LDS_LOAD_SHARE,
         LDS_LOAD_POLL_ON_ERROR,
         LDS_LOAD_IGNORE_CACHE_HEADERS,
         LDS_LOAD_NO_PROGRESS,
+        LDS_LOAD_REFRESH_ON_FOREGROUND,
+        LDS_LOAD_OFFLINE_FAIL,
+        LDS_LOAD_OFFLINE_RUN,
+        LDS_LOAD_POLL_IN_BACKGROUND,
         LDS_PRIORITY_PREFETCH,
         LDS_POLICY_LOAD_ONLY,
         LDS_POLICY_CACHE_FIRST,

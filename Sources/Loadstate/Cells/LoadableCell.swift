@@ -92,6 +92,10 @@ public final class LoadableCellWith<Request: Sendable, Value: Sendable>: Observa
     /// The load waits for its `LoadQueue`: its body has not started.
     public var isQueued: Bool { driver.isQueued }
 
+    /// The load waits for the runtime to be online (`Runtime.setOnline`):
+    /// its loader has not been called for this attempt.
+    public var isPaused: Bool { driver.isPaused }
+
     /// Gives the load under way another priority: a load that still waits
     /// in its queue moves to its place for the new priority (a running one
     /// is not affected). Kept for `refresh`.

@@ -145,6 +145,29 @@ struct HostSignalsTests {
         #expect(jobsStarted(f.runtime) == 2)
     }
 
+    @Test func aLoadableCellShowsItsPausedLoadAndLoadsOnReconnect() async throws {
+        let runtime = try Runtime()
+        defer { _ = runtime.close() }
+        let cell = LoadableCell<Int>(runtime: runtime)
+        let calls = Locked(0)
+        runtime.setOnline(false)
+        startTask {
+            cell.load {
+                calls.withLock { $0 += 1 }
+                return 7
+            }
+        }
+        // The first state shows before `load` returns; the paused flag comes with the loop's event.
+        while !cell.isPaused { await Task.yield() }
+        #expect(cell.state == .loading)
+        try await Task.sleep(for: .milliseconds(30))
+        #expect(calls.withLock { $0 } == 0 && cell.isPaused)
+        let recorder = StateRecorder(cell.states)
+        runtime.setOnline(true)
+        _ = await recorder.until(\.isLoaded)
+        #expect(!cell.isPaused && calls.withLock { $0 } == 1)
+    }
+
     @Test(arguments: [true, false])
     func aPollWaitsWhileHeldAndFiresOnReturn(offline: Bool) async throws {
         let runtime = try Runtime()

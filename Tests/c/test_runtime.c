@@ -355,6 +355,8 @@ static void *busy_main(void *arg) {
   /* Every later call is refused the same way. */
   CHECK_EQ(lds_job_succeed(b->rt, b->job, "x", 1), LDS_ECLOSED);
   CHECK_EQ(lds_loadable_set_loaded(b->rt, b->cell, "x", 1), LDS_ECLOSED);
+  CHECK_EQ(lds_runtime_set_online(b->rt, 0), LDS_ECLOSED);
+  CHECK_EQ(lds_runtime_set_foreground(b->rt, 0), LDS_ECLOSED);
   return NULL;
 }
 

@@ -146,6 +146,8 @@ extern "C" {
 #define LDS_EAGAIN     (-10) /* too many operations wait for the loop thread (LDS_QUEUE_MAX); try again later */
 #define LDS_EREDIS     (-11) /* since 0.4: Redis failed or is unreachable; lds_redis_cache_status says why */
 #define LDS_ENOTSUP    (-12) /* since 0.5: a feature this build lacks (rediss://: TLS to Redis) */
+#define LDS_EOFFLINE   (-13) /* since 0.5: the runtime is offline and the load has LDS_LOAD_OFFLINE_FAIL
+                                (seen as an error code in events; see "Host signals") */
 
 /* The largest value, request or message, in bytes, the library accepts (256 MiB). */
 #define LDS_VALUE_MAX ((size_t)256 * 1024 * 1024)
@@ -198,6 +200,8 @@ extern "C" {
 #define LDS_FLAG_PLACEHOLDER (1u << 10) /* since 0.5: the value is the load's placeholder
                                            (lds_load_options.placeholder), shown while it runs; never
                                            stored in a cache; always with REFRESHING */
+#define LDS_FLAG_PAUSED      (1u << 13) /* since 0.5: the load waits for the runtime to be online (see
+                                           "Host signals"); its loader has not been called for this attempt */
 
 /* Load flags (lds_load_options.flags). */
 #define LDS_LOAD_SILENT      (1u << 0)  /* keep the current state while loading; emit REFRESHING */
@@ -216,6 +220,14 @@ extern "C" {
                                              request of the LOADED value shown keeps that value shown,
                                              flagged PREVIOUS | REFRESHING, instead of LOADING (see
                                              "Keeping the previous value") */
+#define LDS_LOAD_REFRESH_ON_FOREGROUND (1u << 8)  /* since 0.5: when the runtime returns to the foreground,
+                                                     a stale LOADED value refreshes silently ("Host signals") */
+#define LDS_LOAD_OFFLINE_FAIL (1u << 9)   /* since 0.5: while offline, the load (or a retry falling due)
+                                             fails at once with LDS_EOFFLINE instead of waiting */
+#define LDS_LOAD_OFFLINE_RUN  (1u << 10)  /* since 0.5: the load ignores the online signal (for loaders
+                                             that need no network: file, exec, local work) */
+#define LDS_LOAD_POLL_IN_BACKGROUND (1u << 11)  /* since 0.5: polling goes on while the runtime is in the
+                                                   background */
 
 /* Delivery modes (lds_runtime_options.delivery). */
 #define LDS_DELIVER_LOOP  0  /* callbacks run on the loop thread (default) */
@@ -384,10 +396,15 @@ typedef struct lds_load_options {
   const void *placeholder;        /* shown while a non-silent load runs and nothing else would be
                                      (copied); NULL: none; non-NULL with length 0: an empty value */
   size_t placeholder_len;         /* at most LDS_VALUE_MAX (more: LDS_ETOOBIG) */
+  /* Host signals (since 0.5; see "Host signals"). A caller whose size ends
+   * before this field gets the default. */
+  uint32_t foreground_throttle_ms; /* with LDS_LOAD_REFRESH_ON_FOREGROUND: the cell refreshes on
+                                      returning to the foreground at most once in this many ms;
+                                      0: 5000 */
 } lds_load_options;
 
 #define LDS_LOAD_OPTIONS_INIT { (uint32_t)sizeof(lds_load_options), 0, 0, NULL, 0, 0, 0, 0, 0, NULL, 0, 0, 0, 0, 0, 0, \
-                                NULL, 0 }
+                                NULL, 0, 0 }
 
 /*
  * Keeping the previous value (since 0.5). Without these options a
@@ -2304,10 +2321,15 @@ typedef struct lds_runtime_statistics {
   uint64_t loads_from_cache;    /* out: loads a cache answered alone (counted in loads.started; see above) */
   uint64_t *loaders_from_cache; /* in: loaders_cap entries, or NULL; out: entry i is the from_cache count
                                  *      of loaders[i] (written for the entries written in loaders) */
+  /* Third version (since 0.5): the host signals ("Host signals"), written only when size holds them. */
+  uint32_t online;              /* out: 1 while the runtime is online (lds_runtime_set_online) */
+  uint32_t foreground;          /* out: 1 while the runtime is in the foreground (lds_runtime_set_foreground) */
+  uint64_t loads_paused;        /* out: loads and retries waiting for the runtime to be online now */
+  uint64_t loads_paused_total;  /* out: loads and retries that waited so, since the runtime began */
 } lds_runtime_statistics;
 
 #define LDS_RUNTIME_STATISTICS_INIT { (uint32_t)sizeof(lds_runtime_statistics), 0, 0, 0, { 0 }, NULL, 0, 0, NULL, 0, 0, \
-                                      0, NULL }
+                                      0, NULL, 0, 0, 0, 0 }
 
 /*
  * Copies the runtime's counters into *out. The loaders and caches that do
@@ -2814,6 +2836,75 @@ int lds_runtime_pause_polling(lds_runtime *rt);
  * Returns LDS_OK; LDS_EINVAL (rt NULL); LDS_EAGAIN (see LDS_QUEUE_MAX); LDS_ECLOSED.
  */
 int lds_runtime_resume_polling(lds_runtime *rt);
+
+/* ------------------------------------------------------------------ */
+/* Host signals                                                        */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Since 0.5. The host tells the runtime whether it is online and whether
+ * it is in the foreground; the runtime never guesses. A runtime starts
+ * online and in the foreground, so nothing changes for a host that never
+ * calls these functions.
+ *
+ * OFFLINE. A job that runs goes on (its answer may still come). A load
+ * started while offline does not call its loader: by default it waits,
+ * the cell showing its LOADING state (or, silent, its current state
+ * flagged LDS_FLAG_REFRESHING) flagged LDS_FLAG_PAUSED, and starts when
+ * the runtime is online again, with an event of the same state without
+ * the flag. A retry after a failed attempt waits the same way (flagged
+ * PAUSED): its back-off runs meanwhile, and on reconnect it starts at once
+ * if its back-off is over. With LDS_LOAD_OFFLINE_FAIL such a load or retry
+ * fails at once: after the load's first event (LOADING, or REFRESHING when
+ * silent, not PAUSED) the cell becomes LDS_ERROR with LDS_EOFFLINE (domain
+ * LOADSTATE), in the same loop turn. With LDS_LOAD_OFFLINE_RUN the load ignores the signal. A
+ * load that joins a running shared job (LDS_LOAD_SHARE) joins it
+ * offline too; paused loads of one key start one job on reconnect. A
+ * cache-first hit is served offline as usual. Polls do not fire while
+ * offline (unless OFFLINE_RUN): a poll that falls due waits and runs when
+ * the runtime is online again. Cancel, reset, set_* and free of a paused
+ * load work as for any load. A load's timeout_ms counts its paused time.
+ *
+ * BACKGROUND. Polls do not fire while the runtime is in the background,
+ * unless the load has LDS_LOAD_POLL_IN_BACKGROUND; a poll that fell due
+ * meanwhile runs on the return to the foreground. When the runtime
+ * returns to the foreground, every loadable cell whose last load had
+ * LDS_LOAD_REFRESH_ON_FOREGROUND, which shows an LDS_LOADED value, has no
+ * load under way, and whose value is at least fresh_ms old (fresh_ms 0:
+ * any age; updated_at_ms is the value's time) refreshes silently, as
+ * lds_loadable_refresh, unless it refreshed for this reason less than
+ * foreground_throttle_ms ago (0: 5000 ms). Offline, that refresh waits as
+ * any load does.
+ *
+ * lds_runtime_stats reports both signals and the paused loads; the
+ * Prometheus text (lds_runtime_metrics_text) and the inspector show them.
+ */
+
+/*
+ * Tells the runtime whether the host is online (any non-zero is 1). Any
+ * thread, callbacks included; never blocks, and calls no callback before
+ * it returns: going online starts the paused loads and polls on the loop
+ * thread. Setting the value the runtime already has changes nothing.
+ *
+ *   online  1: online (the default); 0: offline.
+ *
+ * Returns LDS_OK; LDS_EINVAL (rt NULL); LDS_ECLOSED.
+ */
+int lds_runtime_set_online(lds_runtime *rt, int online);
+
+/*
+ * Tells the runtime whether the host is in the foreground (any non-zero
+ * is 1). Any thread, callbacks included; never blocks, and calls no
+ * callback before it returns: returning to the foreground runs the polls
+ * that fell due in the background and the refreshes of
+ * LDS_LOAD_REFRESH_ON_FOREGROUND cells on the loop thread. Setting the
+ * value the runtime already has changes nothing.
+ *
+ *   foreground  1: in the foreground (the default); 0: in the background.
+ *
+ * Returns LDS_OK; LDS_EINVAL (rt NULL); LDS_ECLOSED.
+ */
+int lds_runtime_set_foreground(lds_runtime *rt, int foreground);
 
 /* The priority of a prefetch whose options leave priority at 0. */
 #define LDS_PRIORITY_PREFETCH (-100)

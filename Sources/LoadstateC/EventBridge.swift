@@ -31,6 +31,7 @@ func cFlags<Value, Request>(_ event: CellEvent<Value, Request>) -> UInt32 {
     if event.isRolledBack { flags |= UInt32(LDS_FLAG_ROLLED_BACK) }
     if event.state.isPrevious { flags |= UInt32(LDS_FLAG_PREVIOUS) }
     if event.state.isPlaceholder { flags |= UInt32(LDS_FLAG_PLACEHOLDER) }
+    if event.state.isPaused { flags |= UInt32(LDS_FLAG_PAUSED) }
     return flags
 }
 

@@ -4,7 +4,10 @@ import CLoadstateABI
 /// The first version of `lds_runtime_statistics` (up to `cache_count`): the least `size` accepted.
 private let statisticsSizeV1 = MemoryLayout<lds_runtime_statistics>.offset(of: \.loads_from_cache)!
 /// The second version: `loads_from_cache` and `loaders_from_cache` too.
-private let statisticsSizeV2 = MemoryLayout<lds_runtime_statistics>.size
+private let statisticsSizeV2 = MemoryLayout<lds_runtime_statistics>.offset(of: \.online)
+    ?? MemoryLayout<lds_runtime_statistics>.size
+/// The third version: the host signals too.
+private let statisticsSizeV3 = MemoryLayout<lds_runtime_statistics>.size
 
 @_cdecl("lds_runtime_stats")
 public func ldsRuntimeStats(_ rt: OpaquePointer?, _ out: UnsafeMutablePointer<lds_runtime_statistics>?) -> Int32 {
@@ -13,7 +16,8 @@ public func ldsRuntimeStats(_ rt: OpaquePointer?, _ out: UnsafeMutablePointer<ld
     guard size >= statisticsSizeV1 else { return LDS_EINVAL }
     // Only as far as the caller's size: the fields past it read as 0.
     let request = readSized(UnsafePointer(out)).value
-    let second = size >= statisticsSizeV2
+    let written = size >= statisticsSizeV3 ? statisticsSizeV3 : size >= statisticsSizeV2 ? statisticsSizeV2
+        : statisticsSizeV1
     guard request.loaders != nil || request.loaders_cap == 0,
           request.caches != nil || request.caches_cap == 0 else { return LDS_EINVAL }
     return withRuntime(rt) { runtime in
@@ -38,6 +42,10 @@ public func ldsRuntimeStats(_ rt: OpaquePointer?, _ out: UnsafeMutablePointer<ld
         }
         c.loads_from_cache = stats.loads.fromCache
         c.loaders_from_cache = request.loaders_from_cache
+        c.online = stats.isOnline ? 1 : 0
+        c.foreground = stats.isForeground ? 1 : 0
+        c.loads_paused = stats.loadsPaused
+        c.loads_paused_total = stats.loadsPausedTotal
         if let caches = request.caches {
             for (i, entry) in stats.caches.prefix(Int(request.caches_cap)).enumerated() {
                 let s = entry.stats
@@ -50,7 +58,7 @@ public func ldsRuntimeStats(_ rt: OpaquePointer?, _ out: UnsafeMutablePointer<ld
         // No more than the caller's size.
         withUnsafeBytes(of: &c) { bytes in
             UnsafeMutableRawPointer(out).copyMemory(from: bytes.baseAddress!,
-                                                    byteCount: second ? statisticsSizeV2 : statisticsSizeV1)
+                                                    byteCount: written)
         }
         return LDS_OK
     }

@@ -33,7 +33,21 @@ extension LoadOptions {
         let knownFlags = UInt32(LDS_LOAD_SILENT) | UInt32(LDS_LOAD_SHARE) | UInt32(LDS_LOAD_POLL_ON_ERROR)
             | UInt32(LDS_LOAD_NO_PROGRESS)
             | UInt32(LDS_LOAD_IGNORE_CACHE_HEADERS) | UInt32(LDS_LOAD_KEEP_PREVIOUS)
+            | UInt32(LDS_LOAD_REFRESH_ON_FOREGROUND)
+            | UInt32(LDS_LOAD_OFFLINE_FAIL) | UInt32(LDS_LOAD_OFFLINE_RUN) | UInt32(LDS_LOAD_POLL_IN_BACKGROUND)
         guard c.flags & ~knownFlags == 0 else { return .failure(.invalidArgument) }
+        let offline = c.flags & (UInt32(LDS_LOAD_OFFLINE_FAIL) | UInt32(LDS_LOAD_OFFLINE_RUN))
+        // Both offline flags at once say two things: refused.
+        guard offline != UInt32(LDS_LOAD_OFFLINE_FAIL) | UInt32(LDS_LOAD_OFFLINE_RUN) else {
+            return .failure(.invalidArgument)
+        }
+        options.offlineMode = offline == UInt32(LDS_LOAD_OFFLINE_FAIL) ? .fail
+            : offline == UInt32(LDS_LOAD_OFFLINE_RUN) ? .run : .wait
+        options.refreshesOnForeground = c.flags & UInt32(LDS_LOAD_REFRESH_ON_FOREGROUND) != 0
+        options.pollsInBackground = c.flags & UInt32(LDS_LOAD_POLL_IN_BACKGROUND) != 0
+        // Fields past the caller's size read as 0: the default throttle.
+        options.foregroundThrottleMs = c.foreground_throttle_ms
+        options.freshMs = c.fresh_ms
         options.silent = c.flags & UInt32(LDS_LOAD_SILENT) != 0
         options.pollsAfterError = c.flags & UInt32(LDS_LOAD_POLL_ON_ERROR) != 0
         options.keepsPrevious = c.flags & UInt32(LDS_LOAD_KEEP_PREVIOUS) != 0

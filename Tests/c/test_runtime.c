@@ -16,7 +16,7 @@ TEST(test_version_matches_header) {
 TEST(test_strerror_messages) {
   const int codes[] = {LDS_OK,       LDS_EINVAL, LDS_ENOENT,  LDS_ESTATE, LDS_ECANCELED,
                        LDS_ETIMEDOUT, LDS_ENOMEM, LDS_ECLOSED, LDS_ETOOBIG, LDS_EIO,
-                       LDS_EAGAIN, LDS_EREDIS, LDS_ENOTSUP};
+                       LDS_EAGAIN, LDS_EREDIS, LDS_ENOTSUP, LDS_EOFFLINE};
   const size_t n = sizeof codes / sizeof codes[0];
   for (size_t i = 0; i < n; i++) {
     const char *m = lds_strerror(codes[i]);
@@ -25,7 +25,7 @@ TEST(test_strerror_messages) {
     CHECK(strcmp(m, "unknown error") != 0);
     for (size_t j = 0; j < i; j++) CHECK(strcmp(m, lds_strerror(codes[j])) != 0);
   }
-  const int unknown[] = {1, 7, -13, -100, INT_MIN, INT_MAX};
+  const int unknown[] = {1, 7, -14, -100, INT_MIN, INT_MAX};
   for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++)
     CHECK_STR(lds_strerror(unknown[i]), "unknown error");
   /* Static: the same pointer every time. */
@@ -355,6 +355,8 @@ static void *busy_main(void *arg) {
   /* Every later call is refused the same way. */
   CHECK_EQ(lds_job_succeed(b->rt, b->job, "x", 1), LDS_ECLOSED);
   CHECK_EQ(lds_loadable_set_loaded(b->rt, b->cell, "x", 1), LDS_ECLOSED);
+  CHECK_EQ(lds_runtime_set_online(b->rt, 0), LDS_ECLOSED);
+  CHECK_EQ(lds_runtime_set_foreground(b->rt, 0), LDS_ECLOSED);
   return NULL;
 }
 

@@ -39,6 +39,7 @@ extension Cell: InspectableCell {
         let state = event.state
         var flags: [String] = []
         if state.isQueued { flags.append("queued") }
+        if state.isPaused { flags.append("paused") }
         if state.isRefreshing { flags.append("refreshing") }
         if state.isPartial { flags.append("partial") }
         if event.isCancelled { flags.append("cancelled") }

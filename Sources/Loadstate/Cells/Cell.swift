@@ -95,6 +95,10 @@ import Synchronization
     @exclusivity(unchecked) private var pollFailures: UInt32 = 0
     /// The cell waits in the runtime's `PollControl` for polling to resume.
     @exclusivity(unchecked) private var pollParked = false
+    /// The load's current attempt waits in the runtime's `HostSignals` to be online.
+    @exclusivity(unchecked) private var pausedOffline = false
+    /// When the cell last refreshed on returning to the foreground (wall ms).
+    @exclusivity(unchecked) private var foregroundRefreshAtMs: UInt64 = 0
     /// The cell runs a prefetch (`Runtime.prefetch`): its jobs take loads
     /// of their key that do not ask to share.
     @exclusivity(unchecked) var isPrefetch = false
@@ -331,6 +335,7 @@ import Synchronization
         }
         var restore = abandonSession() ?? state
         restore.isQueued = false
+        restore.isPaused = false
         lastSpec = spec
         observeCacheEntry(spec.cache)
         // What a silent load shows (the current state unless the cache has
@@ -359,14 +364,21 @@ import Synchronization
         // A load that shares a running job joins it before its first event,
         // so that a host seeing that event knows the cell waits for the job.
         let joined = joinSharedJob(spec)
+        // Offline, a load that would call its loader waits (flagged paused) or fails instead.
+        let held = !joined && runtime.hostSignals.holdsLoad(spec.options.offlineMode)
+        let paused = held && spec.options.offlineMode == .wait
         // Whether the job will wait for its loader's admission, so that the
         // first event says so (`startAttempt` decides, at once after it).
-        let queued = joined ? session?.job?.isWaiting ?? false : spec.loader.admission?.mustWait() ?? false
+        let queued = held ? false
+            : joined ? session?.job?.isWaiting ?? false : spec.loader.admission?.mustWait() ?? false
+        // Counted as paused before its event: a host that sees the event sees it in the statistics.
+        if paused { parkOffline() }
         if spec.options.silent || cachedShown != nil {
             var shown = cachedShown ?? state
             shown.isRefreshing = true
             shown.attempt = 1
             shown.isQueued = queued
+            shown.isPaused = paused
             if markStale { shown.isStale = true }
             emit(.state, shown, changed: markStale || shown.isFromCache)
         } else if flavor == .loadable, var shown = Self.waitingState(restore: restore, spec: spec) {
@@ -377,10 +389,18 @@ import Synchronization
                                                     request: spec.request, isPartial: false, isRefreshing: false,
                                                     attempt: 1, updatedAt: Clock.wallMs())
             loading.isQueued = queued
+            loading.isPaused = paused
             emit(.state, loading)
         }
         armTimers(timeoutMs: spec.options.timeoutMs, interrupts: interrupts)
-        if !joined { startAttempt(spec, shownQueued: queued) }
+        if paused {
+            // Waits for `onlineResumed`.
+        } else if held {
+            // Its start (LOADING or REFRESHING) first, as any load's, then the failure.
+            failLoad(UInt64(loads), with: LoadError(.offline, message: "the runtime is offline"))
+        } else if !joined {
+            startAttempt(spec, shownQueued: queued)
+        }
     }
 
     private enum CacheOutcome {
@@ -672,8 +692,8 @@ import Synchronization
     /// The poll timer fired: refresh, unless polling is paused (then wait
     /// for it to resume) or a load runs.
     private func pollDue() {
-        guard !isFreed, session == nil, lastSpec != nil else { return }
-        if runtime.pollControl.isPaused {
+        guard !isFreed, session == nil, let options = lastSpec?.options else { return }
+        if runtime.pollControl.isPaused || runtime.hostSignals.holdsPoll(options) {
             pollParked = true
             runtime.pollControl.park(self)
             return
@@ -828,6 +848,10 @@ import Synchronization
             runtime.optimisticLedger.end(run, succeeded: outcome == .succeeded)
         }
         if session?.job != nil { forgetJob() }
+        if pausedOffline {
+            pausedOffline = false
+            runtime.hostSignals.unpark(self)
+        }
         if runtime.metrics.isEnabled, let startedAtNs = session?.startedAtNs, let loader = lastSpec?.loader {
             runtime.metrics.loadEnded(outcome, loader.metrics, startedAtNs: startedAtNs)
         }
@@ -1020,9 +1044,23 @@ import Synchronization
     }
 
     private func retry() {
-        guard let s = session, s.job == nil, !isFreed, let spec = lastSpec else { return }
+        guard let s = session, s.job == nil, !isFreed, !pausedOffline, let spec = lastSpec else { return }
+        if runtime.hostSignals.holdsLoad(spec.options.offlineMode) {
+            // Offline: the retry fails at once, or waits to be online.
+            if spec.options.offlineMode == .fail {
+                failLoad(UInt64(s.serial), with: LoadError(.offline, message: "the runtime is offline"))
+                return
+            }
+            var next = state
+            next.attempt = s.attempt
+            next.isPaused = true
+            parkOffline()
+            emit(.state, next, changed: false)
+            return
+        }
         var next = state
         next.attempt = s.attempt
+        next.isPaused = false
         let queued = spec.loader.admission?.mustWait() ?? false
         next.isQueued = queued
         emit(.state, next, changed: !spec.options.silent)
@@ -1120,6 +1158,49 @@ protocol CacheViewer: AnyObject {
 }
 
 extension Cell: CacheViewer {}
+
+extension Cell: OnlineWaiter, ForegroundTarget {
+    /// The load's attempt waits for the runtime to be online.
+    private func parkOffline() {
+        pausedOffline = true
+        runtime.hostSignals.park(self)
+    }
+
+    func onlineResumed() {
+        guard pausedOffline else { return }
+        pausedOffline = false
+        guard let s = session, s.job == nil, !isFreed, let spec = lastSpec else { return }
+        if s.attempt > 1 {
+            retry()
+            return
+        }
+        // The first attempt: the same state, not paused, then the job.
+        let queued = spec.loader.admission?.mustWait() ?? false
+        var next = state
+        next.isPaused = false
+        next.isQueued = queued
+        emit(.state, next, changed: false)
+        startAttempt(spec, shownQueued: queued)
+    }
+
+    /// Refreshes silently when the last load asked to on returning to the
+    /// foreground, the cell shows a loaded value older than the load's
+    /// fresh time, no load runs, and the last such refresh is older than
+    /// the load's throttle.
+    func foregrounded(nowMs: UInt64) {
+        guard !isFreed, flavor == .loadable, session == nil, let options = lastSpec?.options,
+              options.refreshesOnForeground, state.status == .loaded, !state.isPartial else { return }
+        let age = nowMs >= state.updatedAt ? nowMs - state.updatedAt : 0
+        guard options.freshMs == 0 || age >= UInt64(options.freshMs) else { return }
+        let throttle = UInt64(options.foregroundThrottleMs == 0 ? 5000 : options.foregroundThrottleMs)
+        guard foregroundRefreshAtMs == 0 || nowMs < foregroundRefreshAtMs
+              || nowMs - foregroundRefreshAtMs >= throttle else { return }
+        foregroundRefreshAtMs = nowMs
+        let failures = pollFailures
+        reload(ticket: 0)
+        pollFailures = failures
+    }
+}
 
 extension Cell: PollTarget {
     func pollResumed() {

@@ -103,6 +103,7 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
     var isRefreshing: Bool { mirror.withLock { $0.detail.isRefreshing } }
     var isPartial: Bool { mirror.withLock { $0.detail.isPartial } }
     var isQueued: Bool { mirror.withLock { $0.detail.isQueued } }
+    var isPaused: Bool { mirror.withLock { $0.detail.isPaused } }
 
     /// A stream of every state from now on, starting with the current one.
     func states() -> AsyncStream<Public> { countedStates().stream }

@@ -98,6 +98,9 @@ public final class LoadableCellWith<Request: Sendable, Value: Sendable>: Observa
 
     /// The value shown is the running load's placeholder.
     public var isPlaceholder: Bool { snapshot.isPlaceholder }
+    /// The load waits for the runtime to be online (`Runtime.setOnline`):
+    /// its loader has not been called for this attempt.
+    public var isPaused: Bool { driver.isPaused }
 
     /// Gives the load under way another priority: a load that still waits
     /// in its queue moves to its place for the new priority (a running one

@@ -37,6 +37,10 @@ extension Inspector {
         w.field("metrics", stats.isEnabled)
         w.field("cells_alive", UInt64(cellCount))
         w.field("events_delivered", stats.eventsDelivered)
+        // The host's signals (see `Runtime.setOnline`, `Runtime.setForeground`).
+        w.field("online", stats.isOnline)
+        w.field("foreground", stats.isForeground)
+        w.field("loads_paused", stats.loadsPaused)
         w.key("loads")
         writeLoads(&w, stats.loads)
         w.key("cells")

@@ -152,7 +152,9 @@ filterBox.addEventListener("input", () => { if (lastSnapshot) render(lastSnapsho
 function render(s) {
   document.getElementById("summary").textContent =
     s.cells_alive + " cells, " + s.loads.jobs_in_flight + " jobs in flight, " + s.loads.started + " loads, " +
-    s.events_delivered + " events" + (s.metrics ? "" : " (metrics off)");
+    s.events_delivered + " events" + (s.metrics ? "" : " (metrics off)") +
+    (s.online === false ? ", offline" : ", online") + (s.foreground === false ? ", background" : ", foreground") +
+    (s.loads_paused ? " (" + s.loads_paused + " loads paused)" : "");
   const cellHeadings = ["id", "name", "kind", "status", "timeline", "flags", "attempt", "seq", "key", "request", "value",
                         "error"];
   if (s.actions) cellHeadings.push("");

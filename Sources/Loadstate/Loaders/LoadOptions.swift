@@ -18,6 +18,19 @@
     /// After the load succeeds, refresh silently this many ms after it
     /// ended, again and again; 0 for no polling.
     @usableFromInline package var refreshIntervalMs: UInt32
+    /// Back in the foreground, a refresh-on-foreground cell refreshes at
+    /// most once per this many ms (0: 5000).
+    @usableFromInline package var foregroundThrottleMs: UInt32 = 0
+    /// Back in the foreground, a value younger than this is not refreshed
+    /// (0: any age is refreshed).
+    @usableFromInline package var freshMs: UInt32 = 0
+    /// What the load does while the runtime is offline.
+    @usableFromInline package var offlineMode: OfflineMode = .wait
+    /// Refresh silently when the runtime returns to the foreground with a
+    /// value older than `freshMs`.
+    @usableFromInline package var refreshesOnForeground: Bool = false
+    /// Polling goes on while the runtime is in the background.
+    @usableFromInline package var pollsInBackground: Bool = false
     /// Keep the current state visible while loading (flagged refreshing).
     @usableFromInline package var silent: Bool
     /// Polling goes on after a failed load (after the longer of the

@@ -19,6 +19,14 @@ extension RuntimeStatistics {
         w.sample("loadstate_cells_alive", "", cellsAlive)
         w.family("loadstate_events_delivered_total", "counter", "Cell events handed to their callbacks.")
         w.sample("loadstate_events_delivered_total", "", eventsDelivered)
+        w.family("loadstate_online", "gauge", "1 while the host says the runtime is online.")
+        w.sample("loadstate_online", "", isOnline ? 1 : 0)
+        w.family("loadstate_foreground", "gauge", "1 while the host says the runtime is in the foreground.")
+        w.sample("loadstate_foreground", "", isForeground ? 1 : 0)
+        w.family("loadstate_loads_paused", "gauge", "Loads and retries waiting for the runtime to be online.")
+        w.sample("loadstate_loads_paused", "", loadsPaused)
+        w.family("loadstate_loads_paused_total", "counter", "Loads and retries that waited for the runtime to be online.")
+        w.sample("loadstate_loads_paused_total", "", loadsPausedTotal)
 
         let series = loaderSeries
 

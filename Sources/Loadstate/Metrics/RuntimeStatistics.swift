@@ -44,4 +44,10 @@
     @usableFromInline package var loaders: [LoaderEntry] = []
     /// The caches open, by id.
     @usableFromInline package var caches: [CacheEntry] = []
+    /// The host's signals (see `Runtime.setOnline`, `Runtime.setForeground`).
+    @usableFromInline package var isOnline = true
+    @usableFromInline package var isForeground = true
+    /// Loads and retries waiting for the runtime to be online now, and in all.
+    @usableFromInline package var loadsPaused: UInt64 = 0
+    @usableFromInline package var loadsPausedTotal: UInt64 = 0
 }

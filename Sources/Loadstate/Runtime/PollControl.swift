@@ -30,6 +30,16 @@ final class PollControl {
         for target in due { target.pollResumed() }
     }
 
+    /// Unless paused, every parked cell is told to poll again: those the
+    /// host's signals still hold park again (see `HostSignals.holdsPoll`).
+    func recheck() {
+        guard !isPaused, !order.isEmpty else { return }
+        let due = order.compactMap { parked[$0] }
+        parked = [:]
+        order = []
+        for target in due { target.pollResumed() }
+    }
+
     func park(_ target: PollTarget) {
         let key = ObjectIdentifier(target)
         if parked.updateValue(target, forKey: key) == nil { order.append(key) }

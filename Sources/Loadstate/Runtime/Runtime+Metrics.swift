@@ -28,6 +28,10 @@ extension Runtime {
     @usableFromInline package func statistics() -> RuntimeStatistics {
         var out = RuntimeStatistics()
         out.isEnabled = metrics.isEnabled
+        out.isOnline = hostSignals.online
+        out.isForeground = hostSignals.foreground
+        out.loadsPaused = hostSignals.pausedNow
+        out.loadsPausedTotal = hostSignals.pausedTotal
         // The loaders themselves: held, their counters stay allocated.
         var loaders: [(UInt64, MetricsSource)] = []
         var caches: [(UInt64, any CacheStore)] = []

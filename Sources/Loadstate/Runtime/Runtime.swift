@@ -41,6 +41,8 @@ public final class Runtime: @unchecked Sendable {
     let pollControl = PollControl()
     /// Loop thread: the keys that show optimistic values of running writes.
     let optimisticLedger = OptimisticLedger()
+    /// Online and foreground, as the host set them (see `HostSignals.swift`).
+    let hostSignals = HostSignals()
 
     /// `spinMicroseconds`: see `EventLoop.init`. `metrics`: whether loads,
     /// jobs and events are counted and load latencies measured (see

@@ -39,6 +39,9 @@
     @usableFromInline package var isPrevious: Bool = false
     /// The value is the running load's placeholder (`LoadSpec.placeholder`).
     @usableFromInline package var isPlaceholder: Bool = false
+    /// The load waits for the runtime to be online (see `Runtime.setOnline`):
+    /// its loader has not been called for this attempt.
+    @usableFromInline package var isPaused: Bool = false
 
     @usableFromInline package var error: LoadError? {
         get { errorBox?.error }

@@ -27,6 +27,9 @@ public enum ResultCode: Int32, Sendable, Error {
     /// A feature this build of the library lacks (`LDS_ENOTSUP`), such as
     /// TLS to Redis.
     case notSupported = -12
+    /// The runtime is offline and the load asked to fail then
+    /// (`LDS_EOFFLINE`, since 0.5; see `Runtime.setOnline`).
+    case offline = -13
 
     /// A short description of the code.
     public var message: String { staticMessage.description }
@@ -47,6 +50,7 @@ public enum ResultCode: Int32, Sendable, Error {
         case .again: return "too many operations queued; try again later"
         case .redis: return "Redis failed or is unreachable"
         case .notSupported: return "not supported by this build"
+        case .offline: return "the runtime is offline"
         }
     }
 }

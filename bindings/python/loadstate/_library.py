@@ -129,6 +129,7 @@ class LoadOptionsC(Structure):
         ("refresh_interval_ms", c_uint32),
         ("placeholder", c_void_p),
         ("placeholder_len", c_size_t),
+        ("foreground_throttle_ms", c_uint32),
     ]
 
 
@@ -382,7 +383,10 @@ class RuntimeStatisticsC(Structure):
                 ("loaders_cap", c_uint32), ("loader_count", c_uint32), ("caches", POINTER(CacheMetricsC)),
                 ("caches_cap", c_uint32), ("cache_count", c_uint32),
                 # The second version: loads a cache answered alone, in all and per loader.
-                ("loads_from_cache", c_uint64), ("loaders_from_cache", POINTER(c_uint64))]
+                ("loads_from_cache", c_uint64), ("loaders_from_cache", POINTER(c_uint64)),
+                # The third version: the host signals.
+                ("online", c_uint32), ("foreground", c_uint32), ("loads_paused", c_uint64),
+                ("loads_paused_total", c_uint64)]
 
 
 class InspectorOptionsC(Structure):
@@ -527,6 +531,8 @@ _PROTOTYPES: Dict[str, Tuple[object, List[object]]] = {
     "lds_process_set_priority": (c_int, [_rt, _id, c_int32]),
     "lds_runtime_pause_polling": (c_int, [_rt]),
     "lds_runtime_resume_polling": (c_int, [_rt]),
+    "lds_runtime_set_online": (c_int, [_rt, c_int]),
+    "lds_runtime_set_foreground": (c_int, [_rt, c_int]),
     "lds_prefetch": (c_int, [_rt, _id, c_char_p, c_size_t, POINTER(LoadOptionsC)]),
     "lds_redis_cache_new": (c_int, [_rt, c_char_p, POINTER(RedisCacheOptionsC), POINTER(c_uint64)]),
     "lds_redis_cache_status": (c_int, [_rt, _id, POINTER(RedisStatusC)]),

@@ -49,12 +49,12 @@ _END = object()
 
 def options_struct(options: LoadOptions) -> Tuple[LoadOptionsC, Any]:
     (flags, timeout_ms, delays, retries, base_ms, max_ms, cache, key, policy, fresh_ms, max_age_ms, priority,
-     interval_ms) = options._c_fields()
+     interval_ms, throttle_ms) = options._c_fields()
     array = (c_uint32 * len(delays))(*delays) if delays else None
     struct = LoadOptionsC(sizeof(LoadOptionsC), flags, timeout_ms,
                           cast(array, POINTER(c_uint32)) if array is not None else None,
                           len(delays), retries, base_ms, max_ms, cache, key, len(key) if key is not None else 0,
-                          policy, fresh_ms, max_age_ms, priority, interval_ms)
+                          policy, fresh_ms, max_age_ms, priority, interval_ms, throttle_ms)
     return struct, (array, key)  # what the struct points to must outlive the call
 
 
@@ -579,6 +579,8 @@ class Loadable(Cell[T]):
                   policy: CachePolicy = CachePolicy.LOAD_ONLY, fresh: Optional[float] = None,
                   max_age: Optional[float] = None, priority: int = 0, refresh_interval: Optional[float] = None,
                   poll_on_error: bool = False, keep_previous: bool = False, placeholder: Any = None,
+                  refresh_on_foreground: bool = False, offline: str = "wait",
+                  poll_in_background: bool = False, foreground_throttle: Optional[float] = None,
                   options: Optional[LoadOptions] = None) -> T:
         """Loads ``request`` and returns the value: ``value = await cell.get(request)``.
 
@@ -600,7 +602,10 @@ class Loadable(Cell[T]):
                          retries=retries, retry_base=retry_base, retry_max=retry_max, cache=cache,
                          cache_key=cache_key, policy=policy, fresh=fresh, max_age=max_age, priority=priority,
                          refresh_interval=refresh_interval, poll_on_error=poll_on_error,
-                         keep_previous=keep_previous, placeholder=placeholder, options=options)
+                         keep_previous=keep_previous, placeholder=placeholder,
+                         refresh_on_foreground=refresh_on_foreground, offline=offline,
+                         poll_in_background=poll_in_background, foreground_throttle=foreground_throttle,
+                         options=options)
         state = await load
         return load._value_of(state)
 
@@ -611,6 +616,8 @@ class Loadable(Cell[T]):
              policy: CachePolicy = CachePolicy.LOAD_ONLY, fresh: Optional[float] = None,
              max_age: Optional[float] = None, priority: int = 0, refresh_interval: Optional[float] = None,
              poll_on_error: bool = False, keep_previous: bool = False, placeholder: Any = None,
+             refresh_on_foreground: bool = False, offline: str = "wait",
+             poll_in_background: bool = False, foreground_throttle: Optional[float] = None,
              options: Optional[LoadOptions] = None) -> "Load[T]":
         """Starts a load: cancels the running job, emits ``LOADING`` (or, silent, the current state
         flagged ``REFRESHING``), and starts a job of ``loader`` (default: the cell's loader).
@@ -635,6 +642,8 @@ class Loadable(Cell[T]):
                 request's outcome, never with the previous value.
             placeholder: a value shown, flagged ``PLACEHOLDER``, while the load runs and nothing
                 else would be shown; never cached (see :class:`LoadOptions`).
+            refresh_on_foreground, offline, poll_in_background, foreground_throttle: the host's signals
+                (see :class:`LoadOptions` and :meth:`Runtime.set_online <loadstate.Runtime.set_online>`).
             options: a :class:`LoadOptions`, instead of the keyword arguments.
 
         Returns:
@@ -654,6 +663,8 @@ class Loadable(Cell[T]):
                 and interrupts is _DEFAULT_INTERRUPTS and retries is _ZERO and priority is _ZERO
                 and policy is CachePolicy.LOAD_ONLY and poll_on_error is False
                 and keep_previous is False and placeholder is None
+                and refresh_on_foreground is False and offline == "wait" and poll_in_background is False
+                and foreground_throttle is None
                 and silent.__class__ is bool and share.__class__ is bool):
             # The defaults, or flags only: no options struct at all. The arguments are compared with the
             # defaults by identity: any other value, even an equal one of another type, is checked by LoadOptions.
@@ -663,7 +674,9 @@ class Loadable(Cell[T]):
             options, silent=silent, share=share, timeout=timeout, interrupts=interrupts, retries=retries,
             retry_base=retry_base, retry_max=retry_max, cache=cache, cache_key=cache_key, policy=policy, fresh=fresh,
             max_age=max_age, priority=priority, refresh_interval=refresh_interval, poll_on_error=poll_on_error,
-            keep_previous=keep_previous, placeholder=placeholder),
+            keep_previous=keep_previous, placeholder=placeholder,
+            refresh_on_foreground=refresh_on_foreground, offline=offline, poll_in_background=poll_in_background,
+            foreground_throttle=foreground_throttle),
             None, "load")
 
     def refresh(self) -> "Load[T]":

@@ -98,6 +98,8 @@ class Flags(enum.IntFlag):
     PLACEHOLDER = 1 << 10
     PAGE_PREVIOUS = 1 << 11
     PAGES_DROPPED = 1 << 14
+    #: The load waits for the runtime to be online (:meth:`Runtime.set_online <loadstate.Runtime.set_online>`).
+    PAUSED = 1 << 13
 
     def __str__(self) -> str:
         return f"Flags.{self.name}" if self.name else "Flags.NONE"
@@ -188,6 +190,7 @@ class Code(_Named):
     EAGAIN = -10
     EREDIS = -11
     ENOTSUP = -12
+    EOFFLINE = -13
 
 
 class RedisCode(_Named):
@@ -228,6 +231,10 @@ class LoadFlags(enum.IntFlag):
     IGNORE_CACHE_HEADERS = 1 << 5
     NO_PROGRESS = 1 << 6
     KEEP_PREVIOUS = 1 << 7
+    REFRESH_ON_FOREGROUND = 1 << 8
+    OFFLINE_FAIL = 1 << 9
+    OFFLINE_RUN = 1 << 10
+    POLL_IN_BACKGROUND = 1 << 11
 
 
 class HttpFlags(enum.IntFlag):

@@ -226,9 +226,17 @@ class NotSupported(Error):
     code = Code.ENOTSUP
 
 
+class Offline(Error):
+    """``LDS_EOFFLINE``: the runtime is offline (:meth:`Runtime.set_online <loadstate.Runtime.set_online>`) and
+    the load asked to fail then (``offline="fail"``). A load that fails so raises a :class:`LoadFailed` whose
+    ``code`` is ``Code.EOFFLINE`` (domain ``LOADSTATE``)."""
+
+    code = Code.EOFFLINE
+
+
 _BY_CODE: Dict[int, Type[Error]] = {cls.code: cls for cls in
                                     (InvalidArgument, NotFound, WrongState, Cancelled, TimedOut, OutOfMemory,
-                                     Closed, TooBig, IOFailure, Busy, RedisError, NotSupported)}
+                                     Closed, TooBig, IOFailure, Busy, RedisError, NotSupported, Offline)}
 
 
 def error_for_code(code: int, message: str, detail: Optional[str] = None) -> Error:

@@ -78,6 +78,11 @@ class RuntimeStats:
         loads: the loads of every loader, closed ones included.
         loaders: the counters of each loader alive, by :attr:`Loader.id`.
         caches: the counters of each cache open, by :attr:`Cache.id`.
+        online: whether the runtime is online (:meth:`Runtime.set_online <loadstate.Runtime.set_online>`).
+        foreground: whether the runtime is in the foreground (:meth:`Runtime.set_foreground
+            <loadstate.Runtime.set_foreground>`).
+        loads_paused: loads and retries waiting for the runtime to be online now.
+        loads_paused_total: loads and retries that waited so, since the runtime began.
     """
 
     enabled: bool
@@ -86,6 +91,10 @@ class RuntimeStats:
     loads: LoadMetrics
     loaders: Dict[int, LoadMetrics]
     caches: Dict[int, CacheStats]
+    online: bool = True
+    foreground: bool = True
+    loads_paused: int = 0
+    loads_paused_total: int = 0
 
 
 def metrics_text(core: "_core.Core") -> str:
@@ -126,4 +135,6 @@ def runtime_stats(core: "_core.Core") -> RuntimeStats:
                  for i in range(out.loader_count)},
         caches={c.cache: CacheStats(c.stats.hits, c.stats.misses, c.stats.evictions, c.stats.expirations,
                                     c.stats.entries, c.stats.bytes)
-                for c in (caches[i] for i in range(out.cache_count))})
+                for c in (caches[i] for i in range(out.cache_count))},
+        online=bool(out.online), foreground=bool(out.foreground), loads_paused=out.loads_paused,
+        loads_paused_total=out.loads_paused_total)

@@ -11,7 +11,7 @@ from typing import Any, Callable, Optional, TypeVar, Union, overload
 from . import _core, _trio, builtin
 from ._checks import I32_MAX, I32_MIN, U64_MAX, c_string, flag, handle_name, integer, member, milliseconds, seconds
 from ._library import (INSPECTOR_ACTIONS, INSPECTOR_ALLOW_REMOTE, INSPECTOR_SHOW_VALUES, ExecOptionsC, FileOptionsC,
-                       HttpOptionsC, InspectorOptionsC, Library, load_library)
+                       HttpOptionsC, InspectorOptionsC, Library, RuntimeStatisticsC, load_library)
 from .builtin import HttpResponse
 from .cache import Cache
 from .cells import EventCallback, Loadable, Process, options_struct
@@ -409,6 +409,49 @@ class Runtime:
     def resume_polling(self) -> None:
         """Resumes polling: cells whose refresh fell due while paused refresh at once."""
         self._core.check(self._core.dll.lds_runtime_resume_polling(self._core.c_handle), "resume_polling")
+
+    # -- host signals -------------------------------------------------------
+
+    def set_online(self, online: bool) -> None:
+        """Tells the runtime whether the host is online (``lds_runtime_set_online``; a runtime starts online).
+
+        Offline, a load does not call its loader: by default it waits, its state flagged
+        :data:`Flags.PAUSED <loadstate.Flags.PAUSED>`, and starts when the runtime is online again; a retry
+        waits the same way and polls do not fire. A load made with ``offline="fail"`` fails at once with
+        ``EOFFLINE``; one made with ``offline="run"`` ignores the signal. A running job goes on. Any thread,
+        never blocks; setting the current value changes nothing.
+        """
+        self._core.check(self._core.dll.lds_runtime_set_online(self._core.c_handle, 1 if online else 0),
+                         "set_online")
+
+    def set_foreground(self, foreground: bool) -> None:
+        """Tells the runtime whether the host is in the foreground (``lds_runtime_set_foreground``; a runtime
+        starts in the foreground).
+
+        In the background, polls do not fire unless their load has ``poll_in_background=True``; a poll that
+        fell due meanwhile runs on the return. Back in the foreground, cells loaded with
+        ``refresh_on_foreground=True`` whose value is at least ``fresh`` old refresh silently, at most once
+        per ``foreground_throttle``. Any thread, never blocks; setting the current value changes nothing.
+        """
+        self._core.check(self._core.dll.lds_runtime_set_foreground(self._core.c_handle, 1 if foreground else 0),
+                         "set_foreground")
+
+    @property
+    def online(self) -> bool:
+        """Whether the runtime is online, as last set by :meth:`set_online`."""
+        return bool(self._signals().online)
+
+    @property
+    def foreground(self) -> bool:
+        """Whether the runtime is in the foreground, as last set by :meth:`set_foreground`."""
+        return bool(self._signals().foreground)
+
+    def _signals(self) -> RuntimeStatisticsC:
+        """The runtime's statistics without loaders or caches: the signals' fields."""
+        out = RuntimeStatisticsC()
+        out.size = ctypes.sizeof(RuntimeStatisticsC)
+        self._core.check(self._core.dll.lds_runtime_stats(self._core.c_handle, ctypes.byref(out)), "stats")
+        return out
 
     def prefetch(self, loader: Loader[Any], request: Any = None, *, cache: Cache[Any],
                  cache_key: Union[bytes, str, None] = None, policy: CachePolicy = CachePolicy.LOAD_ONLY,

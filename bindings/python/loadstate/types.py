@@ -136,6 +136,11 @@ class Event(Generic[T_co]):
         return int.__and__(self.flags, Flags.PLACEHOLDER) != 0
 
     @property
+    def paused(self) -> bool:
+        """The load waits for the runtime to be online: its loader has not been called for this attempt."""
+        return int.__and__(self.flags, Flags.PAUSED) != 0
+
+    @property
     def settled(self) -> bool:
         """A state event with no load under way: not loading, partial or refreshing."""
         return (self.type == EventType.STATE and self.status not in _BUSY
@@ -257,6 +262,17 @@ class LoadOptions:
             ``PLACEHOLDER | REFRESHING`` (:attr:`Event.placeholder`) while a non-silent load runs
             and nothing else would be shown; never stored in a cache. ``None``: none. Compared by
             identity, like the cache.
+        refresh_on_foreground: when the runtime returns to the foreground
+            (:meth:`Runtime.set_foreground <loadstate.Runtime.set_foreground>`), a loaded value at least
+            ``fresh`` old (any age without ``fresh``) refreshes silently, at most once per
+            ``foreground_throttle`` (``LDS_LOAD_REFRESH_ON_FOREGROUND``).
+        offline: what the load does while the runtime is offline (:meth:`Runtime.set_online
+            <loadstate.Runtime.set_online>`): ``"wait"`` (the default: the loader is not called, the state is
+            flagged ``PAUSED``, the load starts when online), ``"fail"`` (an error ``EOFFLINE`` at once, for the
+            load or a retry falling due) or ``"run"`` (ignore the signal: loaders that need no network).
+        poll_in_background: polling goes on while the runtime is in the background.
+        foreground_throttle: with ``refresh_on_foreground``, the least time in seconds between two such
+            refreshes of the cell (``None``: 5 s).
 
     Every option but ``cache`` (checked by the load) is checked when the options are made (a
     :class:`TypeError` or an :class:`~loadstate.InvalidArgument` naming it); ``interrupts`` are kept as a tuple and
@@ -281,6 +297,10 @@ class LoadOptions:
     ignore_cache_headers: bool = False
     keep_previous: bool = False
     placeholder: Any = None
+    refresh_on_foreground: bool = False
+    offline: str = "wait"
+    poll_in_background: bool = False
+    foreground_throttle: Optional[float] = None
     # What the library is given, set by __post_init__ (see _c_fields).
     _c: Tuple[Any, ...] = field(init=False, repr=False, compare=False, default=())
 
@@ -301,14 +321,19 @@ class LoadOptions:
                  | (LoadFlags.SHARE if flag("share", self.share) else 0)
                  | (LoadFlags.POLL_ON_ERROR if flag("poll_on_error", self.poll_on_error) else 0)
                  | (LoadFlags.IGNORE_CACHE_HEADERS if flag("ignore_cache_headers", self.ignore_cache_headers) else 0)
-                 | (LoadFlags.KEEP_PREVIOUS if flag("keep_previous", self.keep_previous) else 0))
+                 | (LoadFlags.KEEP_PREVIOUS if flag("keep_previous", self.keep_previous) else 0)
+                 | (LoadFlags.REFRESH_ON_FOREGROUND if flag("refresh_on_foreground", self.refresh_on_foreground)
+                    else 0)
+                 | (LoadFlags.POLL_IN_BACKGROUND if flag("poll_in_background", self.poll_in_background) else 0)
+                 | _offline_flag(self.offline))
         c_fields = (int(flags), milliseconds("timeout", self.timeout),
                     tuple(milliseconds("interrupts", delay) for delay in interrupts),
                     integer("retries", self.retries), milliseconds("retry_base", self.retry_base),
                     milliseconds("retry_max", self.retry_max), key, int(policy), milliseconds("fresh", self.fresh),
                     milliseconds("max_age", self.max_age, U64_MAX),
                     integer("priority", self.priority, I32_MIN, I32_MAX),
-                    milliseconds("refresh_interval", self.refresh_interval))
+                    milliseconds("refresh_interval", self.refresh_interval),
+                    milliseconds("foreground_throttle", self.foreground_throttle))
         set_field = object.__setattr__
         set_field(self, "interrupts", interrupts)
         set_field(self, "policy", policy)
@@ -322,7 +347,9 @@ class LoadOptions:
                 self.retry_max, None if self.cache is None else id(self.cache), self.cache_key, self.policy,
                 self.fresh, self.max_age, self.priority, self.refresh_interval, self.poll_on_error,
                 self.ignore_cache_headers, self.keep_previous,
-                None if self.placeholder is None else id(self.placeholder))
+                None if self.placeholder is None else id(self.placeholder),
+                self.refresh_on_foreground, self.offline, self.poll_in_background,
+                self.foreground_throttle)
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
@@ -349,11 +376,25 @@ class LoadOptions:
     def _c_fields(self) -> Tuple[Any, ...]:
         """The fields of ``lds_load_options`` from ``flags`` on, in order, the pointers' targets as Python objects:
         flags, timeout, interrupts, retries, retry base and max, cache, cache key, policy, fresh, max age,
-        priority and refresh interval."""
+        priority, refresh interval and foreground throttle."""
         (flags, timeout_ms, delays, retries, base_ms, max_ms, key, policy, fresh_ms, max_age_ms, priority,
-         interval_ms) = self._c
+         interval_ms, throttle_ms) = self._c
         return (flags, timeout_ms, delays, retries, base_ms, max_ms, self.cache.id if self.cache is not None else 0,
-                key, policy, fresh_ms, max_age_ms, priority, interval_ms)
+                key, policy, fresh_ms, max_age_ms, priority, interval_ms, throttle_ms)
+
+
+# The flag of each ``offline`` choice of LoadOptions.
+_OFFLINE_FLAGS = {"wait": 0, "fail": int(LoadFlags.OFFLINE_FAIL), "run": int(LoadFlags.OFFLINE_RUN)}
+
+
+def _offline_flag(offline: object) -> int:
+    """The flag of an ``offline`` choice: ``"wait"``, ``"fail"`` or ``"run"``."""
+    if not isinstance(offline, str):
+        raise TypeError(f"offline must be a str, not {type(offline).__name__}")
+    found = _OFFLINE_FLAGS.get(offline)
+    if found is None:
+        raise invalid(f"offline must be 'wait', 'fail' or 'run', not {offline!r}")
+    return found
 
 
 _DEFAULT_OPTIONS = LoadOptions()

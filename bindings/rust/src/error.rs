@@ -50,6 +50,10 @@ pub enum ErrorKind {
     /// `LDS_ENOTSUP`: a feature this build of the library lacks, such as
     /// `rediss://` (TLS to Redis).
     NotSupported,
+    /// `LDS_EOFFLINE`: the runtime is offline ([`Runtime::set_online`](crate::Runtime::set_online))
+    /// and the load asked to fail then ([`OfflineMode::Fail`](crate::OfflineMode::Fail)); seen as
+    /// the code of a load's error in [`ErrorDomain::Loadstate`](crate::ErrorDomain::Loadstate).
+    Offline,
     /// A code this version of the crate does not know.
     Other(i32),
 }
@@ -149,6 +153,7 @@ impl ErrorKind {
             ErrorKind::Busy => sys::LDS_EAGAIN,
             ErrorKind::Redis => sys::LDS_EREDIS,
             ErrorKind::NotSupported => sys::LDS_ENOTSUP,
+            ErrorKind::Offline => sys::LDS_EOFFLINE,
             ErrorKind::Other(code) => code,
         }
     }
@@ -202,6 +207,7 @@ impl Error {
             sys::LDS_EAGAIN => ErrorKind::Busy,
             sys::LDS_EREDIS => ErrorKind::Redis,
             sys::LDS_ENOTSUP => ErrorKind::NotSupported,
+            sys::LDS_EOFFLINE => ErrorKind::Offline,
             other => ErrorKind::Other(other),
         }
     }

@@ -106,8 +106,12 @@ impl Flags {
     /// A pages cell dropped pages: by its cap, from the other end; or, in a
     /// refresh, the pages after this one.
     pub const PAGES_DROPPED: Flags = Flags(sys::LDS_FLAG_PAGES_DROPPED);
+    /// The load waits for the runtime to be online
+    /// ([`Runtime::set_online`](crate::Runtime::set_online)): its loader has
+    /// not been called for this attempt.
+    pub const PAUSED: Flags = Flags(sys::LDS_FLAG_PAUSED);
 
-    const NAMES: [(Flags, &'static str); 13] = [
+    const NAMES: [(Flags, &'static str); 14] = [
         (Flags::REFRESHING, "REFRESHING"),
         (Flags::PARTIAL, "PARTIAL"),
         (Flags::STALE, "STALE"),
@@ -121,6 +125,7 @@ impl Flags {
         (Flags::PLACEHOLDER, "PLACEHOLDER"),
         (Flags::PAGE_PREVIOUS, "PAGE_PREVIOUS"),
         (Flags::PAGES_DROPPED, "PAGES_DROPPED"),
+        (Flags::PAUSED, "PAUSED"),
     ];
 
     /// The flags of raw bits, unknown bits included.

@@ -96,7 +96,7 @@ pub use loader::{Job, Loader, PANIC_ERROR_CODE};
 pub use metrics::{LoadMetrics, RuntimeStats};
 pub use mutation::{MUTATION_KEYS_MAX, Mutation};
 pub use observer::{JobOutcome, Observation, ObservationKind, Observer};
-pub use options::{CachePolicy, Delivery, Limits, LoadOptions};
+pub use options::{CachePolicy, Delivery, Limits, LoadOptions, OfflineMode};
 pub use pages::{CURSOR_MAX, PAGES_MAX, Page, PageRequest, Pages};
 pub use redis::{RedisCache, RedisCacheOptions, RedisStatus};
 pub use runtime::Runtime;

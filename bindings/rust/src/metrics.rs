@@ -118,6 +118,14 @@ pub struct RuntimeStats {
     pub loaders: BTreeMap<u64, LoadMetrics>,
     /// The counters of each cache open, by [`crate::Cache::id`].
     pub caches: BTreeMap<u64, CacheStats>,
+    /// Whether the runtime is online ([`Runtime::set_online`]).
+    pub online: bool,
+    /// Whether the runtime is in the foreground ([`Runtime::set_foreground`]).
+    pub foreground: bool,
+    /// Loads and retries waiting for the runtime to be online now.
+    pub loads_paused: u64,
+    /// Loads and retries that waited so, since the runtime began.
+    pub loads_paused_total: u64,
 }
 
 impl Runtime {
@@ -204,6 +212,10 @@ impl Runtime {
                         (c.cache, stats)
                     })
                     .collect(),
+                online: out.online != 0,
+                foreground: out.foreground != 0,
+                loads_paused: out.loads_paused,
+                loads_paused_total: out.loads_paused_total,
             });
         }
     }

@@ -50,6 +50,27 @@ pub struct LoadOptions {
     no_progress: bool,
     keep_previous: bool,
     placeholder: Option<Vec<u8>>,
+    refresh_on_foreground: bool,
+    poll_in_background: bool,
+    offline: OfflineMode,
+    foreground_throttle_ms: u32,
+}
+
+/// What a load does while the runtime is offline
+/// ([`Runtime::set_online`](crate::Runtime::set_online)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum OfflineMode {
+    /// The loader is not called: the load (or a retry) waits, its events
+    /// flagged [`Flags::PAUSED`](crate::Flags::PAUSED), and starts when the
+    /// runtime is online again (the default).
+    #[default]
+    Wait,
+    /// The load (or a retry falling due) fails at once with
+    /// [`ErrorKind::Offline`](crate::ErrorKind::Offline) (`LDS_LOAD_OFFLINE_FAIL`).
+    Fail,
+    /// The load ignores the signal, for loaders that need no network
+    /// (`LDS_LOAD_OFFLINE_RUN`).
+    Run,
 }
 
 /// The limits of a loader's jobs (`max_concurrent`, `rate_per_s`, `burst`
@@ -308,6 +329,42 @@ impl LoadOptions {
         self
     }
 
+    /// Refreshes silently when the runtime returns to the foreground
+    /// ([`Runtime::set_foreground`](crate::Runtime::set_foreground)) if the
+    /// cell shows a loaded value at least [`fresh`](Self::fresh) old (any
+    /// age when `fresh` is zero), at most once per
+    /// [`foreground_throttle`](Self::foreground_throttle)
+    /// (`LDS_LOAD_REFRESH_ON_FOREGROUND`).
+    #[must_use]
+    pub fn refresh_on_foreground(mut self, refresh: bool) -> LoadOptions {
+        self.refresh_on_foreground = refresh;
+        self
+    }
+
+    /// The least time between two refreshes of the cell on returning to
+    /// the foreground (zero: 5 s, the default).
+    #[must_use]
+    pub fn foreground_throttle(mut self, throttle: Duration) -> LoadOptions {
+        self.foreground_throttle_ms = millis(throttle);
+        self
+    }
+
+    /// What the load does while the runtime is offline (default
+    /// [`OfflineMode::Wait`]).
+    #[must_use]
+    pub fn offline(mut self, mode: OfflineMode) -> LoadOptions {
+        self.offline = mode;
+        self
+    }
+
+    /// Polling goes on while the runtime is in the background
+    /// (`LDS_LOAD_POLL_IN_BACKGROUND`).
+    #[must_use]
+    pub fn poll_in_background(mut self, poll: bool) -> LoadOptions {
+        self.poll_in_background = poll;
+        self
+    }
+
     /// The C struct; it borrows the interrupt delays, the cache key and the placeholder of `self`.
     pub(crate) fn to_raw(&self) -> sys::lds_load_options {
         sys::lds_load_options {
@@ -316,7 +373,14 @@ impl LoadOptions {
                 | if self.poll_on_error { sys::LDS_LOAD_POLL_ON_ERROR } else { 0 }
                 | if self.ignore_cache_headers { sys::LDS_LOAD_IGNORE_CACHE_HEADERS } else { 0 }
                 | if self.no_progress { sys::LDS_LOAD_NO_PROGRESS } else { 0 }
-                | if self.keep_previous { sys::LDS_LOAD_KEEP_PREVIOUS } else { 0 },
+                | if self.keep_previous { sys::LDS_LOAD_KEEP_PREVIOUS } else { 0 }
+                | if self.refresh_on_foreground { sys::LDS_LOAD_REFRESH_ON_FOREGROUND } else { 0 }
+                | if self.poll_in_background { sys::LDS_LOAD_POLL_IN_BACKGROUND } else { 0 }
+                | match self.offline {
+                    OfflineMode::Wait => 0,
+                    OfflineMode::Fail => sys::LDS_LOAD_OFFLINE_FAIL,
+                    OfflineMode::Run => sys::LDS_LOAD_OFFLINE_RUN,
+                },
             timeout_ms: self.timeout_ms,
             interrupts_ms: if self.interrupts_ms.is_empty() { std::ptr::null() } else { self.interrupts_ms.as_ptr() },
             interrupt_count: self.interrupts_ms.len(),
@@ -336,6 +400,7 @@ impl LoadOptions {
             // A given placeholder, even an empty one, is never NULL: NULL means none.
             placeholder: self.placeholder.as_ref().map_or(std::ptr::null(), |p| p.as_ptr().cast()),
             placeholder_len: self.placeholder.as_ref().map_or(0, Vec::len),
+            foreground_throttle_ms: self.foreground_throttle_ms,
             ..sys::lds_load_options::INIT
         }
     }

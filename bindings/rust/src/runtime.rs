@@ -269,6 +269,55 @@ impl Runtime {
         Ok(())
     }
 
+    /// Tells the runtime whether the host is online (`lds_runtime_set_online`;
+    /// a runtime starts online). Offline, a load does not call its loader:
+    /// by default it waits, its events flagged [`Flags::PAUSED`](crate::Flags::PAUSED),
+    /// and starts when the runtime is online again; a retry waits the same
+    /// way and polls do not fire. [`OfflineMode::Fail`](crate::OfflineMode::Fail)
+    /// fails such a load at once ([`ErrorKind::Offline`](crate::ErrorKind::Offline));
+    /// [`OfflineMode::Run`](crate::OfflineMode::Run) ignores the signal. A
+    /// running job goes on. Any thread, callbacks included; never blocks;
+    /// setting the current value changes nothing.
+    pub fn set_online(&self, online: bool) -> Result<()> {
+        // SAFETY: valid handle.
+        check(unsafe { sys::lds_runtime_set_online(self.shared.raw(), i32::from(online)) })?;
+        Ok(())
+    }
+
+    /// Tells the runtime whether the host is in the foreground
+    /// (`lds_runtime_set_foreground`; a runtime starts in the foreground).
+    /// In the background polls do not fire unless their load has
+    /// [`LoadOptions::poll_in_background`]; a poll that fell due meanwhile
+    /// runs on the return. Back in the foreground, cells loaded with
+    /// [`LoadOptions::refresh_on_foreground`] whose value is at least
+    /// [`fresh`](LoadOptions::fresh) old refresh silently, at most once per
+    /// [`foreground_throttle`](LoadOptions::foreground_throttle). Any thread,
+    /// callbacks included; never blocks; setting the current value changes nothing.
+    pub fn set_foreground(&self, foreground: bool) -> Result<()> {
+        // SAFETY: valid handle.
+        check(unsafe { sys::lds_runtime_set_foreground(self.shared.raw(), i32::from(foreground)) })?;
+        Ok(())
+    }
+
+    /// Whether the runtime is online, as last set by [`set_online`](Runtime::set_online).
+    pub fn is_online(&self) -> Result<bool> {
+        Ok(self.signals()?.online != 0)
+    }
+
+    /// Whether the runtime is in the foreground, as last set by
+    /// [`set_foreground`](Runtime::set_foreground).
+    pub fn is_foreground(&self) -> Result<bool> {
+        Ok(self.signals()?.foreground != 0)
+    }
+
+    /// The statistics without loaders or caches: the signals' fields.
+    fn signals(&self) -> Result<sys::lds_runtime_statistics> {
+        let mut out = sys::lds_runtime_statistics::INIT;
+        // SAFETY: valid handle; no arrays are given.
+        check(unsafe { sys::lds_runtime_stats(self.shared.raw(), &raw mut out) })?;
+        Ok(out)
+    }
+
     /// Resumes polling: cells whose refresh fell due while paused refresh at once.
     pub fn resume_polling(&self) -> Result<()> {
         // SAFETY: valid handle.

@@ -31,6 +31,7 @@ pub const LDS_EIO: c_int = -9;
 pub const LDS_EAGAIN: c_int = -10;
 pub const LDS_EREDIS: c_int = -11;
 pub const LDS_ENOTSUP: c_int = -12;
+pub const LDS_EOFFLINE: c_int = -13;
 
 /// The largest value, request or message, in bytes, the library accepts.
 pub const LDS_VALUE_MAX: usize = 256 * 1024 * 1024;
@@ -73,6 +74,7 @@ pub const LDS_FLAG_OPTIMISTIC: u32 = 1 << 8;
 pub const LDS_FLAG_ROLLED_BACK: u32 = 1 << 12;
 pub const LDS_FLAG_PREVIOUS: u32 = 1 << 9;
 pub const LDS_FLAG_PLACEHOLDER: u32 = 1 << 10;
+pub const LDS_FLAG_PAUSED: u32 = 1 << 13;
 
 pub const LDS_LOAD_SILENT: u32 = 1 << 0;
 pub const LDS_LOAD_SHARE: u32 = 1 << 1;
@@ -80,6 +82,10 @@ pub const LDS_LOAD_POLL_ON_ERROR: u32 = 1 << 4;
 pub const LDS_LOAD_IGNORE_CACHE_HEADERS: u32 = 1 << 5;
 pub const LDS_LOAD_NO_PROGRESS: u32 = 1 << 6;
 pub const LDS_LOAD_KEEP_PREVIOUS: u32 = 1 << 7;
+pub const LDS_LOAD_REFRESH_ON_FOREGROUND: u32 = 1 << 8;
+pub const LDS_LOAD_OFFLINE_FAIL: u32 = 1 << 9;
+pub const LDS_LOAD_OFFLINE_RUN: u32 = 1 << 10;
+pub const LDS_LOAD_POLL_IN_BACKGROUND: u32 = 1 << 11;
 
 pub const LDS_PRIORITY_PREFETCH: i32 = -100;
 
@@ -222,6 +228,7 @@ pub struct lds_load_options {
     pub refresh_interval_ms: u32,
     pub placeholder: *const c_void,
     pub placeholder_len: usize,
+    pub foreground_throttle_ms: u32,
 }
 
 impl lds_load_options {
@@ -245,6 +252,7 @@ impl lds_load_options {
         refresh_interval_ms: 0,
         placeholder: core::ptr::null(),
         placeholder_len: 0,
+        foreground_throttle_ms: 0,
     };
 }
 
@@ -742,6 +750,11 @@ pub struct lds_runtime_statistics {
     /// The second version: loads a cache answered alone, in all and per loader.
     pub loads_from_cache: u64,
     pub loaders_from_cache: *mut u64,
+    /// The third version: the host signals.
+    pub online: u32,
+    pub foreground: u32,
+    pub loads_paused: u64,
+    pub loads_paused_total: u64,
 }
 
 impl lds_runtime_statistics {
@@ -760,6 +773,10 @@ impl lds_runtime_statistics {
         cache_count: 0,
         loads_from_cache: 0,
         loaders_from_cache: core::ptr::null_mut(),
+        online: 0,
+        foreground: 0,
+        loads_paused: 0,
+        loads_paused_total: 0,
     };
 }
 
@@ -1168,6 +1185,8 @@ unsafe extern "C" {
     pub fn lds_process_set_priority(rt: *mut lds_runtime, cell: lds_id, priority: i32) -> c_int;
     pub fn lds_runtime_pause_polling(rt: *mut lds_runtime) -> c_int;
     pub fn lds_runtime_resume_polling(rt: *mut lds_runtime) -> c_int;
+    pub fn lds_runtime_set_online(rt: *mut lds_runtime, online: c_int) -> c_int;
+    pub fn lds_runtime_set_foreground(rt: *mut lds_runtime, foreground: c_int) -> c_int;
     pub fn lds_prefetch(
         rt: *mut lds_runtime,
         loader: lds_id,

@@ -77,7 +77,9 @@ int main(void) {
   FIELD(lds_runtime_statistics, loaders_cap); FIELD(lds_runtime_statistics, loader_count);
   FIELD(lds_runtime_statistics, caches); FIELD(lds_runtime_statistics, caches_cap);
   FIELD(lds_runtime_statistics, cache_count); FIELD(lds_runtime_statistics, loads_from_cache);
-  FIELD(lds_runtime_statistics, loaders_from_cache);
+  FIELD(lds_runtime_statistics, loaders_from_cache); FIELD(lds_runtime_statistics, online);
+  FIELD(lds_runtime_statistics, foreground); FIELD(lds_runtime_statistics, loads_paused);
+  FIELD(lds_runtime_statistics, loads_paused_total);
   SIZE(lds_load_options);
   FIELD(lds_load_options, size); FIELD(lds_load_options, flags); FIELD(lds_load_options, timeout_ms);
   FIELD(lds_load_options, interrupts_ms); FIELD(lds_load_options, interrupt_count);
@@ -86,7 +88,7 @@ int main(void) {
   FIELD(lds_load_options, cache_key_len); FIELD(lds_load_options, cache_policy); FIELD(lds_load_options, fresh_ms);
   FIELD(lds_load_options, max_age_ms); FIELD(lds_load_options, priority);
   FIELD(lds_load_options, refresh_interval_ms); FIELD(lds_load_options, placeholder);
-  FIELD(lds_load_options, placeholder_len);
+  FIELD(lds_load_options, placeholder_len); FIELD(lds_load_options, foreground_throttle_ms);
   SIZE(lds_id);
   SIZE(lds_file_options);
   FIELD(lds_file_options, size); FIELD(lds_file_options, chunk_size); FIELD(lds_file_options, max_size);
@@ -393,7 +395,7 @@ fn structs_and_constants_match_the_c_header() {
     }
     fields!(lds_load_options: size, flags, timeout_ms, interrupts_ms, interrupt_count, retries, retry_base_ms,
         retry_max_ms, cache, cache_key, cache_key_len, cache_policy, fresh_ms, max_age_ms, priority,
-        refresh_interval_ms, placeholder, placeholder_len);
+        refresh_interval_ms, placeholder, placeholder_len, foreground_throttle_ms);
     fields!(lds_file_options: size, chunk_size, max_size, max_concurrent, rate_per_s, burst, name);
     fields!(lds_exec_options: size, flags, kill_grace_ms, max_output, max_concurrent, rate_per_s, burst, name);
     fields!(lds_exec_request: size, argv, env, cwd);
@@ -452,7 +454,8 @@ fn structs_and_constants_match_the_c_header() {
     fields!(lds_loader_metrics: loader, loads);
     fields!(lds_cache_metrics: cache, persistent, reserved, stats);
     fields!(lds_runtime_statistics: size, enabled, cells_alive, events_delivered, loads, loaders, loaders_cap,
-        loader_count, caches, caches_cap, cache_count, loads_from_cache, loaders_from_cache);
+        loader_count, caches, caches_cap, cache_count, loads_from_cache, loaders_from_cache, online, foreground,
+        loads_paused, loads_paused_total);
     checker.check("size lds_id", size_of::<lds_id>());
     checker.check("align lds_id", align_of::<lds_id>());
 
@@ -475,6 +478,7 @@ fn structs_and_constants_match_the_c_header() {
         LDS_EAGAIN,
         LDS_EREDIS,
         LDS_ENOTSUP,
+        LDS_EOFFLINE,
         LDS_VALUE_MAX,
         LDS_QUEUE_MAX,
         LDS_NAME_MAX,
@@ -516,12 +520,17 @@ fn structs_and_constants_match_the_c_header() {
         LDS_MUTATION_KEYS_MAX,
         LDS_FLAG_PREVIOUS,
         LDS_FLAG_PLACEHOLDER,
+        LDS_FLAG_PAUSED,
         LDS_LOAD_SILENT,
         LDS_LOAD_SHARE,
         LDS_LOAD_POLL_ON_ERROR,
         LDS_LOAD_IGNORE_CACHE_HEADERS,
         LDS_LOAD_NO_PROGRESS,
         LDS_LOAD_KEEP_PREVIOUS,
+        LDS_LOAD_REFRESH_ON_FOREGROUND,
+        LDS_LOAD_OFFLINE_FAIL,
+        LDS_LOAD_OFFLINE_RUN,
+        LDS_LOAD_POLL_IN_BACKGROUND,
         LDS_PRIORITY_PREFETCH,
         LDS_POLICY_LOAD_ONLY,
         LDS_POLICY_CACHE_FIRST,

@@ -54,7 +54,7 @@ def options_struct(options: LoadOptions) -> Tuple[LoadOptionsC, Any]:
     struct = LoadOptionsC(sizeof(LoadOptionsC), flags, timeout_ms,
                           cast(array, POINTER(c_uint32)) if array is not None else None,
                           len(delays), retries, base_ms, max_ms, cache, key, len(key) if key is not None else 0,
-                          policy, fresh_ms, max_age_ms, priority, interval_ms, throttle_ms)
+                          policy, fresh_ms, max_age_ms, priority, interval_ms, foreground_throttle_ms=throttle_ms)
     return struct, (array, key)  # what the struct points to must outlive the call
 
 

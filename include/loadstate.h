@@ -67,6 +67,9 @@
  *   a loader's or cell's name           LDS_NAME_MAX (128 bytes)        LDS_EINVAL
  *   pages of a pages cell               LDS_PAGES_MAX (1,024)           LDS_EINVAL
  *   one page cursor                     LDS_CURSOR_MAX (4,096 bytes)    LDS_ETOOBIG
+ *   optimistic values, and prefixes     LDS_MUTATION_KEYS_MAX (64)      LDS_EINVAL
+ *     to invalidate, of one write
+ *     (lds_process_mutate)
  *   calls of one lds_runtime_submit     INT32_MAX                       LDS_EINVAL
  *   operations host threads have        LDS_QUEUE_MAX (262,144), or     LDS_EAGAIN
  *     waiting for the loop thread, in     lds_runtime_options.queue_max

@@ -34,6 +34,22 @@ struct CellSettingsTests {
         #expect(cell.state == .loaded(2) && calls.withLock { $0 } == 1)
     }
 
+    @Test func aProcessCellFailsOfflineWhenItSaysSo() async throws {
+        let runtime = try Runtime()
+        defer { _ = runtime.close() }
+        let process = ProcessCell<SingleProcess>(runtime: runtime)
+        let ran = Locked(false)
+        process.hostSignals = HostSignalPolicy(offline: .fail)
+        runtime.setOnline(false)
+        await process.run { ran.withLock { $0 = true } }
+        guard case .failed(_, let error) = process.state else {
+            Issue.record("expected a failure, got \(process.state)")
+            return
+        }
+        #expect((error as? LoadError)?.code == ResultCode.offline.rawValue)
+        #expect(!ran.withLock { $0 })
+    }
+
     @Test func refreshOnForegroundChosenOnTheCell() async throws {
         let runtime = try Runtime()
         defer { _ = runtime.close() }

@@ -37,7 +37,9 @@ public final class ProcessCell<ProcessKind: Sendable>: Observable, @unchecked Se
 
     /// How the cell's runs follow the host's signals, as
     /// `LoadableCell.hostSignals`: applied to every run the cell starts
-    /// from then on (a write waits, offline, by default).
+    /// from then on (a write waits, offline, by default). A process is
+    /// never run again on returning to the foreground:
+    /// `refreshOnForeground` does not apply to it.
     public var hostSignals: HostSignalPolicy {
         get { driver.loadDefaults.withLock { $0.hostSignals } }
         set { driver.loadDefaults.withLock { $0.hostSignals = newValue } }

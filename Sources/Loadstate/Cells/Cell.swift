@@ -884,7 +884,7 @@ import Synchronization
                 emit(.progress, progress: (done, total))
             }
         case .succeed(let value):
-            if let run = mutation { run.result = value as? [UInt8] }
+            if let run = mutation { run.result = run.encodedResult.withLock { $0 } ?? value as? [UInt8] }
             endSession(.succeeded)
             var next = settled(.loaded, value: flavor == .loadable ? value : nil)
             if let origin = job.cacheWrite?.origin, origin != .loaded {

@@ -26,12 +26,16 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
         /// The predicted load started: its loading state, shown already, is
         /// not given to the streams a second time.
         var expectLoading = false
+        /// The state shown came from a write's rollback (the event's flag).
+        var rolledBack = false
     }
 
     let runtime: Runtime
     let core: Cell<Value, Request>
     private let translate: @Sendable (CellState<Value, Request>) -> Public
     private let mirror: Locked<Mirror>
+    /// What every load the cell starts adds to its spec (any thread).
+    let loadDefaults = Locked(CellLoadDefaults<Value>())
     /// Wraps each change of the mirror; the owner reports it to observers.
     private let changing: @Sendable (() -> Void) -> Void
 
@@ -100,6 +104,8 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
 
     var state: Public { mirror.withLock { $0.state } }
     var detail: CellState<Value, Request> { mirror.withLock { $0.detail } }
+    /// The state shown and whether a write's rollback brought it.
+    var detailAndRollback: (CellState<Value, Request>, Bool) { mirror.withLock { ($0.detail, $0.rolledBack) } }
     var isRefreshing: Bool { mirror.withLock { $0.detail.isRefreshing } }
     var isPartial: Bool { mirror.withLock { $0.detail.isPartial } }
     var isQueued: Bool { mirror.withLock { $0.detail.isQueued } }
@@ -141,11 +147,18 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
 
     /// Starts a load; its job runs as its loader says (a closure's in a new task).
     func load(_ spec: LoadSpec<Value, Request>, interrupts: InterruptCall?, mutation: MutationRun? = nil) {
+        let spec = prepared(spec)
         let prediction = predict(spec)
         core.queueLeaving(loader: spec.loader.id) { [self] ticket in
             started(prediction)
             begin(spec, interrupts, ticket: ticket, mutation: mutation)
         }
+    }
+
+    /// The one place where a load's spec gets the cell's defaults (its
+    /// host-signal policy, keeping previous values, its placeholder).
+    private func prepared(_ spec: LoadSpec<Value, Request>) -> LoadSpec<Value, Request> {
+        loadDefaults.withLock { $0 }.applied(to: spec)
     }
 
     /// Any thread: shows the first state of a load at once, as the loop
@@ -166,6 +179,7 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
                 number = m.predictions
                 m.predicted = number
                 m.expectLoading = false
+                m.rolledBack = false
                 if spec.options.silent {
                     m.detail.isRefreshing = true
                     m.state = translate(m.detail)
@@ -196,6 +210,7 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
     /// Starts a load and returns once it ended (its result is shown, or it
     /// was cancelled or superseded). Cancelling the caller cancels the load.
     func loadAndWait(_ spec: LoadSpec<Value, Request>, interrupts: InterruptCall?) async {
+        let spec = prepared(spec)
         await withTaskCancellationHandler {
             await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
                 let prediction = predict(spec)
@@ -218,6 +233,7 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
     /// request of the load that superseded it. Cancelling the caller
     /// cancels the load.
     func loadOutcome(_ spec: LoadSpec<Value, Request>) async -> LoadOutcomeSeen {
+        let spec = prepared(spec)
         return await withTaskCancellationHandler {
             await withCheckedContinuation { (done: CheckedContinuation<LoadOutcomeSeen, Never>) in
                 let prediction = predict(spec)
@@ -241,6 +257,7 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
     /// returns once the cell shows how it ended. Cancelling the caller
     /// cancels the load; cancelling the load cancels the body.
     func loadInline(_ spec: LoadSpec<Value, Request>, interrupts: InterruptCall?, mutation: MutationRun? = nil) async {
+        let spec = prepared(spec)
         guard let loader = spec.loader as? SwiftLoader<Value, Request> else { return }
         let started = await withCheckedContinuation { caller in
             let prediction = predict(spec)
@@ -356,6 +373,7 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
                     m.expectLoading = false
                     m.state = public_
                     m.detail = event.state
+                    m.rolledBack = event.isRolledBack
                     if event.stateChanged && !shownAlready {
                         m.changes += 1
                         for s in m.subscribers.values { s.yield(public_) }

@@ -76,8 +76,10 @@ public final class LoadableCellWith<Request: Sendable, Value: Sendable>: Observa
     /// The current state with its request and flags.
     public var snapshot: LoadableSnapshot<Request, Value> {
         registrar.access(self, keyPath: \.state)
-        let detail = driver.detail
-        return LoadableSnapshot(detail, state: Self.translate(detail))
+        let (detail, rolledBack) = driver.detailAndRollback
+        var snapshot = LoadableSnapshot(detail, state: Self.translate(detail))
+        snapshot.isRolledBack = rolledBack
+        return snapshot
     }
 
     /// The request of the load the current state belongs to.
@@ -98,9 +100,42 @@ public final class LoadableCellWith<Request: Sendable, Value: Sendable>: Observa
 
     /// The value shown is the running load's placeholder.
     public var isPlaceholder: Bool { snapshot.isPlaceholder }
+
+    /// The value shown came back by a write's rollback (see
+    /// `LoadableSnapshot.isRolledBack`).
+    public var isRolledBack: Bool { snapshot.isRolledBack }
     /// The load waits for the runtime to be online (`Runtime.setOnline`):
     /// its loader has not been called for this attempt.
     public var isPaused: Bool { driver.isPaused }
+
+    /// How the cell's loads follow the host's signals (offline mode,
+    /// refresh on foreground, polling in the background): applied to every
+    /// load the cell starts from then on, whatever its overload.
+    ///
+    ///     feed.hostSignals.offline = .fail
+    ///     feed.hostSignals.refreshOnForeground = .every(.seconds(5))
+    public var hostSignals: HostSignalPolicy {
+        get { driver.loadDefaults.withLock { $0.hostSignals } }
+        set { driver.loadDefaults.withLock { $0.hostSignals = newValue } }
+    }
+
+    /// Every load the cell starts from then on keeps previous values, as
+    /// `load(_:keepingPrevious:)` does: while a load of another request
+    /// runs, the loaded value stays shown, flagged previous. The closure
+    /// loads follow it too. False by default; a load's own
+    /// `keepingPrevious: true` applies whatever this says.
+    public var keepsPrevious: Bool {
+        get { driver.loadDefaults.withLock { $0.keepsPrevious } }
+        set { driver.loadDefaults.withLock { $0.keepsPrevious = newValue } }
+    }
+
+    /// Shown, flagged placeholder, while any load the cell starts from then
+    /// on runs and nothing else would be (see `load(_:placeholder:)`);
+    /// never cached. A load's own `placeholder:` replaces it. Nil by default.
+    public var placeholder: Value? {
+        get { driver.loadDefaults.withLock { $0.placeholder } }
+        set { driver.loadDefaults.withLock { $0.placeholder = newValue } }
+    }
 
     /// Gives the load under way another priority: a load that still waits
     /// in its queue moves to its place for the new priority (a running one

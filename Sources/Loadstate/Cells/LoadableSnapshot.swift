@@ -28,6 +28,9 @@ public struct LoadableSnapshot<Request, Value> {
     /// The value is the running load's placeholder (`placeholder`), never
     /// stored in a cache.
     public var isPlaceholder: Bool = false
+    /// The value came back because a write (`ProcessCell.mutate`) failed,
+    /// was cancelled or reset: a rollback of its optimistic value.
+    public var isRolledBack: Bool = false
     /// Which attempt produced this state: 1 for the first try, 2 for the
     /// first retry; 0 when no load did.
     public var attempt: Int

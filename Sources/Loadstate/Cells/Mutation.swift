@@ -38,6 +38,9 @@
     var serial: UInt32 = 0
     /// The job's value, when it succeeded with one (bytes: the C API's).
     var result: [UInt8]?
+    /// A Swift write's confirmed value, encoded by its body before the job
+    /// succeeds (`ProcessCell.mutate` with a codec): the result when set.
+    let encodedResult = Locked<[UInt8]?>(nil)
     /// The write's place among the others (later writes are larger).
     var order: UInt64 = 0
     private(set) var isEnded = false

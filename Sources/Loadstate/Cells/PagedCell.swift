@@ -99,11 +99,22 @@ public final class PagedCell<Value: Sendable>: Observable, @unchecked Sendable {
     private let loader: SwiftLoader<[UInt8], [UInt8]>
     private let codec: ValueCodec<Value>
     private let relay: Relay
+    /// The cache the cell's pages use, if any.
+    public let cache: LoadCache<[UInt8], Value>?
 
     /// A cell whose pages `loader` loads. `maxPages`: the page cap (0, or
     /// more than `pagesMax`: `pagesMax`).
-    public init(runtime: Runtime = .shared, maxPages: Int = 0, loader: PageLoader<Value>) {
+    ///
+    /// `cache`: each page is read from and stored in its store, with its
+    /// policy and ages, under the key of the load's request followed by a
+    /// 0 byte and the page's cursor (none for the first page); an entry
+    /// holds the page's value (encoded with the loader's codec; the cache's
+    /// codec is not used) and its cursors, so a cell that finds a page
+    /// cached can load the pages after it.
+    public init(runtime: Runtime = .shared, maxPages: Int = 0, loader: PageLoader<Value>,
+                cache: LoadCache<[UInt8], Value>? = nil) {
         self.runtime = runtime
+        self.cache = cache
         self.codec = loader.codec
         self.loader = loader.loader
         let relay = Relay()
@@ -116,10 +127,12 @@ public final class PagedCell<Value: Sendable>: Observable, @unchecked Sendable {
 
     /// A cell with a loader of its own around `loader`; values are stored
     /// as bytes with `codec` (for the pages' jobs and caches).
+    /// `cache` as for `init(runtime:maxPages:loader:cache:)`.
     public convenience init(runtime: Runtime = .shared, maxPages: Int = 0, codec: ValueCodec<Value>,
+                            cache: LoadCache<[UInt8], Value>? = nil,
                             loader: @escaping @Sendable (PageQuery) async throws -> Page<Value>) {
         self.init(runtime: runtime, maxPages: maxPages,
-                  loader: PageLoader(runtime: runtime, codec: codec, loader))
+                  loader: PageLoader(runtime: runtime, codec: codec, loader), cache: cache)
     }
 
     deinit {
@@ -133,11 +146,21 @@ public final class PagedCell<Value: Sendable>: Observable, @unchecked Sendable {
 
     /// Drops the pages and loads the first one for `request`. `share`:
     /// pages of the same request and cursor that other cells with the same
-    /// `PageLoader` load at the same time share one job.
-    public func load(_ request: [UInt8] = [], share: Bool = false, timeout: Duration? = nil, retries: Int = 0) {
-        let settings = LoadSettings(silently: false, timeout: timeout, interrupts: [], retries: retries)
+    /// `PageLoader` load at the same time share one job (with a cache,
+    /// pages under the same key). `policy` overrides the cache's policy for
+    /// the pages of this load. `priority`: where each page's job waits in
+    /// its loader's queue, higher first.
+    public func load(_ request: [UInt8] = [], share: Bool = false, timeout: Duration? = nil, retries: Int = 0,
+                     policy: CachePolicy? = nil, priority: Int = 0) {
+        let settings = LoadSettings(silently: false, timeout: timeout, interrupts: [], retries: retries,
+                                    priority: priority)
+        let cacheUse = cache.map {
+            CacheUse<[UInt8]>(store: $0.store, key: Array($0.key(request).utf8), policy: policy ?? $0.policy,
+                              freshMs: $0.freshFor.saturatingMilliseconds,
+                              maxAgeMs: $0.maxAge?.saturatingMilliseconds ?? 0)
+        }
         core.askLoad(PagesCell.Base(loader: loader, request: request, options: settings.options, share: share,
-                                    cache: nil))
+                                    cache: cacheUse))
     }
 
     /// Loads the page after the last one; false at the end of the list (or
@@ -280,8 +303,9 @@ public final class PageLoader<Value: Sendable>: Sendable {
 
 extension PagedCell where Value == [UInt8] {
     /// A cell of byte-string pages.
-    public convenience init(runtime: Runtime = .shared, maxPages: Int = 0,
+    /// `cache` as for `init(runtime:maxPages:loader:cache:)`.
+    public convenience init(runtime: Runtime = .shared, maxPages: Int = 0, cache: LoadCache<[UInt8], [UInt8]>? = nil,
                             loader: @escaping @Sendable (PageQuery) async throws -> Page<[UInt8]>) {
-        self.init(runtime: runtime, maxPages: maxPages, codec: .bytes, loader: loader)
+        self.init(runtime: runtime, maxPages: maxPages, codec: .bytes, cache: cache, loader: loader)
     }
 }

@@ -72,7 +72,52 @@ extension ProcessCell {
                                 interrupts: nil, mutation: run)
     }
 
-    private func mutationRun(_ optimistic: [OptimisticValue], _ prefixes: [CachePrefix]) throws(CacheError)
+    /// A write whose `body` returns the confirmed value: as `mutate`, and
+    /// once it succeeds that value, encoded with `codec` (the codec of the
+    /// caches of the `optimistic` values), is stored under every key of
+    /// `optimistic` and shown by their cells instead of the optimistic
+    /// values (a `PersistentCache` or `RedisCache` stores it too). Returns
+    /// at once; `body` runs in a new task on the caller's actor.
+    public func mutate<Value: Sendable>(_ kind: ProcessKind, optimistic: [OptimisticValue], confirming codec: ValueCodec<Value>,
+                              invalidating: [CachePrefix] = [], silently: Bool = false, timeout: Duration? = nil,
+                              retries: Int = 0,
+                              @_inheritActorContext _ body: sending @escaping @isolated(any) () async throws -> Value)
+        throws(CacheError) {
+        let run = try mutationRun(optimistic, invalidating, populates: true)
+        driver.load(confirmingSpec(kind, LoadSettings(silently: silently, timeout: timeout, interrupts: [],
+                                                      retries: retries), codec, run, body),
+                    interrupts: nil, mutation: run)
+    }
+
+    /// The write whose `body` returns the confirmed value, in the caller's
+    /// task: returns when the cell shows how it ended.
+    public func mutate<Value: Sendable>(_ kind: ProcessKind, optimistic: [OptimisticValue], confirming codec: ValueCodec<Value>,
+                              invalidating: [CachePrefix] = [], silently: Bool = false, timeout: Duration? = nil,
+                              retries: Int = 0,
+                              @_inheritActorContext _ body: sending @escaping @isolated(any) () async throws -> Value)
+        async throws(CacheError) {
+        let run = try mutationRun(optimistic, invalidating, populates: true)
+        await driver.loadInline(confirmingSpec(kind, LoadSettings(silently: silently, timeout: timeout, interrupts: [],
+                                                                  retries: retries), codec, run, body),
+                                interrupts: nil, mutation: run)
+    }
+
+    private func confirmingSpec<Value: Sendable>(_ kind: ProcessKind, _ settings: LoadSettings, _ codec: ValueCodec<Value>,
+                                       _ run: MutationRun,
+                                       _ body: @escaping @isolated(any) () async throws -> Value)
+        -> LoadSpec<Void, ProcessKind> {
+        let call = IsolatedBody<Void, Value>(body)
+        let result = run.encodedResult
+        let loader = driver.closureLoader(queue: settings.queue) { _, _ in
+            let value = try await call(())
+            let bytes = codec.encode(value)
+            result.withLock { $0 = bytes }
+        }
+        return LoadSpec(loader: loader, request: kind, options: settings.options)
+    }
+
+    private func mutationRun(_ optimistic: [OptimisticValue], _ prefixes: [CachePrefix],
+                             populates: Bool = false) throws(CacheError)
         -> MutationRun {
         guard optimistic.count <= mutationKeysMax, prefixes.count <= mutationKeysMax else {
             throw CacheError(.invalidArgument, "a write of \(optimistic.count) values and \(prefixes.count) prefixes "
@@ -81,7 +126,7 @@ extension ProcessCell {
         let updates = optimistic.map { MutationRun.Update(store: $0.store, key: $0.key, value: $0.value) }
         return MutationRun(updates: updates,
                            invalidations: prefixes.map { MutationRun.Invalidation(store: $0.store, prefix: $0.prefix) },
-                           populates: false)
+                           populates: populates)
     }
 
     private func writeSpec(_ kind: ProcessKind, _ settings: LoadSettings,

@@ -35,6 +35,16 @@ public final class ProcessCell<ProcessKind: Sendable>: Observable, @unchecked Se
     /// The run waits for its `LoadQueue`: its body has not started.
     public var isQueued: Bool { driver.isQueued }
 
+    /// How the cell's runs follow the host's signals, as
+    /// `LoadableCell.hostSignals`: applied to every run the cell starts
+    /// from then on (a write waits, offline, by default). A process is
+    /// never run again on returning to the foreground:
+    /// `refreshOnForeground` does not apply to it.
+    public var hostSignals: HostSignalPolicy {
+        get { driver.loadDefaults.withLock { $0.hostSignals } }
+        set { driver.loadDefaults.withLock { $0.hostSignals = newValue } }
+    }
+
     /// Gives the run under way another priority in its queue, as
     /// `LoadableCell.setPriority`.
     public func setPriority(_ priority: Int) { driver.setPriority(priority) }

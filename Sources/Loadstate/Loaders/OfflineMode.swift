@@ -1,5 +1,5 @@
 /// What a load does while the runtime is offline (see `Runtime.setOnline`).
-@usableFromInline package enum OfflineMode: UInt8, Sendable, Equatable {
+public enum OfflineMode: UInt8, Sendable, Equatable {
     /// The loader is not called: the load waits, flagged paused, and
     /// starts when the runtime is online again (the default).
     case wait

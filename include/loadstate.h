@@ -202,6 +202,10 @@ extern "C" {
                                            stored in a cache; always with REFRESHING */
 #define LDS_FLAG_PAUSED      (1u << 13) /* since 0.5: the load waits for the runtime to be online (see
                                            "Host signals"); its loader has not been called for this attempt */
+#define LDS_FLAG_NO_VALUE    (1u << 15) /* since 0.5: this state came back because the load's job finished
+                                           without a value (lds_job_finish with nothing yielded): it is the
+                                           state from before the load (an earlier request's value, or
+                                           ABSENT), not an answer to the load's request */
 
 /* Load flags (lds_load_options.flags). */
 #define LDS_LOAD_SILENT      (1u << 0)  /* keep the current state while loading; emit REFRESHING */
@@ -932,8 +936,11 @@ int lds_job_succeed(lds_runtime *rt, lds_id job, const void *value, size_t len);
 /*
  * Ends the job keeping the last yielded value: the cell becomes LDS_LOADED
  * without LDS_FLAG_PARTIAL. If the job yielded nothing, the cell returns
- * to the state it had before the load (without LDS_FLAG_CANCELLED).
- * Process cells become LDS_FINISHED.
+ * to the state it had before the load (without LDS_FLAG_CANCELLED; since
+ * 0.5 flagged LDS_FLAG_NO_VALUE, also when that state shows the value of
+ * an earlier request or of a load kept with LDS_LOAD_KEEP_PREVIOUS: it is
+ * never the answer to this load's request). Process cells become
+ * LDS_FINISHED.
  *
  * Returns LDS_OK; LDS_EINVAL; LDS_ENOENT; LDS_ECANCELED; LDS_EAGAIN (see LDS_QUEUE_MAX); LDS_ECLOSED.
  */

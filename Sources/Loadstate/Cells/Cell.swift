@@ -638,6 +638,7 @@ import Synchronization
         published.load = UInt64(session?.serial ?? 0)
         published.stateChanged = false
         published.isCancelled = false
+        published.isWithoutValue = false
         published.elapsedMs = 0
         published.progressDone = 0
         published.progressTotal = 0
@@ -908,7 +909,11 @@ import Synchronization
             // Ending with the value last yielded changes flags only.
             let changed = !(job.yielded && flavor == .loadable)
             next.isRefreshing = false
-            emit(.state, next, changed: changed)
+            var event = makeEvent(.state, next, changed: changed)
+            // Without a value, the state before the load is back: flagged,
+            // so that no waiter takes it for this load's value.
+            event.isWithoutValue = flavor == .loadable && !job.yielded
+            publish(event)
             pollAfterLoad(failed: false)
         case .fail(let error, let retry):
             if retry != .never && attempt <= lastSpec!.options.retries {

@@ -100,6 +100,9 @@ class Flags(enum.IntFlag):
     PAGES_DROPPED = 1 << 14
     #: The load waits for the runtime to be online (:meth:`Runtime.set_online <loadstate.Runtime.set_online>`).
     PAUSED = 1 << 13
+    #: The load's job finished without a value: the state from before the load came back
+    #: (:class:`~loadstate.NoValue`).
+    NO_VALUE = 1 << 15
 
     def __str__(self) -> str:
         return f"Flags.{self.name}" if self.name else "Flags.NONE"

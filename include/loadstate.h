@@ -2992,6 +2992,13 @@ int lds_prefetch(lds_runtime *rt, lds_id loader, const void *request, size_t len
                                               first one (lds_pages_load_previous) */
 #define LDS_FLAG_PAGES_DROPPED (1u << 14)  /* since 0.5: pages were dropped: by the page cap, from the
                                               other end; or, by lds_pages_refresh, after this page */
+#define LDS_FLAG_PAGES_LOAD  (1u << 16)    /* since 0.5: the first event of an lds_pages_load, exactly one
+                                              for each load the cell runs: its first page's first event;
+                                              or, when the load is replaced by another lds_pages_load (or
+                                              reset) before that page showed anything, the event that ends
+                                              it (ABSENT, flagged CANCELLED when replaced). Events before
+                                              it belong to earlier loads: a host that counts the loads it
+                                              asked for and these flags knows which load an event ends */
 
 /* Since 0.5. Options for lds_pages_new. Initialize with LDS_PAGES_OPTIONS_INIT. */
 typedef struct lds_pages_options {

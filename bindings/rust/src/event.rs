@@ -116,7 +116,13 @@ impl Flags {
     /// ([`LoadWaitError::NoValue`](crate::LoadWaitError::NoValue)).
     pub const NO_VALUE: Flags = Flags(sys::LDS_FLAG_NO_VALUE);
 
-    const NAMES: [(Flags, &'static str); 15] = [
+    /// A pages cell's first event of a [`Pages::load`](crate::Pages::load):
+    /// exactly one for each load (its first page's first event, or the
+    /// event that ends a load replaced or reset before it showed anything).
+    /// Events before it belong to earlier loads.
+    pub const PAGES_LOAD: Flags = Flags(sys::LDS_FLAG_PAGES_LOAD);
+
+    const NAMES: [(Flags, &'static str); 16] = [
         (Flags::REFRESHING, "REFRESHING"),
         (Flags::PARTIAL, "PARTIAL"),
         (Flags::STALE, "STALE"),
@@ -132,6 +138,7 @@ impl Flags {
         (Flags::PAGES_DROPPED, "PAGES_DROPPED"),
         (Flags::PAUSED, "PAUSED"),
         (Flags::NO_VALUE, "NO_VALUE"),
+        (Flags::PAGES_LOAD, "PAGES_LOAD"),
     ];
 
     /// The flags of raw bits, unknown bits included.

@@ -2983,7 +2983,16 @@ int lds_prefetch(lds_runtime *rt, lds_id loader, const void *request, size_t len
  * LDS_FLAG_PAGE_PREVIOUS for a previous one), and if it fails or is
  * cancelled (ERROR, or ABSENT with LDS_FLAG_CANCELLED) it is dropped and
  * the pages already loaded do not change. lds_pages_count and
- * lds_pages_get read the list from any thread.
+ * lds_pages_get read the list from any thread. The first event of each
+ * lds_pages_load carries LDS_FLAG_PAGES_LOAD (one per load, in the order
+ * of the calls): the events before it are earlier loads'.
+ *
+ * The runtime observer (lds_runtime_observe) sees a pages cell's events as
+ * that cell's: its id, kind the page's index and value the page's own
+ * value, as above, but without the LDS_FLAG_PAGE_PREVIOUS,
+ * LDS_FLAG_PAGES_DROPPED and LDS_FLAG_PAGES_LOAD flags; the jobs of its
+ * pages are observed with the pages cell's id in lds_observation.cell.
+ * The pages' own cells, inside it, are never reported.
  */
 #define LDS_PAGES_MAX 1024        /* the most pages a cell holds (lds_pages_options.max_pages) */
 #define LDS_CURSOR_MAX 4096       /* bytes of one cursor; more: the page fails with LDS_ETOOBIG */

@@ -123,6 +123,11 @@ import Synchronization
 
     @usableFromInline package let flavor: CellFlavor
 
+    /// The cell the runtime observer knows this one as: for a page of a
+    /// pages cell, the pages cell's id (which reports the page's events to
+    /// the observer as its own, instead of the page's); nil: itself.
+    @usableFromInline package var observedAs: UInt64?
+
     /// A cell whose events go to a closure.
     @usableFromInline package convenience init(id: UInt64, flavor: CellFlavor, runtime: Runtime,
                             observer: @escaping (Cell, CellEvent<Value, Request>) -> Void) {
@@ -1128,7 +1133,7 @@ import Synchronization
         if !isFreed {
             if runtime.metrics.isEnabled { runtime.metrics.eventDelivered() }
             observer.cellEvent(self, event)
-            runtime.observer?.cellEvent(self, event)
+            if observedAs == nil { runtime.observer?.cellEvent(self, event) }
         }
     }
 }

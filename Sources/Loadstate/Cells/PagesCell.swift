@@ -113,6 +113,10 @@ import Synchronization
     /// The first page of the latest load until its first event, which is
     /// flagged `loadStart`.
     private var unstarted: Page?
+    /// What the runtime observer is given as the cell of this cell's
+    /// events: a cell of its id that runs nothing (made once needed).
+    private lazy var observed = Cell<[UInt8], [UInt8]>(id: id, flavor: .loadable, runtime: runtime,
+                                                       observer: { _, _ in })
     private var seq: UInt64 = 0
 
     package init(id: UInt64, runtime: Runtime, maxPages: Int, observer: PagesObserver) {
@@ -274,6 +278,7 @@ import Synchronization
         let cell = Cell<[UInt8], [UInt8]>(id: runtime.table.makeID(.loadable), flavor: .loadable, runtime: runtime,
                                           observer: PageObserver(self))
         cell.deliversProgress = base.deliversProgress
+        cell.observedAs = id
         return Page(cell: cell, cursor: cursor, direction: direction)
     }
 
@@ -489,6 +494,8 @@ import Synchronization
         out.cell = id
         out.seq = seq
         observer.pagesEvent(self, out, flags: flags)
+        // The runtime observer sees the pages cell's event, not its page's.
+        if let watcher = runtime.observer { watcher.cellEvent(observed, out) }
     }
 }
 

@@ -59,5 +59,6 @@ public struct LoadWithoutValue<Request: Sendable>: Error, Sendable, CustomString
     /// The error.
     public init(request: Request) { self.request = request }
 
+    /// Names the request whose job finished without a value.
     public var description: String { "LoadWithoutValue(the job for \(request) finished without a value)" }
 }

@@ -2461,7 +2461,8 @@ typedef void (*lds_observe_fn)(const lds_observation *observation, void *user_da
  * callback got it. The setting takes effect on the loop after the calls
  * this thread made before it (a load made after it is observed from its
  * first event). A job that started before its observer was set is not
- * reported when it ends.
+ * reported when it ends. Since 0.5, a pages cell is observed as one cell
+ * (see "Infinite loads").
  *
  *   free_data  may be NULL; called once with user_data after the
  *              observer's last call: when it is replaced or removed, or

@@ -205,6 +205,10 @@ extern "C" {
                                            stored in a cache; always with REFRESHING */
 #define LDS_FLAG_PAUSED      (1u << 13) /* since 0.5: the load waits for the runtime to be online (see
                                            "Host signals"); its loader has not been called for this attempt */
+#define LDS_FLAG_NO_VALUE    (1u << 15) /* since 0.5: this state came back because the load's job finished
+                                           without a value (lds_job_finish with nothing yielded): it is the
+                                           state from before the load (an earlier request's value, or
+                                           ABSENT), not an answer to the load's request */
 
 /* Load flags (lds_load_options.flags). */
 #define LDS_LOAD_SILENT      (1u << 0)  /* keep the current state while loading; emit REFRESHING */
@@ -935,8 +939,11 @@ int lds_job_succeed(lds_runtime *rt, lds_id job, const void *value, size_t len);
 /*
  * Ends the job keeping the last yielded value: the cell becomes LDS_LOADED
  * without LDS_FLAG_PARTIAL. If the job yielded nothing, the cell returns
- * to the state it had before the load (without LDS_FLAG_CANCELLED).
- * Process cells become LDS_FINISHED.
+ * to the state it had before the load (without LDS_FLAG_CANCELLED; since
+ * 0.5 flagged LDS_FLAG_NO_VALUE, also when that state shows the value of
+ * an earlier request or of a load kept with LDS_LOAD_KEEP_PREVIOUS: it is
+ * never the answer to this load's request). Process cells become
+ * LDS_FINISHED.
  *
  * Returns LDS_OK; LDS_EINVAL; LDS_ENOENT; LDS_ECANCELED; LDS_EAGAIN (see LDS_QUEUE_MAX); LDS_ECLOSED.
  */
@@ -2457,7 +2464,8 @@ typedef void (*lds_observe_fn)(const lds_observation *observation, void *user_da
  * callback got it. The setting takes effect on the loop after the calls
  * this thread made before it (a load made after it is observed from its
  * first event). A job that started before its observer was set is not
- * reported when it ends.
+ * reported when it ends. Since 0.5, a pages cell is observed as one cell
+ * (see "Infinite loads").
  *
  *   free_data  may be NULL; called once with user_data after the
  *              observer's last call: when it is replaced or removed, or
@@ -2979,7 +2987,16 @@ int lds_prefetch(lds_runtime *rt, lds_id loader, const void *request, size_t len
  * LDS_FLAG_PAGE_PREVIOUS for a previous one), and if it fails or is
  * cancelled (ERROR, or ABSENT with LDS_FLAG_CANCELLED) it is dropped and
  * the pages already loaded do not change. lds_pages_count and
- * lds_pages_get read the list from any thread.
+ * lds_pages_get read the list from any thread. The first event of each
+ * lds_pages_load carries LDS_FLAG_PAGES_LOAD (one per load, in the order
+ * of the calls): the events before it are earlier loads'.
+ *
+ * The runtime observer (lds_runtime_observe) sees a pages cell's events as
+ * that cell's: its id, kind the page's index and value the page's own
+ * value, as above, but without the LDS_FLAG_PAGE_PREVIOUS,
+ * LDS_FLAG_PAGES_DROPPED and LDS_FLAG_PAGES_LOAD flags; the jobs of its
+ * pages are observed with the pages cell's id in lds_observation.cell.
+ * The pages' own cells, inside it, are never reported.
  */
 #define LDS_PAGES_MAX 1024        /* the most pages a cell holds (lds_pages_options.max_pages) */
 #define LDS_CURSOR_MAX 4096       /* bytes of one cursor; more: the page fails with LDS_ETOOBIG */
@@ -2988,6 +3005,13 @@ int lds_prefetch(lds_runtime *rt, lds_id loader, const void *request, size_t len
                                               first one (lds_pages_load_previous) */
 #define LDS_FLAG_PAGES_DROPPED (1u << 14)  /* since 0.5: pages were dropped: by the page cap, from the
                                               other end; or, by lds_pages_refresh, after this page */
+#define LDS_FLAG_PAGES_LOAD  (1u << 16)    /* since 0.5: the first event of an lds_pages_load, exactly one
+                                              for each load the cell runs: its first page's first event;
+                                              or, when the load is replaced by another lds_pages_load (or
+                                              reset) before that page showed anything, the event that ends
+                                              it (ABSENT, flagged CANCELLED when replaced). Events before
+                                              it belong to earlier loads: a host that counts the loads it
+                                              asked for and these flags knows which load an event ends */
 
 /* Since 0.5. Options for lds_pages_new. Initialize with LDS_PAGES_OPTIONS_INIT. */
 typedef struct lds_pages_options {

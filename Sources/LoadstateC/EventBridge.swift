@@ -29,6 +29,7 @@ func cFlags<Value, Request>(_ event: CellEvent<Value, Request>) -> UInt32 {
     if event.state.isRevalidated { flags |= UInt32(LDS_FLAG_REVALIDATED) }
     if event.state.isOptimistic { flags |= UInt32(LDS_FLAG_OPTIMISTIC) }
     if event.isRolledBack { flags |= UInt32(LDS_FLAG_ROLLED_BACK) }
+    if event.isWithoutValue { flags |= UInt32(LDS_FLAG_NO_VALUE) }
     if event.state.isPrevious { flags |= UInt32(LDS_FLAG_PREVIOUS) }
     if event.state.isPlaceholder { flags |= UInt32(LDS_FLAG_PLACEHOLDER) }
     if event.state.isPaused { flags |= UInt32(LDS_FLAG_PAUSED) }

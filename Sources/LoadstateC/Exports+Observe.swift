@@ -66,7 +66,7 @@ private final class CRuntimeObserver: RuntimeObserver, @unchecked Sendable {
 
     override func jobStarted<Value, Request>(_ job: Job<Value, Request>, cell: Cell<Value, Request>?, atNs: UInt64) {
         var o = jobObservation(job, what: LDS_OBSERVE_JOB_START, atNs: atNs)
-        o.cell = cell?.id ?? 0
+        o.cell = cell.map { $0.observedAs ?? $0.id } ?? 0
         report(o, request: job.request as? Bytes)
     }
 

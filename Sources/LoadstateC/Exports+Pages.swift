@@ -25,6 +25,7 @@ private func extraFlags(_ flags: PagesCell.Flags) -> UInt32 {
     var out: UInt32 = 0
     if flags.contains(.previous) { out |= UInt32(LDS_FLAG_PAGE_PREVIOUS) }
     if flags.contains(.dropped) { out |= UInt32(LDS_FLAG_PAGES_DROPPED) }
+    if flags.contains(.loadStart) { out |= UInt32(LDS_FLAG_PAGES_LOAD) }
     return out
 }
 

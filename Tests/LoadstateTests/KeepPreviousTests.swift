@@ -139,3 +139,45 @@ extension KeepPreviousTests {
         #expect(calls.withLock { $0 } == 1)
     }
 }
+
+extension KeepPreviousTests {
+    /// A loader that yields "user 1" for request 1 the first time and
+    /// nothing after that: the other jobs finish without a value.
+    private func onlyOne() -> LoadFunction<Int, String> {
+        let calls = Locked(0)
+        return LoadFunction<Int, String>(yielding: { id, yield in
+            let first = calls.withLock { calls in
+                calls += 1
+                return calls == 1
+            }
+            if id == 1 && first { yield("user 1") }
+        })
+    }
+
+    @Test(arguments: [0, 1, 2])
+    func aLoadEndingWithoutAValueNeverAnswersWithThePreviousValue(show: Int) async throws {
+        let cell = LoadableCellWith(loader: onlyOne())
+        try #expect(await cell.get(1) == "user 1")
+        for request in [2, 1] {
+            do {
+                let value = try await cell.get(request, keepingPrevious: show == 1,
+                                               placeholder: show == 2 ? "…" : nil)
+                Issue.record("get(\(request)) returned \(value)")
+            } catch let error as LoadWithoutValue<Int> {
+                #expect(error.request == request)
+            }
+            // The state from before the load is back, with its own request.
+            #expect(cell.state == .loaded("user 1") && cell.request == 1)
+            #expect(!cell.isPrevious && !cell.isPlaceholder && !cell.isRefreshing)
+        }
+        // The load that returns at once shows the same state: nothing of request 2.
+        await cell.load(2, keepingPrevious: show == 1, placeholder: show == 2 ? "…" : nil)
+        #expect(cell.state == .loaded("user 1") && cell.request == 1)
+    }
+
+    @Test func aFirstLoadEndingWithoutAValueLeavesTheCellAbsent() async {
+        let cell = LoadableCellWith(loader: onlyOne())
+        await #expect(throws: LoadWithoutValue<Int>.self) { try await cell.get(2, placeholder: "…") }
+        #expect(cell.state == .absent && !cell.isPlaceholder)
+    }
+}

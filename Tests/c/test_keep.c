@@ -361,3 +361,60 @@ TEST(test_keep_memory_cache_options_of_an_older_caller) {
   CHECK_RC(lds_memory_cache_new(rt, &co, &cache), LDS_EINVAL);
   rt_free(rt);
 }
+
+/* A job that finishes without a value brings back the state from before
+ * the load, flagged LDS_FLAG_NO_VALUE (not CANCELLED), with its own
+ * request: plain, keeping the previous value, or with a placeholder; for
+ * another request and for the same one. The snapshot, the latest event's,
+ * carries it too, until the next event. */
+TEST(test_keep_finish_without_a_value_is_flagged_no_value) {
+  for (int how = 0; how < 3; how++) {
+    for (int same = 0; same < 2; same++) {
+      fixture f;
+      fixture_init(&f, LDS_DELIVER_LOOP, NULL);
+      if (!load_a(&f)) return;
+      lds_load_options o = LDS_LOAD_OPTIONS_INIT;
+      if (how == 1) o.flags = LDS_LOAD_KEEP_PREVIOUS;
+      if (how == 2) {
+        o.placeholder = "ph";
+        o.placeholder_len = 2;
+      }
+      REQUIRE_RC(fx_load(&f, same ? "a" : "b", &o), LDS_OK);
+      if (!REC_WAIT(&f.rec, 3) || !HOST_WAIT(&f.h, 2)) return;
+      REQUIRE_RC(lds_job_finish(f.rt, host_job_at(&f.h, 1)), LDS_OK);
+      if (REC_WAIT(&f.rec, 4)) {
+        const lds_event *back = at(&f, 3);
+        CHECK_STATE(back, 4, LDS_LOADED, LDS_FLAG_NO_VALUE);
+        CHECK_BYTES(back->value, back->value_len, "A");
+        CHECK_BYTES(back->request, back->request_len, "a");
+      }
+      lds_snapshot snap;
+      REQUIRE_RC(lds_loadable_get(f.rt, f.cell, &snap), LDS_OK);
+      CHECK_EQ(snap.flags, LDS_FLAG_NO_VALUE);
+      CHECK_BYTES(snap.value, snap.value_len, "A");
+      lds_snapshot_clear(&snap);
+      /* The next load's events do not carry it. */
+      REQUIRE_RC(fx_load(&f, "c", NULL), LDS_OK);
+      if (REC_WAIT(&f.rec, 5)) CHECK_STATE(at(&f, 4), 5, LDS_LOADING, 0);
+      fixture_finish(&f);
+    }
+  }
+}
+
+/* A yield before the finish makes the value the load's own: no flag. */
+TEST(test_keep_finish_after_a_yield_is_not_no_value) {
+  fixture f;
+  fixture_init(&f, LDS_DELIVER_LOOP, NULL);
+  if (!load_a(&f)) return;
+  lds_load_options o = keep_options();
+  REQUIRE_RC(fx_load(&f, "b", &o), LDS_OK);
+  if (!REC_WAIT(&f.rec, 3) || !HOST_WAIT(&f.h, 2)) return;
+  REQUIRE_RC(fx_yield(&f, host_job_at(&f.h, 1), "B1"), LDS_OK);
+  REQUIRE_RC(lds_job_finish(f.rt, host_job_at(&f.h, 1)), LDS_OK);
+  if (REC_WAIT(&f.rec, 5)) {
+    CHECK_STATE(at(&f, 4), 5, LDS_LOADED, 0);
+    CHECK_BYTES(at(&f, 4)->value, at(&f, 4)->value_len, "B1");
+    CHECK_BYTES(at(&f, 4)->request, at(&f, 4)->request_len, "b");
+  }
+  fixture_finish(&f);
+}

@@ -423,7 +423,7 @@ TEST(test_finish_without_yield_restores_previous_state) {
   REQUIRE(REC_WAIT(&f.rec, 3));
   CHECK_STATE(rec_at(&f.rec, 1), 2, LDS_LOADING, 0);
   const lds_event *e = rec_at(&f.rec, 2);
-  CHECK_STATE(e, 3, LDS_LOADED, 0);
+  CHECK_STATE(e, 3, LDS_LOADED, LDS_FLAG_NO_VALUE);
   CHECK_BYTES(e->value, e->value_len, "old");
   CHECK(e->request == NULL);
   fixture_finish(&f);

@@ -13,6 +13,8 @@ typedef struct seen {
   lds_id job, loader, cell;
   uint64_t duration_ns, time_ns;
   char request[16];
+  char value[16];
+  int32_t kind;
   pthread_t thread;
 } seen;
 
@@ -41,6 +43,10 @@ static void observe(const lds_observation *o, void *user_data) {
     s->time_ns = o->time_ns;
     s->thread = pthread_self();
     if (o->request && o->request_len < sizeof s->request) memcpy(s->request, o->request, o->request_len);
+    if (o->event && o->event->value && o->event->value_len < sizeof s->value) {
+      memcpy(s->value, o->event->value, o->event->value_len);
+    }
+    s->kind = o->event ? o->event->kind : -1;
   }
   harness_notify();
   harness_unlock();
@@ -243,4 +249,44 @@ TEST(test_observe_a_queued_job_starts_when_admitted) {
   REQUIRE_RC(lds_runtime_stats(rt, &st), LDS_ECLOSED);
   rec_destroy(&ra);
   rec_destroy(&rb);
+}
+
+/* A pages cell's pages are cells of their own inside it: the observer
+ * sees their events as the pages cell's (its id, the page's index in kind,
+ * the page's decoded value) and their jobs as the pages cell's, never the
+ * pages' own ids or their encoded values. */
+TEST(test_observe_sees_pages_as_the_pages_cell) {
+  fixture f;
+  fixture_init(&f, LDS_DELIVER_LOOP, NULL);
+  observer_log log = {0};
+  REQUIRE_RC(lds_runtime_observe(f.rt, observe, &log, free_log), LDS_OK);
+  recorder rec;
+  rec_init(&rec, f.rt);
+  lds_pages_options po = LDS_PAGES_OPTIONS_INIT;
+  po.on_event = rec_on_event;
+  po.user_data = &rec;
+  lds_id pages = 0;
+  REQUIRE_RC(lds_pages_new(f.rt, &po, &pages), LDS_OK);
+  REQUIRE_RC(lds_pages_load(f.rt, pages, f.loader, "q", 1, NULL), LDS_OK);
+  REQUIRE(HOST_WAIT(&f.h, 1));
+  lds_id job = host_job_at(&f.h, 0);
+  REQUIRE_RC(lds_job_succeed_page(f.rt, job, "p0", 2, "c1", 2, NULL, 0), LDS_OK);
+  REQUIRE(REC_WAIT(&rec, 2));
+  REQUIRE(WAIT_FOR(log.count >= 4));
+  CHECK_EQ(log.count, 4);
+  CHECK_EQ(log.items[0].what, LDS_OBSERVE_EVENT);
+  CHECK_EQ(log.items[0].status, LDS_LOADING);
+  CHECK_EQ(log.items[0].cell, pages);
+  CHECK_EQ(log.items[1].what, LDS_OBSERVE_JOB_START);
+  CHECK_EQ(log.items[1].job, job);
+  CHECK_EQ(log.items[1].cell, pages);
+  CHECK_EQ(log.items[2].what, LDS_OBSERVE_JOB_END);
+  CHECK_EQ(log.items[3].what, LDS_OBSERVE_EVENT);
+  CHECK_EQ(log.items[3].status, LDS_LOADED);
+  CHECK_EQ(log.items[3].cell, pages);
+  CHECK_EQ(log.items[3].kind, 0);
+  CHECK_STR(log.items[3].value, "p0");
+  CHECK_RC(lds_pages_free(f.rt, pages), LDS_OK);
+  fixture_finish(&f);
+  rec_destroy(&rec);
 }

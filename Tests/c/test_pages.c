@@ -606,3 +606,44 @@ TEST(test_pages_progress_carries_the_page_index) {
   fixture_finish(&f);
   rec_destroy(&rec);
 }
+
+/* Each lds_pages_load has exactly one event flagged LDS_FLAG_PAGES_LOAD,
+ * its first page's first event, before any other of its events: a load
+ * asked for before the one before it ended its first page is told apart
+ * from it, and the earlier load's page shows nothing after that. */
+TEST(test_pages_each_load_has_one_start_event) {
+  fixture f;
+  fixture_init(&f, LDS_DELIVER_LOOP, NULL);
+  recorder rec;
+  lds_id cell = pages_new(f.rt, &rec, 0);
+  REQUIRE_RC(lds_pages_load(f.rt, cell, f.loader, "A", 1, NULL), LDS_OK);
+  REQUIRE(HOST_WAIT(&f.h, 1));
+  REQUIRE_RC(lds_pages_load(f.rt, cell, f.loader, "B", 1, NULL), LDS_OK);
+  REQUIRE(HOST_WAIT(&f.h, 2));
+  lds_page_request r = job_request(&f.h, 1);
+  CHECK_BYTES(r.request, r.request_len, "B");
+  /* A's job was cancelled with its page: what it ends with shows nothing. */
+  (void)succeed_page(f.rt, host_job_at(&f.h, 0), "pA", NULL, NULL);
+  REQUIRE_RC(succeed_page(f.rt, host_job_at(&f.h, 1), "pB", NULL, NULL), LDS_OK);
+  size_t done = WAIT_EVENT(&rec, 0, 0, LDS_LOADED, 0);
+  const lds_event *loaded = rec_at(&rec, done);
+  CHECK_BYTES(loaded->value, loaded->value_len, "pB");
+  CHECK_BYTES(loaded->request, loaded->request_len, "B");
+  CHECK_EQ(loaded->flags & LDS_FLAG_PAGES_LOAD, 0);
+  /* The events: A's start, B's start, B's page; nothing of A's page. */
+  CHECK_EQ(rec_count(&rec), 3);
+  size_t starts = 0;
+  for (size_t i = 0; i < rec_count(&rec); i++) {
+    const lds_event *e = rec_at(&rec, i);
+    if (!(e->flags & LDS_FLAG_PAGES_LOAD)) continue;
+    CHECK_EQ(e->status, LDS_LOADING);
+    CHECK_EQ(e->kind, 0);
+    CHECK_BYTES(e->request, e->request_len, starts == 0 ? "A" : "B");
+    CHECK_EQ(i, starts);
+    starts++;
+  }
+  CHECK_EQ(starts, 2);
+  CHECK_RC(lds_pages_free(f.rt, cell), LDS_OK);
+  fixture_finish(&f);
+  rec_destroy(&rec);
+}

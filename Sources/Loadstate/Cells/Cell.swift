@@ -123,6 +123,11 @@ import Synchronization
 
     @usableFromInline package let flavor: CellFlavor
 
+    /// The cell the runtime observer knows this one as: for a page of a
+    /// pages cell, the pages cell's id (which reports the page's events to
+    /// the observer as its own, instead of the page's); nil: itself.
+    @usableFromInline package var observedAs: UInt64?
+
     /// A cell whose events go to a closure.
     @usableFromInline package convenience init(id: UInt64, flavor: CellFlavor, runtime: Runtime,
                             observer: @escaping (Cell, CellEvent<Value, Request>) -> Void) {
@@ -638,6 +643,7 @@ import Synchronization
         published.load = UInt64(session?.serial ?? 0)
         published.stateChanged = false
         published.isCancelled = false
+        published.isWithoutValue = false
         published.elapsedMs = 0
         published.progressDone = 0
         published.progressTotal = 0
@@ -908,7 +914,11 @@ import Synchronization
             // Ending with the value last yielded changes flags only.
             let changed = !(job.yielded && flavor == .loadable)
             next.isRefreshing = false
-            emit(.state, next, changed: changed)
+            var event = makeEvent(.state, next, changed: changed)
+            // Without a value, the state before the load is back: flagged,
+            // so that no waiter takes it for this load's value.
+            event.isWithoutValue = flavor == .loadable && !job.yielded
+            publish(event)
             pollAfterLoad(failed: false)
         case .fail(let error, let retry):
             if retry != .never && attempt <= lastSpec!.options.retries {
@@ -1123,7 +1133,7 @@ import Synchronization
         if !isFreed {
             if runtime.metrics.isEnabled { runtime.metrics.eventDelivered() }
             observer.cellEvent(self, event)
-            runtime.observer?.cellEvent(self, event)
+            if observedAs == nil { runtime.observer?.cellEvent(self, event) }
         }
     }
 }

@@ -53,6 +53,9 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
     enum LoadOutcomeSeen: @unchecked Sendable {
         /// The state it ended in (loaded, error, a state restored by a cancel (`cancelled`), or reset).
         case ended(CellState<Value, Request>, cancelled: Bool)
+        /// Its job finished without a value: the cell shows the state from
+        /// before the load (given), which is not this load's answer.
+        case withoutValue(CellState<Value, Request>)
         /// Another load of the cell replaced it; its request.
         case superseded(Request?)
         /// The cell was freed first.
@@ -397,6 +400,8 @@ final class CellDriver<Value: Sendable, Request: Sendable, Public: Sendable>: @u
                     } else if let running, event.load == running {
                         // A new load began: the awaited one was superseded.
                         w.done.resume(returning: .superseded(core.currentRequest))
+                    } else if event.isWithoutValue {
+                        w.done.resume(returning: .withoutValue(event.state))
                     } else {
                         w.done.resume(returning: .ended(event.state, cancelled: event.isCancelled))
                     }

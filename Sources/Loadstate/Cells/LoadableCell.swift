@@ -212,8 +212,11 @@ public final class LoadableCellWith<Request: Sendable, Value: Sendable>: Observa
     ///   request it did not ask for); the load's error when it failed (the
     ///   loader's own error, or a `LoadError`); `CancellationError` when it
     ///   was cancelled or reset, the cell freed, or the caller cancelled
-    ///   (which cancels the load). With `keepingPrevious` (see `load`), the
-    ///   value returned is always this request's, never the previous one.
+    ///   (which cancels the load); `LoadWithoutValue` when its job finished
+    ///   without a value (the cell shows its state from before the load
+    ///   again, whatever request that state answers). With `keepingPrevious`
+    ///   (see `load`) or a placeholder, the value returned is always this
+    ///   request's, never the previous one or the placeholder.
     public func get(_ request: Request, silently: Bool = false, timeout: Duration? = nil,
                     retries: Int = 0, policy: CachePolicy? = nil, keepingPrevious: Bool = false,
                     placeholder: Value? = nil) async throws -> Value {
@@ -227,6 +230,8 @@ public final class LoadableCellWith<Request: Sendable, Value: Sendable>: Observa
             throw LoadSuperseded(request: by)
         case .freed:
             throw CancellationError()
+        case .withoutValue:
+            throw LoadWithoutValue(request: request)
         case .ended(let state, let cancelled):
             if cancelled { throw CancellationError() }
             switch Self.translate(state) {

@@ -54,6 +54,10 @@ import Synchronization
         /// Pages were dropped: at the other end by the cap, or after this
         /// page by a refresh that found another cursor.
         public static let dropped = Flags(rawValue: 2)
+        /// The first event of a `load` (of its first page; or, for a load
+        /// replaced or reset before its first page showed anything, the
+        /// event that ends it): exactly one for each load.
+        public static let loadStart = Flags(rawValue: 4)
     }
 
     /// What calls from any thread read, under the table lock.
@@ -106,6 +110,13 @@ import Synchronization
     private var pendingPrevious: Page?
     /// The page a refresh reloads now; the ones after it follow in order.
     private var refreshing: Page?
+    /// The first page of the latest load until its first event, which is
+    /// flagged `loadStart`.
+    private var unstarted: Page?
+    /// What the runtime observer is given as the cell of this cell's
+    /// events: a cell of its id that runs nothing (made once needed).
+    private lazy var observed = Cell<[UInt8], [UInt8]>(id: id, flavor: .loadable, runtime: runtime,
+                                                       observer: { _, _ in })
     private var seq: UInt64 = 0
 
     package init(id: UInt64, runtime: Runtime, maxPages: Int, observer: PagesObserver) {
@@ -189,8 +200,16 @@ import Synchronization
     func load(_ base: Base) {
         guard !isFreed else { return }
         dropAll()
+        if unstarted != nil {
+            // The load before this one showed nothing yet: its one event ends it, cancelled.
+            unstarted = nil
+            var ended = CellState<[UInt8], [UInt8]>.initial(at: Clock.wallMs())
+            ended.request = self.base?.request
+            emit(ended, index: 0, load: 0, flags: [.loadStart], cancelled: true)
+        }
         self.base = base
         let page = makePage(cursor: nil, direction: 0, base)
+        unstarted = page
         pages = [page]
         publish()
         start(page, spec(base, cursor: nil, direction: 0))
@@ -240,12 +259,16 @@ import Synchronization
         base = nil
         publish()
         if had {
-            emit(CellState.initial(at: Clock.wallMs()), index: 0, load: 0, flags: [])
+            // It ends a load that showed nothing yet.
+            let flags: Flags = unstarted != nil ? [.loadStart] : []
+            unstarted = nil
+            emit(CellState.initial(at: Clock.wallMs()), index: 0, load: 0, flags: flags)
         }
     }
 
     func free() {
         dropAll()
+        unstarted = nil
         base = nil
     }
 
@@ -255,6 +278,7 @@ import Synchronization
         let cell = Cell<[UInt8], [UInt8]>(id: runtime.table.makeID(.loadable), flavor: .loadable, runtime: runtime,
                                           observer: PageObserver(self))
         cell.deliversProgress = base.deliversProgress
+        cell.observedAs = id
         return Page(cell: cell, cursor: cursor, direction: direction)
     }
 
@@ -318,6 +342,10 @@ import Synchronization
         let page = pages[index]
         let state = shown(event.state, of: page)
         var flags: Flags = []
+        if unstarted === page {
+            unstarted = nil
+            flags.insert(.loadStart)
+        }
         var continueWith: [UInt8]?
         if ended, refreshing === page {
             refreshing = nil
@@ -451,9 +479,10 @@ import Synchronization
         deliver(out, flags: flags)
     }
 
-    private func emit(_ state: CellState<[UInt8], [UInt8]>, index: Int, load: UInt64, flags: Flags) {
+    private func emit(_ state: CellState<[UInt8], [UInt8]>, index: Int, load: UInt64, flags: Flags,
+                      cancelled: Bool = false) {
         var out = CellEvent(type: .state, cell: id, seq: 0, load: load, state: state, stateChanged: true,
-                            isCancelled: false, elapsedMs: 0, progressDone: 0, progressTotal: 0)
+                            isCancelled: cancelled, elapsedMs: 0, progressDone: 0, progressTotal: 0)
         out.state.kind = Int32(truncatingIfNeeded: index)
         deliver(out, flags: flags)
     }
@@ -465,6 +494,8 @@ import Synchronization
         out.cell = id
         out.seq = seq
         observer.pagesEvent(self, out, flags: flags)
+        // The runtime observer sees the pages cell's event, not its page's.
+        if let watcher = runtime.observer { watcher.cellEvent(observed, out) }
     }
 }
 

@@ -34,6 +34,9 @@
     /// The state came back because a write that showed optimistic values
     /// failed or was cancelled (see `OptimisticLedger`).
     @usableFromInline package var isRolledBack = false
+    /// The state came back because the load's job finished without a
+    /// value (nothing yielded): the load has no value of its own.
+    @usableFromInline package var isWithoutValue = false
 
     @usableFromInline package init(type: EventType, cell: UInt64, seq: UInt64, load: UInt64, state: CellState<Value, Request>,
                 stateChanged: Bool, isCancelled: Bool, elapsedMs: UInt64, progressDone: UInt64,

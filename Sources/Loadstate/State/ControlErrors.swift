@@ -47,3 +47,18 @@ public struct LoadSuperseded<Request: Sendable>: Error, Sendable, CustomStringCo
         return "LoadSuperseded"
     }
 }
+
+/// Thrown by `LoadableCell.get` when the load's job finished without a
+/// value (it yielded nothing): the cell went back to its state from before
+/// the load, which may show an earlier request's value, never returned as
+/// the answer to this one.
+public struct LoadWithoutValue<Request: Sendable>: Error, Sendable, CustomStringConvertible {
+    /// The request of the load that ended without a value.
+    public let request: Request
+
+    /// The error.
+    public init(request: Request) { self.request = request }
+
+    /// Names the request whose job finished without a value.
+    public var description: String { "LoadWithoutValue(the job for \(request) finished without a value)" }
+}

@@ -33,7 +33,7 @@ from .enums import (CACHE_GET_MANY_MAX, CacheVerdict, INSPECTOR_WAITING_MAX, PRI
                     Code,
                     Delivery, Domain, EventType, Flags, HttpFlags, JobOutcome, LoadFlags, Observed, RedisCode, Status)
 from .errors import (Busy, Cancelled, Closed, Error, HTTPStatusError, InvalidArgument, IOFailure, LibraryNotFound,
-                     LoadFailed, LoadOSError, LoadTimedOut, NotFound, NotSupported, Offline, OutOfMemory, RedisError, Superseded, TimedOut, TooBig, WrongState, error_for_code)
+                     LoadFailed, LoadOSError, LoadTimedOut, NotFound, NotSupported, Offline, OutOfMemory, RedisError, Superseded, NoValue, TimedOut, TooBig, WrongState, error_for_code)
 from .loaders import EXCEPTION_CODE, Job, Loader
 from .metrics import LoadMetrics, RuntimeStats
 from .observer import Observation, Observer
@@ -66,7 +66,7 @@ __all__ = [
     "Codec", "BYTES", "TEXT", "JSON", "PATH", "EXEC_REQUEST", "HTTP_REQUEST", "HTTP_RESPONSE",
     "ExecRequest", "HttpRequest", "HttpResponse", "HttpFlags", "HTTP_INSECURE", "HTTP_NO_REDIRECTS",
     "HTTP_NO_COMPRESSION", "HTTP_HTTP2", "HTTP_HTTP1", "HTTP_NO_HEURISTIC_FRESHNESS", "HTTP_NO_STALE_ON_DISCONNECT", "CacheControl", "CacheVerdict",
-    "Error", "InvalidArgument", "NotFound", "WrongState", "Cancelled", "Superseded", "TimedOut", "OutOfMemory",
+    "Error", "InvalidArgument", "NotFound", "WrongState", "Cancelled", "Superseded", "NoValue", "TimedOut", "OutOfMemory",
     "Closed", "TooBig", "IOFailure", "Busy", "RedisError", "NotSupported", "Offline", "LibraryNotFound", "LoadFailed", "LoadTimedOut", "LoadOSError",
     "HTTPStatusError", "error_for_code",
     "EXCEPTION_CODE",

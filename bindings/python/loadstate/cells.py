@@ -24,7 +24,7 @@ from .cache import Cache
 from .codec import BYTES, Codec, encode_request
 from .enums import (MUTATION_KEYS_MAX, VALUE_MAX, CachePolicy, Code, Delivery, Domain, EventType, Flags, LoadFlags,
                     Status)
-from .errors import Cancelled, Closed, Error, InvalidArgument, Superseded, TimedOut, WrongState
+from .errors import Cancelled, Closed, Error, InvalidArgument, NoValue, Superseded, TimedOut, WrongState
 from .loaders import Loader
 from .types import _FLAG_ONLY_OPTIONS, Event, LoadOptions, event_from_raw
 
@@ -596,6 +596,8 @@ class Loadable(Cell[T]):
             Exception: a loader of this process raised it: the very exception, as
                 awaiting an asyncio task raises it.
             Cancelled: the load was cancelled or reset before it ended.
+            NoValue: the load's job finished without a value (a :class:`Cancelled`); the cell shows its
+                state from before the load again.
             Closed: the cell or its runtime was closed first.
         """
         load = self.load(request, loader, silent=silent, share=share, timeout=timeout, interrupts=interrupts,
@@ -879,10 +881,15 @@ class Load(Generic[T]):
     of the last load of the chain. A load of *another* request (or
     ``set_loaded`` / ``set_error``) ends it with :class:`Superseded` instead,
     raised by ``await``, :meth:`state` and :meth:`value`: a caller never
-    receives the outcome of a request it did not ask for. :meth:`value`
+    receives the outcome of a request it did not ask for. A load whose job
+    finished without a value settles with the state from before the load
+    (flagged ``NO_VALUE``: it may show an earlier request's value, a kept
+    previous value or nothing), which is never its answer: :meth:`value`
+    raises :class:`NoValue` for it. :meth:`value`
     returns the value of the settled state and raises when there is none
-    (:class:`LoadFailed`, the exception a loader raised, or
-    :class:`Cancelled`); :meth:`Loadable.get` is its ``async`` form.
+    (:class:`LoadFailed`, the exception a loader raised,
+    :class:`Cancelled` or :class:`NoValue`); :meth:`Loadable.get` is its
+    ``async`` form.
 
     The exception a Python loader raised is taken onto the load when its
     failed state is delivered, matched by the job's loader and request and
@@ -940,7 +947,7 @@ class Load(Generic[T]):
               FAILED: int = Status.FAILED.value, HOST: int = Domain.HOST.value, PARTIAL: int = Flags.PARTIAL.value,
               ABSENT: int = Status.ABSENT.value, IDLE: int = Status.IDLE.value,
               KEPT: int = (Flags.PREVIOUS | Flags.PLACEHOLDER).value, PLACEHOLDER: int = Flags.PLACEHOLDER.value,
-              PREVIOUS: int = Flags.PREVIOUS.value) -> None:
+              PREVIOUS: int = Flags.PREVIOUS.value, NO_VALUE: int = Flags.NO_VALUE.value) -> None:
         """Runs on the delivery thread for every event of the cell while the load waits.
 
         The hot path of every load: the header's values come in as plain
@@ -988,6 +995,15 @@ class Load(Generic[T]):
             # silent start shows the current state, whose request says nothing of the new load's.)
             if asked is not None and (request or b"") != asked and (flags & PARTIAL or not flags & REFRESHING):
                 self._supersede(request, state)
+            return
+        if flags & NO_VALUE:
+            # This load's job finished without a value: the state from before the load is back, whatever
+            # request it answers. The load settles with it; its value() raises NoValue.
+            try:
+                state.waiters.remove(self)
+            except ValueError:
+                return
+            self._resolve(state.event(), None)
             return
         if self._keeps and asked is not None and (request or b"") != asked and not flags & CANCELLED \
                 and status != ABSENT and status != IDLE:
@@ -1104,6 +1120,14 @@ class Load(Generic[T]):
         raised = self._raised
         if raised is not None:
             raise raised
+        if state.no_value:
+            asked = self._asked
+            shown: Any = asked
+            codec = self._state.request_codec
+            if asked and codec is not BYTES:
+                shown = self._state._decode(codec, asked, "request")
+            raise NoValue(NoValue.code, "no value", "the load's job finished without a value: the cell shows "
+                          "its state from before the load again, not an answer to this request", shown)
         state.raise_for_error()
         if state.cancelled or state.status == Status.ABSENT or state.status == Status.IDLE:
             raise Cancelled(Cancelled.code, "cancelled", "the load was cancelled or reset before it ended")
@@ -1167,6 +1191,7 @@ class Load(Generic[T]):
                 :class:`TimeoutError`, when the load's own ``timeout`` ended it.
             Exception: a loader of this process raised it: the very exception, with its traceback.
             Cancelled: the load was cancelled or reset before it ended.
+            NoValue: the load's job finished without a value (a :class:`Cancelled`).
             TimedOut: ``timeout`` seconds passed first.
             Closed: the cell or runtime was closed first.
         """

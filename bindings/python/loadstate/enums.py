@@ -98,8 +98,13 @@ class Flags(enum.IntFlag):
     PLACEHOLDER = 1 << 10
     PAGE_PREVIOUS = 1 << 11
     PAGES_DROPPED = 1 << 14
+    #: A pages cell's first event of a :meth:`PagesCell.load <loadstate.PagesCell.load>`: one for each load.
+    PAGES_LOAD = 1 << 16
     #: The load waits for the runtime to be online (:meth:`Runtime.set_online <loadstate.Runtime.set_online>`).
     PAUSED = 1 << 13
+    #: The load's job finished without a value: the state from before the load came back
+    #: (:class:`~loadstate.NoValue`).
+    NO_VALUE = 1 << 15
 
     def __str__(self) -> str:
         return f"Flags.{self.name}" if self.name else "Flags.NONE"

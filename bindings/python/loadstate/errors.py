@@ -39,6 +39,7 @@ __all__ = [
     "WrongState",
     "Cancelled",
     "Superseded",
+    "NoValue",
     "TimedOut",
     "OutOfMemory",
     "Closed",
@@ -125,6 +126,29 @@ class Superseded(Cancelled):
     Attributes:
         request: the request of the load that replaced the awaited one, decoded with the cell's request
             codec.
+    """
+
+    def __init__(self, code: Optional[int] = None, message: str = "", detail: Optional[str] = None,
+                 request: Any = None) -> None:
+        super().__init__(code, message, detail)
+        self.request = request
+
+    def __reduce__(self) -> Tuple[Any, ...]:
+        return (type(self), (self.code, self.message, self.detail, self.request))
+
+
+class NoValue(Cancelled):
+    """The awaited load's job finished without a value (it yielded nothing before it finished).
+
+    The cell went back to its state from before the load (flagged :attr:`Flags.NO_VALUE
+    <loadstate.Flags.NO_VALUE>`), which may show the value of an earlier request, a kept previous value
+    or nothing: never this load's answer. :meth:`Load.value <loadstate.Load.value>` and
+    :meth:`Loadable.get <loadstate.Loadable.get>` raise it; awaiting the :class:`~loadstate.Load` (and
+    :meth:`Load.state <loadstate.Load.state>`) returns that restored state.
+
+    Attributes:
+        request: the request of the load that ended without a value, decoded with the cell's request
+            codec (``None`` when not known).
     """
 
     def __init__(self, code: Optional[int] = None, message: str = "", detail: Optional[str] = None,

@@ -30,7 +30,7 @@ from ._library import LoadOptionsC, PageRequestC, PagesOptionsC, SnapshotC, load
 from .cells import options_struct
 from .codec import BYTES, Codec
 from .enums import PAGES_MAX, Code, EventType, Flags, Status
-from .errors import Error
+from .errors import Error, Superseded
 from .loaders import Job, Loader
 from .types import NO_LIMITS, Event, Limits, LoadOptions, event_from_raw
 
@@ -43,6 +43,7 @@ T = TypeVar("T")
 
 _PREVIOUS = Flags.PAGE_PREVIOUS.value
 _DROPPED = Flags.PAGES_DROPPED.value
+_LOAD_START = Flags.PAGES_LOAD.value
 _UNSETTLED = Flags.REFRESHING.value | Flags.PARTIAL.value
 
 
@@ -146,12 +147,18 @@ class PagesLoad(Generic[T]):
     """One operation of a :class:`PagesCell` under way: awaitable (``await cell.load_next()``), or waited for with
     :meth:`state`. Both give the settled :class:`Event` of the page the operation ended with (an ``ERROR`` event
     when it failed; ``ABSENT`` flagged ``CANCELLED`` when it was cancelled); they raise
-    :class:`~loadstate.Closed` if the cell or runtime closed first."""
+    :class:`~loadstate.Closed` if the cell or runtime closed first, and :class:`~loadstate.Superseded` (a
+    :class:`~loadstate.Cancelled`) when a later :meth:`PagesCell.load` replaced the pages it was about before it
+    ended: an operation never ends with a page of another load (the events' ``PAGES_LOAD`` flag tells the loads
+    apart)."""
 
-    def __init__(self, what: str, index: int) -> None:
+    def __init__(self, what: str, index: int, generation: int) -> None:
         self._what = what
         #: The index the operation waits for (see the matching rules in PagesCell._deliver).
         self._index = index
+        #: The load of the cell (1 for its first load() ...) whose pages the operation is about: its own for a
+        #: load(), the latest one asked for otherwise. Matched with the loads the events show (PAGES_LOAD).
+        self._generation = generation
         self._done = threading.Event()
         self._event: Optional[Event[T]] = None
         self._error: Optional[BaseException] = None
@@ -220,6 +227,9 @@ class _PagesState:
         self.subscribers: Tuple[Callable[[Event[Any]], Any], ...] = ()
         self.waiters: List[PagesLoad[Any]] = []
         self.lock = threading.Lock()
+        # The loads asked for, and those the events showed the start of (one PAGES_LOAD event each, in order).
+        self.loads_asked = 0
+        self.loads_shown = 0
 
     def build_event(self, raw: Tuple[Any, ...], value: Optional[bytes], request: Optional[bytes],
                     message: Optional[bytes]) -> Event[Any]:
@@ -248,13 +258,27 @@ class _PagesState:
                 callback(event)
             except BaseException as exc:  # noqa: BLE001
                 self.core.report(exc, f"the event callback {getattr(callback, '__qualname__', callback)!r}")
-        if not self.waiters or not _terminal(raw):
-            return
         kind, flags = raw[4], raw[5]
         with self.lock:
-            waiters = list(self.waiters)
+            if flags & _LOAD_START:
+                self.loads_shown += 1
+            shown = self.loads_shown
+            waiters = list(self.waiters) if self.waiters else []
+        for load in waiters:
+            if load._generation < shown:
+                # A later load dropped the pages this operation was about: it never ends with that load's pages.
+                with self.lock:
+                    if load in self.waiters:
+                        self.waiters.remove(load)
+                load._resolve(None, Superseded(Superseded.code, "superseded",
+                                               f"{load._what}: a later load of the pages cell replaced it"))
+        if not _terminal(raw):
+            return
         for load in waiters:
             what, index = load._what, load._index
+            if load._generation != shown:
+                # Superseded above, or about a load whose first event is still to come: not this event.
+                continue
             if what == "load_previous":
                 matched = bool(flags & _PREVIOUS) and kind == 0
             elif flags & _PREVIOUS:
@@ -353,14 +377,19 @@ class PagesCell(Generic[T]):
             raise self._core.lib.error(rc, f"pages cell {self.id}: {what}")
 
     def _start(self, what: str, index: int, call: Callable[[], int]) -> PagesLoad[T]:
-        load: PagesLoad[T] = PagesLoad(what, index)
         state = self._state
         with state.lock:
+            if what == "load":
+                state.loads_asked += 1
+            load: PagesLoad[T] = PagesLoad(what, index, state.loads_asked)
             state.waiters.append(load)
         rc = call()
         if rc < 0:
             with state.lock:
                 state.waiters.remove(load)
+                if what == "load":
+                    # Refused before it was queued: the library runs no such load.
+                    state.loads_asked -= 1
             self._call(rc, what)
         return load
 

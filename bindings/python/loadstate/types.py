@@ -141,6 +141,12 @@ class Event(Generic[T_co]):
         return int.__and__(self.flags, Flags.PAUSED) != 0
 
     @property
+    def no_value(self) -> bool:
+        """The load's job finished without a value: this is the state from before the load, whatever
+        request it answers, not the load's answer (:class:`~loadstate.NoValue`)."""
+        return int.__and__(self.flags, Flags.NO_VALUE) != 0
+
+    @property
     def settled(self) -> bool:
         """A state event with no load under way: not loading, partial or refreshing."""
         return (self.type == EventType.STATE and self.status not in _BUSY

@@ -79,9 +79,9 @@ def test_async_loaders_end_their_jobs_in_batches_too(errors):
         states = await asyncio.gather(*(cell.load(b"r%d" % i) for i, cell in enumerate(cells)))
         assert [s.value for s in states] == [b"r%d" % i for i in range(20)]
         assert sum(spy.batches) == 40 and len(spy.batches) < 40
-        # finish: nothing yielded, so the state before the load comes back (not cancelled)
+        # finish: nothing yielded, so the state before the load comes back (not cancelled), flagged NO_VALUE
         state = await cells[0].load(b"none")
-        assert (state.status, state.value, state.flags) == (Status.LOADED, b"r0", Flags.NONE)
+        assert (state.status, state.value, state.flags) == (Status.LOADED, b"r0", Flags.NO_VALUE)
         # a completion the library refuses fails the job instead of leaving it LOADING
         state = await cells[1].load(b"big")
         assert (state.status, state.error_code) == (Status.ERROR, loadstate.EXCEPTION_CODE)

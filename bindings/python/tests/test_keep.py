@@ -155,3 +155,67 @@ def test_watched_entry_stays_until_its_cell_is_closed(rt):
     cell.close()
     assert gone(cache, "w") - closed_at >= GRACE - 0.002
     assert cache.stats().expirations == 1
+
+
+@pytest.mark.parametrize("how", ["plain", "keep_previous", "placeholder"])
+def test_load_of_another_request_ending_without_a_value_never_answers_with_the_previous(rt, jobs, how):
+    cell, log = loaded_a(rt, jobs)
+    extra = {"keep_previous": True} if how == "keep_previous" else {"placeholder": b"..."} if how == "placeholder" else {}
+    load = cell.load(b"b", **extra)
+    jobs.next().finish()
+    state = load.state(WAIT)
+    # The state from before the load is back (request a), flagged: never b's answer.
+    assert (state.status, state.value, state.request) == (Status.LOADED, b"A", b"a")
+    assert state.no_value and state.flags == Flags.NO_VALUE
+    with pytest.raises(loadstate.NoValue) as raised:
+        load.value()
+    assert isinstance(raised.value, loadstate.Cancelled)
+    assert raised.value.request == b"b"
+    assert "without a value" in str(raised.value)
+
+    async def main():
+        awaited = cell.load(b"c", **extra)
+        await asyncio.to_thread(lambda: jobs.next().finish())
+        shown = await awaited
+        getting = asyncio.ensure_future(cell.get(b"d", **extra))
+        await asyncio.to_thread(lambda: jobs.next().finish())
+        with pytest.raises(loadstate.NoValue):
+            await getting
+        return shown
+
+    shown = asyncio.run(main())
+    assert (shown.value, shown.request, shown.no_value) == (b"A", b"a", True)
+    assert cell.snapshot().value == b"A"
+
+
+@pytest.mark.parametrize("how", ["plain", "keep_previous", "placeholder"])
+def test_load_of_the_same_request_ending_without_a_value_has_no_value(rt, jobs, how):
+    cell, log = loaded_a(rt, jobs)
+    extra = {"keep_previous": True} if how == "keep_previous" else {"placeholder": b"..."} if how == "placeholder" else {}
+    load = cell.load(b"a", **extra)
+    jobs.next().finish()
+    state = load.state(WAIT)
+    assert (state.status, state.value, state.request, state.no_value) == (Status.LOADED, b"A", b"a", True)
+    with pytest.raises(loadstate.NoValue):
+        load.value()
+
+
+def test_first_load_ending_without_a_value_settles_absent(rt, jobs):
+    cell = rt.loadable(jobs.loader)
+    load = cell.load(b"a", placeholder=b"...")
+    jobs.next().finish()
+    state = load.state(WAIT)
+    assert (state.status, state.value, state.no_value) == (Status.ABSENT, None, True)
+    with pytest.raises(loadstate.NoValue):
+        load.value()
+
+
+def test_load_with_a_yielded_value_then_finish_is_not_flagged(rt, jobs):
+    cell, log = loaded_a(rt, jobs)
+    load = cell.load(b"b", keep_previous=True)
+    job = jobs.next()
+    job.yield_(b"B1")
+    job.finish()
+    state = load.state(WAIT)
+    assert (state.value, state.request, state.no_value) == (b"B1", b"b", False)
+    assert load.value() == b"B1"

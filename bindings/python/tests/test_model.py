@@ -12,7 +12,7 @@ The model follows the header's rules:
   state flagged REFRESHING, attempt 1;
 * yield: LOADED + PARTIAL (still REFRESHING when silent); succeed: LOADED,
   flags 0; finish: LOADED keeping the last yielded value, or the state from
-  before the load when nothing was yielded (no CANCELLED flag); fail: ERROR
+  before the load when nothing was yielded (flagged NO_VALUE, not CANCELLED); fail: ERROR
   in the host domain;
 * cancel (outside or from the job): the state from before the load, flagged
   CANCELLED; nothing without a running job. "Before the load" is before the
@@ -53,7 +53,7 @@ class State:
     refreshing: bool = False
     attempt: int = 0
 
-    def expect(self, type: EventType = EventType.STATE, cancelled: bool = False) -> tuple:
+    def expect(self, type: EventType = EventType.STATE, cancelled: bool = False, no_value: bool = False) -> tuple:
         flags = Flags.NONE
         if self.refreshing:
             flags |= Flags.REFRESHING
@@ -61,6 +61,8 @@ class State:
             flags |= Flags.PARTIAL
         if cancelled:
             flags |= Flags.CANCELLED
+        if no_value:
+            flags |= Flags.NO_VALUE
         return (type, self.status, flags, self.value, self.request, self.domain, self.code, self.message,
                 self.attempt)
 
@@ -85,9 +87,10 @@ class Model:
         self.events: List[tuple] = []
         self.hooks_due = 0  # cancel hooks the last operation must have run
 
-    def _emit(self, type: EventType = EventType.STATE, cancelled: bool = False, progress=(0, 0)) -> None:
+    def _emit(self, type: EventType = EventType.STATE, cancelled: bool = False, progress=(0, 0),
+              no_value: bool = False) -> None:
         self.seq += 1
-        self.events.append((self.seq, self.state.expect(type, cancelled), progress))
+        self.events.append((self.seq, self.state.expect(type, cancelled, no_value), progress))
 
     def _abandon(self) -> Optional[State]:
         """Ends the session without an event; returns the state to restore."""
@@ -133,7 +136,7 @@ class Model:
             self.state.partial = self.state.refreshing = False
         else:
             self.state = dataclasses.replace(session.restore, refreshing=False)
-        self._emit()
+        self._emit(no_value=not session.yielded)
 
     def fail(self, code: int, message: Optional[str]) -> None:
         session, self.session = self.session, None

@@ -307,3 +307,63 @@ def test_poll_delivery(poll_rt):
     assert inserted.flags & (PREVIOUS | DROPPED) == PREVIOUS | DROPPED
     assert cell.pages == [b"p-1"]
     assert [e.seq for e in log.events] == list(range(1, len(log.events) + 1))
+
+
+def test_a_load_replaced_before_its_first_page_ends_is_superseded(rt, jobs):
+    log = Log()
+    cell = PagesCell(rt, jobs.loader, on_event=log)
+    first = cell.load(b"A")
+    job_a = jobs.next()
+    assert page_of(job_a) == PageRequest(b"A", None, 0)
+    second = cell.load(b"B")
+    job_b = jobs.next()
+    assert page_of(job_b) == PageRequest(b"B", None, 0)
+    with pytest.raises(loadstate.Superseded):
+        first.state(WAIT)
+    assert not second.done()
+    try:
+        succeed_page(job_a, b"pA", None, None)  # its page was dropped with its job: nothing shows it
+    except loadstate.Cancelled:
+        pass
+    succeed_page(job_b, b"pB", None, None)
+    page = second.state(WAIT)
+    assert (page.kind, page.value, page.request) == (0, b"pB", b"B")
+    assert cell.pages == [b"pB"]
+    # One PAGES_LOAD event for each load, in order.
+    assert [e.request for e in log.events if e.flags & Flags.PAGES_LOAD] == [b"A", b"B"]
+
+
+def test_a_late_first_page_of_an_earlier_load_settles_only_that_load(poll_rt):
+    jobs = Jobs(poll_rt)
+    log = Log()
+    cell = PagesCell(poll_rt, jobs.loader, on_event=log)
+    first = cell.load(b"A")
+    succeed_page(jobs.next(), b"pA", b"c1", None)
+    # A's page ended on the loop; its event is not delivered yet when B is asked for.
+    second = cell.load(b"B")
+    job_b = jobs.next()
+    deadline = time.monotonic() + WAIT
+    while not first.done() and time.monotonic() < deadline:
+        poll_rt.poll(0.1)
+    assert (first.state(0).value, first.state(0).request) == (b"pA", b"A")
+    # B's load saw A's page go by without taking it.
+    while len(log.events) < 3 and time.monotonic() < deadline:
+        poll_rt.poll(0.1)
+    assert not second.done()
+    succeed_page(job_b, b"pB", None, None)
+    while not second.done() and time.monotonic() < deadline:
+        poll_rt.poll(0.1)
+    assert (second.state(0).value, second.state(0).request) == (b"pB", b"B")
+
+
+def test_a_next_page_asked_before_a_new_load_is_superseded(rt, jobs):
+    cell = PagesCell(rt, jobs.loader)
+    first_page(jobs, cell)
+    after = cell.load_next()
+    jobs.next()
+    again = cell.load(b"q2")
+    with pytest.raises(loadstate.Superseded):
+        after.state(WAIT)
+    succeed_page(jobs.next(), b"n0", None, None)
+    assert again.state(WAIT).value == b"n0"
+

@@ -166,7 +166,7 @@ def test_finish_without_yield_restores_the_previous_state_without_cancelled_flag
     cell.set_loaded(b"before")
     cell.load(b"q")
     jobs.next().finish()
-    assert [fields(e) for e in log.take(3)][2] == state(Status.LOADED, value=b"before")
+    assert [fields(e) for e in log.take(3)][2] == state(Status.LOADED, value=b"before", flags=Flags.NO_VALUE)
 
 
 def test_generator_loader_yields_partials_then_returns_the_value(rt):

@@ -556,6 +556,9 @@ impl Events {
     ///   continues it.
     /// - [`LoadWaitError::Cancelled`]: the load was cancelled (the restored
     ///   state is given) or reset.
+    /// - [`LoadWaitError::NoValue`]: the load's job finished without a value
+    ///   (the restored state from before the load is given, whatever
+    ///   request it answers).
     /// - [`LoadWaitError::Timeout`]: `timeout` passed first.
     /// - [`LoadWaitError::Disconnected`]: the cell or runtime was dropped first.
     pub fn wait_for_load(&self, request: &[u8], timeout: Duration) -> std::result::Result<Event, LoadWaitError> {
@@ -609,7 +612,8 @@ impl Events {
     /// The future form of [`wait_for_load`](Events::wait_for_load), with no
     /// timeout: it resolves to the event the load of `request` settled in,
     /// or to why it has none ([`LoadWaitError::Superseded`],
-    /// [`LoadWaitError::Cancelled`] or [`LoadWaitError::Disconnected`]).
+    /// [`LoadWaitError::Cancelled`], [`LoadWaitError::NoValue`] or
+    /// [`LoadWaitError::Disconnected`]).
     /// Dropping it cancels nothing; see [`Loadable::load_async`] for a
     /// future that owns its load.
     pub fn load_outcome(&self, request: &[u8]) -> LoadOutcome<'_> {
@@ -684,6 +688,9 @@ impl LoadTracker {
                 return Some(Err(LoadWaitError::Superseded { request: event.request }));
             }
             return None;
+        }
+        if event.flags.contains(Flags::NO_VALUE) {
+            return Some(Err(LoadWaitError::NoValue(Box::new(event))));
         }
         if event.flags.contains(Flags::CANCELLED) || matches!(event.status, Status::Absent | Status::Idle) {
             return Some(Err(LoadWaitError::Cancelled(Box::new(event))));
@@ -801,6 +808,10 @@ pub enum LoadWaitError {
     },
     /// The load was cancelled or reset: the state the cell returned to.
     Cancelled(Box<Event>),
+    /// The load's job finished without a value: the state from before the
+    /// load came back (flagged [`Flags::NO_VALUE`](crate::Flags::NO_VALUE)),
+    /// which may show an earlier request's value, never this load's answer.
+    NoValue(Box<Event>),
     /// The time given passed first.
     Timeout,
     /// The cell or its runtime was dropped first.
@@ -815,6 +826,7 @@ impl fmt::Display for LoadWaitError {
             }
             LoadWaitError::Superseded { request: None } => f.write_str("superseded by another load"),
             LoadWaitError::Cancelled(_) => f.write_str("the load was cancelled or reset"),
+            LoadWaitError::NoValue(_) => f.write_str("the load's job finished without a value"),
             LoadWaitError::Timeout => f.write_str("timed out waiting for the load"),
             LoadWaitError::Disconnected => f.write_str("the cell or runtime was dropped"),
         }

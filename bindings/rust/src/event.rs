@@ -110,8 +110,19 @@ impl Flags {
     /// ([`Runtime::set_online`](crate::Runtime::set_online)): its loader has
     /// not been called for this attempt.
     pub const PAUSED: Flags = Flags(sys::LDS_FLAG_PAUSED);
+    /// The load's job finished without a value (it yielded nothing): this
+    /// is the state from before the load, whatever request it answers
+    /// (an earlier request's value, or absent), never the load's answer
+    /// ([`LoadWaitError::NoValue`](crate::LoadWaitError::NoValue)).
+    pub const NO_VALUE: Flags = Flags(sys::LDS_FLAG_NO_VALUE);
 
-    const NAMES: [(Flags, &'static str); 14] = [
+    /// A pages cell's first event of a [`Pages::load`](crate::Pages::load):
+    /// exactly one for each load (its first page's first event, or the
+    /// event that ends a load replaced or reset before it showed anything).
+    /// Events before it belong to earlier loads.
+    pub const PAGES_LOAD: Flags = Flags(sys::LDS_FLAG_PAGES_LOAD);
+
+    const NAMES: [(Flags, &'static str); 16] = [
         (Flags::REFRESHING, "REFRESHING"),
         (Flags::PARTIAL, "PARTIAL"),
         (Flags::STALE, "STALE"),
@@ -126,6 +137,8 @@ impl Flags {
         (Flags::PAGE_PREVIOUS, "PAGE_PREVIOUS"),
         (Flags::PAGES_DROPPED, "PAGES_DROPPED"),
         (Flags::PAUSED, "PAUSED"),
+        (Flags::NO_VALUE, "NO_VALUE"),
+        (Flags::PAGES_LOAD, "PAGES_LOAD"),
     ];
 
     /// The flags of raw bits, unknown bits included.
@@ -340,6 +353,13 @@ impl Event {
     #[must_use]
     pub fn is_rolled_back(&self) -> bool {
         self.flags.contains(Flags::ROLLED_BACK)
+    }
+
+    /// Whether the load's job finished without a value, bringing back the
+    /// state from before the load ([`Flags::NO_VALUE`]).
+    #[must_use]
+    pub fn is_no_value(&self) -> bool {
+        self.flags.contains(Flags::NO_VALUE)
     }
 
     /// Whether the value answers an earlier request, kept while a load of

@@ -75,6 +75,8 @@ pub const LDS_FLAG_ROLLED_BACK: u32 = 1 << 12;
 pub const LDS_FLAG_PREVIOUS: u32 = 1 << 9;
 pub const LDS_FLAG_PLACEHOLDER: u32 = 1 << 10;
 pub const LDS_FLAG_PAUSED: u32 = 1 << 13;
+pub const LDS_FLAG_NO_VALUE: u32 = 1 << 15;
+pub const LDS_FLAG_PAGES_LOAD: u32 = 1 << 16;
 
 pub const LDS_LOAD_SILENT: u32 = 1 << 0;
 pub const LDS_LOAD_SHARE: u32 = 1 << 1;

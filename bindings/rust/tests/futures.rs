@@ -230,3 +230,32 @@ fn progress_takes_seq_numbers_unless_turned_off() {
         }
     }
 }
+
+/// A load future whose job finishes without a value resolves to
+/// `NoValue` with the restored state, never to the previous request's
+/// value as its own: plain, keeping the previous value, or with a
+/// placeholder.
+#[test]
+fn a_load_future_ending_without_a_value_says_so() {
+    let shows = [
+        LoadOptions::new(),
+        LoadOptions::new().keep_previous(true),
+        LoadOptions::new().placeholder(b"ph".to_vec()),
+    ];
+    for options in shows {
+        let (runtime, loader, jobs) = runtime_with_jobs();
+        let (cell, events) = runtime.loadable().unwrap();
+        let first = cell.load_async(&events, &loader, b"a", &LoadOptions::new()).unwrap();
+        jobs.recv_timeout(Duration::from_secs(20)).unwrap().succeed(b"A").unwrap();
+        assert_eq!(block_on(first).expect("a's value").value.as_deref(), Some(&b"A"[..]));
+        let future = cell.load_async(&events, &loader, b"b", &options).unwrap();
+        jobs.recv_timeout(Duration::from_secs(20)).unwrap().finish().unwrap();
+        match block_on(future) {
+            Err(LoadWaitError::NoValue(restored)) => {
+                assert_eq!((restored.status, restored.flags), (Status::Loaded, Flags::NO_VALUE));
+                assert_eq!(restored.request.as_deref(), Some(&b"a"[..]));
+            }
+            other => panic!("{options:?}: expected NoValue, got {other:?}"),
+        }
+    }
+}

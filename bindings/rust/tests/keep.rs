@@ -7,7 +7,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::{DEADLINE, Setup, Watch, setup};
-use loadstate::{Cache, CachePolicy, Flags, LoadOptions, MemoryCacheOptions, Status};
+use loadstate::{Cache, CachePolicy, Flags, LoadOptions, LoadWaitError, MemoryCacheOptions, Status};
 
 const KEPT: Flags = Flags::from_bits(Flags::PREVIOUS.bits() | Flags::REFRESHING.bits());
 const SHOWN: Flags = Flags::from_bits(Flags::PLACEHOLDER.bits() | Flags::REFRESHING.bits());
@@ -140,4 +140,59 @@ fn keep_watched_entry_stays_until_its_cell_is_dropped() {
     drop(watch);
     assert!(wait_gone(&cache, b"w").duration_since(dropped_at) + Duration::from_millis(2) >= GRACE);
     assert_eq!(cache.stats().unwrap().expirations, 1);
+}
+
+/// The three ways a load of another request may show something while it
+/// runs: loading, the previous value, a placeholder.
+fn shows() -> [LoadOptions; 3] {
+    [LoadOptions::new(), keep(), LoadOptions::new().placeholder(b"ph".to_vec())]
+}
+
+/// A job that finishes without a value brings back the state from before
+/// the load, flagged `NO_VALUE`: the waiter learns that, never taking the
+/// previous request's value for its own, with or without `keep_previous` or
+/// a placeholder, for another request or the same one.
+#[test]
+fn load_ending_without_a_value_never_answers_with_the_previous_value() {
+    for options in shows() {
+        for request in [&b"b"[..], &b"a"[..]] {
+            let s = loaded_a();
+            s.cell.load_with(&s.loader, request, &options).unwrap();
+            s.jobs.next().finish().unwrap();
+            let restored = match s.watch.events.wait_for_load(request, DEADLINE) {
+                Err(LoadWaitError::NoValue(restored)) => restored,
+                other => panic!("{options:?} {request:?}: expected NoValue, got {other:?}"),
+            };
+            assert_eq!((restored.status, restored.flags), (Status::Loaded, Flags::NO_VALUE));
+            assert!(restored.is_no_value());
+            assert_eq!((restored.value.as_deref(), restored.request.as_deref()), (Some(&b"A"[..]), Some(&b"a"[..])));
+            assert_eq!(s.cell.get().unwrap().value.as_deref(), Some(&b"A"[..]));
+        }
+    }
+}
+
+#[test]
+fn first_load_ending_without_a_value_is_no_value_over_absent() {
+    for options in shows() {
+        let s = setup();
+        s.cell.load_with(&s.loader, b"a", &options).unwrap();
+        s.jobs.next().finish().unwrap();
+        match s.watch.events.wait_for_load(b"a", DEADLINE) {
+            Err(LoadWaitError::NoValue(restored)) => {
+                assert_eq!((restored.status, restored.flags, restored.value), (Status::Absent, Flags::NO_VALUE, None));
+            }
+            other => panic!("{options:?}: expected NoValue, got {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn a_yield_then_finish_is_the_loads_own_value() {
+    let s = loaded_a();
+    s.cell.load_with(&s.loader, b"b", &keep()).unwrap();
+    let job = s.jobs.next();
+    job.yield_value(b"B1").unwrap();
+    job.finish().unwrap();
+    let outcome = s.watch.events.wait_for_load(b"b", DEADLINE).expect("the outcome");
+    assert_eq!((outcome.value.as_deref(), outcome.flags), (Some(&b"B1"[..]), Flags::NONE));
 }

@@ -521,6 +521,8 @@ fn structs_and_constants_match_the_c_header() {
         LDS_FLAG_PREVIOUS,
         LDS_FLAG_PLACEHOLDER,
         LDS_FLAG_PAUSED,
+        LDS_FLAG_NO_VALUE,
+        LDS_FLAG_PAGES_LOAD,
         LDS_LOAD_SILENT,
         LDS_LOAD_SHARE,
         LDS_LOAD_POLL_ON_ERROR,

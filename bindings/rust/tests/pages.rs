@@ -222,3 +222,32 @@ fn a_page_loader_returns_pages_with_cursors() {
     pages.load(&failing, b"x").unwrap();
     assert_eq!(settled(&events, 0).error.map(|e| e.code), Some(7));
 }
+
+/// A load asked for before the one before it ended its first page: each
+/// load's first event is flagged `PAGES_LOAD`, so a reader of the stream
+/// tells the loads apart; the earlier load's page shows nothing after it.
+#[test]
+fn each_load_has_one_start_event() {
+    let f = fixture();
+    let (pages, events) = Pages::new(&f.runtime, 0, None).unwrap();
+    pages.load(&f.loader, b"A").unwrap();
+    let job_a = f.jobs.next();
+    pages.load(&f.loader, b"B").unwrap();
+    let job_b = f.jobs.next();
+    assert_eq!(request_of(&job_b).0, b"B".to_vec());
+    // A's job went with its page: what it ends with shows nothing.
+    let _ = job_a.succeed_page(b"pA", None, None);
+    job_b.succeed_page(b"pB", None, None).unwrap();
+    let mut seen = Vec::new();
+    let done = wait(&events, |e| {
+        seen.push(e.clone());
+        e.is_settled()
+    });
+    assert_eq!((done.value.as_deref(), done.request.as_deref()), (Some(&b"pB"[..]), Some(&b"B"[..])));
+    let starts: Vec<_> = seen.iter().filter(|e| e.flags.contains(Flags::PAGES_LOAD)).collect();
+    assert_eq!(starts.len(), 2);
+    assert_eq!(starts[0].request.as_deref(), Some(&b"A"[..]));
+    assert_eq!(starts[1].request.as_deref(), Some(&b"B"[..]));
+    assert!(starts.iter().all(|e| e.status == Status::Loading && e.kind == 0));
+    assert_eq!(seen.len(), 3, "A's start, B's start, B's page: {seen:?}");
+}

@@ -235,14 +235,14 @@ fn finish_without_a_yield_returns_to_the_state_before_the_load() {
     s.watch.next();
     s.jobs.next().finish().unwrap();
     let restored = s.watch.next();
-    assert_eq!((restored.status, restored.flags), (Status::Absent, Flags::NONE));
+    assert_eq!((restored.status, restored.flags), (Status::Absent, Flags::NO_VALUE));
 
     preload(&mut s, b"kept");
     s.cell.load(&s.loader, b"r").unwrap();
     assert_eq!(s.watch.next().status, Status::Loading);
     s.jobs.next().finish().unwrap();
     let restored = s.watch.next();
-    assert_eq!((restored.status, restored.flags), (Status::Loaded, Flags::NONE), "no CANCELLED flag");
+    assert_eq!((restored.status, restored.flags), (Status::Loaded, Flags::NO_VALUE), "no CANCELLED flag");
     assert_eq!(restored.value.as_deref(), Some(&b"kept"[..]));
 }
 

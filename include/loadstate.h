@@ -225,7 +225,8 @@ extern "C" {
 #define LDS_LOAD_OFFLINE_FAIL (1u << 9)   /* since 0.5: while offline, the load (or a retry falling due)
                                              fails at once with LDS_EOFFLINE instead of waiting */
 #define LDS_LOAD_OFFLINE_RUN  (1u << 10)  /* since 0.5: the load ignores the online signal (for loaders
-                                             that need no network: file, exec, local work) */
+                                             that need no network: file, exec, local work); with
+                                             LDS_LOAD_OFFLINE_FAIL too: LDS_EINVAL */
 #define LDS_LOAD_POLL_IN_BACKGROUND (1u << 11)  /* since 0.5: polling goes on while the runtime is in the
                                                    background */
 

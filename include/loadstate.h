@@ -2502,7 +2502,10 @@ typedef struct lds_inspector_options {
  * runtime's own loop (no other thread) serving one self-contained page that
  * shows the runtime live, updated by server-sent events: the cells (state,
  * flags, attempt, request preview; values only with
- * LDS_INSPECTOR_SHOW_VALUES; QUEUED among the flags), the jobs in flight
+ * LDS_INSPECTOR_SHOW_VALUES; QUEUED among the flags, and since 0.5 PAUSED,
+ * PREVIOUS, PLACEHOLDER, OPTIMISTIC and ROLLED_BACK, in the cells' timelines
+ * too; since 0.5 its JSON also lists pages cells with their page count),
+ * the jobs in flight
  * with their age, the loaders with their metrics (lds_runtime_stats) and
  * the jobs waiting in the queue of their limits now (each loader's first
  * 100 in the order they would start, with their priority, their age since

@@ -408,3 +408,29 @@ def test_the_snapshot_names_the_flags_of_writes_kept_values_placeholders_and_pau
     rt.set_online(True)
     for cell in (kept, holder, paused):
         cell.cancel()
+
+
+def test_the_snapshot_lists_pages_cells_with_their_page_count(rt, jobs):
+    from loadstate import PagesCell, succeed_page
+
+    url = rt.start_inspector()
+    _, _, token = parts(url)
+    cell = PagesCell(rt, name="feed")
+
+    def listed() -> dict:
+        snapshot = json.loads(get(url, f"/snapshot?token={token}")[2])
+        # A pages cell is not among the cells (its pages are not cells of the runtime).
+        assert cell.id not in {c["id"] for c in snapshot["cells"]}
+        return {p["id"]: p for p in snapshot["pages_cells"]}[cell.id]
+
+    assert listed() == {"id": cell.id, "name": "feed", "pages": 0, "has_next": False, "has_previous": False}
+    load = cell.load(b"q", jobs.loader)
+    succeed_page(jobs.next(), b"p0", b"c1", None)
+    load.state(WAIT)
+    load = cell.load_next()
+    succeed_page(jobs.next(), b"p1", b"c2", None)
+    load.state(WAIT)
+    assert listed() == {"id": cell.id, "name": "feed", "pages": 2, "has_next": True, "has_previous": False}
+    cell.close()
+    snapshot = json.loads(get(url, f"/snapshot?token={token}")[2])
+    assert cell.id not in {p["id"] for p in snapshot["pages_cells"]}

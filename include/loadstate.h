@@ -2504,8 +2504,7 @@ typedef struct lds_inspector_options {
  * flags, attempt, request preview; values only with
  * LDS_INSPECTOR_SHOW_VALUES; QUEUED among the flags, and since 0.5 PAUSED,
  * PREVIOUS, PLACEHOLDER, OPTIMISTIC and ROLLED_BACK, in the cells' timelines
- * too; since 0.5 its JSON also lists pages cells with their page count),
- * the jobs in flight
+ * too), the jobs in flight
  * with their age, the loaders with their metrics (lds_runtime_stats) and
  * the jobs waiting in the queue of their limits now (each loader's first
  * 100 in the order they would start, with their priority, their age since
@@ -2570,6 +2569,13 @@ typedef struct lds_inspector_options {
  * each cell's events as a timeline, each loader's series as a plot, and
  * filters both by name, cache key, id or request (a substring, in any
  * case).
+ * Since 0.5 too, the snapshot has "pages_cells": each pages cell (newest
+ * first, at most as many as cells), {"id", "name" (when named), "pages"
+ * (its page count, as lds_pages_count), "has_next", "has_previous" (as
+ * lds_pages_has_more)}; the page does not show them. The flag names of
+ * cells and timelines are "queued", "paused", "refreshing", "partial",
+ * "cancelled", "from cache", "stale", "previous", "placeholder",
+ * "optimistic" and "rolled back".
  *
  * The call waits for the loop thread to bind the address (or binds it at
  * once on the loop thread). lds_runtime_free stops the inspector.

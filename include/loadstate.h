@@ -232,7 +232,8 @@ extern "C" {
 #define LDS_LOAD_OFFLINE_FAIL (1u << 9)   /* since 0.5: while offline, the load (or a retry falling due)
                                              fails at once with LDS_EOFFLINE instead of waiting */
 #define LDS_LOAD_OFFLINE_RUN  (1u << 10)  /* since 0.5: the load ignores the online signal (for loaders
-                                             that need no network: file, exec, local work) */
+                                             that need no network: file, exec, local work); with
+                                             LDS_LOAD_OFFLINE_FAIL too: LDS_EINVAL */
 #define LDS_LOAD_POLL_IN_BACKGROUND (1u << 11)  /* since 0.5: polling goes on while the runtime is in the
                                                    background */
 
@@ -2512,7 +2513,9 @@ typedef struct lds_inspector_options {
  * runtime's own loop (no other thread) serving one self-contained page that
  * shows the runtime live, updated by server-sent events: the cells (state,
  * flags, attempt, request preview; values only with
- * LDS_INSPECTOR_SHOW_VALUES; QUEUED among the flags), the jobs in flight
+ * LDS_INSPECTOR_SHOW_VALUES; QUEUED among the flags, and since 0.5 PAUSED,
+ * PREVIOUS, PLACEHOLDER, OPTIMISTIC and ROLLED_BACK, in the cells' timelines
+ * too), the jobs in flight
  * with their age, the loaders with their metrics (lds_runtime_stats) and
  * the jobs waiting in the queue of their limits now (each loader's first
  * 100 in the order they would start, with their priority, their age since
@@ -2577,6 +2580,13 @@ typedef struct lds_inspector_options {
  * each cell's events as a timeline, each loader's series as a plot, and
  * filters both by name, cache key, id or request (a substring, in any
  * case).
+ * Since 0.5 too, the snapshot has "pages_cells": each pages cell (newest
+ * first, at most as many as cells), {"id", "name" (when named), "pages"
+ * (its page count, as lds_pages_count), "has_next", "has_previous" (as
+ * lds_pages_has_more)}; the page does not show them. The flag names of
+ * cells and timelines are "queued", "paused", "refreshing", "partial",
+ * "cancelled", "from cache", "stale", "previous", "placeholder",
+ * "optimistic" and "rolled back".
  *
  * The call waits for the loop thread to bind the address (or binds it at
  * once on the loop thread). lds_runtime_free stops the inspector.

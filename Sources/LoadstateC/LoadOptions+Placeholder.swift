@@ -16,4 +16,13 @@ extension LoadOptions {
         guard c.placeholder_len <= valueMax else { return .failure(.tooBig) }
         return copyBytes(start, c.placeholder_len).map { Optional($0) }
     }
+
+    /// Checks a caller's placeholder as `placeholder` does, without copying
+    /// it: for the calls that show none (pages, prefetches).
+    static func checkPlaceholder(_ pointer: UnsafePointer<lds_load_options>?) -> Result<Void, ResultCode> {
+        guard let pointer else { return .success(()) }
+        let (c, _) = readSized(pointer)
+        if c.placeholder == nil && c.placeholder_len != 0 { return .failure(.invalidArgument) }
+        return c.placeholder_len <= valueMax ? .success(()) : .failure(.tooBig)
+    }
 }

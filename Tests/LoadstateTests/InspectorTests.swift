@@ -53,6 +53,26 @@ struct InspectorTests {
         #expect(!Inspector.sameToken("", "abcd"))
     }
 
+    @Test func theTimelinesFlagBitsEachHaveTheirNameAndTheEntryStaysSmall() {
+        let bits: [(UInt16, String)] = [
+            (CellHistory.queued, "queued"), (CellHistory.paused, "paused"), (CellHistory.refreshing, "refreshing"),
+            (CellHistory.partial, "partial"), (CellHistory.cancelled, "cancelled"),
+            (CellHistory.fromCache, "from cache"), (CellHistory.stale, "stale"), (CellHistory.previous, "previous"),
+            (CellHistory.placeholder, "placeholder"), (CellHistory.optimistic, "optimistic"),
+            (CellHistory.rolledBack, "rolled back"),
+        ]
+        var all: UInt16 = 0
+        for (bit, name) in bits {
+            #expect(bit.nonzeroBitCount == 1 && all & bit == 0, "\(name) has a bit of its own")
+            #expect(CellHistory.names(bit) == [name])
+            all |= bit
+        }
+        // Every name, in the order the cell's own flags are listed.
+        #expect(CellHistory.names(all) == bits.map { $0.1 })
+        // The 16-bit field fits in the padding after the status.
+        #expect(MemoryLayout<CellHistory.Entry>.stride == 24)
+    }
+
     @Test func jsonStringsAreEscapedForHTMLToo() {
         var w = JSONWriter()
         w.beginObject()

@@ -443,6 +443,37 @@ TEST(test_mutate_success_invalidates_prefixes_and_refreshes_their_cells) {
   world_finish(&w);
 }
 
+/* A write's invalidations reach the cells before its FINISHED event: the
+ * reload of a cell showing an invalidated key has begun by then, so a host
+ * call made after FINISHED (a cancel here) finds it under way. (The reloads
+ * once began on a later turn of the loop, after host calls made meanwhile.) */
+TEST(test_mutate_success_begins_the_reloads_before_finished) {
+  world w;
+  world_init(&w, NULL);
+  REQUIRE(view_load(&w, w.memory, "list/1", "v0"));
+  lds_cache_prefix p = {w.memory, "list/", 5};
+  lds_id job = mutate(&w, w.memory, "item", "opt", 0, &p, 1);
+  REQUIRE(job != 0);
+  size_t before = rec_count(&w.view_rec);
+  REQUIRE_RC(lds_job_succeed(w.rt, job, "", 0), LDS_OK);
+  REQUIRE(proc_is(&w, LDS_FINISHED));
+  /* Both cells' events come from the loop thread in order. */
+  size_t after = rec_count(&w.view_rec);
+  bool stale = false;
+  for (size_t i = before; i < after; i++)
+    stale |= rec_at(&w.view_rec, i)->flags == (LDS_FLAG_STALE | LDS_FLAG_REFRESHING);
+  CHECK(stale);
+  CHECK_EQ(w.reads.starts, 2);
+  REQUIRE_RC(lds_loadable_cancel(w.rt, w.view), LDS_OK);
+  /* The cancel found the reload: the cell shows v0 again, flagged CANCELLED. */
+  REQUIRE(WAIT_FOR(rec_count(&w.view_rec) > after && (rec_at(&w.view_rec, rec_count(&w.view_rec) - 1)->flags &
+                                                       LDS_FLAG_CANCELLED)));
+  CHECK_BYTES(rec_at(&w.view_rec, rec_count(&w.view_rec) - 1)->value,
+              rec_at(&w.view_rec, rec_count(&w.view_rec) - 1)->value_len, "v0");
+  CHECK_RC(lds_job_is_cancelled(w.rt, host_job_at(&w.reads, 1)), 1);
+  world_finish(&w);
+}
+
 /* A failed write invalidates nothing. */
 TEST(test_mutate_failure_invalidates_nothing) {
   world w;

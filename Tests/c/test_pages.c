@@ -1,4 +1,5 @@
 /* test_pages.c — pages cells: infinite loads, one job per page. */
+#include <stddef.h>
 #include <string.h>
 
 #include "harness.h"
@@ -643,6 +644,44 @@ TEST(test_pages_each_load_has_one_start_event) {
     starts++;
   }
   CHECK_EQ(starts, 2);
+  CHECK_RC(lds_pages_free(f.rt, cell), LDS_OK);
+  fixture_finish(&f);
+  rec_destroy(&rec);
+}
+
+/* lds_pages_load and lds_prefetch show no placeholder, but refuse a bad one
+ * as lds_loadable_load does: NULL with a length is LDS_EINVAL, more than
+ * LDS_VALUE_MAX bytes LDS_ETOOBIG; nothing starts. (lds_pages_load once
+ * accepted a NULL placeholder with a length; lds_prefetch did not look at
+ * the placeholder at all.) */
+TEST(test_pages_load_and_prefetch_refuse_a_bad_placeholder) {
+  fixture f;
+  fixture_init_cancels(&f, LDS_DELIVER_LOOP, NULL);
+  recorder rec;
+  lds_id cell = pages_new(f.rt, &rec, 0);
+  lds_id cache;
+  CHECK_RC(lds_memory_cache_new(f.rt, NULL, &cache), LDS_OK);
+  lds_load_options o = LDS_LOAD_OPTIONS_INIT;
+  o.placeholder = NULL;
+  o.placeholder_len = 2;
+  CHECK_RC(lds_pages_load(f.rt, cell, f.loader, "q", 1, &o), LDS_EINVAL);
+  CHECK_RC(lds_loadable_load(f.rt, f.cell, f.loader, "q", 1, &o), LDS_EINVAL);
+  o.cache = cache;
+  CHECK_RC(lds_prefetch(f.rt, f.loader, "q", 1, &o), LDS_EINVAL);
+  o.placeholder = "x";
+  o.placeholder_len = LDS_VALUE_MAX + 1;
+  CHECK_RC(lds_prefetch(f.rt, f.loader, "q", 1, &o), LDS_ETOOBIG);
+  o.cache = 0;
+  CHECK_RC(lds_pages_load(f.rt, cell, f.loader, "q", 1, &o), LDS_ETOOBIG);
+  /* A caller whose size ends before the placeholder has none. */
+  o.placeholder = NULL;
+  o.placeholder_len = 2;
+  o.size = (uint32_t)offsetof(lds_load_options, placeholder);
+  CHECK_RC(lds_pages_load(f.rt, cell, f.loader, "q", 1, &o), LDS_OK);
+  HOST_WAIT(&f.h, 1);
+  /* Only that load started a job. */
+  CHECK_EQ(f.h.starts, 1);
+  CHECK_RC(lds_pages_cancel(f.rt, cell), LDS_OK);
   CHECK_RC(lds_pages_free(f.rt, cell), LDS_OK);
   fixture_finish(&f);
   rec_destroy(&rec);

@@ -45,6 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "loadstate.h"
 
@@ -65,6 +66,7 @@
 
 /* Return-code sets, one bit per code: bit 0 is LDS_OK, bit k is -k. */
 #define RC(code) (1u << (unsigned)(-(code)))
+#undef R_OK /* unistd.h's access() mode, unused here */
 #define R_OK RC(LDS_OK)
 #define R_INVAL RC(LDS_EINVAL)
 #define R_NOENT RC(LDS_ENOENT)
@@ -103,6 +105,7 @@ typedef struct cell {
   struct ctx *ctx;
   lds_id id;
   bool process;
+  bool pages;            /* a pages cell (lds_pages_new) */
   atomic_bool live;      /* created and not freed */
   atomic_int free_oks;   /* frees that returned LDS_OK */
   atomic_bool free_returned;
@@ -145,6 +148,9 @@ typedef struct ctx {
   _Atomic int nloaders;
   lds_id caches[MAX_CACHES];
   int ncaches;
+  lds_id pcache;         /* a persistent cache (scratch file), or 0 */
+  char pcache_path[64];
+  atomic_uint cursor_plan; /* the cursors a page loader's start answers with */
   pthread_mutex_t mu;    /* jobs, hooks, callbacks counter */
   pthread_cond_t cv;
   job_rec jobs[MAX_JOBS];
@@ -183,6 +189,13 @@ static void run_action(cell *cl) {
   ctx *c = cl->ctx;
   unsigned a = atomic_exchange(&cl->action, 0);
   if (!a || !cl->live) return;
+  if (cl->pages) {
+    if (a == 1) cell_free(c, cl, true);
+    else if (a == 2) CALL("lds_pages_cancel", R_OK | R_NOENT, lds_pages_cancel(c->rt, cl->id));
+    else if (a == 3) CALL("lds_pages_load_next", R_OK | R_NOENT | R_STATE, lds_pages_load_next(c->rt, cl->id));
+    else CALL("lds_pages_load_previous", R_OK | R_NOENT | R_STATE, lds_pages_load_previous(c->rt, cl->id));
+    return;
+  }
   switch (a) {
   case 1:
     cell_free(c, cl, true);
@@ -219,6 +232,10 @@ static void check_event(const lds_event *ev, cell *cl) {
   cl->last_type = ev->type;
   if (ev->type < LDS_EVENT_STATE || ev->type > LDS_EVENT_INTERRUPT) fail("event type %u", ev->type);
   int lo = cl->process ? LDS_IDLE : LDS_ABSENT, hi = cl->process ? LDS_FAILED : LDS_ERROR;
+  if (ev->type == LDS_EVENT_STATE && (ev->flags & LDS_FLAG_OPTIMISTIC) && ev->status != LDS_LOADED)
+    fail("cell %llu: an optimistic state with status %d", (unsigned long long)cl->id, ev->status);
+  if (ev->type == LDS_EVENT_STATE && (ev->flags & LDS_FLAG_PLACEHOLDER) && ev->status != LDS_LOADED)
+    fail("cell %llu: a placeholder with status %d", (unsigned long long)cl->id, ev->status);
   if (ev->status < lo || ev->status > hi)
     fail("cell %llu (%s): status %d", (unsigned long long)cl->id, cl->process ? "process" : "loadable", ev->status);
   if (ev->status == LDS_LOADED ? ev->value == NULL : (ev->value != NULL || ev->value_len != 0))
@@ -271,6 +288,67 @@ static void add_hook(ctx *c, lds_id job) {
   CALL("lds_job_on_cancel", R_OK | R_CANCELED | R_NOENT | R_CLOSED, lds_job_on_cancel(c->rt, job, on_hook, h));
 }
 
+/* A cursor of more than LDS_CURSOR_MAX bytes. */
+static const uint8_t long_cursor[LDS_CURSOR_MAX + 1];
+
+/* Checks what lds_page_request_decode read from `req`. */
+static int decode_page_request(const uint8_t *req, size_t len, lds_page_request *pr) {
+  memset(pr, 0x5a, sizeof *pr);
+  int rc = CALL("lds_page_request_decode", R_OK | R_INVAL | R_TOOBIG, lds_page_request_decode(req, len, pr));
+  if (rc != LDS_OK) {
+    if (rc == LDS_EINVAL && (pr->request || pr->request_len || pr->cursor || pr->cursor_len || pr->direction))
+      fail("lds_page_request_decode: out not zeroed on LDS_EINVAL");
+    return rc;
+  }
+  const uint8_t *end = req + len;
+  if (pr->direction != 0 && pr->direction != 1 && pr->direction != -1) fail("page request direction %d", pr->direction);
+  if (pr->request_len > len || (pr->request_len && ((const uint8_t *)pr->request < req ||
+                                                    (const uint8_t *)pr->request + pr->request_len > end)))
+    fail("page request: the request (%zu bytes) is not inside the %zu bytes decoded", pr->request_len, len);
+  if (pr->cursor_len > LDS_CURSOR_MAX) fail("page request: a cursor of %zu bytes", pr->cursor_len);
+  if (pr->cursor && ((const uint8_t *)pr->cursor < req || (const uint8_t *)pr->cursor + pr->cursor_len > end))
+    fail("page request: the cursor is not inside the bytes decoded");
+  if (!pr->cursor && pr->cursor_len) fail("page request: a NULL cursor of %zu bytes", pr->cursor_len);
+  return rc;
+}
+
+/* One cursor of a page loader's answer, by a 2-bit plan: none, the page's
+ * own cursor and one more byte (none past 3 bytes, so that lists end), an
+ * empty one, or one over LDS_CURSOR_MAX. */
+static const uint8_t *plan_cursor(unsigned plan, const lds_page_request *pr, uint8_t *tmp, size_t *len) {
+  *len = 0;
+  switch (plan & 3) {
+  case 1:
+    if (pr->cursor_len >= 3) return NULL;
+    if (pr->cursor_len) memcpy(tmp, pr->cursor, pr->cursor_len);
+    tmp[pr->cursor_len] = (uint8_t)('a' + (plan >> 2));
+    *len = pr->cursor_len + 1;
+    return tmp;
+  case 2: return tmp;
+  case 3: *len = sizeof long_cursor; return long_cursor;
+  default: return NULL;
+  }
+}
+
+/* A page's job (its request decodes): answered with lds_job_succeed_page
+ * and the cursors of the plan the input set. */
+static bool page_answer(ctx *c, lds_id job, const void *req, size_t len) {
+  lds_page_request pr;
+  if (len < 4 || memcmp(req, "\0LPQ", 4) != 0) return false;
+  int rc = decode_page_request(req, len, &pr);
+  if (rc != LDS_OK) fail("the library sent a page request that does not decode (%d)", rc);
+  unsigned plan = atomic_load(&c->cursor_plan);
+  uint8_t next_buf[4], prev_buf[4];
+  size_t nl, pl;
+  const uint8_t *next = plan_cursor(plan, &pr, next_buf, &nl);
+  const uint8_t *prev = plan_cursor(plan >> 4, &pr, prev_buf, &pl);
+  bool toobig = nl > LDS_CURSOR_MAX || pl > LDS_CURSOR_MAX;
+  rc = CALL("lds_job_succeed_page", R_OK | R_CANCELED | (toobig ? R_TOOBIG : 0),
+            lds_job_succeed_page(c->rt, job, pr.cursor, pr.cursor_len, next, nl, prev, pl));
+  if (toobig && rc == LDS_OK) fail("lds_job_succeed_page took a cursor over LDS_CURSOR_MAX");
+  return true;
+}
+
 static void job_start(ctx *c, loader *ld, lds_id job, const void *req, size_t len) {
   if (len && !req) fail("start with a NULL request of %zu bytes", len);
   pthread_mutex_lock(&c->mu);
@@ -279,7 +357,9 @@ static void job_start(ctx *c, loader *ld, lds_id job, const void *req, size_t le
   pthread_mutex_unlock(&c->mu);
   const unsigned ok = R_OK | R_CANCELED;
   switch (ld->mode % 8) {
-  case 1: CALL("lds_job_succeed", ok, lds_job_succeed(c->rt, job, req, len)); break;
+  case 1:
+    if (!page_answer(c, job, req, len)) CALL("lds_job_succeed", ok, lds_job_succeed(c->rt, job, req, len));
+    break;
   case 2: CALL("lds_job_fail", ok, lds_job_fail(c->rt, job, 5, "start failed")); break;
   case 3: CALL("lds_job_yield", ok, lds_job_yield(c->rt, job, req, len)); break;
   case 4: add_hook(c, job); break;
@@ -476,6 +556,7 @@ typedef struct opts_buf {
   lds_load_options o;
   uint32_t interrupts[4];
   uint8_t key[4];
+  uint8_t placeholder[4];
 } opts_buf;
 
 /* Load options from the input, or NULL. *bad: the options are invalid on
@@ -489,6 +570,27 @@ static const lds_load_options *pick_options(ctx *c, input *in, opts_buf *ob, boo
   lds_load_options init = LDS_LOAD_OPTIONS_INIT;
   ob->o = init;
   ob->o.flags = (f >> 2) & 3;
+  /* Since 0.5: keeping the previous value, a placeholder, host signals. */
+  uint8_t g = u8(in);
+  if (g & 1) ob->o.flags |= LDS_LOAD_KEEP_PREVIOUS;
+  if (g & 2) ob->o.flags |= LDS_LOAD_REFRESH_ON_FOREGROUND;
+  if (g & 4) ob->o.flags |= LDS_LOAD_OFFLINE_FAIL;
+  if (g & 8) ob->o.flags |= LDS_LOAD_OFFLINE_RUN;
+  if (g & 0x10) ob->o.flags |= LDS_LOAD_POLL_IN_BACKGROUND;
+  /* Both offline flags: refused. */
+  if ((g & 0xC) == 0xC) *bad = true;
+  if (g & 0x20) {
+    size_t n = (g >> 6) % 4;
+    for (size_t i = 0; i < n; i++) ob->placeholder[i] = u8(in);
+    ob->o.placeholder = ob->placeholder;
+    ob->o.placeholder_len = n;
+  }
+  ob->o.foreground_throttle_ms = (g & 0x40) ? u8(in) % 3 : 0;
+  if ((g & 0xE0) == 0x80) {
+    ob->o.placeholder = NULL;
+    ob->o.placeholder_len = 2;
+    *bad = true;
+  }
   ob->o.timeout_ms = u8(in) % 3;
   ob->o.retries = u8(in) % 3;
   ob->o.retry_base_ms = 1;
@@ -513,9 +615,10 @@ static const lds_load_options *pick_options(ctx *c, input *in, opts_buf *ob, boo
   }
   switch ((f >> 6) & 3) {
   case 1:
-    ob->o.size = (uint32_t)offsetof(lds_load_options, cache);
+    ob->o.size = (g & 0x80) ? (uint32_t)offsetof(lds_load_options, placeholder)
+                            : (uint32_t)offsetof(lds_load_options, cache);
     ob->o.cache = 0;
-    *bad = false;
+    *bad = (g & 0xC) == 0xC;
     *cached = false;
     break;
   case 2:
@@ -543,8 +646,9 @@ static const lds_load_options *pick_options(ctx *c, input *in, opts_buf *ob, boo
  * on one thread and the outcome is known in advance. */
 static int cell_free(ctx *c, cell *cl, bool on_delivery_thread) {
   bool was_live = atomic_load(&cl->live);
-  int rc = cl->process ? CALL("lds_process_free", R_OK | R_NOENT, lds_process_free(c->rt, cl->id))
-                       : CALL("lds_loadable_free", R_OK | R_NOENT, lds_loadable_free(c->rt, cl->id));
+  int rc = cl->pages     ? CALL("lds_pages_free", R_OK | R_NOENT, lds_pages_free(c->rt, cl->id))
+           : cl->process ? CALL("lds_process_free", R_OK | R_NOENT, lds_process_free(c->rt, cl->id))
+                         : CALL("lds_loadable_free", R_OK | R_NOENT, lds_loadable_free(c->rt, cl->id));
   if (rc == LDS_OK) {
     if (atomic_fetch_add(&cl->free_oks, 1) != 0) fail("a second free of cell %llu returned LDS_OK", (unsigned long long)cl->id);
     atomic_store(&cl->live, false);
@@ -759,6 +863,7 @@ static void step_cache(ctx *c, input *in) {
     o.max_entries = u8(in) % 4;
     o.max_bytes = u8(in) % 32;
     o.ttl_ms = u8(in) % 3;
+    if (what & 0x10) o.unobserved_ms = 1 + u8(in) % 3;
     lds_id id = 0;
     CALL("lds_memory_cache_new", R_OK, lds_memory_cache_new(c->rt, (what & 8) ? NULL : &o, &id));
     c->caches[c->ncaches++] = id;
@@ -933,6 +1038,311 @@ static void step_schedule(ctx *c, input *in) {
   }
 }
 
+/* ------------------------------------------------------------------ */
+/* Since 0.5: pages, writes, host signals                              */
+/* ------------------------------------------------------------------ */
+
+static void step_new_pages(ctx *c, input *in) {
+  if (c->ncells >= MAX_CELLS) return;
+  cell *cl = &c->cells[c->ncells];
+  memset(cl, 0, sizeof *cl);
+  cl->ctx = c;
+  cl->pages = true;
+  uint8_t b = u8(in);
+  lds_pages_options o = LDS_PAGES_OPTIONS_INIT;
+  o.on_event = on_event;
+  o.user_data = cl;
+  o.max_pages = b % 4;
+  if (b & 0x10) o.name = "pages";
+  lds_id id = 0;
+  if (b & 0x80) {
+    /* Bad options: each must fail, and make nothing. */
+    o.max_pages = LDS_PAGES_MAX + 1;
+    CALL("lds_pages_new", R_INVAL, lds_pages_new(c->rt, &o, &id));
+    o.max_pages = 0;
+    o.size = 4;
+    CALL("lds_pages_new", R_INVAL, lds_pages_new(c->rt, &o, &id));
+    o.size = sizeof o;
+    o.on_event = NULL;
+    CALL("lds_pages_new", R_INVAL, lds_pages_new(c->rt, &o, &id));
+    o.on_event = on_event;
+    CALL("lds_pages_new", R_INVAL, lds_pages_new(c->rt, &o, NULL));
+    CALL("lds_pages_new", R_INVAL, lds_pages_new(NULL, &o, &id));
+    if (id != 0) fail("lds_pages_new set *out on failure");
+    return;
+  }
+  CALL("lds_pages_new", R_OK, lds_pages_new(c->rt, &o, &id));
+  if (id == 0) fail("a new pages cell with id 0");
+  cl->id = id;
+  cl->live = true;
+  c->ncells++;
+}
+
+/* The calls on a pages cell. */
+static void step_pages(ctx *c, input *in) {
+  cell *cl;
+  lds_id id = pick_cell_id(c, in, &cl);
+  uint8_t what = u8(in);
+  const unsigned ok = R_OK | R_NOENT;
+  switch (what % 10) {
+  case 0:
+  case 1: {
+    lds_id ld = pick_loader_id(c, in);
+    size_t len;
+    const uint8_t *req = bytes(in, 6, &len);
+    opts_buf ob;
+    bool bad, cached;
+    const lds_load_options *o = pick_options(c, in, &ob, false, &bad, &cached);
+    if (o && (what & 0x10) && c->pcache) {
+      ob.o.cache = c->pcache;
+      cached = true;
+    }
+    unsigned allowed = bad ? R_INVAL | R_NOENT : ok | (cached ? R_INVAL : 0);
+    CALL("lds_pages_load", allowed, lds_pages_load(c->rt, id, ld, req, len, o));
+    break;
+  }
+  case 2: CALL("lds_pages_load_next", ok | R_STATE, lds_pages_load_next(c->rt, id)); break;
+  case 3: CALL("lds_pages_load_previous", ok | R_STATE, lds_pages_load_previous(c->rt, id)); break;
+  case 4: CALL("lds_pages_refresh", ok | R_STATE, lds_pages_refresh(c->rt, id)); break;
+  case 5: CALL("lds_pages_cancel", ok, lds_pages_cancel(c->rt, id)); break;
+  case 6: CALL("lds_pages_reset", ok, lds_pages_reset(c->rt, id)); break;
+  case 7: {
+    size_t n = 77;
+    int rc = CALL("lds_pages_count", ok, lds_pages_count(c->rt, id, &n));
+    if (rc == LDS_OK && n > LDS_PAGES_MAX) fail("lds_pages_count: %zu pages", n);
+    lds_snapshot s;
+    size_t index = (what & 0x80) ? (size_t)u8(in) : (rc == LDS_OK && n ? n - 1 : 0);
+    if (what & 0x40) index = SIZE_MAX - index;
+    rc = CALL("lds_pages_get", ok, lds_pages_get(c->rt, id, index, &s));
+    if (rc == LDS_OK) {
+      if (s.cell != id) fail("page snapshot of cell %llu names %llu", (unsigned long long)id, (unsigned long long)s.cell);
+      if ((size_t)s.kind != index) fail("page snapshot at index %zu has kind %d", index, s.kind);
+      if (s.status < LDS_ABSENT || s.status > LDS_ERROR) fail("page snapshot with status %d", s.status);
+    }
+    lds_snapshot_clear(&s);
+    break;
+  }
+  case 8: {
+    int32_t dir = (what & 0x10) ? 1 : -1;
+    if ((what & 0x60) == 0x60) dir = (int32_t)(int8_t)u8(in);
+    in_call++;
+    int rc = lds_pages_has_more(c->rt, id, dir);
+    in_call--;
+    if (rc != 0 && rc != 1) check_rc("lds_pages_has_more", rc, (dir == 1 || dir == -1) ? R_NOENT : R_INVAL | R_NOENT);
+    if ((rc == 0 || rc == 1) && dir != 1 && dir != -1) fail("lds_pages_has_more(direction %d) returned %d", dir, rc);
+    break;
+  }
+  default: {
+    lds_snapshot s;
+    CALL("lds_pages_count", R_INVAL, lds_pages_count(c->rt, id, NULL));
+    CALL("lds_pages_count", R_INVAL, lds_pages_count(NULL, id, NULL));
+    CALL("lds_pages_get", R_INVAL, lds_pages_get(c->rt, id, 0, NULL));
+    CALL("lds_pages_get", R_INVAL, lds_pages_get(NULL, id, 0, &s));
+    CALL("lds_pages_load_next", R_INVAL, lds_pages_load_next(NULL, id));
+    CALL("lds_pages_refresh", R_INVAL, lds_pages_refresh(NULL, id));
+    CALL("lds_pages_free", R_INVAL, lds_pages_free(NULL, id));
+    CALL("lds_pages_load", R_INVAL | R_NOENT, lds_pages_load(c->rt, id, 1, NULL, 2, NULL));
+    break;
+  }
+  }
+}
+
+/* A page's job completed from the input: a value and cursors (none, from
+ * the input, empty, over LDS_CURSOR_MAX, NULL with a length), or a plain
+ * value that may or may not be a page value's encoding. */
+static void step_page_job(ctx *c, input *in) {
+  lds_id job = pick_job_id(c, in);
+  uint8_t what = u8(in);
+  size_t vlen;
+  const uint8_t *v = bytes(in, 16, &vlen);
+  if (what & 0x80) {
+    /* "\0LPV" and fuzz bytes: the cell decodes them. */
+    uint8_t enc[68] = {0, 'L', 'P', 'V'};
+    size_t n;
+    const uint8_t *p = bytes(in, 64, &n);
+    memcpy(enc + 4, p, n);
+    bool raw = what & 0x40;
+    CALL("lds_job_succeed", R_OK | R_NOENT | R_CANCELED,
+         lds_job_succeed(c->rt, job, raw ? p : enc, raw ? n : n + 4));
+    return;
+  }
+  const uint8_t *cur[2];
+  size_t len[2];
+  bool null_len = false, toobig = false;
+  for (int i = 0; i < 2; i++) {
+    switch ((what >> (2 * i)) & 3) {
+    case 0: cur[i] = NULL; len[i] = 0; break;
+    case 1: cur[i] = bytes(in, 8, &len[i]); break;
+    case 2:
+      cur[i] = long_cursor;
+      len[i] = sizeof long_cursor - (u8(in) & 1);
+      toobig |= len[i] > LDS_CURSOR_MAX;
+      break;
+    default: cur[i] = NULL; len[i] = 1 + u8(in) % 4; null_len = true; break;
+    }
+  }
+  unsigned allowed = R_OK | R_NOENT | R_CANCELED | (null_len ? R_INVAL : 0) | (toobig ? R_TOOBIG : 0);
+  if (what & 0x10) {
+    v = NULL;
+    if (vlen) allowed = R_INVAL | R_NOENT | R_CANCELED;
+  }
+  int rc = CALL("lds_job_succeed_page", allowed, lds_job_succeed_page(c->rt, job, v, vlen, cur[0], len[0], cur[1], len[1]));
+  if (rc == LDS_OK && (null_len || toobig || (!v && vlen))) fail("lds_job_succeed_page accepted a bad cursor or value");
+  if (what & 0x20) atomic_store(&c->cursor_plan, u8(in));
+}
+
+static void put_u32(uint8_t *p, uint32_t v) {
+  for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* lds_page_request_decode over fuzz bytes, and over an encoding the
+ * harness writes (the fields must come back). */
+static void step_page_decode(ctx *c, input *in) {
+  (void)c;
+  uint8_t what = u8(in);
+  lds_page_request pr;
+  size_t n;
+  const uint8_t *p = bytes(in, 48, &n);
+  if (what & 1) {
+    uint8_t enc[64] = {0, 'L', 'P', 'Q'};
+    memcpy(enc + 4, p, n);
+    decode_page_request(enc, n + 4, &pr);
+  } else if (what & 2) {
+    decode_page_request(p, n, &pr);
+  } else {
+    size_t rl, cl;
+    const uint8_t *req = bytes(in, 8, &rl);
+    const uint8_t *cur = bytes(in, 8, &cl);
+    int32_t dir = (int32_t)(what >> 2) % 3 - 1;
+    bool absent = dir == 0 || (what & 0x80);
+    uint8_t enc[40] = {0, 'L', 'P', 'Q', (uint8_t)dir};
+    size_t off = 5;
+    put_u32(enc + off, (uint32_t)rl);
+    memcpy(enc + off + 4, req, rl);
+    off += 4 + rl;
+    put_u32(enc + off, absent ? 0xFFFFFFFFu : (uint32_t)cl);
+    off += 4;
+    if (!absent) {
+      memcpy(enc + off, cur, cl);
+      off += cl;
+    }
+    int rc = decode_page_request(enc, off, &pr);
+    if (rc != LDS_OK) fail("lds_page_request_decode: a valid encoding gives %d", rc);
+    if (pr.direction != dir || pr.request_len != rl || (rl && memcmp(pr.request, req, rl) != 0))
+      fail("lds_page_request_decode: fields do not come back");
+    if (absent ? pr.cursor != NULL || pr.cursor_len : !pr.cursor || pr.cursor_len != cl ||
+                                                          (cl && memcmp(pr.cursor, cur, cl) != 0))
+      fail("lds_page_request_decode: the cursor does not come back");
+    /* One byte short: must not decode. */
+    rc = decode_page_request(enc, off - 1, &pr);
+    if (rc == LDS_OK) fail("lds_page_request_decode: a truncated encoding decodes");
+  }
+  CALL("lds_page_request_decode", R_INVAL, lds_page_request_decode(p, n, NULL));
+  CALL("lds_page_request_decode", R_INVAL, lds_page_request_decode(NULL, 1 + n, &pr));
+}
+
+static void step_signal(ctx *c, input *in) {
+  uint8_t what = u8(in);
+  int v = (what >> 2) % 3 == 2 ? 7 : (int)((what >> 2) % 3);
+  switch (what % 4) {
+  case 0: CALL("lds_runtime_set_online", R_OK, lds_runtime_set_online(c->rt, v)); break;
+  case 1: CALL("lds_runtime_set_foreground", R_OK, lds_runtime_set_foreground(c->rt, v)); break;
+  case 2: {
+    lds_runtime_statistics st = LDS_RUNTIME_STATISTICS_INIT;
+    CALL("lds_runtime_stats", R_OK, lds_runtime_stats(c->rt, &st));
+    if (st.online > 1 || st.foreground > 1) fail("lds_runtime_stats: online %u foreground %u", st.online, st.foreground);
+    break;
+  }
+  default:
+    CALL("lds_runtime_set_online", R_INVAL, lds_runtime_set_online(NULL, v));
+    CALL("lds_runtime_set_foreground", R_INVAL, lds_runtime_set_foreground(NULL, v));
+    break;
+  }
+}
+
+/* A cache id for a write: a memory cache, the persistent one, or a stray id. */
+static lds_id pick_write_cache(ctx *c, input *in, bool *stray) {
+  uint8_t b = u8(in);
+  *stray = false;
+  if ((b & 0xC0) == 0x40 && c->pcache) return c->pcache;
+  if (b < 0xF0 && c->ncaches) return c->caches[b % c->ncaches];
+  *stray = true;
+  return stray_id(c, b);
+}
+
+static void make_pcache(ctx *c) {
+  if (c->pcache) return;
+  snprintf(c->pcache_path, sizeof c->pcache_path, "/dev/shm/lds-fuzz-api-%d.db", (int)getpid());
+  unlink(c->pcache_path);
+  lds_persistent_cache_options o = LDS_PERSISTENT_CACHE_OPTIONS_INIT;
+  o.path = c->pcache_path;
+  lds_id id = 0;
+  int rc = CALL("lds_persistent_cache_new", R_OK | R_IO, lds_persistent_cache_new(c->rt, &o, &id));
+  if (rc == LDS_OK) c->pcache = id;
+}
+
+/* lds_process_mutate: optimistic values over memory and persistent caches,
+ * prefixes to invalidate, populate, and bad counts and sizes. */
+static void step_mutate(ctx *c, input *in) {
+  cell *cl;
+  lds_id id = pick_cell_id(c, in, &cl);
+  lds_id ld = pick_loader_id(c, in);
+  uint8_t what = u8(in);
+  if ((what & 7) == 7) make_pcache(c);
+  size_t len;
+  const uint8_t *req = bytes(in, 6, &len);
+  opts_buf ob;
+  bool bad, cached;
+  const lds_load_options *o = pick_options(c, in, &ob, true, &bad, &cached);
+  lds_cache_update up[3];
+  lds_cache_prefix pre[2];
+  lds_mutation_options m = LDS_MUTATION_OPTIONS_INIT;
+  bool stray = false, s1;
+  size_t nu = u8(in) % 4, np = u8(in) % 3;
+  for (size_t i = 0; i < nu; i++) {
+    up[i].cache = pick_write_cache(c, in, &s1);
+    stray |= s1;
+    up[i].key = bytes(in, 4, &up[i].key_len);
+    up[i].value = bytes(in, 8, &up[i].value_len);
+  }
+  for (size_t i = 0; i < np; i++) {
+    pre[i].cache = pick_write_cache(c, in, &s1);
+    stray |= s1;
+    pre[i].prefix = bytes(in, 3, &pre[i].prefix_len);
+  }
+  m.flags = (what & 8) ? LDS_MUTATE_POPULATE : 0;
+  m.optimistic = nu ? up : NULL;
+  m.optimistic_count = nu;
+  m.invalidate = np ? pre : NULL;
+  m.invalidate_count = np;
+  switch ((what >> 4) % 8) {
+  case 1: m.size = 4; bad = true; break;
+  case 2: m.flags |= 1u << 7; bad = true; break;
+  case 3: m.optimistic_count = LDS_MUTATION_KEYS_MAX + 1; bad = true; break;
+  case 4: m.optimistic = NULL; m.optimistic_count = 1 + nu; bad = true; break;
+  case 5:
+    if (nu) {
+      up[0].key = NULL;
+      up[0].key_len = 1;
+      bad = true;
+    } else if (np) {
+      pre[0].prefix = NULL;
+      pre[0].prefix_len = 2;
+      bad = true;
+    }
+    break;
+  case 6: m.invalidate = NULL; m.invalidate_count = 1; bad = true; break;
+  default: break;
+  }
+  bool null_mutation = (what & 0x80) && !bad;
+  unsigned allowed = bad ? R_INVAL | R_NOENT : R_OK | R_NOENT | (cached ? R_INVAL : 0);
+  if (!null_mutation && stray) allowed |= R_INVAL | R_NOENT;
+  int rc = CALL("lds_process_mutate", allowed,
+                lds_process_mutate(c->rt, id, (int32_t)u8(in), ld, req, len, o, null_mutation ? NULL : &m));
+  if (bad && rc == LDS_OK) fail("lds_process_mutate accepted bad options");
+  (void)cl;
+}
+
 static void step_action(ctx *c, input *in) {
   cell *cl = pick_cell(c, in);
   if (cl) atomic_store(&cl->action, u8(in) % 5);
@@ -954,9 +1364,14 @@ static void *helper_main(void *arg) {
   helper *h = arg;
   on_helper = true;
   while (h->in.n > 0) {
-    switch (u8(&h->in) % 4) {
+    uint8_t op = u8(&h->in);
+    switch (op % 4) {
     case 0: step_load(h->c, &h->in); break;
-    case 1: step_cell_call(h->c, &h->in); break;
+    case 1:
+      if (op & 0x80) step_pages(h->c, &h->in);
+      else if (op & 0x40) step_signal(h->c, &h->in);
+      else step_cell_call(h->c, &h->in);
+      break;
     case 2: step_job(h->c, &h->in); break;
     default: step_submit(h->c, &h->in); break;
     }
@@ -1001,7 +1416,8 @@ static void probe(ctx *c) {
   for (int i = 0; i < c->ncells; i++) {
     cell *cl = &c->cells[i];
     if (!cl->live) continue;
-    if (cl->process) CALL("lds_process_cancel", R_OK, lds_process_cancel(c->rt, cl->id));
+    if (cl->pages) CALL("lds_pages_cancel", R_OK, lds_pages_cancel(c->rt, cl->id));
+    else if (cl->process) CALL("lds_process_cancel", R_OK, lds_process_cancel(c->rt, cl->id));
     else CALL("lds_loadable_cancel", R_OK, lds_loadable_cancel(c->rt, cl->id));
   }
   marker_mark(c);
@@ -1015,7 +1431,17 @@ static void probe(ctx *c) {
     cell *cl = &c->cells[i];
     if (!cl->live) continue;
     atomic_store(&cl->probed, true);
-    if (cl->process) {
+    if (cl->pages) {
+      CALL("lds_pages_load", inval, lds_pages_load(c->rt, cl->id, ld, "x", 1, &small));
+      CALL("lds_pages_load", inval, lds_pages_load(c->rt, cl->id, ld, NULL, 3, NULL));
+      CALL("lds_pages_load", R_NOENT, lds_pages_load(c->rt, cl->id, UINT64_MAX - 1, "x", 1, NULL));
+    } else if (cl->process) {
+      lds_mutation_options m = LDS_MUTATION_OPTIONS_INIT;
+      m.optimistic_count = 1;
+      CALL("lds_process_mutate", inval, lds_process_mutate(c->rt, cl->id, 1, ld, "x", 1, NULL, &m));
+      m.optimistic_count = 0;
+      m.size = 4;
+      CALL("lds_process_mutate", inval, lds_process_mutate(c->rt, cl->id, 1, ld, "x", 1, NULL, &m));
       CALL("lds_process_run", inval, lds_process_run(c->rt, cl->id, 1, ld, "x", 1, &small));
       CALL("lds_process_run", inval, lds_process_run(c->rt, cl->id, 1, ld, "x", 1, &cached));
       CALL("lds_process_run", inval, lds_process_run(c->rt, cl->id, 1, ld, NULL, 3, NULL));
@@ -1046,7 +1472,7 @@ static void probe(ctx *c) {
    * last event. */
   for (int i = 0; i < c->ncells; i++) {
     cell *cl = &c->cells[i];
-    if (!cl->live) continue;
+    if (!cl->live || cl->pages) continue;
     lds_snapshot s;
     int rc = CALL("lds_loadable_get", cl->process ? R_OK | R_NOENT : R_OK, lds_loadable_get(c->rt, cl->id, &s));
     uint64_t seq = s.seq;
@@ -1064,6 +1490,7 @@ static void finish(ctx *c) {
   atomic_store(&c->freeing, true);
   int rc = lds_runtime_free(c->rt);
   if (rc != LDS_OK) fail("lds_runtime_free returned %d", rc);
+  if (c->pcache_path[0]) unlink(c->pcache_path);
   for (int i = 0; i < c->nloaders; i++)
     if (atomic_load(&c->loaders[i].free_calls) != 1)
       fail("loader %llu: free_data ran %d times", (unsigned long long)c->loaders[i].id,
@@ -1092,7 +1519,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   for (int step = 0; step < MAX_STEPS && in.n > 0; step++) {
     uint8_t op = u8(&in);
     switch (op % 16) {
-    case 0: step_new_cell(c, &in); break;
+    case 0:
+      if (op & 0x80) step_new_pages(c, &in);
+      else step_new_cell(c, &in);
+      break;
     case 1: step_free_cell(c, &in); break;
     case 2:
     case 3: step_load(c, &in); break;
@@ -1100,20 +1530,33 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     case 5: step_cell_call(c, &in); break;
     case 6: step_new_loader(c, &in); break;
     case 7: step_free_loader(c, &in); break;
-    case 8: step_job(c, &in); break;
+    case 8:
+      if (op & 0x80) step_page_job(c, &in);
+      else step_job(c, &in);
+      break;
     case 9:
       if (op & 0x80) step_helper(c, &in, &h);
       else step_job(c, &in);
       break;
-    case 10: step_submit(c, &in); break;
-    case 11: step_cache(c, &in); break;
+    case 10:
+      if (op & 0x80) step_mutate(c, &in);
+      else step_submit(c, &in);
+      break;
+    case 11:
+      if ((op & 0xC0) == 0x80) step_signal(c, &in);
+      else if ((op & 0xC0) == 0xC0) step_page_decode(c, &in);
+      else step_cache(c, &in);
+      break;
     case 12: step_bad_args(c, &in); break;
     case 13: step_action(c, &in); break;
     case 14:
       if (op & 0x80) step_schedule(c, &in);
       else if (c->poll) deliver(c, op & 0x10, (op >> 5) % 4, (op & 0x10) ? (size_t)u8(&in) * 4 : 0);
       break;
-    default: run_for(c, (op >> 4) % 3); break;
+    default:
+      if (op & 0x80) step_pages(c, &in);
+      else run_for(c, (op >> 4) % 3);
+      break;
     }
   }
   helper_join(&h);

@@ -890,10 +890,176 @@ static void target_cached_responses(input *in) {
   free(served);
 }
 
+/* ------------------------------------------------------------------ */
+/* Pages: the page request and page value encodings                    */
+/* ------------------------------------------------------------------ */
+
+/* The harness's reader of a page request: 0 malformed, 1 a cursor over
+ * LDS_CURSOR_MAX, 2 decodes. */
+static int page_request_read(const uint8_t *p, size_t n, int32_t *dir, span *req, span *cur) {
+  reader r = {p, n, 0};
+  if (n < 5 || memcmp(p, "\0LPQ", 4) != 0) return 0;
+  uint8_t d = p[4];
+  if (d != 0 && d != 1 && d != 0xFF) return 0;
+  *dir = d == 0 ? 0 : (d == 1 ? 1 : -1);
+  r.off = 5;
+  if (!r_field(&r, req) || req->absent || !r_field(&r, cur) || r.off != n) return 0;
+  return !cur->absent && cur->len > LDS_CURSOR_MAX ? 1 : 2;
+}
+
+/* lds_page_request_decode over raw bytes (what it reads must agree with
+ * the harness's reader) and over an encoding of fields from the input. */
+static void target_page_request(input *in) {
+  uint8_t how = u8(in);
+  buf e = {0};
+  const uint8_t *p = in->p;
+  size_t n = in->n;
+  if (how & 1) {
+    /* Fields from the input; the cursor may be absent or over-long. */
+    size_t rl, cl;
+    const uint8_t *rq = bytes(in, 64, &rl);
+    const uint8_t *cu = bytes(in, 64, &cl);
+    uint8_t dirs[] = {0, 1, 0xFF, 2};
+    b_put(&e, "\0LPQ", 4);
+    b_put(&e, &dirs[(how >> 1) % 4], 1);
+    b_u32(&e, (uint32_t)rl);
+    b_put(&e, rq, rl);
+    switch ((how >> 3) % 4) {
+    case 0: b_u32(&e, ABSENT); break;
+    case 1: {
+      size_t big = LDS_CURSOR_MAX + (how >> 5);
+      uint8_t *zeros = calloc(1, big);
+      if (!zeros) return;
+      b_u32(&e, (uint32_t)big);
+      b_put(&e, zeros, big);
+      free(zeros);
+      break;
+    }
+    default: b_u32(&e, (uint32_t)cl); b_put(&e, cu, cl); break;
+    }
+    if (how & 0x80) b_put(&e, in->p, in->n > 3 ? 3 : in->n);
+    p = e.p;
+    n = e.n;
+  }
+  int32_t dir = 0;
+  span rq = {0}, cu = {0};
+  int want = page_request_read(p, n, &dir, &rq, &cu);
+  lds_page_request pr;
+  memset(&pr, 0x5a, sizeof pr);
+  int rc = lds_page_request_decode(p, n, &pr);
+  if (want == 0) {
+    if (rc != LDS_EINVAL) fail("lds_page_request_decode: malformed bytes gave %d", rc);
+    if (pr.request || pr.request_len || pr.cursor || pr.cursor_len || pr.direction)
+      fail("lds_page_request_decode: out not zeroed on LDS_EINVAL");
+  } else if (want == 1) {
+    if (rc != LDS_ETOOBIG) fail("lds_page_request_decode: a cursor of %zu bytes gave %d", cu.len, rc);
+  } else {
+    if (rc != LDS_OK) fail("lds_page_request_decode: a valid request gave %d", rc);
+    if (pr.direction != dir || pr.request_len != rq.len || (rq.len && pr.request != p + rq.at))
+      fail("lds_page_request_decode: request or direction read wrong");
+    if (cu.absent ? (pr.cursor != NULL || pr.cursor_len != 0) : (pr.cursor != p + cu.at || pr.cursor_len != cu.len))
+      fail("lds_page_request_decode: cursor read wrong");
+  }
+  free(e.p);
+}
+
+typedef struct page_outcome {
+  bool done;
+  int32_t status, domain, code;
+  uint8_t *value;
+  size_t value_len;
+} page_outcome;
+
+static const uint8_t *page_bytes;
+static size_t page_len;
+
+static void page_start(lds_runtime *r, lds_id job, const void *req, size_t len, void *data) {
+  (void)req, (void)len, (void)data;
+  int rc = lds_job_succeed(r, job, page_bytes, page_len);
+  if (rc != LDS_OK) fail("lds_job_succeed of a page returned %d", rc);
+}
+
+static void on_page_event(const lds_event *ev, void *user_data) {
+  page_outcome *o = user_data;
+  if (ev->type != LDS_EVENT_STATE || ev->status == LDS_LOADING) return;
+  pthread_mutex_lock(&mu);
+  if (!o->done) {
+    o->done = true;
+    o->status = ev->status;
+    o->domain = ev->error_domain;
+    o->code = ev->error_code;
+    if (ev->kind != 0) fail("the first page's event has index %d", ev->kind);
+    if (ev->status == LDS_LOADED) {
+      o->value = malloc(ev->value_len ? ev->value_len : 1);
+      if (!o->value) fail("malloc");
+      memcpy(o->value, ev->value, ev->value_len);
+      o->value_len = ev->value_len;
+    }
+  }
+  pthread_cond_broadcast(&cv);
+  pthread_mutex_unlock(&mu);
+}
+
+/* A loader completes the first page of a pages cell with the input's
+ * bytes (lds_job_succeed): a plain value, or a page value's encoding that
+ * decodes, has a cursor over LDS_CURSOR_MAX, or does not decode. */
+static void target_page_value(input *in) {
+  static lds_id loader;
+  if (!loader && lds_loader_new(rt, page_start, NULL, NULL, &loader) != LDS_OK) fail("lds_loader_new failed");
+  uint8_t how = u8(in);
+  buf e = {0};
+  if (how & 1) b_put(&e, "\0LPV", 4);
+  b_put(&e, in->p, in->n);
+  page_bytes = e.p;
+  page_len = e.n;
+  /* The harness's reading. 0: malformed, 1: a cursor too long, 2: decodes. */
+  bool tagged = e.n >= 4 && memcmp(e.p, "\0LPV", 4) == 0;
+  span v = {0}, next = {0}, prev = {0};
+  int want = 2;
+  if (tagged) {
+    reader r = {e.p, e.n, 4};
+    if (!r_field(&r, &v) || v.absent || !r_field(&r, &next) || !r_field(&r, &prev) || r.off != e.n) want = 0;
+    else if ((!next.absent && next.len > LDS_CURSOR_MAX) || (!prev.absent && prev.len > LDS_CURSOR_MAX)) want = 1;
+  }
+  page_outcome o = {0};
+  lds_pages_options po = LDS_PAGES_OPTIONS_INIT;
+  po.on_event = on_page_event;
+  po.user_data = &o;
+  lds_id cell;
+  if (lds_pages_new(rt, &po, &cell) != LDS_OK) fail("lds_pages_new failed");
+  lds_load_options opts = LDS_LOAD_OPTIONS_INIT;
+  opts.timeout_ms = 5000;
+  int rc = lds_pages_load(rt, cell, loader, "q", 1, &opts);
+  if (rc != LDS_OK) fail("lds_pages_load returned %d", rc);
+  pthread_mutex_lock(&mu);
+  while (!o.done) pthread_cond_wait(&cv, &mu);
+  pthread_mutex_unlock(&mu);
+  if (want == 2) {
+    const uint8_t *shown = tagged ? e.p + v.at : e.p;
+    size_t shown_len = tagged ? v.len : e.n;
+    if (o.status != LDS_LOADED) fail("a page value that decodes ended with status %d, code %d", o.status, o.code);
+    if (o.value_len != shown_len || (shown_len && memcmp(o.value, shown, shown_len) != 0))
+      fail("a page shows %zu bytes, not its value's %zu", o.value_len, shown_len);
+    int more_next = lds_pages_has_more(rt, cell, 1), more_prev = lds_pages_has_more(rt, cell, -1);
+    if (more_next != (tagged && !next.absent) || more_prev != (tagged && !prev.absent))
+      fail("lds_pages_has_more: %d and %d for the cursors decoded", more_next, more_prev);
+    size_t count = 0;
+    if (lds_pages_count(rt, cell, &count) != LDS_OK || count != 1) fail("lds_pages_count: %zu pages", count);
+  } else {
+    int32_t code = want == 1 ? LDS_ETOOBIG : LDS_EINVAL;
+    if (o.status != LDS_ERROR || o.domain != LDS_DOMAIN_LOADSTATE || o.code != code)
+      fail("a page value that does not decode (%d) ended with status %d, domain %d, code %d", want, o.status,
+           o.domain, o.code);
+  }
+  if (lds_pages_free(rt, cell) != LDS_OK) fail("lds_pages_free failed");
+  free(o.value);
+  free(e.p);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   input in = {data, size};
   uint8_t target = u8(&in);
-  switch (target % 9) {
+  switch (target % 11) {
   case 0: target_http_encode(&in); break;
   case 1: target_response_raw(&in); break;
   case 2: target_response_fields(&in); break;
@@ -902,7 +1068,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   case 5: setup(); target_exec_load(&in); break;
   case 6: setup(); target_file_load(&in); break;
   case 7: setup(); target_cache_file(&in); break;
-  default: setup(); target_cached_responses(&in); break;
+  case 8: setup(); target_cached_responses(&in); break;
+  case 9: target_page_request(&in); break;
+  default: setup(); target_page_value(&in); break;
   }
   return 0;
 }

@@ -31,14 +31,26 @@ def opts_none():
     return bytes([0])
 
 
-def opts(flags=0, timeout=0, retries=0, interrupts=(), cache=None, policy=0, key=None, size_kind=0):
-    """Load options as pick_options reads them; flags: 1 silent, 2 share."""
+def opts(flags=0, timeout=0, retries=0, interrupts=(), cache=None, policy=0, key=None, size_kind=0, signals=0,
+         placeholder=None, throttle=None):
+    """Load options as pick_options reads them; flags: 1 silent, 2 share. signals (since 0.5): 1
+    KEEP_PREVIOUS, 2 REFRESH_ON_FOREGROUND, 4 OFFLINE_FAIL, 8 OFFLINE_RUN, 0x10 POLL_IN_BACKGROUND;
+    placeholder: up to 3 bytes; throttle: foreground_throttle_ms 0-2 (not with a placeholder: both
+    share a bit)."""
     f = 1 | (flags << 2) | (size_kind << 6)
     if cache is not None:
         f |= 0x10
         if key is not None:
             f |= 0x20
-    out = bytes([f, timeout, retries, len(interrupts)]) + bytes(interrupts)
+    g = signals
+    extra = b""
+    if placeholder is not None:
+        g |= 0x20 | (len(placeholder) << 6)
+        extra += placeholder
+    if throttle is not None:
+        g |= 0x40
+        extra += bytes([throttle])
+    out = bytes([f, g]) + extra + bytes([timeout, retries, len(interrupts)]) + bytes(interrupts)
     if cache is not None:
         out += bytes([cache, policy, 3, 0])
         if key is not None:
@@ -153,6 +165,81 @@ def poll_load(cell=0, loader=0, priority=0, interval=0, on_error=False, process=
     return schedule(what, cell, loader, priority & 0xFF, interval)
 
 
+def pages_new(max_pages=0, bad=False):
+    """A pages cell (lds_pages_new; it joins the cells), or with bad: the calls that must fail."""
+    return bytes([0x80, max_pages | (0x80 if bad else 0)])
+
+
+def pages(what, cell=0, extra=b""):
+    """A pages call; what: 0 load (extra: loader, request, options), 2 next, 3 previous, 4 refresh,
+    5 cancel, 6 reset, 7 count and get, 8 has_more (58: next), 9 bad arguments; what % 10 picks."""
+    return bytes([0x8F, cell, what]) + extra
+
+
+def pages_load(cell=0, loader=0, req=b"q", options=opts_none()):
+    return pages(0, cell, bytes([loader]) + value(req) + options)
+
+
+def page_job(sel=0, v=b"v", nxt=None, prev=None, plan=None, raw=None, raw_tagged=True):
+    """lds_job_succeed_page with cursors: None, bytes, "long" (over LDS_CURSOR_MAX) or "null" (NULL
+    with a length); or, with raw, lds_job_succeed of raw bytes ("\\0LPV" first when raw_tagged). plan:
+    the cursors a page loader's start answers with from then on (2 bits each, next then previous at
+    bit 4: 0 none, 1 the page's cursor and a byte, 2 empty, 3 too long)."""
+    if raw is not None:
+        return bytes([0x88, sel, 0x80 | (0 if raw_tagged else 0x40)]) + value(v) + value(raw)
+    what, extra = 0, b""
+    for i, c in enumerate((nxt, prev)):
+        if c is None:
+            continue
+        if c == "long":
+            what |= 2 << (2 * i)
+            extra += b"\x00"
+        elif c == "null":
+            what |= 3 << (2 * i)
+            extra += b"\x01"
+        else:
+            what |= 1 << (2 * i)
+            extra += value(c)
+    if plan is not None:
+        what |= 0x20
+        extra += bytes([plan])
+    return bytes([0x88, sel, what]) + value(v) + extra
+
+
+def signal(what):
+    """what: 0 set_online, 1 set_foreground, 2 stats, 3 NULL runtime; the value (what >> 2) % 3: 0, 1 or 7."""
+    return bytes([0x8B, what])
+
+
+def online(v):
+    return signal(4 if v else 0)
+
+
+def page_decode(raw=None, tagged=False, req=b"r", cur=b"c", direction=1, absent=False):
+    """lds_page_request_decode: raw bytes (tagged: "\\0LPQ" first), or an encoding of the fields."""
+    if raw is not None:
+        return bytes([0xCB, 1 if tagged else 2]) + value(raw)
+    what = ((direction + 1) << 2) | (0x80 if absent else 0)
+    return bytes([0xCB, what]) + value(b"") + value(req) + value(cur)
+
+
+def mutate(cell=0, loader=0, req=b"w", options=opts_none(), updates=(), prefixes=(), populate=False,
+           persistent=False, bad=0, no_mutation=False, kind=5):
+    """lds_process_mutate; updates: (cache selector, key, value), the selector 0x40 being the persistent
+    cache (made first with persistent); prefixes: (cache selector, prefix); bad: 1-6 a bad field."""
+    what = (7 if persistent else 0) | (8 if populate else 0) | (bad << 4) | (0x80 if no_mutation else 0)
+    out = bytes([0x8A, cell, loader, what]) + value(req) + options + bytes([len(updates), len(prefixes)])
+    for sel, key, val in updates:
+        out += bytes([sel]) + value(key) + value(val)
+    for sel, prefix in prefixes:
+        out += bytes([sel]) + value(prefix)
+    return out + bytes([kind])
+
+
+def cache_new_unobserved(ms=1):
+    return bytes([11, 0x10, 3, 24, 0, ms])
+
+
 API_SEEDS = {
     "load_succeed": new_cell() + new_loader() + load() + wait() + job(1, extra=value(b"v")) + wait(),
     "succeed_in_start": new_cell() + new_loader(1) + load() + wait() + cell_call(0) + wait() + cell_call(2),
@@ -211,6 +298,50 @@ API_SEEDS = {
     "polling_errors": new_cell() + new_loader(2) + poll_load(0, interval=1, on_error=True) + wait(2) + cell_call(2),
     "prefetch": cache_new() + new_cell() + new_loader(1) + prefetch(policy=1) + load(options=opts(cache=0, policy=1))
     + wait() + prefetch() + schedule(4) + wait(),
+    # Since 0.5.
+    "pages_start_answers": new_loader(1) + page_job(0xF0, plan=0x11) + pages_new() + pages_load() + wait()
+    + pages(2) + wait() + pages(2) + wait() + pages(3) + wait() + pages(7) + pages(8) + pages(58)
+    + pages(4) + wait(2) + pages(6),
+    "pages_host_answers": new_loader() + pages_new(2) + pages_load() + wait() + page_job(nxt=b"n1", prev=b"")
+    + wait() + pages(2) + wait() + page_job(nxt=b"n2") + wait() + pages(2) + wait() + page_job(nxt="long")
+    + wait() + pages(7) + pages(5),
+    "pages_bad_cursors": new_loader() + pages_new() + pages_load() + wait() + page_job(nxt="null", prev="long")
+    + page_job(nxt=b"x") + wait() + pages(9) + pages_new(bad=True),
+    "pages_raw_value": new_loader() + pages_new() + pages_load() + wait()
+    + page_job(raw=b"\x01\x00\x00\x00v\x01\x00\x00\x00n\xff\xff\xff\xff") + wait() + pages(2) + wait()
+    + page_job(raw=b"\x05\x00") + wait(),
+    "pages_cached_refresh": cache_new() + new_loader(1) + page_job(0xF0, plan=0x01) + pages_new()
+    + pages_load(options=opts(cache=0)) + wait() + pages(2) + wait() + pages(4) + wait(2) + cache_op(5, b"q")
+    + pages_load(options=opts(cache=0, policy=1)) + wait(),
+    "pages_shared_cancel": new_loader(4) + pages_new() + new_cell() + pages_load(options=opts(flags=2))
+    + load(1, req=b"q", options=opts(flags=2)) + wait() + pages(5) + action(1) + wait(),
+    "page_request_decode": page_decode() + page_decode(direction=0, absent=True) + page_decode(direction=-1, cur=b"")
+    + page_decode(raw=b"\x01\x01\x00\x00\x00r\xff\xff\xff\xff", tagged=True) + page_decode(raw=b"junk"),
+    "mutate_rollback": cache_new() + new_cell() + new_cell(True) + new_loader(1) + new_loader()
+    + load(0, 0, options=opts(cache=0)) + wait() + mutate(1, 1, updates=[(0, b"r", b"opt")], prefixes=[(0, b"")])
+    + wait() + job(3, extra=b"\x05") + wait(),
+    "mutate_populate": cache_new() + new_cell() + new_cell(True) + new_loader(1) + load(0, 0, options=opts(cache=0))
+    + wait() + mutate(1, 0, updates=[(0, b"r", b"opt"), (0x40, b"r", b"p")], populate=True, persistent=True)
+    + wait(),
+    "mutate_cancel_reset": cache_new() + new_cell(True) + new_loader() + mutate(0, 0, updates=[(0, b"k", b"o")])
+    + wait() + cell_call(6) + mutate(0, 0, updates=[(0, b"k", b"p")]) + wait() + cell_call(7) + wait()
+    + mutate(0, 0, no_mutation=True) + wait() + cell_call(1),
+    "mutate_bad": cache_new() + new_cell(True) + new_loader() + b"".join(
+        mutate(0, 0, updates=[(0, b"k", b"v")], prefixes=[(0, b"p")], bad=i) for i in range(1, 7))
+    + mutate(0, 0, updates=[(0xF1, b"k", b"v")]) + mutate(0, 0, options=opts(cache=0)),
+    "offline_fail_run": new_cell() + new_cell() + new_loader(1) + online(False)
+    + load(0, options=opts(signals=4)) + load(1, options=opts(signals=8)) + wait() + load(0) + signal(2)
+    + online(True) + wait(),
+    "offline_paused_retry": new_cell() + new_loader(2) + load(options=opts(retries=2)) + online(False) + wait(2)
+    + online(True) + wait(2),
+    "background_polls": new_cell() + new_cell() + new_loader(1) + signal(1) + poll_load(0, interval=1)
+    + load(1, options=opts(signals=0x12, throttle=1)) + wait(2) + signal(1 | 4) + wait(2) + signal(3),
+    "keep_previous_placeholder": new_cell() + new_loader() + cell_call(3, extra=value(b"old"))
+    + load(options=opts(signals=1)) + wait() + cell_call(1) + load(req=b"s", options=opts(placeholder=b"ph"))
+    + wait() + job(1, extra=value(b"new")) + load(req=b"t", options=opts(signals=1, placeholder=b"")) + wait()
+    + job(3, extra=b"\x02"),
+    "unobserved_cache": cache_new_unobserved(1) + new_cell() + new_loader(1) + load(options=opts(cache=0)) + wait()
+    + cell_call(2) + wait(2) + cache_op(3, b"r") + cache_op(6),
 }
 
 
@@ -460,6 +591,38 @@ REDIS_SEEDS = {
 }
 
 
+def page_request(direction, request, cursor=None):
+    out = b"\x00LPQ" + bytes([direction & 0xFF]) + struct.pack("<I", len(request)) + request
+    return out + (struct.pack("<I", len(cursor)) + cursor if cursor is not None else b"\xff\xff\xff\xff")
+
+
+def page_value(v, nxt=None, prev=None):
+    out = b"\x00LPV" + struct.pack("<I", len(v)) + v
+    for c in (nxt, prev):
+        out += struct.pack("<I", len(c)) + c if c is not None else b"\xff\xff\xff\xff"
+    return out
+
+
+# Since 0.5: target 9 reads a page request (bit 0 of the next byte: fields
+# from the input, bits 1-2 the direction, bits 3-4 the cursor's form), target
+# 10 completes a pages cell's first page with the bytes (bit 0: "\0LPV" first).
+PAGE_SEEDS = {
+    "page_request_first": bytes([9, 0]) + page_request(0, b"r"),
+    "page_request_next": bytes([9, 0]) + page_request(1, b"r", b"cur"),
+    "page_request_previous_empty": bytes([9, 0]) + page_request(-1, b"", b""),
+    "page_request_long_cursor": bytes([9, 0]) + page_request(1, b"r", b"c" * 4097),
+    "page_request_trailing": bytes([9, 0]) + page_request(1, b"r", b"c") + b"x",
+    "page_request_fields": bytes([9, 1 | (1 << 1) | (2 << 3), 2]) + b"rq" + bytes([3]) + b"cur",
+    "page_request_fields_long": bytes([9, 1 | (1 << 3) | (1 << 5), 1]) + b"r" + bytes([0]),
+    "page_value_plain": bytes([10, 0]) + b"plain",
+    "page_value_cursors": bytes([10, 0]) + page_value(b"v", b"n", b"p"),
+    "page_value_no_cursors": bytes([10, 0]) + page_value(b"v"),
+    "page_value_long_cursor": bytes([10, 0]) + page_value(b"v", b"n" * 4097),
+    "page_value_truncated": bytes([10, 0]) + page_value(b"value", b"n")[:-1],
+    "page_value_tagged": bytes([10, 1]) + struct.pack("<I", 2) + b"ab" + b"\xff\xff\xff\xff" + struct.pack("<I", 0),
+}
+
+
 def write(harness, seeds):
     d = os.path.join(HERE, "corpus", harness)
     os.makedirs(d, exist_ok=True)
@@ -480,6 +643,7 @@ def main():
         api[f"{name}_{'poll' if mode else 'loop'}"] = bytes([mode]) + data
     write("api", api)
     PARSER_SEEDS.update(cache_seeds())
+    PARSER_SEEDS.update(PAGE_SEEDS)
     write("parsers", PARSER_SEEDS)
     write("redis", REDIS_SEEDS)
     print(f"{len(api)} api seeds, {len(PARSER_SEEDS)} parser seeds, {len(REDIS_SEEDS)} redis seeds", file=sys.stderr)

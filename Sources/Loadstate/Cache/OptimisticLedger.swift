@@ -137,7 +137,7 @@ final class OptimisticLedger {
         guard succeeded else { return }
         for invalidation in run.invalidations {
             // A failing store is skipped: the write itself succeeded.
-            try? runtime?.invalidate(invalidation.store, prefix: invalidation.prefix)
+            try? runtime?.invalidateNow(invalidation.store, prefix: invalidation.prefix)
         }
     }
 

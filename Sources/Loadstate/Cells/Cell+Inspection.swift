@@ -47,6 +47,8 @@ extension Cell: InspectableCell {
         if state.isStale { flags.append("stale") }
         if state.isPrevious { flags.append("previous") }
         if state.isPlaceholder { flags.append("placeholder") }
+        if state.isOptimistic { flags.append("optimistic") }
+        if event.isRolledBack { flags.append("rolled back") }
         let status = statusName(state.status)
         var inspection = CellInspection(
             id: id, name: name, key: cacheKey.map { keyPreview($0) },

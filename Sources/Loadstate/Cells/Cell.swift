@@ -1116,13 +1116,18 @@ import Synchronization
     /// an inspector runs; at most `CellHistory.capacity` per cell).
     private func recordForInspector(_ event: CellEvent<Value, Request>) {
         let state = event.state
-        var flags: UInt8 = 0
+        var flags: UInt16 = 0
         if state.isQueued { flags |= CellHistory.queued }
+        if state.isPaused { flags |= CellHistory.paused }
         if state.isRefreshing { flags |= CellHistory.refreshing }
         if state.isPartial { flags |= CellHistory.partial }
         if event.isCancelled { flags |= CellHistory.cancelled }
         if state.isFromCache { flags |= CellHistory.fromCache }
         if state.isStale { flags |= CellHistory.stale }
+        if state.isPrevious { flags |= CellHistory.previous }
+        if state.isPlaceholder { flags |= CellHistory.placeholder }
+        if state.isOptimistic { flags |= CellHistory.optimistic }
+        if event.isRolledBack { flags |= CellHistory.rolledBack }
         let history = inspectorHistory ?? CellHistory()
         inspectorHistory = history
         history.record(CellHistory.Entry(status: state.status, flags: flags, seq: event.seq, atMs: Clock.wallMs()))

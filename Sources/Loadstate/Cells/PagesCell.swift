@@ -142,6 +142,10 @@ import Synchronization
         runtime.table.withLock { _ in body(&shared) }
     }
 
+    /// The published part, for a caller that already holds the table lock
+    /// (the inspector, while it walks the table).
+    var sharedWhileLocked: Shared { shared }
+
     // MARK: - Calls from any thread
 
     /// Asks for the next page (`forward`) or the previous one: `.wrongState`

@@ -7,6 +7,8 @@ extension Inspector {
     func snapshotJSON() -> String {
         var cells: [InspectableCell] = []
         var jobs: [InspectableJob] = []
+        // Pages cells (ids of loadable cells): each with its page count.
+        var pagesCells: [(id: UInt64, name: String?, pages: Int, hasNext: Bool, hasPrevious: Bool)] = []
         var cellCount = 0
         let maxCells = options.maxCells
         runtime.table.withLock { storage in
@@ -17,6 +19,12 @@ extension Inspector {
                 if let cell = handle as? InspectableCell {
                     cellCount += 1
                     cells.append(cell)
+                } else if let pages = handle as? PagesCell {
+                    if pagesCells.count < maxCells {
+                        let shared = pages.sharedWhileLocked
+                        pagesCells.append((pages.id, pages.name, shared.events.count, shared.hasNext,
+                                           shared.hasPrevious))
+                    }
                 } else if let job = handle as? InspectableJob, jobs.count < 1000 {
                     jobs.append(job)
                 }
@@ -76,6 +84,19 @@ extension Inspector {
                 w.endArray()
             }
             w.endArray()
+            w.endObject()
+        }
+        w.endArray()
+        // Pages cells, the newest first: their pages, not their pages' states.
+        w.key("pages_cells")
+        w.beginArray()
+        for p in pagesCells.sorted(by: { $0.id > $1.id }) {
+            w.beginObject()
+            w.field("id", p.id)
+            if let name = p.name { w.field("name", name) }
+            w.field("pages", UInt64(p.pages))
+            w.field("has_next", p.hasNext)
+            w.field("has_previous", p.hasPrevious)
             w.endObject()
         }
         w.endArray()

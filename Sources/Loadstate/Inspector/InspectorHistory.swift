@@ -8,19 +8,26 @@ final class CellHistory {
 
     struct Entry {
         var status: Status
-        /// `CellHistory.queued` and the other flag bits.
-        var flags: UInt8
+        /// `CellHistory.queued` and the other flag bits. 16 bits: the
+        /// entry's size is unchanged (24 bytes), the padding after
+        /// `status` holds them.
+        var flags: UInt16
         var seq: UInt64
         /// Wall-clock time of the event.
         var atMs: UInt64
     }
 
-    static let queued: UInt8 = 1
-    static let refreshing: UInt8 = 2
-    static let partial: UInt8 = 4
-    static let cancelled: UInt8 = 8
-    static let fromCache: UInt8 = 16
-    static let stale: UInt8 = 32
+    static let queued: UInt16 = 1
+    static let refreshing: UInt16 = 2
+    static let partial: UInt16 = 4
+    static let cancelled: UInt16 = 8
+    static let fromCache: UInt16 = 16
+    static let stale: UInt16 = 32
+    static let paused: UInt16 = 64
+    static let previous: UInt16 = 128
+    static let placeholder: UInt16 = 256
+    static let optimistic: UInt16 = 512
+    static let rolledBack: UInt16 = 1024
 
     private var ring = Ring<Entry>(capacity: CellHistory.capacity)
 
@@ -30,14 +37,20 @@ final class CellHistory {
     var entries: [Entry] { ring.elements }
 
     /// The names of `flags`' bits, as the inspector shows them.
-    static func names(_ flags: UInt8) -> [String] {
+    /// In the order the cell's own flags are listed (`Cell.inspection`).
+    static func names(_ flags: UInt16) -> [String] {
         var out: [String] = []
         if flags & queued != 0 { out.append("queued") }
+        if flags & paused != 0 { out.append("paused") }
         if flags & refreshing != 0 { out.append("refreshing") }
         if flags & partial != 0 { out.append("partial") }
         if flags & cancelled != 0 { out.append("cancelled") }
         if flags & fromCache != 0 { out.append("from cache") }
         if flags & stale != 0 { out.append("stale") }
+        if flags & previous != 0 { out.append("previous") }
+        if flags & placeholder != 0 { out.append("placeholder") }
+        if flags & optimistic != 0 { out.append("optimistic") }
+        if flags & rolledBack != 0 { out.append("rolled back") }
         return out
     }
 }

@@ -244,6 +244,17 @@ public final class Runtime: @unchecked Sendable {
         loop.execute { [self] in notifyInvalidated(store, prefix: prefix) }
     }
 
+    /// Loop: invalidates as `invalidate` does, but the cells showing the
+    /// entries begin their reloads now, not on a later turn of the loop: a
+    /// write's invalidations happen before its cell reports FINISHED, so a
+    /// host call made after that event finds the reloads under way. A Redis
+    /// cache still notifies the cells once Redis answered.
+    func invalidateNow(_ store: any CacheStore, prefix: [UInt8]) throws(CacheError) {
+        if store is RedisCache { return try invalidate(store, prefix: prefix) }
+        try store.markStale(prefix: prefix)
+        notifyInvalidated(store, prefix: prefix)
+    }
+
     /// Loop: every cell showing an entry of `store` under `prefix` reloads
     /// it (the entries were invalidated here or, for a shared cache, by
     /// another process).

@@ -351,3 +351,86 @@ def test_a_stopped_inspector_drops_the_events_it_kept(rt):
     assert cell.load(b"two").value(WAIT) == b"two"
     snapshot = json.loads(get(url, f"/snapshot?token={token}")[2])
     assert [e[0] for e in {c["id"]: c for c in snapshot["cells"]}[cell.id]["events"]] == ["loading", "loaded"]
+
+
+def test_the_snapshot_names_the_flags_of_writes_kept_values_placeholders_and_paused_loads(rt):
+    from loadstate import Flags
+    from conftest import Jobs, Recorder
+
+    url = rt.start_inspector()
+    _, _, token = parts(url)
+
+    def shown(cell: loadstate.Cell) -> Tuple[list, list]:
+        """The cell's flags and its last timeline event's [status, flag...], as the snapshot has them."""
+        c = {c["id"]: c for c in json.loads(get(url, f"/snapshot?token={token}")[2])["cells"]}[cell.id]
+        last = c["events"][-1]
+        return c["flags"], [last[0]] + last[2:]
+
+    reads = Jobs(rt)
+    cache = rt.memory_cache()
+    # A write's optimistic value, then its rollback.
+    view = rt.loadable(reads.loader)
+    log = Recorder(view)
+    view.load(b"v0", cache=cache, cache_key=b"k")
+    reads.next().succeed(b"v0")
+    log.until(lambda e: e.status is Status.LOADED)
+    writes = Jobs(rt)
+    run = rt.process(writes.loader).mutate(request=b"save", optimistic={b"k": b"opt"}, cache=cache)
+    log.until(lambda e: bool(e.flags & Flags.OPTIMISTIC))
+    write = writes.next()
+    assert shown(view) == (["optimistic"], ["loaded", "optimistic"])
+    write.fail(7, "refused")
+    assert run.state(WAIT).status is Status.FAILED
+    log.until(lambda e: bool(e.flags & Flags.ROLLED_BACK))
+    assert shown(view) == (["rolled back"], ["loaded", "rolled back"])
+    # The previous value kept while another request loads.
+    kept = rt.loadable(reads.loader)
+    kept_log = Recorder(kept)
+    kept.load(b"a")
+    reads.next().succeed(b"a")
+    kept_log.until(lambda e: e.status is Status.LOADED)
+    kept.load(b"b", keep_previous=True)
+    kept_log.until(lambda e: bool(e.flags & Flags.PREVIOUS))
+    assert shown(kept) == (["refreshing", "previous"], ["loaded", "refreshing", "previous"])
+    # A placeholder.
+    holder = rt.loadable(reads.loader)
+    holder_log = Recorder(holder)
+    holder.load(b"p", placeholder=b"...")
+    holder_log.until(lambda e: bool(e.flags & Flags.PLACEHOLDER))
+    assert shown(holder) == (["refreshing", "placeholder"], ["loaded", "refreshing", "placeholder"])
+    # A load paused while offline.
+    rt.set_online(False)
+    paused = rt.loadable(reads.loader)
+    paused_log = Recorder(paused)
+    paused.load(b"x")
+    paused_log.until(lambda e: bool(e.flags & Flags.PAUSED))
+    assert shown(paused) == (["paused"], ["loading", "paused"])
+    rt.set_online(True)
+    for cell in (kept, holder, paused):
+        cell.cancel()
+
+
+def test_the_snapshot_lists_pages_cells_with_their_page_count(rt, jobs):
+    from loadstate import PagesCell, succeed_page
+
+    url = rt.start_inspector()
+    _, _, token = parts(url)
+    cell = PagesCell(rt, name="feed")
+
+    def listed() -> dict:
+        snapshot = json.loads(get(url, f"/snapshot?token={token}")[2])
+        # A pages cell is not among the cells (its pages are not cells of the runtime).
+        assert cell.id not in {c["id"] for c in snapshot["cells"]}
+        return {p["id"]: p for p in snapshot["pages_cells"]}[cell.id]
+
+    assert listed() == {"id": cell.id, "name": "feed", "pages": 0, "has_next": False, "has_previous": False}
+    load = cell.load(b"q", jobs.loader)
+    succeed_page(jobs.next(), b"p0", b"c1", None)
+    load.state(WAIT)
+    load = cell.load_next()
+    succeed_page(jobs.next(), b"p1", b"c2", None)
+    load.state(WAIT)
+    assert listed() == {"id": cell.id, "name": "feed", "pages": 2, "has_next": True, "has_previous": False}
+    cell.close()
+    snapshot = json.loads(get(url, f"/snapshot?token={token}")[2])
+    assert cell.id not in {p["id"] for p in snapshot["pages_cells"]}

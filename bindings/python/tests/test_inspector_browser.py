@@ -51,6 +51,24 @@ new Promise((resolve) => {
 """
 
 
+# Resolves with [flags column, last timeline bar's tooltip] of the cell once its flags column reads %r.
+WAIT_FOR_FLAGS = """
+new Promise((resolve) => {
+  const check = () => {
+    const row = document.querySelector('tr[data-cell="%d"]');
+    if (!row || row.cells[5].textContent !== %r) return false;
+    const bars = row.cells[4].querySelectorAll("title");
+    resolve([row.cells[5].textContent, bars.length ? bars[bars.length - 1].textContent : ""]);
+    return true;
+  };
+  if (!check()) {
+    const observer = new MutationObserver(() => { if (check()) observer.disconnect(); });
+    observer.observe(document.body, { subtree: true, childList: true, characterData: true });
+  }
+})
+"""
+
+
 @pytest.fixture
 def browser():
     b = Browser(timeout=WAIT)
@@ -184,3 +202,22 @@ def test_the_page_draws_timelines_and_latency_plots_and_filters_by_name_or_key(r
     assert hostile in browser.evaluate("document.getElementById('cells').textContent")
     assert browser.evaluate("document.querySelectorAll('#cells img, #loaders b').length") == 0
     assert browser.evaluate("window.injected === undefined") is True
+
+
+def test_the_page_names_an_optimistic_value_and_its_rollback(rt, jobs, browser):
+    from conftest import Jobs
+
+    url = rt.start_inspector(interval=0.1)
+    cache = rt.memory_cache()
+    view = rt.loadable(rt.loader(lambda job: job.request))
+    assert view.load(b"v0", cache=cache, cache_key=b"k").value(WAIT) == b"v0"
+    writes = Jobs(rt)
+    run = rt.process(writes.loader).mutate(request=b"save", optimistic={b"k": b"opt"}, cache=cache)
+    write = writes.next()
+    browser.navigate(url)
+    flags, tip = browser.evaluate(WAIT_FOR_FLAGS % (view.id, "optimistic"))
+    assert tip.startswith("loaded (optimistic)")
+    write.fail(7, "refused")
+    assert run.state(WAIT).status is loadstate.Status.FAILED
+    flags, tip = browser.evaluate(WAIT_FOR_FLAGS % (view.id, "rolled back"))
+    assert tip.startswith("loaded (rolled back)")

@@ -29,9 +29,10 @@ final class HostSignals: @unchecked Sendable {
     /// Loop thread: the signals as the loop applies them.
     private(set) var isOnline = true
     private(set) var isForeground = true
-    /// The loads waiting to be online, in the order they began to wait.
-    private var waiting: [ObjectIdentifier: OnlineWaiter] = [:]
-    private var order: [ObjectIdentifier] = []
+    /// The loads waiting to be online, each with its place in the order
+    /// they began to wait (so that leaving costs O(1), however many wait).
+    private var waiting: [ObjectIdentifier: (place: UInt64, waiter: OnlineWaiter)] = [:]
+    private var places: UInt64 = 0
 
     /// Any thread: the last value the host set.
     var online: Bool { onlineFlag.load(ordering: .acquiring) }
@@ -65,8 +66,9 @@ final class HostSignals: @unchecked Sendable {
     /// Loop: `waiter` waits to be online.
     func park(_ waiter: OnlineWaiter) {
         let key = ObjectIdentifier(waiter)
-        guard waiting.updateValue(waiter, forKey: key) == nil else { return }
-        order.append(key)
+        guard waiting[key] == nil else { return }
+        places &+= 1
+        waiting[key] = (places, waiter)
         pausedNowCount.store(UInt64(waiting.count), ordering: .relaxed)
         pausedTotalCount.add(1, ordering: .relaxed)
     }
@@ -74,7 +76,6 @@ final class HostSignals: @unchecked Sendable {
     /// Loop: `waiter` no longer waits (its load ended otherwise).
     func unpark(_ waiter: OnlineWaiter) {
         guard waiting.removeValue(forKey: ObjectIdentifier(waiter)) != nil else { return }
-        order.removeAll { $0 == ObjectIdentifier(waiter) }
         pausedNowCount.store(UInt64(waiting.count), ordering: .relaxed)
     }
 
@@ -84,9 +85,8 @@ final class HostSignals: @unchecked Sendable {
         guard value != isOnline else { return }
         isOnline = value
         guard value else { return }
-        let due = order.compactMap { waiting[$0] }
+        let due = waiting.values.sorted { $0.place < $1.place }.map(\.waiter)
         waiting = [:]
-        order = []
         pausedNowCount.store(0, ordering: .relaxed)
         for waiter in due { waiter.onlineResumed() }
     }

@@ -378,3 +378,41 @@ TEST(test_signals_metrics_text_shows_the_signals) {
   free(buf);
   fixture_finish(&f);
 }
+
+/* Loads paused offline start when the runtime is online again in the order
+ * they began to wait; one cancelled meanwhile has left the list and never
+ * starts, and the paused count follows. */
+TEST(test_signals_paused_loads_resume_in_order_without_the_cancelled) {
+  lds_runtime *rt = rt_new(LDS_DELIVER_LOOP);
+  host h;
+  lds_id loader = host_new(rt, &h, NULL);
+  REQUIRE_RC(lds_runtime_set_online(rt, 0), LDS_OK);
+  const char *requests[] = {"a", "b", "c", "d"};
+  recorder recs[4];
+  lds_id cells[4];
+  for (int i = 0; i < 4; i++) {
+    rec_init(&recs[i], rt);
+    cells[i] = load_in(rt, &recs[i], loader, requests[i], NULL);
+    REQUIRE(REC_WAIT(&recs[i], 1));
+  }
+  CHECK_EQ(stats_of(rt).loads_paused, 4);
+  REQUIRE_RC(lds_loadable_cancel(rt, cells[1]), LDS_OK);
+  REQUIRE(REC_WAIT(&recs[1], 2));
+  CHECK_EQ(stats_of(rt).loads_paused, 3);
+  REQUIRE_RC(lds_runtime_set_online(rt, 1), LDS_OK);
+  REQUIRE(HOST_WAIT(&h, 3));
+  quiet_ms(30);
+  harness_lock();
+  size_t n = h.starts;
+  const char *seen[3] = {NULL, NULL, NULL};
+  for (size_t i = 0; i < n && i < 3; i++) seen[i] = h.jobs[i].request_len == 1 ? h.jobs[i].request : NULL;
+  harness_unlock();
+  CHECK_EQ(n, 3);
+  CHECK(seen[0] != NULL && seen[0][0] == 'a');
+  CHECK(seen[1] != NULL && seen[1][0] == 'c');
+  CHECK(seen[2] != NULL && seen[2][0] == 'd');
+  CHECK_EQ(stats_of(rt).loads_paused, 0);
+  rt_free(rt);
+  for (int i = 0; i < 4; i++) rec_destroy(&recs[i]);
+  host_destroy(&h);
+}

@@ -119,9 +119,6 @@ public func ldsPagesLoad(_ rt: OpaquePointer?, _ id: UInt64, _ loaderID: UInt64,
         case .success(let parsed): (options, choice) = parsed
         case .failure(let code): return code.rawValue
         }
-        // Pages show no placeholder, but a bad one (NULL with a length, too
-        // long) is refused as lds_loadable_load refuses it.
-        if case .failure(let code) = LoadOptions.checkPlaceholder(opts) { return code.rawValue }
         let bytes: Bytes
         switch copyBytes(request, length) {
         case .success(let b): bytes = b

@@ -49,9 +49,6 @@ public func ldsPrefetch(_ rt: OpaquePointer?, _ loaderID: UInt64, _ request: Uns
             (options, choice) = (parsed.0, cache)
         case .failure(let code): return code.rawValue
         }
-        // A prefetch shows nothing, but a bad placeholder is refused as
-        // lds_loadable_load refuses it.
-        if case .failure(let code) = LoadOptions.checkPlaceholder(opts) { return code.rawValue }
         let bytes: Bytes
         switch copyBytes(request, requestLength) {
         case .success(let b): bytes = b

@@ -24,7 +24,8 @@ extension LoadOptions {
         ?? MemoryLayout<lds_load_options>.size
 
     /// Reads a caller's `lds_load_options`, the caching fields only when its
-    /// `size` reaches them, so that callers built against an older header work.
+    /// `size` reaches them, so that callers built against an older header work;
+    /// a bad placeholder (see `placeholderProblem`) is refused here.
     static func from(_ pointer: UnsafePointer<lds_load_options>?) -> Result<(LoadOptions, CacheChoice?), ResultCode> {
         var options = LoadOptions()
         guard let pointer else { return .success((options, nil)) }
@@ -65,17 +66,23 @@ extension LoadOptions {
         if c.retry_base_ms > 0 { options.retryBaseMs = c.retry_base_ms }
         if c.retry_max_ms > 0 { options.retryMaxMs = c.retry_max_ms }
         if options.retryBaseMs > options.retryMaxMs { options.retryBaseMs = options.retryMaxMs }
-        guard size >= secondVersionSize, c.cache != 0 else { return .success((options, nil)) }
-        guard let policy = CachePolicy(rawValue: c.cache_policy) else { return .failure(.invalidArgument) }
-        var key: Bytes?
-        if c.cache_key != nil || c.cache_key_len > 0 {
-            switch copyBytes(c.cache_key, c.cache_key_len) {
-            case .success(let bytes): key = bytes
-            case .failure(let code): return .failure(code)
+        var choice: CacheChoice?
+        if size >= secondVersionSize, c.cache != 0 {
+            guard let policy = CachePolicy(rawValue: c.cache_policy) else { return .failure(.invalidArgument) }
+            var key: Bytes?
+            if c.cache_key != nil || c.cache_key_len > 0 {
+                switch copyBytes(c.cache_key, c.cache_key_len) {
+                case .success(let bytes): key = bytes
+                case .failure(let code): return .failure(code)
+                }
             }
+            choice = CacheChoice(id: c.cache, key: key, policy: policy, freshMs: UInt64(c.fresh_ms),
+                                 maxAgeMs: c.max_age_ms,
+                                 followsLoaderRules: c.flags & UInt32(LDS_LOAD_IGNORE_CACHE_HEADERS) == 0)
         }
-        return .success((options, CacheChoice(id: c.cache, key: key, policy: policy, freshMs: UInt64(c.fresh_ms),
-                                              maxAgeMs: c.max_age_ms,
-                                              followsLoaderRules: c.flags & UInt32(LDS_LOAD_IGNORE_CACHE_HEADERS) == 0)))
+        // Every call that takes these options refuses a bad placeholder, the
+        // calls that show none (pages, prefetches) too.
+        if let problem = placeholderProblem(c) { return .failure(problem) }
+        return .success((options, choice))
     }
 }

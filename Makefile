@@ -91,8 +91,17 @@ readme-swift-check:
 TEST_TARGETS := test-swift
 include $(wildcard mk/*.mk)
 
-test: $(TEST_TARGETS)
-	@echo "make test: all suites passed"
+# Each suite in turn, in the order above, with the time it took; the first
+# failure stops the run.
+test:
+	@start=$$(date +%s); times=""; \
+	for target in $(TEST_TARGETS); do \
+	  t0=$$(date +%s); \
+	  $(MAKE) --no-print-directory $$target || { echo "make test: $$target failed"; exit 1; }; \
+	  times="$$times $$target:$$(( $$(date +%s) - t0 ))"; \
+	done; \
+	echo "make test: seconds per suite:$$times"; \
+	echo "make test: all suites passed in $$(( $$(date +%s) - start )) s"
 
 clean:
 	rm -rf .build .build-* $(OUT) dist

@@ -3,6 +3,7 @@
 #
 #   make test-c           header check, C tests, examples/hello.c (when present)
 #   make test-valgrind    C tests under valgrind: no memory error, no definite leak
+#                         (VALGRIND_JOBS tests at once: the machine's cores by default)
 #   make test-tsan        library and C tests with -fsanitize=thread, then
 #                         swift test --sanitize=thread
 #   make test-asan        swift test --sanitize=address (LeakSanitizer on)
@@ -71,9 +72,12 @@ test-c: c-header-check $(C_TEST_BIN)
 	@$(MAKE) --no-print-directory c-hello
 	@$(MAKE) --no-print-directory c-trace
 
-# LDS_TEST_SLOW: longer deadlines and a smaller stress run.
+# LDS_TEST_SLOW: longer deadlines and a smaller stress run. Valgrind runs a
+# process on one core; VALGRIND_JOBS tests run at once (LDS_TEST_JOBS), one
+# per core of this machine by default.
+VALGRIND_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 test-valgrind: deps $(C_TEST_BIN)
-	LDS_TEST_SLOW=1 valgrind $(VALGRIND_FLAGS) $(C_TEST_BIN) $(C_TEST_ARGS)
+	LDS_TEST_SLOW=1 LDS_TEST_JOBS=$(VALGRIND_JOBS) valgrind $(VALGRIND_FLAGS) $(C_TEST_BIN) $(C_TEST_ARGS)
 
 c-tsan-lib: deps $(OUT)/.header-stamp
 	$(SWIFT) build --sanitize=thread --scratch-path $(TSAN_SCRATCH) --product loadstate

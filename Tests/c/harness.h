@@ -24,6 +24,8 @@
  *   LDS_TEST_EXEC=1    run every test in a freshly executed process (used
  *                      under ThreadSanitizer, whose forked children can hang
  *                      in the Swift runtime's one-time initialization)
+ *   LDS_TEST_JOBS=N    run up to N tests at once (1 to 16), each in its own
+ *                      process as above; results print as tests end
  * Arguments: substrings; only tests whose name contains one of them run.
  * "--list" prints the names.
  */

@@ -24,7 +24,13 @@ import CSQLite
 /// `writerFrames` pages, 16 MiB of 4 KiB pages, and more while the thread
 /// finishes a checkpoint (a commit's own checkpoint is then busy): runs of
 /// 10,000 puts of 10 KiB peaked at 27 and 31 MiB, of 30,000 puts of 100
-/// bytes at 19 and 23 MiB, where SQLite's own checkpoints keep 4 MiB. The
+/// bytes at 19 and 23 MiB, where SQLite's own checkpoints keep 4 MiB. A
+/// thread slowed down (a loaded machine, a slow disk) could let a writer
+/// that never pauses grow the log while it finishes one checkpoint, past
+/// 64 MiB under AddressSanitizer on a busy machine; so past `waitFrames`
+/// a writer whose checkpoint is busy waits for the thread's to end (at
+/// most `waitMilliseconds`) and checkpoints then, as SQLite's own
+/// checkpoint in the commit would have waited for the disk. The
 /// file is not truncated meanwhile (`journal_size_limit` made those runs
 /// 20-50% slower); it goes when the cache closes.
 ///
@@ -39,6 +45,11 @@ final class WALCheckpointer: @unchecked Sendable {
     /// Log pages after a commit past which the writer checkpoints itself
     /// (2,000 peaked at 13-19 MiB, but left 10 KiB puts 15% slower).
     static let writerFrames: Int32 = 4000
+    /// Log pages after a commit past which a writer whose checkpoint is
+    /// busy waits for the thread's checkpoint to end (32 MiB of 4 KiB pages).
+    static let waitFrames: Int32 = 8000
+    /// The longest a writer waits for the thread's checkpoint.
+    static let waitMilliseconds: UInt64 = 2000
 
     /// The thread's stack.
     static let stackBytes = 256 * 1024
@@ -46,11 +57,14 @@ final class WALCheckpointer: @unchecked Sendable {
     private let db: OpaquePointer
     private var mutex = uv_mutex_t()
     private var condition = uv_cond_t()
+    /// Signalled when the thread ends a checkpoint (guarded by `mutex`).
+    private var passEnded = uv_cond_t()
     private var thread = uv_thread_t()
     // Guarded by `mutex`.
     private var wanted = false
     private var stopping = false
     private var passes: UInt64 = 0
+    private var checkpointing = false
 
     init?(path: String) {
         var db: OpaquePointer?
@@ -72,6 +86,12 @@ final class WALCheckpointer: @unchecked Sendable {
             sqlite3_close_v2(db)
             return nil
         }
+        guard uv_cond_init(&passEnded) == 0 else {
+            uv_cond_destroy(&condition)
+            uv_mutex_destroy(&mutex)
+            sqlite3_close_v2(db)
+            return nil
+        }
         // The thread holds the checkpointer until it ends (`stop` joins it).
         let context = Unmanaged.passRetained(self).toOpaque()
         // A checkpoint needs little stack; a cache per thread should not
@@ -86,6 +106,7 @@ final class WALCheckpointer: @unchecked Sendable {
         }, context)
         guard rc == 0 else {
             Unmanaged<WALCheckpointer>.fromOpaque(context).release()
+            uv_cond_destroy(&passEnded)
             uv_cond_destroy(&condition)
             uv_mutex_destroy(&mutex)
             sqlite3_close_v2(db)
@@ -94,6 +115,7 @@ final class WALCheckpointer: @unchecked Sendable {
     }
 
     deinit {
+        uv_cond_destroy(&passEnded)
         uv_cond_destroy(&condition)
         uv_mutex_destroy(&mutex)
     }
@@ -116,13 +138,17 @@ final class WALCheckpointer: @unchecked Sendable {
     private static let walHook: @convention(c) (UnsafeMutableRawPointer?, OpaquePointer?, UnsafePointer<CChar>?, Int32)
         -> Int32 = { context, db, _, frames in
             guard let context, frames >= startFrames else { return SQLITE_OK }
+            let checkpointer = Unmanaged<WALCheckpointer>.fromOpaque(context).takeUnretainedValue()
             if frames >= writerFrames {
                 // Busy while the thread checkpoints: the next commit tries
                 // again, and the thread is not woken meanwhile, so that it
-                // is soon idle.
-                sqlite3_wal_checkpoint_v2(db, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
+                // is soon idle; unless the log is past waitFrames.
+                let rc = sqlite3_wal_checkpoint_v2(db, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
+                if rc == SQLITE_BUSY && frames >= waitFrames && checkpointer.waitForCheckpoint() {
+                    sqlite3_wal_checkpoint_v2(db, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
+                }
             } else {
-                Unmanaged<WALCheckpointer>.fromOpaque(context).takeUnretainedValue().request()
+                checkpointer.request()
             }
             return SQLITE_OK
         }
@@ -135,6 +161,22 @@ final class WALCheckpointer: @unchecked Sendable {
             uv_cond_signal(&condition)
         }
         uv_mutex_unlock(&mutex)
+    }
+
+    /// Waits until the thread's running checkpoint ends, at most
+    /// `waitMilliseconds`; false when none was running (the busy
+    /// checkpoint is another connection's) or it did not end in time.
+    func waitForCheckpoint() -> Bool {
+        uv_mutex_lock(&mutex)
+        defer { uv_mutex_unlock(&mutex) }
+        guard checkpointing else { return false }
+        let deadline = uv_hrtime() &+ Self.waitMilliseconds &* 1_000_000
+        while checkpointing {
+            let now = uv_hrtime()
+            guard now < deadline else { return false }
+            _ = uv_cond_timedwait(&passEnded, &mutex, deadline &- now)
+        }
+        return true
     }
 
     /// How many checkpoints the thread has run (for tests).
@@ -161,11 +203,14 @@ final class WALCheckpointer: @unchecked Sendable {
             while !wanted && !stopping { uv_cond_wait(&condition, &mutex) }
             let stop = stopping
             wanted = false
+            checkpointing = !stop
             uv_mutex_unlock(&mutex)
             if stop { break }
             sqlite3_wal_checkpoint_v2(db, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
             uv_mutex_lock(&mutex)
             passes &+= 1
+            checkpointing = false
+            uv_cond_broadcast(&passEnded)
             uv_mutex_unlock(&mutex)
         }
         sqlite3_close_v2(db)

@@ -1,6 +1,7 @@
 # HTTP caching conformance: the public suite github.com/http-tests/cache-tests run against
 # loadstate's http loader as a private cache, and against hishel (httpx's RFC 9111 cache) for
-# comparison (bench/cache-tests/run.py; the section "HTTP caching conformance" of bench/README.md).
+# comparison (bench/cache-tests/run.py; the current figures and the note "HTTP caching conformance"
+# in bench/README.md, how it runs and every result in that section of bench/HISTORY.md).
 #
 #   make conformance                                   clones the suite into build/cache-tests/suite
 #   make conformance CACHE_TESTS_DIR=/path/to/cache-tests    a checkout of the suite made elsewhere

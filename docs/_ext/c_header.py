@@ -364,7 +364,8 @@ class Renderer:
             indents = [len(line) - len(line.lstrip()) for line in body]
             if all(n == 0 for n in indents):
                 out += [indent + self.inline(line) for line in body] + [""]
-            elif body[0].startswith("- ") and all(n >= 2 for n in indents[1:]):
+            elif body[0].startswith("- ") and all(
+                    n >= 2 or line.startswith("- ") for n, line in zip(indents, body)):
                 out += [indent + self.inline(line) for line in body] + [""]
             else:
                 out += [f"{indent}.. code-block:: text", ""]

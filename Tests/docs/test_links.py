@@ -14,7 +14,7 @@ def test_the_references_link_to_the_api_archives():
     rust = (SITE / "reference" / "rust.html").read_text()
     swift = (SITE / "reference" / "swift.html").read_text()
     assert 'href="../api/rust/loadstate/index.html"' in rust
-    assert 'href="../api/swift/documentation/loadstate/index.html"' in swift
+    assert 'href="../api/swift/documentation/loadstate/"' in swift
 
 
 def test_the_checker_finds_broken_links(tmp_path):

@@ -120,3 +120,25 @@ def test_a_search_finds_the_c_reference(site_url, browser):
       return hit ? [hit.getAttribute("href"), links.length] : null;
     """, "a search result in the C reference")
     assert found[0].startswith("reference/c.html"), found
+
+
+def test_the_api_archives_render_from_the_reference_pages(site_url, browser):
+    # Followed from the reference pages, as a reader would: DocC's pages are an
+    # application that finds its data only when served at the path it was built for.
+    browser.navigate(f"{site_url}/reference/swift.html")
+    swift = browser.evaluate("document.querySelector('article a.reference.external').href")
+    browser.navigate(swift)
+    heading = wait_for(browser, """
+      const h = document.querySelector("main h1");
+      const topics = document.querySelector("main .contenttable, main #topics, main [id^='topics']");
+      return h && topics && h.textContent.trim() === "Loadstate" ? h.textContent.trim() : null;
+    """, "DocC's page of the Loadstate module")
+    assert heading == "Loadstate"
+    browser.navigate(f"{site_url}/reference/rust.html")
+    rust = browser.evaluate("document.querySelector('article a.reference.external').href")
+    browser.navigate(rust)
+    title = wait_for(browser, """
+      const h = document.querySelector("main h1");
+      return h && h.textContent.includes("loadstate") ? document.title : null;
+    """, "rustdoc's page of the loadstate crate")
+    assert title.startswith("loadstate"), title

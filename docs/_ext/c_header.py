@@ -266,8 +266,7 @@ def parse_header(text: str) -> Header:
                     continue
                 run.append(Macro(name, params, value, trailing))
             if doc is not None and len(run) == 1:
-                run[0].doc = " ".join(part for part in (doc, run[0].doc) if part) if "\n" not in doc else (
-                    doc + ("\n\n" + run[0].doc if run[0].doc else ""))
+                run[0].doc = "\n\n".join(part for part in (doc, run[0].doc) if part)
             elif doc is not None:
                 add(Prose(doc))
             doc = None

@@ -27,6 +27,7 @@ version = release = _version()
 extensions = [
     "myst_parser",
     "sphinx.ext.graphviz",
+    "c_header",
 ]
 source_suffix = {".md": "markdown"}
 root_doc = "index"
@@ -35,6 +36,12 @@ myst_enable_extensions = ["colon_fence", "deflist"]
 myst_heading_anchors = 3
 graphviz_output_format = "svg"
 nitpicky = True
+# The C reference names the C standard's types, which no page defines.
+nitpick_ignore = [
+    ("c:identifier", name)
+    for name in ("size_t", "uint8_t", "uint16_t", "uint32_t", "uint64_t",
+                 "int8_t", "int16_t", "int32_t", "int64_t")
+]
 
 html_theme = "furo"
 html_title = f"loadstate {release}"

@@ -817,7 +817,7 @@ class Process(Cell[None]):
             cache: the cache of the keys of an ``optimistic`` mapping.
             invalidate: ``[(cache, prefix)]``, at most :data:`MUTATION_KEYS_MAX`.
             populate: store the job's value (bytes) under every key once the write succeeded.
-            kind and the other arguments: as for :meth:`run`.
+            kind: as for :meth:`run`, as are the other arguments.
 
         Raises :class:`InvalidArgument` (too many keys, a cache of another runtime),
         :class:`NotFound` (a freed cache), :class:`TooBig` (a key or value over :data:`VALUE_MAX`),

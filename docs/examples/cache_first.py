@@ -15,8 +15,9 @@ with loadstate.Runtime() as rt:
     with rt.memory_cache(max_entries=100, codec=loadstate.JSON) as cache:
         for name in ("profile", "sidebar"):
             cell = rt.loadable(user, request_codec=loadstate.JSON)
-            state = cell.load(7, cache=cache, cache_key="user:7",
-                              policy=loadstate.CachePolicy.CACHE_FIRST, fresh=60).state(timeout=10)
+            load = cell.load(7, cache=cache, cache_key="user:7",
+                             policy=loadstate.CachePolicy.CACHE_FIRST, fresh=60)
+            state = load.state(timeout=10)
             print(f"{name}: {state.value} from cache: {state.from_cache}")
         print("loader calls:", calls)
         print("cached:", cache["user:7"])

@@ -62,7 +62,8 @@ int main(int argc, char **argv) {
   pthread_mutex_lock(&lock);
   while (events < 4) pthread_cond_wait(&changed, &lock);
   pthread_mutex_unlock(&lock);
-  printf("late answer: %s\n", rc == LDS_ECANCELED ? "refused (LDS_ECANCELED)" : lds_strerror(rc));
+  printf("late answer: %s\n",
+         rc == LDS_ECANCELED ? "refused (LDS_ECANCELED)" : lds_strerror(rc));
   lds_runtime_free(rt);
   return 0;
 }

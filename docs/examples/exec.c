@@ -22,7 +22,8 @@ static void on_event(const lds_event *e, void *user_data) {
 }
 
 /* Runs argv in the cell and waits for the outcome. */
-static void run(lds_runtime *rt, lds_id cell, lds_id exec, const char *const *argv, int count) {
+static void run(lds_runtime *rt, lds_id cell, lds_id exec, const char *const *argv,
+                int count) {
   lds_exec_request req = LDS_EXEC_REQUEST_INIT;
   req.argv = argv;
   void *encoded;

@@ -23,7 +23,8 @@ async def main(base):
         # A cell shows one request at a time, with its state.
         cell = rt.loadable(http)
         response = await cell.get(f"{base}/bytes/8")
-        print("cell:", cell.snapshot().status.name, response.status, len(response.body), "bytes")
+        status = cell.snapshot().status.name
+        print("cell:", status, response.status, len(response.body), "bytes")
 
 
 asyncio.run(main(sys.argv[1]))

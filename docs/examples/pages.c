@@ -57,7 +57,8 @@ int main(void) {
 
   size_t held;
   lds_pages_count(rt, cell, &held);
-  printf("%zu pages; more after the last: %s\n", held, lds_pages_has_more(rt, cell, 1) ? "yes" : "no");
+  int more = lds_pages_has_more(rt, cell, 1);
+  printf("%zu pages; more after the last: %s\n", held, more ? "yes" : "no");
   lds_runtime_free(rt);
   return 0;
 }

@@ -17,6 +17,8 @@
 SITE             := $(OUT)/site/html
 SPHINX_BUILD     ?= /usr/bin/sphinx-build
 DOCS_DEB_PACKAGES := python3-sphinx python3-myst-parser furo graphviz
+# test-docs opens the site in headless Chromium.
+DOCS_TEST_DEB_PACKAGES := chromium
 # Importing the Python package (for its reference) loads the library.
 DOCS_ENV         := LOADSTATE_LIBRARY=$(abspath $(LIB))
 DOCS_TEST_ARGS   ?=
@@ -42,6 +44,7 @@ docs: docs-site docs-rust docs-swift
 	@echo "docs: $(abspath $(SITE))/index.html (serve the folder, e.g. python3 -m http.server -d $(SITE))"
 
 test-docs: docs
+	$(call deb_install,$(DOCS_TEST_DEB_PACKAGES))
 	python3 Tests/docs/run_examples.py
 	$(DOCS_ENV) python3 -m pytest -q -p no:cacheprovider Tests/docs $(DOCS_TEST_ARGS)
 

@@ -15,12 +15,16 @@ that every program a reader sees is one the tests run. This script:
    `cc -std=c11 -Wall -Wextra -Werror -Iinclude` against the debug
    library (.build/debug/libloadstate.so, found through an rpath) and run;
    `*.py` run by the python3 on PATH with PYTHONPATH=bindings/python and
-   LOADSTATE_LIBRARY set. Each gets the base URL of a local test server
+   LOADSTATE_LIBRARY set; `*.rs` built by cargo (warnings as errors) as
+   programs of a package that depends on the crate of bindings/rust
+   (build/docs-examples/rust), linked with the same library. Each gets the base URL of a local test server
    (Tests/support/http_server.py) as its first argument, must exit 0
    within the time limit (60 s), and when `<file>.expected` (hello.c.expected)
    or `<stem>.expected` (hello.expected) sits beside it, must print
-   exactly that on its standard output. Other files of the folder (outputs
-   shown with literalinclude, data) are not run.
+   exactly that on its standard output. A program in another language
+   (Swift, shell, ...) fails: it would not be run; show it from a file
+   another test runs (OUTSIDE_RUN_ELSEWHERE). Other files of the folder
+   (outputs shown with literalinclude, data) are not run.
 
    usage: python3 Tests/docs/run_examples.py [--docs DIR] [--examples DIR] [--timeout S]
 """
@@ -30,6 +34,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -58,6 +63,10 @@ OUTSIDE_RUN_ELSEWHERE = {
     "examples/swift/Example.swift": "make test-swift runs it (swift run LoadstateExample)",
     "bindings/rust/examples/tour.rs": "make test-rust runs it (cargo run --example tour)",
 }
+
+RUNNABLE = (".c", ".py", ".rs")
+# Programs the runner cannot run, so they may not sit among the examples.
+NOT_RUNNABLE = {".swift", ".sh", ".bash", ".h", ".cpp", ".cc", ".cxx", ".m", ".go", ".js", ".ts", ".rb", ".pl"}
 
 FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,}|:{3,})\s*(?P<info>.*)$")
 RST_CODE = re.compile(r"^\s*\.\.\s+(code-block|code|sourcecode|literalinclude)::\s*(.*)$")
@@ -180,7 +189,29 @@ def _expected(example: Path) -> Optional[Path]:
     return None
 
 
-def run_example(example: Path, url: str, scratch: Path, timeout: float, problems: Problems) -> Optional[str]:
+def build_rust(examples: List[Path], problems: Problems) -> Optional[Path]:
+    """Builds the Rust examples as the programs of one package that depends
+    on bindings/rust; returns the folder of the binaries."""
+    cargo = shutil.which("cargo") or str(Path.home() / ".cargo" / "bin" / "cargo")
+    project = ROOT / "build" / "docs-examples" / "rust"
+    project.mkdir(parents=True, exist_ok=True)
+    bins = "".join(f'\n[[bin]]\nname = "{e.stem}"\npath = "{e}"\n' for e in examples)
+    (project / "Cargo.toml").write_text(
+        '[package]\nname = "docs-examples"\nversion = "0.0.0"\nedition = "2024"\npublish = false\n\n'
+        f'[dependencies]\nloadstate = {{ path = "{ROOT / "bindings" / "rust"}" }}\n\n[workspace]\n{bins}')
+    env = dict(os.environ, LOADSTATE_LIB_DIR=str(LIBRARY_DIR), RUSTFLAGS=f"-D warnings -C link-arg=-Wl,-rpath,{LIBRARY_DIR}",
+               CARGO_TARGET_DIR=str(project / "target"))
+    built = subprocess.run([cargo, "build", "--offline", "--quiet", "--bins"], cwd=project, env=env,
+                           capture_output=True, text=True)
+    if built.returncode != 0:
+        names = ", ".join(e.name for e in examples)
+        problems.add(names, f"the Rust examples do not build (cargo, warnings as errors):\n{built.stderr.strip()}")
+        return None
+    return project / "target" / "debug"
+
+
+def run_example(example: Path, url: str, scratch: Path, timeout: float, problems: Problems,
+                rust_bin: Optional[Path] = None) -> Optional[str]:
     where = str(example.relative_to(ROOT) if ROOT in example.parents else example)
     env = dict(os.environ)
     if example.suffix == ".c":
@@ -196,6 +227,10 @@ def run_example(example: Path, url: str, scratch: Path, timeout: float, problems
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "bindings" / "python"), env.get("PYTHONPATH")]))
         env.setdefault("LOADSTATE_LIBRARY", str(LIBRARY_DIR / "libloadstate.so"))
         command = ["python3", str(example), url]
+    elif example.suffix == ".rs":
+        if rust_bin is None:
+            return None
+        command = [str(rust_bin / example.stem), url]
     else:
         return None
     started = time.monotonic()
@@ -231,15 +266,21 @@ def main(argv: Optional[List[str]] = None) -> int:
     problems = Problems()
     includes = scan_pages(docs, problems)
     check_includes(includes, examples, problems)
-    runnable = sorted(p for p in examples.rglob("*") if p.suffix in (".c", ".py") and p.is_file()) \
-        if examples.is_dir() else []
+    files = sorted(p for p in examples.rglob("*") if p.is_file()) if examples.is_dir() else []
+    runnable = [p for p in files if p.suffix in RUNNABLE]
+    for program in (p for p in files if p.suffix in NOT_RUNNABLE):
+        problems.add(str(program.relative_to(ROOT) if ROOT in program.parents else program),
+                     f"no runner for {program.suffix} files: examples are C, Python or Rust programs "
+                     "(or files another test runs, shown from where they are)")
     if runnable:
         if not (LIBRARY_DIR / "libloadstate.so").is_file():
             problems.add(str(LIBRARY_DIR), "libloadstate.so is not built (make lib)")
         else:
+            rust = [p for p in runnable if p.suffix == ".rs"]
+            rust_bin = build_rust(rust, problems) if rust else None
             with Server() as url, tempfile.TemporaryDirectory() as scratch:
                 for example in runnable:
-                    done = run_example(example, url, Path(scratch), args.timeout, problems)
+                    done = run_example(example, url, Path(scratch), args.timeout, problems, rust_bin)
                     if done:
                         print(done)
     for problem in problems:

@@ -66,3 +66,33 @@ def test_the_reference_is_on_the_c_page():
     page = (SITE / "reference" / "c.html").read_text()
     for name in ("lds_runtime_new", "LDS_LOAD_SILENT", "lds_load_options", "lds_id"):
         assert f'id="c.{name}"' in page, name
+
+
+def header_groups():
+    """(title, names declared) of each `/* ---- */ /* Title */ /* ---- */` group, in header order."""
+    rule = r"/\* -{20,} \*/\n"
+    parts = re.split(rf"{rule}/\* (.*?)\s*\*/\n{rule}", HEADER.read_text())
+    groups = []
+    for title, body in zip(parts[1::2], parts[2::2]):
+        body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
+        names = set(re.findall(r"^#define\s+(LDS_\w+)", body, re.M))
+        names |= set(re.findall(r"^(?!typedef)[a-z][\w\s*]*?\b(lds_\w+)\s*\(", body, re.M))
+        names |= set(re.findall(r"^typedef struct (\w+)", body, re.M))
+        names |= set(re.findall(r"^typedef [^(;]*\(\*\s*(\w+)\)", body, re.M))
+        names |= set(re.findall(r"^typedef (?!struct)\w+ (\w+);", body, re.M))
+        groups.append((title, names))
+    return groups
+
+
+def test_the_reference_is_grouped_as_the_header():
+    groups = header_groups()
+    assert len(groups) >= 15, [title for title, _ in groups]
+    page = (SITE / "reference" / "c.html").read_text()
+    chunks = page.split("<h2>")[1:]
+    titles = [re.sub(r"<[^>]+>", "", chunk.split("</h2>", 1)[0]).rstrip("#").strip() for chunk in chunks]
+    assert titles == [title for title, _ in groups]
+    for (title, names), chunk in zip(groups, chunks):
+        # The entries between this group's heading and the next one (members have a dotted id).
+        entries = set(re.findall(r'id="c\.(\w+)"', chunk))
+        assert names == entries, f"group {title!r}: in the header only {sorted(names - entries)}, " \
+                                 f"on the page only {sorted(entries - names)}"

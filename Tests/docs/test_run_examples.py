@@ -21,7 +21,8 @@ def test_the_fixture_examples_run():
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert "version.c: ran" in ran.stdout and "output as version.expected" in ran.stdout
     assert "fetch.py: ran" in ran.stdout and "output as fetch.expected" in ran.stdout
-    assert "3 literalinclude(s), 2 example(s) run, 0 problem(s)" in ran.stdout
+    assert "version.rs: ran" in ran.stdout and "output as version.rs.expected" in ran.stdout
+    assert "4 literalinclude(s), 3 example(s) run, 0 problem(s)" in ran.stdout
 
 
 def page(tmp_path, text, examples=None):
@@ -58,11 +59,15 @@ def test_a_failing_example_fails(tmp_path):
         "slow.py": "import time\ntime.sleep(30)\n",
         "broken.c": "int main(void) { int unused; return 0; }\n",
         "url.py": "import sys\nassert sys.argv[1].startswith('http://127.0.0.1:'), sys.argv\n",
+        "tour.swift": "print(1)\n",
+        "warns.rs": "fn main() { let unused = 1; }\n",
     })
     assert ran.returncode == 1
     assert "exits.py: exited with 3:\nto stderr" in ran.stderr, ran.stderr
     assert "differs.py: its output differs from differs.expected" in ran.stderr and "+two" in ran.stderr
     assert "slow.py: did not end within 3 s" in ran.stderr
     assert "broken.c: does not compile" in ran.stderr and "unused" in ran.stderr
+    assert "tour.swift: no runner for .swift files" in ran.stderr
+    assert "warns.rs: the Rust examples do not build" in ran.stderr and "unused" in ran.stderr
     assert "url.py: ran" in ran.stdout
-    assert "4 problem(s)" in ran.stdout
+    assert "6 problem(s)" in ran.stdout

@@ -213,6 +213,7 @@ def parse_header(text: str) -> Header:
     overview = "\n".join(_comment_lines(raw))
     sections: List[Section] = []
     doc: Optional[str] = None  # a comment waiting for the next line
+    guard = None  # the include guard's macro, not part of the interface
 
     def add(item) -> None:
         if not sections:
@@ -261,7 +262,7 @@ def parse_header(text: str) -> Header:
                 match = DEFINE.match(code.strip())
                 assert match, code
                 name, params, value = match.group(1), match.group(2) or "", " ".join(match.group(3).split())
-                if name == "LOADSTATE_H":
+                if name == guard:
                     continue
                 run.append(Macro(name, params, value, trailing))
             if doc is not None and len(run) == 1:
@@ -274,6 +275,8 @@ def parse_header(text: str) -> Header:
                 add(macro)
             continue
         if line.startswith(("#", "}", 'extern "C"')):
+            if line.startswith("#ifndef ") and guard is None:
+                guard = line.split()[1]
             i += 1
             continue
         statement, i = _statement(lines, i)
@@ -364,7 +367,8 @@ class Renderer:
             indents = [len(line) - len(line.lstrip()) for line in body]
             if all(n == 0 for n in indents):
                 out += [indent + self.inline(line) for line in body] + [""]
-            elif body[0].startswith("- ") and all(n >= 2 for n in indents[1:]):
+            elif body[0].startswith("- ") and all(
+                    n >= 2 or line.startswith("- ") for n, line in zip(indents, body)):
                 out += [indent + self.inline(line) for line in body] + [""]
             else:
                 out += [f"{indent}.. code-block:: text", ""]

@@ -79,12 +79,15 @@ readme-check:
 	@awk '/^```c$$/{on=1;next} /^```$$/{if(on){exit}} on' README.md | diff -u examples/hello.c - \
 	  && echo "README C example matches examples/hello.c"
 
-# The README's Swift tour is examples/swift-tour/Tour.swift, word for word,
-# and runs against the local test server with the output it shows.
+# The README's Swift example is examples/swift/Example.swift, word for word,
+# and runs; the tour of the Swift page (docs/languages/swift.md),
+# examples/swift-tour/Tour.swift, runs against the local test server with
+# the output it shows (examples/swift-tour/expected.txt).
 readme-swift-check:
-	@awk '/^```swift$$/{on=1;buf="";next} /^```$$/{if(on && buf ~ /^import Loadstate\n/){printf "%s", buf; exit} on=0} on{buf=buf $$0 "\n"}' README.md \
-	  | diff -u examples/swift-tour/Tour.swift - \
-	  && echo "README Swift tour matches examples/swift-tour/Tour.swift"
+	@awk '/^```swift$$/{on=1;next} /^```$$/{if(on){exit}} on' README.md \
+	  | diff -u examples/swift/Example.swift - \
+	  && echo "README Swift example matches examples/swift/Example.swift"
+	$(SWIFT) run LoadstateExample
 	SWIFT="$(SWIFT)" examples/swift-tour/run.sh
 
 # Every test suite; each area's rules add themselves to TEST_TARGETS.

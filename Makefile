@@ -74,10 +74,16 @@ test-swift: lib readme-check readme-swift-check
 	    grep -E '✘|Fatal error|fatal error|error:|Crash|signal' $(OUT)/swift-test.log | head -n 60; fi; exit $$rc
 	$(SWIFT) run LoadstateExample
 
-# The README's C example is examples/hello.c, word for word.
+# The README's C example is examples/hello.c, word for word; its Python and
+# Rust examples are docs/examples/hello.py and hello.rs, which make test-docs
+# runs (Tests/docs/run_examples.py).
 readme-check:
 	@awk '/^```c$$/{on=1;next} /^```$$/{if(on){exit}} on' README.md | diff -u examples/hello.c - \
 	  && echo "README C example matches examples/hello.c"
+	@awk '/^```python$$/{on=1;next} /^```$$/{if(on){exit}} on' README.md | diff -u docs/examples/hello.py - \
+	  && echo "README Python example matches docs/examples/hello.py"
+	@awk '/^```rust$$/{on=1;next} /^```$$/{if(on){exit}} on' README.md | diff -u docs/examples/hello.rs - \
+	  && echo "README Rust example matches docs/examples/hello.rs"
 
 # The README's Swift example is examples/swift/Example.swift, word for word,
 # and runs; the tour of the Swift page (docs/languages/swift.md),

@@ -199,18 +199,23 @@ def _parse_members(body: List[str]) -> List[Member]:
     return members
 
 
-def parse_header(text: str) -> Header:
-    lines = text.split("\n")
-    i = 0
-    # The opening comment is the overview.
-    assert lines[0].startswith("/*")
+def _read_comment(lines: List[str], i: int) -> Tuple[str, int]:
+    """The text of the comment that opens at lines[i], and the index of the
+    line after it."""
     raw = []
     while True:
         raw.append(lines[i])
         i += 1
         if "*/" in raw[-1]:
-            break
-    overview = "\n".join(_comment_lines(raw))
+            return "\n".join(_comment_lines(raw)), i
+
+
+def parse_header(text: str) -> Header:
+    lines = text.split("\n")
+    i = 0
+    # The opening comment is the overview.
+    assert lines[0].startswith("/*")
+    overview, i = _read_comment(lines, i)
     sections: List[Section] = []
     doc: Optional[str] = None  # a comment waiting for the next line
     guard = None  # the include guard's macro, not part of the interface
@@ -240,13 +245,7 @@ def parse_header(text: str) -> Header:
         if line.startswith("/*"):
             if doc is not None:
                 add(Prose(doc))
-            raw = []
-            while True:
-                raw.append(lines[i])
-                i += 1
-                if "*/" in raw[-1]:
-                    break
-            doc = "\n".join(_comment_lines(raw))
+            doc, i = _read_comment(lines, i)
             continue
         if line.startswith("#define"):
             run: List[Macro] = []

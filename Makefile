@@ -10,6 +10,10 @@ CC         ?= cc
 BUILD      := .build/debug
 LIB        := $(BUILD)/libloadstate.so
 OUT        := build
+# Every debug build of .build (the library, the tests, the examples, the
+# API listing) passes the same flags, so that none of them recompiles the
+# modules another built with other flags. A warning is an error.
+SWIFT_DEBUG_FLAGS := -Xswiftc -warnings-as-errors
 CFLAGS     += -std=c11 -Wall -Wextra -Werror -O1 -g -Iinclude -D_GNU_SOURCE -pthread
 LDLIBS_C   := -L$(BUILD) -lloadstate -Wl,-rpath,$(abspath $(BUILD)) -lpthread
 
@@ -52,7 +56,7 @@ deps: build-deps
 # The debug libloadstate.so used by the tests. A warning in Sources/ is an
 # error here, so that the package builds without one as a dependency.
 lib: deps $(OUT)/.header-stamp
-	$(SWIFT) build --product loadstate -Xswiftc -warnings-as-errors
+	$(SWIFT) build --product loadstate $(SWIFT_DEBUG_FLAGS)
 
 # SwiftPM does not see a change of include/loadstate.h alone (the C ABI
 # module's map points outside the package's targets), so the export module
@@ -68,11 +72,11 @@ $(OUT)/.header-stamp: include/loadstate.h
 # lib first: some Swift tests compile C clients against the built library.
 test-swift: lib readme-check readme-swift-check
 	@mkdir -p $(OUT)
-	$(SWIFT) test --disable-xctest > $(OUT)/swift-test.log 2>&1; rc=$$?; \
+	$(SWIFT) test --disable-xctest $(SWIFT_DEBUG_FLAGS) > $(OUT)/swift-test.log 2>&1; rc=$$?; \
 	  grep -vE '^(✔|◇) Test [^ ]+\(\)' $(OUT)/swift-test.log | tail -n 30; \
 	  if [ $$rc -ne 0 ]; then echo "test-swift: failed ($$rc); the failures, from $(OUT)/swift-test.log:"; \
 	    grep -E '✘|Fatal error|fatal error|error:|Crash|signal' $(OUT)/swift-test.log | head -n 60; fi; exit $$rc
-	$(SWIFT) run LoadstateExample
+	$(SWIFT) run $(SWIFT_DEBUG_FLAGS) LoadstateExample
 
 # The README's C example is examples/hello.c, word for word; its Python and
 # Rust examples are docs/examples/hello.py and hello.rs, which make test-docs
@@ -93,8 +97,8 @@ readme-swift-check:
 	@awk '/^```swift$$/{on=1;next} /^```$$/{if(on){exit}} on' README.md \
 	  | diff -u examples/swift/Example.swift - \
 	  && echo "README Swift example matches examples/swift/Example.swift"
-	$(SWIFT) run LoadstateExample
-	SWIFT="$(SWIFT)" examples/swift-tour/run.sh
+	$(SWIFT) run $(SWIFT_DEBUG_FLAGS) LoadstateExample
+	SWIFT="$(SWIFT)" SWIFT_BUILD_FLAGS="$(SWIFT_DEBUG_FLAGS)" examples/swift-tour/run.sh
 
 # Every test suite; each area's rules add themselves to TEST_TARGETS.
 TEST_TARGETS := test-swift

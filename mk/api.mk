@@ -25,7 +25,7 @@ DOCC        ?= $(dir $(shell command -v $(SWIFT)))docc
 .PHONY: api test-api api-symbols docs-swift
 
 api-symbols:
-	$(SWIFT) build --target Loadstate -Xswiftc -warnings-as-errors
+	$(SWIFT) build --target Loadstate $(SWIFT_DEBUG_FLAGS)
 	@rm -rf $(API_SYMBOLS) && mkdir -p $(API_SYMBOLS)
 	$(SYMBOLGRAPH) -module-name Loadstate -I $(BUILD)/Modules -I Sources/CLibUV -I Sources/CCurl \
 	  -I Sources/CSQLite -I Sources/CHiredis -target $$($(SWIFT) -print-target-info | python3 -c 'import json,sys; print(json.load(sys.stdin)["target"]["triple"])') \

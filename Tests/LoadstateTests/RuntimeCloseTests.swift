@@ -132,7 +132,7 @@ struct RuntimeCloseTests {
         let holder = Holder()
         holder.runtime = try Runtime(delivery: .poll)
         let delivery = holder.runtime!.delivery
-        weak var loop = holder.runtime!.loop
+        weak let loop = holder.runtime!.loop
         let refused = Locked(ResultCode.ok)
         delivery.post(.notification) {
             refused.withLock { $0 = holder.runtime!.close() }

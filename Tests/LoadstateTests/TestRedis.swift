@@ -125,7 +125,7 @@ final class TestRedis: @unchecked Sendable {
         var lines: [String] = []
         var line = [CChar](repeating: 0, count: 1024)
         while fgets(&line, Int32(line.count), file) != nil {
-            lines.append(String(cString: line))
+            lines.append(String(decoding: line.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self))
             if lines.count > 10 { lines.removeFirst() }
         }
         return lines.joined()

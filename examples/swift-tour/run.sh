@@ -6,8 +6,12 @@
 set -euo pipefail
 
 swift=${SWIFT:-swift}
-"$swift" build --product LoadstateTour >/dev/null
-bin=$("$swift" build --show-bin-path)/LoadstateTour
+# SWIFT_BUILD_FLAGS: the flags of the other debug builds (make passes them),
+# so that this build reuses their modules.
+# shellcheck disable=SC2086
+"$swift" build $SWIFT_BUILD_FLAGS --product LoadstateTour >/dev/null
+# shellcheck disable=SC2086
+bin=$("$swift" build $SWIFT_BUILD_FLAGS --show-bin-path)/LoadstateTour
 
 # The server prints its port, then serves until its standard input closes.
 coproc SERVER { exec python3 Tests/support/http_server.py; }

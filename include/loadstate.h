@@ -368,6 +368,16 @@ typedef struct lds_runtime_options {
 
 /* lds_runtime_options.flags. */
 #define LDS_RUNTIME_NO_METRICS (1u << 0)  /* count nothing: see lds_runtime_stats */
+/*
+ * Since 0.5. POLL mode only (in LOOP mode lds_runtime_new returns
+ * LDS_EINVAL): lds_runtime_free leaves the descriptor of lds_runtime_fd
+ * open, drained and never readable again, and the host closes it
+ * (close(2)) once it has stopped watching it. For hosts whose main loop
+ * may still watch the descriptor when the runtime is freed (GUI toolkits):
+ * a watch left behind then sees a quiet descriptor, not a closed one that
+ * the loop reports ready forever, nor one that a later open reuses.
+ */
+#define LDS_RUNTIME_KEEP_FD    (1u << 1)
 
 #define LDS_RUNTIME_OPTIONS_INIT { (uint32_t)sizeof(lds_runtime_options), 0, 0, 0, 0 }
 
@@ -559,6 +569,11 @@ int lds_runtime_new(const lds_runtime_options *opts, lds_runtime **out);
  * a program that creates and frees runtimes in a loop does not grow, and
  * a pointer used that long after its free may reach another runtime.
  *
+ * POLL mode: stop watching the descriptor of lds_runtime_fd first, then
+ * free; the free closes it (unless the runtime was made with
+ * LDS_RUNTIME_KEEP_FD, since 0.5: then it stays open, drained and never
+ * readable, and the host closes it itself once its watch is gone).
+ *
  * Must not be called from a callback: returns LDS_ESTATE there.
  * Returns LDS_OK; LDS_EINVAL (rt NULL); LDS_ECLOSED (already freed).
  */
@@ -569,6 +584,15 @@ int lds_runtime_free(lds_runtime *rt);
  * pending. Watch it for readability (poll, epoll, asyncio add_reader) and
  * then call lds_runtime_dispatch. Do not read, write or close it; it stays
  * open until lds_runtime_free.
+ *
+ * Order at the end: stop watching the descriptor (g_source_remove,
+ * deletefilehandler, remove_reader, EPOLL_CTL_DEL), then call
+ * lds_runtime_free. Freed first, the descriptor is closed under the watch:
+ * poll reports a closed descriptor ready at once, so a main loop calls the
+ * watch again and again at full CPU, and the number may be reused by the
+ * next descriptor the process opens. Since 0.5, with LDS_RUNTIME_KEEP_FD
+ * the free leaves the descriptor open and never readable, and the host
+ * closes it after removing its watch.
  *
  * Returns the descriptor (>= 0); LDS_EINVAL (rt NULL); LDS_ESTATE in LOOP
  * mode; LDS_ECLOSED.

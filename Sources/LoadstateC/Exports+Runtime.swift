@@ -9,6 +9,7 @@ public func ldsRuntimeNew(_ opts: UnsafePointer<lds_runtime_options>?,
     var spin: UInt32 = 0
     var queueMax = Runtime.defaultQueueLimit
     var metrics = true
+    var keepFd = false
     if let opts {
         // Fields past the caller's size read as 0: their defaults.
         let (c, size) = readSized(opts)
@@ -21,11 +22,17 @@ public func ldsRuntimeNew(_ opts: UnsafePointer<lds_runtime_options>?,
             guard c.queue_max <= LDS_QUEUE_MAX_LIMIT else { return LDS_EINVAL }
             queueMax = Int(c.queue_max)
         }
-        guard c.flags & ~UInt32(LDS_RUNTIME_NO_METRICS) == 0 else { return LDS_EINVAL }
+        let known = UInt32(LDS_RUNTIME_NO_METRICS) | UInt32(LDS_RUNTIME_KEEP_FD)
+        guard c.flags & ~known == 0 else { return LDS_EINVAL }
         metrics = c.flags & UInt32(LDS_RUNTIME_NO_METRICS) == 0
+        keepFd = c.flags & UInt32(LDS_RUNTIME_KEEP_FD) != 0
+        // Only POLL mode has a descriptor: the flag in LOOP mode is a
+        // mistake worth reporting rather than ignoring.
+        guard !keepFd || mode == .poll else { return LDS_EINVAL }
     }
     do {
         let runtime = try Runtime(delivery: mode, spinMicroseconds: spin, queueLimit: queueMax, metrics: metrics)
+        if keepFd { runtime.delivery.keepDescriptorOpen() }
         out.pointee = RuntimeHandle.make(runtime)
         return LDS_OK
     } catch {

@@ -1,5 +1,8 @@
 /* test_poll.c — LDS_DELIVER_POLL: lds_runtime_fd and lds_runtime_dispatch. */
+#include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <unistd.h>
 #include <sched.h>
 #include <string.h>
 
@@ -201,4 +204,80 @@ TEST(test_poll_free_cell_from_another_thread_stops_later_events) {
   CHECK_EQ(lds_runtime_dispatch(f.rt, 0) >= 0, 1);
   CHECK_EQ(rec_count(&f.rec), 1);
   fixture_finish(&f);
+}
+
+/* A callback that counts its calls, for the descriptor lifecycle tests. */
+static void count_event(const lds_event *e, void *user_data) {
+  (void)e;
+  (*(int *)user_data)++;
+}
+
+/* A POLL-mode runtime with `flags` whose descriptor is readable (one event
+ * pending, not dispatched). Returns the descriptor. */
+static int new_pending_runtime(uint32_t flags, int *events, lds_runtime **out) {
+  lds_runtime_options opts = LDS_RUNTIME_OPTIONS_INIT;
+  opts.delivery = LDS_DELIVER_POLL;
+  opts.flags = flags;
+  *out = NULL;
+  if (lds_runtime_new(&opts, out) != LDS_OK) return -1;
+  lds_id cell = 0;
+  if (lds_loadable_new(*out, count_event, events, &cell) != LDS_OK) return -1;
+  if (lds_loadable_set_loaded(*out, cell, "v", 1) != LDS_OK) return -1;
+  return lds_runtime_fd(*out);
+}
+
+TEST(test_poll_keep_fd_leaves_a_valid_quiet_descriptor_after_free) {
+  int events = 0;
+  lds_runtime *rt = NULL;
+  int fd = new_pending_runtime(LDS_RUNTIME_KEEP_FD, &events, &rt);
+  REQUIRE(fd >= 0);
+  /* Readable before the free: the test below would pass for a descriptor
+   * that never became readable otherwise. */
+  REQUIRE(wait_readable(rt));
+  REQUIRE_RC(lds_runtime_free(rt), LDS_OK);
+  CHECK_EQ(events, 0);
+  /* Still open, close-on-exec as made. */
+  int fdflags = fcntl(fd, F_GETFD);
+  CHECK(fdflags >= 0);
+  CHECK(fdflags & FD_CLOEXEC);
+  /* Drained at the free, and nothing writes to it any more. */
+  struct pollfd p = {.fd = fd, .events = POLLIN};
+  CHECK_EQ(poll(&p, 1, 200), 0);
+  CHECK_EQ(p.revents, 0);
+  /* The host closes it, once. */
+  CHECK_EQ(close(fd), 0);
+  CHECK(fcntl(fd, F_GETFD) == -1 && errno == EBADF);
+}
+
+TEST(test_poll_without_keep_fd_free_closes_the_descriptor) {
+  int events = 0;
+  lds_runtime *rt = NULL;
+  int fd = new_pending_runtime(0, &events, &rt);
+  REQUIRE(fd >= 0);
+  REQUIRE(wait_readable(rt));
+  CHECK(fcntl(fd, F_GETFD) >= 0);
+  REQUIRE_RC(lds_runtime_free(rt), LDS_OK);
+  CHECK(fcntl(fd, F_GETFD) == -1 && errno == EBADF);
+}
+
+TEST(test_poll_keep_fd_runtime_works_until_free) {
+  int events = 0;
+  lds_runtime *rt = NULL;
+  int fd = new_pending_runtime(LDS_RUNTIME_KEEP_FD, &events, &rt);
+  REQUIRE(fd >= 0);
+  REQUIRE(POLL_UNTIL(rt, events >= 1));
+  CHECK(!readable_now(rt));
+  REQUIRE_RC(lds_runtime_free(rt), LDS_OK);
+  CHECK_EQ(close(fd), 0);
+}
+
+TEST(test_poll_keep_fd_in_loop_mode_is_einval) {
+  lds_runtime_options opts = LDS_RUNTIME_OPTIONS_INIT;
+  opts.flags = LDS_RUNTIME_KEEP_FD;
+  lds_runtime *rt = NULL;
+  CHECK_RC(lds_runtime_new(&opts, &rt), LDS_EINVAL);
+  CHECK(rt == NULL);
+  opts.flags = 1u << 2;  /* not a flag */
+  opts.delivery = LDS_DELIVER_POLL;
+  CHECK_RC(lds_runtime_new(&opts, &rt), LDS_EINVAL);
 }

@@ -44,6 +44,9 @@ import Glibc
     private struct Pending {
         var items: [Item] = []
         var head = 0
+        /// Set at close when the descriptor is kept open (see
+        /// `keepDescriptorOpen`): it is drained and never signalled again.
+        var retired = false
         var count: Int { items.count - head }
     }
 
@@ -65,8 +68,23 @@ import Glibc
         }
     }
 
+    /// Whether the descriptor outlives the runtime (`LDS_RUNTIME_KEEP_FD`).
+    private let keepsDescriptor = Atomic<Bool>(false)
+
+    /// POLL mode: the descriptor is not closed with the runtime; the host
+    /// closes it once it has stopped watching it. At close it is drained and
+    /// never signalled again, so it stays valid and never readable: a host
+    /// that frees the runtime before removing its watch sees a quiet
+    /// descriptor rather than a closed one (which poll reports as ready
+    /// forever, or which the next open reuses). An eventfd has no other
+    /// writer, so once drained under the queue's lock with `retired` set,
+    /// nothing makes it readable again.
+    @usableFromInline package func keepDescriptorOpen() {
+        keepsDescriptor.store(true, ordering: .relaxed)
+    }
+
     deinit {
-        if fd >= 0 { close(fd) }
+        if fd >= 0 && !keepsDescriptor.load(ordering: .relaxed) { close(fd) }
     }
 
     /// Whether the calling thread is inside `dispatch`.
@@ -78,6 +96,8 @@ import Glibc
     /// writes the same delivery as data for `dispatchRecords`.
     @usableFromInline package func post(_ kind: Kind, record: RecordWriter? = nil, _ body: @escaping () -> Void) {
         pending.withLock { p in
+            // After close with a kept descriptor nothing is delivered.
+            if p.retired { return }
             p.items.append((kind, body, record))
             if p.count == 1 { signal() }
         }
@@ -170,7 +190,7 @@ import Glibc
     private func putBack(_ items: ArraySlice<Item>) {
         guard !items.isEmpty else { return }
         pending.withLock { p in
-            if p.count == 0 { signal() }
+            if p.count == 0 && !p.retired { signal() }
             p.items.replaceSubrange(p.head..<p.head, with: items)
         }
     }
@@ -180,6 +200,15 @@ import Glibc
     @usableFromInline package func drainCleanups() {
         let all = take(Int.max)
         for item in all where item.kind == .cleanup { item.body() }
+        guard fd >= 0 && keepsDescriptor.load(ordering: .relaxed) else { return }
+        // Kept descriptor: drop whatever a cleanup queued, drain the counter
+        // and refuse later posts, all under the lock `signal` runs under.
+        pending.withLock { p in
+            p.retired = true
+            p.items.removeAll()
+            p.head = 0
+            unsignal()
+        }
     }
 
     private func take(_ limit: Int) -> [Item] {

@@ -28,7 +28,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import _trio
 from ._library import (CANCEL_FN, EVENT_FN, EVENT_LAYOUT, FREE_FN, LOADER_CANCEL_FN, LOADER_FN, OBSERVE_FN, OP_LAYOUT,
-                       RECORD_CANCEL, RECORD_EVENT, RECORD_LAYOUT, RECORD_START, RUNTIME_NO_METRICS, Library, RuntimeOptions)
+                       RECORD_CANCEL, RECORD_EVENT, RECORD_LAYOUT, RECORD_START, RUNTIME_KEEP_FD, RUNTIME_NO_METRICS, Library, RuntimeOptions)
 from .enums import Code, Delivery
 from .errors import Closed, WrongState
 
@@ -256,7 +256,7 @@ class Core:
     """The state of one ``lds_runtime``: its handle, cells, watched jobs, asyncio hookup."""
 
     def __init__(self, library: Library, delivery: Delivery, on_error: Optional[ErrorHandler], workers: int,
-                 spin_us: int = 0, metrics: bool = True) -> None:
+                 spin_us: int = 0, metrics: bool = True, keep_fd: bool = False) -> None:
         self.lib = library
         # Every call but the deferred ones goes through Calls (see there).
         self.dll: Any = Calls(self, library.dll)
@@ -274,7 +274,7 @@ class Core:
         self.delivery = Delivery(delivery)
         self.on_error = on_error or default_error_handler
         options = RuntimeOptions(ctypes.sizeof(RuntimeOptions), int(self.delivery), spin_us, 0,
-                                 0 if metrics else RUNTIME_NO_METRICS)
+                                 (0 if metrics else RUNTIME_NO_METRICS) | (RUNTIME_KEEP_FD if keep_fd else 0))
         out = c_void_p()
         self.check(self.dll.lds_runtime_new(byref(options), byref(out)), "lds_runtime_new")
         self.handle: int = out.value  # type: ignore[assignment]

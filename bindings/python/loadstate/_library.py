@@ -345,6 +345,8 @@ class RedisStatusC(Structure):
 
 # LDS_RUNTIME_NO_METRICS: lds_runtime_options.flags.
 RUNTIME_NO_METRICS = 1 << 0
+# LDS_RUNTIME_KEEP_FD (since 0.5): lds_runtime_options.flags.
+RUNTIME_KEEP_FD = 1 << 1
 
 # LDS_LATENCY_BUCKETS: the latency buckets of lds_load_metrics.
 LATENCY_BUCKETS = 32

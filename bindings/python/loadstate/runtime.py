@@ -89,19 +89,30 @@ class Runtime:
         workers: the most threads that run plain-function loaders at once (at least 1).
         metrics: whether the runtime counts loads, jobs and events (see
             :meth:`stats`); ``False`` makes them cost nothing.
+        keep_fd: POLL mode only (``ValueError`` otherwise): :meth:`close`
+            leaves :attr:`fd` open, drained and never readable again, and
+            the caller closes it (``os.close``) once it has stopped watching
+            it. For a main loop that may still watch the descriptor when the
+            runtime closes (a GUI toolkit): it then sees a quiet descriptor,
+            not a closed one reported ready forever.
     """
 
     def __init__(self, delivery: Union[Delivery, str, int] = Delivery.LOOP, *,
                  library: Union[None, str, "os.PathLike[str]", Library] = None,
                  on_error: Optional[Callable[[BaseException, str], None]] = None,
-                 workers: int = min(32, (os.cpu_count() or 1) + 4), metrics: bool = True) -> None:
+                 workers: int = min(32, (os.cpu_count() or 1) + 4), metrics: bool = True,
+                 keep_fd: bool = False) -> None:
         if on_error is not None and not callable(on_error):
             raise TypeError(f"on_error must be callable or None, not {type(on_error).__name__}")
         workers = integer("workers", workers, 1, None)
         metrics = flag("metrics", metrics)
+        keep_fd = flag("keep_fd", keep_fd)
         spin_us = _spin_us()
         lib = library if isinstance(library, Library) else load_library(library)
-        self._core = _core.Core(lib, _delivery(delivery), on_error, workers, spin_us, metrics)
+        mode = _delivery(delivery)
+        if keep_fd and mode != Delivery.POLL:
+            raise ValueError("keep_fd needs Delivery.POLL: only POLL mode has a descriptor")
+        self._core = _core.Core(lib, mode, on_error, workers, spin_us, metrics, keep_fd)
         self._finalizer = weakref.finalize(self, self._core.close, True)
 
     # -- properties -------------------------------------------------------
@@ -123,7 +134,12 @@ class Runtime:
 
     @property
     def fd(self) -> int:
-        """POLL mode: a descriptor readable while callbacks are pending. Do not read or close it."""
+        """POLL mode: a descriptor readable while callbacks are pending. Do not read or close it.
+
+        Stop watching it before :meth:`close`, which closes it (unless the
+        runtime was made with ``keep_fd=True``: then close it yourself after
+        removing the watch).
+        """
         return self._core.fd()
 
     def stats(self) -> RuntimeStats:

@@ -1,6 +1,6 @@
 use std::collections::{HashMap, VecDeque};
 use std::ffi::c_void;
-use std::os::fd::RawFd;
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr::{self, NonNull};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -53,6 +53,8 @@ pub struct Runtime {
 /// What every handle of one runtime shares.
 pub(crate) struct Shared {
     raw: NonNull<sys::lds_runtime>,
+    /// Made with `LDS_RUNTIME_KEEP_FD` (see [`Runtime::poll_keeping_fd`]).
+    keeps_fd: bool,
     /// A loadable cell whose events free the sinks of dropped cells.
     janitor: AtomicU64,
     graveyard: Mutex<Graveyard>,
@@ -111,6 +113,38 @@ impl Runtime {
         Runtime::create(delivery, 0, sys::LDS_RUNTIME_NO_METRICS)
     }
 
+    /// A POLL-mode runtime whose descriptor outlives it
+    /// (`LDS_RUNTIME_KEEP_FD`): for a main loop (a GUI toolkit's) that
+    /// watches [`Runtime::fd`]. Free it with [`Runtime::close_keeping_fd`],
+    /// which hands the descriptor over, drained and never readable again:
+    /// remove the watch, then drop the returned `OwnedFd`. A watch left
+    /// behind by mistake sees a quiet descriptor, never a closed or reused
+    /// one. Dropped instead, the runtime leaves its descriptor open (quiet)
+    /// until the process ends.
+    pub fn poll_keeping_fd() -> Result<Runtime> {
+        Runtime::create(Delivery::Poll, 0, sys::LDS_RUNTIME_KEEP_FD)
+    }
+
+    /// Frees a runtime made by [`Runtime::poll_keeping_fd`] and returns its
+    /// descriptor, which stays open (never readable) until the `OwnedFd` is
+    /// dropped: stop watching it first. `ErrorKind::State` for a runtime
+    /// made otherwise, or inside a callback (the runtime is then dropped as
+    /// usual and its descriptor stays open).
+    pub fn close_keeping_fd(self) -> Result<OwnedFd> {
+        let fd = self.fd()?;
+        if !self.shared.keeps_fd {
+            return Err(Error::from_code(sys::LDS_ESTATE));
+        }
+        // SAFETY: valid handle; see the Threading section.
+        check(unsafe { sys::lds_runtime_free(self.shared.raw()) })?;
+        self.shared.after_free();
+        // Drop's lds_runtime_free now returns LDS_ECLOSED and does nothing.
+        drop(self);
+        // SAFETY: the library no longer uses or closes the descriptor once
+        // lds_runtime_free has returned with LDS_RUNTIME_KEEP_FD; it is ours.
+        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    }
+
     /// A runtime whose loop thread keeps polling for more work for `spin`
     /// (in total per wake-up, at most 100 ms) before it sleeps
     /// (`lds_runtime_options.spin_us`): calls that come a few microseconds
@@ -138,6 +172,7 @@ impl Runtime {
         let raw = NonNull::new(raw).ok_or(Error::from_code(sys::LDS_ENOMEM))?;
         let shared = Arc::new(Shared {
             raw,
+            keeps_fd: flags & sys::LDS_RUNTIME_KEEP_FD != 0,
             janitor: AtomicU64::new(0),
             graveyard: Mutex::new(Graveyard::default()),
             hooks: Mutex::new(HashMap::new()),
@@ -341,7 +376,9 @@ impl Runtime {
     }
 
     /// POLL mode: a descriptor that is readable while callbacks are pending.
-    /// Do not read, write or close it.
+    /// Do not read, write or close it. Stop watching it before the runtime
+    /// is dropped, which closes it (see [`Runtime::poll_keeping_fd`] for a
+    /// descriptor that outlives the runtime).
     pub fn fd(&self) -> Result<RawFd> {
         // SAFETY: valid handle.
         check(unsafe { sys::lds_runtime_fd(self.shared.raw()) })
@@ -374,7 +411,8 @@ impl Drop for Runtime {
                 unsafe { sys::lds_runtime_free(shared.raw()) };
                 shared.after_free();
             });
-        } else {
+        } else if rc != sys::LDS_ECLOSED {
+            // (LDS_ECLOSED: already freed by close_keeping_fd.)
             self.shared.after_free();
         }
     }

@@ -195,6 +195,9 @@ pub struct lds_runtime_options {
 
 /// `lds_runtime_options.flags`: count nothing.
 pub const LDS_RUNTIME_NO_METRICS: u32 = 1 << 0;
+/// `lds_runtime_options.flags` (since 0.5), POLL mode only: the free leaves
+/// the descriptor open, drained and never readable; the host closes it.
+pub const LDS_RUNTIME_KEEP_FD: u32 = 1 << 1;
 /// The latency buckets of `lds_load_metrics`.
 pub const LDS_LATENCY_BUCKETS: usize = 32;
 

@@ -540,6 +540,7 @@ fn structs_and_constants_match_the_c_header() {
         LDS_POLICY_CACHE_ONLY,
         LDS_CACHE_REPLACE_DAMAGED,
         LDS_RUNTIME_NO_METRICS,
+        LDS_RUNTIME_KEEP_FD,
         LDS_INSPECTOR_SHOW_VALUES,
         LDS_INSPECTOR_ACTIONS,
         LDS_INSPECTOR_ALLOW_REMOTE,

@@ -62,6 +62,8 @@ OUTSIDE_RUN_ELSEWHERE = {
     "examples/swift-tour/Tour.swift": "make readme-swift-check runs it against the test server",
     "examples/swift/Example.swift": "make test-swift runs it (swift run LoadstateExample)",
     "bindings/rust/examples/tour.rs": "make test-rust runs it (cargo run --example tour)",
+    "examples/gtk/loadstate-gtk.c": "make test-gui-gtk builds it and runs it under Xvfb (where GTK 4 is installed)",
+    "Tests/gui/gtk.expected": "the output make test-gui-gtk compares the GTK example's with",
 }
 
 RUNNABLE = (".c", ".py", ".rs")

@@ -75,3 +75,21 @@ def test_every_truncation_is_refused(name):
         data, out = loadstate.HttpRequest("http://h/", headers=["A: b"], body=b"x").encode(), _library.HttpRequestC()
     for n in range(len(data)):
         assert getattr(dll, name)(data[:n], n, byref(out)) == -1, n  # LDS_EINVAL
+
+
+def test_the_request_classes_decode_through_the_library():
+    exec_bytes = loadstate.ExecRequest(["sh", "-c", "x"], env=["A=b"], cwd="/").encode()
+    assert loadstate.ExecRequest.decode(memoryview(exec_bytes)) == loadstate.ExecRequest(["sh", "-c", "x"], ["A=b"], "/")
+    with pytest.raises(loadstate.InvalidArgument):
+        loadstate.ExecRequest.decode(exec_bytes[:-1])
+    http_bytes = loadstate.HttpRequest("http://h/", headers=["A: b"], body=b"x\0y").encode()
+    assert loadstate.HttpRequest.decode(http_bytes).body == b"x\0y"
+    with pytest.raises(loadstate.InvalidArgument):
+        loadstate.HttpRequest.decode(http_bytes[:-1])
+    # A header line with CR LF, written by hand: the library refuses it as the http loader does.
+    line = b"A: b\r\nC: d"
+    crafted = (b"LDH1" + b"\3\0\0\0GET" + b"\x09\0\0\0http://h/" + b"\1\0\0\0" + bytes([len(line), 0, 0, 0]) + line
+               + b"\0\0\0\0" + bytes(4) + bytes(8) + b"\5\0\0\0" + bytes(4))
+    with pytest.raises(loadstate.InvalidArgument):
+        loadstate.HttpRequest.decode(crafted)
+    assert loadstate.HttpRequest.decode(crafted.replace(b"\r\n", b", ")).headers == ("A: b, C: d",)

@@ -1207,6 +1207,38 @@ typedef struct lds_exec_request {
 int lds_exec_request_encode(const lds_exec_request *req, void **out, size_t *out_len);
 
 /*
+ * Since 0.5. Decodes an encoded exec request (the bytes of
+ * lds_exec_request_encode, or what an exec job's request holds) into out,
+ * so that a host can read back what it asked for. argv, env and cwd are
+ * copies, NUL-terminated, in one block the library allocates; argv and env
+ * are NULL-terminated; env and cwd are NULL when absent. Release them with
+ * lds_exec_request_clear. out->size is sizeof(lds_exec_request). Decoding
+ * the encoding of a request gives that request back; it reads no byte past
+ * len.
+ *
+ *   request  the encoded request (may be NULL when len is 0)
+ *   len      its length in bytes
+ *   out      filled on LDS_OK; zeroed on any failure
+ *
+ * Returns LDS_OK; LDS_EINVAL (out NULL, request NULL with a length, bytes
+ * that are not an encoded exec request the exec loader would run:
+ * truncated, no argv or an empty one, a string that is not UTF-8 or holds
+ * a NUL; bytes after cwd are ignored, as the exec loader ignores them);
+ * LDS_ETOOBIG (len over
+ * LDS_VALUE_MAX); LDS_ENOMEM.
+ */
+int lds_exec_request_decode(const void *request, size_t len, lds_exec_request *out);
+
+/*
+ * Since 0.5. Releases what lds_exec_request_decode allocated for req and
+ * zeroes it. Only for a request filled by lds_exec_request_decode (or
+ * zeroed); NULL is accepted.
+ *
+ *   req  a decoded request
+ */
+void lds_exec_request_clear(lds_exec_request *req);
+
+/*
  * Creates an exec loader: each job spawns the command (uv_spawn, in a new
  * process group, stdin from /dev/null). The value is its stdout. A
  * non-zero exit is an error in LDS_DOMAIN_EXIT with the exit status as
@@ -1331,6 +1363,44 @@ typedef struct lds_http_request {
  * LDS_ETOOBIG; LDS_ENOMEM.
  */
 int lds_http_request_encode(const lds_http_request *req, void **out, size_t *out_len);
+
+/*
+ * Since 0.5. Decodes an encoded HTTP request (the bytes of
+ * lds_http_request_encode, or what an http job's request and its events'
+ * request hold) into out, so that a host can read back the URL, method,
+ * headers and body it asked for. method, url, the header lines and
+ * ca_file are copies, NUL-terminated, and body a copy, all in one block
+ * the library allocates; headers is never NULL (its header_count lines are
+ * followed by a NULL entry), method is "GET" when the encoding has none,
+ * body is non-NULL (body_len may be 0), ca_file is NULL when absent.
+ * Release them with lds_http_request_clear. The numbers come back as the
+ * encoding holds them: max_redirects 0 sets LDS_HTTP_NO_REDIRECTS in
+ * flags, and an encoded max_redirects of 5 for a request that asked for 0
+ * (the default) reads 5. Decoding the encoding of a request gives that
+ * request back; decoding reads no byte past len. out->size is
+ * sizeof(lds_http_request).
+ *
+ *   request  the encoded request (may be NULL when len is 0)
+ *   len      its length in bytes
+ *   out      filled on LDS_OK; zeroed on any failure
+ *
+ * Returns LDS_OK; LDS_EINVAL (out NULL, request NULL with a length, bytes
+ * that are not an encoded HTTP request the http loader would send:
+ * truncated, with bytes after the last field, no url, a string that is not
+ * UTF-8 or holds a NUL, a method, url or header line that
+ * lds_http_request_encode would refuse); LDS_ETOOBIG (len over
+ * LDS_VALUE_MAX, more than 65,536 header lines); LDS_ENOMEM.
+ */
+int lds_http_request_decode(const void *request, size_t len, lds_http_request *out);
+
+/*
+ * Since 0.5. Releases what lds_http_request_decode allocated for req and
+ * zeroes it. Only for a request filled by lds_http_request_decode (or
+ * zeroed); NULL is accepted.
+ *
+ *   req  a decoded request
+ */
+void lds_http_request_clear(lds_http_request *req);
 
 /*
  * A decoded response; its pointers point into the value it was decoded

@@ -12,8 +12,13 @@
  *   2  a response encoded here from fields, decoded by the library.
  *   3  lds_exec_request_encode with argv, env and cwd from the input; the
  *      "LDX1" encoding must decode to them.
- *   4  the raw bytes as the request of an http loader load.
- *   5  the raw bytes as the request of an exec loader load.
+ *   4  the raw bytes as the request of an http loader load, and first
+ *      through lds_http_request_decode: what it accepts, the harness's
+ *      reader reads, and it re-encodes to bytes that decode to the same
+ *      request and encode the same.
+ *   5  the raw bytes as the request of an exec loader load, and first
+ *      through lds_exec_request_decode: it accepts exactly what the exec
+ *      loader runs, and re-encodes as in 4.
  *   6  the raw bytes as a path, under a scratch directory, for a file
  *      loader load.
  *   7  the raw bytes as the file of a persistent cache (an SQLite
@@ -594,11 +599,106 @@ static outcome load(lds_id loader, const void *req, size_t len) {
   return o;
 }
 
+/* ------------------------------------------------------------------ */
+/* The request decoders                                                */
+/* ------------------------------------------------------------------ */
+
+static bool zeroed(const void *p, size_t n) {
+  const uint8_t *b = p;
+  for (size_t i = 0; i < n; i++)
+    if (b[i]) return false;
+  return true;
+}
+
+static bool same_text(const char *a, const char *b) {
+  return (a == NULL) == (b == NULL) && (a == NULL || strcmp(a, b) == 0);
+}
+
+static bool same_list(const char *const *a, const char *const *b) {
+  if ((a == NULL) != (b == NULL)) return false;
+  if (a == NULL) return true;
+  size_t i = 0;
+  for (; a[i] && b[i]; i++)
+    if (strcmp(a[i], b[i]) != 0) return false;
+  return a[i] == NULL && b[i] == NULL;
+}
+
+/* lds_exec_request_decode over raw bytes: it succeeds exactly when the
+ * exec loader would run them (exec_decode says 2); what it gives encodes,
+ * and that encoding decodes to the same request and encodes the same. */
+static void check_exec_decoder(const uint8_t *p, size_t n) {
+  lds_exec_request d;
+  int rc = lds_exec_request_decode(p, n, &d);
+  exec_req q;
+  size_t end;
+  int level = exec_decode(p, n, &q, &end);
+  if (rc != LDS_OK) {
+    if (rc != LDS_EINVAL) fail("lds_exec_request_decode returned %d", rc);
+    if (!zeroed(&d, sizeof d)) fail("lds_exec_request_decode: out not zeroed on failure");
+    if (level == 2) fail("lds_exec_request_decode refused a request the exec loader runs");
+    return;
+  }
+  if (level != 2) fail("lds_exec_request_decode accepted a request the exec loader refuses");
+  void *e1 = NULL, *e2 = NULL;
+  size_t n1 = 0, n2 = 0;
+  if (lds_exec_request_encode(&d, &e1, &n1) != LDS_OK) fail("a decoded exec request does not encode");
+  lds_exec_request d2;
+  if (lds_exec_request_decode(e1, n1, &d2) != LDS_OK) fail("an exec request's re-encoding does not decode");
+  if (!same_list(d.argv, d2.argv) || !same_list(d.env, d2.env) || !same_text(d.cwd, d2.cwd))
+    fail("an exec request's re-encoding decodes to another request");
+  if (lds_exec_request_encode(&d2, &e2, &n2) != LDS_OK || n1 != n2 || memcmp(e1, e2, n1) != 0)
+    fail("an exec request does not encode the same twice");
+  lds_free(e1);
+  lds_free(e2);
+  lds_exec_request_clear(&d);
+  lds_exec_request_clear(&d2);
+}
+
+static bool same_http(const lds_http_request *a, const lds_http_request *b) {
+  if (!same_text(a->method, b->method) || !same_text(a->url, b->url) || !same_text(a->ca_file, b->ca_file) ||
+      a->header_count != b->header_count || !same_list(a->headers, b->headers) || a->body_len != b->body_len ||
+      (a->body_len && memcmp(a->body, b->body, a->body_len) != 0) || a->timeout_ms != b->timeout_ms ||
+      a->max_body != b->max_body || a->max_redirects != b->max_redirects || a->flags != b->flags)
+    return false;
+  return true;
+}
+
+/* lds_http_request_decode over raw bytes: what it accepts the harness's
+ * own reader reads too; what it gives encodes, and that encoding decodes
+ * to the same request and encodes the same. */
+static void check_http_decoder(const uint8_t *p, size_t n) {
+  lds_http_request d;
+  int rc = lds_http_request_decode(p, n, &d);
+  if (rc != LDS_OK) {
+    if (rc != LDS_EINVAL && rc != LDS_ETOOBIG) fail("lds_http_request_decode returned %d", rc);
+    if (!zeroed(&d, sizeof d)) fail("lds_http_request_decode: out not zeroed on failure");
+    return;
+  }
+  http_req q;
+  if (!http_decode(p, n, &q)) fail("lds_http_request_decode accepted a request the harness does not read");
+  if (d.header_count != q.headers.count || d.timeout_ms != q.timeout_ms || d.max_body != q.max_body ||
+      d.max_redirects != q.max_redirects)
+    fail("lds_http_request_decode: numbers differ from the encoding's");
+  void *e1 = NULL, *e2 = NULL;
+  size_t n1 = 0, n2 = 0;
+  if (lds_http_request_encode(&d, &e1, &n1) != LDS_OK) fail("a decoded http request does not encode");
+  lds_http_request d2;
+  if (lds_http_request_decode(e1, n1, &d2) != LDS_OK) fail("an http request's re-encoding does not decode");
+  if (!same_http(&d, &d2)) fail("an http request's re-encoding decodes to another request");
+  if (lds_http_request_encode(&d2, &e2, &n2) != LDS_OK || n1 != n2 || memcmp(e1, e2, n1) != 0)
+    fail("an http request does not encode the same twice");
+  lds_free(e1);
+  lds_free(e2);
+  lds_http_request_clear(&d);
+  lds_http_request_clear(&d2);
+}
+
 static bool is_einval(const outcome *o) {
   return o->status == LDS_ERROR && o->domain == LDS_DOMAIN_LOADSTATE && o->code == LDS_EINVAL;
 }
 
 static void target_http_load(input *in) {
+  check_http_decoder(in->p, in->n);
   http_req q;
   if (!http_decode(in->p, in->n, &q)) {
     outcome o = load(http_loader, in->p, in->n);
@@ -634,6 +734,7 @@ static void target_http_load(input *in) {
 }
 
 static void target_exec_load(input *in) {
+  check_exec_decoder(in->p, in->n);
   exec_req q;
   size_t argv_end = 0;
   int level = exec_decode(in->p, in->n, &q, &argv_end);

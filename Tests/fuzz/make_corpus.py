@@ -411,6 +411,17 @@ PARSER_SEEDS = {
     "exec_load_env_cwd": bytes([5]) + exec_req([b"env"], [b"A=1", b"B"], b"/nonexistent"),
     "exec_load_bad_tail": bytes([5]) + exec_req([b"true"])[:-2],
     "exec_load_empty_argv": bytes([5]) + exec_req([]),
+    # The request decoders (targets 4 and 5 run them first): a ca_file after
+    # the flags, a byte after it, lines the encoder refuses, text that is
+    # not UTF-8, bytes after an exec request's last field.
+    "decode_http_ca_file": bytes([4]) + http_req(b"PUT", headers=[b"A: b", b"C:"], body=b"x\0y", flags=0x7d)
+    + field(b"/ca.pem"),
+    "decode_http_ca_file_trailing": bytes([4]) + http_req() + field(b"/ca.pem") + b"\0",
+    "decode_http_crlf_header": bytes([4]) + http_req(headers=[b"A: b\r\nC: d"]),
+    "decode_http_bad_method": bytes([4]) + http_req(b"G T"),
+    "decode_http_not_utf8": bytes([4]) + http_req(url=b"http://127.0.0.1:1/\xff"),
+    "decode_exec_trailing": bytes([5]) + exec_req([b"true"], [], b"") + b"tail",
+    "decode_exec_not_utf8": bytes([5]) + exec_req([b"true", b"\xc3"]),
     "file_load": bytes([6]) + b"a",
     "file_load_empty": bytes([6]) + b"empty",
     "file_load_dir": bytes([6]) + b"d",

@@ -50,8 +50,6 @@ HTTP_NO_HEURISTIC_FRESHNESS = HttpFlags.NO_HEURISTIC_FRESHNESS
 HTTP_NO_STALE_ON_DISCONNECT = HttpFlags.NO_STALE_ON_DISCONNECT
 #: Delta-seconds above this read as this (RFC 9111 1.2.2).
 _DELTA_SECONDS_MAX = 2**31
-# In the request encodings, a length or count of 0xFFFFFFFF marks an absent field.
-_ABSENT = 0xFFFFFFFF
 
 
 def _text(value: Union[str, bytes, "os.PathLike[str]"]) -> bytes:
@@ -91,40 +89,14 @@ def _pair(field: str, name: Any, value: Any) -> Tuple[str, str]:
     return name, value
 
 
-class _Reader:
-    """Reads the library's request encodings: little-endian integers, fields, lists."""
-
-    def __init__(self, data: bytes, magic: bytes) -> None:
-        if data[:4] != magic:
-            raise ValueError(f"not an encoded request (expected {magic!r})")
-        self.data = data
-        self.at = 4
-
-    def u32(self) -> int:
-        (value,) = struct.unpack_from("<I", self.data, self.at)
-        self.at += 4
-        return int(value)
-
-    def u64(self) -> int:
-        (value,) = struct.unpack_from("<Q", self.data, self.at)
-        self.at += 8
-        return int(value)
-
-    def field(self) -> Optional[bytes]:
-        length = self.u32()
-        if length == _ABSENT:
-            return None
-        value = self.data[self.at:self.at + length]
-        if len(value) != length:
-            raise ValueError("truncated field")
-        self.at += length
-        return value
-
-    def items(self) -> Optional[List[bytes]]:
-        count = self.u32()
-        if count == _ABSENT:
-            return None
-        return [self.field() or b"" for _ in range(count)]
+def _c_list(array: Any) -> Optional[List[bytes]]:
+    """A NULL-terminated array of C strings the library wrote, as a list (``None`` for NULL)."""
+    if not array:
+        return None
+    items = []
+    while array[len(items)] is not None:
+        items.append(array[len(items)])
+    return items
 
 
 def _seconds_directive(name: str, value: Any) -> None:
@@ -267,11 +239,20 @@ class ExecRequest:
 
     @classmethod
     def decode(cls, data: bytes) -> "ExecRequest":
-        """Reads an encoded exec request back."""
-        reader = _Reader(data, b"LDX1")
-        argv = [os.fsdecode(a) for a in reader.items() or []]
-        env = reader.items()
-        cwd = reader.field()
+        """Reads an encoded exec request back (``lds_exec_request_decode``); bytes the exec loader would
+        refuse raise :class:`~loadstate.InvalidArgument`."""
+        library = load_library()
+        raw = bytes(data)
+        out = ExecRequestC()
+        rc = library.dll.lds_exec_request_decode(raw, len(raw), byref(out))
+        if rc < 0:
+            raise library.error(rc, "decoding an exec request")
+        try:
+            argv = [os.fsdecode(a) for a in _c_list(out.argv) or []]
+            env = _c_list(out.env)
+            cwd = out.cwd
+        finally:
+            library.dll.lds_exec_request_clear(byref(out))
         return cls(argv, [os.fsdecode(e) for e in env] if env is not None else None,
                    os.fsdecode(cwd) if cwd is not None else None)
 
@@ -372,25 +353,32 @@ class HttpRequest:
 
     @classmethod
     def decode(cls, data: bytes) -> "HttpRequest":
-        """Reads an encoded HTTP request back."""
-        reader = _Reader(data, b"LDH1")
-        method = (reader.field() or b"GET").decode("ascii")
-        url = (reader.field() or b"").decode("utf-8")
-        headers = tuple(h.decode("utf-8") for h in reader.items() or [])
+        """Reads an encoded HTTP request back (``lds_http_request_decode``); bytes the http loader would
+        refuse raise :class:`~loadstate.InvalidArgument`."""
+        library = load_library()
+        raw = bytes(data)
+        out = HttpRequestC()
+        rc = library.dll.lds_http_request_decode(raw, len(raw), byref(out))
+        if rc < 0:
+            raise library.error(rc, "decoding an HTTP request")
+        try:
+            method = (out.method or b"GET").decode("ascii")
+            url = (out.url or b"").decode("utf-8")
+            headers = tuple(out.headers[i].decode("utf-8") for i in range(out.header_count))
+            # The field is a c_char_p, which stops at a NUL: the body is read from its pointer.
+            body_at = c_void_p.from_buffer(out, HttpRequestC.body.offset).value
+            body = string_at(body_at, out.body_len) if out.body_len else b""
+            timeout_ms, max_body, max_redirects, flags = out.timeout_ms, out.max_body, out.max_redirects, out.flags
+            ca_file = os.fsdecode(out.ca_file) if out.ca_file is not None else None
+        finally:
+            library.dll.lds_http_request_clear(byref(out))
         cache_control = None
         found = [i for i, line in enumerate(headers) if _is_cache_control(line)]
         if len(found) == 1:
             cache_control = CacheControl.parse(headers[found[0]].partition(":")[2])
             if cache_control:  # an empty line ("Cache-Control:" removes the header) stays in headers
                 headers = headers[:found[0]] + headers[found[0] + 1:]
-        body = reader.field() or b""
-        timeout_ms = reader.u32()
-        max_body = reader.u64()
-        max_redirects = reader.u32()  # the effective count: 0 means no redirects
-        flags = reader.u32()
-        if max_redirects == 0:
-            flags |= HTTP_NO_REDIRECTS
-        ca_file = os.fsdecode(reader.field() or b"") if reader.at < len(data) else None
+        # max_redirects is the effective count: 0 comes with HTTP_NO_REDIRECTS in flags.
         # Made without __post_init__: the library's encoding holds fields of the right types.
         request: HttpRequest = object.__new__(cls)
         request.__dict__.update(url=url, method=method, headers=headers, body=body,

@@ -18,6 +18,37 @@ fn c_string(bytes: impl AsRef<[u8]>) -> Result<CString> {
     CString::new(bytes.as_ref()).map_err(|_| Error::from_code(sys::LDS_EINVAL))
 }
 
+/// The bytes of a NUL-terminated string the library wrote.
+///
+/// # Safety
+/// `text` must be null or a NUL-terminated string.
+unsafe fn c_bytes(text: *const c_char) -> Option<Vec<u8>> {
+    // SAFETY: the caller's contract.
+    (!text.is_null()).then(|| unsafe { std::ffi::CStr::from_ptr(text) }.to_bytes().to_vec())
+}
+
+/// The strings of a NULL-terminated array the library wrote.
+///
+/// # Safety
+/// `list` must be null or a NULL-terminated array of NUL-terminated strings.
+unsafe fn c_list(list: *const *const c_char) -> Option<Vec<Vec<u8>>> {
+    if list.is_null() {
+        return None;
+    }
+    let mut items = Vec::new();
+    let mut i = 0;
+    loop {
+        // SAFETY: the array ends with a null entry, not read past.
+        let item = unsafe { *list.add(i) };
+        if item.is_null() {
+            return Some(items);
+        }
+        // SAFETY: a NUL-terminated string of the array.
+        items.push(unsafe { std::ffi::CStr::from_ptr(item) }.to_bytes().to_vec());
+        i += 1;
+    }
+}
+
 fn millis(duration: Duration) -> u32 {
     u32::try_from(duration.as_millis()).unwrap_or(u32::MAX)
 }
@@ -218,6 +249,23 @@ impl ExecRequest {
         check(unsafe { sys::lds_exec_request_encode(&raw const request, &raw mut out, &raw mut len) })?;
         // SAFETY: the library returned this buffer.
         Ok(unsafe { take_buffer(out, len) })
+    }
+
+    /// Reads encoded exec request bytes back (`lds_exec_request_decode`):
+    /// `ExecRequest::decode(&r.encode()?)` is `r`. Bytes that are not an
+    /// encoded exec request fail with
+    /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument).
+    pub fn decode(bytes: &[u8]) -> Result<ExecRequest> {
+        let mut out = sys::lds_exec_request::INIT;
+        // SAFETY: bytes is a live slice; out is a local.
+        check(unsafe { sys::lds_exec_request_decode(bytes.as_ptr().cast(), bytes.len(), &raw mut out) })?;
+        // SAFETY: the library filled out with NULL-terminated arrays of strings.
+        let request = unsafe {
+            ExecRequest { argv: c_list(out.argv).unwrap_or_default(), env: c_list(out.env), cwd: c_bytes(out.cwd) }
+        };
+        // SAFETY: out was filled by lds_exec_request_decode.
+        unsafe { sys::lds_exec_request_clear(&raw mut out) };
+        Ok(request)
     }
 }
 
@@ -499,6 +547,43 @@ impl HttpRequest {
         check(unsafe { sys::lds_http_request_encode(&raw const request, &raw mut out, &raw mut len) })?;
         // SAFETY: the library returned this buffer.
         Ok(unsafe { take_buffer(out, len) })
+    }
+
+    /// Reads encoded HTTP request bytes back (`lds_http_request_decode`).
+    /// The method comes back set (`GET` when none was given), a
+    /// `max_redirects` of 0 as the library's 5 and
+    /// [`cache_control`](HttpRequest::cache_control) as the header line it
+    /// was sent as: the decoded request encodes to the same bytes. Bytes
+    /// that are not an encoded HTTP request fail with
+    /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument).
+    pub fn decode(bytes: &[u8]) -> Result<HttpRequest> {
+        let mut out = sys::lds_http_request::INIT;
+        // SAFETY: bytes is a live slice; out is a local.
+        check(unsafe { sys::lds_http_request_decode(bytes.as_ptr().cast(), bytes.len(), &raw mut out) })?;
+        let text = |b: Option<Vec<u8>>| String::from_utf8(b.unwrap_or_default()).unwrap_or_default();
+        // SAFETY: the library filled out with NUL-terminated UTF-8 strings,
+        // a NULL-terminated header array and a body of body_len bytes.
+        let request = unsafe {
+            HttpRequest {
+                method: c_bytes(out.method).map(|m| text(Some(m))),
+                url: text(c_bytes(out.url)),
+                headers: c_list(out.headers).unwrap_or_default().into_iter().map(|h| text(Some(h))).collect(),
+                body: if out.body_len == 0 {
+                    Vec::new()
+                } else {
+                    std::slice::from_raw_parts(out.body.cast::<u8>(), out.body_len).to_vec()
+                },
+                timeout_ms: out.timeout_ms,
+                max_redirects: out.max_redirects,
+                max_body: out.max_body,
+                flags: out.flags,
+                ca_file: c_bytes(out.ca_file).map(|p| PathBuf::from(OsStr::from_bytes(&p))),
+                cache_control: None,
+            }
+        };
+        // SAFETY: out was filled by lds_http_request_decode.
+        unsafe { sys::lds_http_request_clear(&raw mut out) };
+        Ok(request)
     }
 }
 

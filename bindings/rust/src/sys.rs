@@ -1070,8 +1070,14 @@ unsafe extern "C" {
     pub fn lds_free(ptr: *mut c_void);
     pub fn lds_file_loader_new(rt: *mut lds_runtime, opts: *const lds_file_options, out: *mut lds_id) -> c_int;
     pub fn lds_exec_request_encode(req: *const lds_exec_request, out: *mut *mut c_void, out_len: *mut usize) -> c_int;
+    /// Since 0.5: copies in one block the library allocates; release with `lds_exec_request_clear`.
+    pub fn lds_exec_request_decode(request: *const c_void, len: usize, out: *mut lds_exec_request) -> c_int;
+    pub fn lds_exec_request_clear(req: *mut lds_exec_request);
     pub fn lds_exec_loader_new(rt: *mut lds_runtime, opts: *const lds_exec_options, out: *mut lds_id) -> c_int;
     pub fn lds_http_request_encode(req: *const lds_http_request, out: *mut *mut c_void, out_len: *mut usize) -> c_int;
+    /// Since 0.5: copies in one block the library allocates; release with `lds_http_request_clear`.
+    pub fn lds_http_request_decode(request: *const c_void, len: usize, out: *mut lds_http_request) -> c_int;
+    pub fn lds_http_request_clear(req: *mut lds_http_request);
     pub fn lds_http_response_decode(value: *const c_void, len: usize, out: *mut lds_http_response) -> c_int;
     pub fn lds_http_loader_new(rt: *mut lds_runtime, opts: *const lds_http_options, out: *mut lds_id) -> c_int;
 

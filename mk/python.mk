@@ -89,9 +89,12 @@ test-python: lib python-deps browser-deps
 
 # loadstate.qt under Xvfb with PySide6 (its QtCore, QtGui and QtWidgets:
 # PySide6-Essentials, installed from PyPI for this python3 when it cannot
-# import PySide6). Not part of make test: the download is large; without
+# import PySide6; Qt's xcb platform plugin loads the XCB libraries of
+# QT_DEB_PACKAGES, installed when missing). Not part of make test: the download is large; without
 # PySide6, tests/test_gui_qt.py is skipped in test-python, saying why.
+QT_DEB_PACKAGES := libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1
 test-gui-qt: lib python-deps
+	$(call deb_install,$(QT_DEB_PACKAGES))
 	@$(PYTHON) -c 'import PySide6.QtWidgets' 2>/dev/null || { \
 	  echo "installing: PySide6-Essentials"; $(PYTHON) -m pip install -q PySide6-Essentials; }
 	LOADSTATE_LIBRARY=$(abspath $(LIB)) $(PYTHON) -m pytest -q $(PYTHON_DIR)/tests/test_gui_qt.py $(PYTEST_ARGS)

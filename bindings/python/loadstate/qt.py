@@ -17,7 +17,7 @@ from .runtime import Runtime
 
 __all__ = ["QtAttachment", "attach", "binding", "BATCH"]
 
-# The most callbacks one activation of the notifier runs (see loadstate.tk.BATCH).
+#: The most callbacks one activation of the notifier runs (see :data:`loadstate.tk.BATCH`).
 BATCH = 1024
 
 

@@ -25,8 +25,8 @@ if TYPE_CHECKING:
 
 __all__ = ["TkAttachment", "attach", "BATCH"]
 
-# The most callbacks one wake-up of Tk runs: the descriptor stays readable while more are pending, so Tk
-# calls again after it has handled its own events, and a steady stream of loads cannot freeze the window.
+#: The most callbacks one wake-up of Tk runs: the descriptor stays readable while more are pending, so Tk
+#: calls again after it has handled its own events, and a steady stream of loads cannot freeze the window.
 BATCH = 1024
 
 

@@ -20,8 +20,8 @@ import loadstate
 
 import xvfb
 
-tkinter = pytest.importorskip("tkinter", reason="this python3 has no tkinter (Debian: python3-tk, for "
-                              "/usr/bin/python3; make test-gui-tk runs these tests with it)")
+tkinter = pytest.importorskip("tkinter", reason="this python3 cannot import tkinter (Debian: python3-tk, "
+                              "which also brings the Tcl/Tk libraries that a python3 of its own loads)")
 if xvfb.missing():
     pytest.skip(xvfb.missing() or "", allow_module_level=True)
 

@@ -59,7 +59,7 @@ napoleon_use_ivar = True
 # built offline, without intersphinx), type variables, and the package's
 # private helpers that appear in signatures.
 nitpick_ignore_regex = [
-    (r"py:.*", r"(os|asyncio|enum|collections|json|ctypes|concurrent|typing|types|pathlib|threading)\..*"),
+    (r"py:.*", r"(os|asyncio|enum|collections|json|ctypes|concurrent|typing|types|pathlib|threading|tkinter)\..*"),
     (r"py:.*", r"(loadstate\.\w+\.)?(T|T_co|V|D|K)"),
     (r"py:.*", r"(loadstate\.)?\w+\._\w+(\.\w+)?"),
     (r"py:.*", r"c_\w+"),

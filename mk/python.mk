@@ -2,6 +2,7 @@
 # install test, and its benchmark.
 #
 #   make test-python          python3 -m pytest -q bindings/python/tests against the debug libloadstate.so
+#   make test-gui-qt          tests/test_gui_qt.py (loadstate.qt under Xvfb), PySide6 installed from PyPI when missing
 #   make python-wheel         build/python/loadstate-VERSION-py3-none-manylinux_X_Y_ARCH.whl: dist/libloadstate.so
 #                             and the libraries it needs (auditwheel repair), for every Python 3 >= 3.9
 #   make python-sdist         build/python-sdist/loadstate-VERSION.tar.gz: the package and the library's sources
@@ -34,7 +35,7 @@ PYTEST_WORKERS    ?= 3
 BENCH_PYTHON_ARGS ?=
 BENCH_PEERS_ARGS  ?=
 
-.PHONY: test-python python-deps python-build-deps python-sdist browser-deps python-wheel test-python-install bench-python bench-python-peers
+.PHONY: test-python test-gui-qt python-deps python-build-deps python-sdist browser-deps python-wheel test-python-install bench-python bench-python-peers
 
 # Debian's python3 makes venvs only with python3-venv.
 BUILD_DEB_PACKAGES += python3-venv
@@ -42,6 +43,10 @@ BUILD_DEB_PACKAGES += python3-venv
 # installs it too when the tests run without make); the install tests make
 # their test CA with openssl.
 DEB_PACKAGES += redis-server openssl
+# tests/test_gui_tk.py runs Tk on a virtual display: Debian's Xvfb, and Tk
+# (python3-tk brings the Tcl/Tk libraries the python3 here loads tkinter
+# with); without them its tests are skipped, saying why.
+DEB_PACKAGES += xvfb python3-tk
 
 PYTHON_VENV       := $(OUT)/python-venv
 PYTHON_SDIST_DIR  := $(OUT)/python-sdist
@@ -81,6 +86,18 @@ test-python: lib python-deps browser-deps
 	@echo "LOADSTATE_LIBRARY=$(abspath $(LIB)) $(PYTHON) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile $(PYTHON_DIR)/tests $(PYTEST_ARGS)"
 	@LOADSTATE_LIBRARY=$(abspath $(LIB)) $(PYTHON) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile $(PYTHON_DIR)/tests $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "test-python: pytest collected no tests"; exit 1; fi; exit $$rc
+
+# loadstate.qt under Xvfb with PySide6 (its QtCore, QtGui and QtWidgets:
+# PySide6-Essentials, installed from PyPI for this python3 when it cannot
+# import PySide6; Qt's xcb platform plugin loads the XCB libraries of
+# QT_DEB_PACKAGES, installed when missing). Not part of make test: the download is large; without
+# PySide6, tests/test_gui_qt.py is skipped in test-python, saying why.
+QT_DEB_PACKAGES := libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1
+test-gui-qt: lib python-deps
+	$(call deb_install,$(QT_DEB_PACKAGES))
+	@$(PYTHON) -c 'import PySide6.QtWidgets' 2>/dev/null || { \
+	  echo "installing: PySide6-Essentials"; $(PYTHON) -m pip install -q PySide6-Essentials; }
+	LOADSTATE_LIBRARY=$(abspath $(LIB)) $(PYTHON) -m pytest -q $(PYTHON_DIR)/tests/test_gui_qt.py $(PYTEST_ARGS)
 
 # setup.py copies dist/libloadstate.so into a wheel tagged py3-none-linux_ARCH
 # (build/python-unrepaired); auditwheel repair then copies in the libraries

@@ -294,6 +294,10 @@ class Core:
         self._workers: Optional[Workers] = None
         self.loop: Optional[asyncio.AbstractEventLoop] = None
         self._watched_fd: Optional[int] = None
+        # POLL mode: what watches the descriptor outside asyncio and trio (a GUI toolkit's file handler or
+        # socket notifier): each hook stops its watch, and close() calls them before lds_runtime_free closes
+        # the descriptor (see Runtime.add_close_hook).
+        self.close_hooks: List[Callable[[], None]] = []
         # POLL mode: the trio run the runtime is attached to instead of an asyncio loop (see _trio).
         self.trio: Optional[_trio.Attachment] = None
         # POLL mode: the thread inside lds_runtime_dispatch, if any, and the
@@ -594,6 +598,12 @@ class Core:
             if self.closed or self.closing:
                 return
             self.closing = True
+            hooks, self.close_hooks = self.close_hooks, []
+        for hook in reversed(hooks):
+            try:
+                hook()
+            except BaseException as exc:  # noqa: BLE001
+                self.report(exc, "a close hook")
         self.detach()
         rc = self.dll.lds_runtime_free(self.c_handle)
         if rc == Code.ESTATE:

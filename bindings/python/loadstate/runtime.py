@@ -292,6 +292,38 @@ class Runtime:
         """Stops watching :attr:`fd` on the attached asyncio loop or trio run."""
         self._core.detach()
 
+    def add_close_hook(self, hook: Callable[[], None]) -> Callable[[], None]:
+        """Calls ``hook()`` when the runtime closes, before it frees its :attr:`fd`; returns a function that
+        removes the hook (harmless to call twice, or after the close).
+
+        For code that watches :attr:`fd` in an event loop of its own, as :func:`loadstate.tk.attach` and
+        :func:`loadstate.qt.attach` do: the hook stops the watch, so the loop never watches a closed
+        descriptor (which many loops report as readable forever, spinning a core). Hooks run on the thread
+        that closes the runtime (the last added first); one that raises goes to the error handler and the
+        close goes on.
+
+        Raises:
+            TypeError: ``hook`` is not callable.
+            Closed: the runtime is closed.
+        """
+        if not callable(hook):
+            raise TypeError(f"hook must be callable, not {type(hook).__name__}")
+        core = self._core
+        with core._lock:
+            if core.closed or core.closing:
+                raise core.lib.error(Code.ECLOSED, "add_close_hook")
+            core.close_hooks.append(hook)
+
+        def remove() -> None:
+            with core._lock:
+                hooks = core.close_hooks
+                for index, known in enumerate(hooks):
+                    if known is hook:
+                        del hooks[index]
+                        break
+
+        return remove
+
     def dispatch(self, max_events: int = 0) -> int:
         """POLL mode: runs pending callbacks on this thread (all when ``max_events`` <= 0); never waits.
 

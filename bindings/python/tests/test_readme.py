@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+import xvfb
 from redis_server import RedisServer
 
 README = Path(__file__).resolve().parent.parent / "README.md"
@@ -21,6 +22,11 @@ def test_the_readme_has_examples():
 def test_readme_example(index, monkeypatch):
     code = compile(BLOCKS[index], f"{README.name} example {index + 1}", "exec")
     with contextlib.ExitStack() as stack:
+        if "import tkinter" in BLOCKS[index]:  # an example of a Tk application: a virtual display
+            pytest.importorskip("tkinter", reason="this python3 has no tkinter (Debian: python3-tk)")
+            if xvfb.missing():
+                pytest.skip(xvfb.missing() or "")
+            stack.enter_context(contextlib.contextmanager(xvfb.display)())
         if "REDIS_URL" in BLOCKS[index]:  # an example of the Redis cache: a server of its own
             monkeypatch.setenv("REDIS_URL", stack.enter_context(RedisServer()).url)
         exec(code, {"__name__": f"readme_example_{index + 1}"})

@@ -93,7 +93,7 @@ def _c_list(array: Any) -> Optional[List[bytes]]:
     """A NULL-terminated array of C strings the library wrote, as a list (``None`` for NULL)."""
     if not array:
         return None
-    items = []
+    items: List[bytes] = []
     while array[len(items)] is not None:
         items.append(array[len(items)])
     return items
@@ -367,7 +367,7 @@ class HttpRequest:
             headers = tuple(out.headers[i].decode("utf-8") for i in range(out.header_count))
             # The field is a c_char_p, which stops at a NUL: the body is read from its pointer.
             body_at = c_void_p.from_buffer(out, HttpRequestC.body.offset).value
-            body = string_at(body_at, out.body_len) if out.body_len else b""
+            body = string_at(body_at, out.body_len) if out.body_len and body_at is not None else b""
             timeout_ms, max_body, max_redirects, flags = out.timeout_ms, out.max_body, out.max_redirects, out.flags
             ca_file = os.fsdecode(out.ca_file) if out.ca_file is not None else None
         finally:

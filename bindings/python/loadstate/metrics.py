@@ -14,6 +14,10 @@ from .enums import Code
 if TYPE_CHECKING:
     from . import _core
 
+# metrics_text and runtime_stats read a runtime's core for Runtime.metrics_text()
+# and Runtime.stats(); they are not part of the public API.
+__all__ = ["LoadMetrics", "RuntimeStats"]
+
 
 @dataclass(frozen=True)
 class LoadMetrics:

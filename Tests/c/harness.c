@@ -156,7 +156,19 @@ static bool run_child(size_t i, enum isolation how, char *why, size_t why_len) {
   return child_passed(status, why, why_len);
 }
 
+/* Which tests reported a result, so that main can tell a selected test
+ * that never ran (a runner that lost a child) from one that passed. */
+static bool *reported_tests;
+
 static void report(size_t i, bool ok, double took, const char *why, int *passed, int *failed) {
+  if (reported_tests != NULL) {
+    if (reported_tests[i]) {
+      (*failed)++;
+      printf("FAIL %-64s reported twice\n", tests[i].name);
+      return;
+    }
+    reported_tests[i] = true;
+  }
   if (ok) {
     (*passed)++;
     printf("ok   %-64s %8.1f ms\n", tests[i].name, took);
@@ -269,6 +281,7 @@ int main(int argc, char **argv) {
   enum isolation how = env_flag("LDS_TEST_NOFORK") ? IN_PROCESS : env_flag("LDS_TEST_EXEC") ? EXEC : FORK;
   if (how == FORK) warm_up();
   int passed = 0, failed = 0;
+  reported_tests = calloc(test_total > 0 ? test_total : 1, sizeof *reported_tests);
   unsigned jobs = how == IN_PROCESS ? 1 : test_jobs();
   if (jobs > 1) {
     run_parallel(how, jobs, argc, argv, &passed, &failed);
@@ -281,6 +294,14 @@ int main(int argc, char **argv) {
       report(i, ok, now_ms() - start, why, &passed, &failed);
     }
   }
+  /* Every selected test reports once, whichever runner ran it. */
+  for (size_t i = 0; reported_tests != NULL && i < test_total; i++) {
+    if (selected(tests[i].name, argc, argv) && !reported_tests[i]) {
+      failed++;
+      printf("FAIL %-64s never ran\n", tests[i].name);
+    }
+  }
+  free(reported_tests);
   printf("%d passed, %d failed\n", passed, failed);
   return failed == 0 ? 0 : 1;
 }

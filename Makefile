@@ -78,25 +78,27 @@ test-swift: lib readme-check readme-swift-check
 	    grep -E '✘|Fatal error|fatal error|error:|Crash|signal' $(OUT)/swift-test.log | head -n 60; fi; exit $$rc
 	$(SWIFT) run $(SWIFT_DEBUG_FLAGS) LoadstateExample
 
+# readme_block LANGUAGE FILE: the README's first ```LANGUAGE block must be
+# FILE, word for word.
+define readme_block
+	@awk '/^```$(1)$$/{on=1;next} /^```$$/{if(on){exit}} on' README.md | diff -u $(2) - \
+	  && echo "README $(1) example matches $(2)"
+endef
+
 # The README's C example is examples/hello.c, word for word; its Python and
 # Rust examples are docs/examples/hello.py and hello.rs, which make test-docs
 # runs (Tests/docs/run_examples.py).
 readme-check:
-	@awk '/^```c$$/{on=1;next} /^```$$/{if(on){exit}} on' README.md | diff -u examples/hello.c - \
-	  && echo "README C example matches examples/hello.c"
-	@awk '/^```python$$/{on=1;next} /^```$$/{if(on){exit}} on' README.md | diff -u docs/examples/hello.py - \
-	  && echo "README Python example matches docs/examples/hello.py"
-	@awk '/^```rust$$/{on=1;next} /^```$$/{if(on){exit}} on' README.md | diff -u docs/examples/hello.rs - \
-	  && echo "README Rust example matches docs/examples/hello.rs"
+	$(call readme_block,c,examples/hello.c)
+	$(call readme_block,python,docs/examples/hello.py)
+	$(call readme_block,rust,docs/examples/hello.rs)
 
 # The README's Swift example is examples/swift/Example.swift, word for word,
 # and runs; the tour of the Swift page (docs/languages/swift.md),
 # examples/swift-tour/Tour.swift, runs against the local test server with
 # the output it shows (examples/swift-tour/expected.txt).
 readme-swift-check:
-	@awk '/^```swift$$/{on=1;next} /^```$$/{if(on){exit}} on' README.md \
-	  | diff -u examples/swift/Example.swift - \
-	  && echo "README Swift example matches examples/swift/Example.swift"
+	$(call readme_block,swift,examples/swift/Example.swift)
 	$(SWIFT) run $(SWIFT_DEBUG_FLAGS) LoadstateExample
 	SWIFT="$(SWIFT)" SWIFT_BUILD_FLAGS="$(SWIFT_DEBUG_FLAGS)" examples/swift-tour/run.sh
 

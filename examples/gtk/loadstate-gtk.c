@@ -206,6 +206,26 @@ static void run_main_loop_for(unsigned ms) {
   while (!elapsed) g_main_context_iteration(NULL, TRUE);
 }
 
+/* The mistake, on purpose (LOADSTATE_GTK_SCRIPT=forget-unwatch): the
+ * runtime was freed with the watch still there. With LDS_RUNTIME_KEEP_FD
+ * the descriptor is open and quiet, so the watch is not called (a closed
+ * one would be reported ready on every iteration). */
+static void check_forgotten_watch(app *a) {
+  unsigned before = a->fd_calls;
+  run_main_loop_for(200);
+  printf("watch calls in 200 ms after the free: %u\n", a->fd_calls - before);
+  if (a->fd_calls != before) a->exit_code = 1;
+  g_source_remove(a->watch);
+  a->watch = 0;
+}
+
+static void report_close(app *a, int free_rc, bool quiet) {
+  printf("closed: free %s, descriptor %s\n", free_rc == LDS_OK ? "ok" : lds_strerror(free_rc),
+         quiet ? "open and quiet" : "NOT open and quiet");
+  printf("callbacks off the main thread: %u\n", a->off_main);
+  if (free_rc != LDS_OK || !quiet || a->off_main != 0 || a->callbacks == 0) a->exit_code = 1;
+}
+
 /* The window closes: stop watching, free the runtime, close the descriptor. */
 static gboolean on_close(GtkWindow *window, gpointer data) {
   (void)window;
@@ -216,26 +236,11 @@ static gboolean on_close(GtkWindow *window, gpointer data) {
   }
   int rc = lds_runtime_free(a->rt); /* a running command is killed and reaped */
   a->rt = NULL;
-  if (a->forget_unwatch) {
-    /* The mistake, on purpose: the watch is still there. With
-     * LDS_RUNTIME_KEEP_FD the descriptor is open and quiet, so it is not
-     * called (a closed one would be reported ready on every iteration). */
-    unsigned before = a->fd_calls;
-    run_main_loop_for(200);
-    printf("watch calls in 200 ms after the free: %u\n", a->fd_calls - before);
-    if (a->fd_calls != before) a->exit_code = 1;
-    g_source_remove(a->watch);
-    a->watch = 0;
-  }
+  if (a->forget_unwatch) check_forgotten_watch(a);
   /* LDS_RUNTIME_KEEP_FD: the descriptor is ours now, open and never readable. */
   bool quiet = open_and_quiet(a->fd);
   close(a->fd);
-  if (a->scripted) {
-    printf("closed: free %s, descriptor %s\n", rc == LDS_OK ? "ok" : lds_strerror(rc),
-           quiet ? "open and quiet" : "NOT open and quiet");
-    printf("callbacks off the main thread: %u\n", a->off_main);
-    if (rc != LDS_OK || !quiet || a->off_main != 0 || a->callbacks == 0) a->exit_code = 1;
-  }
+  if (a->scripted) report_close(a, rc, quiet);
   a->done = true;
   return FALSE; /* let the window close */
 }

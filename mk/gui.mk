@@ -7,7 +7,7 @@
 #                             idle whose CPU time must stay under 0.05 s, closing the window
 #                             mid-load; once in the safe order and once freeing the runtime
 #                             before removing the watch; the printed states must be
-#                             Tests/gui/gtk*.expected. About 15 s, 10 of them the idle time.
+#                             Tests/gui/gtk*.expected. About 16 s, 10 of them the idle time.
 #   make gui-screenshots-gtk  save a PNG of the window in each state into docs/images/gui
 #                             (gtk-<state>.png, committed; make test does not make them again)
 #

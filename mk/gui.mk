@@ -5,9 +5,11 @@
 #   make test-gui-gtk         run it scripted under Xvfb (Tests/gui/run-gtk.sh): load, load
 #                             again while loading, an interrupt then cancel, an error, 10 s
 #                             idle whose CPU time must stay under 0.05 s, closing the window
-#                             mid-load; once in the safe order and once freeing the runtime
-#                             before removing the watch; the printed states must be
-#                             Tests/gui/gtk*.expected. About 16 s, 10 of them the idle time.
+#                             mid-load (the command killed and reaped), every callback on the
+#                             main thread; once in the safe order and once freeing the
+#                             runtime before removing the watch (which must then not be
+#                             called); the printed states must be Tests/gui/gtk*.expected.
+#                             About 16 s, 10 of them the idle time.
 #   make gui-screenshots-gtk  save a PNG of the window in each state into docs/images/gui
 #                             (gtk-<state>.png, committed; make test does not make them again)
 #

@@ -24,9 +24,10 @@
  * buttons (see script_next) and print each state it shows:
  *   1               every state, then 10 s idle with the runtime alive,
  *                   measuring the process's CPU time (getrusage), then a
- *                   slow load and closing the window while it runs; checks
- *                   that every callback ran on the main thread; exits 0
- *                   when all went as expected
+ *                   slow load and closing the window while it runs (the
+ *                   free must end and reap the command); checks that every
+ *                   callback ran on the main thread; exits 0 when all went
+ *                   as expected
  *   forget-unwatch  the same without the idle time, but the runtime is
  *                   freed before its watch is removed (the mistake): the
  *                   watch must then not be called (the descriptor stays
@@ -45,6 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define INTERRUPT_MS 1000   /* a load running this long says so */
@@ -219,11 +221,16 @@ static void check_forgotten_watch(app *a) {
   a->watch = 0;
 }
 
-static void report_close(app *a, int free_rc, bool quiet) {
-  printf("closed: free %s, descriptor %s\n", free_rc == LDS_OK ? "ok" : lds_strerror(free_rc),
-         quiet ? "open and quiet" : "NOT open and quiet");
+/* The window closed while a command ran: the free must have ended and
+ * reaped it (no child of this process is left), left the descriptor open
+ * and quiet, and every callback must have run on the main thread. */
+static void report_close(app *a, int free_rc, bool quiet, gint64 free_us) {
+  bool no_child = waitpid(-1, NULL, WNOHANG) == -1 && errno == ECHILD;
+  fprintf(stderr, "lds_runtime_free with a command running: %.1f ms\n", free_us / 1000.0);
+  printf("closed: free %s, descriptor %s, %s\n", free_rc == LDS_OK ? "ok" : lds_strerror(free_rc),
+         quiet ? "open and quiet" : "NOT open and quiet", no_child ? "no child left" : "a child LEFT");
   printf("callbacks off the main thread: %u\n", a->off_main);
-  if (free_rc != LDS_OK || !quiet || a->off_main != 0 || a->callbacks == 0) a->exit_code = 1;
+  if (free_rc != LDS_OK || !quiet || !no_child || a->off_main != 0 || a->callbacks == 0) a->exit_code = 1;
 }
 
 /* The window closes: stop watching, free the runtime, close the descriptor. */
@@ -234,13 +241,15 @@ static gboolean on_close(GtkWindow *window, gpointer data) {
     g_source_remove(a->watch); /* first: nothing may watch a descriptor about to go */
     a->watch = 0;
   }
+  gint64 start = g_get_monotonic_time();
   int rc = lds_runtime_free(a->rt); /* a running command is killed and reaped */
+  gint64 free_us = g_get_monotonic_time() - start;
   a->rt = NULL;
   if (a->forget_unwatch) check_forgotten_watch(a);
   /* LDS_RUNTIME_KEEP_FD: the descriptor is ours now, open and never readable. */
   bool quiet = open_and_quiet(a->fd);
   close(a->fd);
-  if (a->scripted) report_close(a, rc, quiet);
+  if (a->scripted) report_close(a, rc, quiet, free_us);
   a->done = true;
   return FALSE; /* let the window close */
 }

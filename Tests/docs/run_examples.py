@@ -62,7 +62,7 @@ OUTSIDE_RUN_ELSEWHERE = {
     "examples/swift-tour/Tour.swift": "make readme-swift-check runs it against the test server",
     "examples/swift/Example.swift": "make test-swift runs it (swift run LoadstateExample)",
     "bindings/rust/examples/tour.rs": "make test-rust runs it (cargo run --example tour)",
-    "examples/gtk/loadstate-gtk.c": "make test-gui-gtk builds it and runs it under Xvfb (where GTK 4 is installed)",
+    "examples/gtk/loadstate-gtk.c": "make test-gui-gtk (part of make test) builds it and runs it under Xvfb",
     "Tests/gui/gtk.expected": "the output make test-gui-gtk compares the GTK example's with",
 }
 

@@ -53,7 +53,7 @@ def binding(api: Optional[str] = None) -> Any:
             raise ImportError(f"loadstate.qt: {source}={api!r} is not one of {', '.join(APIS)}")
         candidates = [package]
     else:
-        imported = [name for name in APIS.values() if name in sys.modules]
+        imported = [name for name in APIS.values() if sys.modules.get(name) is not None]
         candidates = imported[:1] or list(APIS.values())
     failures = []
     for package in candidates:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -398,6 +399,7 @@ def tk_outliving_its_display() -> None:
     displays.close()  # the server stops
     again = xvfb.display()
     next(again)
+    print(f"Xvfb {xvfb.started[-1]}", flush=True)
     try:
         second = tkinter.Tk()
         second.update()  # Tk reads the dead connection: Xlib's fatal I/O error exits the process
@@ -406,10 +408,25 @@ def tk_outliving_its_display() -> None:
         again.close()
 
 
-def test_a_toolkit_crash_fails_only_its_test(display: str) -> None:
+def test_a_toolkit_crash_fails_only_its_test_and_its_xvfb_goes_too(display: str) -> None:
     with pytest.raises(pytest.fail.Exception, match="XIO") as failure:
         xvfb.Child(tk_outliving_its_display).result()
     assert "failed in its process" in str(failure.value)
+    # The crash ran no finalizer: the kernel killed the Xvfb the child had started.
+    pid = int(re.search(r"Xvfb (\d+)", str(failure.value)).group(1))  # type: ignore[union-attr]
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline and alive(pid):
+        time.sleep(0.01)
+    assert not alive(pid), f"Xvfb {pid} outlived the process that started it"
+
+
+def alive(pid: int) -> bool:
+    """Whether the process runs (a zombie waiting for init to reap it does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
 
 
 def test_idle_attached_runtime_uses_no_cpu_over_10_s(idle: xvfb.Child) -> None:

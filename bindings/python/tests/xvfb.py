@@ -2,7 +2,8 @@
 its own.
 
 Xvfb starts on a free display number, which it picks and writes to a pipe once it accepts clients
-(-displayfd), so nothing waits by sleeping; it is killed when the fixture ends, whatever the test did.
+(-displayfd), so nothing waits by sleeping; it is stopped when the fixture ends, whatever the test did, and
+killed by the kernel if the process that started it dies first.
 
 The toolkits never run in the pytest process itself (:func:`in_child`): Tk keeps its connection to an X
 display open after its last window is destroyed, and once that display's server has stopped, the next Tk
@@ -13,18 +14,22 @@ it) and a crash (reported as the test's failure, with faulthandler's trace).
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import json
 import os
 import select
 import shutil
+import signal
 import subprocess
 import sys
-from typing import Any, Callable, Iterator, Optional
+from typing import Callable, Iterator, List, Optional
 
 import pytest
 
 WAIT = 10.0
+#: The process ids of the Xvfb servers this process started.
+started: List[int] = []
 
 
 def missing() -> Optional[str]:
@@ -34,13 +39,20 @@ def missing() -> Optional[str]:
     return None
 
 
+def _die_with_parent() -> None:
+    """In Xvfb's process before exec: the kernel kills it when the process that started it ends, even by a
+    crash that runs no finalizer (Linux's PR_SET_PDEATHSIG)."""
+    ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
 def display() -> Iterator[str]:
     """Starts Xvfb, sets DISPLAY for the duration, yields it, stops Xvfb (for a pytest fixture)."""
     read_end, write_end = os.pipe()
     process = subprocess.Popen(["Xvfb", "-displayfd", str(write_end), "-nolisten", "tcp", "-screen", "0",
                                 "640x480x24"], pass_fds=(write_end,), stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
+                               stderr=subprocess.DEVNULL, preexec_fn=_die_with_parent)
     os.close(write_end)
+    started.append(process.pid)
     try:
         text = b""
         while not text.endswith(b"\n"):

@@ -4,6 +4,7 @@
 #   make test-python          python3 -m pytest -q bindings/python/tests against the debug libloadstate.so
 #   make test-gui-qt          tests/test_gui_qt.py (loadstate.qt under Xvfb) once with PySide6, once with PyQt6
 #                             (QT_API), both installed from PyPI when missing
+#   make gui-screenshots-python  docs/images/gui/{tk,qt}-STATE.png: the GUI examples in each state, under Xvfb
 #   make python-wheel         build/python/loadstate-VERSION-py3-none-manylinux_X_Y_ARCH.whl: dist/libloadstate.so
 #                             and the libraries it needs (auditwheel repair), for every Python 3 >= 3.9
 #   make python-sdist         build/python-sdist/loadstate-VERSION.tar.gz: the package and the library's sources
@@ -36,7 +37,7 @@ PYTEST_WORKERS    ?= 3
 BENCH_PYTHON_ARGS ?=
 BENCH_PEERS_ARGS  ?=
 
-.PHONY: test-python test-gui-qt python-deps python-gui-deps python-build-deps python-sdist browser-deps python-wheel test-python-install bench-python bench-python-peers
+.PHONY: test-python test-gui-qt gui-screenshots-python python-deps python-gui-deps python-build-deps python-sdist browser-deps python-wheel test-python-install bench-python bench-python-peers
 
 # Debian's python3 makes venvs only with python3-venv.
 BUILD_DEB_PACKAGES += python3-venv
@@ -109,6 +110,22 @@ test-gui-qt: lib python-deps python-gui-deps
 	  echo "installing: PyQt6"; $(PYTHON) -m pip install -q PyQt6; }
 	QT_API=pyside6 LOADSTATE_LIBRARY=$(abspath $(LIB)) $(PYTHON) -m pytest -q -p no:cacheprovider $(PYTHON_DIR)/tests/test_gui_qt.py $(PYTEST_ARGS)
 	QT_API=pyqt6 LOADSTATE_LIBRARY=$(abspath $(LIB)) $(PYTHON) -m pytest -q -p no:cacheprovider $(PYTHON_DIR)/tests/test_gui_qt.py $(PYTEST_ARGS)
+
+# The pictures of docs/images/gui/: tests/gui_states.py drives the example
+# programs bindings/python/examples/gui_tk.py and gui_qt.py through every
+# state by their own buttons, on a virtual display (Debian's xvfb-run, which
+# needs xauth), and saves a PNG of the window in each (tk-<state>.png,
+# qt-<state>.png; Tk's grabbed from the X server with Qt, Qt's rendered by
+# the widget). tests/test_gui_examples.py checks that the pictures the docs
+# show exist and are whole PNGs.
+GUI_IMAGES_DIR := docs/images/gui
+gui-screenshots-python: lib python-deps python-gui-deps
+	$(call deb_install,xauth)
+	@mkdir -p $(GUI_IMAGES_DIR)
+	for toolkit in tk qt; do \
+	  LOADSTATE_LIBRARY=$(abspath $(LIB)) xvfb-run -a -s "-nolisten tcp -screen 0 640x480x24" \
+	    $(PYTHON) $(PYTHON_DIR)/tests/gui_states.py $$toolkit $(GUI_IMAGES_DIR) || exit 1; done
+	@ls -l $(GUI_IMAGES_DIR)/tk-*.png $(GUI_IMAGES_DIR)/qt-*.png
 
 # setup.py copies dist/libloadstate.so into a wheel tagged py3-none-linux_ARCH
 # (build/python-unrepaired); auditwheel repair then copies in the libraries

@@ -103,13 +103,13 @@ python-gui-deps: deps
 	@$(PYTHON) -c 'import PySide6.QtWidgets' 2>/dev/null || { \
 	  echo "installing: PySide6-Essentials"; $(PYTHON) -m pip install -q PySide6-Essentials; }
 
-# The Qt tests once with each binding (QT_API): PyQt6 is installed from PyPI
+# The Qt tests and the examples once with each binding (QT_API): PyQt6 is installed from PyPI
 # too when missing (another 260 MB installed).
 test-gui-qt: lib python-deps python-gui-deps
 	@$(PYTHON) -c 'import PyQt6.QtWidgets' 2>/dev/null || { \
 	  echo "installing: PyQt6"; $(PYTHON) -m pip install -q PyQt6; }
-	QT_API=pyside6 LOADSTATE_LIBRARY=$(abspath $(LIB)) $(PYTHON) -m pytest -q -p no:cacheprovider $(PYTHON_DIR)/tests/test_gui_qt.py $(PYTEST_ARGS)
-	QT_API=pyqt6 LOADSTATE_LIBRARY=$(abspath $(LIB)) $(PYTHON) -m pytest -q -p no:cacheprovider $(PYTHON_DIR)/tests/test_gui_qt.py $(PYTEST_ARGS)
+	QT_API=pyside6 LOADSTATE_LIBRARY=$(abspath $(LIB)) $(PYTHON) -m pytest -q -p no:cacheprovider $(PYTHON_DIR)/tests/test_gui_qt.py $(PYTHON_DIR)/tests/test_gui_examples.py $(PYTEST_ARGS)
+	QT_API=pyqt6 LOADSTATE_LIBRARY=$(abspath $(LIB)) $(PYTHON) -m pytest -q -p no:cacheprovider $(PYTHON_DIR)/tests/test_gui_qt.py $(PYTHON_DIR)/tests/test_gui_examples.py $(PYTEST_ARGS)
 
 # The pictures of docs/images/gui/: tests/gui_states.py drives the example
 # programs bindings/python/examples/gui_tk.py and gui_qt.py through every

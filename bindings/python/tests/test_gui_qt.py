@@ -299,6 +299,21 @@ def test_a_kept_descriptor_closed_on_another_thread_leaves_qt_idle() -> None:
         assert errors == []
 
 
+@xvfb.in_child
+def test_a_kept_descriptor_closed_on_qts_thread() -> None:
+    """keep_fd=True, closed where it should be: the hook releases the notifier before the free, the
+    descriptor stays open for the application to close."""
+    with qt_app() as app:
+        runtime = loadstate.Runtime(loadstate.Delivery.POLL, keep_fd=True)
+        attachment = loadstate.qt.attach(runtime)
+        runtime.close()
+        assert attachment.closed and attachment.notifier is None
+        os.fstat(attachment.fd)  # still open
+        used = idle_cpu(app, 0.5)
+        assert used < IDLE_CPU_PER_SECOND, f"{used:.3f} s of CPU in the half second after"
+        os.close(attachment.fd)
+
+
 def binding_in_a_child(env: Dict[str, str], code: str = "import loadstate.qt\n"
                        "print(loadstate.qt.binding().__name__)\n") -> subprocess.CompletedProcess:
     environment = {k: v for k, v in os.environ.items() if k != "QT_API"}

@@ -333,6 +333,21 @@ def test_a_kept_descriptor_closed_on_another_thread_leaves_tk_idle() -> None:
 
 
 @xvfb.in_child
+def test_a_kept_descriptor_closed_on_tks_thread() -> None:
+    """keep_fd=True, closed where it should be: the hook removes the handler before the free, the descriptor
+    stays open for the application to close."""
+    with tk_root() as root:
+        runtime = loadstate.Runtime(loadstate.Delivery.POLL, keep_fd=True)
+        attachment = loadstate.tk.attach(root, runtime)
+        runtime.close()
+        assert attachment.closed and not attachment.watching
+        os.fstat(attachment.fd)  # still open
+        used = idle_cpu(root, 0.5)
+        assert used < IDLE_CPU_PER_SECOND, f"{used:.3f} s of CPU in the half second after"
+        os.close(attachment.fd)
+
+
+@xvfb.in_child
 def test_a_closed_descriptor_closed_on_another_thread_is_reported() -> None:
     """Without keep_fd, the descriptor closes under the handler: the error handler hears of it."""
     with tk_root() as root:

@@ -47,7 +47,7 @@ def describe(event: loadstate.Event[str]) -> str:
 class Window(QtWidgets.QWidget):  # type: ignore[misc]
     """A label that shows the cell's state, and the buttons that drive it."""
 
-    def __init__(self, runtime: loadstate.Runtime, loader: loadstate.Loader) -> None:
+    def __init__(self, runtime: loadstate.Runtime, loader: loadstate.Loader[str]) -> None:
         super().__init__()
         self.setWindowTitle("loadstate")
         self.cell = runtime.loadable(loader)

@@ -43,7 +43,7 @@ def describe(event: loadstate.Event[str]) -> str:
 class Window:
     """A label that shows the cell's state, and the buttons that drive it."""
 
-    def __init__(self, root: tkinter.Tk, runtime: loadstate.Runtime, loader: loadstate.Loader) -> None:
+    def __init__(self, root: tkinter.Tk, runtime: loadstate.Runtime, loader: loadstate.Loader[str]) -> None:
         self.root = root
         self.cell = runtime.loadable(loader)
         self.label = tkinter.Label(root, text="nothing loaded", width=36, anchor="w", padx=8, pady=8)

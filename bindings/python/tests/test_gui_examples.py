@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 import struct
-import sys
 import tempfile
 import zlib
 from pathlib import Path

@@ -2,7 +2,9 @@
 # install test, and its benchmark.
 #
 #   make test-python          python3 -m pytest -q bindings/python/tests against the debug libloadstate.so
-#   make test-gui-qt          tests/test_gui_qt.py (loadstate.qt under Xvfb), PySide6 installed from PyPI when missing
+#   make test-gui-qt          tests/test_gui_qt.py (loadstate.qt under Xvfb) once with PySide6, once with PyQt6
+#                             (QT_API), both installed from PyPI when missing
+#   make gui-screenshots-python  docs/images/gui/{tk,qt}-STATE.png: the GUI examples in each state, under Xvfb
 #   make python-wheel         build/python/loadstate-VERSION-py3-none-manylinux_X_Y_ARCH.whl: dist/libloadstate.so
 #                             and the libraries it needs (auditwheel repair), for every Python 3 >= 3.9
 #   make python-sdist         build/python-sdist/loadstate-VERSION.tar.gz: the package and the library's sources
@@ -35,7 +37,7 @@ PYTEST_WORKERS    ?= 3
 BENCH_PYTHON_ARGS ?=
 BENCH_PEERS_ARGS  ?=
 
-.PHONY: test-python test-gui-qt python-deps python-build-deps python-sdist browser-deps python-wheel test-python-install bench-python bench-python-peers
+.PHONY: test-python test-gui-qt gui-screenshots-python python-deps python-gui-deps python-build-deps python-sdist browser-deps python-wheel test-python-install bench-python bench-python-peers
 
 # Debian's python3 makes venvs only with python3-venv.
 BUILD_DEB_PACKAGES += python3-venv
@@ -82,22 +84,48 @@ browser-deps:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; }
 
 # pytest exits with 5 when it collected no test; that is a failure here.
-test-python: lib python-deps browser-deps
+test-python: lib python-deps python-gui-deps browser-deps
 	@echo "LOADSTATE_LIBRARY=$(abspath $(LIB)) $(PYTHON) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile $(PYTHON_DIR)/tests $(PYTEST_ARGS)"
 	@LOADSTATE_LIBRARY=$(abspath $(LIB)) $(PYTHON) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile $(PYTHON_DIR)/tests $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "test-python: pytest collected no tests"; exit 1; fi; exit $$rc
 
-# loadstate.qt under Xvfb with PySide6 (its QtCore, QtGui and QtWidgets:
-# PySide6-Essentials, installed from PyPI for this python3 when it cannot
-# import PySide6; Qt's xcb platform plugin loads the XCB libraries of
-# QT_DEB_PACKAGES, installed when missing). Not part of make test: the download is large; without
-# PySide6, tests/test_gui_qt.py is skipped in test-python, saying why.
-QT_DEB_PACKAGES := libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1
-test-gui-qt: lib python-deps
+# tests/test_gui_qt.py runs loadstate.qt under Xvfb with PySide6 (its QtCore,
+# QtGui and QtWidgets: PySide6-Essentials, installed from PyPI for this
+# python3 when it cannot import PySide6; Qt's xcb platform plugin loads the
+# libraries of QT_DEB_PACKAGES, installed when missing). Part of make test:
+# the wheel is 84 MB (260 MB installed), and pip installed it into a fresh
+# venv in 3.5 s here; a python3 without it skips the file, saying why.
+QT_DEB_PACKAGES := libxcb-cursor0 libxcb-icccm4 libxcb-image0 libxcb-keysyms1 libxcb-randr0 \
+	libxcb-render-util0 libxcb-shape0 libxcb-xfixes0 libxcb-xkb1 libxkbcommon-x11-0 libegl1 libgl1 \
+	libfontconfig1 libdbus-1-3 libglib2.0-0
+python-gui-deps: deps
 	$(call deb_install,$(QT_DEB_PACKAGES))
 	@$(PYTHON) -c 'import PySide6.QtWidgets' 2>/dev/null || { \
 	  echo "installing: PySide6-Essentials"; $(PYTHON) -m pip install -q PySide6-Essentials; }
-	LOADSTATE_LIBRARY=$(abspath $(LIB)) $(PYTHON) -m pytest -q $(PYTHON_DIR)/tests/test_gui_qt.py $(PYTEST_ARGS)
+
+# The Qt tests and the examples once with each binding (QT_API): PyQt6 is installed from PyPI
+# too when missing (another 260 MB installed).
+test-gui-qt: lib python-deps python-gui-deps
+	@$(PYTHON) -c 'import PyQt6.QtWidgets' 2>/dev/null || { \
+	  echo "installing: PyQt6"; $(PYTHON) -m pip install -q PyQt6; }
+	QT_API=pyside6 LOADSTATE_LIBRARY=$(abspath $(LIB)) $(PYTHON) -m pytest -q -p no:cacheprovider $(PYTHON_DIR)/tests/test_gui_qt.py $(PYTHON_DIR)/tests/test_gui_examples.py $(PYTEST_ARGS)
+	QT_API=pyqt6 LOADSTATE_LIBRARY=$(abspath $(LIB)) $(PYTHON) -m pytest -q -p no:cacheprovider $(PYTHON_DIR)/tests/test_gui_qt.py $(PYTHON_DIR)/tests/test_gui_examples.py $(PYTEST_ARGS)
+
+# The pictures of docs/images/gui/: tests/gui_states.py drives the example
+# programs bindings/python/examples/gui_tk.py and gui_qt.py through every
+# state by their own buttons, on a virtual display (Debian's xvfb-run, which
+# needs xauth), and saves a PNG of the window in each (tk-<state>.png,
+# qt-<state>.png; Tk's grabbed from the X server with Qt, Qt's rendered by
+# the widget). tests/test_gui_examples.py checks that the pictures the docs
+# show exist and are whole PNGs.
+GUI_IMAGES_DIR := docs/images/gui
+gui-screenshots-python: lib python-deps python-gui-deps
+	$(call deb_install,xauth)
+	@mkdir -p $(GUI_IMAGES_DIR)
+	for toolkit in tk qt; do \
+	  LOADSTATE_LIBRARY=$(abspath $(LIB)) xvfb-run -a -s "-nolisten tcp -screen 0 640x480x24" \
+	    $(PYTHON) $(PYTHON_DIR)/tests/gui_states.py $$toolkit $(GUI_IMAGES_DIR) || exit 1; done
+	@ls -l $(GUI_IMAGES_DIR)/tk-*.png $(GUI_IMAGES_DIR)/qt-*.png
 
 # setup.py copies dist/libloadstate.so into a wheel tagged py3-none-linux_ARCH
 # (build/python-unrepaired); auditwheel repair then copies in the libraries

@@ -64,6 +64,8 @@ OUTSIDE_RUN_ELSEWHERE = {
     "bindings/rust/examples/tour.rs": "make test-rust runs it (cargo run --example tour)",
     "examples/gtk/loadstate-gtk.c": "make test-gui-gtk (part of make test) builds it and runs it under Xvfb",
     "Tests/gui/gtk.expected": "the output make test-gui-gtk compares the GTK example's with",
+    "bindings/python/examples/gui_tk.py": "make test-python (tests/test_gui_examples.py) runs it under Xvfb",
+    "bindings/python/examples/gui_qt.py": "make test-python (tests/test_gui_examples.py) runs it under Xvfb",
 }
 
 RUNNABLE = (".c", ".py", ".rs")

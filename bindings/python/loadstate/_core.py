@@ -272,7 +272,8 @@ class Core:
         self.deferred: List[Tuple[Any, ...]] = []
         self._results = (ctypes.c_int32 * 256)()
         self.delivery = Delivery(delivery)
-        self.on_error = on_error or default_error_handler
+        self.keep_fd = keep_fd
+        self.on_error = on_error if on_error is not None else default_error_handler
         options = RuntimeOptions(ctypes.sizeof(RuntimeOptions), int(self.delivery), spin_us, 0,
                                  (0 if metrics else RUNTIME_NO_METRICS) | (RUNTIME_KEEP_FD if keep_fd else 0))
         out = c_void_p()

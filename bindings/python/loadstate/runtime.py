@@ -128,6 +128,11 @@ class Runtime:
         return self._core.delivery
 
     @property
+    def keep_fd(self) -> bool:
+        """Whether :meth:`close` leaves :attr:`fd` open (the runtime was made with ``keep_fd=True``)."""
+        return self._core.keep_fd
+
+    @property
     def closed(self) -> bool:
         """Whether :meth:`close` has run."""
         return self._core.closed

@@ -23,11 +23,22 @@ from .runtime import Runtime
 if TYPE_CHECKING:
     import tkinter
 
-__all__ = ["TkAttachment", "attach", "BATCH"]
+__all__ = ["TkAttachment", "attach", "BATCH", "FD_SETSIZE"]
 
 #: The most callbacks one wake-up of Tk runs: the descriptor stays readable while more are pending, so Tk
 #: calls again after it has handled its own events, and a steady stream of loads cannot freeze the window.
 BATCH = 1024
+
+
+#: Tcl 8.6's notifier watches descriptors with ``select``, whose sets hold descriptors below this number only: a
+#: larger one aborts the process (glibc: "bit out of range 0 - FD_SETSIZE on fd_set"). Tcl 8.7 and 9 use epoll.
+FD_SETSIZE = 1024
+
+
+def _select_notifier(root: "tkinter.Misc") -> bool:
+    version = str(root.tk.call("info", "patchlevel"))
+    major, minor = (int(part) for part in version.split(".")[:2])
+    return (major, minor) < (8, 7)
 
 
 class TkAttachment:
@@ -40,13 +51,18 @@ class TkAttachment:
     def __init__(self, root: "tkinter.Misc", runtime: Runtime) -> None:
         import tkinter
 
-        self._root: Optional["tkinter.Misc"] = root
         self._runtime = runtime
         self._fd = runtime.fd
+        if self._fd >= FD_SETSIZE and _select_notifier(root):
+            raise ValueError(f"loadstate.tk.attach: the runtime's descriptor is {self._fd}, and Tcl "
+                             f"{root.tk.call('info', 'patchlevel')} watches descriptors below {FD_SETSIZE} only; "
+                             "make the runtime before the process opens that many descriptors")
         self._thread = threading.get_ident()
         self._lock = threading.Lock()
         self._closed = False
+        # tkinter raises RuntimeError here when this is not the interpreter's thread (a threaded Tcl).
         root.tk.createfilehandler(self._fd, tkinter.READABLE, self._readable)
+        self._root: Optional["tkinter.Misc"] = root  # until the file handler is deleted
         self._remove_hook: Callable[[], None] = runtime.add_close_hook(self.close)
         self._destroy_binding: Optional[str] = root.bind("<Destroy>", self._destroyed, add="+")
 
@@ -56,12 +72,24 @@ class TkAttachment:
         return self._runtime
 
     @property
+    def fd(self) -> int:
+        """The watched descriptor (the runtime's :attr:`~loadstate.Runtime.fd`)."""
+        return self._fd
+
+    @property
     def closed(self) -> bool:
-        """Whether the watch has stopped."""
+        """Whether the watch has stopped: no callback is dispatched from it any more."""
         return self._closed
+
+    @property
+    def watching(self) -> bool:
+        """Whether Tk still has the file handler: False once :meth:`close` ran on Tk's thread."""
+        return self._root is not None
 
     def _readable(self, fd: Any, mask: Any) -> None:
         if self._closed:
+            # Closed on another thread, which could not touch Tcl: Tk's thread removes the handler now.
+            self.close()
             return
         self._runtime.dispatch(BATCH)
 
@@ -73,14 +101,26 @@ class TkAttachment:
     def close(self) -> None:
         """Stops the watch: removes the file handler and the ``<Destroy>`` binding; harmless to call twice.
 
-        Call it on Tk's thread, like every Tk call (a runtime closed on another thread calls it there).
+        On Tk's thread it does it all. On another thread (a runtime closed there runs it there) it stops the
+        dispatching at once but cannot remove the handler itself. With a runtime made with ``keep_fd=True``,
+        the descriptor stays open and never readable: Tk stays idle, and the handler goes at a :meth:`close`
+        on Tk's thread or at the root's destruction. Without it, the descriptor is about to close under the
+        handler, which can spin Tcl's notifier (Tk's thread removes the handler if Tcl calls it, not if Tcl
+        spins without calling it): it raises ``RuntimeError`` (which the runtime's close passes to its
+        ``on_error``), after stopping the dispatching.
         """
         with self._lock:
-            if self._closed:
-                return
+            first = not self._closed
             self._closed = True
-            root, self._root = self._root, None
-        self._remove_hook()
+            on_tk_thread = threading.get_ident() == self._thread
+            root = self._root if on_tk_thread else None
+            if on_tk_thread:
+                self._root = None
+        if first:
+            self._remove_hook()
+        if not on_tk_thread:
+            self._close_later()
+            return
         if root is None:
             return
         try:
@@ -95,6 +135,16 @@ class TkAttachment:
             except Exception:  # noqa: BLE001  the window is being destroyed
                 pass
 
+    def _close_later(self) -> None:
+        if self._root is None or self._runtime.keep_fd:
+            return  # a kept descriptor stays quiet until Tk's thread removes the handler
+        # The runtime is about to close the descriptor under the handler. Tk's thread removes it if Tcl calls it
+        # (_readable), but when that thread is not in its loop at the moment of the close, Tcl 8.6's notifier
+        # later spins on the closed descriptor without calling it. Say so: the error handler logs it.
+        raise RuntimeError("loadstate.tk: a runtime without keep_fd=True was closed on another thread than Tk's, "
+                           "which cannot remove its file handler; close it on Tk's thread, or make it with "
+                           "keep_fd=True")
+
     def __enter__(self) -> "TkAttachment":
         return self
 
@@ -102,7 +152,8 @@ class TkAttachment:
         self.close()
 
     def __repr__(self) -> str:
-        return f"<loadstate.tk.TkAttachment fd={self._fd} {'closed' if self._closed else 'watching'}>"
+        state = "watching" if not self._closed else ("closed" if self._root is None else "closing")
+        return f"<loadstate.tk.TkAttachment fd={self._fd} {state}>"
 
 
 def attach(root: "tkinter.Misc", runtime: Runtime) -> TkAttachment:
@@ -116,13 +167,20 @@ def attach(root: "tkinter.Misc", runtime: Runtime) -> TkAttachment:
         runtime: a runtime made with ``delivery=Delivery.POLL``, not attached to an asyncio loop or trio run.
 
     Returns the :class:`TkAttachment`; the watch stops on its ``close()``, when ``root`` is destroyed, or when
-    the runtime closes, always before the runtime frees its descriptor. Close the runtime after ``mainloop``
-    returns, on Tk's thread.
+    the runtime closes, always before the runtime frees its descriptor. Call it on Tk's thread (the thread
+    that made ``root``; tkinter itself refuses another one with ``RuntimeError``), and close the runtime
+    after ``mainloop`` returns, on that thread: then either kind of runtime is right. When the runtime may
+    close on another thread (a worker, a signal handler's thread, the garbage collector), make it with
+    ``keep_fd=True`` and ``os.close(attachment.fd)`` after ``attachment.close()`` on Tk's thread: the
+    descriptor then stays open and quiet until Tk's thread has removed its handler (see
+    :meth:`TkAttachment.close`).
 
     Raises:
         ImportError: tkinter is not installed.
         WrongState: the runtime's delivery is not ``POLL``.
         Closed: the runtime is closed.
+        ValueError: the descriptor is too large for Tcl 8.6's notifier (see :data:`FD_SETSIZE`).
+        RuntimeError: (from tkinter) called on a thread other than the interpreter's.
     """
     if runtime.delivery != Delivery.POLL:
         raise WrongState(Code.ESTATE, "not allowed in the current state",

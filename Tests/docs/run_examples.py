@@ -63,6 +63,8 @@ OUTSIDE_RUN_ELSEWHERE = {
     "examples/swift/Example.swift": "make test-swift runs it (swift run LoadstateExample)",
     "bindings/rust/examples/tour.rs": "make test-rust runs it (cargo run --example tour)",
     "examples/gtk/loadstate-gtk.c": "make test-gui-gtk (part of make test) builds it and runs it under Xvfb",
+    "examples/swift-gtk/Sources/LoadstateGTK/main.swift": "make test-gui-swift builds it and runs it under Xvfb (part of make test)",
+    "Tests/gui/swift-gtk.expected": "the output make test-gui-swift compares the Swift GTK example's with",
     "Tests/gui/gtk.expected": "the output make test-gui-gtk compares the GTK example's with",
     "bindings/python/examples/gui_tk.py": "make test-python (tests/test_gui_examples.py) runs it under Xvfb",
     "bindings/python/examples/gui_qt.py": "make test-python (tests/test_gui_examples.py) runs it under Xvfb",

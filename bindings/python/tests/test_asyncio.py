@@ -255,7 +255,9 @@ def test_every_way_a_job_is_cancelled_cancels_its_async_loader(errors, delivery)
             cell.load(b"second")
             assert await cancelled.get() == b"first"
             assert await started.get() == b"second"
-            cell.load(b"timed", timeout=0.001)
+            # The timeout counts from the load's start, not the task's: long enough for the task to
+            # start on a busy machine (at 1 ms it could expire first, and the task never ran).
+            cell.load(b"timed", timeout=1.0)
             assert await cancelled.get() == b"second"
             assert await started.get() == b"timed"
             assert await cancelled.get() == b"timed"

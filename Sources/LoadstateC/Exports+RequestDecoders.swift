@@ -42,8 +42,7 @@ private struct Block {
         let start = memory.advanced(by: cursor)
         var utf8 = Array(text.utf8)
         utf8.append(0)
-        utf8.withUnsafeBytes { _ = memcpy(start, $0.baseAddress!, $0.count) }
-        cursor += utf8.count
+        _ = bytes(utf8)
         return UnsafePointer(start.assumingMemoryBound(to: CChar.self))
     }
 
@@ -67,11 +66,6 @@ private func zero<T>(_ pointer: UnsafeMutablePointer<T>) {
 /// Bytes a string takes in a block, NUL included.
 private func room(_ text: String?) -> Int { text.map { $0.utf8.count + 1 } ?? 0 }
 
-/// The caller's encoded request as an array: LDS_EINVAL for NULL with a
-/// length, LDS_ETOOBIG past LDS_VALUE_MAX.
-private func input(_ request: UnsafeRawPointer?, _ length: Int) -> Result<Bytes, ResultCode> {
-    copyBytes(request, length)
-}
 
 /// The most header lines an encoded http request may hold, as
 /// lds_http_request_encode allows.
@@ -83,7 +77,8 @@ public func ldsExecRequestDecode(_ request: UnsafeRawPointer?, _ length: Int,
     guard let out else { return LDS_EINVAL }
     zero(out)
     let bytes: Bytes
-    switch input(request, length) {
+    // LDS_EINVAL for NULL with a length, LDS_ETOOBIG past LDS_VALUE_MAX.
+    switch copyBytes(request, length) {
     case .failure(let code): return code.rawValue
     case .success(let b): bytes = b
     }
@@ -122,7 +117,8 @@ public func ldsHttpRequestDecode(_ request: UnsafeRawPointer?, _ length: Int,
     guard let out else { return LDS_EINVAL }
     zero(out)
     let bytes: Bytes
-    switch input(request, length) {
+    // LDS_EINVAL for NULL with a length, LDS_ETOOBIG past LDS_VALUE_MAX.
+    switch copyBytes(request, length) {
     case .failure(let code): return code.rawValue
     case .success(let b): bytes = b
     }
